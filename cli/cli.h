@@ -1,0 +1,71 @@
+/* smoe command-line interface: shared helpers of the subcommands. The CLI
+ * is the only code that calls exit(); errors print one line
+ * "smoe: <where>: <message>" and exit with status 2 (bad input) or 1. */
+#ifndef SMOE_CLI_H
+#define SMOE_CLI_H
+
+#include "smoe/config.h"
+#include "smoe/core.h"
+#include "smoe/plan.h"
+
+#include <getopt.h>
+#include <stdio.h>
+
+#define SMOE_EXIT_USAGE 2
+
+/* Options shared by plan, sim and train. */
+typedef struct cli_common {
+    const char *base, *model, *rules, *params;
+    int64_t devices, slices;
+    int dtype_bytes;
+    int json;
+    int n_kv;
+    const char **kv; /* KEY=VALUE overrides */
+} cli_common;
+
+/* getopt_long entries of the common options; ids start at 1000. */
+enum {
+    OPT_BASE = 1000, OPT_MODEL, OPT_RULES, OPT_PARAMS, OPT_DEVICES, OPT_SLICES,
+    OPT_DTYPE_BYTES, OPT_JSON, OPT_COMMON_END
+};
+#define CLI_COMMON_LONGOPTS                                   \
+    { "base", required_argument, 0, OPT_BASE },               \
+    { "model", required_argument, 0, OPT_MODEL },             \
+    { "rules", required_argument, 0, OPT_RULES },             \
+    { "params", required_argument, 0, OPT_PARAMS },           \
+    { "devices", required_argument, 0, OPT_DEVICES },         \
+    { "slices", required_argument, 0, OPT_SLICES },           \
+    { "dtype-bytes", required_argument, 0, OPT_DTYPE_BYTES }, \
+    { "json", no_argument, 0, OPT_JSON }
+/* Defaults (devices 0 = not given, slices 1, dtype 4). */
+void cli_common_init(cli_common *c);
+/* Handle one common option; returns 1 if it was one. */
+int cli_common_opt(cli_common *c, int opt, const char *arg);
+/* Collect KEY=VALUE positionals argv[optind..); anything else dies. */
+void cli_collect_overrides(cli_common *c, int argc, char **argv, int first);
+
+/* Print err and exit (2 for bad input, 1 otherwise). */
+_Noreturn void cli_die(const smoe_err *err);
+_Noreturn void cli_usage_error(const char *where, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Strict integer option value in [lo, hi]; dies naming the option. */
+int64_t cli_int(const char *opt, const char *val, int64_t lo, int64_t hi);
+double cli_float(const char *opt, const char *val, double lo, double hi);
+/* Byte counts: integers with an optional K/M/G/T (binary) suffix. */
+int64_t cli_bytes(const char *opt, const char *val);
+/* Format a byte count as "1.5 GiB". */
+const char *cli_fmt_bytes(double b, char *buf, size_t n);
+
+/* Load the config from common options (dies on error). */
+smoe_config *cli_load_config(const cli_common *c);
+/* Build the plan (dies on error). */
+smoe_plan *cli_build_plan(const cli_common *c, const smoe_config *cfg);
+
+int cmd_plan(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
+
+/* JSON output of a plan (plan_json.c). */
+void plan_print_json(FILE *f, const smoe_plan *p);
+
+#endif

@@ -1,0 +1,214 @@
+/* `smoe plan`: resolve every weight's sharding and print its gather plan
+ * (co-axis by default, --legacy for the pre-fix plan, --compare for both),
+ * as a table and summary or as one JSON object. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { OPT_LEGACY = OPT_COMMON_END, OPT_COMPARE, OPT_ALL, OPT_HELP };
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: smoe plan [--base FILE] [--model NAME|FILE] [--rules NAME|FILE]\n"
+            "                 [--params FILE] --devices N [--slices N]\n"
+            "                 [--legacy|--compare] [--all] [--dtype-bytes N] [--json]\n"
+            "                 [KEY=VALUE ...]\n"
+            "\n"
+            "  --base FILE        base config (default: the bundled configs/base.yml)\n"
+            "  --model NAME|FILE  model file (models/NAME.yml beside the base file)\n"
+            "  --rules NAME|FILE  custom_mesh_and_rule file (custom_mesh_and_rule/NAME.yml)\n"
+            "  --params FILE      MaxText logical_shardings.json instead of the built-in\n"
+            "                     parameter enumeration\n"
+            "  --devices N        number of devices (fills one -1 parallelism)\n"
+            "  --slices N         number of slices (DCN axes), default 1\n"
+            "  --legacy           show the pre-fix plan (FSDP axes only)\n"
+            "  --compare          show co-axis and legacy plans side by side\n"
+            "  --all              table rows for optimizer state too (default: params)\n"
+            "  --dtype-bytes N    bytes per element of the stored weights (default 4)\n"
+            "  --json             one JSON object (schema in the README)\n"
+            "  KEY=VALUE          MaxText config overrides, e.g. ici_expert_parallelism=8\n");
+}
+
+static const char *status_cell(const smoe_gather *g, char *buf, size_t n)
+{
+    if (g->status == SMOE_GATHER_NOOP)
+        snprintf(buf, n, "noop");
+    else
+        snprintf(buf, n, "%s %lld", smoe_gather_status_name(g->status), (long long)g->ways);
+    return buf;
+}
+
+static const char *dims_cell(const smoe_axes *dims, int rank, char *buf, size_t n)
+{
+    smoe_pspec s;
+    s.rank = rank;
+    for (int d = 0; d < rank; d++)
+        s.dim[d] = dims[d];
+    return smoe_pspec_format(&s, 0, buf, n);
+}
+
+static const char *shape_cell(const int64_t *shape, int rank, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int d = 0; d < rank && k < n; d++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? "x" : "", (long long)shape[d]);
+    if (rank == 0)
+        snprintf(buf, n, "scalar");
+    return buf;
+}
+
+static void print_table(const smoe_plan *p, int mode, int all)
+{
+    /* mode 0 co-axis, 1 legacy, 2 compare */
+    char b1[256], b2[256], b3[256], b4[64], b5[64], b6[64], b7[256];
+    if (mode == 2)
+        printf("%-66s %-18s %-34s %-12s %-34s %-12s %-12s %s\n", "weight", "shape",
+               "spec (axes > 1)", "co-axis", "co-axis gather", "legacy", "residual",
+               "recv/dev/layer");
+    else
+        printf("%-66s %-18s %-34s %-14s %-34s %-26s %s\n", "weight", "shape",
+               "spec (axes > 1)", "status", "gather axes", "gathered spec",
+               "recv/dev/layer");
+    for (int i = 0; i < p->n; i++) {
+        const smoe_weight *w = &p->w[i];
+        if (!all && w->kind != SMOE_ENTRY_PARAM)
+            continue;
+        const char *name = w->path ? w->path : w->key;
+        shape_cell(w->shape, w->rank, b2, sizeof b2);
+        smoe_pspec_format(&w->use_spec, 0, b3, sizeof b3);
+        if (!w->has_gather) {
+            printf("%-66s %-18s %-34s %s\n", name, b2, b3, "-");
+            continue;
+        }
+        const smoe_gather *g = mode == 1 ? &w->legacy : &w->gather;
+        if (mode == 2) {
+            const smoe_gather *l = &w->legacy;
+            printf("%-66s %-18s %-34s %-12s %-34s %-12s %-12s %s%s\n", name, b2, b3,
+                   status_cell(g, b4, sizeof b4), dims_cell(g->axes, g->rank, b1, sizeof b1),
+                   status_cell(l, b5, sizeof b5),
+                   l->residual_ways > 1 ? dims_cell(l->residual, l->rank, b7, sizeof b7) : "-",
+                   cli_fmt_bytes((double)g->bytes_recv, b6, sizeof b6),
+                   w->prefetch ? "" : "  (not prefetched)");
+        } else {
+            printf("%-66s %-18s %-34s %-14s %-34s %-26s %s%s%s\n", name, b2, b3,
+                   status_cell(g, b4, sizeof b4), dims_cell(g->axes, g->rank, b1, sizeof b1),
+                   dims_cell(g->out, g->rank, b7, sizeof b7),
+                   cli_fmt_bytes((double)g->bytes_recv, b6, sizeof b6),
+                   g->indivisible ? "  INDIVISIBLE" : "",
+                   w->prefetch ? "" : "  (not prefetched)");
+        }
+    }
+}
+
+static void print_summary(const char *title, const smoe_plan_summary *s)
+{
+    char b1[64], b2[64], b3[64];
+    printf("%s: %d tagged, %d fallback, %d noop (distinct per-layer weights)", title,
+           s->tagged, s->fallback, s->noop);
+    if (s->n_ways) {
+        printf("; tagged gathers:");
+        for (int i = 0; i < s->n_ways; i++)
+            printf("%s %dx %lld-way", i ? "," : "", s->ways_count[i], (long long)s->ways[i]);
+    }
+    printf("\n");
+    for (int i = 0; i < s->n_stacks; i++) {
+        const smoe_plan_stack *k = &s->stack[i];
+        printf("  %-14s x%-4lld  %2d tagged %2d fallback %2d noop   per layer and device: "
+               "tagged recv %s, fallback recv %s, un-prefetched residual recv %s\n",
+               k->name, (long long)k->layers, k->tagged, k->fallback, k->noop,
+               cli_fmt_bytes((double)k->tagged_bytes_recv, b1, sizeof b1),
+               cli_fmt_bytes((double)k->fallback_bytes_recv, b2, sizeof b2),
+               cli_fmt_bytes((double)k->residual_bytes_recv, b3, sizeof b3));
+    }
+    printf("  per step and device (forward + backward re-gather): %s gathered, %s in "
+           "un-prefetched residual gathers\n",
+           cli_fmt_bytes((double)s->step_gather_bytes_recv, b1, sizeof b1),
+           cli_fmt_bytes((double)s->step_residual_bytes_recv, b2, sizeof b2));
+}
+
+static void print_header(const smoe_plan *p)
+{
+    printf("mesh:");
+    int ones = 0;
+    for (int i = 0; i < p->mesh.n; i++)
+        if (p->mesh.size[i] > 1)
+            printf(" %s=%lld", p->mesh.name[i], (long long)p->mesh.size[i]);
+        else
+            ones++;
+    printf("  (%lld devices; %d axes of size 1)\n", (long long)smoe_mesh_devices(&p->mesh), ones);
+    printf("inventory: %s, %d entries; bytes at %d per element\n\n", p->source, p->n,
+           p->dtype_bytes);
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        CLI_COMMON_LONGOPTS,
+        { "legacy", no_argument, 0, OPT_LEGACY },
+        { "compare", no_argument, 0, OPT_COMPARE },
+        { "all", no_argument, 0, OPT_ALL },
+        { "help", no_argument, 0, OPT_HELP },
+        { 0, 0, 0, 0 },
+    };
+    cli_common c;
+    cli_common_init(&c);
+    int mode = 0, all = 0, opt;
+    opterr = 0;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (cli_common_opt(&c, opt, optarg))
+            continue;
+        switch (opt) {
+        case OPT_LEGACY:
+            if (mode == 2)
+                cli_usage_error("argument '--legacy'", "cannot be combined with --compare");
+            mode = 1;
+            break;
+        case OPT_COMPARE:
+            if (mode == 1)
+                cli_usage_error("argument '--compare'", "cannot be combined with --legacy");
+            mode = 2;
+            break;
+        case OPT_ALL: all = 1; break;
+        case 'h':
+        case OPT_HELP: usage(stdout); return 0;
+        default: {
+            char where[256];
+            snprintf(where, sizeof where, "argument '%s'", argv[optind - 1]);
+            cli_usage_error(where, optopt ? "missing value or unknown option"
+                                          : "unknown option (see 'smoe plan --help')");
+        }
+        }
+    }
+    cli_collect_overrides(&c, argc, argv, optind);
+    if (c.devices == 0)
+        cli_usage_error("argument '--devices'", "is required (the number of devices)");
+    smoe_config *cfg = cli_load_config(&c);
+    smoe_plan *p = cli_build_plan(&c, cfg);
+    if (c.json) {
+        plan_print_json(stdout, p);
+    } else {
+        print_header(p);
+        print_table(p, mode, all);
+        printf("\n");
+        if (mode != 1)
+            print_summary("co-axis plan", &p->coaxis);
+        if (mode != 0)
+            print_summary("legacy plan", &p->legacy);
+        if (mode == 2) {
+            char b1[64];
+            printf("co-axis vs legacy: %+d tagged, %+d fallback; removes %s per step of "
+                   "un-prefetched residual gathers\n",
+                   p->coaxis.tagged - p->legacy.tagged, p->coaxis.fallback - p->legacy.fallback,
+                   cli_fmt_bytes((double)(p->legacy.step_residual_bytes_recv -
+                                          p->coaxis.step_residual_bytes_recv),
+                                 b1, sizeof b1));
+        }
+    }
+    smoe_plan_free(p);
+    smoe_config_free(cfg);
+    return 0;
+}

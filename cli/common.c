@@ -1,0 +1,168 @@
+/* Helpers shared by the subcommands: strict option parsing, config and
+ * plan loading with one-line errors. */
+#include "cli.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Noreturn void cli_die(const smoe_err *err)
+{
+    char buf[1200];
+    fprintf(stderr, "smoe: %s\n", smoe_err_format(err, buf, sizeof buf));
+    exit(err->code == SMOE_EINVAL || err->code == SMOE_ENOTFOUND ? SMOE_EXIT_USAGE : 1);
+}
+
+_Noreturn void cli_usage_error(const char *where, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "smoe: ");
+    if (where)
+        fprintf(stderr, "%s: ", where);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+    exit(SMOE_EXIT_USAGE);
+}
+
+int64_t cli_int(const char *opt, const char *val, int64_t lo, int64_t hi)
+{
+    int64_t v;
+    char where[256];
+    snprintf(where, sizeof where, "argument '%s %s'", opt, val ? val : "");
+    if (!val || smoe_parse_i64(val, &v))
+        cli_usage_error(where, "expected an integer");
+    if (v < lo || v > hi)
+        cli_usage_error(where, "must be between %lld and %lld", (long long)lo,
+                        (long long)hi);
+    return v;
+}
+
+double cli_float(const char *opt, const char *val, double lo, double hi)
+{
+    double v;
+    char where[256];
+    snprintf(where, sizeof where, "argument '%s %s'", opt, val ? val : "");
+    if (!val || smoe_parse_f64(val, &v))
+        cli_usage_error(where, "expected a number");
+    if (v < lo || v > hi)
+        cli_usage_error(where, "must be between %g and %g", lo, hi);
+    return v;
+}
+
+int64_t cli_bytes(const char *opt, const char *val)
+{
+    char num[64], where[256];
+    snprintf(where, sizeof where, "argument '%s %s'", opt, val ? val : "");
+    size_t n = val ? strlen(val) : 0;
+    if (n == 0 || n >= sizeof num)
+        cli_usage_error(where, "expected a byte count such as 4096, 512M or 16G");
+    memcpy(num, val, n + 1);
+    int64_t mult = 1;
+    char *last = &num[n - 1];
+    if (*last == 'B' && n > 1 && strchr("KMGTkmgt", last[-1])) /* "16GB" */
+        *last-- = 0;
+    switch (*last) {
+    case 'K': case 'k': mult = 1LL << 10; *last = 0; break;
+    case 'M': case 'm': mult = 1LL << 20; *last = 0; break;
+    case 'G': case 'g': mult = 1LL << 30; *last = 0; break;
+    case 'T': case 't': mult = 1LL << 40; *last = 0; break;
+    default: break;
+    }
+    double v;
+    if (smoe_parse_f64(num, &v) || v < 0 || v * (double)mult > 9.0e18)
+        cli_usage_error(where, "expected a byte count such as 4096, 512M or 16G");
+    return (int64_t)llround(v * (double)mult);
+}
+
+const char *cli_fmt_bytes(double b, char *buf, size_t n)
+{
+    static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    int u = 0;
+    double a = fabs(b);
+    while (a >= 1024 && u < 4) {
+        a /= 1024;
+        b /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, n, "%.0f B", b);
+    else
+        snprintf(buf, n, "%.1f %s", b, unit[u]);
+    return buf;
+}
+
+smoe_config *cli_load_config(const cli_common *c)
+{
+    smoe_config_opts o;
+    memset(&o, 0, sizeof o);
+    o.base_path = c->base;
+    o.model = c->model;
+    o.rules = c->rules;
+    o.n_overrides = c->n_kv;
+    o.overrides = c->kv;
+    o.use_env = 1;
+    smoe_config *cfg;
+    smoe_err err;
+    if (smoe_config_load(&o, &cfg, &err))
+        cli_die(&err);
+    return cfg;
+}
+
+smoe_plan *cli_build_plan(const cli_common *c, const smoe_config *cfg)
+{
+    smoe_plan_opts po;
+    memset(&po, 0, sizeof po);
+    po.devices = c->devices;
+    po.slices = c->slices;
+    po.params_file = c->params;
+    po.dtype_bytes = c->dtype_bytes;
+    smoe_plan *p;
+    smoe_err err;
+    if (smoe_plan_build(cfg, &po, &p, &err)) {
+        /* mesh errors without a place are about --devices/--slices */
+        if (!err.where[0] && err.code == SMOE_EINVAL)
+            snprintf(err.where, sizeof err.where, "argument '--devices %lld'",
+                     (long long)c->devices);
+        cli_die(&err);
+    }
+    return p;
+}
+
+void cli_common_init(cli_common *c)
+{
+    memset(c, 0, sizeof *c);
+    c->slices = 1;
+    c->dtype_bytes = 4;
+}
+
+int cli_common_opt(cli_common *c, int opt, const char *arg)
+{
+    switch (opt) {
+    case OPT_BASE: c->base = arg; return 1;
+    case OPT_MODEL: c->model = arg; return 1;
+    case OPT_RULES: c->rules = arg; return 1;
+    case OPT_PARAMS: c->params = arg; return 1;
+    case OPT_DEVICES: c->devices = cli_int("--devices", arg, 1, 1LL << 30); return 1;
+    case OPT_SLICES: c->slices = cli_int("--slices", arg, 1, 1LL << 20); return 1;
+    case OPT_DTYPE_BYTES: c->dtype_bytes = (int)cli_int("--dtype-bytes", arg, 1, 16); return 1;
+    case OPT_JSON: c->json = 1; return 1;
+    default: return 0;
+    }
+}
+
+void cli_collect_overrides(cli_common *c, int argc, char **argv, int first)
+{
+    c->kv = (const char **)(argv + first);
+    c->n_kv = argc - first;
+    for (int i = first; i < argc; i++) {
+        const char *eq = strchr(argv[i], '=');
+        if (!eq || eq == argv[i]) {
+            char where[256];
+            snprintf(where, sizeof where, "argument '%s'", argv[i]);
+            cli_usage_error(where, "expected an option or KEY=VALUE");
+        }
+    }
+}

@@ -1,0 +1,33 @@
+/* smoe: sharded MoE planning, simulation and training. */
+#include "cli.h"
+
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: smoe <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  plan   resolve logical axis rules and print every weight's sharding\n"
+            "         and FSDP gather plan (co-axis and legacy)\n"
+            "\n"
+            "run 'smoe <command> --help' for the options of a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return SMOE_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "plan") == 0)
+        return cmd_plan(argc - 1, argv + 1);
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "smoe: argument '%s': unknown command (see 'smoe --help')\n", cmd);
+    return SMOE_EXIT_USAGE;
+}

@@ -1,0 +1,140 @@
+/* smoe config: MaxText configuration files turned into typed values, with
+ * file:line:col on every error.
+ *
+ * Assembly follows MaxText's pyconfig (see README, "Config assembly"):
+ *   base file (with base_config: inheritance)
+ *   <- model file (models/<model_name>.yml beside the base file)
+ *   <- key=value overrides (and MAXTEXT_<KEY> environment variables)
+ * with logical_axis_rules merged by MaxText's hand-written rule (an
+ * overridden logical name moves to the end), then a custom_mesh_and_rule
+ * file replacing mesh_axes / logical_axis_rules / data_sharding wholesale,
+ * then the pipeline post-fixups. Every key set by a model file or an
+ * override must exist in the base config.
+ *
+ * The YAML reader (libyaml) lives in yaml_load.c, the JSON --params reader
+ * (cJSON) in params_json.c; nothing else in smoe includes those libraries'
+ * headers. */
+#ifndef SMOE_CONFIG_H
+#define SMOE_CONFIG_H
+
+#include "smoe/core.h"
+#include "smoe/shard.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- YAML documents as a tree ---- */
+typedef enum smoe_node_kind {
+    SMOE_NODE_SCALAR,
+    SMOE_NODE_SEQ,
+    SMOE_NODE_MAP
+} smoe_node_kind;
+
+typedef struct smoe_node {
+    smoe_node_kind kind;
+    const char *str;  /* scalar text (SCALAR) */
+    int plain;        /* 1: plain scalar (typed by YAML rules); 0: quoted */
+    int n;            /* items (SEQ) or pairs (MAP) */
+    struct smoe_node **items; /* SEQ items, MAP values */
+    const char **keys;        /* MAP keys */
+    smoe_loc *key_locs;       /* MAP: where each key is written */
+    smoe_loc loc;             /* where the node starts */
+} smoe_node;
+
+/* Parse a YAML file (one document; a mapping or empty) into an arena.
+ * Duplicate mapping keys are an error. Errors carry file:line:col. */
+smoe_status smoe_yaml_load_file(smoe_arena *a, const char *path,
+                                smoe_node **out, smoe_err *err);
+/* Parse YAML text; `name` is used as the file in locations. An empty
+ * document gives a plain empty scalar. */
+smoe_status smoe_yaml_load_string(smoe_arena *a, const char *text,
+                                  const char *name, smoe_node **out,
+                                  smoe_err *err);
+
+/* Scalar typing, as MaxText's YAML loader resolves plain scalars. */
+typedef enum smoe_scalar_type {
+    SMOE_T_NULL,
+    SMOE_T_BOOL,
+    SMOE_T_INT,
+    SMOE_T_FLOAT,
+    SMOE_T_STR,
+    SMOE_T_SEQ,
+    SMOE_T_MAP
+} smoe_scalar_type;
+smoe_scalar_type smoe_node_type(const smoe_node *n);
+const char *smoe_type_name(smoe_scalar_type t);
+/* Structural equality with typed scalars ("10_000" == "10000"). */
+int smoe_node_equal(const smoe_node *a, const smoe_node *b);
+const smoe_node *smoe_node_get(const smoe_node *map, const char *key);
+
+/* ---- assembled configuration ---- */
+typedef struct smoe_config smoe_config;
+
+typedef struct smoe_config_opts {
+    const char *base_path;   /* NULL: the bundled configs/base.yml */
+    const char *model;       /* --model NAME|FILE, or NULL */
+    const char *rules;       /* --rules NAME|FILE, or NULL */
+    int n_overrides;
+    const char *const *overrides; /* "key=value" strings */
+    int use_env;             /* apply MAXTEXT_<KEY> environment variables */
+} smoe_config_opts;
+
+/* Assemble. On error *out is NULL and err names the file:line:col or the
+ * argument. Not thread-safe (reads the environment). */
+smoe_status smoe_config_load(const smoe_config_opts *opts, smoe_config **out,
+                             smoe_err *err);
+void smoe_config_free(smoe_config *c);
+
+/* The merged value of a key, or NULL. */
+const smoe_node *smoe_config_get(const smoe_config *c, const char *key);
+/* Typed getters: SMOE_ENOTFOUND if the key is absent, SMOE_EINVAL with the
+ * value's location if it has the wrong type. */
+smoe_status smoe_config_int(const smoe_config *c, const char *key,
+                            int64_t *out, smoe_err *err);
+smoe_status smoe_config_float(const smoe_config *c, const char *key,
+                              double *out, smoe_err *err);
+smoe_status smoe_config_bool(const smoe_config *c, const char *key, int *out,
+                             smoe_err *err);
+smoe_status smoe_config_str(const smoe_config *c, const char *key,
+                            const char **out, smoe_err *err);
+/* Where a key's value came from, "file:line:col" or "argument '...'". */
+smoe_loc smoe_config_loc(const smoe_config *c, const char *key);
+
+/* The final, merged logical_axis_rules. Owned by the config. */
+const smoe_rules *smoe_config_rules(const smoe_config *c);
+/* The file names that went into this config, in load order, for the
+ * resolved-configuration banner. */
+int smoe_config_sources(const smoe_config *c, const char *const **files);
+/* The directory of the base file (models/ and custom_mesh_and_rule/ are
+ * looked up there). */
+const char *smoe_config_dir(const smoe_config *c);
+/* Bundled default configs directory: $SMOE_CONFIG_DIR, else configs/ next
+ * to the executable, else ../share/smoe/configs next to it. */
+const char *smoe_config_default_dir(void);
+
+/* Build the device mesh: axes from mesh_axes, sizes from ici_* (and dcn_*
+ * when slices > 1) with one -1 filled. Errors: an axis MaxText does not
+ * know (with the mesh_axes item's location), two -1, product != devices. */
+smoe_status smoe_config_mesh(const smoe_config *c, int64_t devices,
+                             int64_t slices, smoe_mesh *out, smoe_err *err);
+
+/* ---- logical shardings file (--params): MaxText's logical_shardings.json */
+typedef struct smoe_logical_entry {
+    const char *key;    /* the JAX key path string, e.g. ".step" */
+    int rank;
+    int64_t shape[SMOE_MAX_RANK];
+    const char *names[SMOE_MAX_RANK]; /* logical name per dim, NULL = None */
+    smoe_loc loc;       /* of the key in the file */
+} smoe_logical_entry;
+
+/* Read every entry in file order. A spec entry that is a list of names
+ * (possible in Flax) is an error here: smoe resolves one name per dim. */
+smoe_status smoe_params_load_json(smoe_arena *a, const char *path,
+                                  smoe_logical_entry **out, int *n,
+                                  smoe_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,114 @@
+/* smoe core: status codes, the error struct, the allocation and abort hooks,
+ * arenas and logging. Every other module depends on this one and on nothing
+ * else below it. Nothing here calls exit(); fatal invariants go through the
+ * abort hook (the MPI runtime points it at MPI_Abort so no rank hangs).
+ */
+#ifndef SMOE_CORE_H
+#define SMOE_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum smoe_status {
+    SMOE_OK = 0,
+    SMOE_EINVAL,   /* bad input: config, flag, data file, mesh */
+    SMOE_ENOMEM,   /* allocation failed or a memory budget was exceeded */
+    SMOE_EIO,      /* file could not be read or written */
+    SMOE_ENOTFOUND,/* a named thing (file, model, rule set, key) does not exist */
+    SMOE_ECOMM,    /* a communication operation failed */
+    SMOE_EINTERNAL /* a bug: an invariant did not hold */
+} smoe_status;
+
+/* A source location for diagnostics. file may be NULL (then only the message
+ * is printed); line/col are 1-based, 0 when unknown. */
+typedef struct smoe_loc {
+    const char *file;
+    int line;
+    int col;
+} smoe_loc;
+
+/* Error details filled by library calls that fail. Callers may pass NULL
+ * when they only want the status. */
+typedef struct smoe_err {
+    smoe_status code;
+    char where[320]; /* "file:line:col" or "argument 'x=y'", may be empty */
+    char msg[768];
+} smoe_err;
+
+/* Fill e (if not NULL) and return code. fmt is printf-style. */
+smoe_status smoe_err_set(smoe_err *e, smoe_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Same, with a source location "file:line:col" recorded in e->where. */
+smoe_status smoe_err_at(smoe_err *e, smoe_status code, smoe_loc loc,
+                        const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Same, with a free-form place ("argument '--devices'"). */
+smoe_status smoe_err_in(smoe_err *e, smoe_status code, const char *where,
+                        const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* "where: msg" or just "msg" into buf; returns buf. */
+const char *smoe_err_format(const smoe_err *e, char *buf, size_t n);
+const char *smoe_status_name(smoe_status s);
+/* Format a location as "file:line:col" into buf. */
+const char *smoe_loc_format(smoe_loc loc, char *buf, size_t n);
+
+/* ---- allocation: every allocation of the library goes through here ---- */
+typedef struct smoe_alloc_hook {
+    void *(*malloc_fn)(size_t n, void *ud);
+    void *(*realloc_fn)(void *p, size_t n, void *ud);
+    void (*free_fn)(void *p, void *ud);
+    void *ud;
+} smoe_alloc_hook;
+
+/* Install a hook (NULL restores libc). Not thread-safe: call at start-up. */
+void smoe_set_alloc_hook(const smoe_alloc_hook *h);
+void *smoe_malloc(size_t n);
+void *smoe_calloc(size_t count, size_t size); /* overflow-checked */
+void *smoe_realloc(void *p, size_t n);
+void smoe_free(void *p);
+/* Count-limited failure for tests: the N-th allocation from now (1-based)
+ * and every later one fail; 0 disables. */
+void smoe_alloc_fail_after(long n);
+
+/* ---- invariants ---- */
+typedef void (*smoe_abort_fn)(const char *msg);
+/* Install the function called when SMOE_ASSERT fails (default: print and
+ * abort()). Returns the previous hook. */
+smoe_abort_fn smoe_set_abort_hook(smoe_abort_fn fn);
+void smoe_assert_fail(const char *expr, const char *file, int line);
+#define SMOE_ASSERT(c) \
+    do { if (!(c)) smoe_assert_fail(#c, __FILE__, __LINE__); } while (0)
+
+/* ---- arena: many small allocations freed together (plans, configs) ---- */
+typedef struct smoe_arena smoe_arena;
+smoe_arena *smoe_arena_new(size_t chunk_bytes);
+void smoe_arena_free(smoe_arena *a);
+/* Zeroed, 16-byte aligned; NULL when out of memory. */
+void *smoe_arena_alloc(smoe_arena *a, size_t n);
+char *smoe_arena_strdup(smoe_arena *a, const char *s);
+char *smoe_arena_strndup(smoe_arena *a, const char *s, size_t n);
+char *smoe_arena_printf(smoe_arena *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+size_t smoe_arena_used(const smoe_arena *a);
+
+/* ---- logging (stderr); level 0 = quiet, 1 = info, 2 = debug ---- */
+void smoe_log_set_level(int level);
+int smoe_log_level(void);
+void smoe_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- small helpers ---- */
+/* Strict integer/float parsing: whole string, no overflow. YAML-style
+ * underscores between digits ("10_000") are accepted. */
+int smoe_parse_i64(const char *s, int64_t *out);
+int smoe_parse_f64(const char *s, double *out);
+/* Monotonic clock in seconds. */
+double smoe_now(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,170 @@
+/* smoe plan: every weight of a model with its physical PartitionSpec and
+ * its FSDP-prefetch gather plan, co-axis and legacy side by side.
+ *
+ * The parameter inventory comes either from a MaxText logical_shardings.json
+ * (--params) or from the built-in enumeration of a model file (deepseek,
+ * llama2/mistral, mixtral, qwen3_moe decoder blocks), with MaxText's key
+ * strings, shapes and logical axes. Resolution uses the config's rules
+ * (Flax semantics, size-1 axes kept: the state sharding). The gather plan
+ * follows the change description:
+ *   LEGACY: gather only the FSDP axes (fsdp, fsdp_transpose) of a dim; if
+ *           they are not the minor-most axes of that dim the weight falls
+ *           back to an untagged reshard, and the co-axes left behind
+ *           ("residual") cost a second, un-prefetched all-gather before use.
+ *   COAXIS: from the first FSDP axis of a dim onward, gather every FSDP or
+ *           co-sharding axis (expert, context, context_usp_ulysses) in one
+ *           tagged all-gather; axes before the first FSDP axis and dims with
+ *           no FSDP axis keep their sharding.
+ * In both, size-1 axes are dropped first. The plan is pure data: the
+ * simulator and the MPI runtime execute it, they never recompute it. */
+#ifndef SMOE_PLAN_H
+#define SMOE_PLAN_H
+
+#include "smoe/config.h"
+#include "smoe/core.h"
+#include "smoe/shard.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum smoe_entry_kind {
+    SMOE_ENTRY_PARAM,  /* .params/... */
+    SMOE_ENTRY_MU,     /* .opt_state/[i]/.mu/... */
+    SMOE_ENTRY_NU,     /* .opt_state/[i]/.nu/... */
+    SMOE_ENTRY_STEP,   /* .step */
+    SMOE_ENTRY_COUNT,  /* .opt_state/[i]/.count */
+    SMOE_ENTRY_OTHER
+} smoe_entry_kind;
+
+typedef enum smoe_gather_status {
+    SMOE_GATHER_NOOP,     /* nothing to gather */
+    SMOE_GATHER_TAGGED,   /* one tagged tiled all-gather per gathered dim */
+    SMOE_GATHER_FALLBACK  /* untagged reshard: gather axes not minor-most */
+} smoe_gather_status;
+
+typedef enum smoe_gather_mode {
+    SMOE_MODE_COAXIS,
+    SMOE_MODE_LEGACY
+} smoe_gather_mode;
+
+/* The gather plan of one per-layer weight (scan dim removed). */
+typedef struct smoe_gather {
+    smoe_gather_status status;
+    int rank;
+    int64_t shape[SMOE_MAX_RANK];     /* per-layer global shape */
+    smoe_axes live[SMOE_MAX_RANK];    /* source spec, size-1 axes dropped */
+    smoe_axes axes[SMOE_MAX_RANK];    /* gathered axes per dim, in order */
+    smoe_axes out[SMOE_MAX_RANK];     /* gathered (target) spec per dim */
+    smoe_axes residual[SMOE_MAX_RANK];/* co-axes LEGACY leaves behind */
+    int64_t group[SMOE_MAX_RANK];     /* product of axes[d] sizes */
+    int64_t ways;                     /* product of group[] */
+    int64_t residual_ways;            /* product of residual sizes */
+    int64_t bytes_in;                 /* local shard, bytes per device */
+    int64_t bytes_out;                /* gathered buffer, bytes per device */
+    int64_t bytes_recv;               /* bytes_out - bytes_in */
+    int64_t residual_bytes_recv;      /* second, un-prefetched gather */
+    unsigned indivisible;             /* bit d: shape[d] % shards != 0 */
+    int n_gathered_dims;              /* dims with axes[d] non-empty */
+} smoe_gather;
+
+/* One entry of the state tree: a parameter, an optimizer moment, a count. */
+typedef struct smoe_weight {
+    const char *key;      /* the golden files' key string */
+    const char *path;     /* "decoder/moe_layers/self_attention/wkv_a/kernel"
+                             (params and moments), NULL otherwise */
+    smoe_entry_kind kind;
+    int rank;
+    int64_t shape[SMOE_MAX_RANK];
+    const char *logical[SMOE_MAX_RANK]; /* NULL = None */
+    smoe_pspec spec;      /* state sharding: Flax resolution, size-1 kept */
+    smoe_pspec use_spec;  /* use-site form: size-1 axes dropped */
+    int scan_axis;        /* dim of the stacked-layer axis, or -1 */
+    const char *stack;    /* its logical name (dense_layers, ...) or NULL */
+    int64_t layers;       /* shape[scan_axis], or 1 */
+    int prefetch;         /* a scanned decoder weight: prefetched per layer */
+    int has_gather;       /* params only */
+    smoe_gather gather;   /* COAXIS */
+    smoe_gather legacy;   /* LEGACY */
+} smoe_weight;
+
+/* Per-stack totals for one gather mode, per layer unless named per step. */
+typedef struct smoe_plan_stack {
+    const char *name;     /* logical stack name */
+    int64_t layers;
+    int n_weights;        /* per layer */
+    int tagged, fallback, noop;
+    int64_t tagged_bytes_recv;    /* per layer, tagged gathers */
+    int64_t fallback_bytes_recv;  /* per layer, untagged reshards */
+    int64_t residual_bytes_recv;  /* per layer, second un-prefetched gather */
+    int64_t gathered_bytes;       /* per layer, sum of bytes_out */
+} smoe_plan_stack;
+
+#define SMOE_MAX_STACKS 8
+#define SMOE_MAX_WAYS 16
+
+typedef struct smoe_plan_summary {
+    int n_stacks;
+    smoe_plan_stack stack[SMOE_MAX_STACKS];
+    int tagged, fallback, noop;   /* over all per-layer weights */
+    /* histogram of tagged gather ways: ways[i] happens count[i] times per
+     * layer-kind (each distinct per-layer weight counted once) */
+    int n_ways;
+    int64_t ways[SMOE_MAX_WAYS];
+    int ways_count[SMOE_MAX_WAYS];
+    /* per training step: every layer gathered twice (forward, and backward
+     * with rematerialisation) */
+    int64_t step_gather_bytes_recv;   /* tagged + fallback reshards */
+    int64_t step_residual_bytes_recv; /* un-prefetched second gathers */
+} smoe_plan_summary;
+
+typedef struct smoe_plan {
+    smoe_mesh mesh;
+    int dtype_bytes;
+    int n;
+    smoe_weight *w;
+    smoe_plan_summary coaxis, legacy;
+    smoe_arena *arena;
+    const char *source;   /* "built-in enumeration" or the --params file */
+} smoe_plan;
+
+typedef struct smoe_plan_opts {
+    int64_t devices;      /* >= 1 */
+    int64_t slices;       /* >= 1 */
+    const char *params_file; /* NULL: built-in enumeration of the model */
+    int dtype_bytes;      /* element size for bytes (default 4) */
+} smoe_plan_opts;
+
+/* Build the plan of a config on a mesh of `devices`. Owns its memory
+ * (smoe_plan_free). Errors: mesh (see smoe_config_mesh), inventory
+ * (unknown decoder block, bad --params file), resolution (a logical name
+ * used twice in one weight, with its file:line:col). */
+smoe_status smoe_plan_build(const smoe_config *cfg, const smoe_plan_opts *o,
+                            smoe_plan **out, smoe_err *err);
+void smoe_plan_free(smoe_plan *p);
+
+/* The built-in enumeration: the full state tree (step, params, AdamW
+ * moments, counts) in MaxText's tree-flatten order. Arena-allocated. */
+smoe_status smoe_inventory_build(const smoe_config *cfg, smoe_arena *a,
+                                 smoe_logical_entry **out, int *n,
+                                 smoe_err *err);
+
+/* The gather plan of one per-layer weight on a mesh (pure; exposed for the
+ * edge-case tests and for the runtime). spec has rank entries. */
+void smoe_gather_compute(const smoe_pspec *spec, const int64_t shape[],
+                         const smoe_mesh *m, smoe_gather_mode mode,
+                         int dtype_bytes, smoe_gather *out);
+/* remove_fsdp_from_partition_spec (co-axis form) on a raw spec. */
+void smoe_remove_fsdp_from_spec(const smoe_pspec *in, const smoe_mesh *m,
+                                smoe_pspec *out);
+const char *smoe_gather_status_name(smoe_gather_status s);
+int smoe_is_fsdp_axis(const char *axis);
+int smoe_is_co_axis(const char *axis);
+
+/* Find a weight by its params path ("decoder/dense_layers/mlp/wo/kernel"). */
+const smoe_weight *smoe_plan_find(const smoe_plan *p, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

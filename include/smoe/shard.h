@@ -1,0 +1,131 @@
+/* smoe shard: the pure algebra of sharding. A device mesh (named axes with
+ * sizes), PartitionSpecs (one entry per tensor dim, each an ordered list of
+ * mesh axes), logical-axis rules and their resolution exactly as Flax does
+ * it, and the layout maps between a global tensor and one device's block.
+ * No I/O, no MPI; strings are borrowed (the caller keeps them alive, usually
+ * in an arena). */
+#ifndef SMOE_SHARD_H
+#define SMOE_SHARD_H
+
+#include "smoe/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SMOE_MAX_AXES 16  /* mesh axes */
+#define SMOE_MAX_ENTRY 16 /* axes in one spec entry or rule value */
+#define SMOE_MAX_RANK 8   /* tensor rank */
+
+/* An ordered list of mesh-axis names, major to minor. In a PartitionSpec
+ * n == 0 means None (replicated dim), n == 1 prints as "axis", n >= 2 as a
+ * tuple: this is JAX's canonical form. */
+typedef struct smoe_axes {
+    int n;
+    const char *ax[SMOE_MAX_ENTRY];
+} smoe_axes;
+
+/* PartitionSpec: one entry per dim. */
+typedef struct smoe_pspec {
+    int rank;
+    smoe_axes dim[SMOE_MAX_RANK];
+} smoe_pspec;
+
+/* Device mesh: axis names in mesh_axes order; sizes >= 1. Device ranks are
+ * row-major over the axes (last axis fastest), as MPI_Cart_create numbers
+ * them. */
+typedef struct smoe_mesh {
+    int n;
+    const char *name[SMOE_MAX_AXES];
+    int64_t size[SMOE_MAX_AXES];
+} smoe_mesh;
+
+/* Index of axis `name`, or -1. */
+int smoe_mesh_find(const smoe_mesh *m, const char *name);
+/* Size of axis `name`; an axis absent from the mesh counts as size 1
+ * (MaxText's remove_size_one_mesh_axis treats it so). */
+int64_t smoe_mesh_axis_size(const smoe_mesh *m, const char *name);
+int64_t smoe_mesh_devices(const smoe_mesh *m);
+/* Coordinates of device `rank` (row-major). */
+void smoe_mesh_coords(const smoe_mesh *m, int64_t rank, int64_t coords[]);
+int64_t smoe_mesh_rank_of(const smoe_mesh *m, const int64_t coords[]);
+
+/* Fill one -1 entry of vals[0..n) so that the product equals target, as
+ * MaxText's fill_unspecified_mesh_axes does. labels[i] names entry i in
+ * messages (e.g. "ici_fsdp_parallelism"); what names the target ("devices
+ * per slice"). Errors (SMOE_EINVAL): two -1, a value < 1 other than -1, a
+ * non-integer fill, product != target. *bad (may be NULL) is set to the
+ * offending index, or -1 when the product as a whole is wrong. */
+smoe_status smoe_mesh_fill(int64_t vals[], int n, int64_t target,
+                           const char *const labels[], const char *what,
+                           int *bad, smoe_err *err);
+
+/* ---- spec entries ---- */
+int smoe_axes_has(const smoe_axes *e, const char *axis);
+int smoe_axes_equal(const smoe_axes *a, const smoe_axes *b);
+/* Product of the mesh sizes of the entry's axes (absent axes count 1). */
+int64_t smoe_axes_size(const smoe_axes *e, const smoe_mesh *m);
+/* The entry without axes of size 1 (or absent from the mesh). */
+smoe_axes smoe_axes_live(const smoe_axes *e, const smoe_mesh *m);
+int smoe_pspec_equal(const smoe_pspec *a, const smoe_pspec *b);
+/* remove_size_one_mesh_axis: the use-site form of a state spec. */
+void smoe_pspec_drop_size1(const smoe_pspec *in, const smoe_mesh *m,
+                           smoe_pspec *out);
+/* Python-like text, e.g. "P(('fsdp', 'expert'), None)" when python != 0,
+ * else the compact "(fsdp,expert) -". Returns buf. */
+const char *smoe_pspec_format(const smoe_pspec *s, int python, char *buf,
+                              size_t n);
+const char *smoe_axes_format(const smoe_axes *e, char *buf, size_t n);
+
+/* ---- logical-axis rules ---- */
+/* One rule [logical_name, value]. value.n == 0 is [] ("replicated, stop
+ * looking"); a bare string and a one-element list are the same after JAX
+ * canonicalisation, so both are stored as n == 1. */
+typedef struct smoe_rule {
+    const char *name;
+    smoe_axes value;
+    smoe_loc loc; /* where the rule was written, for messages */
+} smoe_rule;
+
+typedef struct smoe_rules {
+    int n;
+    smoe_rule *r; /* borrowed array */
+} smoe_rules;
+
+/* Flax logical_to_mesh_axes: names[i] is a logical name or NULL (None).
+ * The loop runs over the rules in order; a rule whose name occurs applies
+ * to the first dim with that name if that dim is still unassigned and none
+ * of the value's axes is already used by another dim (all-or-nothing).
+ * Unassigned names become None. Size-1 axes are kept (state shardings).
+ * Error (SMOE_EINVAL) when a logical name occurs twice; `where` (may be
+ * NULL) names the tensor in the message. */
+smoe_status smoe_shard_resolve(const smoe_rules *rules, int rank,
+                               const char *const names[], smoe_pspec *out,
+                               const char *where, smoe_err *err);
+
+/* ---- layout: a device's block of a global tensor ---- */
+/* Block index of the device with `coords` on one dim: mixed radix over the
+ * entry's axes in entry order (the first axis is the most significant), as
+ * a tiled all-gather over that tuple concatenates blocks. */
+int64_t smoe_axes_block(const smoe_axes *e, const smoe_mesh *m,
+                        const int64_t coords[]);
+
+/* Local block of `shape` under `spec` for the device at `coords`:
+ * local[d] = shape[d] / n_blocks(d), offset[d] = block(d) * local[d].
+ * SMOE_EINVAL when a dim does not divide evenly (shard_map needs it). */
+smoe_status smoe_layout_local(const smoe_pspec *spec, const int64_t shape[],
+                              const smoe_mesh *m, const int64_t coords[],
+                              int64_t local[], int64_t offset[],
+                              smoe_err *err);
+
+/* Copy between a global row-major tensor and a local block of it.
+ * dir = 0: global -> local; dir = 1: local -> global. elem is the element
+ * size in bytes. */
+void smoe_layout_copy(int rank, const int64_t shape[], const int64_t local[],
+                      const int64_t offset[], size_t elem, void *global,
+                      void *localbuf, int dir);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

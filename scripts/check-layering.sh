@@ -1,0 +1,22 @@
+#!/bin/sh
+# House rule: each external dependency's header stays in its module.
+# usage: scripts/check-layering.sh [SOURCE_DIR]
+set -eu
+cd "${1:-$(dirname "$0")/..}"
+fail=0
+pass=0
+check() { # HEADER ALLOWED_PATH_REGEX
+  stray=$(grep -rlE "#include *<$1>" src include cli 2>/dev/null | grep -vE "$2" || true)
+  if [ -n "$stray" ]; then
+    echo "<$1> included outside its module: $stray" >&2
+    fail=$((fail + 1))
+  else
+    pass=$((pass + 1))
+  fi
+}
+check 'yaml\.h' '^src/config/'
+check 'mpi\.h' '^src/runtime/'
+check 'cblas\.h' '^src/kernels/'
+check 'cjson/cJSON\.h' '^(src/config/params_json\.c|cli/[a-z_]*json[a-z_]*\.c)$'
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,11 @@
+#!/bin/sh
+# Build smoe with warnings as errors and run the whole test suite.
+# usage: scripts/test.sh [BUILD_DIR]   (default: build)
+set -eu
+cd "$(dirname "$0")/.."
+./scripts/deps.sh
+build=${1:-build}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMOE_WERROR=ON >/dev/null
+cmake --build "$build"
+cd "$build"
+ctest --output-on-failure --timeout 600

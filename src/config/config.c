@@ -1,0 +1,688 @@
+/* Config assembly, as MaxText's pyconfig does it: base file (with
+ * base_config: inheritance) <- model file <- key=value overrides, the
+ * hand-written logical_axis_rules merge, the custom_mesh_and_rule file
+ * replacing mesh and rules wholesale, and the pipeline post-fixups.
+ * Every failure names the file:line:col or the argument it comes from. */
+#define _POSIX_C_SOURCE 200809L
+#include "config_impl.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_INHERIT 16
+
+typedef struct override {
+    const char *key;
+    const smoe_node *value;
+    const char *where; /* "argument 'k=v'" or "environment variable X" */
+} override;
+
+typedef struct loader {
+    smoe_config *c;
+    smoe_arena *a;
+    cfg_map base;     /* after inheritance */
+    cfg_map model;    /* model file keys */
+    override *ov;
+    int n_ov;
+    const char *model_file;
+    const char *model_where; /* where the model name/file was given */
+} loader;
+
+static int file_exists(const char *p) { return access(p, R_OK) == 0; }
+
+static const char *dir_of(smoe_arena *a, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return ".";
+    if (slash == path)
+        return "/";
+    return smoe_arena_strndup(a, path, (size_t)(slash - path));
+}
+
+static smoe_status add_source(loader *L, const char *file)
+{
+    if (L->c->n_files < (int)(sizeof L->c->files / sizeof L->c->files[0]))
+        L->c->files[L->c->n_files++] = file;
+    return SMOE_OK;
+}
+
+/* Load `path`, resolving base_config: chains (relative to the file's own
+ * directory, then to the configs directory); the child's keys win. */
+static smoe_status load_chain(loader *L, const char *path, int depth,
+                              cfg_map *out, smoe_loc from, smoe_err *err)
+{
+    smoe_node *root;
+    smoe_status s;
+    if (depth > MAX_INHERIT)
+        return smoe_err_at(err, SMOE_EINVAL, from,
+                           "base_config chain deeper than %d (a cycle?)",
+                           MAX_INHERIT);
+    if (!file_exists(path)) {
+        if (from.file)
+            return smoe_err_at(err, SMOE_ENOTFOUND, from,
+                               "base_config file '%s' not found", path);
+        return smoe_err_in(err, SMOE_ENOTFOUND, path, "cannot open config file");
+    }
+    if ((s = smoe_yaml_load_file(L->a, path, &root, err)))
+        return s;
+    if (root->kind == SMOE_NODE_SCALAR && root->str[0] == 0)
+        return SMOE_OK; /* empty file */
+    if (root->kind != SMOE_NODE_MAP)
+        return smoe_err_at(err, SMOE_EINVAL, root->loc,
+                           "a config file must be a mapping of keys to values");
+    const smoe_node *parent = smoe_node_get(root, "base_config");
+    if (parent && smoe_node_type(parent) != SMOE_T_NULL) {
+        if (parent->kind != SMOE_NODE_SCALAR)
+            return smoe_err_at(err, SMOE_EINVAL, parent->loc,
+                               "base_config must be a file name");
+        const char *p = parent->str;
+        if (p[0] != '/') {
+            const char *cand = smoe_arena_printf(L->a, "%s/%s", dir_of(L->a, path), p);
+            if (!file_exists(cand) && L->c->dir)
+                cand = smoe_arena_printf(L->a, "%s/%s", L->c->dir, p);
+            p = cand;
+        }
+        if ((s = load_chain(L, p, depth + 1, out, parent->loc, err)))
+            return s;
+    }
+    add_source(L, smoe_arena_strdup(L->a, path));
+    for (int i = 0; i < root->n; i++)
+        if (strcmp(root->keys[i], "base_config") != 0 &&
+            cfg_map_set(L->a, out, root->keys[i], root->items[i]))
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    return SMOE_OK;
+}
+
+/* Is the type of an override compatible with the base value's type? */
+static int type_ok(smoe_scalar_type base, smoe_scalar_type ov)
+{
+    switch (base) {
+    case SMOE_T_NULL: return 1;
+    case SMOE_T_INT: return ov == SMOE_T_INT;
+    case SMOE_T_FLOAT: return ov == SMOE_T_INT || ov == SMOE_T_FLOAT;
+    case SMOE_T_BOOL: return ov == SMOE_T_BOOL;
+    case SMOE_T_STR: return ov != SMOE_T_SEQ && ov != SMOE_T_MAP;
+    case SMOE_T_SEQ: return ov == SMOE_T_SEQ;
+    case SMOE_T_MAP: return ov == SMOE_T_MAP;
+    }
+    return 0;
+}
+
+static smoe_status check_key(loader *L, const char *key, const smoe_node *v,
+                             const char *where, smoe_loc loc, smoe_err *err)
+{
+    const smoe_node *b = cfg_map_get(&L->base, key);
+    if (cfg_map_index(&L->base, key) < 0) {
+        if (where)
+            return smoe_err_in(err, SMOE_EINVAL, where,
+                               "unknown key '%s': it is not in the base config",
+                               key);
+        return smoe_err_at(err, SMOE_EINVAL, loc,
+                           "unknown key '%s': it is not in the base config", key);
+    }
+    smoe_scalar_type tb = smoe_node_type(b), tv = smoe_node_type(v);
+    if (!type_ok(tb, tv)) {
+        char bl[320];
+        smoe_loc_format(b->loc, bl, sizeof bl);
+        if (where)
+            return smoe_err_in(err, SMOE_EINVAL, where,
+                               "'%s' must be %s (as in %s), got '%s'", key,
+                               smoe_type_name(tb), bl,
+                               v->kind == SMOE_NODE_SCALAR ? v->str : "a collection");
+        return smoe_err_at(err, SMOE_EINVAL, loc, "'%s' must be %s (as in %s)",
+                           key, smoe_type_name(tb), bl);
+    }
+    return SMOE_OK;
+}
+
+/* Nodes parsed from an argument are located by the argument alone. */
+static void relocate(smoe_node *n, const char *where)
+{
+    n->loc.file = where;
+    n->loc.line = n->loc.col = 0;
+    for (int i = 0; n->kind != SMOE_NODE_SCALAR && i < n->n; i++)
+        relocate(n->items[i], where);
+    for (int i = 0; n->kind == SMOE_NODE_MAP && i < n->n; i++)
+        n->key_locs[i] = n->loc;
+}
+
+static smoe_status add_override(loader *L, const char *key, const char *text,
+                                const char *where, smoe_err *err)
+{
+    smoe_node *v;
+    smoe_status s;
+    for (int i = 0; i < L->n_ov; i++)
+        if (strcmp(L->ov[i].key, key) == 0 && strncmp(L->ov[i].where, "env", 3) == 0)
+            return smoe_err_in(err, SMOE_EINVAL, where,
+                               "'%s' is set both on the command line and by %s",
+                               key, L->ov[i].where);
+    if ((s = smoe_yaml_load_string(L->a, text, where, &v, err)))
+        return s;
+    relocate(v, where);
+    if ((s = check_key(L, key, v, where, v->loc, err)))
+        return s;
+    override *o = NULL;
+    for (int i = 0; i < L->n_ov; i++)
+        if (strcmp(L->ov[i].key, key) == 0)
+            o = &L->ov[i]; /* a later key=value wins, as kwargs do */
+    if (!o)
+        o = &L->ov[L->n_ov++];
+    o->key = key;
+    o->value = v;
+    o->where = where;
+    return SMOE_OK;
+}
+
+static const override *find_override(const loader *L, const char *key)
+{
+    for (int i = 0; i < L->n_ov; i++)
+        if (strcmp(L->ov[i].key, key) == 0)
+            return &L->ov[i];
+    return NULL;
+}
+
+static smoe_status parse_overrides(loader *L, const smoe_config_opts *o,
+                                   smoe_err *err)
+{
+    int cap = o->n_overrides + L->base.n + 4;
+    L->ov = smoe_arena_alloc(L->a, sizeof *L->ov * (size_t)cap);
+    if (!L->ov)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    if (o->use_env) {
+        for (int i = 0; i < L->base.n; i++) {
+            char name[256];
+            const char *k = L->base.e[i].key;
+            size_t j = (size_t)snprintf(name, sizeof name, "MAXTEXT_");
+            for (; *k && j + 1 < sizeof name; k++)
+                name[j++] = (char)toupper((unsigned char)*k);
+            name[j] = 0;
+            const char *v = getenv(name);
+            if (!v)
+                continue;
+            const char *where = smoe_arena_printf(L->a, "environment variable %s", name);
+            smoe_status s = add_override(L, L->base.e[i].key, v, where, err);
+            if (s)
+                return s;
+        }
+    }
+    for (int i = 0; i < o->n_overrides; i++) {
+        const char *arg = o->overrides[i];
+        const char *eq = strchr(arg, '=');
+        const char *where = smoe_arena_printf(L->a, "argument '%s'", arg);
+        if (!eq || eq == arg)
+            return smoe_err_in(err, SMOE_EINVAL, where,
+                               "expected KEY=VALUE (a MaxText config key)");
+        const char *key = smoe_arena_strndup(L->a, arg, (size_t)(eq - arg));
+        smoe_status s = add_override(L, key, eq + 1, where, err);
+        if (s)
+            return s;
+    }
+    return SMOE_OK;
+}
+
+/* Effective value of a key before the model file is merged in. */
+static const smoe_node *early_value(const loader *L, const char *key,
+                                    const char **where)
+{
+    const override *o = find_override(L, key);
+    if (o) {
+        *where = o->where;
+        return o->value;
+    }
+    *where = NULL;
+    return cfg_map_get(&L->base, key);
+}
+
+static int looks_like_file(const char *s)
+{
+    size_t n = strlen(s);
+    return strchr(s, '/') || (n > 4 && strcmp(s + n - 4, ".yml") == 0) ||
+           (n > 5 && strcmp(s + n - 5, ".yaml") == 0);
+}
+
+static smoe_status load_model(loader *L, const smoe_config_opts *o,
+                              smoe_err *err)
+{
+    const char *path = NULL, *where = NULL;
+    if (o->model) {
+        where = smoe_arena_printf(L->a, "argument '--model %s'", o->model);
+        if (looks_like_file(o->model)) {
+            path = o->model;
+            if (!file_exists(path))
+                return smoe_err_in(err, SMOE_ENOTFOUND, where,
+                                   "model file '%s' not found", path);
+        } else {
+            const override *mo = find_override(L, "model_name");
+            if (mo && !(mo->value->kind == SMOE_NODE_SCALAR &&
+                        strcmp(mo->value->str, o->model) == 0))
+                return smoe_err_in(err, SMOE_EINVAL, where,
+                                   "conflicts with %s", mo->where);
+            smoe_status s = add_override(L, "model_name", o->model, where, err);
+            if (s)
+                return s;
+        }
+    }
+    if (!path) {
+        const smoe_node *mn = early_value(L, "model_name", &where);
+        if (!mn || smoe_node_type(mn) == SMOE_T_NULL)
+            return SMOE_OK;
+        if (mn->kind != SMOE_NODE_SCALAR)
+            return smoe_err_at(err, SMOE_EINVAL, mn->loc, "model_name must be a name");
+        char name[256];
+        snprintf(name, sizeof name, "%s", mn->str);
+        char *inst = strstr(name, "-Instruct");
+        if (inst)
+            memmove(inst, inst + 9, strlen(inst + 9) + 1);
+        if (strcmp(name, "default") == 0)
+            return SMOE_OK;
+        if (!where) {
+            char buf[320];
+            where = smoe_arena_strdup(L->a, smoe_loc_format(mn->loc, buf, sizeof buf));
+        }
+        path = smoe_arena_printf(L->a, "%s/models/%s.yml", L->c->dir, name);
+        if (strchr(name, '/') || !file_exists(path))
+            return smoe_err_in(err, SMOE_ENOTFOUND, where,
+                               "unknown model '%s': no models/%s.yml in %s",
+                               name, name, L->c->dir);
+    }
+    smoe_node *root;
+    smoe_status s = smoe_yaml_load_file(L->a, path, &root, err);
+    if (s)
+        return s;
+    add_source(L, smoe_arena_strdup(L->a, path));
+    L->model_file = path;
+    L->model_where = where;
+    if (root->kind == SMOE_NODE_SCALAR && root->str[0] == 0)
+        return SMOE_OK;
+    if (root->kind != SMOE_NODE_MAP)
+        return smoe_err_at(err, SMOE_EINVAL, root->loc,
+                           "a model file must be a mapping of keys to values");
+    for (int i = 0; i < root->n; i++) {
+        if ((s = check_key(L, root->keys[i], root->items[i], NULL,
+                           root->key_locs[i], err)))
+            return s;
+        if (cfg_map_set(L->a, &L->model, root->keys[i], root->items[i]))
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    }
+    return SMOE_OK;
+}
+
+static int flag_value(const smoe_node *n)
+{
+    return n && smoe_node_type(n) == SMOE_T_BOOL && smoe_node_bool_value(n);
+}
+
+/* MaxText's rule merge: see config.h. */
+static smoe_status apply_rules(loader *L, smoe_rules *cur, const smoe_node *nn,
+                               int flag, smoe_err *err)
+{
+    smoe_rules add = { 0, NULL };
+    smoe_status s;
+    if (nn && (s = cfg_rules_from_node(L->a, nn, &add, err)))
+        return s;
+    if (flag) {
+        *cur = add;
+        return SMOE_OK;
+    }
+    if (add.n == 0)
+        return SMOE_OK;
+    smoe_rule *r = smoe_arena_alloc(L->a, sizeof *r * (size_t)(cur->n + add.n));
+    if (!r)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    int n = 0;
+    for (int i = 0; i < cur->n; i++) {
+        int dropped = 0;
+        for (int j = 0; j < add.n && !dropped; j++)
+            dropped = strcmp(cur->r[i].name, add.r[j].name) == 0;
+        if (!dropped)
+            r[n++] = cur->r[i];
+    }
+    for (int j = 0; j < add.n; j++)
+        r[n++] = add.r[j];
+    cur->r = r;
+    cur->n = n;
+    return SMOE_OK;
+}
+
+static smoe_status check_model_conflicts(loader *L, smoe_err *err)
+{
+    /* override_model_config as it stands after base <- model <- overrides */
+    const smoe_node *omc = cfg_map_get(&L->base, "override_model_config");
+    const smoe_node *m = cfg_map_get(&L->model, "override_model_config");
+    const override *o = find_override(L, "override_model_config");
+    if (m)
+        omc = m;
+    if (o)
+        omc = o->value;
+    if (flag_value(omc))
+        return SMOE_OK;
+    for (int i = 0; i < L->n_ov; i++) {
+        const smoe_node *mv = cfg_map_get(&L->model, L->ov[i].key);
+        if (!mv || strcmp(L->ov[i].key, "model_name") == 0)
+            continue;
+        if (!smoe_node_equal(mv, L->ov[i].value)) {
+            char ml[320];
+            return smoe_err_in(err, SMOE_EINVAL, L->ov[i].where,
+                               "'%s' is set by the model file (%s) to a "
+                               "different value; pass override_model_config=true "
+                               "to override model settings",
+                               L->ov[i].key, smoe_loc_format(mv->loc, ml, sizeof ml));
+        }
+    }
+    return SMOE_OK;
+}
+
+static smoe_status merge(loader *L, smoe_err *err)
+{
+    smoe_config *c = L->c;
+    smoe_status s;
+    smoe_rules rules = { 0, NULL };
+    if ((s = apply_rules(L, &rules, cfg_map_get(&L->base, "logical_axis_rules"), 1, err)))
+        return s;
+    if ((s = apply_rules(L, &rules, cfg_map_get(&L->model, "logical_axis_rules"),
+                         flag_value(cfg_map_get(&L->model, "override_logical_axis_rules")),
+                         err)))
+        return s;
+    const override *ro = find_override(L, "logical_axis_rules");
+    const override *rf = find_override(L, "override_logical_axis_rules");
+    if ((s = apply_rules(L, &rules, ro ? ro->value : NULL,
+                         rf ? flag_value(rf->value) : 0, err)))
+        return s;
+    c->rules = rules;
+    for (int i = 0; i < L->base.n; i++)
+        if (cfg_map_set(L->a, &c->values, L->base.e[i].key, L->base.e[i].value))
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    for (int i = 0; i < L->model.n; i++)
+        if (cfg_map_set(L->a, &c->values, L->model.e[i].key, L->model.e[i].value))
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    for (int i = 0; i < L->n_ov; i++)
+        if (cfg_map_set(L->a, &c->values, L->ov[i].key, L->ov[i].value))
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    return SMOE_OK;
+}
+
+static smoe_status apply_custom(loader *L, const smoe_config_opts *o,
+                                smoe_err *err)
+{
+    smoe_config *c = L->c;
+    const char *path = NULL, *where = NULL;
+    smoe_status s;
+    if (o->rules) {
+        where = smoe_arena_printf(L->a, "argument '--rules %s'", o->rules);
+        if (looks_like_file(o->rules)) {
+            path = o->rules;
+            if (!file_exists(path))
+                return smoe_err_in(err, SMOE_ENOTFOUND, where,
+                                   "rule file '%s' not found", path);
+        } else {
+            smoe_loc l = { where, 0, 0 };
+            smoe_node *v = cfg_scalar(L->a, o->rules, l);
+            if (!v || cfg_map_set(L->a, &c->values, "custom_mesh_and_rule", v))
+                return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        }
+    }
+    if (!path) {
+        const smoe_node *n = cfg_map_get(&c->values, "custom_mesh_and_rule");
+        if (!n || smoe_node_type(n) == SMOE_T_NULL)
+            return SMOE_OK;
+        if (n->kind != SMOE_NODE_SCALAR)
+            return smoe_err_at(err, SMOE_EINVAL, n->loc,
+                               "custom_mesh_and_rule must be a name");
+        if (!n->str[0])
+            return SMOE_OK;
+        const override *ov = find_override(L, "custom_mesh_and_rule");
+        char buf[320];
+        if (!where)
+            where = ov ? ov->where
+                       : smoe_arena_strdup(L->a, smoe_loc_format(n->loc, buf, sizeof buf));
+        path = smoe_arena_printf(L->a, "%s/custom_mesh_and_rule/%s.yml", c->dir, n->str);
+        if (strchr(n->str, '/') || !file_exists(path))
+            return smoe_err_in(err, SMOE_ENOTFOUND, where,
+                               "unknown rule set '%s': no custom_mesh_and_rule/%s.yml in %s",
+                               n->str, n->str, c->dir);
+    }
+    smoe_node *root;
+    if ((s = smoe_yaml_load_file(L->a, path, &root, err)))
+        return s;
+    add_source(L, smoe_arena_strdup(L->a, path));
+    if (root->kind != SMOE_NODE_MAP)
+        return smoe_err_at(err, SMOE_EINVAL, root->loc,
+                           "a custom_mesh_and_rule file must be a mapping");
+    static const char *const replaced[] = { "mesh_axes", "logical_axis_rules",
+                                            "data_sharding" };
+    for (int i = 0; i < 3; i++) {
+        const smoe_node *v = smoe_node_get(root, replaced[i]);
+        if (!v)
+            continue;
+        if (i == 1) {
+            smoe_rules r;
+            if ((s = cfg_rules_from_node(L->a, v, &r, err)))
+                return s;
+            c->rules = r;
+        } else if (v->kind != SMOE_NODE_SEQ) {
+            return smoe_err_at(err, SMOE_EINVAL, v->loc, "%s must be a list",
+                               replaced[i]);
+        }
+        if (cfg_map_set(L->a, &c->values, replaced[i], v))
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    }
+    /* context_sharding follows the first axis of the activation_length rule */
+    for (int i = 0; i < c->rules.n; i++)
+        if (strcmp(c->rules.r[i].name, "activation_length") == 0) {
+            if (c->rules.r[i].value.n > 0) {
+                smoe_node *v = cfg_scalar(L->a, c->rules.r[i].value.ax[0],
+                                          c->rules.r[i].loc);
+                if (!v || cfg_map_set(L->a, &c->values, "context_sharding", v))
+                    return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+            }
+            break;
+        }
+    return SMOE_OK;
+}
+
+/* A copy of a sequence-of-strings node with `axis` moved to index `at`. */
+static smoe_node *seq_move(smoe_arena *a, const smoe_node *seq, const char *axis,
+                           int at)
+{
+    smoe_node *n = smoe_arena_alloc(a, sizeof *n);
+    if (!n)
+        return NULL;
+    *n = *seq;
+    n->items = smoe_arena_alloc(a, sizeof *n->items * (size_t)(seq->n + 1));
+    if (!n->items)
+        return NULL;
+    smoe_node *moved = NULL;
+    int k = 0;
+    for (int i = 0; i < seq->n; i++) {
+        const smoe_node *it = seq->items[i];
+        if (it->kind == SMOE_NODE_SCALAR && strcmp(it->str, axis) == 0)
+            moved = seq->items[i];
+        else
+            n->items[k++] = seq->items[i];
+    }
+    if (!moved)
+        return n;
+    if (at > k)
+        at = k;
+    memmove(n->items + at + 1, n->items + at, sizeof *n->items * (size_t)(k - at));
+    n->items[at] = moved;
+    n->n = k + 1;
+    return n;
+}
+
+static int seq_index(const smoe_node *seq, const char *s)
+{
+    for (int i = 0; seq && seq->kind == SMOE_NODE_SEQ && i < seq->n; i++)
+        if (seq->items[i]->kind == SMOE_NODE_SCALAR && strcmp(seq->items[i]->str, s) == 0)
+            return i;
+    return -1;
+}
+
+static smoe_status pipeline_fixups(loader *L, smoe_err *err)
+{
+    smoe_config *c = L->c;
+    int64_t ici = 1, dcn = 1;
+    const smoe_node *n = cfg_map_get(&c->values, "ici_pipeline_parallelism");
+    if (n && smoe_node_type(n) == SMOE_T_INT)
+        smoe_parse_i64(n->str, &ici);
+    n = cfg_map_get(&c->values, "dcn_pipeline_parallelism");
+    if (n && smoe_node_type(n) == SMOE_T_INT)
+        smoe_parse_i64(n->str, &dcn);
+    if (ici <= 1 && dcn <= 1)
+        return SMOE_OK;
+    static const char *const batch[] = { "stage", "data", "fsdp", "fsdp_transpose", "expert" };
+    for (int i = 0; i < c->rules.n; i++)
+        if (strcmp(c->rules.r[i].name, "activation_embed_and_logits_batch") == 0) {
+            smoe_rule *r = smoe_arena_alloc(L->a, sizeof *r * (size_t)c->rules.n);
+            if (!r)
+                return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+            memcpy(r, c->rules.r, sizeof *r * (size_t)c->rules.n);
+            r[i].value.n = 5;
+            for (int k = 0; k < 5; k++)
+                r[i].value.ax[k] = batch[k];
+            c->rules.r = r;
+            break;
+        }
+    const smoe_node *axes = cfg_map_get(&c->values, "mesh_axes");
+    int di = seq_index(axes, "data");
+    if (di >= 0 && seq_index(axes, "stage") >= 0) {
+        smoe_node *m = seq_move(L->a, axes, "stage", di);
+        if (!m || cfg_map_set(L->a, &c->values, "mesh_axes", m))
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    }
+    const smoe_node *ds = cfg_map_get(&c->values, "data_sharding");
+    if (ds && ds->kind == SMOE_NODE_SEQ) {
+        smoe_node *nd = smoe_arena_alloc(L->a, sizeof *nd);
+        if (!nd)
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        *nd = *ds;
+        nd->items = smoe_arena_alloc(L->a, sizeof *nd->items * (size_t)(ds->n + 1));
+        if (!nd->items)
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        for (int i = 0; i < ds->n; i++) {
+            const smoe_node *it = ds->items[i];
+            nd->items[i] = seq_index(it, "stage") >= 0 ? seq_move(L->a, it, "stage", 0)
+                                                       : ds->items[i];
+            if (!nd->items[i])
+                return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        }
+        if (cfg_map_set(L->a, &c->values, "data_sharding", nd))
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    }
+    const smoe_node *q = cfg_map_get(&c->values, "quantization");
+    if (q && q->kind == SMOE_NODE_SCALAR && strcmp(q->str, "fp8") == 0) {
+        smoe_rule *r = smoe_arena_alloc(L->a, sizeof *r * (size_t)(c->rules.n + 1));
+        if (!r)
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        memcpy(r, c->rules.r, sizeof *r * (size_t)c->rules.n);
+        r[c->rules.n].name = "aqt_amax_history";
+        r[c->rules.n].value.n = 1;
+        r[c->rules.n].value.ax[0] = "stage";
+        c->rules.r = r;
+        c->rules.n++;
+    }
+    return SMOE_OK;
+}
+
+smoe_status smoe_config_load(const smoe_config_opts *opts, smoe_config **out,
+                             smoe_err *err)
+{
+    smoe_status s;
+    loader L;
+    memset(&L, 0, sizeof L);
+    *out = NULL;
+    smoe_arena *a = smoe_arena_new(256 * 1024);
+    smoe_config *c = a ? smoe_arena_alloc(a, sizeof *c) : NULL;
+    if (!c) {
+        smoe_arena_free(a);
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    }
+    c->arena = a;
+    L.c = c;
+    L.a = a;
+    const char *base = opts->base_path;
+    if (!base) {
+        const char *d = smoe_config_default_dir();
+        if (!d) {
+            s = smoe_err_set(err, SMOE_ENOTFOUND,
+                             "cannot find the bundled configs directory; "
+                             "pass --base FILE or set SMOE_CONFIG_DIR");
+            goto fail;
+        }
+        base = smoe_arena_printf(a, "%s/base.yml", d);
+    }
+    c->dir = dir_of(a, base);
+    smoe_loc none = { NULL, 0, 0 };
+    if ((s = load_chain(&L, base, 0, &L.base, none, err)))
+        goto fail;
+    if ((s = parse_overrides(&L, opts, err)))
+        goto fail;
+    if ((s = load_model(&L, opts, err)))
+        goto fail;
+    if ((s = check_model_conflicts(&L, err)))
+        goto fail;
+    if ((s = merge(&L, err)))
+        goto fail;
+    if ((s = apply_custom(&L, opts, err)))
+        goto fail;
+    if ((s = pipeline_fixups(&L, err)))
+        goto fail;
+    *out = c;
+    return SMOE_OK;
+fail:
+    smoe_arena_free(a);
+    return s;
+}
+
+void smoe_config_free(smoe_config *c)
+{
+    if (c)
+        smoe_arena_free(c->arena);
+}
+
+const char *smoe_config_dir(const smoe_config *c) { return c->dir; }
+
+int smoe_config_sources(const smoe_config *c, const char *const **files)
+{
+    *files = c->files;
+    return c->n_files;
+}
+
+const char *smoe_config_default_dir(void)
+{
+    static char found[4096];
+    if (found[0])
+        return found;
+    const char *env = getenv("SMOE_CONFIG_DIR");
+    if (env && *env) {
+        snprintf(found, sizeof found, "%s", env);
+        return found;
+    }
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return NULL;
+    *slash = 0;
+    static const char *const rel[] = { "configs", "../configs", "../share/smoe/configs" };
+    for (int i = 0; i < 3; i++) {
+        char cand[4096 + 64];
+        snprintf(cand, sizeof cand, "%s/%s/base.yml", exe, rel[i]);
+        if (file_exists(cand)) {
+            size_t len = strlen(cand) - strlen("/base.yml");
+            if (len >= sizeof found)
+                return NULL;
+            memcpy(found, cand, len);
+            found[len] = 0;
+            return found;
+        }
+    }
+    return NULL;
+}

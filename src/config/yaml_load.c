@@ -1,0 +1,251 @@
+/* YAML -> smoe_node tree, through libyaml's event parser. The only file of
+ * smoe that includes <yaml.h>. Locations are 1-based line:col of the node's
+ * first character. Anchors and aliases are supported (an alias shares the
+ * anchored node); tags are ignored; duplicate mapping keys are errors. */
+#include "config_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <yaml.h>
+
+#define MAX_DEPTH 64
+#define MAX_ANCHORS 256
+
+typedef struct builder {
+    smoe_arena *a;
+    const char *file;
+    /* growable child lists for open collections */
+    struct frame {
+        smoe_node *node;
+        smoe_node **items;
+        const char **keys;
+        smoe_loc *key_locs;
+        int n, cap;
+        const char *pending_key; /* MAP: key read, value awaited */
+        smoe_loc pending_loc;
+    } st[MAX_DEPTH];
+    int depth;
+    struct { const char *name; smoe_node *node; } anchors[MAX_ANCHORS];
+    int n_anchors;
+    smoe_node *root;
+} builder;
+
+static smoe_loc mark_loc(const builder *b, yaml_mark_t m)
+{
+    smoe_loc l = { b->file, (int)m.line + 1, (int)m.column + 1 };
+    return l;
+}
+
+static smoe_status grow(builder *b, struct frame *f, smoe_err *err)
+{
+    if (f->n < f->cap)
+        return SMOE_OK;
+    int cap = f->cap ? f->cap * 2 : 8;
+    smoe_node **items = smoe_arena_alloc(b->a, sizeof *items * (size_t)cap);
+    const char **keys = smoe_arena_alloc(b->a, sizeof *keys * (size_t)cap);
+    smoe_loc *locs = smoe_arena_alloc(b->a, sizeof *locs * (size_t)cap);
+    if (!items || !keys || !locs)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory reading %s", b->file);
+    if (f->n) {
+        memcpy(items, f->items, sizeof *items * (size_t)f->n);
+        memcpy(keys, f->keys, sizeof *keys * (size_t)f->n);
+        memcpy(locs, f->key_locs, sizeof *locs * (size_t)f->n);
+    }
+    f->items = items;
+    f->keys = keys;
+    f->key_locs = locs;
+    f->cap = cap;
+    return SMOE_OK;
+}
+
+/* Attach a finished node to the open collection (or make it the root). */
+static smoe_status attach(builder *b, smoe_node *n, smoe_err *err)
+{
+    if (b->depth == 0) {
+        b->root = n;
+        return SMOE_OK;
+    }
+    struct frame *f = &b->st[b->depth - 1];
+    if (f->node->kind == SMOE_NODE_MAP && !f->pending_key) {
+        if (n->kind != SMOE_NODE_SCALAR)
+            return smoe_err_at(err, SMOE_EINVAL, n->loc,
+                               "a mapping key must be a plain value");
+        for (int i = 0; i < f->n; i++)
+            if (strcmp(f->keys[i], n->str) == 0)
+                return smoe_err_at(err, SMOE_EINVAL, n->loc,
+                                   "duplicate key '%s' (first at line %d)",
+                                   n->str, f->items[i]->loc.line);
+        f->pending_key = n->str;
+        f->pending_loc = n->loc;
+        return SMOE_OK;
+    }
+    smoe_status s = grow(b, f, err);
+    if (s)
+        return s;
+    f->keys[f->n] = f->pending_key;
+    f->key_locs[f->n] = f->pending_loc;
+    f->items[f->n++] = n;
+    f->pending_key = NULL;
+    return SMOE_OK;
+}
+
+static smoe_status remember(builder *b, yaml_char_t *anchor, smoe_node *n,
+                            smoe_err *err)
+{
+    if (!anchor)
+        return SMOE_OK;
+    if (b->n_anchors == MAX_ANCHORS)
+        return smoe_err_at(err, SMOE_EINVAL, n->loc, "too many anchors");
+    b->anchors[b->n_anchors].name = smoe_arena_strdup(b->a, (const char *)anchor);
+    b->anchors[b->n_anchors++].node = n;
+    return SMOE_OK;
+}
+
+static smoe_node *new_node(builder *b, smoe_node_kind k, yaml_mark_t m)
+{
+    smoe_node *n = smoe_arena_alloc(b->a, sizeof *n);
+    if (n) {
+        n->kind = k;
+        n->loc = mark_loc(b, m);
+    }
+    return n;
+}
+
+static smoe_status on_event(builder *b, yaml_event_t *ev, smoe_err *err)
+{
+    smoe_node *n;
+    smoe_status s;
+    switch (ev->type) {
+    case YAML_SCALAR_EVENT:
+        n = new_node(b, SMOE_NODE_SCALAR, ev->start_mark);
+        if (!n)
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        n->str = smoe_arena_strndup(b->a, (const char *)ev->data.scalar.value,
+                                    ev->data.scalar.length);
+        if (!n->str)
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+        if ((s = remember(b, ev->data.scalar.anchor, n, err)))
+            return s;
+        return attach(b, n, err);
+    case YAML_SEQUENCE_START_EVENT:
+    case YAML_MAPPING_START_EVENT:
+        if (b->depth == MAX_DEPTH)
+            return smoe_err_at(err, SMOE_EINVAL, mark_loc(b, ev->start_mark),
+                               "nesting deeper than %d levels", MAX_DEPTH);
+        n = new_node(b, ev->type == YAML_SEQUENCE_START_EVENT ? SMOE_NODE_SEQ
+                                                              : SMOE_NODE_MAP,
+                     ev->start_mark);
+        if (!n)
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        if ((s = remember(b, ev->type == YAML_SEQUENCE_START_EVENT
+                                 ? ev->data.sequence_start.anchor
+                                 : ev->data.mapping_start.anchor,
+                          n, err)))
+            return s;
+        memset(&b->st[b->depth], 0, sizeof b->st[0]);
+        b->st[b->depth++].node = n;
+        return SMOE_OK;
+    case YAML_SEQUENCE_END_EVENT:
+    case YAML_MAPPING_END_EVENT: {
+        struct frame *f = &b->st[--b->depth];
+        f->node->n = f->n;
+        f->node->items = f->items;
+        f->node->keys = f->node->kind == SMOE_NODE_MAP ? f->keys : NULL;
+        f->node->key_locs = f->node->kind == SMOE_NODE_MAP ? f->key_locs : NULL;
+        return attach(b, f->node, err);
+    }
+    case YAML_ALIAS_EVENT:
+        for (int i = b->n_anchors - 1; i >= 0; i--)
+            if (strcmp(b->anchors[i].name, (const char *)ev->data.alias.anchor) == 0)
+                return attach(b, b->anchors[i].node, err);
+        return smoe_err_at(err, SMOE_EINVAL, mark_loc(b, ev->start_mark),
+                           "unknown alias '*%s'", ev->data.alias.anchor);
+    default:
+        return SMOE_OK;
+    }
+}
+
+static smoe_status parse(builder *b, yaml_parser_t *p, smoe_node **out,
+                         smoe_err *err)
+{
+    int docs = 0;
+    for (;;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(p, &ev)) {
+            smoe_loc l = { b->file, (int)p->problem_mark.line + 1,
+                           (int)p->problem_mark.column + 1 };
+            return smoe_err_at(err, SMOE_EINVAL, l, "malformed YAML: %s%s%s",
+                               p->problem ? p->problem : "parse error",
+                               p->context ? " " : "",
+                               p->context ? p->context : "");
+        }
+        if (ev.type == YAML_DOCUMENT_START_EVENT && ++docs > 1) {
+            smoe_loc l = mark_loc(b, ev.start_mark);
+            yaml_event_delete(&ev);
+            return smoe_err_at(err, SMOE_EINVAL, l,
+                               "more than one YAML document in one file");
+        }
+        smoe_status s = on_event(b, &ev, err);
+        int done = ev.type == YAML_STREAM_END_EVENT;
+        yaml_event_delete(&ev);
+        if (s)
+            return s;
+        if (done)
+            break;
+    }
+    if (!b->root) { /* empty document */
+        b->root = smoe_arena_alloc(b->a, sizeof *b->root);
+        if (!b->root)
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        b->root->kind = SMOE_NODE_SCALAR;
+        b->root->str = "";
+        b->root->plain = 1;
+        b->root->loc.file = b->file;
+        b->root->loc.line = 1;
+        b->root->loc.col = 1;
+    }
+    *out = b->root;
+    return SMOE_OK;
+}
+
+static smoe_status run(smoe_arena *a, const char *name, FILE *f,
+                       const char *text, smoe_node **out, smoe_err *err)
+{
+    yaml_parser_t p;
+    builder *b = smoe_calloc(1, sizeof *b);
+    if (!b)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    b->a = a;
+    b->file = smoe_arena_strdup(a, name);
+    if (!b->file || !yaml_parser_initialize(&p)) {
+        smoe_free(b);
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    }
+    if (f)
+        yaml_parser_set_input_file(&p, f);
+    else
+        yaml_parser_set_input_string(&p, (const unsigned char *)text, strlen(text));
+    smoe_status s = parse(b, &p, out, err);
+    yaml_parser_delete(&p);
+    smoe_free(b);
+    return s;
+}
+
+smoe_status smoe_yaml_load_file(smoe_arena *a, const char *path,
+                                smoe_node **out, smoe_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return smoe_err_in(err, SMOE_ENOTFOUND, path, "cannot open file");
+    smoe_status s = run(a, path, f, NULL, out, err);
+    fclose(f);
+    return s;
+}
+
+smoe_status smoe_yaml_load_string(smoe_arena *a, const char *text,
+                                  const char *name, smoe_node **out,
+                                  smoe_err *err)
+{
+    return run(a, name, NULL, text, out, err);
+}

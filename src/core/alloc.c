@@ -1,0 +1,99 @@
+/* The one allocation hook of the library, and the abort hook behind
+ * SMOE_ASSERT. Tests use smoe_alloc_fail_after() to make the N-th
+ * allocation fail and check that every path cleans up (as Lua and SQLite
+ * do). The counters are process-global and not thread-safe: hooks are
+ * installed at start-up, before any worker thread exists. */
+#include "smoe/core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static smoe_alloc_hook g_hook;
+static int g_have_hook;
+static long g_fail_after; /* 0 = never fail */
+
+void smoe_set_alloc_hook(const smoe_alloc_hook *h)
+{
+    if (h) {
+        g_hook = *h;
+        g_have_hook = 1;
+    } else {
+        g_have_hook = 0;
+    }
+}
+
+void smoe_alloc_fail_after(long n) { g_fail_after = n; }
+
+static int should_fail(void)
+{
+    if (g_fail_after <= 0)
+        return 0;
+    if (g_fail_after == 1)
+        return 1; /* stays at 1: every later allocation fails too */
+    g_fail_after--;
+    return 0;
+}
+
+void *smoe_malloc(size_t n)
+{
+    if (should_fail())
+        return NULL;
+    if (n == 0)
+        n = 1;
+    return g_have_hook ? g_hook.malloc_fn(n, g_hook.ud) : malloc(n);
+}
+
+void *smoe_calloc(size_t count, size_t size)
+{
+    if (size && count > SIZE_MAX / size)
+        return NULL;
+    size_t n = count * size;
+    unsigned char *p = smoe_malloc(n);
+    if (p)
+        for (size_t i = 0; i < n; i++)
+            p[i] = 0;
+    return p;
+}
+
+void *smoe_realloc(void *p, size_t n)
+{
+    if (should_fail())
+        return NULL;
+    if (n == 0)
+        n = 1;
+    return g_have_hook ? g_hook.realloc_fn(p, n, g_hook.ud) : realloc(p, n);
+}
+
+void smoe_free(void *p)
+{
+    if (!p)
+        return;
+    if (g_have_hook)
+        g_hook.free_fn(p, g_hook.ud);
+    else
+        free(p);
+}
+
+static void default_abort(const char *msg)
+{
+    fprintf(stderr, "smoe: fatal: %s\n", msg);
+    fflush(stderr);
+    abort();
+}
+
+static smoe_abort_fn g_abort = default_abort;
+
+smoe_abort_fn smoe_set_abort_hook(smoe_abort_fn fn)
+{
+    smoe_abort_fn old = g_abort;
+    g_abort = fn ? fn : default_abort;
+    return old;
+}
+
+void smoe_assert_fail(const char *expr, const char *file, int line)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "assertion failed: %s (%s:%d)", expr, file, line);
+    g_abort(msg);
+    abort(); /* the hook must not return; make sure */
+}

@@ -1,0 +1,93 @@
+/* Logging, strict number parsing and the clock. */
+#define _POSIX_C_SOURCE 200809L
+#include "smoe/core.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int g_level = 1;
+
+void smoe_log_set_level(int level) { g_level = level; }
+int smoe_log_level(void) { return g_level; }
+
+void smoe_log(int level, const char *fmt, ...)
+{
+    if (level > g_level)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+}
+
+/* Copy s into buf without '_' separators; an underscore must sit between
+ * two digits. Returns 0 on success. */
+static int strip_underscores(const char *s, char *buf, size_t n)
+{
+    size_t j = 0;
+    for (size_t i = 0; s[i]; i++) {
+        if (s[i] == '_') {
+            int prev = i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9';
+            int next = s[i + 1] >= '0' && s[i + 1] <= '9';
+            if (!prev || !next)
+                return -1;
+            continue;
+        }
+        if (j + 1 >= n)
+            return -1;
+        buf[j++] = s[i];
+    }
+    buf[j] = 0;
+    return 0;
+}
+
+int smoe_parse_i64(const char *s, int64_t *out)
+{
+    char buf[64];
+    if (!s || !*s || strip_underscores(s, buf, sizeof buf))
+        return -1;
+    const char *p = buf;
+    if (*p == '+' || *p == '-')
+        p++;
+    if (!*p)
+        return -1;
+    for (const char *q = p; *q; q++)
+        if (*q < '0' || *q > '9')
+            return -1;
+    errno = 0;
+    char *end = NULL;
+    long long v = strtoll(buf, &end, 10);
+    if (errno || !end || *end)
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+int smoe_parse_f64(const char *s, double *out)
+{
+    char buf[128];
+    if (!s || !*s || strip_underscores(s, buf, sizeof buf))
+        return -1;
+    for (const char *q = buf; *q; q++) /* no hex floats, inf or nan words */
+        if (!strchr("0123456789+-.eE", *q))
+            return -1;
+    errno = 0;
+    char *end = NULL;
+    double v = strtod(buf, &end);
+    if (errno || !end || *end || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+double smoe_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

@@ -1,0 +1,110 @@
+/* Model dimensions from a config: base_* keys scaled by
+ * global_parameter_scale the way MaxText derives emb_dim, num_query_heads,
+ * mlp_dim and num_decoder_layers. */
+#include "dims.h"
+
+#include <string.h>
+
+/* Optional integer: absent keys take `def`. */
+static smoe_status opt_int(const smoe_config *c, const char *k, int64_t def,
+                           int64_t *out, smoe_err *err)
+{
+    if (!smoe_config_get(c, k)) {
+        *out = def;
+        return SMOE_OK;
+    }
+    return smoe_config_int(c, k, out, err);
+}
+
+static smoe_status opt_bool(const smoe_config *c, const char *k, int *out,
+                            smoe_err *err)
+{
+    *out = 0;
+    if (!smoe_config_get(c, k))
+        return SMOE_OK;
+    return smoe_config_bool(c, k, out, err);
+}
+
+static smoe_status positive(const smoe_config *c, const char *k, int64_t v,
+                            smoe_err *err)
+{
+    if (v >= 1)
+        return SMOE_OK;
+    return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(c, k),
+                       "'%s' must be >= 1, got %lld", k, (long long)v);
+}
+
+smoe_status plan_read_dims(const smoe_config *c, model_dims *d, smoe_err *err)
+{
+    smoe_status s;
+    memset(d, 0, sizeof *d);
+    int64_t scale = 1, b;
+#define INT(key, dst, def) if ((s = opt_int(c, key, def, dst, err))) return s
+#define BOOL(key, dst) if ((s = opt_bool(c, key, dst, err))) return s
+    if ((s = smoe_config_str(c, "decoder_block", &d->decoder_block, err)))
+        return s;
+    INT("global_parameter_scale", &scale, 1);
+    if (scale < 1 || (scale & (scale - 1)))
+        return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(c, "global_parameter_scale"),
+                           "global_parameter_scale must be a power of 2");
+    int log2s = 0;
+    while ((1LL << log2s) < scale)
+        log2s++;
+    int base_scale = log2s / 3, rem = log2s % 3;
+    int head_scale = base_scale + (rem > 0), emb_scale = base_scale + (rem > 1);
+    INT("base_emb_dim", &b, 0);
+    d->emb = b << emb_scale;
+    INT("base_num_query_heads", &b, 0);
+    d->heads = b << head_scale;
+    INT("base_num_kv_heads", &b, 0);
+    d->kv_heads = b << head_scale;
+    INT("base_mlp_dim", &b, 0);
+    d->mlp = b << head_scale;
+    INT("base_moe_mlp_dim", &b, -1);
+    d->moe_mlp = b > 0 ? b << head_scale : b;
+    INT("base_num_decoder_layers", &b, 0);
+    d->layers = b << base_scale;
+    INT("head_dim", &d->head_dim, 128);
+    INT("vocab_size", &d->vocab, 0);
+    INT("first_num_dense_layers", &d->first_dense, 0);
+    INT("num_experts", &d->experts, 1);
+    INT("shared_experts", &d->shared_experts, 0);
+    INT("q_lora_rank", &d->q_lora, 0);
+    INT("kv_lora_rank", &d->kv_lora, 0);
+    INT("qk_nope_head_dim", &d->qk_nope, 0);
+    INT("qk_rope_head_dim", &d->qk_rope, 0);
+    INT("v_head_dim", &d->v_head, 0);
+    INT("moe_expert_input_dim", &d->moe_in, -1);
+    if (d->moe_in <= 0)
+        d->moe_in = d->emb;
+    INT("param_scan_axis", &d->scan_axis, 1);
+    INT("mtp_num_layers", &d->mtp_layers, 0);
+    int64_t car = 1;
+    INT("ici_context_autoregressive_parallelism", &car, 1);
+    d->context_autoregressive = car > 1;
+    BOOL("routed_bias", &d->routed_bias);
+    BOOL("logits_via_embedding", &d->logits_via_embedding);
+    BOOL("fused_mlp", &d->fused_mlp);
+    BOOL("fused_qkv", &d->fused_qkv);
+    BOOL("shard_exp_on_fsdp", &d->shard_exp_on_fsdp);
+    BOOL("use_2d_fsdp_sharding", &d->use_2d_fsdp);
+    BOOL("use_batch_split_schedule", &d->batch_split);
+    BOOL("use_qk_norm", &d->use_qk_norm);
+    d->scan_layers = 1;
+    if (smoe_config_get(c, "scan_layers") && (s = smoe_config_bool(c, "scan_layers", &d->scan_layers, err)))
+        return s;
+#undef INT
+#undef BOOL
+    const smoe_node *acts = smoe_config_get(c, "mlp_activations");
+    d->n_activations = acts && acts->kind == SMOE_NODE_SEQ ? acts->n : 1;
+    if ((s = positive(c, "base_emb_dim", d->emb, err)) ||
+        (s = positive(c, "base_num_decoder_layers", d->layers, err)) ||
+        (s = positive(c, "vocab_size", d->vocab, err)) ||
+        (s = positive(c, "num_experts", d->experts, err)))
+        return s;
+    if (d->first_dense < 0 || d->first_dense > d->layers)
+        return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(c, "first_num_dense_layers"),
+                           "first_num_dense_layers must be between 0 and the "
+                           "number of decoder layers (%lld)", (long long)d->layers);
+    return SMOE_OK;
+}

@@ -1,0 +1,126 @@
+/* The FSDP-prefetch gather plan of one per-layer weight, legacy and
+ * co-axis (the change description; pseudo-code in the README). Pure. */
+#include "smoe/plan.h"
+
+#include <string.h>
+
+int smoe_is_fsdp_axis(const char *a)
+{
+    return strcmp(a, "fsdp") == 0 || strcmp(a, "fsdp_transpose") == 0;
+}
+
+int smoe_is_co_axis(const char *a)
+{
+    return strcmp(a, "expert") == 0 || strcmp(a, "context") == 0 ||
+           strcmp(a, "context_usp_ulysses") == 0;
+}
+
+const char *smoe_gather_status_name(smoe_gather_status s)
+{
+    switch (s) {
+    case SMOE_GATHER_NOOP: return "noop";
+    case SMOE_GATHER_TAGGED: return "tagged";
+    case SMOE_GATHER_FALLBACK: return "fallback";
+    }
+    return "?";
+}
+
+/* Gather axes of one dim's live axes (fsdp_axes_for_dim in co-axis mode). */
+static smoe_axes gather_axes(const smoe_axes *live, smoe_gather_mode mode)
+{
+    smoe_axes g;
+    g.n = 0;
+    int i0 = -1;
+    for (int i = 0; i < live->n && i0 < 0; i++)
+        if (smoe_is_fsdp_axis(live->ax[i]))
+            i0 = i;
+    if (i0 < 0)
+        return g;
+    for (int i = mode == SMOE_MODE_LEGACY ? 0 : i0; i < live->n; i++) {
+        const char *a = live->ax[i];
+        if (smoe_is_fsdp_axis(a) || (mode == SMOE_MODE_COAXIS && smoe_is_co_axis(a)))
+            g.ax[g.n++] = a;
+    }
+    return g;
+}
+
+static smoe_axes minus(const smoe_axes *a, const smoe_axes *b)
+{
+    smoe_axes r;
+    r.n = 0;
+    for (int i = 0; i < a->n; i++)
+        if (!smoe_axes_has(b, a->ax[i]))
+            r.ax[r.n++] = a->ax[i];
+    return r;
+}
+
+/* Are the g axes exactly the last |g| axes of live? */
+static int is_suffix(const smoe_axes *live, const smoe_axes *g)
+{
+    if (g->n > live->n)
+        return 0;
+    for (int i = 0; i < g->n; i++)
+        if (strcmp(live->ax[live->n - g->n + i], g->ax[i]) != 0)
+            return 0;
+    return 1;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+void smoe_gather_compute(const smoe_pspec *spec, const int64_t shape[],
+                         const smoe_mesh *m, smoe_gather_mode mode,
+                         int dtype_bytes, smoe_gather *out)
+{
+    memset(out, 0, sizeof *out);
+    out->rank = spec->rank;
+    out->ways = 1;
+    out->residual_ways = 1;
+    int any = 0, fallback = 0;
+    int64_t local_in = 1, local_out = 1, local_final = 1;
+    for (int d = 0; d < spec->rank; d++) {
+        out->shape[d] = shape[d];
+        out->live[d] = smoe_axes_live(&spec->dim[d], m);
+        out->axes[d] = gather_axes(&out->live[d], mode);
+        out->out[d] = minus(&out->live[d], &out->axes[d]);
+        smoe_axes co = gather_axes(&out->live[d], SMOE_MODE_COAXIS);
+        out->residual[d] = minus(&co, &out->axes[d]);
+        out->group[d] = smoe_axes_size(&out->axes[d], m);
+        out->ways *= out->group[d];
+        out->residual_ways *= smoe_axes_size(&out->residual[d], m);
+        if (out->axes[d].n) {
+            any = 1;
+            out->n_gathered_dims++;
+            if (!is_suffix(&out->live[d], &out->axes[d]))
+                fallback = 1;
+        }
+        int64_t shards = smoe_axes_size(&out->live[d], m);
+        if (shape[d] % shards != 0)
+            out->indivisible |= 1u << d;
+        local_in *= ceil_div(shape[d], shards);
+        local_out *= ceil_div(shape[d], smoe_axes_size(&out->out[d], m));
+        smoe_axes fin = minus(&out->out[d], &out->residual[d]);
+        local_final *= ceil_div(shape[d], smoe_axes_size(&fin, m));
+    }
+    out->status = fallback ? SMOE_GATHER_FALLBACK
+                  : any    ? SMOE_GATHER_TAGGED
+                           : SMOE_GATHER_NOOP;
+    out->bytes_in = local_in * dtype_bytes;
+    out->bytes_out = local_out * dtype_bytes;
+    out->bytes_recv = out->bytes_out - out->bytes_in;
+    out->residual_bytes_recv = (local_final - local_out) * dtype_bytes;
+}
+
+void smoe_remove_fsdp_from_spec(const smoe_pspec *in, const smoe_mesh *m,
+                                smoe_pspec *out)
+{
+    smoe_pspec r;
+    r.rank = in->rank;
+    for (int d = 0; d < in->rank; d++) {
+        /* fsdp_axes_for_dim on the raw entry: size-1 axes are dropped first
+         * so they neither start nor stop the co-axis run */
+        smoe_axes live = smoe_axes_live(&in->dim[d], m);
+        smoe_axes g = gather_axes(&live, SMOE_MODE_COAXIS);
+        r.dim[d] = minus(&live, &g);
+    }
+    *out = r;
+}

@@ -1,0 +1,269 @@
+/* Plan construction: inventory -> state shardings (Flax resolution with the
+ * config's rules) -> per-layer gather plans, co-axis and legacy -> summary.
+ */
+#include "smoe/plan.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const k_stacks[] = { "layers", "dense_layers", "moe_layers",
+                                        "local_layers", NULL };
+
+static int is_stack_name(const char *n)
+{
+    for (int i = 0; n && k_stacks[i]; i++)
+        if (strcmp(n, k_stacks[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static smoe_entry_kind classify(const char *key)
+{
+    if (strcmp(key, ".step") == 0)
+        return SMOE_ENTRY_STEP;
+    if (strncmp(key, ".params/", 8) == 0)
+        return SMOE_ENTRY_PARAM;
+    if (strstr(key, "/.mu/"))
+        return SMOE_ENTRY_MU;
+    if (strstr(key, "/.nu/"))
+        return SMOE_ENTRY_NU;
+    size_t n = strlen(key);
+    if (n >= 7 && strcmp(key + n - 7, "/.count") == 0)
+        return SMOE_ENTRY_COUNT;
+    return SMOE_ENTRY_OTHER;
+}
+
+/* ".params/['params']/['decoder']/['x']" -> "decoder/x" */
+static const char *path_of(smoe_arena *a, const char *key)
+{
+    const char *p = strstr(key, "['params']/");
+    if (!p)
+        return NULL;
+    p += strlen("['params']/");
+    size_t n = strlen(p);
+    char *out = smoe_arena_alloc(a, n + 1);
+    if (!out)
+        return NULL;
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '[' && p[i + 1] == '\'') {
+            i++;
+            continue;
+        }
+        if (p[i] == '\'' && p[i + 1] == ']') {
+            i++;
+            continue;
+        }
+        out[j++] = p[i];
+    }
+    out[j] = 0;
+    return out;
+}
+
+static void per_layer(const smoe_weight *w, smoe_pspec *spec, int64_t shape[])
+{
+    spec->rank = 0;
+    for (int d = 0; d < w->rank; d++) {
+        if (d == w->scan_axis)
+            continue;
+        shape[spec->rank] = w->shape[d];
+        spec->dim[spec->rank++] = w->spec.dim[d];
+    }
+}
+
+static smoe_plan_stack *stack_of(smoe_plan_summary *s, const char *name,
+                                 int64_t layers)
+{
+    for (int i = 0; i < s->n_stacks; i++)
+        if (strcmp(s->stack[i].name, name) == 0)
+            return &s->stack[i];
+    if (s->n_stacks == SMOE_MAX_STACKS)
+        return NULL;
+    smoe_plan_stack *st = &s->stack[s->n_stacks++];
+    memset(st, 0, sizeof *st);
+    st->name = name;
+    st->layers = layers;
+    return st;
+}
+
+static void count_ways(smoe_plan_summary *s, int64_t ways)
+{
+    for (int i = 0; i < s->n_ways; i++)
+        if (s->ways[i] == ways) {
+            s->ways_count[i]++;
+            return;
+        }
+    if (s->n_ways < SMOE_MAX_WAYS) {
+        s->ways[s->n_ways] = ways;
+        s->ways_count[s->n_ways++] = 1;
+    }
+}
+
+static void summarise(smoe_plan *p, smoe_plan_summary *s, int legacy)
+{
+    memset(s, 0, sizeof *s);
+    for (int i = 0; i < p->n; i++) {
+        const smoe_weight *w = &p->w[i];
+        if (!w->prefetch)
+            continue;
+        const smoe_gather *g = legacy ? &w->legacy : &w->gather;
+        smoe_plan_stack *st = stack_of(s, w->stack, w->layers);
+        if (!st)
+            continue;
+        st->n_weights++;
+        st->gathered_bytes += g->bytes_out;
+        switch (g->status) {
+        case SMOE_GATHER_TAGGED:
+            st->tagged++;
+            s->tagged++;
+            st->tagged_bytes_recv += g->bytes_recv;
+            count_ways(s, g->ways);
+            break;
+        case SMOE_GATHER_FALLBACK:
+            st->fallback++;
+            s->fallback++;
+            st->fallback_bytes_recv += g->bytes_recv;
+            break;
+        case SMOE_GATHER_NOOP:
+            st->noop++;
+            s->noop++;
+            break;
+        }
+        st->residual_bytes_recv += g->residual_bytes_recv;
+    }
+    for (int k = 0; k < s->n_stacks; k++) {
+        const smoe_plan_stack *st = &s->stack[k];
+        s->step_gather_bytes_recv +=
+            2 * st->layers * (st->tagged_bytes_recv + st->fallback_bytes_recv);
+        s->step_residual_bytes_recv += 2 * st->layers * st->residual_bytes_recv;
+    }
+}
+
+static smoe_status fill_weight(smoe_plan *p, const smoe_logical_entry *e,
+                               const smoe_rules *rules, smoe_weight *w,
+                               smoe_err *err)
+{
+    memset(w, 0, sizeof *w);
+    w->key = e->key;
+    w->kind = classify(e->key);
+    w->rank = e->rank;
+    w->scan_axis = -1;
+    w->layers = 1;
+    for (int d = 0; d < e->rank; d++) {
+        w->shape[d] = e->shape[d];
+        w->logical[d] = e->names[d];
+        if (w->scan_axis < 0 && is_stack_name(e->names[d])) {
+            w->scan_axis = d;
+            w->stack = e->names[d];
+            w->layers = e->shape[d];
+        }
+    }
+    if (w->kind == SMOE_ENTRY_PARAM || w->kind == SMOE_ENTRY_MU ||
+        w->kind == SMOE_ENTRY_NU) {
+        w->path = path_of(p->arena, e->key);
+        if (!w->path)
+            w->path = e->key;
+    }
+    smoe_status s = smoe_shard_resolve(rules, e->rank, e->names, &w->spec,
+                                       e->key, err);
+    if (s) {
+        if (err && e->loc.file)
+            smoe_loc_format(e->loc, err->where, sizeof err->where);
+        return s;
+    }
+    smoe_pspec_drop_size1(&w->spec, &p->mesh, &w->use_spec);
+    if (w->kind == SMOE_ENTRY_PARAM) {
+        smoe_pspec ls;
+        int64_t lshape[SMOE_MAX_RANK];
+        per_layer(w, &ls, lshape);
+        w->has_gather = 1;
+        w->prefetch = w->scan_axis >= 0;
+        smoe_gather_compute(&ls, lshape, &p->mesh, SMOE_MODE_COAXIS,
+                            p->dtype_bytes, &w->gather);
+        smoe_gather_compute(&ls, lshape, &p->mesh, SMOE_MODE_LEGACY,
+                            p->dtype_bytes, &w->legacy);
+    }
+    return SMOE_OK;
+}
+
+smoe_status smoe_plan_build(const smoe_config *cfg, const smoe_plan_opts *o,
+                            smoe_plan **out, smoe_err *err)
+{
+    smoe_status s;
+    *out = NULL;
+    if (o->dtype_bytes < 1 || o->dtype_bytes > 16)
+        return smoe_err_set(err, SMOE_EINVAL, "dtype bytes must be between 1 and 16");
+    smoe_arena *a = smoe_arena_new(256 * 1024);
+    smoe_plan *p = a ? smoe_arena_alloc(a, sizeof *p) : NULL;
+    if (!p) {
+        smoe_arena_free(a);
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    }
+    p->arena = a;
+    p->dtype_bytes = o->dtype_bytes;
+    if ((s = smoe_config_mesh(cfg, o->devices, o->slices > 0 ? o->slices : 1,
+                              &p->mesh, err)))
+        goto fail;
+    /* mesh names must outlive the config: copy them */
+    for (int i = 0; i < p->mesh.n; i++)
+        if (!(p->mesh.name[i] = smoe_arena_strdup(a, p->mesh.name[i]))) {
+            s = smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+            goto fail;
+        }
+    smoe_logical_entry *e;
+    int n;
+    if (o->params_file) {
+        p->source = smoe_arena_strdup(a, o->params_file);
+        s = smoe_params_load_json(a, o->params_file, &e, &n, err);
+    } else {
+        p->source = "built-in enumeration";
+        s = smoe_inventory_build(cfg, a, &e, &n, err);
+    }
+    if (s)
+        goto fail;
+    p->w = smoe_arena_alloc(a, sizeof *p->w * (size_t)(n ? n : 1));
+    if (!p->w) {
+        s = smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        goto fail;
+    }
+    /* the rules (and the strings they point at) belong to the config;
+     * copy them so the plan stands alone */
+    const smoe_rules *cr = smoe_config_rules(cfg);
+    smoe_rules rules = { cr->n, smoe_arena_alloc(a, sizeof *rules.r * (size_t)(cr->n + 1)) };
+    if (!rules.r) {
+        s = smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < cr->n; i++) {
+        rules.r[i] = cr->r[i];
+        rules.r[i].name = smoe_arena_strdup(a, cr->r[i].name);
+        for (int k = 0; k < cr->r[i].value.n; k++)
+            rules.r[i].value.ax[k] = smoe_arena_strdup(a, cr->r[i].value.ax[k]);
+    }
+    for (int i = 0; i < n; i++) {
+        if ((s = fill_weight(p, &e[i], &rules, &p->w[i], err)))
+            goto fail;
+        p->n++;
+    }
+    summarise(p, &p->coaxis, 0);
+    summarise(p, &p->legacy, 1);
+    *out = p;
+    return SMOE_OK;
+fail:
+    smoe_arena_free(a);
+    return s;
+}
+
+void smoe_plan_free(smoe_plan *p)
+{
+    if (p)
+        smoe_arena_free(p->arena);
+}
+
+const smoe_weight *smoe_plan_find(const smoe_plan *p, const char *path)
+{
+    for (int i = 0; i < p->n; i++)
+        if (p->w[i].kind == SMOE_ENTRY_PARAM && strcmp(p->w[i].path, path) == 0)
+            return &p->w[i];
+    return NULL;
+}

@@ -1,0 +1,56 @@
+#!/bin/sh
+# Bad input gets one clear line naming file:line:col or the argument, and
+# exit status 2; never a crash. usage: cli_errors.sh SMOE_BINARY DATA_DIR
+smoe=$1
+data=$2
+pass=0
+fail=0
+err=$(mktemp)
+trap 'rm -f "$err"' EXIT
+
+# expect PATTERN ARGS...: exit status 2, one line on stderr matching PATTERN
+expect() {
+  pattern=$1
+  shift
+  "$smoe" "$@" >/dev/null 2>"$err"
+  rc=$?
+  lines=$(wc -l <"$err")
+  if [ "$rc" -eq 2 ] && [ "$lines" -eq 1 ] && grep -Eq "$pattern" "$err"; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL: smoe $* -> exit $rc, $lines line(s):" >&2
+    sed 's/^/    /' "$err" >&2
+    echo "    expected: $pattern" >&2
+  fi
+}
+
+expect "broken_rules.yml:[0-9]+:[0-9]+: malformed YAML" plan --devices 4 --rules "$data/bad/broken_rules.yml"
+expect "bad_axis.yml:2:[0-9]+: unknown mesh axis 'experts'" plan --devices 4 --rules "$data/bad/bad_axis.yml"
+expect "argument 'ici_expert_parallelism=-1': .*at most one" plan --devices 16 ici_expert_parallelism=-1
+expect "argument '--devices 16': the mesh has 8 devices" plan --devices 16 ici_fsdp_parallelism=4 ici_expert_parallelism=2
+expect "argument '--devices 6': cannot fill ici_fsdp_parallelism" plan --devices 6 ici_expert_parallelism=4
+expect "argument '--model nope': unknown model 'nope'" plan --devices 4 --model nope
+expect "argument 'model_name=nope': unknown model 'nope'" plan --devices 4 model_name=nope
+expect "argument '--rules nope': unknown rule set 'nope'" plan --devices 4 --rules nope
+expect "argument 'custom_mesh_and_rule=nope': unknown rule set" plan --devices 4 custom_mesh_and_rule=nope
+expect "dup_logical.json:6:[0-9]+: .*logical axis 'mlp' is used twice" plan --devices 4 --params "$data/bad/dup_logical.json"
+expect "broken.json:3:[0-9]+: malformed JSON" plan --devices 4 --params "$data/bad/broken.json"
+expect "missing.json: cannot open file" plan --devices 4 --params "$data/bad/missing.json"
+expect "argument 'ici_expert_parallelism=four': 'ici_expert_parallelism' must be an integer" plan --devices 4 ici_expert_parallelism=four
+expect "argument 'base_emb_dim=1.5': 'base_emb_dim' must be an integer" plan --devices 4 base_emb_dim=1.5
+expect "argument 'no_such_key=1': unknown key 'no_such_key'" plan --devices 4 no_such_key=1
+expect "argument 'ici_expert_parallelism': expected an option or KEY=VALUE" plan --devices 4 ici_expert_parallelism
+expect "argument '--devices abc': expected an integer" plan --devices abc
+expect "argument '--devices 0': must be between" plan --devices 0
+expect "argument '--devices': is required" plan --model deepseek2-16b
+expect "argument '--bogus': unknown option" plan --devices 4 --bogus
+expect "argument '--dtype-bytes x': expected an integer" plan --devices 4 --dtype-bytes x
+expect "argument '--legacy': cannot be combined with --compare" plan --devices 4 --compare --legacy
+expect "argument 'frobnicate': unknown command" frobnicate
+expect "nope.yml: cannot open config file" plan --devices 4 --base "$data/bad/nope.yml"
+expect "argument 'base_emb_dim=4096': 'base_emb_dim' is set by the model file" plan --devices 4 --model deepseek2-16b base_emb_dim=4096
+expect "argument 'logical_axis_rules=\[\[embed\]\]': .*logical axis rule must be" plan --devices 4 "logical_axis_rules=[[embed]]"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

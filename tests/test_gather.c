@@ -1,0 +1,373 @@
+/* Gather-plan semantics: the edge-case table (legacy vs co-axis), the
+ * change description's unit cases, FSDP-only meshes giving identical
+ * plans, and the per-configuration counts and bytes of the deepseek2-16b
+ * golden configurations.
+ *
+ * usage: test_gather CONFIG_DIR */
+#include "check.h"
+#include "smoe/plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Parse a compact entry list: "fsdp,expert|-|tensor" -> pspec ("-" = None). */
+static smoe_pspec spec_of(const char *text)
+{
+    static char store[64][32];
+    static int used;
+    smoe_pspec s;
+    memset(&s, 0, sizeof s);
+    const char *p = text;
+    for (;;) {
+        size_t dl = strcspn(p, "|");
+        smoe_axes *e = &s.dim[s.rank++];
+        if (!(dl == 1 && *p == '-')) {
+            const char *q = p;
+            while (q < p + dl) {
+                size_t al = strcspn(q, ",|");
+                if (al > (size_t)(p + dl - q))
+                    al = (size_t)(p + dl - q);
+                char *slot = store[used++ % 64];
+                snprintf(slot, 32, "%.*s", (int)al, q);
+                e->ax[e->n++] = slot;
+                q += al;
+                if (*q == ',')
+                    q++;
+            }
+        }
+        p += dl;
+        if (*p != '|')
+            break;
+        p++;
+    }
+    return s;
+}
+
+static const char *fmt_dims(const smoe_axes *d, int rank, char *buf, size_t n)
+{
+    smoe_pspec s;
+    s.rank = rank;
+    for (int i = 0; i < rank; i++)
+        s.dim[i] = d[i];
+    return smoe_pspec_format(&s, 0, buf, n);
+}
+
+static smoe_mesh edge_mesh(int64_t tensor)
+{
+    smoe_mesh m = { 7,
+                    { "stage", "fsdp", "fsdp_transpose", "context", "context_usp_ulysses",
+                      "tensor", "expert" },
+                    { 1, 16, 2, 2, 1, tensor, 8 } };
+    return m;
+}
+
+/* One row of the edge table: entry spec, then for legacy and co-axis the
+ * status, ways, gathered axes and gathered spec (compact form), residual. */
+typedef struct edge_row {
+    const char *spec;
+    int64_t tensor;
+    const char *l_status;
+    int64_t l_ways;
+    const char *l_out, *l_residual;
+    const char *c_status;
+    int64_t c_ways;
+    const char *c_axes, *c_out;
+} edge_row;
+
+static const edge_row k_edges[] = {
+    { "fsdp", 4, "tagged", 16, "-", "-", "tagged", 16, "fsdp", "-" },
+    { "fsdp,fsdp_transpose,context,context_usp_ulysses,expert", 4, "fallback", 32,
+      "(context,expert)", "(context,expert)", "tagged", 512,
+      "(fsdp,fsdp_transpose,context,expert)", "-" },
+    { "fsdp,expert", 4, "fallback", 16, "expert", "expert", "tagged", 128, "(fsdp,expert)", "-" },
+    { "expert,fsdp", 4, "tagged", 16, "expert", "-", "tagged", 16, "fsdp", "expert" },
+    { "fsdp,tensor", 4, "fallback", 16, "tensor", "-", "fallback", 16, "fsdp", "tensor" },
+    { "tensor,fsdp", 4, "tagged", 16, "tensor", "-", "tagged", 16, "fsdp", "tensor" },
+    { "fsdp,tensor,expert", 4, "fallback", 16, "(tensor,expert)", "expert", "fallback", 128,
+      "(fsdp,expert)", "tensor" },
+    { "fsdp,stage,expert", 4, "fallback", 16, "expert", "expert", "tagged", 128,
+      "(fsdp,expert)", "-" },
+    { "fsdp_transpose,tensor", 4, "fallback", 2, "tensor", "-", "fallback", 2,
+      "fsdp_transpose", "tensor" },
+    { "expert|-|-", 4, "noop", 1, "expert - -", "- - -", "noop", 1, "- - -", "expert - -" },
+    { "expert|fsdp,context|tensor", 4, "fallback", 16, "expert context tensor", "- context -",
+      "tagged", 32, "- (fsdp,context) -", "expert - tensor" },
+    { "-", 4, "noop", 1, "-", "-", "noop", 1, "-", "-" },
+    { "tensor", 1, "noop", 1, "-", "-", "noop", 1, "-", "-" },
+    { "fsdp,expert|fsdp_transpose", 4, "fallback", 32, "expert -", "expert -", "tagged", 256,
+      "(fsdp,expert) fsdp_transpose", "- -" },
+};
+
+static void test_edge_table(void)
+{
+    for (size_t i = 0; i < sizeof k_edges / sizeof k_edges[0]; i++) {
+        const edge_row *r = &k_edges[i];
+        smoe_mesh m = edge_mesh(r->tensor);
+        smoe_pspec s = spec_of(r->spec);
+        int64_t shape[SMOE_MAX_RANK];
+        for (int d = 0; d < s.rank; d++)
+            shape[d] = 4096;
+        smoe_gather l, c;
+        smoe_gather_compute(&s, shape, &m, SMOE_MODE_LEGACY, 4, &l);
+        smoe_gather_compute(&s, shape, &m, SMOE_MODE_COAXIS, 4, &c);
+        char b[256];
+        CHECKF(strcmp(smoe_gather_status_name(l.status), r->l_status) == 0,
+               "edge %s: legacy %s, expected %s", r->spec, smoe_gather_status_name(l.status),
+               r->l_status);
+        CHECKF(l.ways == r->l_ways, "edge %s: legacy ways %lld, expected %lld", r->spec,
+               (long long)l.ways, (long long)r->l_ways);
+        CHECKF(strcmp(fmt_dims(l.out, l.rank, b, sizeof b), r->l_out) == 0,
+               "edge %s: legacy out %s, expected %s", r->spec, b, r->l_out);
+        CHECKF(strcmp(fmt_dims(l.residual, l.rank, b, sizeof b), r->l_residual) == 0,
+               "edge %s: legacy residual %s, expected %s", r->spec, b, r->l_residual);
+        CHECKF(strcmp(smoe_gather_status_name(c.status), r->c_status) == 0,
+               "edge %s: co-axis %s, expected %s", r->spec, smoe_gather_status_name(c.status),
+               r->c_status);
+        CHECKF(c.ways == r->c_ways, "edge %s: co-axis ways %lld, expected %lld", r->spec,
+               (long long)c.ways, (long long)r->c_ways);
+        CHECKF(strcmp(fmt_dims(c.axes, c.rank, b, sizeof b), r->c_axes) == 0,
+               "edge %s: co-axis axes %s, expected %s", r->spec, b, r->c_axes);
+        CHECKF(strcmp(fmt_dims(c.out, c.rank, b, sizeof b), r->c_out) == 0,
+               "edge %s: co-axis out %s, expected %s", r->spec, b, r->c_out);
+        for (int d = 0; d < c.rank; d++)
+            CHECKF(c.residual[d].n == 0, "edge %s: co-axis leaves a residual", r->spec);
+        /* bytes: gathered buffer = local * ways, received = buffer - local */
+        CHECK_INT(c.bytes_out, c.bytes_in * c.ways);
+        CHECK_INT(c.bytes_recv, c.bytes_out - c.bytes_in);
+    }
+    /* the 2-D row gathers two dims: one tagged gather per dim */
+    smoe_mesh m = edge_mesh(4);
+    smoe_pspec s = spec_of("fsdp,expert|fsdp_transpose");
+    int64_t shape[2] = { 4096, 4096 };
+    smoe_gather c;
+    smoe_gather_compute(&s, shape, &m, SMOE_MODE_COAXIS, 4, &c);
+    CHECK_INT(c.n_gathered_dims, 2);
+    CHECK_INT(c.group[0], 128);
+    CHECK_INT(c.group[1], 2);
+}
+
+static void test_change_description_cases(void)
+{
+    smoe_mesh m = { 2, { "fsdp", "expert" }, { 4, 4 } };
+    char b[256];
+    /* remove_fsdp_from_sharding */
+    static const struct { const char *in, *out; } rm[] = {
+        { "fsdp,expert|-", "- -" },
+        { "expert|fsdp", "expert -" },
+        { "expert,fsdp", "expert" },
+        { "fsdp", "-" },
+        { "-|expert", "- expert" },
+    };
+    for (size_t i = 0; i < sizeof rm / sizeof rm[0]; i++) {
+        smoe_pspec in = spec_of(rm[i].in), out;
+        smoe_remove_fsdp_from_spec(&in, &m, &out);
+        CHECKF(strcmp(smoe_pspec_format(&out, 0, b, sizeof b), rm[i].out) == 0,
+               "remove_fsdp_from_sharding(%s) = %s, expected %s", rm[i].in, b, rm[i].out);
+    }
+    /* ('fsdp','expert') gathered together: one 16-way, and 128-way at 16x8 */
+    int64_t shape[2] = { 2048, 512 };
+    smoe_pspec s = spec_of("fsdp,expert|-");
+    smoe_gather g;
+    smoe_gather_compute(&s, shape, &m, SMOE_MODE_COAXIS, 4, &g);
+    CHECK(g.status == SMOE_GATHER_TAGGED);
+    CHECK_INT(g.ways, 16);
+    CHECK_INT(g.n_gathered_dims, 1);
+    smoe_mesh big = { 2, { "fsdp", "expert" }, { 16, 8 } };
+    smoe_gather_compute(&s, shape, &big, SMOE_MODE_COAXIS, 4, &g);
+    CHECK_INT(g.ways, 128);
+    CHECK_STR(fmt_dims(g.axes, g.rank, b, sizeof b), "(fsdp,expert) -");
+    /* routed-expert 'expert' dim preserved */
+    int64_t eshape[3] = { 64, 2048, 1408 };
+    s = spec_of("expert|fsdp|-");
+    smoe_gather_compute(&s, eshape, &m, SMOE_MODE_COAXIS, 4, &g);
+    CHECK(g.status == SMOE_GATHER_TAGGED);
+    CHECK_INT(g.ways, 4);
+    CHECK_STR(fmt_dims(g.out, g.rank, b, sizeof b), "expert - -");
+    /* leading 'expert' in ('expert','fsdp') preserved */
+    s = spec_of("expert,fsdp|-|-");
+    smoe_gather_compute(&s, eshape, &m, SMOE_MODE_COAXIS, 4, &g);
+    CHECK(g.status == SMOE_GATHER_TAGGED);
+    CHECK_INT(g.ways, 4);
+    CHECK_STR(fmt_dims(g.out, g.rank, b, sizeof b), "expert - -");
+    CHECK_STR(fmt_dims(g.axes, g.rank, b, sizeof b), "fsdp - -");
+}
+
+static smoe_plan *plan_for(const char *cfgdir, const char *rules, int64_t devices,
+                           const char *const *ov, int nov, const char *model)
+{
+    char base[1024];
+    snprintf(base, sizeof base, "%s/base.yml", cfgdir);
+    smoe_config_opts o;
+    memset(&o, 0, sizeof o);
+    o.base_path = base;
+    o.model = model;
+    o.rules = rules;
+    o.overrides = ov;
+    o.n_overrides = nov;
+    smoe_config *cfg;
+    smoe_err err;
+    if (smoe_config_load(&o, &cfg, &err)) {
+        CHECKF(0, "config: %s: %s", err.where, err.msg);
+        return NULL;
+    }
+    smoe_plan_opts po = { devices, 1, NULL, 4 };
+    smoe_plan *p = NULL;
+    if (smoe_plan_build(cfg, &po, &p, &err))
+        CHECKF(0, "plan: %s: %s", err.where, err.msg);
+    smoe_config_free(cfg);
+    return p;
+}
+
+static int gathers_equal(const smoe_gather *a, const smoe_gather *b)
+{
+    if (a->status != b->status || a->ways != b->ways || a->rank != b->rank ||
+        a->bytes_out != b->bytes_out || a->bytes_recv != b->bytes_recv)
+        return 0;
+    for (int d = 0; d < a->rank; d++)
+        if (!smoe_axes_equal(&a->axes[d], &b->axes[d]) || !smoe_axes_equal(&a->out[d], &b->out[d]))
+            return 0;
+    return 1;
+}
+
+static void test_fsdp_only_identical(const char *cfgdir)
+{
+    static const char *const ov1[] = { "ici_expert_parallelism=1" };
+    static const struct { const char *model, *rules; int64_t dev; } cases[] = {
+        { "deepseek2-16b", NULL, 16 },
+        { "deepseek2-16b", "pure-fsdp", 16 },
+        { "deepseek3-671b", NULL, 128 },
+        { "deepseek3-671b", "ep-as-cp", 64 },
+        { "mixtral-8x7b", NULL, 32 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        smoe_plan *p = plan_for(cfgdir, cases[i].rules, cases[i].dev, ov1, 1, cases[i].model);
+        if (!p)
+            continue;
+        int same = 1;
+        for (int k = 0; k < p->n; k++)
+            if (p->w[k].has_gather && !gathers_equal(&p->w[k].gather, &p->w[k].legacy))
+                same = 0;
+        CHECKF(same, "%s %s: expert=1 plans differ between legacy and co-axis",
+               cases[i].model, cases[i].rules ? cases[i].rules : "default");
+        CHECK_INT(p->coaxis.fallback, 0);
+        smoe_plan_free(p);
+    }
+}
+
+static const char *mib(int64_t b, char *buf, size_t n)
+{
+    if (b == 0)
+        snprintf(buf, n, "0B");
+    else if (b >= (1LL << 30))
+        snprintf(buf, n, "%.1fGiB", (double)b / (1 << 30));
+    else
+        snprintf(buf, n, "%.1fMiB", (double)b / (1 << 20));
+    return buf;
+}
+
+/* Counts and bytes per layer on the golden configurations. */
+static void test_golden_summaries(const char *cfgdir)
+{
+    static const struct {
+        const char *rules;
+        int64_t devices, expert;
+        const char *legacy_tfn, *coaxis_tfn;
+        const char *legacy_dense, *legacy_moe, *coaxis_dense, *coaxis_moe;
+    } rows[] = {
+        { NULL, 16, 1, "18/0/6", "18/0/6", "289.7MiB", "2.0GiB", "289.7MiB", "2.0GiB" },
+        { "pure-fsdp", 16, 1, "18/0/6", "18/0/6", "289.7MiB", "2.0GiB", "289.7MiB", "2.0GiB" },
+        { "ep-as-dp", 16, 2, "18/0/6", "18/0/6", "270.4MiB", "1.0GiB", "270.4MiB", "1.0GiB" },
+        { NULL, 16, 4, "4/14/6", "18/0/6", "0B", "396.4MiB", "289.7MiB", "507.5MiB" },
+        { "pipeline-large-moe", 16, 4, "6/12/6", "18/0/6", "6.0MiB", "402.4MiB", "288.2MiB",
+          "506.0MiB" },
+        { "ep-as-cp", 8, 2, "6/12/6", "18/0/6", "6.0MiB", "798.4MiB", "269.4MiB", "895.1MiB" },
+        { "shard-exp-on-fsdp", 8, 2, "3/14/7", "17/0/7", "0B", "792.0MiB", "270.4MiB",
+          "895.7MiB" },
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        char ov[64], b1[32], b2[32];
+        snprintf(ov, sizeof ov, "ici_expert_parallelism=%lld", (long long)rows[i].expert);
+        const char *ovp[] = { "ici_fsdp_parallelism=-1", ov };
+        smoe_plan *p = plan_for(cfgdir, rows[i].rules, rows[i].devices, ovp, 2, "deepseek2-16b");
+        if (!p)
+            continue;
+        const smoe_plan_summary *sl = &p->legacy, *sc = &p->coaxis;
+        snprintf(b1, sizeof b1, "%d/%d/%d", sl->tagged, sl->fallback, sl->noop);
+        snprintf(b2, sizeof b2, "%d/%d/%d", sc->tagged, sc->fallback, sc->noop);
+        CHECKF(strcmp(b1, rows[i].legacy_tfn) == 0, "row %zu legacy T/F/N %s, expected %s", i,
+               b1, rows[i].legacy_tfn);
+        CHECKF(strcmp(b2, rows[i].coaxis_tfn) == 0, "row %zu co-axis T/F/N %s, expected %s", i,
+               b2, rows[i].coaxis_tfn);
+        const char *want[4] = { rows[i].legacy_dense, rows[i].legacy_moe, rows[i].coaxis_dense,
+                                rows[i].coaxis_moe };
+        const smoe_plan_summary *sums[2] = { sl, sc };
+        for (int k = 0; k < 4; k++) {
+            const smoe_plan_summary *s = sums[k / 2];
+            const char *stack = k % 2 ? "moe_layers" : "dense_layers";
+            int64_t got = -1;
+            for (int j = 0; j < s->n_stacks; j++)
+                if (strcmp(s->stack[j].name, stack) == 0)
+                    got = s->stack[j].tagged_bytes_recv;
+            CHECKF(strcmp(mib(got, b1, sizeof b1), want[k]) == 0,
+                   "row %zu %s %s tagged bytes %s, expected %s", i, k < 2 ? "legacy" : "co-axis",
+                   stack, b1, want[k]);
+        }
+        /* the co-axis rule removes every fallback; legacy fallbacks leave
+         * exactly the expert (or context,expert) residual */
+        for (int k = 0; k < p->n; k++) {
+            const smoe_weight *w = &p->w[k];
+            if (!w->prefetch || w->legacy.status != SMOE_GATHER_FALLBACK)
+                continue;
+            int only_co = 1;
+            for (int d = 0; d < w->legacy.rank; d++)
+                for (int a = 0; a < w->legacy.residual[d].n; a++)
+                    only_co &= smoe_is_co_axis(w->legacy.residual[d].ax[a]);
+            CHECKF(only_co && w->legacy.residual_ways > 1, "row %zu %s: residual", i, w->path);
+        }
+        smoe_plan_free(p);
+    }
+    /* DeepSeek-V3 at 128 devices: legacy 4/16/9, co-axis 20/0/9 with 16 x
+     * 128-way over (fsdp, expert); 2.2 GiB / 5.8 GiB per layer */
+    const char *ov3[] = { "ici_fsdp_parallelism=-1", "ici_expert_parallelism=8" };
+    smoe_plan *p = plan_for(cfgdir, NULL, 128, ov3, 2, "deepseek3-671b");
+    if (p) {
+        CHECK_INT(p->legacy.tagged, 4);
+        CHECK_INT(p->legacy.fallback, 16);
+        CHECK_INT(p->coaxis.tagged, 20);
+        CHECK_INT(p->coaxis.fallback, 0);
+        CHECK_INT(p->coaxis.noop, 9);
+        int n128 = 0;
+        for (int i = 0; i < p->coaxis.n_ways; i++)
+            if (p->coaxis.ways[i] == 128)
+                n128 = p->coaxis.ways_count[i];
+        CHECK_INT(n128, 16);
+        char b[32];
+        CHECK_STR(mib(p->coaxis.stack[0].tagged_bytes_recv, b, sizeof b), "2.2GiB");
+        CHECK_STR(mib(p->coaxis.stack[1].tagged_bytes_recv, b, sizeof b), "5.8GiB");
+        smoe_plan_free(p);
+    }
+    /* at 1024 devices wq_b (1536) and wkv_b (512) are indivisible */
+    p = plan_for(cfgdir, NULL, 1024, ov3, 2, "deepseek3-671b");
+    if (p) {
+        const smoe_weight *w = smoe_plan_find(p, "decoder/moe_layers/self_attention/wq_b/kernel");
+        const smoe_weight *x = smoe_plan_find(p, "decoder/moe_layers/self_attention/wkv_b/kernel");
+        const smoe_weight *y = smoe_plan_find(p, "decoder/moe_layers/self_attention/wq_a/kernel");
+        CHECK(w && (w->gather.indivisible & 1));
+        CHECK(x && (x->gather.indivisible & 1));
+        CHECK(y && y->gather.indivisible == 0);
+        smoe_plan_free(p);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_gather CONFIG_DIR\n");
+        return 2;
+    }
+    test_edge_table();
+    test_change_description_cases();
+    test_fsdp_only_identical(argv[1]);
+    test_golden_summaries(argv[1]);
+    return check_report();
+}

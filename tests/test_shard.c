@@ -1,0 +1,128 @@
+/* Sharding algebra: canonical spec text, size-1 drops, mesh coordinates and
+ * the -1 fill, and the layout property: for every device cut its local
+ * block of a global tensor; the blocks rebuild the tensor, and devices
+ * that share a block (replication) hold identical data. */
+#include "check.h"
+#include "smoe/shard.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void test_format(void)
+{
+    smoe_mesh m = { 3, { "fsdp", "tensor", "expert" }, { 4, 1, 2 } };
+    smoe_pspec s = { 3, { { 2, { "fsdp", "expert" } }, { 0, { NULL } }, { 1, { "tensor" } } } };
+    char b[256];
+    CHECK_STR(smoe_pspec_format(&s, 1, b, sizeof b), "P(('fsdp', 'expert'), None, 'tensor')");
+    CHECK_STR(smoe_pspec_format(&s, 0, b, sizeof b), "(fsdp,expert) - tensor");
+    smoe_pspec d;
+    smoe_pspec_drop_size1(&s, &m, &d);
+    CHECK_STR(smoe_pspec_format(&d, 1, b, sizeof b), "P(('fsdp', 'expert'), None, None)");
+    smoe_pspec one = { 1, { { 0, { NULL } } } };
+    CHECK_STR(smoe_pspec_format(&one, 1, b, sizeof b), "P(None,)");
+    /* an axis absent from the mesh counts as size 1 */
+    smoe_pspec abs = { 1, { { 2, { "fsdp", "nowhere" } } } };
+    smoe_pspec_drop_size1(&abs, &m, &d);
+    CHECK_STR(smoe_pspec_format(&d, 1, b, sizeof b), "P('fsdp',)");
+    CHECK_INT(smoe_axes_size(&s.dim[0], &m), 8);
+}
+
+static void test_mesh(void)
+{
+    smoe_mesh m = { 3, { "a", "b", "c" }, { 2, 3, 4 } };
+    int64_t c[3];
+    for (int64_t r = 0; r < 24; r++) {
+        smoe_mesh_coords(&m, r, c);
+        CHECK_INT(smoe_mesh_rank_of(&m, c), r);
+    }
+    smoe_mesh_coords(&m, 23, c);
+    CHECK(c[0] == 1 && c[1] == 2 && c[2] == 3);
+    const char *lab[3] = { "x", "y", "z" };
+    int64_t v[3] = { 2, -1, 4 };
+    int bad;
+    CHECK(smoe_mesh_fill(v, 3, 24, lab, "devices", &bad, NULL) == SMOE_OK && v[1] == 3);
+    int64_t w[3] = { -1, -1, 4 };
+    CHECK(smoe_mesh_fill(w, 3, 24, lab, "devices", &bad, NULL) == SMOE_EINVAL && bad == 1);
+    int64_t x[3] = { 5, -1, 1 };
+    CHECK(smoe_mesh_fill(x, 3, 24, lab, "devices", &bad, NULL) == SMOE_EINVAL && bad == -1);
+    int64_t y[3] = { 2, 2, 2 };
+    CHECK(smoe_mesh_fill(y, 3, 24, lab, "devices", &bad, NULL) == SMOE_EINVAL && bad == -1);
+    int64_t z[3] = { 0, 1, 1 };
+    CHECK(smoe_mesh_fill(z, 3, 1, lab, "devices", &bad, NULL) == SMOE_EINVAL && bad == 0);
+}
+
+/* Cut and rebuild for one spec on one mesh. */
+static void roundtrip(const smoe_mesh *m, const smoe_pspec *s, const int64_t *shape)
+{
+    int64_t total = 1;
+    for (int d = 0; d < s->rank; d++)
+        total *= shape[d];
+    float *g = malloc(sizeof *g * (size_t)total), *back = malloc(sizeof *back * (size_t)total);
+    for (int64_t i = 0; i < total; i++) {
+        g[i] = (float)i;
+        back[i] = -1;
+    }
+    int ok = 1;
+    int64_t nd = smoe_mesh_devices(m);
+    for (int64_t r = 0; r < nd; r++) {
+        int64_t c[SMOE_MAX_AXES], loc[SMOE_MAX_RANK], off[SMOE_MAX_RANK], n = 1;
+        smoe_mesh_coords(m, r, c);
+        if (smoe_layout_local(s, shape, m, c, loc, off, NULL) != SMOE_OK) {
+            ok = 0;
+            break;
+        }
+        for (int d = 0; d < s->rank; d++)
+            n *= loc[d];
+        float *l = malloc(sizeof *l * (size_t)n), *prev = malloc(sizeof *prev * (size_t)n);
+        smoe_layout_copy(s->rank, shape, loc, off, sizeof(float), g, l, 0);
+        /* a replica must hold what the first holder wrote back */
+        smoe_layout_copy(s->rank, shape, loc, off, sizeof(float), back, prev, 0);
+        for (int64_t i = 0; i < n; i++)
+            if (prev[i] != -1 && prev[i] != l[i])
+                ok = 0;
+        smoe_layout_copy(s->rank, shape, loc, off, sizeof(float), back, l, 1);
+        free(l);
+        free(prev);
+    }
+    for (int64_t i = 0; i < total; i++)
+        if (back[i] != g[i])
+            ok = 0;
+    char b[256];
+    CHECKF(ok, "layout roundtrip of %s", smoe_pspec_format(s, 0, b, sizeof b));
+    free(g);
+    free(back);
+}
+
+static void test_layout(void)
+{
+    smoe_mesh m = { 3, { "fsdp", "tensor", "expert" }, { 2, 3, 2 } };
+    int64_t shape[3] = { 12, 6, 4 };
+    smoe_pspec specs[] = {
+        { 3, { { 2, { "fsdp", "expert" } }, { 1, { "tensor" } }, { 0, { NULL } } } },
+        { 3, { { 2, { "expert", "fsdp" } }, { 0, { NULL } }, { 0, { NULL } } } },
+        { 3, { { 0, { NULL } }, { 1, { "tensor" } }, { 2, { "expert", "fsdp" } } } },
+        { 3, { { 1, { "tensor" } }, { 0, { NULL } }, { 1, { "expert" } } } },
+        { 3, { { 0, { NULL } }, { 0, { NULL } }, { 0, { NULL } } } },
+        { 3, { { 3, { "fsdp", "tensor", "expert" } }, { 0, { NULL } }, { 0, { NULL } } } },
+    };
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+        roundtrip(&m, &specs[i], shape);
+    /* block order: (fsdp, expert) -> fsdp * |expert| + expert */
+    int64_t c[3] = { 1, 2, 1 };
+    CHECK_INT(smoe_axes_block(&specs[0].dim[0], &m, c), 3);
+    CHECK_INT(smoe_axes_block(&specs[1].dim[0], &m, c), 3);
+    int64_t c2[3] = { 1, 0, 0 };
+    CHECK_INT(smoe_axes_block(&specs[0].dim[0], &m, c2), 2);
+    CHECK_INT(smoe_axes_block(&specs[1].dim[0], &m, c2), 1);
+    int64_t bad[3] = { 10, 6, 4 }, loc[3], off[3];
+    smoe_err e;
+    CHECK(smoe_layout_local(&specs[0], bad, &m, c, loc, off, &e) == SMOE_EINVAL);
+}
+
+int main(void)
+{
+    test_format();
+    test_mesh();
+    test_layout();
+    return check_report();
+}
