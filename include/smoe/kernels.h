@@ -1,0 +1,135 @@
+/* smoe kernels: the math of the model on plain row-major fp32 arrays.
+ * Matrix products go through CBLAS (OpenBLAS); each has a naive reference
+ * twin (suffix _ref) that the tests use as the oracle. The other kernels
+ * (norms, activations, softmax, RoPE, attention, cross-entropy, AdamW) are
+ * plain C with explicit backward functions, checked by finite differences.
+ * Only src/kernels/ includes <cblas.h>.
+ *
+ * Conventions: all arrays row-major, contiguous, caller-owned; no kernel
+ * allocates except where stated; "accumulate" arguments (beta) follow BLAS:
+ * C = alpha * op(A) op(B) + beta * C. Kernels are thread-safe (no globals)
+ * except smoe_blas_init. Shapes are given in the comments as (rows, cols). */
+#ifndef SMOE_KERNELS_H
+#define SMOE_KERNELS_H
+
+#include <stdint.h>
+
+#include "smoe/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- BLAS set-up ---- */
+typedef struct smoe_blas_info {
+    char corename[64];   /* openblas_get_corename() */
+    char config[256];    /* openblas_get_config() */
+    int threads;         /* OpenBLAS threads in use */
+    int fallback;        /* 1 if the core is a generic/fallback one */
+} smoe_blas_info;
+
+/* If OPENBLAS_CORETYPE is unset and OpenBLAS fell back to a generic core on
+ * a CPU that supports a better one (AVX-512 -> SkylakeX, AVX2 -> Haswell),
+ * set OPENBLAS_CORETYPE and re-exec the program (argv as given) so OpenBLAS
+ * initialises with the right kernel; a preset OPENBLAS_CORETYPE is always
+ * respected. Call first thing in main(), before MPI_Init. Returns only if
+ * no re-exec was needed or it failed. */
+void smoe_blas_select_core(char **argv);
+/* Pin OpenBLAS to `threads` threads and report what it runs. */
+void smoe_blas_init(int threads, smoe_blas_info *info);
+
+/* ---- matrix products (CBLAS) and their naive twins ----
+ * C (m,n) = alpha * op(A) * op(B) + beta * C; op(A) is (m,k): A is (m,k)
+ * when ta == 0 and (k,m) when ta == 1; likewise op(B) is (k,n). lda/ldb/ldc
+ * are the row strides of A, B, C as stored. */
+void smoe_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+               const float *a, int64_t lda, const float *b, int64_t ldb,
+               float beta, float *c, int64_t ldc);
+void smoe_gemm_ref(int ta, int tb, int64_t m, int64_t n, int64_t k,
+                   float alpha, const float *a, int64_t lda, const float *b,
+                   int64_t ldb, float beta, float *c, int64_t ldc);
+
+/* Dense layer y (t,n) = x (t,k) @ w (k,n) (+ beta * y). */
+void smoe_matmul(float *y, const float *x, const float *w, int64_t t,
+                 int64_t k, int64_t n, float beta);
+/* Its backward: dx (t,k) += dy @ w^T (if dx), dw (k,n) += x^T @ dy (if dw). */
+void smoe_matmul_bwd(float *dx, float *dw, const float *dy, const float *x,
+                     const float *w, int64_t t, int64_t k, int64_t n);
+void smoe_matmul_ref(float *y, const float *x, const float *w, int64_t t,
+                     int64_t k, int64_t n, float beta);
+void smoe_matmul_bwd_ref(float *dx, float *dw, const float *dy,
+                         const float *x, const float *w, int64_t t,
+                         int64_t k, int64_t n);
+
+/* ---- normalisation ---- */
+/* RMSNorm over the last dim: y (t,d) = x / rms(x) * scale (d);
+ * rstd (t) receives 1/rms for the backward. */
+void smoe_rmsnorm(float *y, float *rstd, const float *x, const float *scale,
+                  int64_t t, int64_t d, float eps);
+/* dx (t,d) += ..., dscale (d) += ... */
+void smoe_rmsnorm_bwd(float *dx, float *dscale, const float *dy,
+                      const float *x, const float *scale, const float *rstd,
+                      int64_t t, int64_t d);
+
+/* ---- activations ---- */
+/* SwiGLU: h (n) = silu(a) * b. */
+void smoe_swiglu(float *h, const float *a, const float *b, int64_t n);
+/* da (n) = dh * b * silu'(a), db (n) = dh * silu(a) (overwrite). */
+void smoe_swiglu_bwd(float *da, float *db, const float *dh, const float *a,
+                     const float *b, int64_t n);
+
+/* Row softmax in place: x (t,n). */
+void smoe_softmax_rows(float *x, int64_t t, int64_t n);
+/* dx (t,n) = y * (dy - sum(dy * y)) from the softmax output y (overwrite). */
+void smoe_softmax_rows_bwd(float *dx, const float *dy, const float *y,
+                           int64_t t, int64_t n);
+void smoe_sigmoid(float *y, const float *x, int64_t n);
+
+/* ---- rotary embedding ----
+ * x (t, h, d) with d even, rotated in place by position pos[t]:
+ * pairs (x[2i], x[2i+1]) turn by angle pos * theta^(-2i/d). The backward is
+ * the inverse rotation (smoe_rope with inverse = 1) applied to the grads. */
+void smoe_rope(float *x, const int32_t *pos, int64_t t, int64_t h, int64_t d,
+               int64_t stride, float theta, int inverse);
+
+/* ---- causal attention for one sequence ----
+ * q (s, h, dk), k (s, h, dk), v (s, h, dv) with row strides qs, ks, vs
+ * (elements between consecutive positions); o (s, h, dv) contiguous;
+ * p (h, s, s) receives the softmax probabilities (needed by the backward).
+ * scale multiplies q.k. */
+void smoe_attention(float *o, float *p, const float *q, const float *k,
+                    const float *v, int64_t s, int64_t h, int64_t dk,
+                    int64_t dv, int64_t qs, int64_t ks, int64_t vs,
+                    float scale);
+/* dq, dk, dv (same layouts and strides as q, k, v) += gradients from
+ * do (s, h, dv). scratch needs s floats. */
+void smoe_attention_bwd(float *dq, float *dk, float *dv, const float *dout,
+                        const float *p, const float *q, const float *k,
+                        const float *v, int64_t s, int64_t h, int64_t dk_,
+                        int64_t dv_, int64_t qs, int64_t ks, int64_t vs,
+                        float scale, float *scratch);
+
+/* ---- loss ----
+ * Mean-free cross-entropy: returns sum over rows of -log softmax(logits)[y]
+ * and, if dlogits, writes dlogits = (softmax - onehot(y)) * scale.
+ * logits (t, v). */
+double smoe_cross_entropy(float *dlogits, const float *logits,
+                          const int32_t *targets, int64_t t, int64_t v,
+                          float scale);
+
+/* ---- optimizer ----
+ * AdamW step on n elements (bias-corrected, decoupled weight decay):
+ * m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+ * p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p), t = 1-based step. */
+void smoe_adamw(float *p, float *m, float *v, const float *g, int64_t n,
+                float lr, float b1, float b2, float eps, float wd, int64_t t);
+
+/* ---- small vector helpers ---- */
+void smoe_vec_add(float *y, const float *x, int64_t n);          /* y += x */
+void smoe_vec_axpy(float *y, float a, const float *x, int64_t n); /* y += a x */
+void smoe_vec_scale(float *y, float a, int64_t n);               /* y *= a */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

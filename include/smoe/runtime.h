@@ -1,0 +1,171 @@
+/* smoe runtime: the distributed engine. One process (rank) per mesh device;
+ * communicators over subsets of mesh axes; the FSDP all-gathers of a gather
+ * plan (one nonblocking all-gather per gathered dim over its joint axes,
+ * landing in place in the natural layout through MPI derived datatypes),
+ * their transposes (reduce-scatter of gradients, all-reduce over the axes a
+ * weight is replicated on), the expert all-to-all, and the queues that
+ * order them. Only src/runtime/ includes <mpi.h>; the model never sees MPI
+ * (it talks to smoe_ep_comm, which also has a single-rank implementation),
+ * and a process started without an MPI launcher runs as one rank.
+ *
+ * DESIGN (queues and progress)
+ *   Every collective is an op on a queue. A queue runs its ops one at a time
+ *   in FIFO order (the next starts when the previous completes), like one
+ *   collective engine. With dedicated queues (the default) FSDP gathers have
+ *   their own queue and the expert all-to-all and gradient reductions share
+ *   the other, so a prefetched gather never waits behind an all-to-all; with
+ *   a shared queue (smoe_rt_opts.shared_queue) everything goes through one
+ *   queue, reproducing "no dedicated core". Nonblocking MPI collectives
+ *   only move when MPI is entered, so smoe_rt_progress() must be called
+ *   often: the model calls it between kernels, and an optional progress
+ *   thread (progress_thread = 1) calls it in a loop that yields the CPU
+ *   between polls. All ranks enqueue the same ops in the same order, so the
+ *   per-communicator order MPI requires holds.
+ *   Thread-safety: one application thread drives the runtime; the optional
+ *   progress thread shares the queues under a mutex.
+ */
+#ifndef SMOE_RUNTIME_H
+#define SMOE_RUNTIME_H
+
+#include <stdint.h>
+
+#include "smoe/core.h"
+#include "smoe/model.h"
+#include "smoe/plan.h"
+#include "smoe/shard.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct smoe_rt smoe_rt;
+
+typedef struct smoe_rt_opts {
+    int shared_queue;     /* 1: gathers share the all-to-all/reduction queue */
+    int progress_thread;  /* 1: a yielding progress thread */
+} smoe_rt_opts;
+
+/* MPI_Init_thread (asks for MPI_THREAD_MULTIPLE), errors returned (not
+ * fatal), the abort hook pointed at MPI_Abort. Call once. When the process
+ * was not started by an MPI launcher it runs as a single rank. */
+smoe_status smoe_rt_init(int *argc, char ***argv, smoe_rt **out,
+                         smoe_err *err);
+/* Build the Cartesian communicator of the mesh; the product of the sizes
+ * must equal the number of ranks. */
+smoe_status smoe_rt_set_mesh(smoe_rt *rt, const smoe_mesh *mesh,
+                             const smoe_rt_opts *opts, smoe_err *err);
+void smoe_rt_finalize(smoe_rt *rt);
+/* Abort every rank (MPI_Abort) after printing msg; never returns. */
+_Noreturn void smoe_rt_abort(smoe_rt *rt, int code, const char *msg);
+
+int smoe_rt_rank(const smoe_rt *rt);
+int smoe_rt_size(const smoe_rt *rt);
+const smoe_mesh *smoe_rt_mesh(const smoe_rt *rt);
+/* Mesh coordinates of this rank (mesh order). */
+const int64_t *smoe_rt_coords(const smoe_rt *rt);
+/* The library name and version ("Open MPI v4.1.4", ...). */
+const char *smoe_rt_library(const smoe_rt *rt);
+
+/* Advance every queue: test the running ops, start the next ones. */
+void smoe_rt_progress(smoe_rt *rt);
+/* Wait until every queued op has completed. */
+smoe_status smoe_rt_drain(smoe_rt *rt, smoe_err *err);
+
+/* ---- small blocking collectives over the whole world ---- */
+smoe_status smoe_rt_allreduce_sum_f64(smoe_rt *rt, double *v, int n);
+smoe_status smoe_rt_allreduce_max_f64(smoe_rt *rt, double *v, int n);
+smoe_status smoe_rt_allreduce_max_i64(smoe_rt *rt, int64_t *v, int n);
+smoe_status smoe_rt_barrier(smoe_rt *rt);
+/* Gather `n` bytes from every rank to rank 0 (recv: size * n bytes). */
+smoe_status smoe_rt_gather_bytes(smoe_rt *rt, const void *send, void *recv,
+                                 int64_t n);
+/* Broadcast from rank 0. */
+smoe_status smoe_rt_bcast_bytes(smoe_rt *rt, void *buf, int64_t n);
+/* Agree on a status: returns the worst (highest) status over all ranks. */
+smoe_status smoe_rt_agree(smoe_rt *rt, smoe_status local);
+
+/* ---- FSDP weight gathers ---- */
+typedef struct smoe_wgather smoe_wgather;
+
+typedef struct smoe_wgather_info {
+    int64_t shard_numel;   /* local shard, elements */
+    int64_t gathered_numel;/* gathered buffer, elements */
+    int64_t shard_shape[SMOE_MAX_RANK];
+    int64_t gathered_shape[SMOE_MAX_RANK];
+    int64_t offset[SMOE_MAX_RANK]; /* of the shard inside the gathered buffer */
+    int rank;
+    int stages;            /* prefetched all-gathers (one per gathered dim) */
+    int residual_stages;   /* blocking all-gathers at use (legacy) */
+    int reduce_axes;       /* mesh axes (size > 1) the weight is replicated on */
+} smoe_wgather_info;
+
+/* Prepare the gathers of one per-layer weight from its plan entry (the
+ * co-axis plan, or the legacy plan whose residual co-axes are gathered by a
+ * second, blocking all-gather just before use). The gathered spec must be
+ * fully replicated, or keep only `expert` on dim 0 (routed experts);
+ * anything else is SMOE_EINVAL with the reason. `name` is used in traces
+ * and messages. The object is owned by rt (freed by smoe_rt_finalize). */
+smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather *plan,
+                                int legacy, const char *name,
+                                smoe_wgather **out, smoe_err *err);
+void smoe_rt_wgather_info(const smoe_wgather *g, smoe_wgather_info *info);
+
+/* Copy `shard` into its place in `buf` (gathered_numel floats) and enqueue
+ * the prefetched all-gathers on the gather queue. `tag` names the op in the
+ * trace. */
+smoe_status smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g,
+                                  const float *shard, float *buf, int tag);
+/* Block until the prefetched gathers of this weight are complete (driving
+ * progress), then run the residual blocking gather if any. Returns the
+ * seconds spent waiting (exposed) in *wait_s. */
+smoe_status smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf,
+                                 double *wait_s, smoe_err *err);
+/* Is the weight's prefetched gather complete (non-blocking)? */
+int smoe_rt_wgather_ready(smoe_rt *rt, smoe_wgather *g);
+
+/* Gradient transpose: reduce-scatter `full` (gathered_numel floats, the
+ * natural layout) over all the gather axes into `shard_grad` (shard_numel
+ * floats, overwritten), then all-reduce over the mesh axes the weight is
+ * replicated on. When the shard blocks are not contiguous in `full` they
+ * are first packed into `scratch` (gathered_numel floats; may be the
+ * weight's own gathered buffer once it is no longer needed); otherwise
+ * `full` is sent as is. Enqueued on the reduction queue; `full` and
+ * `scratch` must stay alive, and `*done` (may be NULL) is set to 1, when
+ * shard_grad holds the result. Returns whether scratch was used in
+ * *used_scratch (may be NULL). */
+smoe_status smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full,
+                                   float *scratch, float *shard_grad,
+                                   volatile int *done, int *used_scratch);
+/* Does the reduction of this weight need the scratch buffer? */
+int smoe_rt_wgather_needs_pack(const smoe_wgather *g);
+
+/* ---- expert parallelism ---- */
+/* The smoe_ep_comm of this rank's expert group (ranks that differ only in
+ * their `expert` coordinate), its all-to-alls queued on the a2a queue. */
+smoe_ep_comm smoe_rt_ep_comm(smoe_rt *rt);
+
+/* ---- timing of this rank's communication, reset by the caller ---- */
+typedef struct smoe_rt_stats {
+    double gather_wait_s;     /* exposed: inside smoe_rt_wgather_wait */
+    double residual_s;        /* blocking residual gathers (legacy) */
+    double gather_busy_s;     /* gather ops from start to completion */
+    double a2a_s;             /* expert all-to-alls */
+    double reduce_wait_s;     /* waiting for gradient reductions */
+    int64_t gathers;          /* gather ops completed */
+    int64_t gather_bytes;     /* bytes received by gathers */
+} smoe_rt_stats;
+smoe_rt_stats *smoe_rt_stats_get(smoe_rt *rt);
+
+/* ---- trace: spans recorded by the runtime and the train loop ---- */
+/* Lanes of the trace, one thread row per lane in the viewer. */
+enum { SMOE_LANE_COMPUTE = 0, SMOE_LANE_GATHER = 1, SMOE_LANE_COMM = 2,
+       SMOE_LANE_WAIT = 3 };
+typedef void (*smoe_rt_span_fn)(void *ud, int lane, const char *name,
+                                double t0, double t1);
+/* Install a span recorder (NULL: none). Times are smoe_now() seconds. */
+void smoe_rt_set_span_hook(smoe_rt *rt, smoe_rt_span_fn fn, void *ud);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,163 @@
+/* Op queues: each runs its collectives one at a time, in FIFO order, like
+ * one collective engine (see DESIGN in runtime.h). Progress tests the
+ * running op of each queue and starts the next; an optional thread does it
+ * in a loop that yields the CPU between polls. */
+#define _GNU_SOURCE
+#include "rt_impl.h"
+
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+
+int rt_queue_of(const smoe_rt *rt, int q)
+{
+    /* namespaces beyond the two queues (blocking gathers) stay separate */
+    return rt->shared_queue && q < RT_QUEUES ? RT_Q_COMM : q;
+}
+
+rt_op *rt_op_new(smoe_rt *rt)
+{
+    pthread_mutex_lock(&rt->lock);
+    rt_op *op = rt->freelist;
+    if (op)
+        rt->freelist = op->next;
+    pthread_mutex_unlock(&rt->lock);
+    if (!op)
+        op = smoe_malloc(sizeof *op);
+    if (!op)
+        smoe_rt_abort(rt, 72, "out of memory allocating a communication op");
+    memset(op, 0, sizeof *op);
+    return op;
+}
+
+static void start(smoe_rt *rt, rt_op *op)
+{
+    int rc = MPI_SUCCESS;
+    op->t0 = smoe_now();
+    switch (op->kind) {
+    case OP_ALLGATHER:
+        rc = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, op->rbuf, 1, op->dtype,
+                            op->comm, &op->req);
+        break;
+    case OP_REDUCE_SCATTER:
+        rc = MPI_Ireduce_scatter_block(op->sbuf, op->rbuf, op->count, MPI_FLOAT, MPI_SUM,
+                                       op->comm, &op->req);
+        break;
+    case OP_ALLREDUCE:
+        rc = MPI_Iallreduce(MPI_IN_PLACE, op->rbuf, op->count, MPI_FLOAT, MPI_SUM, op->comm,
+                            &op->req);
+        break;
+    case OP_ALLTOALL_I64:
+        rc = MPI_Ialltoall(op->sbuf, op->count, MPI_INT64_T, op->rbuf, op->count,
+                           MPI_INT64_T, op->comm, &op->req);
+        break;
+    case OP_ALLTOALLV:
+        rc = MPI_Ialltoallv(op->sbuf, op->scounts, op->sdispls, MPI_FLOAT, op->rbuf,
+                            op->rcounts, op->rdispls, MPI_FLOAT, op->comm, &op->req);
+        break;
+    }
+    rt_check(rt, rc, op->name ? op->name : "a nonblocking collective");
+    op->running = 1;
+}
+
+static void finish(smoe_rt *rt, rt_op *op)
+{
+    double t1 = smoe_now();
+    if (op->busy_acc)
+        *op->busy_acc += t1 - op->t0;
+    if (op->kind == OP_ALLGATHER) {
+        rt->stats.gathers++;
+        rt->stats.gather_bytes += op->bytes;
+    }
+    rt_span(rt, op->lane, op->name ? op->name : "op", op->t0, t1);
+    if (op->pending)
+        (*op->pending)--;
+    if (op->flag)
+        *op->flag = 1;
+}
+
+void rt_progress_locked(smoe_rt *rt)
+{
+    for (int q = 0; q < RT_QUEUES; q++) {
+        rt_queue *Q = &rt->q[q];
+        while (Q->head) {
+            rt_op *op = Q->head;
+            if (!op->running)
+                start(rt, op);
+            int flag = 0;
+            rt_check(rt, MPI_Test(&op->req, &flag, MPI_STATUS_IGNORE),
+                     op->name ? op->name : "MPI_Test");
+            if (!flag)
+                break;
+            Q->head = op->next;
+            if (!Q->head)
+                Q->tail = NULL;
+            finish(rt, op);
+            op->next = rt->freelist;
+            rt->freelist = op;
+        }
+    }
+}
+
+void rt_enqueue(smoe_rt *rt, int q, rt_op *op)
+{
+    q = rt_queue_of(rt, q);
+    pthread_mutex_lock(&rt->lock);
+    op->next = NULL;
+    rt_queue *Q = &rt->q[q];
+    if (Q->tail)
+        Q->tail->next = op;
+    else
+        Q->head = op;
+    Q->tail = op;
+    rt_progress_locked(rt);
+    pthread_mutex_unlock(&rt->lock);
+}
+
+void smoe_rt_progress(smoe_rt *rt)
+{
+    if (rt->have_thread) {
+        /* the thread polls; the compute thread only makes sure it is not
+         * starved when it holds no lock (cheap try) */
+        if (pthread_mutex_trylock(&rt->lock) == 0) {
+            rt_progress_locked(rt);
+            pthread_mutex_unlock(&rt->lock);
+        }
+        return;
+    }
+    pthread_mutex_lock(&rt->lock);
+    rt_progress_locked(rt);
+    pthread_mutex_unlock(&rt->lock);
+}
+
+smoe_status smoe_rt_drain(smoe_rt *rt, smoe_err *err)
+{
+    (void)err;
+    for (;;) {
+        pthread_mutex_lock(&rt->lock);
+        rt_progress_locked(rt);
+        int busy = rt->q[0].head || rt->q[1].head;
+        pthread_mutex_unlock(&rt->lock);
+        if (!busy)
+            return SMOE_OK;
+    }
+}
+
+void *rt_progress_main(void *arg);
+void *rt_progress_main(void *arg)
+{
+    smoe_rt *rt = arg;
+    struct timespec ts = { 0, 50 * 1000 };
+    while (!rt->stop_thread) {
+        pthread_mutex_lock(&rt->lock);
+        int busy = rt->q[0].head || rt->q[1].head;
+        if (busy)
+            rt_progress_locked(rt);
+        pthread_mutex_unlock(&rt->lock);
+        if (busy)
+            sched_yield();
+        else
+            nanosleep(&ts, NULL);
+    }
+    return NULL;
+}

@@ -1,0 +1,257 @@
+/* Runtime set-up: MPI initialisation with errors returned, the abort hook,
+ * the Cartesian mesh communicator, communicators over axis tuples, small
+ * world collectives, statistics and the span hook. */
+#define _GNU_SOURCE
+#include "rt_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static smoe_rt *g_rt; /* for the abort hook */
+
+static void abort_hook(const char *msg)
+{
+    fprintf(stderr, "smoe: rank %d: %s\n", g_rt ? g_rt->rank : -1, msg);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 70);
+    abort();
+}
+
+_Noreturn void smoe_rt_abort(smoe_rt *rt, int code, const char *msg)
+{
+    fprintf(stderr, "smoe: rank %d: %s\n", rt ? rt->rank : -1, msg);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code ? code : 1);
+    exit(code ? code : 1); /* not reached */
+}
+
+void rt_check(smoe_rt *rt, int rc, const char *what)
+{
+    if (rc == MPI_SUCCESS)
+        return;
+    char es[MPI_MAX_ERROR_STRING], msg[MPI_MAX_ERROR_STRING + 256];
+    int len = 0;
+    MPI_Error_string(rc, es, &len);
+    snprintf(msg, sizeof msg, "MPI error in %s: %s", what, es);
+    smoe_rt_abort(rt, 71, msg);
+}
+
+smoe_status smoe_rt_init(int *argc, char ***argv, smoe_rt **out, smoe_err *err)
+{
+    smoe_rt *rt = smoe_calloc(1, sizeof *rt);
+    if (!rt)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    int inited = 0, provided = 0;
+    MPI_Initialized(&inited);
+    if (!inited) {
+        if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+            smoe_free(rt);
+            return smoe_err_set(err, SMOE_ECOMM, "MPI_Init_thread failed");
+        }
+        rt->initialized_mpi = 1;
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    rt->world = MPI_COMM_WORLD;
+    MPI_Comm_rank(rt->world, &rt->rank);
+    MPI_Comm_size(rt->world, &rt->size);
+    pthread_mutex_init(&rt->lock, NULL);
+    int len = 0;
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    MPI_Get_library_version(lib, &len);
+    lib[strcspn(lib, ",\n")] = 0;
+    snprintf(rt->library, sizeof rt->library, "%.127s", lib);
+    g_rt = rt;
+    smoe_set_abort_hook(abort_hook);
+    *out = rt;
+    return SMOE_OK;
+}
+
+smoe_status smoe_rt_set_mesh(smoe_rt *rt, const smoe_mesh *mesh,
+                             const smoe_rt_opts *opts, smoe_err *err)
+{
+    int64_t devices = smoe_mesh_devices(mesh);
+    if (devices != rt->size)
+        return smoe_err_set(err, SMOE_EINVAL,
+                            "the mesh has %lld devices but %d MPI ranks are running",
+                            (long long)devices, rt->size);
+    rt->mesh = *mesh;
+    for (int i = 0; i < mesh->n; i++) {
+        snprintf(rt->axis_names[i], sizeof rt->axis_names[i], "%s", mesh->name[i]);
+        rt->mesh.name[i] = rt->axis_names[i];
+    }
+    int dims[SMOE_MAX_AXES], periods[SMOE_MAX_AXES] = { 0 };
+    for (int i = 0; i < mesh->n; i++)
+        dims[i] = (int)mesh->size[i];
+    rt_check(rt, MPI_Cart_create(rt->world, mesh->n, dims, periods, 0, &rt->cart),
+             "MPI_Cart_create");
+    MPI_Comm_set_errhandler(rt->cart, MPI_ERRORS_RETURN);
+    int c[SMOE_MAX_AXES], r;
+    MPI_Comm_rank(rt->cart, &r);
+    MPI_Cart_coords(rt->cart, r, mesh->n, c);
+    for (int i = 0; i < mesh->n; i++)
+        rt->coords[i] = c[i];
+    if (r != rt->rank)
+        return smoe_err_set(err, SMOE_EINTERNAL, "Cartesian rank differs from world rank");
+    rt->shared_queue = opts && opts->shared_queue;
+    if (opts && opts->progress_thread) {
+        extern void *rt_progress_main(void *arg);
+        if (pthread_create(&rt->progress_thread, NULL, rt_progress_main, rt) == 0)
+            rt->have_thread = 1;
+    }
+    return SMOE_OK;
+}
+
+smoe_status rt_comm_get(smoe_rt *rt, const smoe_axes *axes, int q, rt_comm **out,
+                        smoe_err *err)
+{
+    q = rt_queue_of(rt, q);
+    for (int i = 0; i < rt->ncomms; i++) {
+        rt_comm *c = &rt->comms[i];
+        if (c->queue == q && c->axes.n == axes->n) {
+            int same = 1;
+            for (int k = 0; k < axes->n && same; k++)
+                same = strcmp(c->names[k], axes->ax[k]) == 0;
+            if (same) {
+                *out = c;
+                return SMOE_OK;
+            }
+        }
+    }
+    if (rt->ncomms == RT_MAX_COMMS)
+        return smoe_err_set(err, SMOE_EINTERNAL, "too many communicators");
+    /* color: the coordinates of the other axes; key: the tuple's radix */
+    int64_t color = 0, key = 0;
+    for (int a = 0; a < rt->mesh.n; a++) {
+        int in = 0;
+        for (int k = 0; k < axes->n; k++)
+            in |= strcmp(axes->ax[k], rt->mesh.name[a]) == 0;
+        if (!in)
+            color = color * rt->mesh.size[a] + rt->coords[a];
+    }
+    for (int k = 0; k < axes->n; k++) {
+        int a = smoe_mesh_find(&rt->mesh, axes->ax[k]);
+        if (a < 0)
+            return smoe_err_set(err, SMOE_EINVAL, "axis '%s' is not in the mesh",
+                                axes->ax[k]);
+        key = key * rt->mesh.size[a] + rt->coords[a];
+    }
+    rt_comm *c = &rt->comms[rt->ncomms];
+    memset(c, 0, sizeof *c);
+    c->axes.n = axes->n;
+    for (int k = 0; k < axes->n; k++) {
+        snprintf(c->names[k], sizeof c->names[k], "%s", axes->ax[k]);
+        c->axes.ax[k] = c->names[k];
+    }
+    c->queue = q;
+    /* collective over the world: every rank creates comms in the same order */
+    rt_check(rt, MPI_Comm_split(rt->cart, (int)color, (int)key, &c->comm), "MPI_Comm_split");
+    MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_size(c->comm, &c->size);
+    MPI_Comm_rank(c->comm, &c->rank);
+    if (c->rank != key)
+        return smoe_err_set(err, SMOE_EINTERNAL, "communicator rank order is wrong");
+    rt->ncomms++;
+    *out = c;
+    return SMOE_OK;
+}
+
+extern void rt_wgather_free_all(smoe_rt *rt);
+
+void smoe_rt_finalize(smoe_rt *rt)
+{
+    if (!rt)
+        return;
+    if (rt->have_thread) {
+        rt->stop_thread = 1;
+        pthread_join(rt->progress_thread, NULL);
+    }
+    rt_wgather_free_all(rt);
+    smoe_free(rt->ep.sc);
+    for (int i = 0; i < rt->ncomms; i++)
+        MPI_Comm_free(&rt->comms[i].comm);
+    if (rt->cart != MPI_COMM_NULL && rt->cart)
+        MPI_Comm_free(&rt->cart);
+    while (rt->freelist) {
+        rt_op *n = rt->freelist->next;
+        smoe_free(rt->freelist);
+        rt->freelist = n;
+    }
+    smoe_set_abort_hook(NULL);
+    g_rt = NULL;
+    if (rt->initialized_mpi)
+        MPI_Finalize();
+    pthread_mutex_destroy(&rt->lock);
+    smoe_free(rt);
+}
+
+int smoe_rt_rank(const smoe_rt *rt) { return rt->rank; }
+int smoe_rt_size(const smoe_rt *rt) { return rt->size; }
+const smoe_mesh *smoe_rt_mesh(const smoe_rt *rt) { return &rt->mesh; }
+const int64_t *smoe_rt_coords(const smoe_rt *rt) { return rt->coords; }
+const char *smoe_rt_library(const smoe_rt *rt) { return rt->library; }
+smoe_rt_stats *smoe_rt_stats_get(smoe_rt *rt) { return &rt->stats; }
+
+void smoe_rt_set_span_hook(smoe_rt *rt, smoe_rt_span_fn fn, void *ud)
+{
+    rt->span = fn;
+    rt->span_ud = ud;
+}
+
+void rt_span(smoe_rt *rt, int lane, const char *name, double t0, double t1)
+{
+    if (rt->span)
+        rt->span(rt->span_ud, lane, name, t0, t1);
+}
+
+static smoe_status coll(smoe_rt *rt, int rc, const char *what)
+{
+    rt_check(rt, rc, what);
+    return SMOE_OK;
+}
+
+smoe_status smoe_rt_allreduce_sum_f64(smoe_rt *rt, double *v, int n)
+{
+    return coll(rt, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, rt->world),
+                "MPI_Allreduce");
+}
+
+smoe_status smoe_rt_allreduce_max_f64(smoe_rt *rt, double *v, int n)
+{
+    return coll(rt, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, rt->world),
+                "MPI_Allreduce");
+}
+
+smoe_status smoe_rt_allreduce_max_i64(smoe_rt *rt, int64_t *v, int n)
+{
+    return coll(rt, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, MPI_MAX, rt->world),
+                "MPI_Allreduce");
+}
+
+smoe_status smoe_rt_barrier(smoe_rt *rt)
+{
+    return coll(rt, MPI_Barrier(rt->world), "MPI_Barrier");
+}
+
+smoe_status smoe_rt_gather_bytes(smoe_rt *rt, const void *send, void *recv, int64_t n)
+{
+    if (n > 0x7fffffff)
+        return SMOE_EINVAL;
+    return coll(rt, MPI_Gather(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, 0, rt->world),
+                "MPI_Gather");
+}
+
+smoe_status smoe_rt_bcast_bytes(smoe_rt *rt, void *buf, int64_t n)
+{
+    if (n > 0x7fffffff)
+        return SMOE_EINVAL;
+    return coll(rt, MPI_Bcast(buf, (int)n, MPI_BYTE, 0, rt->world), "MPI_Bcast");
+}
+
+smoe_status smoe_rt_agree(smoe_rt *rt, smoe_status local)
+{
+    int v = (int)local;
+    rt_check(rt, MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MAX, rt->world),
+             "MPI_Allreduce");
+    return (smoe_status)v;
+}

@@ -1,0 +1,110 @@
+/* Internal to the runtime module: communicators, ops and queues. */
+#ifndef SMOE_RT_IMPL_H
+#define SMOE_RT_IMPL_H
+
+#include <mpi.h>
+#include <pthread.h>
+
+#include "smoe/runtime.h"
+
+#define RT_MAX_COMMS 64
+#define RT_QUEUES 2
+enum { RT_Q_GATHER = 0, RT_Q_COMM = 1 };
+
+/* A communicator over an ordered tuple of mesh axes: ranks are numbered by
+ * the mixed radix of their coordinates over the tuple, first axis most
+ * significant (the tiled-gather block order). One per (tuple, queue), so
+ * ops of different queues never share a communicator. */
+typedef struct rt_comm {
+    smoe_axes axes;
+    char names[SMOE_MAX_ENTRY][48];
+    int queue;
+    MPI_Comm comm;
+    int size, rank;
+} rt_comm;
+
+typedef enum rt_op_kind {
+    OP_ALLGATHER,      /* MPI_Iallgather(IN_PLACE, 1 x dtype at rbuf) */
+    OP_REDUCE_SCATTER, /* MPI_Ireduce_scatter_block(sbuf -> rbuf, count floats) */
+    OP_ALLREDUCE,      /* MPI_Iallreduce(IN_PLACE, rbuf, count floats) */
+    OP_ALLTOALL_I64,   /* MPI_Ialltoall(sbuf -> rbuf, count int64 per peer) */
+    OP_ALLTOALLV       /* MPI_Ialltoallv of floats */
+} rt_op_kind;
+
+typedef struct rt_op rt_op;
+struct rt_op {
+    rt_op_kind kind;
+    MPI_Comm comm;
+    MPI_Datatype dtype;
+    const void *sbuf;
+    void *rbuf;
+    int count;
+    const int *scounts, *sdispls, *rcounts, *rdispls;
+    MPI_Request req;
+    int running;
+    double t0;
+    const char *name;
+    int lane;
+    int64_t bytes;
+    /* completion: decrement *pending (if set), set *flag = 1 (if set) */
+    volatile int *pending;
+    volatile int *flag;
+    double *busy_acc;  /* += duration on completion (if set) */
+    rt_op *next;
+};
+
+typedef struct rt_queue {
+    rt_op *head, *tail;
+} rt_queue;
+
+struct smoe_wgather;
+
+/* The expert group of this rank (see ep.c). */
+typedef struct rt_ep {
+    struct smoe_rt *rt;
+    rt_comm *comm;
+    rt_comm self;           /* when the mesh has no expert axis */
+    int *sc, *sd, *rc, *rd; /* all-to-all counts/displacements, per peer */
+} rt_ep;
+
+struct smoe_rt {
+    int rank, size;
+    int initialized_mpi;
+    MPI_Comm world, cart;
+    smoe_mesh mesh;
+    char axis_names[SMOE_MAX_AXES][48];
+    int64_t coords[SMOE_MAX_AXES];
+    rt_comm comms[RT_MAX_COMMS];
+    int ncomms;
+    rt_queue q[RT_QUEUES];
+    int shared_queue;
+    rt_op *freelist;
+    pthread_mutex_t lock;
+    pthread_t progress_thread;
+    int have_thread;
+    volatile int stop_thread;
+    smoe_rt_stats stats;
+    smoe_rt_span_fn span;
+    void *span_ud;
+    struct smoe_wgather **wg;
+    int nwg, capwg;
+    char library[128];
+    rt_ep ep;
+};
+
+/* The communicator over `axes` (order matters) for queue q. */
+smoe_status rt_comm_get(smoe_rt *rt, const smoe_axes *axes, int q,
+                        rt_comm **out, smoe_err *err);
+/* Queue index to use for a logical queue (shared mode maps both to one). */
+int rt_queue_of(const smoe_rt *rt, int q);
+/* A zeroed op from the freelist. */
+rt_op *rt_op_new(smoe_rt *rt);
+/* Append to a queue; starts it if the queue is idle. Takes the lock. */
+void rt_enqueue(smoe_rt *rt, int q, rt_op *op);
+/* Progress with the lock already held. */
+void rt_progress_locked(smoe_rt *rt);
+/* Check an MPI return code; aborts all ranks with `what` on failure. */
+void rt_check(smoe_rt *rt, int rc, const char *what);
+void rt_span(smoe_rt *rt, int lane, const char *name, double t0, double t1);
+
+#endif

@@ -1,0 +1,453 @@
+/* FSDP weight gathers and their transposes.
+ *
+ * A weight's gathered buffer has the natural row-major layout of its
+ * gathered shape B (global shape divided by the axes it keeps, i.e. all of
+ * it, or E/ep experts for routed weights). On dim d the shard is block
+ * number radix(coords over A_d) of size blk_d, where A_d is every axis the
+ * weight ever gathers on that dim (a suffix of the dim's live axes).
+ *
+ * Each all-gather stage gathers a run S of A_d. Its receive type describes
+ * the region a member holds before the stage (one block per not-yet-gathered
+ * axis, all blocks of already-gathered axes: nested hvectors), resized so
+ * member m's region starts m * unit after member 0's; the stage is one
+ * MPI_Iallgather with MPI_IN_PLACE straight into the natural layout, so no
+ * unpacking is needed. Co-axis: one stage per gathered dim over all of A_d.
+ * Legacy: the FSDP axes first (prefetched), the residual co-axes later in a
+ * blocking all-gather before use.
+ *
+ * The transpose is one reduce-scatter over every gather axis (dims in
+ * order): shards are contiguous blocks of `full` when only dim 0 gathers;
+ * otherwise they are packed member by member into a scratch buffer first.
+ * Then an all-reduce over the mesh axes the weight is replicated on. */
+#include "rt_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define RT_BLOCKING_NS 2 /* communicator namespace of the blocking gathers */
+
+typedef struct wg_stage {
+    int dim;
+    rt_comm *comm;
+    MPI_Datatype dtype;
+    int64_t base;  /* element offset of member 0's region in the buffer */
+    int64_t bytes; /* bytes this rank receives */
+    char name[128];
+} wg_stage;
+
+struct smoe_wgather {
+    char name[96];
+    int rank;
+    int64_t B[SMOE_MAX_RANK];        /* gathered shape */
+    int64_t blk[SMOE_MAX_RANK];      /* shard shape */
+    int64_t off[SMOE_MAX_RANK];      /* shard offset inside B */
+    int64_t rowstride[SMOE_MAX_RANK];/* elements per index step of dim d in B */
+    int64_t shard_numel, gathered_numel;
+    smoe_axes A[SMOE_MAX_RANK];      /* all gathered axes per dim */
+    int nst, nres;
+    wg_stage st[SMOE_MAX_RANK];      /* prefetched stages */
+    wg_stage res[SMOE_MAX_RANK];     /* residual (legacy) stages */
+    rt_comm *rs_comm;                /* all gather axes, dims in order */
+    int pack;                        /* shards not contiguous in B */
+    rt_comm *ar_comm;                /* replicated axes, or NULL */
+    int n_ar_axes;
+    volatile int pending;            /* prefetched ops outstanding */
+};
+
+static int64_t axis_size(const smoe_rt *rt, const char *a)
+{
+    return smoe_mesh_axis_size(&rt->mesh, a);
+}
+
+static int64_t axis_coord(const smoe_rt *rt, const char *a)
+{
+    int i = smoe_mesh_find(&rt->mesh, a);
+    return i < 0 ? 0 : rt->coords[i];
+}
+
+/* Stride (in blocks of dim d, times blk) of axis A_d[k]. */
+static int64_t stride_of(const smoe_rt *rt, const smoe_wgather *g, int d, int k)
+{
+    int64_t s = g->blk[d];
+    for (int j = k + 1; j < g->A[d].n; j++)
+        s *= axis_size(rt, g->A[d].ax[j]);
+    return s;
+}
+
+static int index_in(const smoe_axes *e, const char *a)
+{
+    for (int i = 0; i < e->n; i++)
+        if (strcmp(e->ax[i], a) == 0)
+            return i;
+    return -1;
+}
+
+static void free_type(MPI_Datatype *t)
+{
+    if (*t != MPI_FLOAT && *t != MPI_DATATYPE_NULL)
+        MPI_Type_free(t);
+}
+
+/* Receive type and member-0 base offset of a stage over run S of A_d,
+ * given the axes already gathered per dim (done). */
+static smoe_status build_stage(smoe_rt *rt, smoe_wgather *g, int d, const smoe_axes *S,
+                               const smoe_axes done[], int ns, wg_stage *st, smoe_err *err)
+{
+    /* S must be a consecutive run of A_d, in order */
+    int k0 = index_in(&g->A[d], S->ax[0]);
+    for (int i = 0; i < S->n; i++)
+        if (k0 < 0 || index_in(&g->A[d], S->ax[i]) != k0 + i)
+            return smoe_err_set(err, SMOE_EINVAL,
+                                "%s: the axes gathered together on dim %d are not "
+                                "adjacent in its sharding; not supported",
+                                g->name, d);
+    MPI_Datatype t = MPI_FLOAT, nt;
+    for (int j = g->rank - 1; j >= 0; j--) {
+        if (j == g->rank - 1)
+            rt_check(rt, MPI_Type_contiguous((int)g->blk[j], t, &nt), "MPI_Type_contiguous");
+        else
+            rt_check(rt, MPI_Type_create_hvector((int)g->blk[j], 1,
+                                                 (MPI_Aint)(g->rowstride[j] * 4), t, &nt),
+                     "MPI_Type_create_hvector");
+        free_type(&t);
+        t = nt;
+        for (int i = 0; i < done[j].n; i++) {
+            int k = index_in(&g->A[j], done[j].ax[i]);
+            int64_t s = stride_of(rt, g, j, k);
+            rt_check(rt, MPI_Type_create_hvector((int)axis_size(rt, done[j].ax[i]), 1,
+                                                 (MPI_Aint)(s * g->rowstride[j] * 4), t, &nt),
+                     "MPI_Type_create_hvector");
+            free_type(&t);
+            t = nt;
+        }
+    }
+    int64_t unit = stride_of(rt, g, d, k0 + S->n - 1) * g->rowstride[d];
+    rt_check(rt, MPI_Type_create_resized(t, 0, (MPI_Aint)(unit * 4), &nt),
+             "MPI_Type_create_resized");
+    free_type(&t);
+    rt_check(rt, MPI_Type_commit(&nt), "MPI_Type_commit");
+    st->dtype = nt;
+    st->dim = d;
+    /* base: own blocks on axes neither done nor in S */
+    int64_t base = 0;
+    for (int j = 0; j < g->rank; j++) {
+        int64_t o = 0;
+        for (int k = 0; k < g->A[j].n; k++) {
+            const char *a = g->A[j].ax[k];
+            if (smoe_axes_has(&done[j], a) || (j == d && smoe_axes_has(S, a)))
+                continue;
+            o += axis_coord(rt, a) * stride_of(rt, g, j, k);
+        }
+        base += o * g->rowstride[j];
+    }
+    st->base = base;
+    smoe_status s = rt_comm_get(rt, S, ns, &st->comm, err);
+    if (s)
+        return s;
+    /* bytes received: (members - 1) x the region size */
+    int size = 0;
+    MPI_Type_size(nt, &size);
+    st->bytes = (int64_t)size * (st->comm->size - 1);
+    char ax[128];
+    smoe_axes_format(S, ax, sizeof ax);
+    snprintf(st->name, sizeof st->name, "AG %s %d-way %s", g->name, st->comm->size, ax);
+    return SMOE_OK;
+}
+
+static smoe_status add_wg(smoe_rt *rt, smoe_wgather *g, smoe_err *err)
+{
+    if (rt->nwg == rt->capwg) {
+        int cap = rt->capwg ? rt->capwg * 2 : 64;
+        smoe_wgather **n = smoe_realloc(rt->wg, sizeof *n * (size_t)cap);
+        if (!n)
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        rt->wg = n;
+        rt->capwg = cap;
+    }
+    rt->wg[rt->nwg++] = g;
+    return SMOE_OK;
+}
+
+void rt_wgather_free_all(smoe_rt *rt);
+void rt_wgather_free_all(smoe_rt *rt)
+{
+    for (int i = 0; i < rt->nwg; i++) {
+        smoe_wgather *g = rt->wg[i];
+        for (int k = 0; k < g->nst; k++)
+            free_type(&g->st[k].dtype);
+        for (int k = 0; k < g->nres; k++)
+            free_type(&g->res[k].dtype);
+        smoe_free(g);
+    }
+    smoe_free(rt->wg);
+    rt->wg = NULL;
+    rt->nwg = rt->capwg = 0;
+}
+
+static smoe_status check_plan(smoe_rt *rt, const smoe_gather *p, smoe_wgather *g,
+                              const smoe_axes *res, smoe_err *err)
+{
+    (void)rt;
+    for (int d = 0; d < p->rank; d++) {
+        smoe_axes all;
+        all.n = 0;
+        for (int i = 0; i < p->live[d].n; i++)
+            if (smoe_axes_has(&p->axes[d], p->live[d].ax[i]) ||
+                smoe_axes_has(&res[d], p->live[d].ax[i]))
+                all.ax[all.n++] = p->live[d].ax[i];
+        /* the gathered axes must be the minor-most of the dim */
+        int keep = p->live[d].n - all.n;
+        for (int i = 0; i < all.n; i++)
+            if (strcmp(p->live[d].ax[keep + i], all.ax[i]) != 0)
+                return smoe_err_set(err, SMOE_EINVAL,
+                                    "%s: its gather axes on dim %d are not the minor-most "
+                                    "(the plan falls back to an untagged reshard); "
+                                    "smoe train cannot run it",
+                                    g->name, d);
+        if (keep > 0 && !(d == 0 && keep == 1 && strcmp(p->live[d].ax[0], "expert") == 0)) {
+            char b[128];
+            return smoe_err_set(err, SMOE_EINVAL,
+                                "%s: after its gather dim %d stays sharded over %s; smoe "
+                                "train supports gathered weights that are replicated, or "
+                                "routed experts sharded over 'expert' on dim 0",
+                                g->name, d, smoe_axes_format(&p->live[d], b, sizeof b));
+        }
+        if (p->shape[d] % smoe_axes_size(&p->live[d], &rt->mesh) != 0)
+            return smoe_err_set(err, SMOE_EINVAL,
+                                "%s: dim %d (%lld) does not divide into its %lld shards",
+                                g->name, d, (long long)p->shape[d],
+                                (long long)smoe_axes_size(&p->live[d], &rt->mesh));
+        g->A[d] = all;
+    }
+    return SMOE_OK;
+}
+
+smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather *p, int legacy,
+                                const char *name, smoe_wgather **out, smoe_err *err)
+{
+    smoe_status s;
+    smoe_wgather *g = smoe_calloc(1, sizeof *g);
+    if (!g)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    snprintf(g->name, sizeof g->name, "%s", name);
+    g->rank = p->rank;
+    smoe_axes nores[SMOE_MAX_RANK];
+    for (int d = 0; d < p->rank; d++)
+        nores[d].n = 0;
+    const smoe_axes *res = legacy ? p->residual : nores;
+    if ((s = check_plan(rt, p, g, res, err)))
+        goto fail;
+    g->shard_numel = g->gathered_numel = 1;
+    for (int d = 0; d < p->rank; d++) {
+        g->blk[d] = p->shape[d] / smoe_axes_size(&p->live[d], &rt->mesh);
+        g->B[d] = g->blk[d] * smoe_axes_size(&g->A[d], &rt->mesh);
+        g->shard_numel *= g->blk[d];
+        g->gathered_numel *= g->B[d];
+    }
+    for (int d = p->rank - 1; d >= 0; d--)
+        g->rowstride[d] = d == p->rank - 1 ? 1 : g->rowstride[d + 1] * g->B[d + 1];
+    for (int d = 0; d < p->rank; d++) {
+        g->off[d] = 0;
+        for (int k = 0; k < g->A[d].n; k++)
+            g->off[d] += axis_coord(rt, g->A[d].ax[k]) * stride_of(rt, g, d, k);
+    }
+    if (g->shard_numel > 0x7fffffff || g->gathered_numel > 0x7fffffffLL * 8) {
+        s = smoe_err_set(err, SMOE_EINVAL, "%s: too large for one MPI message", name);
+        goto fail;
+    }
+    /* prefetched stages, then residual ones */
+    smoe_axes done[SMOE_MAX_RANK];
+    for (int d = 0; d < p->rank; d++)
+        done[d].n = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int d = 0; d < p->rank; d++) {
+            const smoe_axes *S = pass == 0 ? (legacy ? &p->axes[d] : &g->A[d]) : &res[d];
+            if (S->n == 0)
+                continue;
+            wg_stage *st = pass == 0 ? &g->st[g->nst] : &g->res[g->nres];
+            /* blocking gathers live in their own communicator namespace */
+            if ((s = build_stage(rt, g, d, S, done, pass ? RT_BLOCKING_NS : RT_Q_GATHER, st,
+                                 err)))
+                goto fail;
+            if (pass == 1)
+                g->nres++;
+            else
+                g->nst++;
+            for (int i = 0; i < S->n; i++)
+                done[d].ax[done[d].n++] = S->ax[i];
+        }
+    /* the transpose: one reduce-scatter over every gather axis */
+    smoe_axes all;
+    all.n = 0;
+    int later_dims = 0;
+    for (int d = 0; d < p->rank; d++) {
+        for (int k = 0; k < g->A[d].n; k++)
+            all.ax[all.n++] = g->A[d].ax[k];
+        if (d > 0 && g->A[d].n)
+            later_dims = 1;
+    }
+    g->pack = later_dims;
+    if (all.n && (s = rt_comm_get(rt, &all, RT_Q_COMM, &g->rs_comm, err)))
+        goto fail;
+    smoe_axes rep;
+    rep.n = 0;
+    for (int a = 0; a < rt->mesh.n; a++) {
+        if (rt->mesh.size[a] <= 1)
+            continue;
+        int used = 0;
+        for (int d = 0; d < p->rank; d++)
+            used |= smoe_axes_has(&p->live[d], rt->mesh.name[a]);
+        if (!used)
+            rep.ax[rep.n++] = rt->mesh.name[a];
+    }
+    g->n_ar_axes = rep.n;
+    if (rep.n && (s = rt_comm_get(rt, &rep, RT_Q_COMM, &g->ar_comm, err)))
+        goto fail;
+    if ((s = add_wg(rt, g, err)))
+        goto fail;
+    *out = g;
+    return SMOE_OK;
+fail:
+    for (int k = 0; k < g->nst; k++)
+        free_type(&g->st[k].dtype);
+    for (int k = 0; k < g->nres; k++)
+        free_type(&g->res[k].dtype);
+    smoe_free(g);
+    return s;
+}
+
+void smoe_rt_wgather_info(const smoe_wgather *g, smoe_wgather_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->shard_numel = g->shard_numel;
+    info->gathered_numel = g->gathered_numel;
+    info->rank = g->rank;
+    for (int d = 0; d < g->rank; d++) {
+        info->shard_shape[d] = g->blk[d];
+        info->gathered_shape[d] = g->B[d];
+        info->offset[d] = g->off[d];
+    }
+    info->stages = g->nst;
+    info->residual_stages = g->nres;
+    info->reduce_axes = g->n_ar_axes;
+}
+
+int smoe_rt_wgather_needs_pack(const smoe_wgather *g) { return g->pack; }
+
+smoe_status smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard,
+                                  float *buf, int tag)
+{
+    (void)tag;
+    smoe_layout_copy(g->rank, g->B, g->blk, g->off, sizeof(float), buf, (void *)shard, 1);
+    g->pending = g->nst;
+    for (int k = 0; k < g->nst; k++) {
+        rt_op *op = rt_op_new(rt);
+        op->kind = OP_ALLGATHER;
+        op->comm = g->st[k].comm->comm;
+        op->dtype = g->st[k].dtype;
+        op->rbuf = buf + g->st[k].base;
+        op->name = g->st[k].name;
+        op->lane = SMOE_LANE_GATHER;
+        op->bytes = g->st[k].bytes;
+        op->pending = &g->pending;
+        op->busy_acc = &rt->stats.gather_busy_s;
+        rt_enqueue(rt, RT_Q_GATHER, op);
+    }
+    return SMOE_OK;
+}
+
+int smoe_rt_wgather_ready(smoe_rt *rt, smoe_wgather *g)
+{
+    if (g->pending)
+        smoe_rt_progress(rt);
+    return g->pending == 0;
+}
+
+smoe_status smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, double *wait_s,
+                                 smoe_err *err)
+{
+    (void)err;
+    double t0 = smoe_now();
+    while (g->pending)
+        smoe_rt_progress(rt);
+    double t1 = smoe_now();
+    rt->stats.gather_wait_s += t1 - t0;
+    if (t1 - t0 > 20e-6)
+        rt_span(rt, SMOE_LANE_WAIT, g->name, t0, t1);
+    for (int k = 0; k < g->nres; k++) {
+        double r0 = smoe_now();
+        rt_check(rt, MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf + g->res[k].base,
+                                   1, g->res[k].dtype, g->res[k].comm->comm),
+                 g->res[k].name);
+        double r1 = smoe_now();
+        rt->stats.residual_s += r1 - r0;
+        rt->stats.gathers++;
+        rt->stats.gather_bytes += g->res[k].bytes;
+        rt_span(rt, SMOE_LANE_WAIT, g->res[k].name, r0, r1);
+    }
+    if (wait_s)
+        *wait_s = smoe_now() - t0;
+    return SMOE_OK;
+}
+
+/* Member m's shard block of `full` copied to dst (contiguous). */
+static void pack_member(const smoe_rt *rt, const smoe_wgather *g, int64_t m, const float *full,
+                        float *dst)
+{
+    int64_t off[SMOE_MAX_RANK];
+    /* decompose m over the gather axes, last axis fastest */
+    for (int d = g->rank - 1; d >= 0; d--) {
+        off[d] = 0;
+        for (int k = g->A[d].n - 1; k >= 0; k--) {
+            int64_t n = axis_size(rt, g->A[d].ax[k]);
+            off[d] += (m % n) * stride_of(rt, g, d, k);
+            m /= n;
+        }
+    }
+    smoe_layout_copy(g->rank, g->B, g->blk, off, sizeof(float), (void *)full, dst, 0);
+}
+
+smoe_status smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *scratch,
+                                   float *shard_grad, volatile int *done, int *used_scratch)
+{
+    if (done)
+        *done = 0;
+    if (used_scratch)
+        *used_scratch = 0;
+    const float *send = full;
+    if (g->rs_comm && g->pack) {
+        for (int64_t m = 0; m < g->rs_comm->size; m++)
+            pack_member(rt, g, m, full, scratch + m * g->shard_numel);
+        send = scratch;
+        if (used_scratch)
+            *used_scratch = 1;
+    }
+    if (g->rs_comm) {
+        rt_op *op = rt_op_new(rt);
+        op->kind = OP_REDUCE_SCATTER;
+        op->comm = g->rs_comm->comm;
+        op->sbuf = send;
+        op->rbuf = shard_grad;
+        op->count = (int)g->shard_numel;
+        op->name = "RS grad";
+        op->lane = SMOE_LANE_COMM;
+        op->flag = g->ar_comm ? NULL : done;
+        rt_enqueue(rt, RT_Q_COMM, op);
+    } else {
+        memcpy(shard_grad, full, sizeof(float) * (size_t)g->shard_numel);
+    }
+    if (g->ar_comm) {
+        rt_op *op = rt_op_new(rt);
+        op->kind = OP_ALLREDUCE;
+        op->comm = g->ar_comm->comm;
+        op->rbuf = shard_grad;
+        op->count = (int)g->shard_numel;
+        op->name = "AR grad";
+        op->lane = SMOE_LANE_COMM;
+        op->flag = done;
+        rt_enqueue(rt, RT_Q_COMM, op);
+    } else if (!g->rs_comm && done) {
+        *done = 1;
+    }
+    return SMOE_OK;
+}

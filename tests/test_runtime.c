@@ -1,0 +1,240 @@
+/* MPI runtime oracle: on a (fsdp, fsdp_transpose, expert) mesh, every rank
+ * cuts its shard of known global tensors by the layout algebra, gathers it
+ * with the runtime (co-axis plan, and legacy with its blocking residual
+ * gather), and checks the gathered buffer equals the global tensor's block;
+ * then reduce-scatters rank-scaled gradients and checks the sums; then the
+ * expert all-to-all. Run under mpirun with a timeout.
+ * usage: test_runtime FSDP EXPERT [FSDP_TRANSPOSE] */
+#include "check.h"
+#include "smoe/runtime.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static smoe_rt *rt;
+
+typedef struct wcase {
+    const char *spec; /* "fsdp,expert|-": dims separated by |, "-" = None */
+    int rank;
+    int64_t shape[4];
+} wcase;
+
+static smoe_pspec spec_of(const char *text)
+{
+    static char store[128][32];
+    static int used;
+    smoe_pspec s;
+    memset(&s, 0, sizeof s);
+    const char *p = text;
+    for (;;) {
+        size_t dl = strcspn(p, "|");
+        smoe_axes *e = &s.dim[s.rank++];
+        if (!(dl == 1 && *p == '-')) {
+            const char *q = p;
+            while (q < p + dl) {
+                size_t al = strcspn(q, ",|");
+                char *slot = store[used++ % 128];
+                snprintf(slot, 32, "%.*s", (int)al, q);
+                e->ax[e->n++] = slot;
+                q += al;
+                if (*q == ',')
+                    q++;
+            }
+        }
+        p += dl;
+        if (*p != '|')
+            break;
+        p++;
+    }
+    return s;
+}
+
+static int64_t numel(const int64_t *s, int r)
+{
+    int64_t n = 1;
+    for (int d = 0; d < r; d++)
+        n *= s[d];
+    return n;
+}
+
+/* Does world rank q have the same coordinates as this rank on every axis
+ * the weight keeps after its gather (out spec)? */
+static int same_kept(const smoe_mesh *m, const smoe_gather *g, int q)
+{
+    int64_t c[SMOE_MAX_AXES];
+    smoe_mesh_coords(m, q, c);
+    const int64_t *me = smoe_rt_coords(rt);
+    for (int d = 0; d < g->rank; d++)
+        for (int k = 0; k < g->out[d].n; k++) {
+            int a = smoe_mesh_find(m, g->out[d].ax[k]);
+            if (a >= 0 && c[a] != me[a])
+                return 0;
+        }
+    return 1;
+}
+
+static void run_case(const smoe_mesh *m, const wcase *wc, int legacy)
+{
+    smoe_pspec spec = spec_of(wc->spec);
+    smoe_gather co, lg;
+    smoe_gather_compute(&spec, wc->shape, m, SMOE_MODE_COAXIS, 4, &co);
+    smoe_gather_compute(&spec, wc->shape, m, SMOE_MODE_LEGACY, 4, &lg);
+    const smoe_gather *g = legacy ? &lg : &co;
+    char what[160];
+    snprintf(what, sizeof what, "%s %s", wc->spec, legacy ? "legacy" : "co-axis");
+    /* supported: after the gather only 'expert' on dim 0 may remain */
+    int supported = co.status != SMOE_GATHER_FALLBACK;
+    for (int d = 0; d < co.rank; d++)
+        if (co.out[d].n && !(d == 0 && co.out[d].n == 1 && strcmp(co.out[d].ax[0], "expert") == 0))
+            supported = 0;
+    smoe_wgather *w = NULL;
+    smoe_err err;
+    smoe_status s = smoe_rt_wgather_new(rt, g, legacy, what, &w, &err);
+    if (!supported) {
+        CHECKF(s == SMOE_EINVAL, "%s: expected an unsupported-weight error", what);
+        return;
+    }
+    CHECKF(s == SMOE_OK, "%s: %s", what, err.msg);
+    if (s)
+        return;
+    smoe_wgather_info info;
+    smoe_rt_wgather_info(w, &info);
+    int64_t total = numel(wc->shape, wc->rank);
+    float *G = malloc(sizeof *G * (size_t)total);
+    for (int64_t i = 0; i < total; i++)
+        G[i] = (float)(i + 1);
+    /* this rank's shard by the layout algebra */
+    int64_t loc[SMOE_MAX_RANK], off[SMOE_MAX_RANK];
+    CHECK(smoe_layout_local(&spec, wc->shape, m, smoe_rt_coords(rt), loc, off, NULL) == SMOE_OK);
+    CHECK_INT(numel(loc, wc->rank), info.shard_numel);
+    float *shard = malloc(sizeof *shard * (size_t)info.shard_numel);
+    smoe_layout_copy(wc->rank, wc->shape, loc, off, 4, G, shard, 0);
+    /* expected gathered buffer: the global block of the kept (out) axes */
+    smoe_pspec outspec;
+    outspec.rank = g->rank;
+    for (int d = 0; d < g->rank; d++)
+        outspec.dim[d] = co.out[d];
+    int64_t bl[SMOE_MAX_RANK], bo[SMOE_MAX_RANK];
+    smoe_layout_local(&outspec, wc->shape, m, smoe_rt_coords(rt), bl, bo, NULL);
+    CHECK_INT(numel(bl, wc->rank), info.gathered_numel);
+    float *want = malloc(sizeof *want * (size_t)info.gathered_numel);
+    smoe_layout_copy(wc->rank, wc->shape, bl, bo, 4, G, want, 0);
+    float *buf = calloc((size_t)info.gathered_numel, sizeof *buf);
+    for (int rep = 0; rep < 2; rep++) { /* twice: persistent types are reusable */
+        memset(buf, 0, sizeof *buf * (size_t)info.gathered_numel);
+        smoe_rt_wgather_start(rt, w, shard, buf, 0);
+        double wait = 0;
+        smoe_rt_wgather_wait(rt, w, buf, &wait, &err);
+        int ok = memcmp(buf, want, sizeof *buf * (size_t)info.gathered_numel) == 0;
+        CHECKF(ok, "%s: rank %d gathered buffer differs", what, smoe_rt_rank(rt));
+    }
+    CHECK_INT(info.residual_stages > 0, legacy && lg.residual_ways > 1);
+    /* reduce-scatter of rank-scaled gradients */
+    int me = smoe_rt_rank(rt);
+    float *full = malloc(sizeof *full * (size_t)info.gathered_numel);
+    float *scratch = malloc(sizeof *scratch * (size_t)info.gathered_numel);
+    float *gs = malloc(sizeof *gs * (size_t)info.shard_numel);
+    for (int64_t i = 0; i < info.gathered_numel; i++)
+        full[i] = want[i] * (float)(me + 1);
+    volatile int done = 0;
+    smoe_rt_wgather_reduce(rt, w, full, scratch, gs, &done, NULL);
+    while (!done)
+        smoe_rt_progress(rt);
+    double factor = 0;
+    for (int q = 0; q < smoe_rt_size(rt); q++)
+        if (same_kept(m, &co, q))
+            factor += q + 1;
+    int ok = 1;
+    for (int64_t i = 0; i < info.shard_numel; i++)
+        if ((double)gs[i] != (double)shard[i] * factor)
+            ok = 0;
+    CHECKF(ok, "%s: rank %d reduce-scattered gradient differs", what, me);
+    free(G);
+    free(shard);
+    free(want);
+    free(buf);
+    free(full);
+    free(scratch);
+    free(gs);
+}
+
+static void test_ep(void)
+{
+    smoe_ep_comm c = smoe_rt_ep_comm(rt);
+    int n = c.size;
+    int64_t *sc = calloc((size_t)n * 2, sizeof *sc), *rc = calloc((size_t)n * 2, sizeof *rc);
+    /* send (rank + p + 1) rows of 3 floats to peer p; 2 counts per peer */
+    int64_t srows[64], rrows[64], stot = 0, rtot = 0;
+    for (int p = 0; p < n; p++) {
+        srows[p] = c.rank + p + 1;
+        sc[2 * p] = srows[p];
+        sc[2 * p + 1] = 100 * c.rank + p;
+        stot += srows[p];
+    }
+    c.exchange_counts(c.ctx, sc, rc, 2);
+    int ok = 1;
+    for (int p = 0; p < n; p++) {
+        rrows[p] = rc[2 * p];
+        ok &= rc[2 * p] == p + c.rank + 1 && rc[2 * p + 1] == 100 * p + c.rank;
+        rtot += rrows[p];
+    }
+    CHECKF(ok, "expert counts exchange");
+    float *s = malloc(sizeof *s * (size_t)(stot * 3 + 1)), *r = malloc(sizeof *r * (size_t)(rtot * 3 + 1));
+    int64_t k = 0;
+    for (int p = 0; p < n; p++)
+        for (int64_t i = 0; i < srows[p] * 3; i++)
+            s[k++] = (float)(1000 * c.rank + 10 * p) + (float)i;
+    c.alltoallv(c.ctx, s, srows, r, rrows, 3);
+    k = 0;
+    ok = 1;
+    for (int p = 0; p < n; p++)
+        for (int64_t i = 0; i < rrows[p] * 3; i++)
+            ok &= r[k++] == (float)(1000 * p + 10 * c.rank) + (float)i;
+    CHECKF(ok, "expert all-to-all rows");
+    free(sc);
+    free(rc);
+    free(s);
+    free(r);
+}
+
+int main(int argc, char **argv)
+{
+    smoe_err err;
+    if (smoe_rt_init(&argc, &argv, &rt, &err)) {
+        fprintf(stderr, "init: %s\n", err.msg);
+        return 1;
+    }
+    int64_t F = argc > 1 ? atoll(argv[1]) : 2, E = argc > 2 ? atoll(argv[2]) : 2;
+    int64_t T = argc > 3 ? atoll(argv[3]) : 1;
+    smoe_mesh m = { 3, { "fsdp", "fsdp_transpose", "expert" }, { F, T, E } };
+    smoe_rt_opts o = { 0, 0 };
+    if (smoe_rt_set_mesh(rt, &m, &o, &err)) {
+        fprintf(stderr, "mesh: %s\n", err.msg);
+        smoe_rt_finalize(rt);
+        return 1;
+    }
+    static const wcase cases[] = {
+        { "fsdp,expert|-", 2, { 16, 6 } },
+        { "fsdp,fsdp_transpose,expert|-", 2, { 16, 6 } },
+        { "-|-|fsdp,expert", 3, { 3, 4, 8 } },
+        { "expert|fsdp|-", 3, { 4, 8, 6 } },
+        { "expert|-|fsdp", 3, { 4, 6, 8 } },
+        { "expert,fsdp|-", 2, { 8, 4 } },
+        { "fsdp,expert|fsdp_transpose", 2, { 8, 6 } },
+        { "-|-", 2, { 5, 3 } },
+        { "fsdp|-", 2, { 8, 3 } },
+        { "fsdp|expert", 2, { 8, 4 } },
+    };
+    for (int legacy = 0; legacy < 2; legacy++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            run_case(&m, &cases[i], legacy);
+    test_ep();
+    /* every rank reports; rank 0 prints the total */
+    double counts[2] = { check_pass_, check_fail_ };
+    smoe_rt_allreduce_sum_f64(rt, counts, 2);
+    int rank = smoe_rt_rank(rt);
+    smoe_rt_finalize(rt);
+    if (rank == 0)
+        printf("%d passed, %d failed\n", (int)counts[0], (int)counts[1]);
+    return counts[1] > 0 ? 1 : 0;
+}
