@@ -65,6 +65,10 @@ int cmd_plan(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 
+struct smoe_train_result;
+/* JSON output of training runs (train_json.c); compare != NULL: three runs. */
+void train_print_json(FILE *f, const smoe_plan *p, const struct smoe_train_result *res, int n,
+                      const char *compare);
 /* JSON output of a plan (plan_json.c). */
 void plan_print_json(FILE *f, const smoe_plan *p);
 

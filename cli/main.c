@@ -1,6 +1,8 @@
 /* smoe: sharded MoE planning, simulation and training. */
 #include "cli.h"
 
+#include "smoe/kernels.h"
+
 #include <string.h>
 
 static void usage(FILE *f)
@@ -11,6 +13,8 @@ static void usage(FILE *f)
             "commands:\n"
             "  plan   resolve logical axis rules and print every weight's sharding\n"
             "         and FSDP gather plan (co-axis and legacy)\n"
+            "  train  train a DeepSeek-style MoE over MPI ranks with prefetched\n"
+            "         co-axis all-gathers (run under mpirun)\n"
             "\n"
             "run 'smoe <command> --help' for the options of a command.\n");
 }
@@ -24,6 +28,12 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "plan") == 0)
         return cmd_plan(argc - 1, argv + 1);
+    if (strcmp(cmd, "train") == 0) {
+        /* before MPI and OpenBLAS start: pick a proper BLAS kernel if
+         * OpenBLAS fell back to a generic one (may re-exec) */
+        smoe_blas_select_core(argv);
+        return cmd_train(argc - 1, argv + 1);
+    }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
         return 0;

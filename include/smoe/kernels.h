@@ -35,13 +35,16 @@ typedef struct smoe_blas_info {
  * respected. Call first thing in main(), before MPI_Init. Returns only if
  * no re-exec was needed or it failed. */
 void smoe_blas_select_core(char **argv);
-/* Pin OpenBLAS to `threads` threads and report what it runs. */
+/* Pin OpenBLAS to `threads` threads (<= 0 keeps its default) and report
+ * what it runs into info (may be NULL). */
 void smoe_blas_init(int threads, smoe_blas_info *info);
 
 /* ---- matrix products (CBLAS) and their naive twins ----
  * C (m,n) = alpha * op(A) * op(B) + beta * C; op(A) is (m,k): A is (m,k)
  * when ta == 0 and (k,m) when ta == 1; likewise op(B) is (k,n). lda/ldb/ldc
- * are the row strides of A, B, C as stored. */
+ * are the row strides of A, B, C as stored (at least the stored row
+ * length). beta == 0 means C is not read. m, n, k and the strides must fit
+ * in an int (CBLAS blasint); larger values fail SMOE_ASSERT. */
 void smoe_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
                const float *a, int64_t lda, const float *b, int64_t ldb,
                float beta, float *c, int64_t ldc);
@@ -52,7 +55,8 @@ void smoe_gemm_ref(int ta, int tb, int64_t m, int64_t n, int64_t k,
 /* Dense layer y (t,n) = x (t,k) @ w (k,n) (+ beta * y). */
 void smoe_matmul(float *y, const float *x, const float *w, int64_t t,
                  int64_t k, int64_t n, float beta);
-/* Its backward: dx (t,k) += dy @ w^T (if dx), dw (k,n) += x^T @ dy (if dw). */
+/* Its backward, accumulating (beta = 1): dx (t,k) += dy @ w^T (if dx not
+ * NULL), dw (k,n) += x^T @ dy (if dw not NULL). */
 void smoe_matmul_bwd(float *dx, float *dw, const float *dy, const float *x,
                      const float *w, int64_t t, int64_t k, int64_t n);
 void smoe_matmul_ref(float *y, const float *x, const float *w, int64_t t,
@@ -66,7 +70,9 @@ void smoe_matmul_bwd_ref(float *dx, float *dw, const float *dy,
  * rstd (t) receives 1/rms for the backward. */
 void smoe_rmsnorm(float *y, float *rstd, const float *x, const float *scale,
                   int64_t t, int64_t d, float eps);
-/* dx (t,d) += ..., dscale (d) += ... */
+/* Accumulates: dx (t,d) += dL/dx, dscale (d) += dL/dscale (either may be
+ * NULL), from dy (t,d) and the forward's x and rstd. rstd = 1 / sqrt(
+ * mean(x^2) + eps), eps inside the sqrt. */
 void smoe_rmsnorm_bwd(float *dx, float *dscale, const float *dy,
                       const float *x, const float *scale, const float *rstd,
                       int64_t t, int64_t d);
@@ -88,21 +94,27 @@ void smoe_sigmoid(float *y, const float *x, int64_t n);
 /* ---- rotary embedding ----
  * x (t, h, d) with d even, rotated in place by position pos[t]:
  * pairs (x[2i], x[2i+1]) turn by angle pos * theta^(-2i/d). The backward is
- * the inverse rotation (smoe_rope with inverse = 1) applied to the grads. */
+ * the inverse rotation (smoe_rope with inverse = 1) applied to the grads.
+ * Element (token ti, head hi, dim j) is at x[ti*stride + hi*d + j]; stride
+ * (floats between consecutive tokens) is h*d for a contiguous tensor and
+ * larger to rotate a slice of a wider row in place (pass the slice start). */
 void smoe_rope(float *x, const int32_t *pos, int64_t t, int64_t h, int64_t d,
                int64_t stride, float theta, int inverse);
 
 /* ---- causal attention for one sequence ----
  * q (s, h, dk), k (s, h, dk), v (s, h, dv) with row strides qs, ks, vs
- * (elements between consecutive positions); o (s, h, dv) contiguous;
- * p (h, s, s) receives the softmax probabilities (needed by the backward).
+ * (elements between consecutive positions): element (position i, head hh,
+ * dim j) of q is q[i*qs + hh*dk + j], likewise k, v; o (s, h, dv)
+ * contiguous; p (h, s, s) receives the softmax probabilities (needed by the
+ * backward), zero above the diagonal (position i attends to j <= i).
  * scale multiplies q.k. */
 void smoe_attention(float *o, float *p, const float *q, const float *k,
                     const float *v, int64_t s, int64_t h, int64_t dk,
                     int64_t dv, int64_t qs, int64_t ks, int64_t vs,
                     float scale);
 /* dq, dk, dv (same layouts and strides as q, k, v) += gradients from
- * do (s, h, dv). scratch needs s floats. */
+ * dout (s, h, dv) contiguous; any of the three may be NULL. scratch needs s
+ * floats. */
 void smoe_attention_bwd(float *dq, float *dk, float *dv, const float *dout,
                         const float *p, const float *q, const float *k,
                         const float *v, int64_t s, int64_t h, int64_t dk_,
@@ -112,7 +124,8 @@ void smoe_attention_bwd(float *dq, float *dk, float *dv, const float *dout,
 /* ---- loss ----
  * Mean-free cross-entropy: returns sum over rows of -log softmax(logits)[y]
  * and, if dlogits, writes dlogits = (softmax - onehot(y)) * scale.
- * logits (t, v). */
+ * logits (t, v), targets (t) in [0, v) (else SMOE_ASSERT); dlogits may
+ * alias logits. */
 double smoe_cross_entropy(float *dlogits, const float *logits,
                           const int32_t *targets, int64_t t, int64_t v,
                           float scale);

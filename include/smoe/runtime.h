@@ -79,6 +79,11 @@ smoe_status smoe_rt_barrier(smoe_rt *rt);
 /* Gather `n` bytes from every rank to rank 0 (recv: size * n bytes). */
 smoe_status smoe_rt_gather_bytes(smoe_rt *rt, const void *send, void *recv,
                                  int64_t n);
+/* Gather a variable number of bytes from every rank to rank 0: on rank 0
+ * *out receives a buffer (smoe_free) with the ranks' data back to back and
+ * lens[r] their sizes (lens: size entries, rank 0 only). */
+smoe_status smoe_rt_gatherv_bytes(smoe_rt *rt, const void *send, int64_t n, char **out,
+                                  int64_t *lens);
 /* Broadcast from rank 0. */
 smoe_status smoe_rt_bcast_bytes(smoe_rt *rt, void *buf, int64_t n);
 /* Agree on a status: returns the worst (highest) status over all ranks. */
@@ -100,28 +105,42 @@ typedef struct smoe_wgather_info {
 } smoe_wgather_info;
 
 /* Prepare the gathers of one per-layer weight from its plan entry (the
- * co-axis plan, or the legacy plan whose residual co-axes are gathered by a
- * second, blocking all-gather just before use). The gathered spec must be
- * fully replicated, or keep only `expert` on dim 0 (routed experts);
- * anything else is SMOE_EINVAL with the reason. `name` is used in traces
- * and messages. The object is owned by rt (freed by smoe_rt_finalize). */
+ * co-axis or the legacy plan). The weight is gathered until it is fully
+ * replicated, except that a routed-expert weight (keep_expert = 1) keeps an
+ * `expert` axis leading its dim 0. The plan's gather axes are prefetched;
+ * whatever else must be gathered (the legacy residual co-axes, or axes the
+ * plan leaves alone, e.g. `expert` on a mesh without fsdp) is gathered by a
+ * second all-gather at use, which the caller waits for (un-prefetched, as
+ * XLA's gather before the consumer). SMOE_EINVAL when the axes of one stage
+ * are not adjacent in the dim's sharding, or a dim does not divide. `name`
+ * is used in traces and messages. Owned by rt (freed by smoe_rt_finalize). */
 smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather *plan,
-                                int legacy, const char *name,
+                                int keep_expert, const char *name,
                                 smoe_wgather **out, smoe_err *err);
 void smoe_rt_wgather_info(const smoe_wgather *g, smoe_wgather_info *info);
 
+/* One gather in flight: the caller owns it (one per weight per buffer),
+ * since several layers of the same weight may be gathered at once. */
+typedef struct smoe_rt_ticket {
+    volatile int pending;     /* prefetched ops outstanding */
+    volatile int res_pending; /* residual ops outstanding */
+} smoe_rt_ticket;
+
 /* Copy `shard` into its place in `buf` (gathered_numel floats) and enqueue
- * the prefetched all-gathers on the gather queue. `tag` names the op in the
- * trace. */
+ * the prefetched all-gathers on the gather queue; `t` tracks them. */
 smoe_status smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g,
-                                  const float *shard, float *buf, int tag);
-/* Block until the prefetched gathers of this weight are complete (driving
- * progress), then run the residual blocking gather if any. Returns the
- * seconds spent waiting (exposed) in *wait_s. */
+                                  const float *shard, float *buf,
+                                  smoe_rt_ticket *t);
+/* Block until the prefetched gathers of this weight are complete, then run
+ * the residual gathers (if any) and wait for them, driving every queue all
+ * along (a blocking MPI collective here could deadlock against peers whose
+ * queued ops this rank has not started). Returns the seconds spent waiting
+ * (exposed) in *wait_s. */
 smoe_status smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf,
-                                 double *wait_s, smoe_err *err);
-/* Is the weight's prefetched gather complete (non-blocking)? */
-int smoe_rt_wgather_ready(smoe_rt *rt, smoe_wgather *g);
+                                 smoe_rt_ticket *t, double *wait_s,
+                                 smoe_err *err);
+/* Is the prefetched gather of ticket t complete (non-blocking)? */
+int smoe_rt_wgather_ready(smoe_rt *rt, const smoe_rt_ticket *t);
 
 /* Gradient transpose: reduce-scatter `full` (gathered_numel floats, the
  * natural layout) over all the gather axes into `shard_grad` (shard_numel

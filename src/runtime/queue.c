@@ -6,13 +6,16 @@
 #include "rt_impl.h"
 
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 int rt_queue_of(const smoe_rt *rt, int q)
 {
-    /* namespaces beyond the two queues (blocking gathers) stay separate */
-    return rt->shared_queue && q < RT_QUEUES ? RT_Q_COMM : q;
+    /* the shared mode merges gathers into the all-to-all/reduction queue;
+     * residual gathers keep their own queue (they model XLA's gathers on
+     * the compute stream) */
+    return rt->shared_queue && q == RT_Q_GATHER ? RT_Q_COMM : q;
 }
 
 rt_op *rt_op_new(smoe_rt *rt)
@@ -99,8 +102,15 @@ void rt_progress_locked(smoe_rt *rt)
     }
 }
 
+void *rt_progress_main(void *arg);
+
 void rt_enqueue(smoe_rt *rt, int q, rt_op *op)
 {
+    if (rt->want_thread && !rt->have_thread) {
+        rt->want_thread = 0;
+        if (pthread_create(&rt->progress_thread, NULL, rt_progress_main, rt) == 0)
+            rt->have_thread = 1;
+    }
     q = rt_queue_of(rt, q);
     pthread_mutex_lock(&rt->lock);
     op->next = NULL;
@@ -136,21 +146,20 @@ smoe_status smoe_rt_drain(smoe_rt *rt, smoe_err *err)
     for (;;) {
         pthread_mutex_lock(&rt->lock);
         rt_progress_locked(rt);
-        int busy = rt->q[0].head || rt->q[1].head;
+        int busy = rt->q[0].head || rt->q[1].head || rt->q[2].head;
         pthread_mutex_unlock(&rt->lock);
         if (!busy)
             return SMOE_OK;
     }
 }
 
-void *rt_progress_main(void *arg);
 void *rt_progress_main(void *arg)
 {
     smoe_rt *rt = arg;
     struct timespec ts = { 0, 50 * 1000 };
     while (!rt->stop_thread) {
         pthread_mutex_lock(&rt->lock);
-        int busy = rt->q[0].head || rt->q[1].head;
+        int busy = rt->q[0].head || rt->q[1].head || rt->q[2].head;
         if (busy)
             rt_progress_locked(rt);
         pthread_mutex_unlock(&rt->lock);
@@ -160,4 +169,20 @@ void *rt_progress_main(void *arg)
             nanosleep(&ts, NULL);
     }
     return NULL;
+}
+
+void rt_dump_queues(smoe_rt *rt, const char *why);
+void rt_dump_queues(smoe_rt *rt, const char *why)
+{
+    pthread_mutex_lock(&rt->lock);
+    for (int q = 0; q < RT_QUEUES; q++) {
+        int n = 0;
+        for (rt_op *op = rt->q[q].head; op; op = op->next, n++)
+            if (n < 4)
+                fprintf(stderr, "rank %d %s: queue %d op %d %s%s\n", rt->rank, why, q, n,
+                        op->name ? op->name : "?", op->running ? " (running)" : "");
+        if (n)
+            fprintf(stderr, "rank %d %s: queue %d holds %d ops\n", rt->rank, why, q, n);
+    }
+    pthread_mutex_unlock(&rt->lock);
 }

@@ -8,6 +8,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* With a progress thread every MPI call of the application thread is made
+ * under the queue lock too, so MPI is never entered by two threads at once:
+ * Open MPI 4.1's nonblocking-collective progress is not safe to run
+ * concurrently (seen here as ranks drifting apart and hanging). */
+void rt_mpi_lock(smoe_rt *rt)
+{
+    if (rt->have_thread)
+        pthread_mutex_lock(&rt->lock);
+}
+
+void rt_mpi_unlock(smoe_rt *rt)
+{
+    if (rt->have_thread)
+        pthread_mutex_unlock(&rt->lock);
+}
+
+#define LOCKED(rt, call) (rt_mpi_lock(rt), rc_ = (call), rt_mpi_unlock(rt), rc_)
+
 static smoe_rt *g_rt; /* for the abort hook */
 
 static void abort_hook(const char *msg)
@@ -94,11 +112,9 @@ smoe_status smoe_rt_set_mesh(smoe_rt *rt, const smoe_mesh *mesh,
     if (r != rt->rank)
         return smoe_err_set(err, SMOE_EINTERNAL, "Cartesian rank differs from world rank");
     rt->shared_queue = opts && opts->shared_queue;
-    if (opts && opts->progress_thread) {
-        extern void *rt_progress_main(void *arg);
-        if (pthread_create(&rt->progress_thread, NULL, rt_progress_main, rt) == 0)
-            rt->have_thread = 1;
-    }
+    /* the progress thread starts with the first queued op, after the
+     * set-up (communicators, datatypes) is done */
+    rt->want_thread = opts && opts->progress_thread;
     return SMOE_OK;
 }
 
@@ -145,7 +161,9 @@ smoe_status rt_comm_get(smoe_rt *rt, const smoe_axes *axes, int q, rt_comm **out
     }
     c->queue = q;
     /* collective over the world: every rank creates comms in the same order */
-    rt_check(rt, MPI_Comm_split(rt->cart, (int)color, (int)key, &c->comm), "MPI_Comm_split");
+    int rc_;
+    rt_check(rt, LOCKED(rt, MPI_Comm_split(rt->cart, (int)color, (int)key, &c->comm)),
+             "MPI_Comm_split");
     MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
     MPI_Comm_size(c->comm, &c->size);
     MPI_Comm_rank(c->comm, &c->rank);
@@ -204,6 +222,7 @@ void rt_span(smoe_rt *rt, int lane, const char *name, double t0, double t1)
         rt->span(rt->span_ud, lane, name, t0, t1);
 }
 
+
 static smoe_status coll(smoe_rt *rt, int rc, const char *what)
 {
     rt_check(rt, rc, what);
@@ -212,46 +231,95 @@ static smoe_status coll(smoe_rt *rt, int rc, const char *what)
 
 smoe_status smoe_rt_allreduce_sum_f64(smoe_rt *rt, double *v, int n)
 {
-    return coll(rt, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, rt->world),
+    int rc_;
+    return coll(rt, LOCKED(rt, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, rt->world)),
                 "MPI_Allreduce");
 }
 
 smoe_status smoe_rt_allreduce_max_f64(smoe_rt *rt, double *v, int n)
 {
-    return coll(rt, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, rt->world),
+    int rc_;
+    return coll(rt, LOCKED(rt, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, rt->world)),
                 "MPI_Allreduce");
 }
 
 smoe_status smoe_rt_allreduce_max_i64(smoe_rt *rt, int64_t *v, int n)
 {
-    return coll(rt, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, MPI_MAX, rt->world),
+    int rc_;
+    return coll(rt,
+                LOCKED(rt, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, MPI_MAX, rt->world)),
                 "MPI_Allreduce");
 }
 
 smoe_status smoe_rt_barrier(smoe_rt *rt)
 {
-    return coll(rt, MPI_Barrier(rt->world), "MPI_Barrier");
+    int rc_;
+    return coll(rt, LOCKED(rt, MPI_Barrier(rt->world)), "MPI_Barrier");
 }
 
 smoe_status smoe_rt_gather_bytes(smoe_rt *rt, const void *send, void *recv, int64_t n)
 {
+    int rc_;
     if (n > 0x7fffffff)
         return SMOE_EINVAL;
-    return coll(rt, MPI_Gather(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, 0, rt->world),
+    return coll(rt,
+                LOCKED(rt, MPI_Gather(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, 0,
+                                      rt->world)),
                 "MPI_Gather");
+}
+
+smoe_status smoe_rt_gatherv_bytes(smoe_rt *rt, const void *send, int64_t n, char **out,
+                                  int64_t *lens)
+{
+    int64_t *all = rt->rank == 0 ? lens : NULL;
+    int rc_;
+    rt_check(rt, LOCKED(rt, MPI_Gather(&n, 1, MPI_INT64_T, all, 1, MPI_INT64_T, 0, rt->world)),
+             "MPI_Gather");
+    int *counts = NULL, *displs = NULL;
+    char *buf = NULL;
+    smoe_status s = SMOE_OK;
+    if (rt->rank == 0) {
+        int64_t total = 0;
+        counts = smoe_calloc((size_t)rt->size * 2, sizeof(int));
+        for (int r = 0; counts && r < rt->size; r++) {
+            if (total + lens[r] > 0x7fffffff)
+                s = SMOE_EINVAL;
+            counts[r] = (int)lens[r];
+            counts[rt->size + r] = (int)total;
+            total += lens[r];
+        }
+        displs = counts ? counts + rt->size : NULL;
+        buf = smoe_malloc((size_t)total + 1);
+        if (!counts || !buf)
+            s = SMOE_ENOMEM;
+    }
+    s = smoe_rt_agree(rt, s);
+    if (!s)
+        rt_check(rt, LOCKED(rt, MPI_Gatherv(send, (int)n, MPI_BYTE, buf, counts, displs,
+                                            MPI_BYTE, 0, rt->world)),
+                 "MPI_Gatherv");
+    smoe_free(counts);
+    if (s || rt->rank != 0) {
+        smoe_free(buf);
+        buf = NULL;
+    }
+    if (out)
+        *out = buf;
+    return s;
 }
 
 smoe_status smoe_rt_bcast_bytes(smoe_rt *rt, void *buf, int64_t n)
 {
     if (n > 0x7fffffff)
         return SMOE_EINVAL;
-    return coll(rt, MPI_Bcast(buf, (int)n, MPI_BYTE, 0, rt->world), "MPI_Bcast");
+    int rc_;
+    return coll(rt, LOCKED(rt, MPI_Bcast(buf, (int)n, MPI_BYTE, 0, rt->world)), "MPI_Bcast");
 }
 
 smoe_status smoe_rt_agree(smoe_rt *rt, smoe_status local)
 {
-    int v = (int)local;
-    rt_check(rt, MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MAX, rt->world),
+    int v = (int)local, rc_;
+    rt_check(rt, LOCKED(rt, MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MAX, rt->world)),
              "MPI_Allreduce");
     return (smoe_status)v;
 }

@@ -8,8 +8,10 @@
 #include "smoe/runtime.h"
 
 #define RT_MAX_COMMS 64
-#define RT_QUEUES 2
-enum { RT_Q_GATHER = 0, RT_Q_COMM = 1 };
+#define RT_QUEUES 3
+/* the gather queue, the all-to-all/reduction queue, and the queue of the
+ * un-prefetched residual gathers (issued at use and waited at once) */
+enum { RT_Q_GATHER = 0, RT_Q_COMM = 1, RT_Q_RESIDUAL = 2 };
 
 /* A communicator over an ordered tuple of mesh axes: ranks are numbered by
  * the mixed radix of their coordinates over the tuple, first axis most
@@ -81,7 +83,7 @@ struct smoe_rt {
     rt_op *freelist;
     pthread_mutex_t lock;
     pthread_t progress_thread;
-    int have_thread;
+    int have_thread, want_thread;
     volatile int stop_thread;
     smoe_rt_stats stats;
     smoe_rt_span_fn span;
@@ -106,5 +108,9 @@ void rt_progress_locked(smoe_rt *rt);
 /* Check an MPI return code; aborts all ranks with `what` on failure. */
 void rt_check(smoe_rt *rt, int rc, const char *what);
 void rt_span(smoe_rt *rt, int lane, const char *name, double t0, double t1);
+/* Serialise the application thread's direct MPI calls with the progress
+ * thread (no-ops without one). */
+void rt_mpi_lock(smoe_rt *rt);
+void rt_mpi_unlock(smoe_rt *rt);
 
 #endif

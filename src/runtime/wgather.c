@@ -11,9 +11,10 @@
  * axis, all blocks of already-gathered axes: nested hvectors), resized so
  * member m's region starts m * unit after member 0's; the stage is one
  * MPI_Iallgather with MPI_IN_PLACE straight into the natural layout, so no
- * unpacking is needed. Co-axis: one stage per gathered dim over all of A_d.
- * Legacy: the FSDP axes first (prefetched), the residual co-axes later in a
- * blocking all-gather before use.
+ * unpacking is needed. The plan's gather axes of a dim form one prefetched
+ * stage (co-axis: all of them; legacy: the FSDP axes); the axes left (the
+ * legacy residual co-axes, or axes no FSDP axis leads) form a residual
+ * stage, issued at use on its own queue and waited at once.
  *
  * The transpose is one reduce-scatter over every gather axis (dims in
  * order): shards are contiguous blocks of `full` when only dim 0 gathers;
@@ -24,7 +25,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define RT_BLOCKING_NS 2 /* communicator namespace of the blocking gathers */
 
 typedef struct wg_stage {
     int dim;
@@ -51,7 +51,6 @@ struct smoe_wgather {
     int pack;                        /* shards not contiguous in B */
     rt_comm *ar_comm;                /* replicated axes, or NULL */
     int n_ar_axes;
-    volatile int pending;            /* prefetched ops outstanding */
 };
 
 static int64_t axis_size(const smoe_rt *rt, const char *a)
@@ -184,45 +183,34 @@ void rt_wgather_free_all(smoe_rt *rt)
     rt->nwg = rt->capwg = 0;
 }
 
-static smoe_status check_plan(smoe_rt *rt, const smoe_gather *p, smoe_wgather *g,
-                              const smoe_axes *res, smoe_err *err)
+/* A_d: every live axis except a leading 'expert' kept by routed weights. */
+static smoe_status check_plan(smoe_rt *rt, const smoe_gather *p, int keep_expert,
+                              smoe_wgather *g, smoe_axes res[], smoe_err *err)
 {
-    (void)rt;
     for (int d = 0; d < p->rank; d++) {
-        smoe_axes all;
-        all.n = 0;
-        for (int i = 0; i < p->live[d].n; i++)
-            if (smoe_axes_has(&p->axes[d], p->live[d].ax[i]) ||
-                smoe_axes_has(&res[d], p->live[d].ax[i]))
-                all.ax[all.n++] = p->live[d].ax[i];
-        /* the gathered axes must be the minor-most of the dim */
-        int keep = p->live[d].n - all.n;
-        for (int i = 0; i < all.n; i++)
-            if (strcmp(p->live[d].ax[keep + i], all.ax[i]) != 0)
-                return smoe_err_set(err, SMOE_EINVAL,
-                                    "%s: its gather axes on dim %d are not the minor-most "
-                                    "(the plan falls back to an untagged reshard); "
-                                    "smoe train cannot run it",
-                                    g->name, d);
-        if (keep > 0 && !(d == 0 && keep == 1 && strcmp(p->live[d].ax[0], "expert") == 0)) {
-            char b[128];
-            return smoe_err_set(err, SMOE_EINVAL,
-                                "%s: after its gather dim %d stays sharded over %s; smoe "
-                                "train supports gathered weights that are replicated, or "
-                                "routed experts sharded over 'expert' on dim 0",
-                                g->name, d, smoe_axes_format(&p->live[d], b, sizeof b));
+        int keep = keep_expert && d == 0 && p->live[0].n &&
+                   strcmp(p->live[0].ax[0], "expert") == 0;
+        g->A[d].n = 0;
+        res[d].n = 0;
+        for (int i = keep; i < p->live[d].n; i++) {
+            const char *a = p->live[d].ax[i];
+            g->A[d].ax[g->A[d].n++] = a;
+            if (!smoe_axes_has(&p->axes[d], a))
+                res[d].ax[res[d].n++] = a;
+            else if (keep && strcmp(a, "expert") == 0)
+                return smoe_err_set(err, SMOE_EINVAL, "%s: 'expert' both kept and gathered",
+                                    g->name);
         }
         if (p->shape[d] % smoe_axes_size(&p->live[d], &rt->mesh) != 0)
             return smoe_err_set(err, SMOE_EINVAL,
                                 "%s: dim %d (%lld) does not divide into its %lld shards",
                                 g->name, d, (long long)p->shape[d],
                                 (long long)smoe_axes_size(&p->live[d], &rt->mesh));
-        g->A[d] = all;
     }
     return SMOE_OK;
 }
 
-smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather *p, int legacy,
+smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather *p, int keep_expert,
                                 const char *name, smoe_wgather **out, smoe_err *err)
 {
     smoe_status s;
@@ -231,11 +219,8 @@ smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather *p, int legacy,
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     snprintf(g->name, sizeof g->name, "%s", name);
     g->rank = p->rank;
-    smoe_axes nores[SMOE_MAX_RANK];
-    for (int d = 0; d < p->rank; d++)
-        nores[d].n = 0;
-    const smoe_axes *res = legacy ? p->residual : nores;
-    if ((s = check_plan(rt, p, g, res, err)))
+    smoe_axes res[SMOE_MAX_RANK];
+    if ((s = check_plan(rt, p, keep_expert, g, res, err)))
         goto fail;
     g->shard_numel = g->gathered_numel = 1;
     for (int d = 0; d < p->rank; d++) {
@@ -261,12 +246,12 @@ smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather *p, int legacy,
         done[d].n = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int d = 0; d < p->rank; d++) {
-            const smoe_axes *S = pass == 0 ? (legacy ? &p->axes[d] : &g->A[d]) : &res[d];
+            const smoe_axes *S = pass == 0 ? &p->axes[d] : &res[d];
             if (S->n == 0)
                 continue;
             wg_stage *st = pass == 0 ? &g->st[g->nst] : &g->res[g->nres];
-            /* blocking gathers live in their own communicator namespace */
-            if ((s = build_stage(rt, g, d, S, done, pass ? RT_BLOCKING_NS : RT_Q_GATHER, st,
+            /* residual gathers live in their own queue and communicators */
+            if ((s = build_stage(rt, g, d, S, done, pass ? RT_Q_RESIDUAL : RT_Q_GATHER, st,
                                  err)))
                 goto fail;
             if (pass == 1)
@@ -335,11 +320,11 @@ void smoe_rt_wgather_info(const smoe_wgather *g, smoe_wgather_info *info)
 int smoe_rt_wgather_needs_pack(const smoe_wgather *g) { return g->pack; }
 
 smoe_status smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard,
-                                  float *buf, int tag)
+                                  float *buf, smoe_rt_ticket *t)
 {
-    (void)tag;
     smoe_layout_copy(g->rank, g->B, g->blk, g->off, sizeof(float), buf, (void *)shard, 1);
-    g->pending = g->nst;
+    t->pending = g->nst;
+    t->res_pending = 0;
     for (int k = 0; k < g->nst; k++) {
         rt_op *op = rt_op_new(rt);
         op->kind = OP_ALLGATHER;
@@ -349,41 +334,65 @@ smoe_status smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *sha
         op->name = g->st[k].name;
         op->lane = SMOE_LANE_GATHER;
         op->bytes = g->st[k].bytes;
-        op->pending = &g->pending;
+        op->pending = &t->pending;
         op->busy_acc = &rt->stats.gather_busy_s;
         rt_enqueue(rt, RT_Q_GATHER, op);
     }
     return SMOE_OK;
 }
 
-int smoe_rt_wgather_ready(smoe_rt *rt, smoe_wgather *g)
+int smoe_rt_wgather_ready(smoe_rt *rt, const smoe_rt_ticket *t)
 {
-    if (g->pending)
+    if (t->pending)
         smoe_rt_progress(rt);
-    return g->pending == 0;
+    return t->pending == 0;
 }
 
-smoe_status smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, double *wait_s,
-                                 smoe_err *err)
+smoe_status smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_rt_ticket *t,
+                                 double *wait_s, smoe_err *err)
 {
     (void)err;
     double t0 = smoe_now();
-    while (g->pending)
+    int dumped = 0;
+    while (t->pending) {
         smoe_rt_progress(rt);
+        if (!dumped && smoe_now() - t0 > 5) {
+            extern void rt_dump_queues(smoe_rt *, const char *);
+            fprintf(stderr, "rank %d waits for %s\n", rt->rank, g->name);
+            rt_dump_queues(rt, "stuck");
+            dumped = 1;
+        }
+    }
     double t1 = smoe_now();
     rt->stats.gather_wait_s += t1 - t0;
     if (t1 - t0 > 20e-6)
         rt_span(rt, SMOE_LANE_WAIT, g->name, t0, t1);
-    for (int k = 0; k < g->nres; k++) {
+    if (g->nres) {
         double r0 = smoe_now();
-        rt_check(rt, MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf + g->res[k].base,
-                                   1, g->res[k].dtype, g->res[k].comm->comm),
-                 g->res[k].name);
-        double r1 = smoe_now();
-        rt->stats.residual_s += r1 - r0;
-        rt->stats.gathers++;
-        rt->stats.gather_bytes += g->res[k].bytes;
-        rt_span(rt, SMOE_LANE_WAIT, g->res[k].name, r0, r1);
+        t->res_pending = g->nres;
+        for (int k = 0; k < g->nres; k++) {
+            rt_op *op = rt_op_new(rt);
+            op->kind = OP_ALLGATHER;
+            op->comm = g->res[k].comm->comm;
+            op->dtype = g->res[k].dtype;
+            op->rbuf = buf + g->res[k].base;
+            op->name = g->res[k].name;
+            op->lane = SMOE_LANE_WAIT;
+            op->bytes = g->res[k].bytes;
+            op->pending = &t->res_pending;
+            rt_enqueue(rt, RT_Q_RESIDUAL, op);
+        }
+        int dumped2 = 0;
+        while (t->res_pending) {
+            smoe_rt_progress(rt);
+            if (!dumped2 && smoe_now() - r0 > 5) {
+                extern void rt_dump_queues(smoe_rt *, const char *);
+                fprintf(stderr, "rank %d waits for the residual of %s\n", rt->rank, g->name);
+                rt_dump_queues(rt, "stuck");
+                dumped2 = 1;
+            }
+        }
+        rt->stats.residual_s += smoe_now() - r0;
     }
     if (wait_s)
         *wait_s = smoe_now() - t0;

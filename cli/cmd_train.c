@@ -1,0 +1,330 @@
+/* `smoe train`: sharded MoE training over the MPI ranks, the mesh from the
+ * ici_* overrides and the number of ranks. Every rank parses the same
+ * arguments and reaches the same verdict; rank 0 alone prints. With
+ * --compare it runs no-prefetch, prefetch and legacy back to back from the
+ * same initial state and prints them side by side. */
+#include "cli.h"
+#include "smoe/runtime.h"
+#include "smoe/train.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    OPT_STEPS = OPT_COMMON_END, OPT_SEED, OPT_DATA, OPT_DEPTH, OPT_GATHER, OPT_SHARED,
+    OPT_PTHREAD, OPT_MAXMEM, OPT_TRACE, OPT_DUMP, OPT_COMPARE, OPT_QUIET, OPT_HELP
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mpirun -np N smoe train [--base FILE] [--model NAME|FILE] [--rules NAME|FILE]\n"
+            "                  [KEY=VALUE ...] [--steps N] [--seed N] [--data FILE]\n"
+            "                  [--prefetch-depth N] [--gather coaxis|legacy] [--shared-queue]\n"
+            "                  [--progress-thread] [--max-memory BYTES] [--trace FILE]\n"
+            "                  [--dump-params FILE] [--compare] [--json] [--quiet]\n"
+            "\n"
+            "  the mesh: mesh_axes and ici_* from the config (one -1 filled from the\n"
+            "  number of ranks); defaults: --base configs/train.yml (base.yml plus\n"
+            "  training settings), --model tiny.\n"
+            "  --steps N            training steps (default 10)\n"
+            "  --seed N             initialisation and data seed (default 1)\n"
+            "  --data FILE          training text (default: the bundled data/gpl-3.0.txt)\n"
+            "  --prefetch-depth N   gather N layers ahead (default 1; 0 = just before use)\n"
+            "  --gather MODE        coaxis (default) or legacy (pre-fix: co-axes gathered by\n"
+            "                       a second, blocking all-gather just before use)\n"
+            "  --shared-queue       gathers share one queue with the all-to-all and\n"
+            "                       reductions (no dedicated collective engine)\n"
+            "  --progress-thread    a yielding progress thread (default: progress at\n"
+            "                       kernel boundaries)\n"
+            "  --max-memory BYTES   refuse a plan that needs more per rank (e.g. 512M)\n"
+            "  --trace FILE         Chrome/Perfetto trace of every rank\n"
+            "  --dump-params FILE   final parameters in canonical order (rank 0)\n"
+            "  --compare            run no-prefetch, prefetch and legacy; print a table\n"
+            "  --json               one JSON object on stdout at the end (rank 0)\n");
+}
+
+typedef struct run_ctx {
+    int root, quiet, json;
+    int64_t steps;
+    const char *label;
+} run_ctx;
+
+static void on_step(void *ud, const smoe_train_step *r)
+{
+    run_ctx *c = ud;
+    if (!c->root || c->quiet)
+        return;
+    fprintf(c->json ? stderr : stdout,
+            "%s step %3lld/%lld  loss %.4f  step %8.2f ms  exposed gather %7.2f ms  "
+            "a2a %6.2f ms  compute %8.2f ms\n",
+            c->label, (long long)r->step + 1, (long long)c->steps, r->loss, r->step_ms,
+            r->exposed_gather_ms, r->a2a_ms, r->compute_ms);
+    fflush(c->json ? stderr : stdout);
+}
+
+static _Noreturn void fail(smoe_rt *rt, const smoe_err *err)
+{
+    if (smoe_rt_rank(rt) == 0) {
+        char buf[1200];
+        fprintf(stderr, "smoe: %s\n", smoe_err_format(err, buf, sizeof buf));
+    }
+    int code = err->code == SMOE_EINVAL || err->code == SMOE_ENOTFOUND ||
+                       err->code == SMOE_ENOMEM
+                   ? SMOE_EXIT_USAGE
+                   : 1;
+    smoe_rt_finalize(rt);
+    exit(code);
+}
+
+static _Noreturn void fail_arg(smoe_rt *rt, const char *where, const char *msg)
+{
+    smoe_err e;
+    smoe_err_in(&e, SMOE_EINVAL, where, "%s", msg);
+    fail(rt, &e);
+}
+
+static void print_banner(const smoe_config *cfg, const smoe_plan *p, smoe_rt *rt,
+                         const smoe_train_opts *o, int shared, const smoe_model_cfg *mc)
+{
+    const char *const *files;
+    int nf = smoe_config_sources(cfg, &files);
+    printf("smoe train: %d ranks (%s)\n", smoe_rt_size(rt), smoe_rt_library(rt));
+    printf("config:");
+    for (int i = 0; i < nf; i++)
+        printf(" %s", files[i]);
+    printf("\nmesh:");
+    for (int i = 0; i < p->mesh.n; i++)
+        if (p->mesh.size[i] > 1)
+            printf(" %s=%lld", p->mesh.name[i], (long long)p->mesh.size[i]);
+    printf("\nmodel: emb %lld, %lld heads, q_lora %lld, kv_lora %lld, %lld dense + %lld MoE "
+           "layers, %lld experts top-%lld, %lld shared, vocab %lld; batch %lld x %lld per rank\n",
+           (long long)mc->emb, (long long)mc->heads, (long long)mc->q_lora,
+           (long long)mc->kv_lora, (long long)mc->n_dense, (long long)mc->n_moe,
+           (long long)mc->experts, (long long)mc->topk, (long long)mc->shared,
+           (long long)mc->vocab, (long long)mc->batch, (long long)mc->seq);
+    printf("plan: co-axis %d tagged / %d fallback / %d noop per layer kind; legacy %d / %d / "
+           "%d\n",
+           p->coaxis.tagged, p->coaxis.fallback, p->coaxis.noop, p->legacy.tagged,
+           p->legacy.fallback, p->legacy.noop);
+    printf("schedule: prefetch depth %d, %s gathers, %s queue, data %s, seed %llu\n",
+           o->prefetch_depth, o->legacy ? "legacy" : "co-axis", shared ? "shared" : "dedicated",
+           o->data_path, (unsigned long long)o->seed);
+    fflush(stdout);
+}
+
+static void print_summary_row(const char *name, const smoe_train_result *r)
+{
+    char b1[32], b2[32];
+    printf("%-12s %10.2f %14.2f %12.2f %12.2f %12.2f %14s %14s %10.4f\n", name, r->mean_step_ms,
+           r->mean_exposed_gather_ms, r->mean_residual_ms, r->mean_a2a_ms, r->mean_compute_ms,
+           cli_fmt_bytes((double)r->peak_gathered_bytes, b1, sizeof b1),
+           cli_fmt_bytes((double)r->peak_rss_bytes, b2, sizeof b2),
+           r->nsteps ? r->steps[r->nsteps - 1].loss : 0.0);
+}
+
+int cmd_train(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        CLI_COMMON_LONGOPTS,
+        { "steps", required_argument, 0, OPT_STEPS },
+        { "seed", required_argument, 0, OPT_SEED },
+        { "data", required_argument, 0, OPT_DATA },
+        { "prefetch-depth", required_argument, 0, OPT_DEPTH },
+        { "gather", required_argument, 0, OPT_GATHER },
+        { "shared-queue", no_argument, 0, OPT_SHARED },
+        { "progress-thread", no_argument, 0, OPT_PTHREAD },
+        { "max-memory", required_argument, 0, OPT_MAXMEM },
+        { "trace", required_argument, 0, OPT_TRACE },
+        { "dump-params", required_argument, 0, OPT_DUMP },
+        { "compare", no_argument, 0, OPT_COMPARE },
+        { "quiet", no_argument, 0, OPT_QUIET },
+        { "help", no_argument, 0, OPT_HELP },
+        { 0, 0, 0, 0 },
+    };
+    smoe_rt *rt;
+    smoe_err err;
+    if (smoe_rt_init(&argc, &argv, &rt, &err)) {
+        fprintf(stderr, "smoe: %s\n", err.msg);
+        return 1;
+    }
+    int root = smoe_rt_rank(rt) == 0;
+    cli_common c;
+    cli_common_init(&c);
+    smoe_train_opts o;
+    memset(&o, 0, sizeof o);
+    o.steps = 10;
+    o.seed = 1;
+    o.prefetch_depth = 1;
+    int compare = 0, quiet = 0, opt;
+    smoe_rt_opts ro = { 0, 0 };
+    char data_default[4200];
+    opterr = 0;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        char where[300];
+        snprintf(where, sizeof where, "argument '%s%s%s'", argv[optind - 1],
+                 optarg && optarg != argv[optind - 1] ? " " : "",
+                 optarg && optarg != argv[optind - 1] ? optarg : "");
+        int64_t v;
+        switch (opt) {
+        case OPT_DEVICES:
+            fail_arg(rt, "argument '--devices'", "is set by the number of MPI ranks");
+        case OPT_STEPS:
+        case OPT_SEED:
+        case OPT_DEPTH:
+            if (smoe_parse_i64(optarg, &v) || v < (opt == OPT_STEPS) ||
+                v > (opt == OPT_DEPTH ? 64 : (int64_t)1 << 40))
+                fail_arg(rt, where, opt == OPT_DEPTH ? "expected an integer from 0 to 64"
+                                                     : "expected a positive integer");
+            if (opt == OPT_STEPS)
+                o.steps = v;
+            else if (opt == OPT_SEED)
+                o.seed = (uint64_t)v;
+            else
+                o.prefetch_depth = (int)v;
+            break;
+        case OPT_DATA: o.data_path = optarg; break;
+        case OPT_GATHER:
+            if (strcmp(optarg, "coaxis") == 0)
+                o.legacy = 0;
+            else if (strcmp(optarg, "legacy") == 0)
+                o.legacy = 1;
+            else
+                fail_arg(rt, where, "expected coaxis or legacy");
+            break;
+        case OPT_SHARED: ro.shared_queue = 1; break;
+        case OPT_PTHREAD: ro.progress_thread = 1; break;
+        case OPT_MAXMEM: {
+            char num[64];
+            size_t n = strlen(optarg);
+            int64_t mult = 1;
+            snprintf(num, sizeof num, "%s", optarg);
+            if (n && strchr("KkMmGgTt", num[n - 1])) {
+                mult = strchr("Kk", num[n - 1]) ? 1LL << 10 : strchr("Mm", num[n - 1]) ? 1LL << 20
+                       : strchr("Gg", num[n - 1]) ? 1LL << 30 : 1LL << 40;
+                num[n - 1] = 0;
+            }
+            if (smoe_parse_i64(num, &v) || v < 1 || v > (INT64_MAX >> 41))
+                fail_arg(rt, where, "expected a byte count such as 4096, 512M or 16G");
+            o.max_memory = v * mult;
+            break;
+        }
+        case OPT_TRACE: o.trace_path = optarg; break;
+        case OPT_DUMP: o.dump_path = optarg; break;
+        case OPT_COMPARE: compare = 1; break;
+        case OPT_QUIET: quiet = 1; break;
+        case 'h':
+        case OPT_HELP:
+            if (root)
+                usage(stdout);
+            smoe_rt_finalize(rt);
+            return 0;
+        default:
+            if (cli_common_opt(&c, opt, optarg))
+                break;
+            fail_arg(rt, where, optopt ? "missing value or unknown option"
+                                       : "unknown option (see 'smoe train --help')");
+        }
+    }
+    for (int i = optind; i < argc; i++) {
+        const char *eq = strchr(argv[i], '=');
+        if (!eq || eq == argv[i]) {
+            char where[300];
+            snprintf(where, sizeof where, "argument '%s'", argv[i]);
+            fail_arg(rt, where, "expected an option or KEY=VALUE");
+        }
+    }
+    c.kv = (const char **)(argv + optind);
+    c.n_kv = argc - optind;
+    const char *cdir = smoe_config_default_dir();
+    char base_default[4200];
+    if (!c.base && cdir) {
+        snprintf(base_default, sizeof base_default, "%s/train.yml", cdir);
+        c.base = base_default;
+    }
+    if (!c.model)
+        c.model = "tiny";
+    c.devices = smoe_rt_size(rt);
+    if (compare && (o.trace_path || o.dump_path))
+        fail_arg(rt, "argument '--compare'", "cannot be combined with --trace or --dump-params");
+    if (!o.data_path) {
+        snprintf(data_default, sizeof data_default, "%s/../data/gpl-3.0.txt", cdir ? cdir : ".");
+        o.data_path = data_default;
+    }
+    /* config and plan: deterministic, so every rank gets the same verdict */
+    smoe_config_opts co;
+    memset(&co, 0, sizeof co);
+    co.base_path = c.base;
+    co.model = c.model;
+    co.rules = c.rules;
+    co.overrides = c.kv;
+    co.n_overrides = c.n_kv;
+    co.use_env = 1;
+    smoe_config *cfg;
+    if (smoe_config_load(&co, &cfg, &err))
+        fail(rt, &err);
+    smoe_plan_opts po = { c.devices, 1, c.params, 4 };
+    smoe_plan *plan;
+    if (smoe_plan_build(cfg, &po, &plan, &err)) {
+        if (!err.where[0])
+            snprintf(err.where, sizeof err.where, "%d MPI ranks", smoe_rt_size(rt));
+        fail(rt, &err);
+    }
+    if (smoe_rt_set_mesh(rt, &plan->mesh, &ro, &err))
+        fail(rt, &err);
+    smoe_model_cfg mc;
+    if (smoe_train_model_cfg(cfg, &plan->mesh, &mc, &err))
+        fail(rt, &err);
+    if (root && !quiet && !c.json)
+        print_banner(cfg, plan, rt, &o, ro.shared_queue, &mc);
+
+    static const struct { const char *label; int depth_zero, legacy; } modes[] = {
+        { "no-prefetch", 1, 0 }, { "prefetch", 0, 0 }, { "legacy", 0, 1 } };
+    smoe_train_result res[3];
+    memset(res, 0, sizeof res);
+    int nruns = compare ? 3 : 1;
+    int depth = o.prefetch_depth;
+    for (int r = 0; r < nruns; r++) {
+        smoe_train_opts oo = o;
+        run_ctx rc = { root, quiet, c.json, o.steps, compare ? modes[r].label : "" };
+        if (compare) {
+            oo.prefetch_depth = modes[r].depth_zero ? 0 : depth;
+            oo.legacy = modes[r].legacy;
+        }
+        oo.on_step = on_step;
+        oo.ud = &rc;
+        if (smoe_train_run(rt, cfg, plan, &oo, &res[r], &err))
+            fail(rt, &err);
+    }
+    if (root) {
+        if (c.json) {
+            train_print_json(stdout, plan, res, nruns, compare ? modes[0].label : NULL);
+        } else {
+            smoe_train_result *r = &res[0];
+            printf("\nBLAS core %s, %lld parameters, %lld tokens per step, params sha256 %s\n",
+                   r->blas.corename, (long long)r->params, (long long)r->tokens_per_step,
+                   r->params_sha256);
+            printf("\n%-12s %10s %14s %12s %12s %12s %14s %14s %10s\n", "schedule", "step ms",
+                   "exposed AG ms", "residual ms", "a2a ms", "compute ms", "peak gathered",
+                   "peak RSS/rank", "last loss");
+            for (int i = 0; i < nruns; i++)
+                print_summary_row(compare ? modes[i].label : (o.legacy ? "legacy" : "co-axis"),
+                                  &res[i]);
+            printf("\npeak gathered buffers per rank: forward %lld B, backward %lld B (largest "
+                   "layer %lld B; bound %d and %d layers at depth %d)\n",
+                   (long long)res[nruns - 1].peak_gathered_fwd_bytes,
+                   (long long)res[nruns - 1].peak_gathered_bwd_bytes,
+                   (long long)res[nruns - 1].layer_gathered_bytes, depth + 1, depth + 2, depth);
+            double mf = r->model_flops_per_step / (r->mean_compute_ms * 1e-3) /
+                        smoe_rt_size(rt) / 1e9;
+            printf("model FLOP/s per rank in compute: %.2f GFLOP/s\n", mf);
+        }
+    }
+    for (int r = 0; r < nruns; r++)
+        smoe_train_result_free(&res[r]);
+    smoe_plan_free(plan);
+    smoe_config_free(cfg);
+    smoe_rt_finalize(rt);
+    return 0;
+}

@@ -1,0 +1,95 @@
+/* smoe train: the step loop of sharded MoE training. Weights live sharded
+ * exactly as the plan says (one slab per state class: parameters,
+ * gradients, AdamW moments); each step gathers every weight by its plan
+ * (one nonblocking all-gather per gathered dim over its joint axes, issued
+ * `prefetch_depth` layers ahead, into buffers of a bounded pool), runs the
+ * model layer by layer, re-gathers in reverse for the backward, reduce-
+ * scatters gradients back to the shards, all-reduces them over the axes a
+ * weight is replicated on, and applies AdamW to the local shards.
+ *
+ * Data: byte-level tokens of a text file; every device holds a distinct
+ * slice of the global batch (the batch dim is sharded over every mesh axis
+ * of size > 1, in mesh order), sequence i of step s starts at a position
+ * drawn from (seed, s, i), so runs on different meshes see the same global
+ * batch. Initialisation is a function of (seed, weight, element) only, so
+ * every mesh starts from the same parameters. */
+#ifndef SMOE_TRAIN_H
+#define SMOE_TRAIN_H
+
+#include <stdint.h>
+
+#include "smoe/config.h"
+#include "smoe/kernels.h"
+#include "smoe/model.h"
+#include "smoe/plan.h"
+#include "smoe/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct smoe_train_step {
+    int64_t step;
+    double loss;            /* global mean cross-entropy */
+    double step_ms;         /* max over ranks */
+    double exposed_gather_ms; /* time blocked on gathers (incl. residual), max over ranks */
+    double residual_ms;     /* of which blocking residual gathers (legacy) */
+    double a2a_ms;          /* expert all-to-alls, max over ranks */
+    double compute_ms;      /* model kernels outside communication, max over ranks */
+    double gather_ms;       /* gather ops from start to completion (busy), max over ranks */
+    double reduce_wait_ms;  /* waiting for gradient reductions at the end */
+    int64_t peak_gathered_bytes; /* max over ranks */
+} smoe_train_step;
+
+typedef struct smoe_train_opts {
+    int64_t steps;          /* >= 1 */
+    uint64_t seed;
+    const char *data_path;  /* text file, bytes are tokens */
+    int prefetch_depth;     /* 0: gather just before use */
+    int legacy;             /* pre-fix plan: residual co-axes gathered at use */
+    int64_t max_memory;     /* bytes per rank, 0 = no limit */
+    const char *trace_path; /* Chrome trace file (rank 0 writes), or NULL */
+    const char *dump_path;  /* final parameters, canonical order, or NULL */
+    /* called on every rank after each step with the agreed record */
+    void (*on_step)(void *ud, const smoe_train_step *rec);
+    void *ud;
+} smoe_train_opts;
+
+
+typedef struct smoe_train_result {
+    int64_t nsteps;
+    smoe_train_step *steps;      /* owned; smoe_train_result_free */
+    double mean_step_ms, mean_exposed_gather_ms, mean_compute_ms, mean_gather_ms;
+    double mean_a2a_ms, mean_residual_ms;
+    int64_t peak_gathered_bytes;     /* gathered weights + gradient buffers of layers */
+    int64_t peak_gathered_fwd_bytes; /* during the forward pass */
+    int64_t peak_gathered_bwd_bytes; /* during the backward pass */
+    int64_t layer_gathered_bytes;    /* largest layer's gathered weights */
+    int64_t top_gathered_bytes;      /* embedding/head buffers (not layers) */
+    int64_t peak_rss_bytes;          /* max over ranks */
+    int64_t memory_estimate_bytes;   /* per rank, what --max-memory is checked against */
+    int64_t params, tokens_per_step;
+    double model_flops_per_step;     /* forward + backward, all ranks */
+    char params_sha256[65];
+    smoe_blas_info blas;
+} smoe_train_result;
+
+/* Run the training on the rank set of rt (smoe_rt_set_mesh done with the
+ * plan's mesh). Collective: every rank calls it with the same arguments.
+ * Errors (bad data file, unsupported config, memory over max_memory) are
+ * agreed across ranks before any step, so every rank returns the same
+ * status; rank 0's err carries the message. */
+smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg,
+                           const smoe_plan *plan, const smoe_train_opts *o,
+                           smoe_train_result *res, smoe_err *err);
+void smoe_train_result_free(smoe_train_result *r);
+
+/* The model configuration a smoe config describes (decoder_block deepseek,
+ * MLA attention); SMOE_EINVAL with the key's location otherwise. */
+smoe_status smoe_train_model_cfg(const smoe_config *cfg, const smoe_mesh *mesh,
+                                 smoe_model_cfg *mc, smoe_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

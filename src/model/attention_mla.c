@@ -1,0 +1,176 @@
+/* Multi-head latent attention (DeepSeek MLA), forward and backward, for
+ * the T = batch * seq local tokens of one layer:
+ *
+ *   h    = rmsnorm(x) * pre_norm
+ *   q    = q_lora ? (rmsnorm(h @ wq_a) * q_norm) @ wq_b : h @ query
+ *          (T, H, nope+rope); RoPE on the last `rope` dims of each head
+ *   kv_a = h @ wkv_a = [c_kv (kv_lora) | k_pe (rope)], the two column
+ *          blocks computed as two strided products; RoPE on k_pe
+ *   kv   = (rmsnorm(c_kv) * kv_norm) @ wkv_b = [k_nope | v] per head
+ *   k    = [k_nope(head) | k_pe] (k_pe shared by all heads)
+ *   o    = causal softmax(q k^T / sqrt(nope+rope)) v per sequence and head
+ *   x   += o (T, H*v) @ out (H*v, D)
+ *
+ * The backward runs the same chain in reverse; the gradient of the shared
+ * k_pe is the sum over heads. RoPE is a rotation, so its backward is the
+ * inverse rotation of the gradient. Each layer's saved tensors are in its
+ * attn_act; the intermediate gradients use the model's shared scratch.
+ */
+#include "model_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+static float attn_scale(const smoe_model_cfg *g)
+{
+    return (float)(1.0 / sqrt((double)(g->qk_nope + g->qk_rope)));
+}
+
+static void zero(float *p, int64_t n) { memset(p, 0, (size_t)n * sizeof *p); }
+
+void mla_fwd(smoe_model *m, attn_act *a, const float *const w[SMOE_W_NSLOTS],
+             float *x, smoe_ep_comm *comm)
+{
+    const smoe_model_cfg *g = &m->cfg;
+    const int64_t T = m->T, D = g->emb, H = g->heads, S = g->seq;
+    const int64_t dn = g->qk_nope, dr = g->qk_rope, dq = dn + dr;
+    const int64_t dv = g->v_head, R = g->kv_lora, Q = g->q_lora;
+    model_scratch *s = &m->s;
+
+    memcpy(a->xin, x, (size_t)(T * D) * sizeof *x);
+    smoe_rmsnorm(a->h, a->rstd1, x, w[SMOE_W_PRE_NORM], T, D, g->eps);
+
+    /* queries */
+    if (Q) {
+        smoe_matmul(a->qa, a->h, w[SMOE_W_WQ_A], T, D, Q, 0.0f);
+        model_progress(comm);
+        smoe_rmsnorm(a->qan, a->rstd_q, a->qa, w[SMOE_W_Q_NORM], T, Q, g->eps);
+        smoe_matmul(a->q, a->qan, w[SMOE_W_WQ_B], T, Q, H * dq, 0.0f);
+    } else {
+        smoe_matmul(a->q, a->h, w[SMOE_W_QUERY], T, D, H * dq, 0.0f);
+    }
+    model_progress(comm);
+    for (int64_t hh = 0; hh < H; hh++)
+        smoe_rope(a->q + hh * dq + dn, m->pos, T, 1, dr, H * dq, g->rope_theta, 0);
+
+    /* compressed kv and the shared rotary key */
+    const float *wkv_a = w[SMOE_W_WKV_A];
+    smoe_gemm(0, 0, T, R, D, 1.0f, a->h, D, wkv_a, R + dr, 0.0f, a->ckv, R);
+    model_progress(comm);
+    smoe_gemm(0, 0, T, dr, D, 1.0f, a->h, D, wkv_a + R, R + dr, 0.0f, s->kpe, dr);
+    model_progress(comm);
+    smoe_rope(s->kpe, m->pos, T, 1, dr, dr, g->rope_theta, 0);
+    smoe_rmsnorm(a->ckvn, a->rstd_kv, a->ckv, w[SMOE_W_KV_NORM], T, R, g->eps);
+    smoe_matmul(s->kv, a->ckvn, w[SMOE_W_WKV_B], T, R, H * (dn + dv), 0.0f);
+    model_progress(comm);
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t hh = 0; hh < H; hh++) {
+            const float *kv = s->kv + (t * H + hh) * (dn + dv);
+            float *k = a->k + (t * H + hh) * dq;
+            memcpy(k, kv, (size_t)dn * sizeof *k);
+            memcpy(k + dn, s->kpe + t * dr, (size_t)dr * sizeof *k);
+            memcpy(a->v + (t * H + hh) * dv, kv + dn, (size_t)dv * sizeof *k);
+        }
+
+    /* causal attention, one sequence at a time */
+    const float scale = attn_scale(g);
+    for (int64_t b = 0; b < g->batch; b++) {
+        const int64_t t0 = b * S;
+        smoe_attention(a->o + t0 * H * dv, a->p + b * H * S * S,
+                       a->q + t0 * H * dq, a->k + t0 * H * dq,
+                       a->v + t0 * H * dv, S, H, dq, dv, H * dq, H * dq,
+                       H * dv, scale);
+        model_progress(comm);
+    }
+
+    /* x += o @ out */
+    smoe_matmul(x, a->o, w[SMOE_W_OUT], T, H * dv, D, 1.0f);
+    model_progress(comm);
+}
+
+void mla_bwd(smoe_model *m, const attn_act *a,
+             const float *const w[SMOE_W_NSLOTS],
+             float *const dw[SMOE_W_NSLOTS], float *dx, smoe_ep_comm *comm)
+{
+    const smoe_model_cfg *g = &m->cfg;
+    const int64_t T = m->T, D = g->emb, H = g->heads, S = g->seq;
+    const int64_t dn = g->qk_nope, dr = g->qk_rope, dq = dn + dr;
+    const int64_t dv = g->v_head, R = g->kv_lora, Q = g->q_lora;
+    model_scratch *s = &m->s;
+    float *dkv = s->kv, *dkpe = s->kpe; /* the forward's buffers, reused */
+
+    /* x_out = x_in + o @ out */
+    zero(s->dout, T * H * dv);
+    smoe_matmul_bwd(s->dout, dw[SMOE_W_OUT], dx, a->o, w[SMOE_W_OUT], T, H * dv, D);
+    model_progress(comm);
+
+    /* attention */
+    zero(s->dq, T * H * dq);
+    zero(s->dk, T * H * dq);
+    zero(s->dv, T * H * dv);
+    const float scale = attn_scale(g);
+    for (int64_t b = 0; b < g->batch; b++) {
+        const int64_t t0 = b * S;
+        smoe_attention_bwd(s->dq + t0 * H * dq, s->dk + t0 * H * dq,
+                           s->dv + t0 * H * dv, s->dout + t0 * H * dv,
+                           a->p + b * H * S * S, a->q + t0 * H * dq,
+                           a->k + t0 * H * dq, a->v + t0 * H * dv, S, H, dq,
+                           dv, H * dq, H * dq, H * dv, scale, s->att);
+        model_progress(comm);
+    }
+
+    /* back to kv's layout; k_pe's gradient sums over the heads */
+    zero(dkpe, T * dr);
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t hh = 0; hh < H; hh++) {
+            float *d = dkv + (t * H + hh) * (dn + dv);
+            const float *dk = s->dk + (t * H + hh) * dq;
+            memcpy(d, dk, (size_t)dn * sizeof *d);
+            memcpy(d + dn, s->dv + (t * H + hh) * dv, (size_t)dv * sizeof *d);
+            smoe_vec_add(dkpe + t * dr, dk + dn, dr);
+        }
+    smoe_rope(dkpe, m->pos, T, 1, dr, dr, g->rope_theta, 1);
+    for (int64_t hh = 0; hh < H; hh++)
+        smoe_rope(s->dq + hh * dq + dn, m->pos, T, 1, dr, H * dq, g->rope_theta, 1);
+
+    /* kv = ckvn @ wkv_b, ckvn = rmsnorm(ckv) * kv_norm */
+    zero(s->dckvn, T * R);
+    smoe_matmul_bwd(s->dckvn, dw[SMOE_W_WKV_B], dkv, a->ckvn, w[SMOE_W_WKV_B],
+                    T, R, H * (dn + dv));
+    model_progress(comm);
+    zero(s->dckv, T * R);
+    smoe_rmsnorm_bwd(s->dckv, dw[SMOE_W_KV_NORM], s->dckvn, a->ckv,
+                     w[SMOE_W_KV_NORM], a->rstd_kv, T, R);
+
+    /* [ckv | k_pe] = h @ wkv_a, by column blocks */
+    const float *wkv_a = w[SMOE_W_WKV_A];
+    float *dwkv_a = dw[SMOE_W_WKV_A];
+    smoe_gemm(0, 1, T, D, R, 1.0f, s->dckv, R, wkv_a, R + dr, 0.0f, s->dh, D);
+    model_progress(comm);
+    smoe_gemm(0, 1, T, D, dr, 1.0f, dkpe, dr, wkv_a + R, R + dr, 1.0f, s->dh, D);
+    model_progress(comm);
+    smoe_gemm(1, 0, D, R, T, 1.0f, a->h, D, s->dckv, R, 1.0f, dwkv_a, R + dr);
+    model_progress(comm);
+    smoe_gemm(1, 0, D, dr, T, 1.0f, a->h, D, dkpe, dr, 1.0f, dwkv_a + R, R + dr);
+    model_progress(comm);
+
+    /* queries */
+    if (Q) {
+        zero(s->dqan, T * Q);
+        smoe_matmul_bwd(s->dqan, dw[SMOE_W_WQ_B], s->dq, a->qan, w[SMOE_W_WQ_B],
+                        T, Q, H * dq);
+        model_progress(comm);
+        zero(s->dqa, T * Q);
+        smoe_rmsnorm_bwd(s->dqa, dw[SMOE_W_Q_NORM], s->dqan, a->qa,
+                         w[SMOE_W_Q_NORM], a->rstd_q, T, Q);
+        smoe_matmul_bwd(s->dh, dw[SMOE_W_WQ_A], s->dqa, a->h, w[SMOE_W_WQ_A], T, D, Q);
+    } else {
+        smoe_matmul_bwd(s->dh, dw[SMOE_W_QUERY], s->dq, a->h, w[SMOE_W_QUERY],
+                        T, D, H * dq);
+    }
+    model_progress(comm);
+
+    /* h = rmsnorm(x) * pre_norm; dx already holds the residual path */
+    smoe_rmsnorm_bwd(dx, dw[SMOE_W_PRE_NORM], s->dh, a->xin,
+                     w[SMOE_W_PRE_NORM], a->rstd1, T, D);
+}

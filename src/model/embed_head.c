@@ -1,0 +1,56 @@
+/* The ends of the model: the token embedding (a row gather, and its
+ * scatter-add backward) and the head, loss = loss_scale * sum_t
+ * CE(rmsnorm(x_t) * final_norm @ logits_w, target_t). The head runs over
+ * HEAD_CHUNK rows at a time so its logits buffer is (HEAD_CHUNK, vocab)
+ * rather than (T, vocab), which for a 100k+ vocabulary would dominate the
+ * activation memory.
+ */
+#include "model_impl.h"
+
+#include <string.h>
+
+void smoe_model_embed_fwd(smoe_model *m, const float *embed,
+                          const int32_t *tokens, float *x)
+{
+    const int64_t D = m->cfg.emb;
+    for (int64_t t = 0; t < m->T; t++) {
+        SMOE_ASSERT(tokens[t] >= 0 && tokens[t] < m->cfg.vocab);
+        memcpy(x + t * D, embed + (int64_t)tokens[t] * D, (size_t)D * sizeof *x);
+    }
+}
+
+void smoe_model_embed_bwd(smoe_model *m, float *dembed, const int32_t *tokens,
+                          const float *dx)
+{
+    const int64_t D = m->cfg.emb;
+    for (int64_t t = 0; t < m->T; t++) {
+        SMOE_ASSERT(tokens[t] >= 0 && tokens[t] < m->cfg.vocab);
+        smoe_vec_add(dembed + (int64_t)tokens[t] * D, dx + t * D, D);
+    }
+}
+
+double smoe_model_head(smoe_model *m, const float *final_norm,
+                       const float *logits_w, const int32_t *targets,
+                       const float *x, float *dx, float *dnorm,
+                       float *dlogits, float loss_scale)
+{
+    const int64_t T = m->T, D = m->cfg.emb, V = m->cfg.vocab;
+    model_scratch *s = &m->s;
+    double loss = 0.0;
+    for (int64_t r0 = 0; r0 < T; r0 += HEAD_CHUNK) {
+        const int64_t n = T - r0 < HEAD_CHUNK ? T - r0 : HEAD_CHUNK;
+        const float *xr = x + r0 * D;
+        smoe_rmsnorm(s->hn, s->hrstd, xr, final_norm, n, D, m->cfg.eps);
+        smoe_matmul(s->lg, s->hn, logits_w, n, D, V, 0.0f);
+        /* the logits' gradient overwrites them */
+        loss += smoe_cross_entropy(dx ? s->lg : NULL, s->lg, targets + r0, n, V,
+                                   loss_scale);
+        if (!dx)
+            continue;
+        smoe_gemm(0, 1, n, D, V, 1.0f, s->lg, V, logits_w, V, 0.0f, s->dhn, D);
+        smoe_matmul_bwd(NULL, dlogits, s->lg, s->hn, logits_w, n, D, V);
+        memset(dx + r0 * D, 0, (size_t)(n * D) * sizeof *dx);
+        smoe_rmsnorm_bwd(dx + r0 * D, dnorm, s->dhn, xr, final_norm, s->hrstd, n, D);
+    }
+    return loss * (double)loss_scale;
+}

@@ -1,0 +1,352 @@
+/* The model object: configuration checks, the activation slab and the
+ * routed-row stores, statistics. smoe_model_new computes every buffer's
+ * size up front from the config and carves them all from one slab (saved
+ * activations of every layer, then the transient scratch shared by the
+ * layers), so a training step does no allocation. The only exception is the
+ * MoE owner side, whose row count depends on the routing: those rows live
+ * in per-layer stores and one owner scratch, allocated at creation for the
+ * balanced load (exactly for ep == 1) and grown geometrically, never past
+ * the worst case route_max = ep * T * topk rows (fewer with a capacity).
+ */
+#include "model_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- configuration checks ---- */
+
+static smoe_status check_pos(smoe_err *err, const char *name, int64_t v)
+{
+    if (v <= 0 || v > INT32_MAX)
+        return smoe_err_set(err, SMOE_EINVAL,
+                            "model: %s = %lld must be in [1, %d]", name,
+                            (long long)v, INT32_MAX);
+    return SMOE_OK;
+}
+
+static smoe_status check_nonneg(smoe_err *err, const char *name, int64_t v)
+{
+    if (v < 0 || v > INT32_MAX)
+        return smoe_err_set(err, SMOE_EINVAL,
+                            "model: %s = %lld must be in [0, %d]", name,
+                            (long long)v, INT32_MAX);
+    return SMOE_OK;
+}
+
+static smoe_status check_cfg(const smoe_model_cfg *c, smoe_err *err)
+{
+    smoe_status st;
+#define POS(f) if ((st = check_pos(err, #f, c->f))) return st
+#define NONNEG(f) if ((st = check_nonneg(err, #f, c->f))) return st
+    POS(emb); POS(heads); POS(kv_lora); POS(qk_nope); POS(qk_rope);
+    POS(v_head); POS(vocab); POS(seq); POS(batch); POS(ep);
+    NONNEG(q_lora); NONNEG(n_dense); NONNEG(n_moe); NONNEG(shared);
+    if (c->qk_rope % 2)
+        return smoe_err_set(err, SMOE_EINVAL,
+                            "model: qk_rope = %lld must be even (RoPE turns pairs)",
+                            (long long)c->qk_rope);
+    if (c->n_dense > 0)
+        POS(mlp);
+    if (c->n_moe > 0) {
+        POS(moe_mlp); POS(experts); POS(topk);
+        if (c->topk > c->experts)
+            return smoe_err_set(err, SMOE_EINVAL,
+                                "model: topk = %lld exceeds experts = %lld",
+                                (long long)c->topk, (long long)c->experts);
+        if (c->experts % c->ep)
+            return smoe_err_set(err, SMOE_EINVAL,
+                                "model: experts = %lld is not divisible by ep = %lld",
+                                (long long)c->experts, (long long)c->ep);
+        if (!isfinite(c->routed_scale))
+            return smoe_err_set(err, SMOE_EINVAL, "model: routed_scale is not finite");
+        if (!isfinite(c->capacity_factor))
+            return smoe_err_set(err, SMOE_EINVAL, "model: capacity_factor is not finite");
+    }
+#undef POS
+#undef NONNEG
+    if (!(c->eps >= 0.0f) || !isfinite(c->eps))
+        return smoe_err_set(err, SMOE_EINVAL, "model: eps = %g must be >= 0",
+                            (double)c->eps);
+    if (!(c->rope_theta > 0.0f) || !isfinite(c->rope_theta))
+        return smoe_err_set(err, SMOE_EINVAL, "model: rope_theta = %g must be > 0",
+                            (double)c->rope_theta);
+    if (c->batch > INT32_MAX / c->seq)
+        return smoe_err_set(err, SMOE_EINVAL,
+                            "model: batch * seq = %lld * %lld tokens is too many",
+                            (long long)c->batch, (long long)c->seq);
+    return SMOE_OK;
+}
+
+/* ---- slab carving: a sizing pass (base NULL) then the real one ---- */
+
+typedef struct carver {
+    char *base;  /* NULL while sizing */
+    int64_t off; /* bytes used so far */
+    int ovf;     /* a size overflowed */
+} carver;
+
+static int64_t mulc(carver *c, int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_mul_overflow(a, b, &r) || r > ((int64_t)1 << 50)) {
+        c->ovf = 1;
+        return 0;
+    }
+    return r;
+}
+
+static void *carve(carver *c, int64_t n, int64_t elsize)
+{
+    int64_t bytes = mulc(c, n, elsize);
+    c->off = (c->off + 63) & ~(int64_t)63;
+    void *p = c->base ? c->base + c->off : NULL;
+    c->off += bytes;
+    return p;
+}
+
+#define CF(c, n) ((float *)carve((c), (n), (int64_t)sizeof(float)))
+
+static void carve_all(smoe_model *m, carver *c)
+{
+    const smoe_model_cfg *g = &m->cfg;
+    const int64_t T = m->T, D = g->emb, H = g->heads;
+    const int64_t dq = g->qk_nope + g->qk_rope;
+    const int64_t K = g->n_moe ? g->topk : 0, E = g->n_moe ? g->experts : 0;
+    const int64_t ep = g->ep, el = m->el;
+    const int64_t sw = g->shared * g->moe_mlp;
+
+    m->pos = carve(c, T, (int64_t)sizeof(int32_t));
+    for (int64_t l = 0; l < m->n_layers; l++) {
+        layer_act *la = &m->layers[l];
+        attn_act *a = &la->at;
+        a->xin = CF(c, mulc(c, T, D));
+        a->rstd1 = CF(c, T);
+        a->h = CF(c, mulc(c, T, D));
+        if (g->q_lora) {
+            a->qa = CF(c, mulc(c, T, g->q_lora));
+            a->rstd_q = CF(c, T);
+            a->qan = CF(c, mulc(c, T, g->q_lora));
+        }
+        a->q = CF(c, mulc(c, T, mulc(c, H, dq)));
+        a->ckv = CF(c, mulc(c, T, g->kv_lora));
+        a->rstd_kv = CF(c, T);
+        a->ckvn = CF(c, mulc(c, T, g->kv_lora));
+        a->k = CF(c, mulc(c, T, mulc(c, H, dq)));
+        a->v = CF(c, mulc(c, T, mulc(c, H, g->v_head)));
+        a->p = CF(c, mulc(c, mulc(c, g->batch, H), mulc(c, g->seq, g->seq)));
+        a->o = CF(c, mulc(c, T, mulc(c, H, g->v_head)));
+        la->xmid = CF(c, mulc(c, T, D));
+        la->rstd2 = CF(c, T);
+        la->h2 = CF(c, mulc(c, T, D));
+        if (l < g->n_dense) {
+            la->mlp.a = CF(c, mulc(c, T, g->mlp));
+            la->mlp.b = CF(c, mulc(c, T, g->mlp));
+            continue;
+        }
+        moe_act *e = &la->moe;
+        e->scores = CF(c, mulc(c, T, E));
+        e->topk = carve(c, mulc(c, T, K), (int64_t)sizeof(int32_t));
+        e->wts = CF(c, mulc(c, T, K));
+        e->pos = carve(c, mulc(c, T, K), (int64_t)sizeof(int64_t));
+        e->yret = CF(c, mulc(c, mulc(c, T, K), D));
+        e->send_cnt = carve(c, mulc(c, ep, el), (int64_t)sizeof(int64_t));
+        e->recv_cnt = carve(c, mulc(c, ep, el), (int64_t)sizeof(int64_t));
+        if (sw) {
+            e->sh.a = CF(c, mulc(c, T, sw));
+            e->sh.b = CF(c, mulc(c, T, sw));
+        }
+    }
+
+    model_scratch *s = &m->s;
+    const int64_t wmax = m->wmax;
+    const int64_t hc = T < HEAD_CHUNK ? T : HEAD_CHUNK;
+    s->kv = CF(c, mulc(c, T, mulc(c, H, g->qk_nope + g->v_head)));
+    s->kpe = CF(c, mulc(c, T, g->qk_rope));
+    s->dh = CF(c, mulc(c, T, D));
+    s->dq = CF(c, mulc(c, T, mulc(c, H, dq)));
+    s->dk = CF(c, mulc(c, T, mulc(c, H, dq)));
+    s->dv = CF(c, mulc(c, T, mulc(c, H, g->v_head)));
+    s->dckvn = CF(c, mulc(c, T, g->kv_lora));
+    s->dckv = CF(c, mulc(c, T, g->kv_lora));
+    if (g->q_lora) {
+        s->dqan = CF(c, mulc(c, T, g->q_lora));
+        s->dqa = CF(c, mulc(c, T, g->q_lora));
+    }
+    s->dout = CF(c, mulc(c, T, mulc(c, H, g->v_head)));
+    s->att = CF(c, g->seq);
+    s->dh2 = CF(c, mulc(c, T, D));
+    s->g = CF(c, mulc(c, T, wmax));
+    s->dg = CF(c, mulc(c, T, wmax));
+    s->da = CF(c, mulc(c, T, wmax));
+    s->db = CF(c, mulc(c, T, wmax));
+    s->dsc = CF(c, mulc(c, T, E));
+    s->dwk = CF(c, mulc(c, T, K));
+    s->send = CF(c, mulc(c, mulc(c, T, K), D));
+    s->dxk = CF(c, mulc(c, mulc(c, T, K), D));
+    s->eoff = carve(c, E, (int64_t)sizeof(int64_t));
+    s->srows = carve(c, ep, (int64_t)sizeof(int64_t));
+    s->rrows = carve(c, ep, (int64_t)sizeof(int64_t));
+    s->hn = CF(c, mulc(c, hc, D));
+    s->hrstd = CF(c, hc);
+    s->lg = CF(c, mulc(c, hc, g->vocab));
+    s->dhn = CF(c, mulc(c, hc, D));
+}
+
+/* ---- routed-row stores ---- */
+
+static int64_t grow_to(int64_t cap, int64_t need, int64_t max)
+{
+    int64_t n = cap + cap / 2;
+    if (n < need)
+        n = need;
+    return n < max ? n : max;
+}
+
+smoe_status model_reserve_routed(smoe_model *m, moe_act *a, int64_t n,
+                                 smoe_err *err)
+{
+    const int64_t D = m->cfg.emb, Mm = m->cfg.moe_mlp;
+    if (n > m->route_max)
+        return smoe_err_set(err, SMOE_EINVAL,
+                            "model: %lld routed rows received, more than the bound "
+                            "%lld (do all ranks use the same batch and seq?)",
+                            (long long)n, (long long)m->route_max);
+    if (a && n > a->store_cap) {
+        int64_t cap = grow_to(a->store_cap, n, m->route_max);
+        float *p = smoe_malloc((size_t)(cap * (D + 2 * Mm)) * sizeof *p);
+        if (!p)
+            return smoe_err_set(err, SMOE_ENOMEM,
+                                "model: out of memory growing the routed store to %lld rows",
+                                (long long)cap);
+        smoe_free(a->store);
+        a->store = p;
+        a->store_cap = cap;
+        a->xr = p;
+        a->r.a = p + cap * D;
+        a->r.b = a->r.a + cap * Mm;
+    }
+    own_scratch *o = &m->own;
+    if (n > o->cap) {
+        int64_t cap = grow_to(o->cap, n, m->route_max);
+        float *p = smoe_malloc((size_t)(cap * (3 * D + 4 * Mm)) * sizeof *p);
+        if (!p)
+            return smoe_err_set(err, SMOE_ENOMEM,
+                                "model: out of memory growing the MoE scratch to %lld rows",
+                                (long long)cap);
+        smoe_free(o->buf);
+        o->buf = p;
+        o->cap = cap;
+        o->ra = p;
+        o->rb = o->ra + cap * D;
+        o->rc = o->rb + cap * D;
+        o->g = o->rc + cap * D;
+        o->dg = o->g + cap * Mm;
+        o->da = o->dg + cap * Mm;
+        o->db = o->da + cap * Mm;
+    }
+    return SMOE_OK;
+}
+
+/* ---- lifecycle ---- */
+
+smoe_status smoe_model_new(const smoe_model_cfg *cfg, smoe_model **out,
+                           smoe_err *err)
+{
+    smoe_status st;
+    smoe_model *m = NULL;
+    *out = NULL;
+    if ((st = check_cfg(cfg, err)))
+        return st;
+    m = smoe_calloc(1, sizeof *m);
+    if (!m)
+        goto nomem;
+    m->cfg = *cfg;
+    const smoe_model_cfg *g = &m->cfg;
+    m->T = g->batch * g->seq;
+    m->n_layers = g->n_dense + g->n_moe;
+    if (g->n_moe) {
+        m->el = g->experts / g->ep;
+        if (g->capacity_factor > 0.0f)
+            m->capacity = (int64_t)ceil((double)m->T * (double)g->topk /
+                                        (double)g->experts *
+                                        (double)g->capacity_factor);
+        int64_t per_peer = m->T * g->topk;
+        if (m->capacity > 0 && m->el * m->capacity < per_peer)
+            per_peer = m->el * m->capacity;
+        m->route_max = g->ep * per_peer;
+    }
+    int64_t wd = g->n_dense ? g->mlp : 0, ws = g->n_moe ? g->shared * g->moe_mlp : 0;
+    m->wmax = wd > ws ? wd : ws;
+    m->layers = smoe_calloc((size_t)(m->n_layers ? m->n_layers : 1), sizeof *m->layers);
+    if (!m->layers)
+        goto nomem;
+
+    carver c = { NULL, 0, 0 };
+    carve_all(m, &c);
+    if (c.ovf) {
+        st = smoe_err_set(err, SMOE_EINVAL,
+                          "model: activation sizes overflow (dimensions too large)");
+        goto fail;
+    }
+    m->slab_bytes = c.off;
+    m->slab = smoe_calloc(1, (size_t)c.off);
+    if (!m->slab)
+        goto nomem;
+    c = (carver){ m->slab, 0, 0 };
+    carve_all(m, &c);
+    SMOE_ASSERT(c.off == m->slab_bytes);
+    for (int64_t t = 0; t < m->T; t++)
+        m->pos[t] = (int32_t)(t % g->seq);
+
+    if (g->n_moe) {
+        /* Balanced load up front (every case for ep == 1); grown on demand. */
+        int64_t n0 = m->T * g->topk < m->route_max ? m->T * g->topk : m->route_max;
+        for (int64_t l = g->n_dense; l < m->n_layers; l++)
+            if ((st = model_reserve_routed(m, &m->layers[l].moe, n0, err)))
+                goto fail;
+    }
+    *out = m;
+    return SMOE_OK;
+
+nomem:
+    st = smoe_err_set(err, SMOE_ENOMEM, "model: out of memory allocating activations");
+fail:
+    smoe_model_free(m);
+    return st;
+}
+
+void smoe_model_free(smoe_model *m)
+{
+    if (!m)
+        return;
+    if (m->layers)
+        for (int64_t l = 0; l < m->n_layers; l++)
+            smoe_free(m->layers[l].moe.store);
+    smoe_free(m->own.buf);
+    smoe_free(m->slab);
+    smoe_free(m->layers);
+    smoe_free(m);
+}
+
+const smoe_model_cfg *smoe_model_config(const smoe_model *m) { return &m->cfg; }
+
+int64_t smoe_model_act_bytes(const smoe_model *m)
+{
+    const int64_t D = m->cfg.emb, Mm = m->cfg.moe_mlp;
+    int64_t n = m->slab_bytes;
+    for (int64_t l = m->cfg.n_dense; l < m->n_layers; l++)
+        n += m->layers[l].moe.store_cap * (D + 2 * Mm) * (int64_t)sizeof(float);
+    n += m->own.cap * (3 * D + 4 * Mm) * (int64_t)sizeof(float);
+    return n;
+}
+
+smoe_model_stats smoe_model_stats_get(const smoe_model *m) { return m->stats; }
+
+void smoe_model_stats_reset(smoe_model *m) { memset(&m->stats, 0, sizeof m->stats); }
+
+const int32_t *smoe_model_topk(const smoe_model *m, int l)
+{
+    if (l < m->cfg.n_dense || l >= m->n_layers)
+        return NULL;
+    return m->layers[l].moe.topk;
+}

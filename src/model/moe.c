@@ -1,0 +1,363 @@
+/* The DeepSeek MoE block, forward and backward: router, top-k selection,
+ * dispatch of token rows to the ranks owning their experts, the expert
+ * FFNs, and the weighted combine, plus the shared experts.
+ *
+ * Router: scores = softmax|sigmoid(h2 @ gate) (T, E); the top-k experts of
+ * each token by score (+ gate bias when routed_bias; the bias only selects
+ * and gets no gradient), ties to the lower expert index; combine weights
+ * w_k = scores[e_k] (divided by their sum for sigmoid) * routed_scale. The
+ * gradient flows through w into the scores and the logits; the choice of
+ * experts is a constant.
+ *
+ * Dispatch: expert e lives on peer e / E_l. The send buffer holds the
+ * (token, k) rows ordered by global expert, then token, which is peer
+ * order, then local expert, then token. With a capacity C, the pairs of an
+ * expert beyond the first C (in token order) are dropped: they contribute
+ * zero. Counts per (peer, local expert) are exchanged first, then the rows
+ * (alltoallv). The owner regroups the received rows expert-major (local
+ * expert, then peer), so each expert sees its rows in global token order
+ * when peers hold consecutive token ranges, runs the expert FFN (one
+ * smoe_matmul per weight), regroups back to peer order and returns the
+ * outputs (alltoallv in reverse); the sender combines them with w. The
+ * backward sends the row gradients w_k * dy along the same routes, the
+ * owner accumulates its experts' dW and returns the input gradients.
+ *
+ * Errors: every rank of the group must make the same sequence of calls. A
+ * failure after the count exchange (the owner store cannot grow, a comm
+ * call fails) returns its status with peers possibly still inside a
+ * collective; the runtime is expected to abort the job on it (its abort
+ * hook is MPI_Abort), as for any error inside a step.
+ */
+#include "model_impl.h"
+
+#include <string.h>
+
+/* rows[p] = sum over the local experts of cnt (ep, el). */
+static int64_t rows_per_peer(int64_t *rows, const int64_t *cnt, int64_t ep,
+                             int64_t el)
+{
+    int64_t total = 0;
+    for (int64_t p = 0; p < ep; p++) {
+        rows[p] = 0;
+        for (int64_t j = 0; j < el; j++)
+            rows[p] += cnt[p * el + j];
+        total += rows[p];
+    }
+    return total;
+}
+
+/* Move rows grouped by (peer, local expert), counts cnt (ep, el), between
+ * peer-major order (as exchanged) and expert-major order (as computed):
+ * to_expert = 1 reads peer-major src and writes expert-major dst, 0 the
+ * reverse. tmp (ep * el) is scratch. */
+static void regroup(float *dst, const float *src, const int64_t *cnt,
+                    int64_t ep, int64_t el, int64_t d, int64_t *tmp,
+                    int to_expert)
+{
+    int64_t r = 0;
+    for (int64_t j = 0; j < el; j++)
+        for (int64_t p = 0; p < ep; p++) {
+            tmp[p * el + j] = r;
+            r += cnt[p * el + j];
+        }
+    r = 0;
+    for (int64_t p = 0; p < ep; p++)
+        for (int64_t j = 0; j < el; j++) {
+            const int64_t n = cnt[p * el + j], e = tmp[p * el + j];
+            if (n == 0)
+                continue;
+            if (to_expert)
+                memcpy(dst + e * d, src + r * d, (size_t)(n * d) * sizeof *dst);
+            else
+                memcpy(dst + r * d, src + e * d, (size_t)(n * d) * sizeof *dst);
+            r += n;
+        }
+}
+
+static smoe_status a2a(smoe_model *m, smoe_ep_comm *c, const float *send,
+                       float *recv, const char *what, smoe_err *err)
+{
+    double t0 = smoe_now();
+    smoe_status st = c->alltoallv(c->ctx, send, m->s.srows, recv, m->s.rrows,
+                                  m->cfg.emb);
+    m->stats.a2a_seconds += smoe_now() - t0;
+    if (st)
+        return smoe_err_set(err, st, "model: expert all-to-all (%s) failed: %s",
+                            what, smoe_status_name(st));
+    return SMOE_OK;
+}
+
+/* The same a2a in the reverse direction (owner -> sender). */
+static smoe_status a2a_back(smoe_model *m, smoe_ep_comm *c, const float *send,
+                            float *recv, const char *what, smoe_err *err)
+{
+    double t0 = smoe_now();
+    smoe_status st = c->alltoallv(c->ctx, send, m->s.rrows, recv, m->s.srows,
+                                  m->cfg.emb);
+    m->stats.a2a_seconds += smoe_now() - t0;
+    if (st)
+        return smoe_err_set(err, st, "model: expert all-to-all (%s) failed: %s",
+                            what, smoe_status_name(st));
+    return SMOE_OK;
+}
+
+static int picked(const int32_t *idx, int64_t k, int64_t e)
+{
+    for (int64_t j = 0; j < k; j++)
+        if (idx[j] == e)
+            return 1;
+    return 0;
+}
+
+/* Top-k and combine weights of every token from the saved scores. */
+static void route(smoe_model *m, moe_act *a, const float *bias)
+{
+    const smoe_model_cfg *g = &m->cfg;
+    const int64_t E = g->experts, K = g->topk;
+    for (int64_t t = 0; t < m->T; t++) {
+        const float *sc = a->scores + t * E;
+        int32_t *idx = a->topk + t * K;
+        for (int64_t k = 0; k < K; k++) {
+            int64_t best = -1;
+            float bv = 0.0f;
+            for (int64_t e = 0; e < E; e++) {
+                float v = bias ? sc[e] + bias[e] : sc[e];
+                if ((best < 0 || v > bv) && !picked(idx, k, e)) {
+                    best = e;
+                    bv = v;
+                }
+            }
+            idx[k] = (int32_t)best;
+        }
+        float sum = 0.0f;
+        for (int64_t k = 0; k < K; k++)
+            sum += sc[idx[k]];
+        float f = g->routed_scale;
+        if (g->score_sigmoid && sum > 0.0f)
+            f /= sum;
+        for (int64_t k = 0; k < K; k++)
+            a->wts[t * K + k] = sc[idx[k]] * f;
+    }
+}
+
+static smoe_status check_comm(const smoe_model *m, const smoe_ep_comm *c,
+                              smoe_err *err)
+{
+    if (!c || !c->exchange_counts || !c->alltoallv)
+        return smoe_err_set(err, SMOE_EINVAL,
+                            "model: a MoE layer needs an expert communicator");
+    if (c->size != m->cfg.ep || c->rank < 0 || c->rank >= c->size)
+        return smoe_err_set(err, SMOE_EINVAL,
+                            "model: expert group of size %d (rank %d) does not "
+                            "match ep = %lld",
+                            c->size, c->rank, (long long)m->cfg.ep);
+    return SMOE_OK;
+}
+
+smoe_status moe_fwd(smoe_model *m, layer_act *la,
+                    const float *const w[SMOE_W_NSLOTS], float *x,
+                    smoe_ep_comm *comm, smoe_err *err)
+{
+    const smoe_model_cfg *g = &m->cfg;
+    const int64_t T = m->T, D = g->emb, E = g->experts, K = g->topk;
+    const int64_t ep = g->ep, el = m->el, Mm = g->moe_mlp;
+    const int64_t sw = g->shared * g->moe_mlp;
+    moe_act *a = &la->moe;
+    model_scratch *s = &m->s;
+    own_scratch *o = &m->own;
+    smoe_status st;
+    if ((st = check_comm(m, comm, err)))
+        return st;
+
+    /* router */
+    smoe_matmul(a->scores, la->h2, w[SMOE_W_GATE], T, D, E, 0.0f);
+    model_progress(comm);
+    if (g->score_sigmoid)
+        smoe_sigmoid(a->scores, a->scores, T * E);
+    else
+        smoe_softmax_rows(a->scores, T, E);
+    route(m, a, g->routed_bias ? w[SMOE_W_GATE_BIAS] : NULL);
+
+    /* shared experts: x += SwiGLU(h2) */
+    if (sw)
+        mlp_fwd(x, 1.0f, a->sh, s->g, la->h2, w[SMOE_W_SH_WI0],
+                w[SMOE_W_SH_WI1], w[SMOE_W_SH_WO], T, D, sw, comm);
+
+    /* send order: by expert, then token; the pairs over capacity drop */
+    int64_t *cnt = a->send_cnt, dropped = 0;
+    memset(cnt, 0, (size_t)E * sizeof *cnt);
+    for (int64_t i = 0; i < T * K; i++) {
+        int32_t e = a->topk[i];
+        if (m->capacity > 0 && cnt[e] >= m->capacity) {
+            a->pos[i] = -1;
+            dropped++;
+        } else {
+            a->pos[i] = cnt[e]++;
+        }
+    }
+    for (int64_t e = 0, r = 0; e < E; e++) {
+        s->eoff[e] = r;
+        r += cnt[e];
+    }
+    for (int64_t i = 0; i < T * K; i++) {
+        if (a->pos[i] < 0)
+            continue;
+        a->pos[i] += s->eoff[a->topk[i]];
+        memcpy(s->send + a->pos[i] * D, la->h2 + (i / K) * D, (size_t)D * sizeof *x);
+    }
+    m->stats.routed += T * K;
+    m->stats.dropped += dropped;
+
+    /* counts, then rows, to the owners */
+    double t0 = smoe_now();
+    st = comm->exchange_counts(comm->ctx, cnt, a->recv_cnt, el);
+    m->stats.a2a_seconds += smoe_now() - t0;
+    if (st)
+        return smoe_err_set(err, st, "model: expert count exchange failed: %s",
+                            smoe_status_name(st));
+    a->n_send = rows_per_peer(s->srows, cnt, ep, el);
+    a->n_recv = rows_per_peer(s->rrows, a->recv_cnt, ep, el);
+    for (int64_t i = 0; i < ep * el; i++)
+        if (a->recv_cnt[i] < 0)
+            return smoe_err_set(err, SMOE_ECOMM, "model: negative expert row count received");
+    if ((st = model_reserve_routed(m, a, a->n_recv, err)))
+        return st;
+    if ((st = a2a(m, comm, s->send, o->ra, "dispatch", err)))
+        return st;
+    regroup(a->xr, o->ra, a->recv_cnt, ep, el, D, s->eoff, 1);
+
+    /* the local experts, on their rows */
+    const float *wi0 = w[SMOE_W_EXP_WI0], *wi1 = w[SMOE_W_EXP_WI1];
+    const float *wo = w[SMOE_W_EXP_WO];
+    for (int64_t j = 0, row = 0; j < el; j++) {
+        int64_t n = 0;
+        for (int64_t p = 0; p < ep; p++)
+            n += a->recv_cnt[p * el + j];
+        mlp_act ra = { a->r.a + row * Mm, a->r.b + row * Mm };
+        mlp_fwd(o->rb + row * D, 0.0f, ra, o->g + row * Mm, a->xr + row * D,
+                wi0 + j * D * Mm, wi1 + j * D * Mm, wo + j * Mm * D, n, D, Mm,
+                comm);
+        row += n;
+    }
+    regroup(o->ra, o->rb, a->recv_cnt, ep, el, D, s->eoff, 0);
+    if ((st = a2a_back(m, comm, o->ra, a->yret, "combine", err)))
+        return st;
+
+    /* x += sum_k w_k * expert_k(h2) */
+    for (int64_t i = 0; i < T * K; i++)
+        if (a->pos[i] >= 0)
+            smoe_vec_axpy(x + (i / K) * D, a->wts[i], a->yret + a->pos[i] * D, D);
+    return SMOE_OK;
+}
+
+/* dsc (T, E) = grad of the router logits from dwk (T, K), the grads of the
+ * combine weights. */
+static void router_bwd(smoe_model *m, const moe_act *a)
+{
+    const smoe_model_cfg *g = &m->cfg;
+    const int64_t T = m->T, E = g->experts, K = g->topk;
+    const float rs = g->routed_scale;
+    float *dsc = m->s.dsc;
+    memset(dsc, 0, (size_t)(T * E) * sizeof *dsc);
+    for (int64_t t = 0; t < T; t++) {
+        const float *sc = a->scores + t * E;
+        const int32_t *idx = a->topk + t * K;
+        const float *dwk = m->s.dwk + t * K;
+        float *d = dsc + t * E;
+        if (!g->score_sigmoid) { /* w_k = rs * s_k */
+            for (int64_t k = 0; k < K; k++)
+                d[idx[k]] += rs * dwk[k];
+            continue;
+        }
+        /* w_k = rs * s_k / Z, Z = sum_j s_j: dL/ds_j = rs (dw_j / Z - sum_k dw_k s_k / Z^2) */
+        double z = 0.0, sdot = 0.0;
+        for (int64_t k = 0; k < K; k++) {
+            z += (double)sc[idx[k]];
+            sdot += (double)dwk[k] * (double)sc[idx[k]];
+        }
+        if (z <= 0.0)
+            continue;
+        for (int64_t k = 0; k < K; k++)
+            d[idx[k]] += (float)((double)rs * ((double)dwk[k] / z - sdot / (z * z)));
+    }
+    if (g->score_sigmoid) {
+        for (int64_t i = 0; i < T * E; i++)
+            dsc[i] *= a->scores[i] * (1.0f - a->scores[i]);
+    } else {
+        smoe_softmax_rows_bwd(dsc, dsc, a->scores, T, E);
+    }
+}
+
+smoe_status moe_bwd(smoe_model *m, layer_act *la,
+                    const float *const w[SMOE_W_NSLOTS],
+                    float *const dw[SMOE_W_NSLOTS], const float *dy,
+                    float *dh2, smoe_ep_comm *comm, smoe_err *err)
+{
+    const smoe_model_cfg *g = &m->cfg;
+    const int64_t T = m->T, D = g->emb, E = g->experts, K = g->topk;
+    const int64_t ep = g->ep, el = m->el, Mm = g->moe_mlp;
+    const int64_t sw = g->shared * g->moe_mlp;
+    moe_act *a = &la->moe;
+    model_scratch *s = &m->s;
+    own_scratch *o = &m->own;
+    smoe_status st;
+    if ((st = check_comm(m, comm, err)))
+        return st;
+
+    if (sw)
+        mlp_bwd(dh2, dw[SMOE_W_SH_WI0], dw[SMOE_W_SH_WI1], dw[SMOE_W_SH_WO], dy,
+                a->sh, la->h2, w[SMOE_W_SH_WI0], w[SMOE_W_SH_WI1],
+                w[SMOE_W_SH_WO], T, D, sw, s->g, s->dg, s->da, s->db, comm);
+
+    /* combine: dw_k = dy . expert_k(h2); row gradients w_k * dy to the owners */
+    for (int64_t i = 0; i < T * K; i++) {
+        const int64_t p = a->pos[i];
+        const float *d = dy + (i / K) * D;
+        if (p < 0) {
+            s->dwk[i] = 0.0f;
+            continue;
+        }
+        const float *y = a->yret + p * D;
+        float *r = s->send + p * D;
+        double dot = 0.0;
+        for (int64_t j = 0; j < D; j++) {
+            dot += (double)d[j] * (double)y[j];
+            r[j] = a->wts[i] * d[j];
+        }
+        s->dwk[i] = (float)dot;
+    }
+    rows_per_peer(s->srows, a->send_cnt, ep, el);
+    rows_per_peer(s->rrows, a->recv_cnt, ep, el);
+    if ((st = a2a(m, comm, s->send, o->ra, "gradient dispatch", err)))
+        return st;
+    regroup(o->rb, o->ra, a->recv_cnt, ep, el, D, s->eoff, 1);
+
+    /* the local experts: dW and the input gradients of their rows */
+    memset(o->rc, 0, (size_t)(a->n_recv * D) * sizeof *o->rc);
+    const float *wi0 = w[SMOE_W_EXP_WI0], *wi1 = w[SMOE_W_EXP_WI1];
+    const float *wo = w[SMOE_W_EXP_WO];
+    for (int64_t j = 0, row = 0; j < el; j++) {
+        int64_t n = 0;
+        for (int64_t p = 0; p < ep; p++)
+            n += a->recv_cnt[p * el + j];
+        mlp_act ra = { a->r.a + row * Mm, a->r.b + row * Mm };
+        mlp_bwd(o->rc + row * D, dw[SMOE_W_EXP_WI0] + j * D * Mm,
+                dw[SMOE_W_EXP_WI1] + j * D * Mm, dw[SMOE_W_EXP_WO] + j * Mm * D,
+                o->rb + row * D, ra, a->xr + row * D, wi0 + j * D * Mm,
+                wi1 + j * D * Mm, wo + j * Mm * D, n, D, Mm, o->g + row * Mm,
+                o->dg + row * Mm, o->da + row * Mm, o->db + row * Mm, comm);
+        row += n;
+    }
+    regroup(o->ra, o->rc, a->recv_cnt, ep, el, D, s->eoff, 0);
+    if ((st = a2a_back(m, comm, o->ra, s->dxk, "gradient combine", err)))
+        return st;
+    for (int64_t i = 0; i < T * K; i++)
+        if (a->pos[i] >= 0)
+            smoe_vec_add(dh2 + (i / K) * D, s->dxk + a->pos[i] * D, D);
+
+    /* router: logits = h2 @ gate */
+    router_bwd(m, a);
+    smoe_matmul_bwd(dh2, dw[SMOE_W_GATE], s->dsc, la->h2, w[SMOE_W_GATE], T, D, E);
+    model_progress(comm);
+    return SMOE_OK;
+}

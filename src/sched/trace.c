@@ -1,0 +1,141 @@
+/* Timeline traces in the Chrome trace event format: complete ("X") events
+ * with microsecond timestamps, one process per rank and one thread per
+ * lane, plus metadata events naming them. Events are kept in a growable
+ * array (amortised doubling) and serialised on demand. */
+#include "smoe/sched.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct ev {
+    double t0, t1;
+    int tid;
+    int meta; /* 1: lane name */
+    char name[88];
+} ev;
+
+struct smoe_trace {
+    int pid;
+    double origin;
+    ev *e;
+    int64_t n, cap;
+    char *text;
+    size_t text_cap;
+};
+
+smoe_trace *smoe_trace_new(int pid, double origin)
+{
+    smoe_trace *t = smoe_calloc(1, sizeof *t);
+    if (t) {
+        t->pid = pid;
+        t->origin = origin;
+    }
+    return t;
+}
+
+void smoe_trace_free(smoe_trace *t)
+{
+    if (!t)
+        return;
+    smoe_free(t->e);
+    smoe_free(t->text);
+    smoe_free(t);
+}
+
+static smoe_status push(smoe_trace *t, const ev *x)
+{
+    if (t->n == t->cap) {
+        int64_t cap = t->cap ? t->cap * 2 : 1024;
+        ev *n = smoe_realloc(t->e, sizeof *n * (size_t)cap);
+        if (!n)
+            return SMOE_ENOMEM;
+        t->e = n;
+        t->cap = cap;
+    }
+    t->e[t->n++] = *x;
+    return SMOE_OK;
+}
+
+/* Copy a name keeping only characters that need no JSON escaping. */
+static void copy_name(char *dst, size_t n, const char *src)
+{
+    size_t j = 0;
+    for (size_t i = 0; src && src[i] && j + 1 < n; i++) {
+        unsigned char c = (unsigned char)src[i];
+        dst[j++] = (c < 0x20 || c == '"' || c == '\\' || c > 0x7e) ? '?' : (char)c;
+    }
+    dst[j] = 0;
+}
+
+smoe_status smoe_trace_span(smoe_trace *t, int tid, const char *name, double t0, double t1)
+{
+    ev x;
+    x.t0 = t0;
+    x.t1 = t1 < t0 ? t0 : t1;
+    x.tid = tid;
+    x.meta = 0;
+    copy_name(x.name, sizeof x.name, name);
+    return push(t, &x);
+}
+
+smoe_status smoe_trace_lane(smoe_trace *t, int tid, const char *name)
+{
+    ev x;
+    memset(&x, 0, sizeof x);
+    x.tid = tid;
+    x.meta = 1;
+    copy_name(x.name, sizeof x.name, name);
+    return push(t, &x);
+}
+
+int64_t smoe_trace_count(const smoe_trace *t) { return t->n; }
+
+const char *smoe_trace_fragment(smoe_trace *t, size_t *len)
+{
+    size_t need = (size_t)(t->n + 1) * 200 + 200;
+    if (need > t->text_cap) {
+        char *n = smoe_realloc(t->text, need);
+        if (!n) {
+            *len = 0;
+            return "";
+        }
+        t->text = n;
+        t->text_cap = need;
+    }
+    size_t k = 0;
+    k += (size_t)snprintf(t->text + k, need - k,
+                          "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+                          "\"args\":{\"name\":\"rank %d\"}}",
+                          t->pid, t->pid);
+    for (int64_t i = 0; i < t->n && k < need; i++) {
+        const ev *x = &t->e[i];
+        if (x->meta)
+            k += (size_t)snprintf(t->text + k, need - k,
+                                  ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,"
+                                  "\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
+                                  t->pid, x->tid, x->name);
+        else
+            k += (size_t)snprintf(t->text + k, need - k,
+                                  ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
+                                  "\"ts\":%.3f,\"dur\":%.3f}",
+                                  x->name, t->pid, x->tid, (x->t0 - t->origin) * 1e6,
+                                  (x->t1 - x->t0) * 1e6);
+    }
+    *len = k < need ? k : need - 1;
+    return t->text;
+}
+
+smoe_status smoe_trace_write(FILE *f, const char *const *fragments, const size_t *lens, int n,
+                             smoe_err *err)
+{
+    fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
+    for (int i = 0; i < n; i++) {
+        if (i)
+            fputs(",\n", f);
+        fwrite(fragments[i], 1, lens[i], f);
+    }
+    fputs("\n]}\n", f);
+    if (ferror(f))
+        return smoe_err_set(err, SMOE_EIO, "error writing the trace");
+    return SMOE_OK;
+}

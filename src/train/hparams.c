@@ -1,0 +1,143 @@
+/* The model configuration and training hyperparameters a smoe config
+ * describes. smoe train runs decoder_block "deepseek" with MLA attention
+ * and SwiGLU MLPs; anything else is refused with the key's location. */
+#include "train_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+static smoe_status get_i(const smoe_config *c, const char *k, int64_t *v, smoe_err *err)
+{
+    return smoe_config_int(c, k, v, err);
+}
+
+static smoe_status get_f(const smoe_config *c, const char *k, double *v, smoe_err *err)
+{
+    return smoe_config_float(c, k, v, err);
+}
+
+static smoe_status bad(const smoe_config *c, const char *k, smoe_err *err, const char *why)
+{
+    return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(c, k), "%s: %s", k, why);
+}
+
+smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
+                                 smoe_model_cfg *mc, smoe_err *err)
+{
+    smoe_status s;
+    memset(mc, 0, sizeof *mc);
+    const char *blk, *att, *score;
+    int64_t scale, layers, v;
+    double f;
+    if ((s = smoe_config_str(c, "decoder_block", &blk, err)))
+        return s;
+    if (strcmp(blk, "deepseek") != 0)
+        return bad(c, "decoder_block", err, "smoe train runs the deepseek decoder block");
+    if ((s = smoe_config_str(c, "attention_type", &att, err)))
+        return s;
+    if (strcmp(att, "mla") != 0)
+        return bad(c, "attention_type", err, "smoe train runs MLA attention (mla)");
+    if ((s = get_i(c, "global_parameter_scale", &scale, err)))
+        return s;
+    if (scale != 1)
+        return bad(c, "global_parameter_scale", err, "smoe train needs 1");
+    const smoe_node *acts = smoe_config_get(c, "mlp_activations");
+    if (!acts || acts->kind != SMOE_NODE_SEQ || acts->n != 2 ||
+        strcmp(acts->items[0]->str, "silu") != 0 || strcmp(acts->items[1]->str, "linear") != 0)
+        return bad(c, "mlp_activations", err, "smoe train needs [silu, linear] (SwiGLU)");
+    int flag = 0;
+    static const char *const off[] = { "fused_mlp", "fused_qkv", "shard_exp_on_fsdp",
+                                       "use_2d_fsdp_sharding", "use_batch_split_schedule",
+                                       "logits_via_embedding" };
+    for (size_t i = 0; i < sizeof off / sizeof off[0]; i++) {
+        if (!smoe_config_get(c, off[i]))
+            continue;
+        if ((s = smoe_config_bool(c, off[i], &flag, err)))
+            return s;
+        if (flag)
+            return bad(c, off[i], err, "not supported by smoe train");
+    }
+    if ((s = get_i(c, "base_emb_dim", &mc->emb, err)) ||
+        (s = get_i(c, "base_num_query_heads", &mc->heads, err)) ||
+        (s = get_i(c, "q_lora_rank", &mc->q_lora, err)) ||
+        (s = get_i(c, "kv_lora_rank", &mc->kv_lora, err)) ||
+        (s = get_i(c, "qk_nope_head_dim", &mc->qk_nope, err)) ||
+        (s = get_i(c, "qk_rope_head_dim", &mc->qk_rope, err)) ||
+        (s = get_i(c, "v_head_dim", &mc->v_head, err)) ||
+        (s = get_i(c, "base_mlp_dim", &mc->mlp, err)) ||
+        (s = get_i(c, "base_moe_mlp_dim", &mc->moe_mlp, err)) ||
+        (s = get_i(c, "num_experts", &mc->experts, err)) ||
+        (s = get_i(c, "num_experts_per_tok", &mc->topk, err)) ||
+        (s = get_i(c, "shared_experts", &mc->shared, err)) ||
+        (s = get_i(c, "vocab_size", &mc->vocab, err)) ||
+        (s = get_i(c, "base_num_decoder_layers", &layers, err)) ||
+        (s = get_i(c, "first_num_dense_layers", &mc->n_dense, err)) ||
+        (s = get_i(c, "max_target_length", &mc->seq, err)))
+        return s;
+    if (mc->n_dense < 0 || mc->n_dense > layers)
+        return bad(c, "first_num_dense_layers", err, "must be between 0 and the layer count");
+    mc->n_moe = layers - mc->n_dense;
+    if ((s = smoe_config_str(c, "routed_score_func", &score, err)))
+        return s;
+    if (strcmp(score, "sigmoid") == 0)
+        mc->score_sigmoid = 1;
+    else if (strcmp(score, "softmax") != 0 && score[0])
+        return bad(c, "routed_score_func", err, "must be softmax or sigmoid");
+    if ((s = smoe_config_bool(c, "routed_bias", &mc->routed_bias, err)))
+        return s;
+    if ((s = get_f(c, "routed_scaling_factor", &f, err)))
+        return s;
+    mc->routed_scale = (float)f;
+    if ((s = get_f(c, "normalization_layer_epsilon", &f, err)))
+        return s;
+    mc->eps = (float)f;
+    if ((s = get_f(c, "rope_max_timescale", &f, err)))
+        return s;
+    mc->rope_theta = (float)f;
+    if ((s = get_f(c, "capacity_factor", &f, err)))
+        return s;
+    mc->capacity_factor = (float)f;
+    if ((s = get_f(c, "per_device_batch_size", &f, err)))
+        return s;
+    if (f < 1 || f != floor(f))
+        return bad(c, "per_device_batch_size", err, "smoe train needs a whole number >= 1");
+    mc->batch = (int64_t)f;
+    /* parallelism: every axis of size > 1 must be a batch axis */
+    mc->ep = 1;
+    for (int i = 0; i < mesh->n; i++) {
+        const char *a = mesh->name[i];
+        if (mesh->size[i] <= 1)
+            continue;
+        if (strcmp(a, "expert") == 0) {
+            mc->ep = mesh->size[i];
+            continue;
+        }
+        if (strcmp(a, "data") && strcmp(a, "fsdp") && strcmp(a, "fsdp_transpose"))
+            return smoe_err_set(err, SMOE_EINVAL,
+                                "mesh axis '%s' has size %lld; smoe train shards over data, "
+                                "fsdp, fsdp_transpose and expert only",
+                                a, (long long)mesh->size[i]);
+    }
+    if (mc->experts % mc->ep != 0) {
+        char where[64];
+        smoe_loc_format(smoe_config_loc(c, "num_experts"), where, sizeof where);
+        return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(c, "num_experts"),
+                           "num_experts (%lld) is not divisible by the expert axis (%lld)",
+                           (long long)mc->experts, (long long)mc->ep);
+    }
+    (void)v;
+    return SMOE_OK;
+}
+
+smoe_status tr_read_hparams(const smoe_config *c, tr_hparams *hp, smoe_err *err)
+{
+    smoe_status s;
+    if ((s = get_f(c, "learning_rate", &hp->lr, err)) ||
+        (s = get_f(c, "adam_b1", &hp->b1, err)) || (s = get_f(c, "adam_b2", &hp->b2, err)) ||
+        (s = get_f(c, "adam_eps", &hp->eps, err)) ||
+        (s = get_f(c, "adam_weight_decay", &hp->wd, err)))
+        return s;
+    if (hp->lr <= 0)
+        return bad(c, "learning_rate", err, "must be > 0");
+    return SMOE_OK;
+}

@@ -1,0 +1,282 @@
+/* The parameter store: every plan parameter mapped to a model slot, its
+ * gathers prepared from the plan, its shards in the four slabs (params,
+ * grads, AdamW m and v; per weight layer-major), the deterministic
+ * initialisation, and the canonical digest of all parameters. */
+#include "train_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const k_stacks[2] = { "decoder/dense_layers/", "decoder/moe_layers/" };
+
+static float init_std(const smoe_model_cfg *mc, int top, int slot)
+{
+    if (top) {
+        switch (slot) {
+        case SMOE_T_EMBED: return 1.0f;
+        case SMOE_T_FINAL_NORM: return 0.0f;
+        default: return 1.0f / sqrtf((float)mc->emb);
+        }
+    }
+    double fan = (double)mc->emb;
+    switch (slot) {
+    case SMOE_W_PRE_NORM:
+    case SMOE_W_POST_NORM:
+    case SMOE_W_Q_NORM:
+    case SMOE_W_KV_NORM: return 0.0f;
+    case SMOE_W_GATE_BIAS: return -1.0f;
+    case SMOE_W_WQ_B: fan = (double)mc->q_lora; break;
+    case SMOE_W_WKV_B: fan = (double)mc->kv_lora; break;
+    case SMOE_W_OUT: fan = (double)(mc->heads * mc->v_head); break;
+    case SMOE_W_MLP_WO: fan = (double)mc->mlp; break;
+    case SMOE_W_SH_WO: fan = (double)(mc->shared * mc->moe_mlp); break;
+    case SMOE_W_EXP_WO: fan = (double)mc->moe_mlp; break;
+    default: break;
+    }
+    return (float)(1.0 / sqrt(fan));
+}
+
+static int find_slot(const char *rest, int top)
+{
+    int n = top ? SMOE_T_NSLOTS : SMOE_W_NSLOTS;
+    for (int s = 0; s < n; s++)
+        if (strcmp(rest, top ? smoe_tslot_path((smoe_tslot)s) : smoe_wslot_path((smoe_wslot)s)) == 0)
+            return s;
+    return -1;
+}
+
+smoe_status tr_store_build(smoe_rt *rt, const smoe_plan *plan, const smoe_model_cfg *mc,
+                           int legacy, tr_store *st, smoe_err *err)
+{
+    smoe_status s;
+    memset(st, 0, sizeof *st);
+    int np = 0;
+    for (int i = 0; i < plan->n; i++)
+        np += plan->w[i].kind == SMOE_ENTRY_PARAM;
+    st->w = smoe_calloc((size_t)(np ? np : 1), sizeof *st->w);
+    if (!st->w)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    int seen[2][SMOE_W_NSLOTS] = { { 0 } }, seen_top[SMOE_T_NSLOTS] = { 0 };
+    for (int i = 0; i < plan->n; i++) {
+        const smoe_weight *pw = &plan->w[i];
+        if (pw->kind != SMOE_ENTRY_PARAM)
+            continue;
+        tr_weight *w = &st->w[st->n];
+        memset(w, 0, sizeof *w);
+        w->pw = pw;
+        w->slot = find_slot(pw->path, 1);
+        w->top = w->slot >= 0;
+        for (int k = 0; k < 2 && w->slot < 0; k++) {
+            size_t l = strlen(k_stacks[k]);
+            if (strncmp(pw->path, k_stacks[k], l) == 0) {
+                w->slot = find_slot(pw->path + l, 0);
+                w->moe = k;
+            }
+        }
+        if (w->slot < 0 || (!w->top && !smoe_wslot_used(mc, (smoe_wslot)w->slot, w->moe)))
+            return smoe_err_set(err, SMOE_EINVAL,
+                                "parameter %s is not part of the model smoe train runs", pw->path);
+        if (w->top)
+            seen_top[w->slot] = 1;
+        else
+            seen[w->moe][w->slot] = 1;
+        w->layers = w->top ? 1 : pw->layers;
+        w->layer0 = w->top || !w->moe ? 0 : mc->n_dense;
+        if (!w->top && w->layers != (w->moe ? mc->n_moe : mc->n_dense))
+            return smoe_err_set(err, SMOE_EINVAL, "%s: %lld stacked layers, expected %lld",
+                                pw->path, (long long)w->layers,
+                                (long long)(w->moe ? mc->n_moe : mc->n_dense));
+        w->lrank = 0;
+        w->lspec.rank = 0;
+        for (int d = 0; d < pw->rank; d++) {
+            if (d == pw->scan_axis)
+                continue;
+            w->lshape[w->lrank] = pw->shape[d];
+            w->lspec.dim[w->lspec.rank++] = pw->spec.dim[d];
+            w->lrank++;
+        }
+        const char *name = w->top ? pw->path : pw->path + strlen(k_stacks[w->moe]);
+        int routed = !w->top && (w->slot == SMOE_W_EXP_WI0 || w->slot == SMOE_W_EXP_WI1 ||
+                                 w->slot == SMOE_W_EXP_WO);
+        if ((s = smoe_rt_wgather_new(rt, legacy ? &pw->legacy : &pw->gather, routed, name,
+                                     &w->wg, err)))
+            return s;
+        smoe_rt_wgather_info(w->wg, &w->info);
+        int64_t want = w->top ? smoe_tslot_numel(mc, (smoe_tslot)w->slot)
+                              : smoe_wslot_numel(mc, (smoe_wslot)w->slot);
+        if (w->info.gathered_numel != want)
+            return smoe_err_set(err, SMOE_EINVAL,
+                                "%s: its gathered buffer has %lld elements but the model "
+                                "needs %lld (is the expert dim sharded over 'expert' only?)",
+                                pw->path, (long long)w->info.gathered_numel, (long long)want);
+        w->std = init_std(mc, w->top, w->slot);
+        w->shard_off = st->total;
+        st->total += w->layers * w->info.shard_numel;
+        if (w->top) {
+            w->unit_off = st->top_floats;
+            st->top_floats += w->info.gathered_numel;
+        } else {
+            w->unit_off = st->unit_floats[w->moe];
+            st->unit_floats[w->moe] += w->info.gathered_numel;
+        }
+        st->n++;
+    }
+    for (int k = 0; k < 2; k++) {
+        if ((k ? mc->n_moe : mc->n_dense) == 0)
+            continue;
+        for (int sl = 0; sl < SMOE_W_NSLOTS; sl++)
+            if (smoe_wslot_used(mc, (smoe_wslot)sl, k) && !seen[k][sl])
+                return smoe_err_set(err, SMOE_EINVAL, "the plan has no %s%s",
+                                    k_stacks[k], smoe_wslot_path((smoe_wslot)sl));
+    }
+    for (int sl = 0; sl < SMOE_T_NSLOTS; sl++)
+        if (!seen_top[sl])
+            return smoe_err_set(err, SMOE_EINVAL, "the plan has no %s",
+                                smoe_tslot_path((smoe_tslot)sl));
+    size_t bytes = sizeof(float) * (size_t)(st->total ? st->total : 1);
+    st->params = smoe_malloc(bytes);
+    st->grads = smoe_malloc(bytes);
+    st->m = smoe_calloc(1, bytes);
+    st->v = smoe_calloc(1, bytes);
+    if (!st->params || !st->grads || !st->m || !st->v)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory for %lld parameters per rank",
+                            (long long)st->total);
+    return SMOE_OK;
+}
+
+void tr_store_free(tr_store *st)
+{
+    smoe_free(st->w);
+    smoe_free(st->params);
+    smoe_free(st->grads);
+    smoe_free(st->m);
+    smoe_free(st->v);
+    memset(st, 0, sizeof *st);
+}
+
+/* Walk the elements of a block of `shape` at `off` with extents `loc`,
+ * calling back with the global row-major index. */
+static void fill_block(const tr_weight *w, const int64_t *loc, const int64_t *off, float *dst,
+                       uint64_t key)
+{
+    int64_t idx[SMOE_MAX_RANK] = { 0 }, n = 1;
+    for (int d = 0; d < w->lrank; d++)
+        n *= loc[d];
+    for (int64_t j = 0; j < n; j++) {
+        int64_t g = 0;
+        for (int d = 0; d < w->lrank; d++)
+            g = g * w->lshape[d] + off[d] + idx[d];
+        dst[j] = w->std > 0 ? (float)(w->std * tr_normal(tr_mix(key, (uint64_t)g)))
+                 : w->std == 0 ? 1.0f
+                               : 0.0f;
+        for (int d = w->lrank - 1; d >= 0; d--) {
+            if (++idx[d] < loc[d])
+                break;
+            idx[d] = 0;
+        }
+    }
+}
+
+void tr_store_init_params(smoe_rt *rt, tr_store *st, uint64_t seed)
+{
+    for (int i = 0; i < st->n; i++) {
+        tr_weight *w = &st->w[i];
+        int64_t loc[SMOE_MAX_RANK], off[SMOE_MAX_RANK];
+        smoe_layout_local(&w->lspec, w->lshape, smoe_rt_mesh(rt), smoe_rt_coords(rt), loc, off,
+                          NULL);
+        /* the key depends on (seed, parameter index, layer) only */
+        for (int64_t l = 0; l < w->layers; l++) {
+            uint64_t key = tr_mix(tr_mix(seed, (uint64_t)i), (uint64_t)l);
+            fill_block(w, loc, off, st->params + w->shard_off + l * w->info.shard_numel, key);
+        }
+    }
+}
+
+/* Rank 0: place every rank's shard of one layer into the stacked global
+ * tensor `full` (MaxText layout, scan dim at pw->scan_axis). */
+static void place_layer(smoe_rt *rt, const tr_weight *w, int64_t l, const float *all,
+                        float *full)
+{
+    const smoe_mesh *m = smoe_rt_mesh(rt);
+    const smoe_weight *pw = w->pw;
+    for (int q = 0; q < smoe_rt_size(rt); q++) {
+        int64_t c[SMOE_MAX_AXES], loc[SMOE_MAX_RANK], off[SMOE_MAX_RANK];
+        int64_t gl[SMOE_MAX_RANK], go[SMOE_MAX_RANK];
+        smoe_mesh_coords(m, q, c);
+        smoe_layout_local(&w->lspec, w->lshape, m, c, loc, off, NULL);
+        int r = 0;
+        for (int d = 0; d < pw->rank; d++) {
+            if (d == pw->scan_axis) {
+                gl[d] = 1;
+                go[d] = l;
+            } else {
+                gl[d] = loc[r];
+                go[d] = off[r];
+                r++;
+            }
+        }
+        smoe_layout_copy(pw->rank, pw->shape, gl, go, sizeof(float), full,
+                         (void *)(all + (int64_t)q * w->info.shard_numel), 1);
+    }
+}
+
+smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump, char hex[65],
+                            smoe_err *err)
+{
+    int root = smoe_rt_rank(rt) == 0;
+    FILE *f = NULL;
+    tr_sha *sha = NULL;
+    float *all = NULL, *full = NULL;
+    smoe_status s = SMOE_OK;
+    if (root) {
+        sha = tr_sha_new();
+        if (!sha)
+            s = smoe_err_set(err, SMOE_ENOMEM, "cannot start SHA-256");
+        if (!s && dump && !(f = fopen(dump, "wb")))
+            s = smoe_err_in(err, SMOE_EIO, dump, "cannot write the parameter dump");
+        if (f)
+            fputs("SMOEPRM1\n", f);
+    }
+    s = smoe_rt_agree(rt, s);
+    for (int i = 0; i < st->n && !s; i++) {
+        const tr_weight *w = &st->w[i];
+        const smoe_weight *pw = w->pw;
+        int64_t total = 1;
+        for (int d = 0; d < pw->rank; d++)
+            total *= pw->shape[d];
+        if (root) {
+            all = smoe_malloc(sizeof *all * (size_t)(w->info.shard_numel * smoe_rt_size(rt)));
+            full = smoe_malloc(sizeof *full * (size_t)total);
+            if (!all || !full)
+                smoe_rt_abort(rt, 72, "out of memory gathering the parameters");
+        }
+        for (int64_t l = 0; l < w->layers; l++) {
+            smoe_rt_gather_bytes(rt, st->params + w->shard_off + l * w->info.shard_numel, all,
+                                 w->info.shard_numel * (int64_t)sizeof(float));
+            if (root)
+                place_layer(rt, w, l, all, full);
+        }
+        if (root) {
+            tr_sha_update(sha, full, sizeof *full * (size_t)total);
+            if (f) {
+                uint32_t kl = (uint32_t)strlen(pw->key), rk = (uint32_t)pw->rank;
+                fwrite(&kl, sizeof kl, 1, f);
+                fwrite(pw->key, 1, kl, f);
+                fwrite(&rk, sizeof rk, 1, f);
+                fwrite(pw->shape, sizeof(int64_t), (size_t)pw->rank, f);
+                fwrite(full, sizeof *full, (size_t)total, f);
+            }
+            smoe_free(all);
+            smoe_free(full);
+            all = full = NULL;
+        }
+    }
+    if (root) {
+        if (sha)
+            tr_sha_final(sha, hex);
+        if (f && fclose(f) != 0 && !s)
+            s = smoe_err_in(err, SMOE_EIO, dump, "error writing the parameter dump");
+    }
+    return smoe_rt_agree(rt, s);
+}

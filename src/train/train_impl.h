@@ -1,0 +1,78 @@
+/* Internal to the train module. */
+#ifndef SMOE_TRAIN_IMPL_H
+#define SMOE_TRAIN_IMPL_H
+
+#include "smoe/sched.h"
+#include "smoe/train.h"
+
+typedef struct tr_hparams {
+    double lr, b1, b2, eps, wd;
+    int64_t batch, seq;
+} tr_hparams;
+
+/* One parameter of the plan, as stored on this rank. */
+typedef struct tr_weight {
+    const smoe_weight *pw;  /* plan entry */
+    int top;                /* 1: top-level (embedding, final norm, logits) */
+    int moe;                /* layer kind of its stack */
+    int slot;               /* smoe_wslot (layers) or smoe_tslot (top) */
+    int64_t layers;         /* layers in its stack (1 for top) */
+    int64_t layer0;         /* global index of the stack's first layer */
+    smoe_wgather *wg;
+    smoe_wgather_info info;
+    int64_t shard_off;      /* of layer 0's shard in the slabs (floats) */
+    int64_t unit_off;       /* of its gathered buffer inside a unit (floats) */
+    float std;              /* init: N(0, std^2); 0 means ones; -1 zeros */
+    int lrank;              /* per-layer shape and state spec */
+    int64_t lshape[SMOE_MAX_RANK];
+    smoe_pspec lspec;
+} tr_weight;
+
+/* Parameters, gradients and AdamW moments: one slab each. */
+typedef struct tr_store {
+    int n;
+    tr_weight *w;
+    int64_t total;          /* floats per slab */
+    float *params;          /* shards, per weight layer-major */
+    float *grads;
+    float *m, *v;
+    int64_t unit_floats[2]; /* gathered floats of a dense / MoE layer */
+    int64_t top_floats;     /* gathered floats of the top-level weights */
+} tr_store;
+
+/* model config + hyperparameters from the smoe config */
+smoe_status tr_read_hparams(const smoe_config *cfg, tr_hparams *hp, smoe_err *err);
+
+/* store.c */
+smoe_status tr_store_build(smoe_rt *rt, const smoe_plan *plan, const smoe_model_cfg *mc,
+                           int legacy, tr_store *st, smoe_err *err);
+void tr_store_free(tr_store *st);
+void tr_store_init_params(smoe_rt *rt, tr_store *st, uint64_t seed);
+/* Gather the parameters to rank 0 in MaxText's layout, in plan order:
+ * hash them (and write them to `dump` if not NULL). */
+smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump,
+                            char hex[65], smoe_err *err);
+
+/* data.c */
+typedef struct tr_data {
+    unsigned char *text;
+    int64_t n;
+} tr_data;
+smoe_status tr_data_load(const char *path, int64_t need, tr_data *d, smoe_err *err);
+void tr_data_free(tr_data *d);
+/* Tokens and targets of this rank's `batch` sequences of step `step`;
+ * first is the global index of its first sequence. */
+void tr_data_batch(const tr_data *d, uint64_t seed, int64_t step, int64_t first,
+                   int64_t batch, int64_t seq, int32_t *tokens, int32_t *targets);
+
+/* digest.c: SHA-256 (OpenSSL) */
+typedef struct tr_sha tr_sha;
+tr_sha *tr_sha_new(void);
+void tr_sha_update(tr_sha *s, const void *p, size_t n);
+void tr_sha_final(tr_sha *s, char hex[65]);
+
+/* rng shared by init and data */
+uint64_t tr_mix(uint64_t a, uint64_t b);
+double tr_normal(uint64_t key);
+
+#endif

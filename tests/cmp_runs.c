@@ -1,0 +1,139 @@
+/* Compare two training runs: the per-step losses of their --json outputs
+ * and every parameter of their --dump-params files, entry by entry.
+ * Relative error of a tensor = ||a - b||_2 / ||a||_2 (norm-wise: AdamW
+ * divides each element by its own gradient scale, so an element whose
+ * gradient is pure rounding noise may move by a visible fraction of the
+ * learning rate while the tensor as a whole agrees); of a loss,
+ * |a - b| / |a|. The worst element, max |a - b| / max |a|, is printed.
+ * With TOL = 0 everything must be bitwise equal.
+ * usage: cmp_runs A.json A.bin B.json B.bin TOL */
+#include "check.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+static char *slurp(const char *path, long *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    *n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)*n + 1);
+    if (b && fread(b, 1, (size_t)*n, f) != (size_t)*n) {
+        free(b);
+        b = NULL;
+    }
+    if (b)
+        b[*n] = 0;
+    fclose(f);
+    return b;
+}
+
+typedef struct entry {
+    char key[512];
+    int64_t n;
+    const float *v;
+} entry;
+
+static int parse_dump(const char *buf, long len, entry *e, int max)
+{
+    if (len < 9 || memcmp(buf, "SMOEPRM1\n", 9) != 0)
+        return -1;
+    long i = 9;
+    int n = 0;
+    while (i < len && n < max) {
+        uint32_t kl, rk;
+        memcpy(&kl, buf + i, 4);
+        i += 4;
+        if (kl >= sizeof e[n].key || i + kl > len)
+            return -1;
+        memcpy(e[n].key, buf + i, kl);
+        e[n].key[kl] = 0;
+        i += kl;
+        memcpy(&rk, buf + i, 4);
+        i += 4;
+        int64_t cnt = 1;
+        for (uint32_t d = 0; d < rk; d++) {
+            int64_t s;
+            memcpy(&s, buf + i, 8);
+            i += 8;
+            cnt *= s;
+        }
+        e[n].n = cnt;
+        e[n].v = (const float *)(buf + i);
+        i += cnt * 4;
+        if (i > len)
+            return -1;
+        n++;
+    }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 6) {
+        fprintf(stderr, "usage: cmp_runs A.json A.bin B.json B.bin TOL\n");
+        return 2;
+    }
+    double tol = atof(argv[5]);
+    long la, lb, na, nb;
+    char *ja = slurp(argv[1], &la), *jb = slurp(argv[3], &lb);
+    char *pa = slurp(argv[2], &na), *pb = slurp(argv[4], &nb);
+    CHECKF(ja && jb && pa && pb, "cannot read the inputs");
+    if (!ja || !jb || !pa || !pb)
+        return check_report();
+    cJSON *a = cJSON_Parse(ja), *b = cJSON_Parse(jb);
+    cJSON *sa = cJSON_GetObjectItem(a, "steps"), *sb = cJSON_GetObjectItem(b, "steps");
+    CHECKF(cJSON_GetArraySize(sa) == cJSON_GetArraySize(sb) && cJSON_GetArraySize(sa) > 0,
+           "step counts differ");
+    for (int i = 0; i < cJSON_GetArraySize(sa) && i < cJSON_GetArraySize(sb); i++) {
+        double x = cJSON_GetObjectItem(cJSON_GetArrayItem(sa, i), "loss")->valuedouble;
+        double y = cJSON_GetObjectItem(cJSON_GetArrayItem(sb, i), "loss")->valuedouble;
+        double rel = fabs(x - y) / fabs(x);
+        CHECKF(tol == 0 ? x == y : rel <= tol, "step %d loss %.9g vs %.9g (rel %.3g)", i, x, y,
+               rel);
+    }
+    if (tol == 0) {
+        const char *ha = cJSON_GetObjectItem(a, "params_sha256")->valuestring;
+        const char *hb = cJSON_GetObjectItem(b, "params_sha256")->valuestring;
+        CHECK_STR(ha, hb);
+    }
+    static entry ea[512], eb[512];
+    int ca = parse_dump(pa, na, ea, 512), cb = parse_dump(pb, nb, eb, 512);
+    CHECKF(ca > 0 && ca == cb, "parameter dumps: %d vs %d entries", ca, cb);
+    double worst = 0, worst_elem = 0;
+    for (int i = 0; i < ca && i < cb; i++) {
+        CHECK_STR(ea[i].key, eb[i].key);
+        if (ea[i].n != eb[i].n) {
+            CHECKF(0, "%s: sizes differ", ea[i].key);
+            continue;
+        }
+        double md = 0, mx = 0, d2 = 0, a2 = 0;
+        for (int64_t k = 0; k < ea[i].n; k++) {
+            double d = fabs((double)ea[i].v[k] - (double)eb[i].v[k]);
+            md = d > md ? d : md;
+            mx = fabs(ea[i].v[k]) > mx ? fabs(ea[i].v[k]) : mx;
+            d2 += d * d;
+            a2 += (double)ea[i].v[k] * (double)ea[i].v[k];
+        }
+        double rel = a2 > 0 ? sqrt(d2 / a2) : sqrt(d2);
+        double elem = mx > 0 ? md / mx : md;
+        worst = rel > worst ? rel : worst;
+        worst_elem = elem > worst_elem ? elem : worst_elem;
+        CHECKF(tol == 0 ? md == 0 : rel <= tol, "%s: relative difference %.3g", ea[i].key, rel);
+    }
+    printf("worst tensor relative difference %.3g (2-norm), worst element %.3g of the "
+           "tensor's max, over %d tensors\n",
+           worst, worst_elem, ca);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    free(ja);
+    free(jb);
+    free(pa);
+    free(pb);
+    return check_report();
+}
