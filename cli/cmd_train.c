@@ -311,6 +311,21 @@ int cmd_train(int argc, char **argv)
             for (int i = 0; i < nruns; i++)
                 print_summary_row(compare ? modes[i].label : (o.legacy ? "legacy" : "co-axis"),
                                   &res[i]);
+            if (compare) {
+                const smoe_train_result *np = &res[0], *pf = &res[1], *lg = &res[2];
+                double ratio = np->mean_exposed_gather_ms > 0
+                                   ? pf->mean_exposed_gather_ms / np->mean_exposed_gather_ms
+                                   : 0;
+                printf("\nprefetch vs no-prefetch: exposed all-gather wait %.2f -> %.2f ms/step "
+                       "(prefetch/no-prefetch = %.3f, %.1f%% hidden); step time %+.1f%%\n",
+                       np->mean_exposed_gather_ms, pf->mean_exposed_gather_ms, ratio,
+                       100.0 * (1 - ratio), 100.0 * (pf->mean_step_ms / np->mean_step_ms - 1));
+                printf("legacy vs prefetch: %.2f ms/step in un-prefetched residual gathers, "
+                       "exposed wait %.2f -> %.2f ms/step; step time %+.1f%%\n",
+                       lg->mean_residual_ms, pf->mean_exposed_gather_ms,
+                       lg->mean_exposed_gather_ms,
+                       100.0 * (lg->mean_step_ms / pf->mean_step_ms - 1));
+            }
             printf("\npeak gathered buffers per rank: forward %lld B, backward %lld B (largest "
                    "layer %lld B; bound %d and %d layers at depth %d)\n",
                    (long long)res[nruns - 1].peak_gathered_fwd_bytes,

@@ -68,6 +68,11 @@ const char *smoe_rt_library(const smoe_rt *rt);
 
 /* Advance every queue: test the running ops, start the next ones. */
 void smoe_rt_progress(smoe_rt *rt);
+/* One round of a wait loop: progress, and after a few hundred fruitless
+ * rounds sleep 50 us between polls, so that a rank sharing this core (an
+ * oversubscribed host) can compute while this one only waits on a link.
+ * Reset *spins to 0 before the loop. */
+void smoe_rt_idle(smoe_rt *rt, int *spins);
 /* Wait until every queued op has completed. */
 smoe_status smoe_rt_drain(smoe_rt *rt, smoe_err *err);
 

@@ -12,8 +12,9 @@ typedef rt_ep ep_ctx;
 
 static void wait_flag(smoe_rt *rt, volatile int *flag)
 {
+    int spins = 0;
     while (!*flag)
-        smoe_rt_progress(rt);
+        smoe_rt_idle(rt, &spins);
 }
 
 static smoe_status exchange_counts(void *ctx, const int64_t *send, int64_t *recv, int64_t n)
@@ -28,6 +29,7 @@ static smoe_status exchange_counts(void *ctx, const int64_t *send, int64_t *recv
     op->rbuf = recv;
     op->count = (int)n;
     op->name = "A2A counts";
+    op->exclusive = 1;
     op->lane = SMOE_LANE_COMM;
     op->flag = &flag;
     rt_enqueue(e->rt, RT_Q_COMM, op);
@@ -64,6 +66,7 @@ static smoe_status alltoallv(void *ctx, const float *send, const int64_t *send_r
     op->rcounts = e->rc;
     op->rdispls = e->rd;
     op->name = "A2A tokens";
+    op->exclusive = 1;
     op->lane = SMOE_LANE_COMM;
     op->bytes = ro * 4;
     op->flag = &flag;

@@ -79,25 +79,52 @@ static void finish(smoe_rt *rt, rt_op *op)
         *op->flag = 1;
 }
 
+/* Start order is FIFO on every queue (so every communicator sees its
+ * collectives started in the same order on all ranks); completion may be
+ * out of order. An op may start when every earlier op has started and:
+ *   exclusive (all-to-all) or serial (a later stage of the same weight):
+ *     every earlier op has completed;
+ *   otherwise: no exclusive op is running and fewer than RT_WINDOW ops are.
+ * So gathers of different weights overlap, later stages follow earlier
+ * ones, and an all-to-all runs alone: on a shared queue gathers wait
+ * behind it and it waits behind them. */
+#define RT_WINDOW 8
+
 void rt_progress_locked(smoe_rt *rt)
 {
     for (int q = 0; q < RT_QUEUES; q++) {
         rt_queue *Q = &rt->q[q];
-        while (Q->head) {
-            rt_op *op = Q->head;
-            if (!op->running)
+        int running = 0, excl_running = 0;
+        rt_op *prev = NULL, *op = Q->head;
+        while (op) {
+            if (!op->running) {
+                int earlier_busy = running > 0 || prev != NULL;
+                int ok = (op->exclusive || op->serial) ? !earlier_busy
+                                                       : !excl_running && running < RT_WINDOW;
+                if (!ok)
+                    break; /* nothing later may start before it */
                 start(rt, op);
+            }
             int flag = 0;
             rt_check(rt, MPI_Test(&op->req, &flag, MPI_STATUS_IGNORE),
                      op->name ? op->name : "MPI_Test");
-            if (!flag)
-                break;
-            Q->head = op->next;
-            if (!Q->head)
-                Q->tail = NULL;
-            finish(rt, op);
-            op->next = rt->freelist;
-            rt->freelist = op;
+            rt_op *next = op->next;
+            if (flag) {
+                if (prev)
+                    prev->next = next;
+                else
+                    Q->head = next;
+                if (Q->tail == op)
+                    Q->tail = prev;
+                finish(rt, op);
+                op->next = rt->freelist;
+                rt->freelist = op;
+            } else {
+                running++;
+                excl_running |= op->exclusive;
+                prev = op;
+            }
+            op = next;
         }
     }
 }
@@ -140,10 +167,24 @@ void smoe_rt_progress(smoe_rt *rt)
     pthread_mutex_unlock(&rt->lock);
 }
 
+void smoe_rt_idle(smoe_rt *rt, int *spins)
+{
+    smoe_rt_progress(rt);
+    if (++*spins > 256) {
+        struct timespec ts = { 0, 50 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
 smoe_status smoe_rt_drain(smoe_rt *rt, smoe_err *err)
 {
     (void)err;
+    int spins = 0;
     for (;;) {
+        if (spins++ > 256) {
+            struct timespec ts = { 0, 50 * 1000 };
+            nanosleep(&ts, NULL);
+        }
         pthread_mutex_lock(&rt->lock);
         rt_progress_locked(rt);
         int busy = rt->q[0].head || rt->q[1].head || rt->q[2].head;

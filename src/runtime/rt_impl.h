@@ -44,6 +44,8 @@ struct rt_op {
     const int *scounts, *sdispls, *rcounts, *rdispls;
     MPI_Request req;
     int running;
+    int exclusive;     /* runs alone on its queue (the expert all-to-all) */
+    int serial;        /* waits for every earlier op (a dependent stage) */
     double t0;
     const char *name;
     int lane;

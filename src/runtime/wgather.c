@@ -332,6 +332,7 @@ smoe_status smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *sha
         op->dtype = g->st[k].dtype;
         op->rbuf = buf + g->st[k].base;
         op->name = g->st[k].name;
+        op->serial = k > 0; /* a later dim's stage reads what the earlier wrote */
         op->lane = SMOE_LANE_GATHER;
         op->bytes = g->st[k].bytes;
         op->pending = &t->pending;
@@ -353,9 +354,9 @@ smoe_status smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_
 {
     (void)err;
     double t0 = smoe_now();
-    int dumped = 0;
+    int dumped = 0, spins = 0;
     while (t->pending) {
-        smoe_rt_progress(rt);
+        smoe_rt_idle(rt, &spins);
         if (!dumped && smoe_now() - t0 > 5) {
             extern void rt_dump_queues(smoe_rt *, const char *);
             fprintf(stderr, "rank %d waits for %s\n", rt->rank, g->name);
@@ -377,14 +378,15 @@ smoe_status smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_
             op->dtype = g->res[k].dtype;
             op->rbuf = buf + g->res[k].base;
             op->name = g->res[k].name;
+            op->serial = 1; /* on top of the prefetched stages */
             op->lane = SMOE_LANE_WAIT;
             op->bytes = g->res[k].bytes;
             op->pending = &t->res_pending;
             rt_enqueue(rt, RT_Q_RESIDUAL, op);
         }
-        int dumped2 = 0;
+        int dumped2 = 0, spins2 = 0;
         while (t->res_pending) {
-            smoe_rt_progress(rt);
+            smoe_rt_idle(rt, &spins2);
             if (!dumped2 && smoe_now() - r0 > 5) {
                 extern void rt_dump_queues(smoe_rt *, const char *);
                 fprintf(stderr, "rank %d waits for the residual of %s\n", rt->rank, g->name);
@@ -452,6 +454,7 @@ smoe_status smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, fl
         op->rbuf = shard_grad;
         op->count = (int)g->shard_numel;
         op->name = "AR grad";
+        op->serial = g->rs_comm != NULL; /* after this weight's reduce-scatter */
         op->lane = SMOE_LANE_COMM;
         op->flag = done;
         rt_enqueue(rt, RT_Q_COMM, op);

@@ -214,13 +214,14 @@ static void rt_span_hook(void *ud, int lane, const char *name, double t0, double
  * then wait for them. */
 static void wait_unit(tr_state *S, int u, smoe_err *err)
 {
+    int spins = 0;
     while (S->next_issue <= u) {
         int before = S->next_issue;
         if (S->limit < u)
             S->limit = u;
         progress(S);
         if (S->next_issue == before)
-            smoe_rt_progress(S->rt);
+            smoe_rt_idle(S->rt, &spins);
     }
     int l = unit_layer(S, u), k = layer_moe(S, l);
     tr_slot *s = &S->slots[S->unit_slot[u]];
@@ -343,9 +344,9 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
         tr_slot *ws = &S->slots[S->unit_slot[u]];
         /* the gradient slot: wait for a reduction to free one */
         double ta = smoe_now();
-        int gi;
+        int gi, spins = 0;
         while ((gi = free_slot(S)) < 0) {
-            smoe_rt_progress(rt);
+            smoe_rt_idle(rt, &spins);
             poll_slots(S);
         }
         rs->reduce_wait_s += smoe_now() - ta;
