@@ -161,11 +161,15 @@ int cmd_train(int argc, char **argv)
     char data_default[4200];
     opterr = 0;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    int li = -1;
+    const char *maxmem_arg = NULL;
+    while ((opt = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
         char where[300];
-        snprintf(where, sizeof where, "argument '%s%s%s'", argv[optind - 1],
-                 optarg && optarg != argv[optind - 1] ? " " : "",
-                 optarg && optarg != argv[optind - 1] ? optarg : "");
+        if (li >= 0 && optarg)
+            snprintf(where, sizeof where, "argument '--%s %s'", longopts[li].name, optarg);
+        else
+            snprintf(where, sizeof where, "argument '%s'", argv[optind - 1]);
+        li = -1;
         int64_t v;
         switch (opt) {
         case OPT_DEVICES:
@@ -208,6 +212,7 @@ int cmd_train(int argc, char **argv)
             if (smoe_parse_i64(num, &v) || v < 1 || v > (INT64_MAX >> 41))
                 fail_arg(rt, where, "expected a byte count such as 4096, 512M or 16G");
             o.max_memory = v * mult;
+            maxmem_arg = optarg;
             break;
         }
         case OPT_TRACE: o.trace_path = optarg; break;
@@ -294,8 +299,11 @@ int cmd_train(int argc, char **argv)
         }
         oo.on_step = on_step;
         oo.ud = &rc;
-        if (smoe_train_run(rt, cfg, plan, &oo, &res[r], &err))
+        if (smoe_train_run(rt, cfg, plan, &oo, &res[r], &err)) {
+            if (err.code == SMOE_ENOMEM && maxmem_arg && strstr(err.where, "--max-memory"))
+                snprintf(err.where, sizeof err.where, "argument '--max-memory %s'", maxmem_arg);
             fail(rt, &err);
+        }
     }
     if (root) {
         if (c.json) {

@@ -3,8 +3,9 @@
 # Idempotent: packages already installed are skipped (no apt-get at all when
 # nothing is missing). Needs root, or sudo.
 set -eu
+# usage: scripts/deps.sh [EXTRA_PACKAGE ...]
 pkgs="build-essential cmake ninja-build pkg-config libyaml-dev libcjson-dev \
-libopenblas-dev libopenmpi-dev openmpi-bin libssl-dev iproute2"
+libopenblas-dev libopenmpi-dev openmpi-bin libssl-dev iproute2 $*"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

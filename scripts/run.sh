@@ -1,10 +1,17 @@
 #!/bin/sh
-# Build smoe and run the main job on the bundled default.
-# usage: scripts/run.sh [BUILD_DIR]   (default: build)
+# Build smoe and run the main job on the bundled default: `smoe train` of the
+# small DeepSeek-style model ('tiny') on the bundled text, 4 MPI ranks on a
+# 2x2 (fsdp, expert) mesh, no-prefetch / prefetch / legacy side by side.
+# usage: scripts/run.sh [BUILD_DIR] [STEPS]
 set -eu
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
 build=${1:-build}
+steps=${2:-20}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build"
-"$build/smoe" plan --model deepseek3-671b --devices 128 ici_expert_parallelism=8 --compare
+# Open MPI as root and with more ranks than cores (MPICH ignores these)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
+mpirun -np 4 -x OPENBLAS_NUM_THREADS "$build/smoe" train --steps "$steps" --compare \
+  ici_expert_parallelism=2

@@ -51,6 +51,26 @@ run shq 4 ici_expert_parallelism=2 --shared-queue && same f2e2 shq 0 "shared que
 run pth 4 ici_expert_parallelism=2 --progress-thread && same f2e2 pth 0 "progress thread == polling, bitwise"
 run e4 4 ici_expert_parallelism=4 && same ref e4 1e-5 "expert=4 vs single rank"
 
+# peak gathered-buffer bytes within (depth + 1) layers forward and
+# (depth + 2) backward
+bound() { # NAME DEPTH
+  j="$dir/$1.json"
+  layer=$(grep '"layer_gathered_bytes"' "$j" | tr -dc '0-9')
+  fwd=$(grep '"peak_gathered_fwd_bytes"' "$j" | tr -dc '0-9')
+  bwd=$(grep '"peak_gathered_bwd_bytes"' "$j" | tr -dc '0-9')
+  if [ -n "$layer" ] && [ "$layer" -gt 0 ] && [ "$fwd" -le $((($2 + 1) * layer)) ] &&
+     [ "$bwd" -le $((($2 + 2) * layer)) ] && [ "$bwd" -gt 0 ]; then
+    pass=$((pass + 1))
+    echo "ok: depth $2: peak gathered forward $fwd, backward $bwd bytes (layer $layer)"
+  else
+    fail=$((fail + 1))
+    echo "FAIL: depth $2: peak gathered forward $fwd, backward $bwd bytes (layer $layer)" >&2
+  fi
+}
+bound d0 0
+bound f2e2 1
+bound d2 2
+
 # the loss must fall
 first=$(grep -m1 '"loss"' "$dir/f2e2.json" | tr -dc '0-9.')
 last=$(grep '"loss"' "$dir/f2e2.json" | tail -1 | tr -dc '0-9.')
