@@ -359,6 +359,38 @@ static void test_golden_summaries(const char *cfgdir)
     }
 }
 
+/* Built-in enumerations of other families, by their published sizes. */
+static void test_param_totals(const char *cfgdir)
+{
+    static const struct { const char *model; int64_t params; } rows[] = {
+        { "llama3.1-8b", 8030261248LL },   /* Llama 3.1 8B */
+        { "mixtral-8x7b", 46702792704LL }, /* Mixtral 8x7B */
+        { "deepseek2-16b", 15706484224LL },
+        { "deepseek3-671b", 671026419200LL },
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        smoe_plan *p = plan_for(cfgdir, NULL, 8, NULL, 0, rows[i].model);
+        if (!p)
+            continue;
+        int64_t total = 0;
+        int nparams = 0;
+        for (int k = 0; k < p->n; k++) {
+            if (p->w[k].kind != SMOE_ENTRY_PARAM)
+                continue;
+            int64_t e = 1;
+            for (int d = 0; d < p->w[k].rank; d++)
+                e *= p->w[k].shape[d];
+            total += e;
+            nparams++;
+        }
+        CHECKF(total == rows[i].params, "%s: %lld parameters, expected %lld", rows[i].model,
+               (long long)total, (long long)rows[i].params);
+        /* params, mu and nu, plus step and two counts */
+        CHECK_INT(p->n, 3 * nparams + 3);
+        smoe_plan_free(p);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -369,5 +401,6 @@ int main(int argc, char **argv)
     test_change_description_cases();
     test_fsdp_only_identical(argv[1]);
     test_golden_summaries(argv[1]);
+    test_param_totals(argv[1]);
     return check_report();
 }

@@ -72,7 +72,7 @@ static void finish(smoe_rt *rt, rt_op *op)
         rt->stats.gathers++;
         rt->stats.gather_bytes += op->bytes;
     }
-    rt_span(rt, op->lane, op->name ? op->name : "op", op->t0, t1);
+    rt_span(rt, op->lane, op->name ? op->name : "op", op->t_issue, t1);
     if (op->pending)
         (*op->pending)--;
     if (op->flag)
@@ -139,6 +139,7 @@ void rt_enqueue(smoe_rt *rt, int q, rt_op *op)
             rt->have_thread = 1;
     }
     q = rt_queue_of(rt, q);
+    op->t_issue = smoe_now();
     pthread_mutex_lock(&rt->lock);
     op->next = NULL;
     rt_queue *Q = &rt->q[q];

@@ -44,6 +44,7 @@ struct rt_op {
     const int *scounts, *sdispls, *rcounts, *rdispls;
     MPI_Request req;
     int running;
+    double t_issue;    /* enqueued (the trace spans issue -> completion) */
     int exclusive;     /* runs alone on its queue (the expert all-to-all) */
     int serial;        /* waits for every earlier op (a dependent stage) */
     double t0;
