@@ -69,6 +69,12 @@ struct smoe_train_result;
 /* JSON output of training runs (train_json.c); compare != NULL: three runs. */
 void train_print_json(FILE *f, const smoe_plan *p, const struct smoe_train_result *res, int n,
                       const char *compare);
+struct smoe_sim_result;
+struct smoe_sim_point;
+/* JSON output of smoe sim (sim_json.c). */
+void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const char *const *names,
+                    const struct smoe_sim_result *res, int n, const smoe_scenario *sc,
+                    const struct smoe_sim_point *curve, int ncurve);
 /* JSON output of a plan (plan_json.c). */
 void plan_print_json(FILE *f, const smoe_plan *p);
 

@@ -13,6 +13,8 @@ static void usage(FILE *f)
             "commands:\n"
             "  plan   resolve logical axis rules and print every weight's sharding\n"
             "         and FSDP gather plan (co-axis and legacy)\n"
+            "  sim    predict step time, exposed gather wait and peak HBM of the\n"
+            "         schedules on TPU/GPU/CPU profiles; plan prefetch under a budget\n"
             "  train  train a DeepSeek-style MoE over MPI ranks with prefetched\n"
             "         co-axis all-gathers (run under mpirun)\n"
             "\n"
@@ -28,6 +30,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "plan") == 0)
         return cmd_plan(argc - 1, argv + 1);
+    if (strcmp(cmd, "sim") == 0)
+        return cmd_sim(argc - 1, argv + 1);
     if (strcmp(cmd, "train") == 0) {
         /* before MPI and OpenBLAS start: pick a proper BLAS kernel if
          * OpenBLAS fell back to a generic one (may re-exec) */

@@ -134,6 +134,77 @@ smoe_status smoe_params_load_json(smoe_arena *a, const char *path,
                                   smoe_logical_entry **out, int *n,
                                   smoe_err *err);
 
+/* ---- hardware profiles (configs/hardware/NAME.yml) ----
+ * Per-chip numbers as the vendors publish them; the simulator derives
+ * per-device ones (devices_per_chip). See configs/hardware/ for sources. */
+typedef struct smoe_hw {
+    char name[64];
+    char kind[16];           /* tpu | gpu | cpu */
+    double devices_per_chip;
+    double peak_flops;       /* dense FLOP/s per chip (bf16; fp32 for cpu) */
+    double hbm_bytes;        /* memory per chip */
+    double hbm_bandwidth;    /* bytes/s per chip */
+    double ici_bandwidth;    /* fast interconnect, bytes/s per chip, bidirectional */
+    double ici_links;
+    double ici_latency;      /* seconds per collective step */
+    double devices_per_node; /* devices on the fast interconnect */
+    double dcn_bandwidth;    /* slow network, bytes/s per chip, one direction */
+    double dcn_latency;
+    double collective_engines;
+    /* cpu profiles (smoe sim --calibrate): measured per device */
+    double a2a_bandwidth;    /* bytes/s, 0 = use ici_bandwidth */
+    double a2a_latency;
+    int collectives_use_compute; /* 1: collectives are CPU work of the ranks */
+    double elementwise_bandwidth; /* bytes/s for non-matmul work, 0 = hbm */
+    double op_overhead;      /* seconds per kernel call (cpu), 0 = none */
+    double compute_bytes;    /* bytes per activation element (2 bf16, 4 fp32) */
+    double gemm_small_flops; /* FLOP/s of a 64-wide matmul (cpu), 0 = peak */
+    double compute_scale;    /* measured kernel time / roofline (cpu), 0 = 1 */
+    double sync_skew;        /* seconds a collective waits for the last rank
+                                after independent compute (cpu), 0 = none */
+} smoe_hw;
+
+/* Read a profile file; every key is required and must be a number (kind,
+ * name strings). Errors carry file:line:col. */
+smoe_status smoe_hw_load(const char *path, smoe_hw *hw, smoe_err *err);
+
+/* ---- simulation scenarios (configs/scenarios/NAME.yml) ---- */
+#define SMOE_SCN_MAX_OVERRIDES 32
+#define SMOE_SCN_MAX_VARIANTS 8
+
+typedef struct smoe_scn_numbers { /* reported figures, < 0 = not reported */
+    double step_ms, exposed_gather_ms, peak_hbm_gib;
+} smoe_scn_numbers;
+
+typedef struct smoe_scn_variant {
+    const char *name;            /* schedule name, e.g. prefetch_ep_as_dp */
+    const char *rules;           /* custom rule set, or NULL */
+    int n_overrides;
+    const char *overrides[SMOE_SCN_MAX_OVERRIDES];
+} smoe_scn_variant;
+
+typedef struct smoe_scenario {
+    const char *file;
+    const char *description;
+    const char *model, *rules, *hardware;
+    int64_t devices, slices;
+    int n_overrides;
+    const char *overrides[SMOE_SCN_MAX_OVERRIDES];
+    int64_t batch, seq;
+    const char *remat;           /* full | none | save-dot-products */
+    int dtype_bytes;
+    int prefetch_depth;
+    int n_variants;
+    smoe_scn_variant variants[SMOE_SCN_MAX_VARIANTS];
+    int n_reported;
+    const char *reported_name[SMOE_SCN_MAX_VARIANTS + 4];
+    smoe_scn_numbers reported[SMOE_SCN_MAX_VARIANTS + 4];
+} smoe_scenario;
+
+/* Read a scenario file into an arena (strings live there). */
+smoe_status smoe_scenario_load(smoe_arena *a, const char *path, smoe_scenario *s,
+                               smoe_err *err);
+
 #ifdef __cplusplus
 }
 #endif

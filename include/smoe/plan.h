@@ -161,6 +161,25 @@ const char *smoe_gather_status_name(smoe_gather_status s);
 int smoe_is_fsdp_axis(const char *axis);
 int smoe_is_co_axis(const char *axis);
 
+/* Model dimensions as MaxText derives them from a config (base_* scaled by
+ * global_parameter_scale). */
+typedef struct smoe_dims {
+    const char *decoder_block;
+    int64_t emb, heads, kv_heads, head_dim, mlp, moe_mlp, layers, vocab;
+    int64_t first_dense, experts, topk, shared_experts;
+    int64_t q_lora, kv_lora, qk_nope, qk_rope, v_head;
+    int64_t moe_in;          /* moe_expert_input_dim, or emb */
+    int64_t n_activations;   /* len(mlp_activations) */
+    int64_t scan_axis;       /* param_scan_axis */
+    int64_t mtp_layers;
+    int routed_bias, logits_via_embedding, fused_mlp, fused_qkv;
+    int shard_exp_on_fsdp, use_2d_fsdp, batch_split, use_qk_norm;
+    int context_autoregressive; /* ici_context_autoregressive_parallelism > 1 */
+    int scan_layers;
+    int mla;                 /* attention_type mla */
+} smoe_dims;
+smoe_status smoe_plan_dims(const smoe_config *cfg, smoe_dims *d, smoe_err *err);
+
 /* Find a weight by its params path ("decoder/dense_layers/mlp/wo/kernel"). */
 const smoe_weight *smoe_plan_find(const smoe_plan *p, const char *path);
 

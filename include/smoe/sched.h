@@ -7,7 +7,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "smoe/config.h"
 #include "smoe/core.h"
+#include "smoe/plan.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,6 +26,8 @@ void smoe_trace_free(smoe_trace *t);
  * The name is copied. Returns SMOE_ENOMEM if the event could not be kept. */
 smoe_status smoe_trace_span(smoe_trace *t, int tid, const char *name, double t0,
                             double t1);
+/* Name this trace's process row (default "rank <pid>"). */
+smoe_status smoe_trace_process(smoe_trace *t, const char *name);
 /* Name a lane (thread row) of this trace's pid. */
 smoe_status smoe_trace_lane(smoe_trace *t, int tid, const char *name);
 int64_t smoe_trace_count(const smoe_trace *t);
@@ -33,6 +37,86 @@ const char *smoe_trace_fragment(smoe_trace *t, size_t *len);
 /* Write a whole trace file from per-rank fragments. */
 smoe_status smoe_trace_write(FILE *f, const char *const *fragments, const size_t *lens,
                              int n, smoe_err *err);
+
+/* ---- the step model ----
+ * One training step per device, built from the plan (gather bytes and
+ * axes of every weight, co-axis and legacy), the model dimensions, the
+ * training shape and a hardware profile:
+ *   compute  per op max(FLOPs / FLOP rate, bytes / memory bandwidth), per
+ *            layer forward, backward (x2) and rematerialisation;
+ *   gathers  per weight and stage: (G-1) x latency + bytes / bandwidth,
+ *            over the fast interconnect or, for members on other nodes or
+ *            slices, the slow network;
+ *   EP       all-to-all of the routed rows (or ring of experts: all-gather
+ *            of tokens + reduce-scatter of outputs);
+ *   grads    reduce-scatter over the gather axes, all-reduce over the axes
+ *            a weight is replicated on; AdamW over the local shards.
+ * Exact formulas: README, "smoe sim". */
+typedef enum smoe_remat { SMOE_REMAT_FULL, SMOE_REMAT_NONE, SMOE_REMAT_DOTS } smoe_remat;
+
+typedef struct smoe_sim_shape {
+    int64_t batch;        /* sequences per device */
+    int64_t seq;          /* tokens per sequence */
+    smoe_remat remat;
+    int dtype_bytes;      /* stored weights and gradients */
+    int ring_of_experts;  /* EP by all-gather + reduce-scatter of tokens */
+} smoe_sim_shape;
+
+typedef struct smoe_sim_model smoe_sim_model;
+
+smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
+                                 const smoe_hw *hw, const smoe_sim_shape *shape,
+                                 smoe_sim_model **out, smoe_err *err);
+void smoe_sim_model_free(smoe_sim_model *m);
+/* Per-layer prefetched weights of a layer kind (0 dense, 1 MoE). */
+int smoe_sim_model_weights(const smoe_sim_model *m, int kind);
+int smoe_sim_model_kinds(const smoe_sim_model *m);
+int64_t smoe_sim_model_layer_bytes(const smoe_sim_model *m);
+/* Modelled compute seconds of one layer of a kind, forward and backward
+ * (0 when the model has no layer of that kind). */
+void smoe_sim_model_compute(const smoe_sim_model *m, int kind, double *fwd, double *bwd);
+int smoe_sim_model_has_kind(const smoe_sim_model *m, int kind);
+
+/* A schedule. distance (may be NULL) gives, per layer kind and weight, a
+ * prefetch level: 0 = gathered just before use; level L > 0 prefetches
+ * (L - 1) % 4 + 1 quarters of the weight (L - 1) / 4 + 1 layers ahead, the
+ * rest just before use. With distance NULL every weight is prefetched
+ * prefetch_depth layers ahead. */
+#define SMOE_SIM_MAX_WEIGHTS 48
+#define SMOE_SIM_MAX_LEVEL 16
+typedef struct smoe_sim_sched {
+    int prefetch_depth;
+    int legacy;           /* pre-fix plan: residual co-axes gathered at use */
+    int shared_engine;    /* gathers queue with the all-to-all and reductions */
+    const unsigned char (*distance)[SMOE_SIM_MAX_WEIGHTS]; /* [kind][weight] */
+} smoe_sim_sched;
+
+typedef struct smoe_sim_result {
+    double step_s, compute_s, exposed_gather_s, residual_s, a2a_s, gather_busy_s;
+    double reduce_wait_s;
+    double peak_hbm_bytes;
+    /* the peak's breakdown */
+    double mem_params, mem_grads, mem_optimizer, mem_gathered, mem_activations;
+} smoe_sim_result;
+
+/* Simulate one step. trace (may be NULL) receives the timeline: lanes as
+ * in smoe train's traces (compute, gathers, all-to-all/reductions, waits). */
+smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s,
+                         smoe_sim_result *r, smoe_trace *trace);
+
+/* Memory-budgeted prefetch: choose per layer kind and weight a prefetch
+ * level minimising the exposed gather wait with peak HBM <= budget
+ * (greedy on wait saved per byte, then checked against uniform depths).
+ * The greedy path is the Pareto curve: up to max_points (peak, wait)
+ * points in *curve. A budget below the no-prefetch peak gives no
+ * prefetch (*feasible = 0). */
+typedef struct smoe_sim_point {
+    double peak_hbm_bytes, exposed_gather_s, step_s;
+} smoe_sim_point;
+smoe_status smoe_sim_plan_budget(const smoe_sim_model *m, int shared_engine, double budget,
+                                 unsigned char distance[][SMOE_SIM_MAX_WEIGHTS],
+                                 smoe_sim_result *best, int *feasible,
+                                 smoe_sim_point *curve, int max_points, int *n_points);
 
 #ifdef __cplusplus
 }

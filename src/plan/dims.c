@@ -68,6 +68,7 @@ smoe_status plan_read_dims(const smoe_config *c, model_dims *d, smoe_err *err)
     INT("vocab_size", &d->vocab, 0);
     INT("first_num_dense_layers", &d->first_dense, 0);
     INT("num_experts", &d->experts, 1);
+    INT("num_experts_per_tok", &d->topk, 1);
     INT("shared_experts", &d->shared_experts, 0);
     INT("q_lora_rank", &d->q_lora, 0);
     INT("kv_lora_rank", &d->kv_lora, 0);
@@ -95,6 +96,9 @@ smoe_status plan_read_dims(const smoe_config *c, model_dims *d, smoe_err *err)
         return s;
 #undef INT
 #undef BOOL
+    const char *att = NULL;
+    if (smoe_config_get(c, "attention_type") && smoe_config_str(c, "attention_type", &att, NULL) == SMOE_OK)
+        d->mla = strcmp(att, "mla") == 0;
     const smoe_node *acts = smoe_config_get(c, "mlp_activations");
     d->n_activations = acts && acts->kind == SMOE_NODE_SEQ ? acts->n : 1;
     if ((s = positive(c, "base_emb_dim", d->emb, err)) ||
@@ -107,4 +111,9 @@ smoe_status plan_read_dims(const smoe_config *c, model_dims *d, smoe_err *err)
                            "first_num_dense_layers must be between 0 and the "
                            "number of decoder layers (%lld)", (long long)d->layers);
     return SMOE_OK;
+}
+
+smoe_status smoe_plan_dims(const smoe_config *cfg, smoe_dims *d, smoe_err *err)
+{
+    return plan_read_dims(cfg, d, err);
 }

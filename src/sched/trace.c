@@ -16,6 +16,7 @@ typedef struct ev {
 
 struct smoe_trace {
     int pid;
+    char pname[88];
     double origin;
     ev *e;
     int64_t n, cap;
@@ -29,6 +30,7 @@ smoe_trace *smoe_trace_new(int pid, double origin)
     if (t) {
         t->pid = pid;
         t->origin = origin;
+        snprintf(t->pname, sizeof t->pname, "rank %d", pid);
     }
     return t;
 }
@@ -78,6 +80,12 @@ smoe_status smoe_trace_span(smoe_trace *t, int tid, const char *name, double t0,
     return push(t, &x);
 }
 
+smoe_status smoe_trace_process(smoe_trace *t, const char *name)
+{
+    copy_name(t->pname, sizeof t->pname, name);
+    return SMOE_OK;
+}
+
 smoe_status smoe_trace_lane(smoe_trace *t, int tid, const char *name)
 {
     ev x;
@@ -105,8 +113,8 @@ const char *smoe_trace_fragment(smoe_trace *t, size_t *len)
     size_t k = 0;
     k += (size_t)snprintf(t->text + k, need - k,
                           "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
-                          "\"args\":{\"name\":\"rank %d\"}}",
-                          t->pid, t->pid);
+                          "\"args\":{\"name\":\"%s\"}}",
+                          t->pid, t->pname);
     for (int64_t i = 0; i < t->n && k < need; i++) {
         const ev *x = &t->e[i];
         if (x->meta)

@@ -1,6 +1,6 @@
 /* Benchmark: whole-process wall time of a `smoe plan` command line, run
  * repeatedly; prints min / median / max in milliseconds.
- * usage: bench_plan RUNS smoe plan ARGS... */
+ * usage: bench_cmd RUNS smoe plan ARGS... */
 #define _POSIX_C_SOURCE 200809L
 #include <fcntl.h>
 #include <spawn.h>
@@ -28,7 +28,7 @@ static int cmp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: bench_plan RUNS PROGRAM ARGS...\n");
+        fprintf(stderr, "usage: bench_cmd RUNS PROGRAM ARGS...\n");
         return 2;
     }
     int runs = atoi(argv[1]);

@@ -1,0 +1,35 @@
+#!/bin/sh
+# smoe sim checked against reality: calibrate this machine's cpu-mpi
+# profile under the main job's layout, predict the default smoe train run
+# (tiny model, 4 ranks on a 2x2 fsdp x expert mesh, prefetch off and on),
+# measure it with smoe train --compare, and print predicted vs measured.
+# usage: bench/sim_vs_train.sh [BUILD_DIR] [STEPS] [NP] [KEY=VALUE ...]
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$top/build}" && pwd)
+steps=${2:-20}
+np=${3:-4}
+shift $(($# < 3 ? $# : 3))
+over="$*"
+[ -z "$over" ] && [ "$np" = 4 ] && over="ici_expert_parallelism=2"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
+export SMOE_CONFIG_DIR="$build/configs"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+echo "== calibrate ($np ranks)"
+mpirun -np "$np" -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$build/smoe" sim --calibrate \
+  --out "$dir/cpu-mpi.yml" $over
+sed 's/^/   /' "$dir/cpu-mpi.yml"
+echo "== predict"
+"$build/smoe" sim --base "$build/configs/train.yml" --model tiny --devices "$np" $over \
+  --hardware "$dir/cpu-mpi.yml" --batch 4 --seq 128 --remat none --dtype-bytes 4 \
+  --prefetch-depth 1 --json >"$dir/sim.json"
+"$build/smoe" sim --base "$build/configs/train.yml" --model tiny --devices "$np" $over \
+  --hardware "$dir/cpu-mpi.yml" --batch 4 --seq 128 --remat none --dtype-bytes 4 \
+  --prefetch-depth 1 | sed -n '4,8p'
+echo "== measure ($steps steps each)"
+mpirun -np "$np" -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$build/smoe" train --steps "$steps" \
+  --compare --quiet --json $over >"$dir/train.json"
+echo "== predicted vs measured"
+"$build/bench/cmp_sim_train" "$dir/sim.json" "$dir/train.json"

@@ -1,0 +1,477 @@
+/* `smoe sim`: predicted step time, exposed gather wait, expert-exchange
+ * time and peak HBM of every schedule (baseline = no prefetch, prefetch,
+ * prefetch on a shared engine, legacy, plus a scenario's variants and the
+ * memory-budgeted plan), from the plan, the model, the training shape and a
+ * hardware profile; with a scenario, side by side with reported figures.
+ * --calibrate (under mpirun) measures a cpu-mpi profile instead. */
+#include "cli.h"
+#include "smoe/runtime.h"
+#include "smoe/sched.h"
+#include "smoe/train.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum {
+    OPT_SCENARIO = OPT_COMMON_END, OPT_HARDWARE, OPT_BATCH, OPT_SEQ, OPT_REMAT, OPT_DEPTH,
+    OPT_BUDGET, OPT_SWEEP, OPT_TRACE, OPT_CALIBRATE, OPT_OUT, OPT_HELP
+};
+
+#define MAX_RUNS 12
+#define SWEEP_POINTS 200
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: smoe sim [--base FILE] [--model NAME|FILE] [--rules NAME|FILE] [--params FILE]\n"
+            "                [--devices N] [--slices N] [KEY=VALUE ...] [--scenario NAME|FILE]\n"
+            "                [--hardware NAME|FILE] [--batch N] [--seq N]\n"
+            "                [--remat full|none|save-dot-products] [--dtype-bytes N]\n"
+            "                [--prefetch-depth N] [--hbm-budget BYTES] [--sweep] [--trace FILE]\n"
+            "                [--json]\n"
+            "       mpirun -np N smoe sim --calibrate [--out FILE]\n"
+            "\n"
+            "  --scenario NAME|FILE  bundled scenario (configs/scenarios/NAME.yml), e.g. seed:\n"
+            "                        model, mesh, hardware, shape, variants, reported figures\n"
+            "  --hardware NAME|FILE  profile (configs/hardware/NAME.yml): tpu-v5p, tpu7x, h100,\n"
+            "                        h200, cpu-mpi\n"
+            "  --batch N, --seq N    sequences per device and their length\n"
+            "  --remat POLICY        full (recompute the layer), none, save-dot-products\n"
+            "  --dtype-bytes N       bytes of stored weights and gradients (default 2)\n"
+            "  --prefetch-depth N    layers ahead for the prefetch schedules (default 1)\n"
+            "  --hbm-budget BYTES    add the memory-budgeted plan (per device, e.g. 32G)\n"
+            "  --sweep               print the Pareto curve of exposed wait vs peak HBM\n"
+            "  --trace FILE          Chrome/Perfetto trace, one process row per schedule\n"
+            "  --calibrate           measure this machine's cpu-mpi profile (under mpirun)\n"
+            "  --out FILE            where --calibrate writes (default: stdout)\n");
+}
+
+typedef struct run {
+    const char *name;
+    smoe_sim_result r;
+    int have;
+} run;
+
+static const char *find_file(const char *arg, const char *sub, char *buf, size_t n)
+{
+    if (strchr(arg, '/') || strstr(arg, ".yml") || strstr(arg, ".yaml"))
+        return arg;
+    const char *dir = smoe_config_default_dir();
+    snprintf(buf, n, "%s/%s/%s.yml", dir ? dir : ".", sub, arg);
+    return buf;
+}
+
+static smoe_remat parse_remat(const char *s, const char *where)
+{
+    if (strcmp(s, "full") == 0)
+        return SMOE_REMAT_FULL;
+    if (strcmp(s, "none") == 0)
+        return SMOE_REMAT_NONE;
+    if (strcmp(s, "save-dot-products") == 0 || strcmp(s, "save_dot_products") == 0)
+        return SMOE_REMAT_DOTS;
+    cli_usage_error(where, "expected full, none or save-dot-products");
+}
+
+/* Build a plan and a step model for one configuration. */
+static smoe_sim_model *build(const cli_common *c, const char *rules, const char *const *extra,
+                             int n_extra, const smoe_hw *hw, smoe_sim_shape sh, smoe_plan **plan_out)
+{
+    const char *kv[SMOE_SCN_MAX_OVERRIDES * 2 + 64];
+    int n = 0;
+    for (int i = 0; i < c->n_kv && n < (int)(sizeof kv / sizeof kv[0]); i++)
+        kv[n++] = c->kv[i];
+    for (int i = 0; i < n_extra && n < (int)(sizeof kv / sizeof kv[0]); i++)
+        kv[n++] = extra[i];
+    cli_common cc = *c;
+    cc.kv = kv;
+    cc.n_kv = n;
+    if (rules)
+        cc.rules = rules;
+    smoe_config *cfg = cli_load_config(&cc);
+    smoe_plan *p = cli_build_plan(&cc, cfg);
+    const smoe_node *roe = smoe_config_get(cfg, "use_ring_of_experts");
+    int ring = 0;
+    if (roe && smoe_config_bool(cfg, "use_ring_of_experts", &ring, NULL) != SMOE_OK)
+        ring = 0;
+    sh.ring_of_experts = ring;
+    smoe_sim_model *m;
+    smoe_err err;
+    if (smoe_sim_model_build(cfg, p, hw, &sh, &m, &err))
+        cli_die(&err);
+    smoe_config_free(cfg);
+    *plan_out = p;
+    return m;
+}
+
+static void print_table(const run *runs, int n)
+{
+    char b[32];
+    printf("%-26s %10s %11s %14s %12s %10s %12s\n", "schedule", "step ms", "compute ms",
+           "exposed AG ms", "residual ms", "a2a ms", "peak HBM");
+    for (int i = 0; i < n; i++) {
+        const smoe_sim_result *r = &runs[i].r;
+        printf("%-26s %10.1f %11.1f %14.1f %12.1f %10.1f %12s\n", runs[i].name, r->step_s * 1e3,
+               r->compute_s * 1e3, r->exposed_gather_s * 1e3, r->residual_s * 1e3,
+               r->a2a_s * 1e3, cli_fmt_bytes(r->peak_hbm_bytes, b, sizeof b));
+    }
+}
+
+static const smoe_scn_numbers *reported(const smoe_scenario *sc, const char *name)
+{
+    for (int i = 0; i < sc->n_reported; i++)
+        if (strcmp(sc->reported_name[i], name) == 0)
+            return &sc->reported[i];
+    return NULL;
+}
+
+static void cell(char *buf, size_t n, double v, const char *fmt)
+{
+    if (v < 0)
+        snprintf(buf, n, "-");
+    else
+        snprintf(buf, n, fmt, v);
+}
+
+static void print_reported(const smoe_scenario *sc, const run *runs, int n)
+{
+    const smoe_scn_numbers *rb = reported(sc, "baseline");
+    const run *pb = NULL;
+    for (int i = 0; i < n; i++)
+        if (strcmp(runs[i].name, "baseline") == 0)
+            pb = &runs[i];
+    printf("\npredicted vs reported (%s)\n", sc->file);
+    printf("%-26s %20s %22s %22s %22s\n", "schedule", "step ms rep / pred",
+           "vs baseline rep / pred", "exposed AG rep / pred", "peak HBM GiB rep / pred");
+    for (int i = 0; i < n; i++) {
+        const smoe_scn_numbers *x = reported(sc, runs[i].name);
+        if (!x)
+            continue;
+        const smoe_sim_result *r = &runs[i].r;
+        char a[32], b[32], c1[32], d[32];
+        cell(a, sizeof a, x->step_ms, "%.1f");
+        double rep_change = rb && rb->step_ms > 0 && x->step_ms > 0
+                                ? 100.0 * (x->step_ms / rb->step_ms - 1) : -1e9;
+        double pred_change = pb ? 100.0 * (r->step_s / pb->r.step_s - 1) : 0;
+        if (rep_change > -1e8)
+            snprintf(b, sizeof b, "%+.1f%%", rep_change);
+        else
+            snprintf(b, sizeof b, "-");
+        cell(c1, sizeof c1, x->exposed_gather_ms, "%.0f");
+        cell(d, sizeof d, x->peak_hbm_gib, "%.1f");
+        printf("%-26s %11s / %6.1f %13s / %+6.1f%% %14s / %5.0f %14s / %5.1f\n", runs[i].name, a,
+               r->step_s * 1e3, b, pred_change, c1, r->exposed_gather_s * 1e3, d,
+               r->peak_hbm_bytes / (1024.0 * 1024 * 1024));
+    }
+}
+
+/* --calibrate: under mpirun; the model (default: smoe train's bundled
+ * run) sets the shape of the compute measurement. */
+static int calibrate(int argc, char **argv, cli_common *c, const char *out)
+{
+    smoe_rt *rt;
+    smoe_err err;
+    if (smoe_rt_init(&argc, &argv, &rt, &err)) {
+        fprintf(stderr, "smoe: %s\n", err.msg);
+        return 1;
+    }
+    int root = smoe_rt_rank(rt) == 0;
+    char base[4200];
+    const char *cdir = smoe_config_default_dir();
+    if (!c->base && cdir) {
+        snprintf(base, sizeof base, "%s/train.yml", cdir);
+        c->base = base;
+    }
+    if (!c->model)
+        c->model = "tiny";
+    c->devices = smoe_rt_size(rt);
+    smoe_config_opts o;
+    memset(&o, 0, sizeof o);
+    o.base_path = c->base;
+    o.model = c->model;
+    o.rules = c->rules;
+    o.overrides = c->kv;
+    o.n_overrides = c->n_kv;
+    o.use_env = 1;
+    smoe_config *cfg = NULL;
+    smoe_plan *plan = NULL;
+    smoe_plan_opts po = { c->devices, 1, c->params, 4 };
+    smoe_status s = smoe_config_load(&o, &cfg, &err);
+    if (!s)
+        s = smoe_plan_build(cfg, &po, &plan, &err);
+    if (!s)
+        s = smoe_train_calibrate(rt, cfg, plan, out, &err);
+    smoe_plan_free(plan);
+    smoe_config_free(cfg);
+    smoe_rt_finalize(rt);
+    if (s) {
+        if (root)
+            cli_die(&err);
+        return SMOE_EXIT_USAGE;
+    }
+    return 0;
+}
+
+int cmd_sim(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        CLI_COMMON_LONGOPTS,
+        { "scenario", required_argument, 0, OPT_SCENARIO },
+        { "hardware", required_argument, 0, OPT_HARDWARE },
+        { "batch", required_argument, 0, OPT_BATCH },
+        { "seq", required_argument, 0, OPT_SEQ },
+        { "remat", required_argument, 0, OPT_REMAT },
+        { "prefetch-depth", required_argument, 0, OPT_DEPTH },
+        { "hbm-budget", required_argument, 0, OPT_BUDGET },
+        { "sweep", no_argument, 0, OPT_SWEEP },
+        { "trace", required_argument, 0, OPT_TRACE },
+        { "calibrate", no_argument, 0, OPT_CALIBRATE },
+        { "out", required_argument, 0, OPT_OUT },
+        { "help", no_argument, 0, OPT_HELP },
+        { 0, 0, 0, 0 },
+    };
+    cli_common c;
+    cli_common_init(&c);
+    c.dtype_bytes = 0;
+    const char *scenario = NULL, *hardware = NULL, *remat = NULL, *trace_path = NULL, *out = NULL;
+    int64_t batch = 0, seq = 0, budget = -1;
+    int depth = -1, sweep = 0, calib = 0, opt, li = -1;
+    opterr = 0;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
+        char where[300];
+        if (li >= 0 && optarg)
+            snprintf(where, sizeof where, "argument '--%s %s'", longopts[li].name, optarg);
+        else
+            snprintf(where, sizeof where, "argument '%s'", argv[optind - 1]);
+        li = -1;
+        if (cli_common_opt(&c, opt, optarg))
+            continue;
+        switch (opt) {
+        case OPT_SCENARIO: scenario = optarg; break;
+        case OPT_HARDWARE: hardware = optarg; break;
+        case OPT_BATCH: batch = cli_int("--batch", optarg, 1, 1 << 20); break;
+        case OPT_SEQ: seq = cli_int("--seq", optarg, 1, 1 << 24); break;
+        case OPT_REMAT: remat = optarg; parse_remat(optarg, where); break;
+        case OPT_DEPTH: depth = (int)cli_int("--prefetch-depth", optarg, 0, 4); break;
+        case OPT_BUDGET: budget = cli_bytes("--hbm-budget", optarg); break;
+        case OPT_SWEEP: sweep = 1; break;
+        case OPT_TRACE: trace_path = optarg; break;
+        case OPT_CALIBRATE: calib = 1; break;
+        case OPT_OUT: out = optarg; break;
+        case 'h':
+        case OPT_HELP: usage(stdout); return 0;
+        default:
+            cli_usage_error(where, optopt ? "missing value or unknown option"
+                                          : "unknown option (see 'smoe sim --help')");
+        }
+    }
+    cli_collect_overrides(&c, argc, argv, optind);
+    if (calib)
+        return calibrate(argc, argv, &c, out);
+    /* the scenario supplies defaults; options given on the command line win */
+    smoe_scenario sc;
+    memset(&sc, 0, sizeof sc);
+    smoe_arena *arena = smoe_arena_new(64 * 1024);
+    char path[4200];
+    const char *scn_over[SMOE_SCN_MAX_OVERRIDES + 256];
+    if (scenario) {
+        smoe_err err;
+        const char *f = find_file(scenario, "scenarios", path, sizeof path);
+        if (access(f, R_OK) != 0) {
+            char where[300];
+            snprintf(where, sizeof where, "argument '--scenario %s'", scenario);
+            cli_usage_error(where, "no scenario file %s", f);
+        }
+        if (smoe_scenario_load(arena, f, &sc, &err))
+            cli_die(&err);
+        if (!c.model)
+            c.model = sc.model;
+        if (!c.rules)
+            c.rules = sc.rules;
+        if (!hardware)
+            hardware = sc.hardware;
+        if (!c.devices)
+            c.devices = sc.devices;
+        if (c.slices == 1 && sc.slices > 1)
+            c.slices = sc.slices;
+        if (!batch)
+            batch = sc.batch;
+        if (!seq)
+            seq = sc.seq;
+        if (!remat)
+            remat = sc.remat;
+        if (!c.dtype_bytes)
+            c.dtype_bytes = sc.dtype_bytes;
+        if (depth < 0)
+            depth = sc.prefetch_depth;
+        int n = 0;
+        for (int i = 0; i < sc.n_overrides; i++)
+            scn_over[n++] = sc.overrides[i];
+        for (int i = 0; i < c.n_kv; i++)
+            scn_over[n++] = c.kv[i];
+        c.kv = scn_over;
+        c.n_kv = n;
+    }
+    if (!hardware)
+        cli_usage_error("argument '--hardware'", "is required (or a --scenario that names one)");
+    if (!c.devices)
+        cli_usage_error("argument '--devices'", "is required (or a --scenario that sets it)");
+    if (!c.dtype_bytes)
+        c.dtype_bytes = 2;
+    if (depth < 0)
+        depth = 1;
+    smoe_hw hw;
+    smoe_err err;
+    const char *hwf = find_file(hardware, "hardware", path, sizeof path);
+    if (access(hwf, R_OK) != 0) {
+        char where[300];
+        snprintf(where, sizeof where, "argument '--hardware %s'", hardware);
+        cli_usage_error(where, "no hardware profile %s", hwf);
+    }
+    if (smoe_hw_load(hwf, &hw, &err))
+        cli_die(&err);
+    smoe_sim_shape sh;
+    memset(&sh, 0, sizeof sh);
+    sh.batch = batch ? batch : 1;
+    sh.seq = seq ? seq : 2048;
+    sh.remat = remat ? parse_remat(remat, "argument '--remat'") : SMOE_REMAT_FULL;
+    sh.dtype_bytes = c.dtype_bytes;
+
+    smoe_plan *plan;
+    smoe_sim_model *m = build(&c, NULL, NULL, 0, &hw, sh, &plan);
+    run runs[MAX_RUNS];
+    int n = 0;
+    smoe_sim_sched sd;
+    struct { const char *name; int depth, legacy, shared; } base[] = {
+        { "baseline", 0, 0, 0 }, { "prefetch", depth, 0, 0 },
+        { "prefetch_shared_queue", depth, 0, 1 }, { "legacy", depth, 1, 0 },
+    };
+    smoe_trace *traces[MAX_RUNS];
+    for (int i = 0; i < 4; i++) {
+        memset(&sd, 0, sizeof sd);
+        sd.prefetch_depth = base[i].depth;
+        sd.legacy = base[i].legacy;
+        sd.shared_engine = base[i].shared;
+        traces[n] = trace_path ? smoe_trace_new(n, 0) : NULL;
+        if (traces[n])
+            smoe_trace_process(traces[n], base[i].name);
+        runs[n].name = base[i].name;
+        if (smoe_sim_run(m, &sd, &runs[n].r, traces[n]))
+            cli_usage_error(NULL, "out of memory in the simulation");
+        n++;
+    }
+    for (int v = 0; v < sc.n_variants && n < MAX_RUNS - 1; v++) {
+        smoe_plan *vp;
+        smoe_sim_model *vm = build(&c, sc.variants[v].rules, sc.variants[v].overrides,
+                                   sc.variants[v].n_overrides, &hw, sh, &vp);
+        memset(&sd, 0, sizeof sd);
+        sd.prefetch_depth = depth;
+        traces[n] = trace_path ? smoe_trace_new(n, 0) : NULL;
+        if (traces[n])
+            smoe_trace_process(traces[n], sc.variants[v].name);
+        runs[n].name = sc.variants[v].name;
+        if (smoe_sim_run(vm, &sd, &runs[n].r, traces[n]))
+            cli_usage_error(NULL, "out of memory in the simulation");
+        n++;
+        smoe_sim_model_free(vm);
+        smoe_plan_free(vp);
+    }
+    smoe_sim_point curve[512];
+    int ncurve = 0, feasible = 1;
+    if (budget >= 0 || sweep) {
+        unsigned char dist[2][SMOE_SIM_MAX_WEIGHTS];
+        smoe_sim_result best;
+        double b = budget >= 0 ? (double)budget : INFINITY;
+        smoe_sim_plan_budget(m, 0, b, dist, &best, &feasible, curve, 512, &ncurve);
+        if (budget >= 0) {
+            runs[n].name = "budgeted";
+            runs[n].r = best;
+            traces[n] = NULL;
+            n++;
+        }
+    }
+    if (c.json) {
+        const char *names[MAX_RUNS];
+        smoe_sim_result res[MAX_RUNS];
+        for (int i = 0; i < n; i++) {
+            names[i] = runs[i].name;
+            res[i] = runs[i].r;
+        }
+        sim_print_json(stdout, plan, &hw, names, res, n, &sc, curve, sweep ? ncurve : 0);
+    } else {
+        printf("hardware: %s (%s); %lld devices; batch %lld x seq %lld per device, remat %s, "
+               "%d-byte weights; prefetch depth %d\n",
+               hw.name, hwf, (long long)smoe_mesh_devices(&plan->mesh), (long long)sh.batch,
+               (long long)sh.seq, remat ? remat : "full", c.dtype_bytes, depth);
+        printf("mesh:");
+        for (int i = 0; i < plan->mesh.n; i++)
+            if (plan->mesh.size[i] > 1)
+                printf(" %s=%lld", plan->mesh.name[i], (long long)plan->mesh.size[i]);
+        printf("\n\n");
+        print_table(runs, n);
+        const smoe_sim_result *pf = &runs[1].r;
+        char b1[32], b2[32], b3[32], b4[32], b5[32];
+        printf("\npeak HBM of 'prefetch': parameters %s, gradients %s, optimizer %s, gathered "
+               "weights %s, activations %s\n",
+               cli_fmt_bytes(pf->mem_params, b1, sizeof b1),
+               cli_fmt_bytes(pf->mem_grads, b2, sizeof b2),
+               cli_fmt_bytes(pf->mem_optimizer, b3, sizeof b3),
+               cli_fmt_bytes(pf->mem_gathered, b4, sizeof b4),
+               cli_fmt_bytes(pf->mem_activations, b5, sizeof b5));
+        if (budget >= 0 && !feasible)
+            printf("budget %s is below the no-prefetch peak: no prefetch\n",
+                   cli_fmt_bytes((double)budget, b1, sizeof b1));
+        if (sc.n_reported)
+            print_reported(&sc, runs, n);
+        if (sweep && ncurve > 0) {
+            /* 200 budgets from the no-prefetch peak to the largest useful
+             * one; each takes the best point of the greedy path it fits */
+            double lo = curve[0].peak_hbm_bytes, hi = curve[ncurve - 1].peak_hbm_bytes;
+            printf("\nPareto sweep: %d budgets, %d plans on the greedy path\n", SWEEP_POINTS,
+                   ncurve);
+            printf("%14s %14s %16s %12s\n", "budget", "peak HBM", "exposed AG ms", "step ms");
+            for (int i = 0; i < SWEEP_POINTS; i++) {
+                double b = lo + (hi - lo) * i / (SWEEP_POINTS - 1);
+                int j = 0;
+                for (int k = 0; k < ncurve; k++)
+                    if (curve[k].peak_hbm_bytes <= b * (1 + 1e-12) &&
+                        curve[k].exposed_gather_s <= curve[j].exposed_gather_s)
+                        j = k;
+                printf("%14s %14s %16.2f %12.2f\n", cli_fmt_bytes(b, b2, sizeof b2),
+                       cli_fmt_bytes(curve[j].peak_hbm_bytes, b1, sizeof b1),
+                       curve[j].exposed_gather_s * 1e3, curve[j].step_s * 1e3);
+            }
+        }
+    }
+    if (trace_path) {
+        const char *frags[MAX_RUNS];
+        size_t lens[MAX_RUNS];
+        int nt = 0;
+        for (int i = 0; i < n; i++)
+            if (traces[i]) {
+                smoe_trace_lane(traces[i], 0, "compute");
+                smoe_trace_lane(traces[i], 1, "FSDP gathers");
+                smoe_trace_lane(traces[i], 2, "all-to-all / reductions");
+                smoe_trace_lane(traces[i], 3, "waits");
+                frags[nt] = smoe_trace_fragment(traces[i], &lens[nt]);
+                nt++;
+            }
+        FILE *f = fopen(trace_path, "w");
+        if (!f) {
+            char where[300];
+            snprintf(where, sizeof where, "argument '--trace %s'", trace_path);
+            cli_usage_error(where, "cannot write the file");
+        }
+        if (smoe_trace_write(f, frags, lens, nt, &err))
+            cli_die(&err);
+        fclose(f);
+        for (int i = 0; i < n; i++)
+            smoe_trace_free(traces[i]);
+    }
+    smoe_sim_model_free(m);
+    smoe_plan_free(plan);
+    smoe_arena_free(arena);
+    return 0;
+}

@@ -1,0 +1,69 @@
+/* `smoe sim --json`: {"hardware", "mesh", "schedules": {NAME: {...}},
+ * "reported": {NAME: {...}}, "pareto": [...]} (schema in the README). */
+#include "cli.h"
+#include "smoe/sched.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+
+void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const char *const *names,
+                    const smoe_sim_result *res, int n, const smoe_scenario *sc,
+                    const smoe_sim_point *curve, int ncurve)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "hardware", hw->name);
+    cJSON *mesh = cJSON_AddObjectToObject(root, "mesh");
+    cJSON *an = cJSON_AddArrayToObject(mesh, "axis_names");
+    cJSON *sh = cJSON_AddObjectToObject(mesh, "shape");
+    for (int i = 0; i < p->mesh.n; i++) {
+        cJSON_AddItemToArray(an, cJSON_CreateString(p->mesh.name[i]));
+        cJSON_AddNumberToObject(sh, p->mesh.name[i], (double)p->mesh.size[i]);
+    }
+    cJSON *sched = cJSON_AddObjectToObject(root, "schedules");
+    for (int i = 0; i < n; i++) {
+        const smoe_sim_result *r = &res[i];
+        cJSON *o = cJSON_AddObjectToObject(sched, names[i]);
+        cJSON_AddNumberToObject(o, "step_ms", r->step_s * 1e3);
+        cJSON_AddNumberToObject(o, "compute_ms", r->compute_s * 1e3);
+        cJSON_AddNumberToObject(o, "exposed_gather_ms", r->exposed_gather_s * 1e3);
+        cJSON_AddNumberToObject(o, "residual_gather_ms", r->residual_s * 1e3);
+        cJSON_AddNumberToObject(o, "a2a_ms", r->a2a_s * 1e3);
+        cJSON_AddNumberToObject(o, "gather_busy_ms", r->gather_busy_s * 1e3);
+        cJSON_AddNumberToObject(o, "reduce_wait_ms", r->reduce_wait_s * 1e3);
+        cJSON_AddNumberToObject(o, "peak_hbm_bytes", r->peak_hbm_bytes);
+        cJSON *mem = cJSON_AddObjectToObject(o, "memory");
+        cJSON_AddNumberToObject(mem, "params", r->mem_params);
+        cJSON_AddNumberToObject(mem, "grads", r->mem_grads);
+        cJSON_AddNumberToObject(mem, "optimizer", r->mem_optimizer);
+        cJSON_AddNumberToObject(mem, "gathered", r->mem_gathered);
+        cJSON_AddNumberToObject(mem, "activations", r->mem_activations);
+    }
+    cJSON *rep = cJSON_AddObjectToObject(root, "reported");
+    for (int i = 0; sc && i < sc->n_reported; i++) {
+        cJSON *o = cJSON_AddObjectToObject(rep, sc->reported_name[i]);
+        const smoe_scn_numbers *x = &sc->reported[i];
+        if (x->step_ms >= 0)
+            cJSON_AddNumberToObject(o, "step_ms", x->step_ms);
+        if (x->exposed_gather_ms >= 0)
+            cJSON_AddNumberToObject(o, "exposed_gather_ms", x->exposed_gather_ms);
+        if (x->peak_hbm_gib >= 0)
+            cJSON_AddNumberToObject(o, "peak_hbm_gib", x->peak_hbm_gib);
+    }
+    if (ncurve) {
+        cJSON *pc = cJSON_AddArrayToObject(root, "pareto");
+        for (int i = 0; i < ncurve; i++) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "peak_hbm_bytes", curve[i].peak_hbm_bytes);
+            cJSON_AddNumberToObject(o, "exposed_gather_ms", curve[i].exposed_gather_s * 1e3);
+            cJSON_AddNumberToObject(o, "step_ms", curve[i].step_s * 1e3);
+            cJSON_AddItemToArray(pc, o);
+        }
+    }
+    char *text = cJSON_Print(root);
+    if (text) {
+        fputs(text, f);
+        fputc('\n', f);
+        free(text);
+    }
+    cJSON_Delete(root);
+}

@@ -1,0 +1,395 @@
+/* The cost model: turns a plan, the model dimensions, a training shape and
+ * a hardware profile into per-layer compute times, per-weight gather and
+ * reduction times, expert-exchange times and memory. Roofline per op:
+ * max(FLOPs / FLOP rate, bytes / memory bandwidth); collectives:
+ * (G - 1) steps of latency plus bytes over the bandwidth of the links the
+ * group spans (fast interconnect inside a node or slice, slow network
+ * across). No constant here is tuned to any measured step. */
+#include "sched_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct cost {
+    const smoe_hw *hw;
+    const smoe_mesh *mesh;
+    double flops, small_flops, hbm, ew, ab, overhead;
+    double ici, dcn; /* one-direction bytes/s per device */
+} cost;
+
+/* FLOP rate of a matmul: the peak, or on cpu profiles interpolated on the
+ * log of the smallest dimension between a 64-wide and a 512-wide one. */
+static double rate(const cost *c, double m, double k, double n)
+{
+    if (c->small_flops <= 0)
+        return c->flops;
+    double d = fmin(m, fmin(k, n));
+    if (d <= 64)
+        return c->small_flops;
+    if (d >= 512)
+        return c->flops;
+    double f = log(d / 64) / log(8.0);
+    return c->small_flops + f * (c->flops - c->small_flops);
+}
+
+/* y (m,n) = x (m,k) @ w (k,n), w in wb-byte elements */
+static double mm(const cost *c, double m, double k, double n, double wb)
+{
+    if (m <= 0 || k <= 0 || n <= 0)
+        return 0;
+    double flops = 2 * m * k * n;
+    double bytes = (m * k + m * n) * c->ab + k * n * wb;
+    return fmax(flops / rate(c, m, k, n), bytes / c->hbm) + c->overhead;
+}
+
+static double ew(const cost *c, double elems, double passes)
+{
+    return elems * c->ab * passes / c->ew + c->overhead;
+}
+
+/* Members of the group over `axes` that share device 0's node. */
+static double local_members(const cost *c, const smoe_axes *axes, int64_t *g)
+{
+    const smoe_mesh *m = c->mesh;
+    int idx[SMOE_MAX_ENTRY];
+    int64_t stride[SMOE_MAX_AXES], size = 1;
+    for (int a = m->n - 1; a >= 0; a--) {
+        stride[a] = size;
+        size *= m->size[a];
+    }
+    int n = 0;
+    int64_t total = 1;
+    for (int i = 0; i < axes->n; i++) {
+        int a = smoe_mesh_find(m, axes->ax[i]);
+        if (a < 0 || m->size[a] <= 1)
+            continue;
+        idx[n++] = a;
+        total *= m->size[a];
+    }
+    *g = total;
+    int64_t local = 0, dpn = (int64_t)c->hw->devices_per_node;
+    for (int64_t j = 0; j < total; j++) {
+        int64_t r = 0, x = j;
+        for (int i = n - 1; i >= 0; i--) {
+            r += (x % m->size[idx[i]]) * stride[idx[i]];
+            x /= m->size[idx[i]];
+        }
+        local += r < dpn;
+    }
+    return (double)local;
+}
+
+/* A collective moving `bytes` per device into (or out of) it over `axes`.
+ * Latency steps: a ring per torus dimension on TPUs (3 dimensions of
+ * cbrt(G) members); rings inside and across nodes elsewhere. The bytes
+ * from members on the same node move at the fast interconnect's rate,
+ * those from other nodes at the slow network's, concurrently. */
+static double coll(const cost *c, const smoe_axes *axes, double bytes, double bw_override)
+{
+    int64_t g;
+    double gl = local_members(c, axes, &g);
+    if (g <= 1 || bytes <= 0)
+        return 0;
+    double ici = bw_override > 0 ? bw_override : c->ici;
+    double far = (double)g - gl;
+    double t_local = bytes * (gl - 1) / (double)(g - 1) / ici;
+    double t_far = bytes * far / (double)(g - 1) / c->dcn;
+    double steps_local = strcmp(c->hw->kind, "tpu") == 0 ? 3 * (cbrt(gl) - 1) : gl - 1;
+    double lat = steps_local * c->hw->ici_latency;
+    if (far > 0)
+        lat += ((double)g / gl - 1) * c->hw->dcn_latency;
+    return lat + fmax(t_local, t_far);
+}
+
+/* Gather stages of one plan entry: one per gathered dim, the buffer
+ * growing stage by stage. */
+static double gather_time(const cost *c, const smoe_gather *g, const smoe_axes *stage_axes,
+                          int residual)
+{
+    double local = (double)g->bytes_in, t = 0;
+    for (int d = 0; d < g->rank; d++) {
+        const smoe_axes *ax = residual ? &stage_axes[d] : &g->axes[d];
+        if (!ax->n)
+            continue;
+        double grp = (double)smoe_axes_size(ax, c->mesh);
+        t += coll(c, ax, local * (grp - 1), 0);
+        local *= grp;
+    }
+    return t;
+}
+
+/* Mesh axes (> 1) a weight is replicated on: its gradient all-reduce. */
+static double allreduce_time(const cost *c, const smoe_gather *g)
+{
+    smoe_axes rep;
+    rep.n = 0;
+    for (int a = 0; a < c->mesh->n; a++) {
+        if (c->mesh->size[a] <= 1)
+            continue;
+        int used = 0;
+        for (int d = 0; d < g->rank; d++)
+            used |= smoe_axes_has(&g->live[d], c->mesh->name[a]);
+        if (!used)
+            rep.ax[rep.n++] = c->mesh->name[a];
+    }
+    if (!rep.n)
+        return 0;
+    double grp = (double)smoe_axes_size(&rep, c->mesh);
+    /* ring all-reduce: a reduce-scatter and an all-gather of the shard */
+    return 2 * coll(c, &rep, (double)g->bytes_in * (grp - 1) / grp, 0);
+}
+
+static int is_routed(const smoe_weight *w)
+{
+    for (int d = 0; d < w->rank; d++)
+        if (w->logical[d] && (strcmp(w->logical[d], "exp") == 0 ||
+                              strcmp(w->logical[d], "expert_only") == 0))
+            return 1;
+    return 0;
+}
+
+/* Compute of one layer kind: forward split around the expert exchange,
+ * backward = 2x the forward matmuls + the recompute of the remat policy. */
+static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh,
+                          double e_local, sim_kind *k)
+{
+    const double T = (double)(sh->batch * sh->seq), S = (double)sh->seq;
+    const double B = (double)sh->batch, E = (double)d->emb, H = (double)d->heads;
+    const double wb = c->ab; /* weights are cast to the compute type */
+    double att = 0, attn_core = 0, elem = 0;
+    if (d->mla) {
+        double qk = (double)(d->qk_nope + d->qk_rope), kvl = (double)d->kv_lora;
+        if (d->q_lora)
+            att += mm(c, T, E, (double)d->q_lora, wb) +
+                   mm(c, T, (double)d->q_lora, H * qk, wb);
+        else
+            att += mm(c, T, E, H * qk, wb);
+        att += mm(c, T, E, kvl + (double)d->qk_rope, wb);
+        att += mm(c, T, kvl, H * (double)(d->qk_nope + d->v_head), wb);
+        att += mm(c, T, H * (double)d->v_head, E, wb);
+        attn_core = 2 * B * H * S * S * (qk + (double)d->v_head) * 0.5;
+        elem += T * (E * 4 + (double)d->q_lora * 2 + kvl * 2 + H * (qk + (double)d->v_head) * 4);
+    } else {
+        double hd = (double)d->head_dim, KV = (double)d->kv_heads;
+        att += mm(c, T, E, H * hd, wb) + 2 * mm(c, T, E, KV * hd, wb) + mm(c, T, H * hd, E, wb);
+        attn_core = 2 * B * H * S * S * 2 * hd * 0.5;
+        elem += T * (E * 4 + H * hd * 6);
+    }
+    /* the attention core: FLOPs at the matmul rate; scores are kept on
+     * chip (flash) on accelerators, materialised on cpu */
+    double scores = strcmp(c->hw->kind, "cpu") == 0 ? B * H * S * S * 3 : 0;
+    att += fmax(attn_core / rate(c, S, S, 128), scores * c->ab / c->ew) + c->overhead;
+    double pre = att + ew(c, elem, 1), expt = 0, post = 0;
+    if (!k->moe) {
+        pre += 2 * mm(c, T, E, (double)d->mlp, wb) + mm(c, T, (double)d->mlp, E, wb) +
+               ew(c, T * (double)d->mlp, 3);
+    } else {
+        double ex = (double)d->experts, tk = (double)d->topk, f = (double)d->moe_mlp;
+        double sh_w = (double)(d->shared_experts * d->moe_mlp);
+        pre += mm(c, T, (double)d->moe_in, ex, wb) + ew(c, T * ex, 4);
+        if (sh_w > 0)
+            pre += 2 * mm(c, T, (double)d->moe_in, sh_w, wb) + mm(c, T, sh_w, E, wb) +
+                   ew(c, T * sh_w, 3);
+        /* rows this device's experts process: T * topk on average */
+        double rows = T * tk / e_local;
+        for (int i = 0; i < (int)e_local && i < 4096; i++)
+            expt += 2 * mm(c, rows, (double)d->moe_in, f, wb) + mm(c, rows, f, (double)d->moe_in, wb);
+        if (e_local > 4096)
+            expt *= e_local / 4096;
+        expt += ew(c, T * tk * f, 3) + ew(c, T * tk * E, 4); /* activation, dispatch copies */
+        post += ew(c, T * tk * E, 2);
+    }
+    k->fwd_pre = pre;
+    k->fwd_exp = expt;
+    k->fwd_post = post;
+    double recompute = sh->remat == SMOE_REMAT_FULL ? 1 : sh->remat == SMOE_REMAT_DOTS ? 0.15 : 0;
+    k->bwd_pre = pre * (2 + recompute);
+    k->bwd_exp = expt * (2 + recompute);
+    k->bwd_post = post * (2 + recompute);
+    /* activations: the layer input is always kept; the rest per policy */
+    double inner = T * (E * 6 + H * (double)(d->qk_nope + d->qk_rope + d->v_head) * 3 +
+                        (k->moe ? (double)d->topk * (E * 2 + (double)d->moe_mlp * 3) +
+                                      (double)(d->shared_experts * d->moe_mlp) * 3
+                                : (double)d->mlp * 3));
+    if (strcmp(c->hw->kind, "cpu") == 0)
+        inner += B * H * S * S; /* attention probabilities */
+    k->act_peak = inner * c->ab;
+    k->act_saved = T * E * c->ab +
+                   (sh->remat == SMOE_REMAT_NONE ? inner * c->ab
+                    : sh->remat == SMOE_REMAT_DOTS ? inner * c->ab * 0.6 : 0);
+}
+
+static smoe_status add_weight(sim_kind *k, const sim_w *w, smoe_err *err)
+{
+    if (k->nw == SMOE_SIM_MAX_WEIGHTS)
+        return smoe_err_set(err, SMOE_EINVAL, "more than %d weights in a layer",
+                            SMOE_SIM_MAX_WEIGHTS);
+    k->w[k->nw++] = *w;
+    k->bytes += w->bytes;
+    return SMOE_OK;
+}
+
+smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
+                                 const smoe_hw *hw, const smoe_sim_shape *sh,
+                                 smoe_sim_model **out, smoe_err *err)
+{
+    smoe_dims d;
+    smoe_status s = smoe_plan_dims(cfg, &d, err);
+    if (s)
+        return s;
+    if (sh->batch < 1 || sh->seq < 1)
+        return smoe_err_set(err, SMOE_EINVAL, "the batch and sequence length must be >= 1");
+    smoe_sim_model *m = smoe_calloc(1, sizeof *m);
+    if (!m)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    m->hw = *hw;
+    m->use_compute = hw->collectives_use_compute;
+    m->skew = hw->sync_skew;
+    cost c;
+    memset(&c, 0, sizeof c);
+    c.hw = &m->hw;
+    c.mesh = &plan->mesh;
+    c.flops = hw->peak_flops / hw->devices_per_chip;
+    c.small_flops = hw->gemm_small_flops > 0 ? hw->gemm_small_flops / hw->devices_per_chip : 0;
+    c.hbm = hw->hbm_bandwidth / hw->devices_per_chip;
+    c.ew = hw->elementwise_bandwidth > 0 ? hw->elementwise_bandwidth / hw->devices_per_chip
+                                         : c.hbm;
+    c.ab = hw->compute_bytes;
+    c.overhead = hw->op_overhead;
+    c.ici = hw->ici_bandwidth / 2 / hw->devices_per_chip;
+    c.dcn = hw->dcn_bandwidth / hw->devices_per_chip;
+    double a2a_bw = hw->a2a_bandwidth > 0 ? hw->a2a_bandwidth / hw->devices_per_chip : 0;
+
+    /* layer kinds from the plan's stacks; layers in stack order */
+    const char *stacks[2] = { NULL, NULL };
+    int64_t layers[2] = { 0, 0 };
+    for (int i = 0; i < plan->n; i++) {
+        const smoe_weight *w = &plan->w[i];
+        if (!w->prefetch)
+            continue;
+        int k = strcmp(w->stack, "moe_layers") == 0 ? 1 : 0;
+        if (strcmp(w->stack, "layers") == 0 && is_routed(w))
+            k = 1;
+        if (stacks[k] && strcmp(stacks[k], w->stack) != 0 && strcmp(w->stack, "layers") != 0) {
+            smoe_sim_model_free(m);
+            return smoe_err_set(err, SMOE_EINVAL, "more than one stack of kind %d", k);
+        }
+        stacks[k] = w->stack;
+        layers[k] = w->layers;
+    }
+    /* a single 'layers' stack with routed experts is all MoE */
+    if (stacks[0] && stacks[1] && strcmp(stacks[0], stacks[1]) == 0) {
+        stacks[0] = NULL;
+        layers[0] = 0;
+    }
+    m->L = (int)(layers[0] + layers[1]);
+    if (m->L < 1 || m->L > SIM_MAX_LAYERS) {
+        smoe_sim_model_free(m);
+        return smoe_err_set(err, SMOE_EINVAL, "%d stacked layers (1 to %d supported)", m->L,
+                            SIM_MAX_LAYERS);
+    }
+    for (int l = 0; l < m->L; l++)
+        m->kind_of[l] = l < layers[0] ? 0 : 1;
+    m->nkinds = 2;
+    m->k[0].moe = 0;
+    m->k[1].moe = 1;
+    const smoe_axes expert_ax = { 1, { "expert" } };
+    double e_local = (double)d.experts / (double)smoe_mesh_axis_size(&plan->mesh, "expert");
+    if (e_local < 1)
+        e_local = 1;
+    for (int i = 0; i < plan->n; i++) {
+        const smoe_weight *w = &plan->w[i];
+        if (w->kind == SMOE_ENTRY_PARAM) {
+            double shard = (double)w->gather.bytes_in * (double)w->layers / (double)plan->dtype_bytes;
+            m->mem_params += shard * plan->dtype_bytes;
+            m->mem_grads += shard * plan->dtype_bytes;
+            m->mem_optimizer += shard * (plan->dtype_bytes + 4); /* mu, nu in fp32 */
+        }
+        if (w->kind != SMOE_ENTRY_PARAM)
+            continue;
+        sim_w x;
+        memset(&x, 0, sizeof x);
+        x.name = w->path;
+        x.pre_s = gather_time(&c, &w->gather, NULL, 0);
+        x.pre_legacy_s = gather_time(&c, &w->legacy, NULL, 0);
+        /* legacy residual: gathered after the FSDP stages */
+        {
+            smoe_gather tmp = w->legacy;
+            tmp.bytes_in = w->legacy.bytes_out;
+            x.res_legacy_s = gather_time(&c, &tmp, w->legacy.residual, 1);
+        }
+        x.rs_s = x.pre_s + allreduce_time(&c, &w->gather);
+        x.bytes = (double)w->gather.bytes_out;
+        if (!w->prefetch) {
+            m->top_gather_s += x.pre_s;
+            m->top_rs_s += x.rs_s;
+            m->top_bytes += x.bytes;
+            continue;
+        }
+        int k = strcmp(w->stack, stacks[1] ? stacks[1] : "") == 0 && stacks[1] ? 1 : 0;
+        if ((s = add_weight(&m->k[k], &x, err))) {
+            smoe_sim_model_free(m);
+            return s;
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        layer_compute(&c, &d, sh, e_local, &m->k[k]);
+        if (hw->compute_scale > 0) { /* measured kernels vs the roofline (cpu) */
+            sim_kind *x = &m->k[k];
+            double f = hw->compute_scale;
+            x->fwd_pre *= f, x->fwd_exp *= f, x->fwd_post *= f;
+            x->bwd_pre *= f, x->bwd_exp *= f, x->bwd_post *= f;
+        }
+    }
+    /* the expert exchange: T * topk rows of emb, to the other members */
+    double T = (double)(sh->batch * sh->seq);
+    int64_t g;
+    local_members(&c, &expert_ax, &g);
+    if (g > 1) {
+        double rows_bytes = T * (double)d.topk * (double)d.moe_in * c.ab;
+        if (sh->ring_of_experts) /* all-gather tokens, reduce-scatter outputs */
+            m->k[1].a2a_s = coll(&c, &expert_ax, T * (double)d.moe_in * c.ab * (double)(g - 1),
+                                 a2a_bw);
+        else
+            m->k[1].a2a_s = coll(&c, &expert_ax, rows_bytes * (double)(g - 1) / (double)g, a2a_bw);
+    }
+    /* embedding lookup, the head (forward + backward), the optimizer */
+    double V = (double)d.vocab, E = (double)d.emb;
+    m->embed_fwd_s = ew(&c, T * E, 2);
+    m->embed_bwd_s = ew(&c, T * E, 3);
+    m->head_s = 3 * mm(&c, T, E, V, c.ab) + ew(&c, T * V, 4);
+    if (hw->compute_scale > 0) {
+        m->head_s *= hw->compute_scale;
+        m->embed_fwd_s *= hw->compute_scale;
+        m->embed_bwd_s *= hw->compute_scale;
+    }
+    double local_params = m->mem_params / plan->dtype_bytes;
+    m->optimizer_s = local_params * 28 / c.ew; /* p, g, m, v read; p, m, v written, fp32 */
+    *out = m;
+    return SMOE_OK;
+}
+
+void smoe_sim_model_free(smoe_sim_model *m) { smoe_free(m); }
+
+int smoe_sim_model_weights(const smoe_sim_model *m, int kind) { return m->k[kind].nw; }
+int smoe_sim_model_kinds(const smoe_sim_model *m) { return m->nkinds; }
+
+int64_t smoe_sim_model_layer_bytes(const smoe_sim_model *m)
+{
+    return (int64_t)fmax(m->k[0].bytes, m->k[1].bytes);
+}
+
+void smoe_sim_model_compute(const smoe_sim_model *m, int kind, double *fwd, double *bwd)
+{
+    const sim_kind *k = &m->k[kind];
+    *fwd = k->fwd_pre + k->fwd_exp + k->fwd_post;
+    *bwd = k->bwd_pre + k->bwd_exp + k->bwd_post;
+}
+
+int smoe_sim_model_has_kind(const smoe_sim_model *m, int kind)
+{
+    for (int l = 0; l < m->L; l++)
+        if (m->kind_of[l] == kind)
+            return 1;
+    return 0;
+}

@@ -1,0 +1,49 @@
+/* Internal to the sched module: the step model the simulator runs. */
+#ifndef SMOE_SCHED_IMPL_H
+#define SMOE_SCHED_IMPL_H
+
+#include "smoe/sched.h"
+
+/* One prefetched weight of a layer kind, times in seconds, bytes per
+ * device. */
+typedef struct sim_w {
+    const char *name;
+    double pre_s;        /* co-axis gather (all stages) */
+    double pre_legacy_s; /* legacy: the FSDP stages, prefetched */
+    double res_legacy_s; /* legacy: the residual co-axes, at use */
+    double rs_s;         /* gradient reduce-scatter + all-reduce */
+    double bytes;        /* gathered buffer */
+} sim_w;
+
+/* A layer kind (dense or MoE). Compute is split around the expert
+ * exchange: pre (attention, router, shared experts), the routed experts,
+ * post (combine). */
+typedef struct sim_kind {
+    int moe;
+    int nw;
+    sim_w w[SMOE_SIM_MAX_WEIGHTS];
+    double fwd_pre, fwd_exp, fwd_post;
+    double bwd_pre, bwd_exp, bwd_post; /* with rematerialisation */
+    double a2a_s;                      /* one expert exchange */
+    double bytes;                      /* gathered bytes of the layer */
+    double act_saved;                  /* bytes kept per layer for the backward */
+    double act_peak;                   /* transient bytes of one layer's backward */
+} sim_kind;
+
+#define SIM_MAX_LAYERS 512
+
+struct smoe_sim_model {
+    smoe_hw hw;
+    int L;
+    unsigned char kind_of[SIM_MAX_LAYERS];
+    int nkinds;
+    sim_kind k[2];
+    double top_gather_s, top_rs_s, top_bytes;
+    double embed_fwd_s, embed_bwd_s, head_s;
+    double optimizer_s;
+    double mem_params, mem_grads, mem_optimizer;
+    int use_compute; /* collectives are CPU work (cpu profiles) */
+    double skew;     /* a sync point's wait for the last rank (cpu profiles) */
+};
+
+#endif

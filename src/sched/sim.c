@@ -1,0 +1,401 @@
+/* The discrete-event simulation of one training step over three
+ * resources: the compute stream, the gather engine (FSDP all-gathers, in
+ * issue order) and the communication engine (expert exchanges and gradient
+ * reductions, in issue order); with a shared engine the last two are one.
+ * (With enough collective engines, exchanges and reductions each get one
+ * of their own too.) Units are layers in use order: forward 0..L-1, the head, backward
+ * L-1..0. A weight prefetched d layers ahead is issued when the compute of
+ * the unit d before its own starts; what is not prefetched is issued when
+ * its unit is ready to run. On cpu profiles collectives are work of the
+ * same cores, so compute that overlaps them is stretched by the overlap,
+ * and every sync point (a unit's first gather, an expert exchange) waits
+ * the measured arrival spread of the ranks.
+ * Memory: gathered weights live from issue to the end of their use,
+ * gradients of a layer from the start of its backward to the end of its
+ * reductions; the peak adds parameters, gradients, optimizer state and
+ * activations. */
+#include "sched_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { LANE_COMPUTE = 0, LANE_GATHER = 1, LANE_COMM = 2, LANE_WAIT = 3 };
+
+typedef struct mev {
+    double t, bytes;
+} mev;
+
+typedef struct sim {
+    const smoe_sim_model *m;
+    const smoe_sim_sched *s;
+    smoe_trace *trace;
+    double comp, geng, aeng_own, reng_own;
+    double *aeng, *reng; /* expert exchanges, reductions */
+    double *gend;  /* (2L) prefetched gathers of a unit done */
+    mev *ev;
+    int nev, cap;
+    double *busy0, *busy1; /* comm intervals (cpu profiles) */
+    int nbusy, capbusy;
+    smoe_sim_result r;
+    char name[96];
+    /* shared engine on accelerators: an expert exchange goes ahead of the
+     * queued (not yet started) gathers and reductions, as the scheduler
+     * runs the op the compute waits for first; the tasks of the engine: */
+    int prio;
+    double *qs, *qe, *qt; /* start, end, issue (tasks of the gather engine) */
+    int *qu;              /* unit of a gather, -1 otherwise */
+    const char **qn;
+    int *ql;
+    int nq, capq;
+} sim;
+
+static void mem(sim *x, double t, double bytes)
+{
+    if (x->nev < x->cap) {
+        x->ev[x->nev].t = t;
+        x->ev[x->nev].bytes = bytes;
+        x->nev++;
+    }
+}
+
+static void span(sim *x, int lane, const char *name, double t0, double t1)
+{
+    if (x->trace && t1 > t0)
+        smoe_trace_span(x->trace, lane, name, t0, t1);
+}
+
+static void busy(sim *x, double t0, double t1)
+{
+    if (!x->m->use_compute || t1 <= t0 || x->nbusy == x->capbusy)
+        return;
+    x->busy0[x->nbusy] = t0;
+    x->busy1[x->nbusy++] = t1;
+}
+
+/* A compute segment of `dur` seconds ready at t; returns its end. */
+static double compute(sim *x, double t, double dur, const char *name)
+{
+    double start = fmax(t, x->comp), end = start + dur;
+    if (x->m->use_compute) /* stretched by the collectives it overlaps */
+        for (int it = 0; it < 3; it++) {
+            double over = 0;
+            for (int i = 0; i < x->nbusy; i++)
+                over += fmax(0, fmin(end, x->busy1[i]) - fmax(start, x->busy0[i]));
+            end = start + dur + over;
+        }
+    x->comp = end;
+    x->r.compute_s += end - start;
+    span(x, LANE_COMPUTE, name, start, end);
+    return end;
+}
+
+static void record(sim *x, double t, double start, double end, int unit, int lane,
+                   const char *name)
+{
+    if (x->nq == x->capq)
+        return;
+    x->qt[x->nq] = t;
+    x->qs[x->nq] = start;
+    x->qe[x->nq] = end;
+    x->qu[x->nq] = unit;
+    x->ql[x->nq] = lane;
+    x->qn[x->nq++] = name;
+}
+
+static double engine_u(sim *x, double *freep, double t, double dur, int lane, const char *name,
+                       int unit)
+{
+    double start = fmax(*freep, t), end = start + dur;
+    *freep = end;
+    busy(x, start, end);
+    if (freep == &x->geng)
+        record(x, t, start, end, unit, lane, name); /* spans at the end */
+    else
+        span(x, lane, name, t, end);
+    return end;
+}
+
+static double engine(sim *x, double *freep, double t, double dur, int lane, const char *name)
+{
+    return engine_u(x, freep, t, dur, lane, name, -1);
+}
+
+/* An op the compute waits for, issued at t on the gather engine: it waits
+ * for the op running at t, then runs; the ops queued after it move back. */
+static double urgent(sim *x, double t, double dur, int lane, const char *name)
+{
+    int i = 0;
+    while (i < x->nq && x->qs[i] < t)
+        i++;
+    double start = t;
+    if (i > 0 && x->qe[i - 1] > t) /* the op running at t */
+        start = x->qe[i - 1];
+    double end = start + dur, cur = end;
+    for (int j = i; j < x->nq; j++) {
+        double d = x->qe[j] - x->qs[j];
+        x->qs[j] = fmax(x->qs[j], cur);
+        x->qe[j] = x->qs[j] + d;
+        cur = x->qe[j];
+        if (x->qu[j] >= 0 && x->qe[j] > x->gend[x->qu[j]])
+            x->gend[x->qu[j]] = x->qe[j];
+    }
+    if (x->nq < x->capq) { /* insert at i */
+        memmove(x->qs + i + 1, x->qs + i, sizeof(double) * (size_t)(x->nq - i));
+        memmove(x->qe + i + 1, x->qe + i, sizeof(double) * (size_t)(x->nq - i));
+        memmove(x->qt + i + 1, x->qt + i, sizeof(double) * (size_t)(x->nq - i));
+        memmove(x->qu + i + 1, x->qu + i, sizeof(int) * (size_t)(x->nq - i));
+        memmove(x->ql + i + 1, x->ql + i, sizeof(int) * (size_t)(x->nq - i));
+        memmove(x->qn + i + 1, x->qn + i, sizeof(const char *) * (size_t)(x->nq - i));
+        x->qt[i] = t;
+        x->qs[i] = start;
+        x->qe[i] = end;
+        x->qu[i] = -1;
+        x->ql[i] = lane;
+        x->qn[i] = name;
+        x->nq++;
+    }
+    x->geng = fmax(x->geng, cur);
+    busy(x, start, end);
+    return end;
+}
+
+/* An expert exchange: on a shared accelerator engine it goes ahead of the
+ * queued gathers; otherwise it queues on its engine. */
+static double exchange(sim *x, double t, double dur)
+{
+    if (!x->prio)
+        return engine(x, x->aeng, t, dur, LANE_COMM, "expert exchange");
+    return urgent(x, t, dur, LANE_COMM, "expert exchange");
+}
+
+static int unit_layer(const smoe_sim_model *m, int u) { return u < m->L ? u : 2 * m->L - 1 - u; }
+
+static int level_of(const sim *x, int kind, int w)
+{
+    if (x->s->distance)
+        return x->s->distance[kind][w];
+    return x->s->prefetch_depth > 0 ? (x->s->prefetch_depth - 1) * 4 + 4 : 0;
+}
+
+static double pre_time(const sim *x, const sim_w *w)
+{
+    return x->s->legacy ? w->pre_legacy_s : w->pre_s;
+}
+
+/* Issue fraction `frac` of weight w of unit u at time t. The first gather
+ * of a unit is a sync point: it also waits for the last rank to arrive. */
+static void issue(sim *x, int u, int w, double frac, double t)
+{
+    const sim_kind *k = &x->m->k[x->m->kind_of[unit_layer(x->m, u)]];
+    double dur = pre_time(x, &k->w[w]) * frac;
+    if (x->gend[u] == 0 && dur > 0)
+        dur += x->m->skew;
+    x->r.gather_busy_s += dur;
+    double end = engine_u(x, &x->geng, t, dur, LANE_GATHER, k->w[w].name, u);
+    if (end > x->gend[u])
+        x->gend[u] = end;
+    mem(x, t, k->w[w].bytes * frac);
+}
+
+/* At the start of unit k's compute: prefetches whose issue point it is. */
+static void issue_ahead(sim *x, int k, double t)
+{
+    const smoe_sim_model *m = x->m;
+    for (int d = 1; d <= SMOE_SIM_MAX_LEVEL / 4; d++) {
+        int u = k + d;
+        if (u >= 2 * m->L)
+            break;
+        int kind = m->kind_of[unit_layer(m, u)];
+        for (int w = 0; w < m->k[kind].nw; w++) {
+            int lv = level_of(x, kind, w);
+            if (lv > 0 && (lv - 1) / 4 + 1 == d)
+                issue(x, u, w, (double)((lv - 1) % 4 + 1) / 4.0, t);
+        }
+    }
+}
+
+static int cmp_mev(const void *a, const void *b)
+{
+    const mev *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return (x->bytes > y->bytes) - (x->bytes < y->bytes); /* frees first */
+}
+
+/* One unit: gathers, residual gathers (legacy), compute around the expert
+ * exchange, and in the backward the gradient reductions. */
+static void run_unit(sim *x, int u)
+{
+    const smoe_sim_model *m = x->m;
+    int l = unit_layer(m, u), bwd = u >= m->L;
+    const sim_kind *k = &m->k[m->kind_of[l]];
+    double ready = x->comp;
+    for (int w = 0; w < k->nw; w++) { /* what was not prefetched */
+        int lv = level_of(x, m->kind_of[l], w);
+        double pre = lv > 0 && (u - ((lv - 1) / 4 + 1)) >= 0 ? (double)((lv - 1) % 4 + 1) / 4 : 0;
+        if (lv > 0 && u < (lv - 1) / 4 + 1) /* inside the first window */
+            pre = (double)((lv - 1) % 4 + 1) / 4;
+        if (pre < 1)
+            issue(x, u, w, 1 - pre, ready);
+    }
+    double have = fmax(ready, x->gend[u]);
+    if (have > ready) {
+        x->r.exposed_gather_s += have - ready;
+        span(x, LANE_WAIT, "wait gathers", ready, have);
+    }
+    x->comp = have;
+    if (x->s->legacy) { /* the second, un-prefetched gather before use */
+        double res = 0;
+        for (int w = 0; w < k->nw; w++)
+            res += k->w[w].res_legacy_s;
+        if (res > 0) { /* on the same links: it runs ahead of queued prefetches */
+            double t0 = x->comp, t1 = urgent(x, t0, res, LANE_WAIT, "residual gathers");
+            x->comp = t1;
+            x->r.residual_s += t1 - t0;
+            x->r.exposed_gather_s += t1 - t0;
+        }
+    }
+    double start = x->comp;
+    issue_ahead(x, u, start);
+    if (bwd)
+        mem(x, start, k->bytes); /* the layer's gradients */
+    snprintf(x->name, sizeof x->name, "%s L%d %s", bwd ? "bwd" : "fwd", l, k->moe ? "moe" : "dense");
+    double t = compute(x, start, bwd ? k->bwd_pre : k->fwd_pre, x->name);
+    if (k->moe && k->a2a_s > 0) {
+        for (int half = 0; half < 2; half++) {
+            double a0 = t, a1 = exchange(x, t, k->a2a_s + x->m->skew);
+            x->r.a2a_s += a1 - a0;
+            x->comp = fmax(x->comp, a1);
+            t = compute(x, a1, half == 0 ? (bwd ? k->bwd_exp : k->fwd_exp)
+                                          : (bwd ? k->bwd_post : k->fwd_post),
+                        half == 0 ? "experts" : "combine");
+        }
+    } else if (k->moe) {
+        t = compute(x, t, (bwd ? k->bwd_exp + k->bwd_post : k->fwd_exp + k->fwd_post), "experts");
+    }
+    mem(x, t, -k->bytes); /* the gathered weights */
+    if (bwd) {
+        double rs_end = t;
+        for (int w = 0; w < k->nw; w++)
+            rs_end = engine(x, x->reng, t, k->w[w].rs_s, LANE_COMM, "reduce-scatter");
+        mem(x, rs_end, -k->bytes);
+    }
+}
+
+smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_sim_result *r,
+                         smoe_trace *trace)
+{
+    sim x;
+    memset(&x, 0, sizeof x);
+    x.m = m;
+    x.s = s;
+    x.trace = trace;
+    /* engines: with one collective engine everything queues on it; with
+     * two, exchanges share one with the reductions; with three or more each
+     * kind has its own. A shared schedule puts the gathers on the
+     * exchanges' engine (no dedicated gather engine). */
+    int engines = (int)m->hw.collective_engines;
+    if (engines <= 1) {
+        x.aeng = x.reng = &x.geng;
+    } else {
+        x.aeng = &x.aeng_own;
+        x.reng = engines >= 3 ? &x.reng_own : &x.aeng_own;
+        if (s->shared_engine) {
+            if (x.reng == x.aeng)
+                x.reng = &x.geng;
+            x.aeng = &x.geng;
+        }
+    }
+    x.prio = x.aeng == &x.geng && strcmp(m->hw.kind, "cpu") != 0; /* smoe's runtime is FIFO */
+    int nu = 2 * m->L;
+    x.cap = nu * (2 * SMOE_SIM_MAX_WEIGHTS + 4) + 16;
+    x.capbusy = m->use_compute ? nu * (2 * SMOE_SIM_MAX_WEIGHTS + 4) + 16 : 0;
+    x.ev = smoe_malloc(sizeof *x.ev * (size_t)x.cap);
+    x.gend = smoe_calloc((size_t)nu, sizeof *x.gend);
+    x.busy0 = x.capbusy ? smoe_malloc(sizeof(double) * 2 * (size_t)x.capbusy) : NULL;
+    x.busy1 = x.busy0 ? x.busy0 + x.capbusy : NULL;
+    {
+        x.capq = nu * (2 * SMOE_SIM_MAX_WEIGHTS + 8) + 16;
+        x.qs = smoe_malloc(sizeof(double) * 3 * (size_t)x.capq);
+        x.qu = smoe_malloc(sizeof(int) * 2 * (size_t)x.capq);
+        x.qn = smoe_malloc(sizeof(const char *) * (size_t)x.capq);
+        if (x.qs) {
+            x.qe = x.qs + x.capq;
+            x.qt = x.qs + 2 * x.capq;
+        }
+        if (x.qu)
+            x.ql = x.qu + x.capq;
+    }
+    if (!x.ev || !x.gend || (x.capbusy && !x.busy0) || !x.qs || !x.qu || !x.qn) {
+        smoe_free(x.ev);
+        smoe_free(x.gend);
+        smoe_free(x.busy0);
+        smoe_free(x.qs);
+        smoe_free(x.qu);
+        smoe_free(x.qn);
+        return SMOE_ENOMEM;
+    }
+    /* top-level weights, then the units whose prefetch window starts at 0 */
+    double top = engine(&x, &x.geng, 0, m->top_gather_s, LANE_GATHER, "top-level weights");
+    x.r.gather_busy_s += m->top_gather_s;
+    mem(&x, 0, m->top_bytes);
+    for (int u = 0; u < nu; u++) {
+        int kind = m->kind_of[unit_layer(m, u)];
+        for (int w = 0; w < m->k[kind].nw; w++) {
+            int lv = level_of(&x, kind, w);
+            if (lv > 0 && u < (lv - 1) / 4 + 1)
+                issue(&x, u, w, (double)((lv - 1) % 4 + 1) / 4.0, 0);
+        }
+    }
+    if (top > 0) {
+        x.r.exposed_gather_s += top;
+        span(&x, LANE_WAIT, "wait top-level gathers", 0, top);
+    }
+    x.comp = top;
+    compute(&x, top, m->embed_fwd_s, "embed");
+    for (int u = 0; u < m->L; u++)
+        run_unit(&x, u);
+    double h = compute(&x, x.comp, m->head_s, "head");
+    for (int u = m->L; u < nu; u++)
+        run_unit(&x, u);
+    double e = compute(&x, x.comp, m->embed_bwd_s, "embed bwd");
+    engine(&x, x.reng, e, m->top_rs_s, LANE_COMM, "reduce-scatter top");
+    (void)h;
+    double wait = fmax(0, fmax(*x.reng, *x.aeng) - x.comp);
+    x.r.reduce_wait_s = wait;
+    if (wait > 0)
+        span(&x, LANE_WAIT, "wait reductions", x.comp, x.comp + wait);
+    x.comp += wait;
+    compute(&x, x.comp, m->optimizer_s, "adamw");
+    x.r.step_s = x.comp;
+    /* memory: the live gathered bytes at their peak */
+    mem(&x, x.comp, -m->top_bytes);
+    qsort(x.ev, (size_t)x.nev, sizeof *x.ev, cmp_mev);
+    double live = 0, peak = 0;
+    for (int i = 0; i < x.nev; i++) {
+        live += x.ev[i].bytes;
+        peak = fmax(peak, live);
+    }
+    double act = 0, act_peak = 0;
+    for (int l = 0; l < m->L; l++) {
+        act += m->k[m->kind_of[l]].act_saved;
+        act_peak = fmax(act_peak, m->k[m->kind_of[l]].act_peak);
+    }
+    x.r.mem_params = m->mem_params;
+    x.r.mem_grads = m->mem_grads;
+    x.r.mem_optimizer = m->mem_optimizer;
+    x.r.mem_gathered = peak;
+    x.r.mem_activations = act + act_peak;
+    x.r.peak_hbm_bytes = m->mem_params + m->mem_grads + m->mem_optimizer + peak + act + act_peak;
+    for (int i = 0; i < x.nq; i++)
+        span(&x, x.ql[i], x.qn[i], x.qt[i], x.qe[i]);
+    *r = x.r;
+    smoe_free(x.ev);
+    smoe_free(x.gend);
+    smoe_free(x.busy0);
+    smoe_free(x.qs);
+    smoe_free(x.qu);
+    smoe_free(x.qn);
+    return SMOE_OK;
+}

@@ -1,0 +1,407 @@
+/* smoe sim --calibrate: measure this machine's cpu-mpi profile the way the
+ * training uses it, every rank busy at once: matmul rates at 64 and 512
+ * wide, elementwise bandwidth, the cost of one small kernel call; the
+ * all-gather and all-to-all of the runtime over a one-axis mesh of all
+ * ranks (latency and bandwidth fitted on several sizes); the spread of the
+ * ranks' arrival at a collective entered after a stretch of compute, as
+ * in training; and the ratio of
+ * smoe's model kernels to the cost model's roofline for the configured
+ * model at its training shape (measured op costs feeding the schedule
+ * simulation, as XLA's profile-guided latency estimator does). */
+#define _GNU_SOURCE
+#include "smoe/sched.h"
+#include "train_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef void (*bench_fn)(void *ud);
+
+/* Best of `reps` timings of fn (inner calls each), all ranks starting
+ * together; the slowest rank's time (they share the cores, as in
+ * training). */
+static double timed(smoe_rt *rt, bench_fn fn, void *ud, int inner, int reps)
+{
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        smoe_rt_barrier(rt);
+        double t0 = smoe_now();
+        for (int i = 0; i < inner; i++)
+            fn(ud);
+        double t[1] = { (smoe_now() - t0) / inner };
+        smoe_rt_allreduce_max_f64(rt, t, 1);
+        best = fmin(best, t[0]);
+    }
+    return best;
+}
+
+typedef struct mm_args {
+    float *a, *b, *c;
+    int64_t n;
+} mm_args;
+
+static void run_mm(void *ud)
+{
+    mm_args *x = ud;
+    smoe_matmul(x->c, x->a, x->b, x->n, x->n, x->n, 0);
+}
+
+static void run_add(void *ud)
+{
+    mm_args *x = ud;
+    smoe_vec_add(x->c, x->a, x->n);
+}
+
+/* A collective entered after `work` (four 256-wide matmuls, a layer's
+ * worth of compute) as in training:
+ * returns the mean time from entering it to its completion, the slowest
+ * rank's. */
+typedef void (*coll_fn)(void *ud);
+
+static double after_compute(smoe_rt *rt, mm_args *work, coll_fn fn, void *ud, int reps)
+{
+    double sum = 0;
+    smoe_rt_barrier(rt);
+    for (int r = 0; r < reps; r++) {
+        for (int i = 0; i < 4; i++) /* a few ms, a layer's worth */
+            run_mm(work);
+        double t0 = smoe_now();
+        fn(ud);
+        sum += smoe_now() - t0;
+    }
+    double t[1] = { sum / reps };
+    smoe_rt_allreduce_max_f64(rt, t, 1);
+    return t[0];
+}
+
+typedef struct ag_args {
+    smoe_rt *rt;
+    smoe_wgather *g;
+    float *shard, *buf;
+} ag_args;
+
+static void run_ag(void *ud)
+{
+    ag_args *x = ud;
+    smoe_rt_ticket t;
+    smoe_rt_wgather_start(x->rt, x->g, x->shard, x->buf, &t);
+    smoe_rt_wgather_wait(x->rt, x->g, x->buf, &t, NULL, NULL);
+}
+
+typedef struct a2a_args {
+    smoe_ep_comm c;
+    float *send, *recv;
+    int64_t rows[256];
+    int64_t row;
+} a2a_args;
+
+static void run_a2a(void *ud)
+{
+    a2a_args *x = ud;
+    x->c.alltoallv(x->c.ctx, x->send, x->rows, x->recv, x->rows, x->row);
+}
+
+/* Least squares t = a + b * x over n points. */
+static void fit(const double *x, const double *t, int n, double *a, double *b)
+{
+    double sx = 0, st = 0, sxx = 0, sxt = 0;
+    for (int i = 0; i < n; i++) {
+        sx += x[i];
+        st += t[i];
+        sxx += x[i] * x[i];
+        sxt += x[i] * t[i];
+    }
+    double den = n * sxx - sx * sx;
+    *b = den != 0 ? (n * sxt - sx * st) / den : 0;
+    *a = (st - *b * sx) / n;
+    if (*a < 0)
+        *a = 0;
+    if (*b <= 0)
+        *b = 1e-12;
+}
+
+/* The gathers: weights of `per` floats per rank, several sizes. */
+static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, mm_args *work,
+                                double *lat, double *bw, smoe_err *err)
+{
+    int size = smoe_rt_size(rt);
+    double xs[6], ts[6];
+    int n = 0;
+    smoe_status s;
+    for (int64_t per = 1 << 8; per <= 1 << 18 && n < 6; per *= 8) {
+        smoe_pspec spec = { 2, { { 1, { "expert" } }, { 0, { NULL } } } };
+        int64_t shape[2] = { (int64_t)size * per / 16, 16 };
+        smoe_gather plan;
+        smoe_gather_compute(&spec, shape, mesh, SMOE_MODE_COAXIS, 4, &plan);
+        ag_args x;
+        x.rt = rt;
+        if ((s = smoe_rt_wgather_new(rt, &plan, 0, "calibrate", &x.g, err)))
+            return s;
+        x.shard = smoe_calloc((size_t)per, sizeof(float));
+        x.buf = smoe_calloc((size_t)(per * size), sizeof(float));
+        if (!x.shard || !x.buf)
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        xs[n] = (double)per * 4 * (size - 1); /* bytes received */
+        ts[n++] = timed(rt, run_ag, &x, 8, 4);
+        (void)work;
+        smoe_free(x.shard);
+        smoe_free(x.buf);
+    }
+    double a, b;
+    fit(xs, ts, n, &a, &b);
+    *lat = size > 1 ? a / (size - 1) : a;
+    *bw = 2.0 / b; /* the cost model takes one direction as half */
+    return SMOE_OK;
+}
+
+static smoe_status calib_a2a(smoe_rt *rt, mm_args *work, double *lat, double *bw, smoe_err *err)
+{
+    int size = smoe_rt_size(rt);
+    a2a_args y;
+    memset(&y, 0, sizeof y);
+    y.c = smoe_rt_ep_comm(rt);
+    y.row = 128;
+    double xs[5], ts[5];
+    int n = 0;
+    for (int64_t rows = 1; rows <= 4096 && n < 5; rows *= 8) {
+        for (int p = 0; p < size && p < 256; p++)
+            y.rows[p] = rows;
+        y.send = smoe_calloc((size_t)(rows * y.row * size), sizeof(float));
+        y.recv = smoe_calloc((size_t)(rows * y.row * size), sizeof(float));
+        if (!y.send || !y.recv)
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        xs[n] = (double)(rows * y.row) * 4 * (size - 1); /* bytes to the others */
+        ts[n++] = timed(rt, run_a2a, &y, 8, 4);
+        (void)work;
+        smoe_free(y.send);
+        smoe_free(y.recv);
+    }
+    double a, b;
+    fit(xs, ts, n, &a, &b);
+    *lat = size > 1 ? a / (size - 1) : a;
+    *bw = 1.0 / b;
+    return SMOE_OK;
+}
+
+/* The arrival spread: a one-float all-gather entered right after a
+ * layer's worth of compute, minus the same gather back to back. */
+static smoe_status calib_skew(smoe_rt *rt, const smoe_mesh *mesh, mm_args *work, double *skew,
+                              smoe_err *err)
+{
+    int size = smoe_rt_size(rt);
+    smoe_pspec spec = { 2, { { 1, { "expert" } }, { 0, { NULL } } } };
+    int64_t shape[2] = { (int64_t)size, 1 };
+    smoe_gather plan;
+    smoe_gather_compute(&spec, shape, mesh, SMOE_MODE_COAXIS, 4, &plan);
+    ag_args x;
+    float one[1] = { 0 }, *all = smoe_calloc((size_t)size, sizeof(float));
+    smoe_status s;
+    x.rt = rt;
+    x.shard = one;
+    x.buf = all;
+    if (!all)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    if ((s = smoe_rt_wgather_new(rt, &plan, 0, "calibrate", &x.g, err)))
+        return s;
+    double tight = timed(rt, run_ag, &x, 50, 4);
+    double after = after_compute(rt, work, run_ag, &x, 16);
+    *skew = fmax(0, after - tight);
+    smoe_free(all);
+    return SMOE_OK;
+}
+
+/* smoe's own layer kernels (one dense and one MoE layer, forward and
+ * backward, experts all local) against the cost model's roofline. */
+static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
+                                 const smoe_hw *hw, double *scale, smoe_err *err)
+{
+    smoe_model_cfg mc;
+    smoe_mesh one = plan->mesh;
+    for (int i = 0; i < one.n; i++)
+        one.size[i] = 1;
+    smoe_status s = smoe_train_model_cfg(cfg, &one, &mc, err);
+    if (s)
+        return s;
+    int has[2] = { mc.n_dense > 0, mc.n_moe > 0 };
+    mc.n_dense = has[0];
+    mc.n_moe = has[1];
+    mc.ep = 1;
+    smoe_model *model;
+    if ((s = smoe_model_new(&mc, &model, err)))
+        return s;
+    int64_t T = mc.batch * mc.seq, total = 0;
+    float *w[2][SMOE_W_NSLOTS], *dw[2][SMOE_W_NSLOTS];
+    memset(w, 0, sizeof w);
+    memset(dw, 0, sizeof dw);
+    for (int k = 0; k < 2; k++)
+        for (int sl = 0; sl < SMOE_W_NSLOTS; sl++) {
+            if (!has[k] || !smoe_wslot_used(&mc, (smoe_wslot)sl, k))
+                continue;
+            int64_t n = smoe_wslot_numel(&mc, (smoe_wslot)sl);
+            w[k][sl] = smoe_malloc(sizeof(float) * (size_t)n);
+            dw[k][sl] = smoe_calloc((size_t)n, sizeof(float));
+            if (!w[k][sl] || !dw[k][sl])
+                return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+            int norm = sl == SMOE_W_PRE_NORM || sl == SMOE_W_POST_NORM || sl == SMOE_W_Q_NORM ||
+                       sl == SMOE_W_KV_NORM;
+            for (int64_t i = 0; i < n; i++)
+                w[k][sl][i] = norm ? 1.0f : 0.05f * (float)((double)(i * 2654435761u % 2001) / 1000.0 - 1);
+            total += n;
+        }
+    float *x = smoe_malloc(sizeof(float) * (size_t)(T * mc.emb));
+    float *dx = smoe_malloc(sizeof(float) * (size_t)(T * mc.emb));
+    if (!x || !dx)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    smoe_ep_comm self = smoe_ep_comm_self();
+    double measured = 0;
+    for (int k = 0; k < 2; k++) {
+        if (!has[k])
+            continue;
+        int l = k == 0 ? 0 : (int)mc.n_dense;
+        double best = 1e30;
+        for (int rep = 0; rep < 4; rep++) {
+            for (int64_t i = 0; i < T * mc.emb; i++) {
+                x[i] = (float)((double)(i * 40503u % 2001) / 1000.0 - 1);
+                dx[i] = 1e-3f * (float)((double)(i * 9973u % 2001) / 1000.0 - 1);
+            }
+            smoe_rt_barrier(rt);
+            double t0 = smoe_now();
+            if ((s = smoe_model_layer_fwd(model, l, (const float *const *)w[k], x, &self, err)) ||
+                (s = smoe_model_layer_bwd(model, l, (const float *const *)w[k], dw[k], dx, &self,
+                                          err)))
+                return s;
+            double t[1] = { smoe_now() - t0 };
+            smoe_rt_allreduce_max_f64(rt, t, 1);
+            best = fmin(best, t[0]);
+        }
+        measured += best;
+    }
+    for (int k = 0; k < 2; k++)
+        for (int sl = 0; sl < SMOE_W_NSLOTS; sl++) {
+            smoe_free(w[k][sl]);
+            smoe_free(dw[k][sl]);
+        }
+    smoe_free(x);
+    smoe_free(dx);
+    smoe_model_free(model);
+    /* the cost model at the same shape, without any scale */
+    smoe_hw h = *hw;
+    h.compute_scale = 0;
+    smoe_sim_shape sh = { mc.batch, mc.seq, SMOE_REMAT_NONE, 4, 0 };
+    smoe_sim_model *sm;
+    if ((s = smoe_sim_model_build(cfg, plan, &h, &sh, &sm, err)))
+        return s;
+    double modelled = 0;
+    for (int k = 0; k < 2; k++) {
+        double f, b;
+        if (!has[k])
+            continue;
+        smoe_sim_model_compute(sm, k, &f, &b);
+        modelled += f + b;
+    }
+    smoe_sim_model_free(sm);
+    *scale = modelled > 0 ? measured / modelled : 1;
+    (void)total;
+    return SMOE_OK;
+}
+
+smoe_status smoe_train_calibrate(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
+                                 const char *path, smoe_err *err)
+{
+    smoe_status s;
+    int size = smoe_rt_size(rt);
+    smoe_mesh mesh = { 1, { "expert" }, { size } };
+    smoe_rt_opts ro = { 0, 0 };
+    if ((s = smoe_rt_set_mesh(rt, &mesh, &ro, err)))
+        return s;
+    smoe_blas_info info;
+    smoe_blas_init(1, &info);
+    const int64_t big = 512, small = 64, ew_n = 1 << 21;
+    mm_args m, work;
+    m.a = smoe_malloc(sizeof(float) * (size_t)ew_n);
+    m.b = smoe_malloc(sizeof(float) * (size_t)(big * big));
+    m.c = smoe_malloc(sizeof(float) * (size_t)ew_n);
+    if (!m.a || !m.b || !m.c)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    for (int64_t i = 0; i < ew_n; i++)
+        m.a[i] = m.c[i] = (float)(i % 7) * 0.25f;
+    for (int64_t i = 0; i < big * big; i++)
+        m.b[i] = (float)(i % 5) * 0.5f;
+    work = m;
+    work.n = 256;
+    m.n = big;
+    double t_big = timed(rt, run_mm, &m, 4, 5);
+    m.n = small;
+    double t_small = timed(rt, run_mm, &m, 200, 5);
+    m.n = 4;
+    double t_call = timed(rt, run_mm, &m, 2000, 5);
+    m.n = ew_n;
+    double t_add = timed(rt, run_add, &m, 10, 5);
+    smoe_hw hw;
+    memset(&hw, 0, sizeof hw);
+    snprintf(hw.name, sizeof hw.name, "cpu-mpi");
+    snprintf(hw.kind, sizeof hw.kind, "cpu");
+    hw.devices_per_chip = 1;
+    hw.peak_flops = 2.0 * (double)(big * big * big) / t_big;
+    hw.gemm_small_flops = 2.0 * (double)(small * small * small) / t_small;
+    hw.hbm_bandwidth = hw.elementwise_bandwidth = 3.0 * 4.0 * (double)ew_n / t_add;
+    hw.op_overhead = t_call;
+    hw.ici_links = 1;
+    hw.devices_per_node = size;
+    hw.collective_engines = 2;
+    hw.collectives_use_compute = 1;
+    hw.compute_bytes = 4;
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
+    hw.hbm_bytes = (double)pages * (double)psz / size;
+    if ((s = calib_gather(rt, &mesh, &work, &hw.ici_latency, &hw.ici_bandwidth, err)) ||
+        (s = calib_a2a(rt, &work, &hw.a2a_latency, &hw.a2a_bandwidth, err)) ||
+        (s = calib_skew(rt, &mesh, &work, &hw.sync_skew, err)))
+        return s;
+    hw.dcn_bandwidth = hw.ici_bandwidth;
+    hw.dcn_latency = hw.ici_latency;
+    if ((s = calib_compute(rt, cfg, plan, &hw, &hw.compute_scale, err)))
+        return s;
+    smoe_free(m.a);
+    smoe_free(m.b);
+    smoe_free(m.c);
+    if (smoe_rt_rank(rt) != 0)
+        return SMOE_OK;
+    FILE *f = path ? fopen(path, "w") : stdout;
+    if (!f)
+        return smoe_err_in(err, SMOE_EIO, path, "cannot write the profile");
+    fprintf(f,
+            "# cpu-mpi: this machine measured by `smoe sim --calibrate` under %d MPI ranks, every\n"
+            "# rank busy at once as in training (OpenBLAS core %s, 1 thread per rank).\n"
+            "# A device is one rank; collectives over shared memory are work of the same cores.\n"
+            "name: cpu-mpi\n"
+            "kind: cpu\n"
+            "devices_per_chip: 1\n"
+            "peak_flops: %.6g          # 512-wide sgemm, FLOP/s per rank\n"
+            "hbm_bytes: %.6g           # RAM per rank\n"
+            "hbm_bandwidth: %.6g       # elementwise y += x, bytes/s per rank\n"
+            "ici_bandwidth: %.6g       # 2 x all-gather bytes received per second\n"
+            "ici_links: 1\n"
+            "ici_latency: %.6g         # all-gather fixed cost / (ranks - 1), s\n"
+            "devices_per_node: %d\n"
+            "dcn_bandwidth: %.6g\n"
+            "dcn_latency: %.6g\n"
+            "collective_engines: 2       # smoe's runtime: a gather queue, an exchange/reduction queue\n"
+            "a2a_bandwidth: %.6g       # all-to-all bytes sent to the others per second\n"
+            "a2a_latency: %.6g         # all-to-all fixed cost / (ranks - 1), s\n"
+            "collectives_use_compute: 1\n"
+            "elementwise_bandwidth: %.6g\n"
+            "op_overhead: %.6g         # one tiny kernel call, s\n"
+            "compute_bytes: 4\n"
+            "gemm_small_flops: %.6g    # 64-wide sgemm, FLOP/s per rank\n"
+            "compute_scale: %.6g       # smoe's layer kernels / the roofline, this model and shape\n"
+            "sync_skew: %.6g           # wait for the last rank at a collective after compute, s\n",
+            size, info.corename, hw.peak_flops, hw.hbm_bytes, hw.hbm_bandwidth, hw.ici_bandwidth,
+            hw.ici_latency, size, hw.dcn_bandwidth, hw.dcn_latency, hw.a2a_bandwidth,
+            hw.a2a_latency, hw.elementwise_bandwidth, hw.op_overhead, hw.gemm_small_flops,
+            hw.compute_scale, hw.sync_skew);
+    if (path && fclose(f) != 0)
+        return smoe_err_in(err, SMOE_EIO, path, "cannot write the profile");
+    return SMOE_OK;
+}

@@ -1,0 +1,204 @@
+/* The simulator against hand-computed schedules (two layers, known
+ * durations), its memory accounting (static parts from a plan, live
+ * gathered bytes), and the budgeted planner (a budget below one layer's
+ * gathered weights gives no prefetch; an unlimited budget reaches the
+ * exposed wait of unlimited depth). White-box: builds step models by hand.
+ * usage: test_sim CONFIG_DIR */
+#include "../src/sched/sched_impl.h"
+#include "check.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NEAR(a, b) (fabs((a) - (b)) < 1e-9)
+
+/* Two dense layers, one weight: gather 2 s, reduce-scatter 1 s, forward
+ * 3 s, backward 6 s, 100 bytes gathered. */
+static smoe_sim_model two_layers(int engines)
+{
+    smoe_sim_model m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.hw.kind, sizeof m.hw.kind, "tpu");
+    m.hw.collective_engines = engines;
+    m.L = 2;
+    m.nkinds = 2;
+    sim_kind *k = &m.k[0];
+    k->nw = 1;
+    k->w[0].name = "w";
+    k->w[0].pre_s = 2;
+    k->w[0].pre_legacy_s = 1;
+    k->w[0].res_legacy_s = 1;
+    k->w[0].rs_s = 1;
+    k->w[0].bytes = 100;
+    k->bytes = 100;
+    k->fwd_pre = 3;
+    k->bwd_pre = 6;
+    return m;
+}
+
+static void test_hand_schedules(void)
+{
+    smoe_sim_model m = two_layers(4);
+    smoe_sim_sched s;
+    smoe_sim_result r;
+    /* no prefetch: gather 2 before each of the four units; the last
+     * reduce-scatter ends 1 s after the last backward */
+    memset(&s, 0, sizeof s);
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 27), "baseline step %g, expected 27", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 8), "baseline exposed %g, expected 8", r.exposed_gather_s);
+    CHECKF(NEAR(r.compute_s, 18), "baseline compute %g, expected 18", r.compute_s);
+    CHECKF(NEAR(r.gather_busy_s, 8), "baseline gather busy %g", r.gather_busy_s);
+    CHECKF(NEAR(r.mem_gathered, 200), "baseline gathered peak %g, expected 200", r.mem_gathered);
+    /* depth 1: only the first gather is exposed */
+    s.prefetch_depth = 1;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 21), "prefetch step %g, expected 21", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 2), "prefetch exposed %g, expected 2", r.exposed_gather_s);
+    CHECKF(NEAR(r.mem_gathered, 300), "prefetch gathered peak %g, expected 300", r.mem_gathered);
+    /* legacy at depth 1: 1 s prefetched, 1 s residual before every unit */
+    s.legacy = 1;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.residual_s, 4), "legacy residual %g, expected 4", r.residual_s);
+    CHECKF(NEAR(r.step_s, 24), "legacy step %g, expected 24", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 5), "legacy exposed %g, expected 5", r.exposed_gather_s);
+    /* one engine for everything: the reductions delay the later gathers
+     * (RS of layer 1 [14, 15] ahead of nothing; same as dedicated here),
+     * and a longer reduction shows the queueing */
+    smoe_sim_model m1 = two_layers(1);
+    m1.k[0].w[0].rs_s = 5;
+    memset(&s, 0, sizeof s);
+    s.prefetch_depth = 1;
+    CHECK(smoe_sim_run(&m1, &s, &r, NULL) == SMOE_OK);
+    /* unit 3's gather was issued at 8 and ends at 10, before the RS of
+     * unit 2 [14, 19]; then RS of unit 3 [20, 25] */
+    CHECKF(NEAR(r.step_s, 25), "shared-engine step %g, expected 25", r.step_s);
+    smoe_sim_model m4 = two_layers(4);
+    m4.k[0].w[0].rs_s = 5;
+    CHECK(smoe_sim_run(&m4, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 25), "dedicated step %g, expected 25", r.step_s);
+    /* an MoE layer: compute split around two exchanges of 0.5 s */
+    smoe_sim_model me = two_layers(4);
+    me.kind_of[1] = 1;
+    me.k[1] = me.k[0];
+    me.k[1].moe = 1;
+    me.k[1].fwd_pre = 1;
+    me.k[1].fwd_exp = 1;
+    me.k[1].fwd_post = 1;
+    me.k[1].bwd_pre = 2;
+    me.k[1].bwd_exp = 2;
+    me.k[1].bwd_post = 2;
+    me.k[1].a2a_s = 0.5;
+    memset(&s, 0, sizeof s);
+    CHECK(smoe_sim_run(&me, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.a2a_s, 2), "a2a %g, expected 2", r.a2a_s);
+    CHECKF(NEAR(r.step_s, 29), "MoE baseline step %g, expected 29", r.step_s);
+}
+
+static void test_planner(void)
+{
+    smoe_sim_model m = two_layers(4);
+    unsigned char dist[2][SMOE_SIM_MAX_WEIGHTS];
+    smoe_sim_result best, deep;
+    smoe_sim_point curve[64];
+    int feasible, n;
+    /* below one layer's gathered weights: nothing fits, no prefetch */
+    CHECK(smoe_sim_plan_budget(&m, 0, 50, dist, &best, &feasible, curve, 64, &n) == SMOE_OK);
+    CHECK(!feasible);
+    CHECK(dist[0][0] == 0);
+    CHECKF(NEAR(best.exposed_gather_s, 8), "infeasible budget: exposed %g", best.exposed_gather_s);
+    /* between the no-prefetch and the depth-1 peaks: part of a weight */
+    CHECK(smoe_sim_plan_budget(&m, 0, 250, dist, &best, &feasible, curve, 64, &n) == SMOE_OK);
+    CHECK(feasible);
+    CHECKF(best.peak_hbm_bytes <= 250, "budget 250: peak %g", best.peak_hbm_bytes);
+    CHECKF(best.exposed_gather_s < 8 && best.exposed_gather_s > 2,
+           "budget 250: exposed %g between 2 and 8", best.exposed_gather_s);
+    CHECK(dist[0][0] > 0 && dist[0][0] < 4);
+    /* the Pareto points: peak rises, wait falls */
+    int mono = n >= 2;
+    for (int i = 1; i < n; i++)
+        mono &= curve[i].peak_hbm_bytes >= curve[i - 1].peak_hbm_bytes &&
+                curve[i].exposed_gather_s <= curve[i - 1].exposed_gather_s;
+    CHECKF(mono, "Pareto curve of %d points not monotone", n);
+    /* unlimited: as good as unlimited depth */
+    CHECK(smoe_sim_plan_budget(&m, 0, INFINITY, dist, &best, &feasible, curve, 64, &n) ==
+          SMOE_OK);
+    smoe_sim_sched s;
+    memset(&s, 0, sizeof s);
+    s.prefetch_depth = 4;
+    CHECK(smoe_sim_run(&m, &s, &deep, NULL) == SMOE_OK);
+    CHECKF(NEAR(best.exposed_gather_s, deep.exposed_gather_s),
+           "unlimited budget exposed %g, unlimited depth %g", best.exposed_gather_s,
+           deep.exposed_gather_s);
+}
+
+/* Static memory from a plan: parameters, gradients, AdamW moments. */
+static void test_memory(const char *cfgdir)
+{
+    char base[1024];
+    snprintf(base, sizeof base, "%s/base.yml", cfgdir);
+    const char *ov[] = { "ici_expert_parallelism=2" };
+    smoe_config_opts o;
+    memset(&o, 0, sizeof o);
+    o.base_path = base;
+    o.model = "deepseek2-16b";
+    o.overrides = ov;
+    o.n_overrides = 1;
+    smoe_config *cfg;
+    smoe_err err;
+    if (smoe_config_load(&o, &cfg, &err)) {
+        CHECKF(0, "config: %s", err.msg);
+        return;
+    }
+    smoe_plan_opts po = { 16, 1, NULL, 2 };
+    smoe_plan *p;
+    if (smoe_plan_build(cfg, &po, &p, &err)) {
+        CHECKF(0, "plan: %s", err.msg);
+        smoe_config_free(cfg);
+        return;
+    }
+    char hwf[1024];
+    snprintf(hwf, sizeof hwf, "%s/hardware/tpu7x.yml", cfgdir);
+    smoe_hw hw;
+    CHECK(smoe_hw_load(hwf, &hw, &err) == SMOE_OK);
+    smoe_sim_shape sh = { 1, 2048, SMOE_REMAT_FULL, 2, 0 };
+    smoe_sim_model *m;
+    CHECK(smoe_sim_model_build(cfg, p, &hw, &sh, &m, &err) == SMOE_OK);
+    double shard = 0;
+    for (int i = 0; i < p->n; i++)
+        if (p->w[i].kind == SMOE_ENTRY_PARAM)
+            shard += (double)p->w[i].gather.bytes_in * (double)p->w[i].layers;
+    CHECKF(NEAR(m->mem_params, shard), "params %g, expected %g", m->mem_params, shard);
+    CHECK(NEAR(m->mem_grads, shard));
+    CHECKF(NEAR(m->mem_optimizer, shard / 2 * (2 + 4)), "optimizer %g", m->mem_optimizer);
+    /* a layer's gathered bytes are the sum of its weights' buffers */
+    double moe = 0;
+    for (int i = 0; i < p->n; i++)
+        if (p->w[i].prefetch && strcmp(p->w[i].stack, "moe_layers") == 0)
+            moe += (double)p->w[i].gather.bytes_out;
+    CHECK(NEAR(m->k[1].bytes, moe));
+    /* the total is the breakdown */
+    smoe_sim_sched s;
+    memset(&s, 0, sizeof s);
+    s.prefetch_depth = 1;
+    smoe_sim_result r;
+    CHECK(smoe_sim_run(m, &s, &r, NULL) == SMOE_OK);
+    CHECK(NEAR(r.peak_hbm_bytes, r.mem_params + r.mem_grads + r.mem_optimizer + r.mem_gathered +
+                                     r.mem_activations));
+    /* depth 1 holds at least two MoE layers at once, no prefetch one */
+    CHECKF(r.mem_gathered >= 2 * m->k[1].bytes, "depth-1 gathered %g < 2 layers %g",
+           r.mem_gathered, 2 * m->k[1].bytes);
+    smoe_sim_model_free(m);
+    smoe_plan_free(p);
+    smoe_config_free(cfg);
+}
+
+int main(int argc, char **argv)
+{
+    test_hand_schedules();
+    test_planner();
+    if (argc > 1)
+        test_memory(argv[1]);
+    return check_report();
+}
