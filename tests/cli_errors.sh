@@ -52,5 +52,11 @@ expect "nope.yml: cannot open config file" plan --devices 4 --base "$data/bad/no
 expect "argument 'base_emb_dim=4096': 'base_emb_dim' is set by the model file" plan --devices 4 --model deepseek2-16b base_emb_dim=4096
 expect "argument 'logical_axis_rules=\[\[embed\]\]': .*logical axis rule must be" plan --devices 4 "logical_axis_rules=[[embed]]"
 
+expect "argument '--hardware nope': no hardware profile" sim --devices 4 --hardware nope
+expect "argument '--scenario nope': no scenario file" sim --scenario nope
+expect "argument '--hardware': is required" sim --devices 4
+expect "argument '--remat sometimes': expected full, none or save-dot-products" sim --devices 4 --hardware tpu7x --remat sometimes
+expect "bad_hw.yml:4:13: 'peak_flops' must be a number" sim --devices 4 --hardware "$data/bad/bad_hw.yml"
+expect "argument '--hbm-budget lots': expected a byte count" sim --devices 4 --hardware tpu7x --hbm-budget lots
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -357,8 +357,10 @@ smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_
     for (int u = 0; u < m->L; u++)
         run_unit(&x, u);
     double h = compute(&x, x.comp, m->head_s, "head");
+    mem(&x, h, -m->top_bytes); /* embedding and head weights done */
     for (int u = m->L; u < nu; u++)
         run_unit(&x, u);
+    mem(&x, x.comp, m->top_bytes); /* the embedding's gradient */
     double e = compute(&x, x.comp, m->embed_bwd_s, "embed bwd");
     engine(&x, x.reng, e, m->top_rs_s, LANE_COMM, "reduce-scatter top");
     (void)h;
