@@ -12,7 +12,8 @@
 
 enum {
     OPT_STEPS = OPT_COMMON_END, OPT_SEED, OPT_DATA, OPT_DEPTH, OPT_GATHER, OPT_SHARED,
-    OPT_PTHREAD, OPT_MAXMEM, OPT_TRACE, OPT_DUMP, OPT_COMPARE, OPT_QUIET, OPT_HELP
+    OPT_PTHREAD, OPT_MAXMEM, OPT_TRACE, OPT_DUMP, OPT_COMPARE, OPT_QUIET, OPT_HELP,
+    OPT_TIMEOUT, OPT_CKPT_DIR, OPT_CKPT_EVERY, OPT_RESUME
 };
 
 static void usage(FILE *f)
@@ -23,6 +24,8 @@ static void usage(FILE *f)
             "                  [--prefetch-depth N] [--gather coaxis|legacy] [--shared-queue]\n"
             "                  [--progress-thread] [--max-memory BYTES] [--trace FILE]\n"
             "                  [--dump-params FILE] [--compare] [--json] [--quiet]\n"
+            "                  [--comm-timeout SECONDS] [--checkpoint-dir DIR]\n"
+            "                  [--checkpoint-every N] [--resume]\n"
             "\n"
             "  the mesh: mesh_axes and ici_* from the config (one -1 filled from the\n"
             "  number of ranks); defaults: --base configs/train.yml (base.yml plus\n"
@@ -41,7 +44,13 @@ static void usage(FILE *f)
             "  --trace FILE         Chrome/Perfetto trace of every rank\n"
             "  --dump-params FILE   final parameters in canonical order (rank 0)\n"
             "  --compare            run no-prefetch, prefetch and legacy; print a table\n"
-            "  --json               one JSON object on stdout at the end (rank 0)\n");
+            "  --json               one JSON object on stdout at the end (rank 0)\n"
+            "  --comm-timeout S     abort the job when a collective makes no progress for\n"
+            "                       S seconds (a dead rank, a cut link; default 20, 0 = never)\n"
+            "  --checkpoint-dir DIR save checkpoints into DIR (step_NNNNNNNN/ + LATEST)\n"
+            "  --checkpoint-every N save every N steps (default: only after the last step)\n"
+            "  --resume             continue from the newest complete checkpoint in DIR, on\n"
+            "                       any mesh (shards are re-cut); --steps is the total\n");
 }
 
 typedef struct run_ctx {
@@ -140,6 +149,10 @@ int cmd_train(int argc, char **argv)
         { "compare", no_argument, 0, OPT_COMPARE },
         { "quiet", no_argument, 0, OPT_QUIET },
         { "help", no_argument, 0, OPT_HELP },
+        { "comm-timeout", required_argument, 0, OPT_TIMEOUT },
+        { "checkpoint-dir", required_argument, 0, OPT_CKPT_DIR },
+        { "checkpoint-every", required_argument, 0, OPT_CKPT_EVERY },
+        { "resume", no_argument, 0, OPT_RESUME },
         { 0, 0, 0, 0 },
     };
     smoe_rt *rt;
@@ -215,6 +228,20 @@ int cmd_train(int argc, char **argv)
             maxmem_arg = optarg;
             break;
         }
+        case OPT_TIMEOUT: {
+            double t;
+            if (smoe_parse_f64(optarg, &t) || !(t >= 0) || t > 1e6)
+                fail_arg(rt, where, "expected seconds from 0 (never) to 1000000");
+            smoe_rt_set_timeout(rt, t);
+            break;
+        }
+        case OPT_CKPT_DIR: o.ckpt_dir = optarg; break;
+        case OPT_CKPT_EVERY:
+            if (smoe_parse_i64(optarg, &v) || v < 1 || v > (int64_t)1 << 40)
+                fail_arg(rt, where, "expected a positive integer");
+            o.ckpt_every = v;
+            break;
+        case OPT_RESUME: o.resume = 1; break;
         case OPT_TRACE: o.trace_path = optarg; break;
         case OPT_DUMP: o.dump_path = optarg; break;
         case OPT_COMPARE: compare = 1; break;
@@ -251,8 +278,12 @@ int cmd_train(int argc, char **argv)
     if (!c.model)
         c.model = "tiny";
     c.devices = smoe_rt_size(rt);
-    if (compare && (o.trace_path || o.dump_path))
-        fail_arg(rt, "argument '--compare'", "cannot be combined with --trace or --dump-params");
+    if (compare && (o.trace_path || o.dump_path || o.ckpt_dir))
+        fail_arg(rt, "argument '--compare'",
+                 "cannot be combined with --trace, --dump-params or --checkpoint-dir");
+    if ((o.ckpt_every || o.resume) && !o.ckpt_dir)
+        fail_arg(rt, o.resume ? "argument '--resume'" : "argument '--checkpoint-every'",
+                 "needs --checkpoint-dir DIR");
     if (!o.data_path) {
         snprintf(data_default, sizeof data_default, "%s/../data/gpl-3.0.txt", cdir ? cdir : ".");
         o.data_path = data_default;

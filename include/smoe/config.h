@@ -98,6 +98,9 @@ smoe_status smoe_config_bool(const smoe_config *c, const char *key, int *out,
                              smoe_err *err);
 smoe_status smoe_config_str(const smoe_config *c, const char *key,
                             const char **out, smoe_err *err);
+/* Keys of the merged configuration in their (deterministic) merge order:
+ * the i-th key and its value, or NULL past the end. */
+const char *smoe_config_key_at(const smoe_config *c, int i, const smoe_node **value);
 /* Where a key's value came from, "file:line:col" or "argument '...'". */
 smoe_loc smoe_config_loc(const smoe_config *c, const char *key);
 
@@ -133,6 +136,14 @@ typedef struct smoe_logical_entry {
 smoe_status smoe_params_load_json(smoe_arena *a, const char *path,
                                   smoe_logical_entry **out, int *n,
                                   smoe_err *err);
+/* The same from memory: `text` holds `len` bytes (NUL not required; the
+ * text ends at the first NUL byte, as a file's would); `name` stands for the
+ * file in locations. Entries and strings live in the arena; `text` is only
+ * read during the call. */
+smoe_status smoe_params_load_json_text(smoe_arena *a, const char *name,
+                                       const char *text, size_t len,
+                                       smoe_logical_entry **out, int *n,
+                                       smoe_err *err);
 
 /* ---- hardware profiles (configs/hardware/NAME.yml) ----
  * Per-chip numbers as the vendors publish them; the simulator derives

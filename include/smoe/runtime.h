@@ -68,11 +68,26 @@ const char *smoe_rt_library(const smoe_rt *rt);
 
 /* Advance every queue: test the running ops, start the next ones. */
 void smoe_rt_progress(smoe_rt *rt);
-/* One round of a wait loop: progress, and after a few hundred fruitless
- * rounds sleep 50 us between polls, so that a rank sharing this core (an
- * oversubscribed host) can compute while this one only waits on a link.
- * Reset *spins to 0 before the loop. */
-void smoe_rt_idle(smoe_rt *rt, int *spins);
+/* Waiting without ever hanging: a wait loop calls smoe_rt_wait_step once
+ * per round. It drives progress; after a few hundred fruitless rounds it
+ * sleeps 50 us between polls (so a rank sharing the core can compute); and
+ * when the wait has lasted longer than the runtime's timeout it aborts the
+ * whole job with a message naming this rank, what it waited for and the
+ * current phase (a peer died, or a link is down). */
+typedef struct smoe_rt_wait {
+    double t0;
+    int spins;
+    const char *what;
+} smoe_rt_wait;
+smoe_rt_wait smoe_rt_wait_begin(const char *what);
+void smoe_rt_wait_step(smoe_rt *rt, smoe_rt_wait *w);
+/* Seconds a wait may last before the job is aborted (default 20; <= 0:
+ * forever). */
+void smoe_rt_set_timeout(smoe_rt *rt, double seconds);
+/* What the application is doing, for failure messages ("backward of layer
+ * 3"); the text is copied. When another rank fails and the launcher
+ * terminates this one, it prints this phase before exiting. */
+void smoe_rt_set_phase(smoe_rt *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Wait until every queued op has completed. */
 smoe_status smoe_rt_drain(smoe_rt *rt, smoe_err *err);
 
@@ -93,6 +108,14 @@ smoe_status smoe_rt_gatherv_bytes(smoe_rt *rt, const void *send, int64_t n, char
 smoe_status smoe_rt_bcast_bytes(smoe_rt *rt, void *buf, int64_t n);
 /* Agree on a status: returns the worst (highest) status over all ranks. */
 smoe_status smoe_rt_agree(smoe_rt *rt, smoe_status local);
+/* Check that every rank holds the same n digests (hex strings of up to 64
+ * characters; names[i] says what digest i covers). On a mismatch every
+ * rank returns SMOE_EINVAL and rank 0's err names the first differing
+ * rank, what differs and both digests. Collective. */
+smoe_status smoe_rt_check_same(smoe_rt *rt, int n, const char *const names[],
+                               const char *const digests[], smoe_err *err);
+/* The options the mesh was set with. */
+smoe_rt_opts smoe_rt_get_opts(const smoe_rt *rt);
 
 /* ---- FSDP weight gathers ---- */
 typedef struct smoe_wgather smoe_wgather;

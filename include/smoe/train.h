@@ -50,6 +50,12 @@ typedef struct smoe_train_opts {
     int64_t max_memory;     /* bytes per rank, 0 = no limit */
     const char *trace_path; /* Chrome trace file (rank 0 writes), or NULL */
     const char *dump_path;  /* final parameters, canonical order, or NULL */
+    /* checkpoints (see checkpoint.c): every ckpt_every steps (0: only at
+     * the end) into ckpt_dir when set; resume: continue from the newest
+     * complete checkpoint in ckpt_dir (any mesh: shards are re-cut) */
+    const char *ckpt_dir;
+    int64_t ckpt_every;
+    int resume;
     /* called on every rank after each step with the agreed record */
     void (*on_step)(void *ud, const smoe_train_step *rec);
     void *ud;

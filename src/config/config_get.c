@@ -10,6 +10,15 @@ const smoe_node *smoe_config_get(const smoe_config *c, const char *key)
     return cfg_map_get(&c->values, key);
 }
 
+const char *smoe_config_key_at(const smoe_config *c, int i, const smoe_node **value)
+{
+    if (i < 0 || i >= c->values.n)
+        return NULL;
+    if (value)
+        *value = c->values.e[i].value;
+    return c->values.e[i].key;
+}
+
 smoe_loc smoe_config_loc(const smoe_config *c, const char *key)
 {
     const smoe_node *n = cfg_map_get(&c->values, key);

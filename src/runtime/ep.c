@@ -12,9 +12,9 @@ typedef rt_ep ep_ctx;
 
 static void wait_flag(smoe_rt *rt, volatile int *flag)
 {
-    int spins = 0;
+    smoe_rt_wait w = smoe_rt_wait_begin("the expert all-to-all");
     while (!*flag)
-        smoe_rt_idle(rt, &spins);
+        smoe_rt_wait_step(rt, &w);
 }
 
 static smoe_status exchange_counts(void *ctx, const int64_t *send, int64_t *recv, int64_t n)

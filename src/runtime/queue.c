@@ -168,30 +168,18 @@ void smoe_rt_progress(smoe_rt *rt)
     pthread_mutex_unlock(&rt->lock);
 }
 
-void smoe_rt_idle(smoe_rt *rt, int *spins)
-{
-    smoe_rt_progress(rt);
-    if (++*spins > 256) {
-        struct timespec ts = { 0, 50 * 1000 };
-        nanosleep(&ts, NULL);
-    }
-}
-
 smoe_status smoe_rt_drain(smoe_rt *rt, smoe_err *err)
 {
     (void)err;
-    int spins = 0;
+    smoe_rt_wait w = smoe_rt_wait_begin("the gradient reductions");
     for (;;) {
-        if (spins++ > 256) {
-            struct timespec ts = { 0, 50 * 1000 };
-            nanosleep(&ts, NULL);
-        }
         pthread_mutex_lock(&rt->lock);
         rt_progress_locked(rt);
         int busy = rt->q[0].head || rt->q[1].head || rt->q[2].head;
         pthread_mutex_unlock(&rt->lock);
         if (!busy)
             return SMOE_OK;
+        smoe_rt_wait_step(rt, &w);
     }
 }
 
@@ -211,20 +199,4 @@ void *rt_progress_main(void *arg)
             nanosleep(&ts, NULL);
     }
     return NULL;
-}
-
-void rt_dump_queues(smoe_rt *rt, const char *why);
-void rt_dump_queues(smoe_rt *rt, const char *why)
-{
-    pthread_mutex_lock(&rt->lock);
-    for (int q = 0; q < RT_QUEUES; q++) {
-        int n = 0;
-        for (rt_op *op = rt->q[q].head; op; op = op->next, n++)
-            if (n < 4)
-                fprintf(stderr, "rank %d %s: queue %d op %d %s%s\n", rt->rank, why, q, n,
-                        op->name ? op->name : "?", op->running ? " (running)" : "");
-        if (n)
-            fprintf(stderr, "rank %d %s: queue %d holds %d ops\n", rt->rank, why, q, n);
-    }
-    pthread_mutex_unlock(&rt->lock);
 }

@@ -30,6 +30,7 @@ static smoe_rt *g_rt; /* for the abort hook */
 
 static void abort_hook(const char *msg)
 {
+    rt_watchdog_fini();
     fprintf(stderr, "smoe: rank %d: %s\n", g_rt ? g_rt->rank : -1, msg);
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 70);
@@ -38,6 +39,7 @@ static void abort_hook(const char *msg)
 
 _Noreturn void smoe_rt_abort(smoe_rt *rt, int code, const char *msg)
 {
+    rt_watchdog_fini(); /* the launcher's SIGTERM that follows is no news */
     fprintf(stderr, "smoe: rank %d: %s\n", rt ? rt->rank : -1, msg);
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, code ? code : 1);
@@ -51,7 +53,7 @@ void rt_check(smoe_rt *rt, int rc, const char *what)
     char es[MPI_MAX_ERROR_STRING], msg[MPI_MAX_ERROR_STRING + 256];
     int len = 0;
     MPI_Error_string(rc, es, &len);
-    snprintf(msg, sizeof msg, "MPI error in %s: %s", what, es);
+    snprintf(msg, sizeof msg, "MPI error in %s during %s: %s", what, rt_phase(rt), es);
     smoe_rt_abort(rt, 71, msg);
 }
 
@@ -81,6 +83,7 @@ smoe_status smoe_rt_init(int *argc, char ***argv, smoe_rt **out, smoe_err *err)
     snprintf(rt->library, sizeof rt->library, "%.127s", lib);
     g_rt = rt;
     smoe_set_abort_hook(abort_hook);
+    rt_watchdog_init(rt);
     *out = rt;
     return SMOE_OK;
 }
@@ -180,6 +183,7 @@ void smoe_rt_finalize(smoe_rt *rt)
 {
     if (!rt)
         return;
+    rt_watchdog_fini();
     if (rt->have_thread) {
         rt->stop_thread = 1;
         pthread_join(rt->progress_thread, NULL);
@@ -223,58 +227,67 @@ void rt_span(smoe_rt *rt, int lane, const char *name, double t0, double t1)
 }
 
 
-static smoe_status coll(smoe_rt *rt, int rc, const char *what)
+/* The small collectives are nonblocking under the hood, waited for with
+ * the watchdog, so a dead peer or a cut link ends the job with a message
+ * instead of a hang. */
+static smoe_status wait_coll(smoe_rt *rt, int rc, MPI_Request *req, const char *what)
 {
     rt_check(rt, rc, what);
+    rt_wait_request(rt, req, what);
     return SMOE_OK;
+}
+
+static smoe_status allreduce(smoe_rt *rt, void *v, int n, MPI_Datatype t, MPI_Op op)
+{
+    MPI_Request req;
+    int rc_;
+    return wait_coll(rt, LOCKED(rt, MPI_Iallreduce(MPI_IN_PLACE, v, n, t, op, rt->world, &req)),
+                     &req, "an all-reduce over all ranks");
 }
 
 smoe_status smoe_rt_allreduce_sum_f64(smoe_rt *rt, double *v, int n)
 {
-    int rc_;
-    return coll(rt, LOCKED(rt, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, rt->world)),
-                "MPI_Allreduce");
+    return allreduce(rt, v, n, MPI_DOUBLE, MPI_SUM);
 }
 
 smoe_status smoe_rt_allreduce_max_f64(smoe_rt *rt, double *v, int n)
 {
-    int rc_;
-    return coll(rt, LOCKED(rt, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, rt->world)),
-                "MPI_Allreduce");
+    return allreduce(rt, v, n, MPI_DOUBLE, MPI_MAX);
 }
 
 smoe_status smoe_rt_allreduce_max_i64(smoe_rt *rt, int64_t *v, int n)
 {
-    int rc_;
-    return coll(rt,
-                LOCKED(rt, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, MPI_MAX, rt->world)),
-                "MPI_Allreduce");
+    return allreduce(rt, v, n, MPI_INT64_T, MPI_MAX);
 }
 
 smoe_status smoe_rt_barrier(smoe_rt *rt)
 {
+    MPI_Request req;
     int rc_;
-    return coll(rt, LOCKED(rt, MPI_Barrier(rt->world)), "MPI_Barrier");
+    return wait_coll(rt, LOCKED(rt, MPI_Ibarrier(rt->world, &req)), &req, "a barrier");
 }
 
 smoe_status smoe_rt_gather_bytes(smoe_rt *rt, const void *send, void *recv, int64_t n)
 {
-    int rc_;
     if (n > 0x7fffffff)
         return SMOE_EINVAL;
-    return coll(rt,
-                LOCKED(rt, MPI_Gather(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, 0,
-                                      rt->world)),
-                "MPI_Gather");
+    MPI_Request req;
+    int rc_;
+    return wait_coll(rt,
+                     LOCKED(rt, MPI_Igather(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, 0,
+                                            rt->world, &req)),
+                     &req, "a gather to rank 0");
 }
 
 smoe_status smoe_rt_gatherv_bytes(smoe_rt *rt, const void *send, int64_t n, char **out,
                                   int64_t *lens)
 {
     int64_t *all = rt->rank == 0 ? lens : NULL;
+    MPI_Request req;
     int rc_;
-    rt_check(rt, LOCKED(rt, MPI_Gather(&n, 1, MPI_INT64_T, all, 1, MPI_INT64_T, 0, rt->world)),
-             "MPI_Gather");
+    wait_coll(rt, LOCKED(rt, MPI_Igather(&n, 1, MPI_INT64_T, all, 1, MPI_INT64_T, 0, rt->world,
+                                         &req)),
+              &req, "a gather to rank 0");
     int *counts = NULL, *displs = NULL;
     char *buf = NULL;
     smoe_status s = SMOE_OK;
@@ -295,9 +308,9 @@ smoe_status smoe_rt_gatherv_bytes(smoe_rt *rt, const void *send, int64_t n, char
     }
     s = smoe_rt_agree(rt, s);
     if (!s)
-        rt_check(rt, LOCKED(rt, MPI_Gatherv(send, (int)n, MPI_BYTE, buf, counts, displs,
-                                            MPI_BYTE, 0, rt->world)),
-                 "MPI_Gatherv");
+        wait_coll(rt, LOCKED(rt, MPI_Igatherv(send, (int)n, MPI_BYTE, buf, counts, displs,
+                                              MPI_BYTE, 0, rt->world, &req)),
+                  &req, "a gather to rank 0");
     smoe_free(counts);
     if (s || rt->rank != 0) {
         smoe_free(buf);
@@ -312,14 +325,15 @@ smoe_status smoe_rt_bcast_bytes(smoe_rt *rt, void *buf, int64_t n)
 {
     if (n > 0x7fffffff)
         return SMOE_EINVAL;
+    MPI_Request req;
     int rc_;
-    return coll(rt, LOCKED(rt, MPI_Bcast(buf, (int)n, MPI_BYTE, 0, rt->world)), "MPI_Bcast");
+    return wait_coll(rt, LOCKED(rt, MPI_Ibcast(buf, (int)n, MPI_BYTE, 0, rt->world, &req)), &req,
+                     "a broadcast from rank 0");
 }
 
 smoe_status smoe_rt_agree(smoe_rt *rt, smoe_status local)
 {
-    int v = (int)local, rc_;
-    rt_check(rt, LOCKED(rt, MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MAX, rt->world)),
-             "MPI_Allreduce");
+    int v = (int)local;
+    allreduce(rt, &v, 1, MPI_INT, MPI_MAX);
     return (smoe_status)v;
 }

@@ -95,7 +95,18 @@ struct smoe_rt {
     int nwg, capwg;
     char library[128];
     rt_ep ep;
+    double timeout;         /* seconds a wait may last */
 };
+
+/* Wait for one request (a small collective of the application thread)
+ * with the runtime's timeout; `what` names it in the abort message. */
+void rt_wait_request(smoe_rt *rt, MPI_Request *req, const char *what);
+/* Default timeout, the SIGTERM handler (watchdog.c). */
+void rt_watchdog_init(smoe_rt *rt);
+/* Restores the default SIGTERM action (a finishing rank stays quiet). */
+void rt_watchdog_fini(void);
+/* The current phase text ("set-up", "step 3 forward"). */
+const char *rt_phase(const smoe_rt *rt);
 
 /* The communicator over `axes` (order matters) for queue q. */
 smoe_status rt_comm_get(smoe_rt *rt, const smoe_axes *axes, int q,

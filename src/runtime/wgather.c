@@ -354,16 +354,11 @@ smoe_status smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_
 {
     (void)err;
     double t0 = smoe_now();
-    int dumped = 0, spins = 0;
-    while (t->pending) {
-        smoe_rt_idle(rt, &spins);
-        if (!dumped && smoe_now() - t0 > 5) {
-            extern void rt_dump_queues(smoe_rt *, const char *);
-            fprintf(stderr, "rank %d waits for %s\n", rt->rank, g->name);
-            rt_dump_queues(rt, "stuck");
-            dumped = 1;
-        }
-    }
+    char what[160];
+    snprintf(what, sizeof what, "the all-gather of %s", g->name);
+    smoe_rt_wait w = smoe_rt_wait_begin(what);
+    while (t->pending)
+        smoe_rt_wait_step(rt, &w);
     double t1 = smoe_now();
     rt->stats.gather_wait_s += t1 - t0;
     if (t1 - t0 > 20e-6)
@@ -384,16 +379,10 @@ smoe_status smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_
             op->pending = &t->res_pending;
             rt_enqueue(rt, RT_Q_RESIDUAL, op);
         }
-        int dumped2 = 0, spins2 = 0;
-        while (t->res_pending) {
-            smoe_rt_idle(rt, &spins2);
-            if (!dumped2 && smoe_now() - r0 > 5) {
-                extern void rt_dump_queues(smoe_rt *, const char *);
-                fprintf(stderr, "rank %d waits for the residual of %s\n", rt->rank, g->name);
-                rt_dump_queues(rt, "stuck");
-                dumped2 = 1;
-            }
-        }
+        snprintf(what, sizeof what, "the residual all-gather of %s", g->name);
+        smoe_rt_wait w2 = smoe_rt_wait_begin(what);
+        while (t->res_pending)
+            smoe_rt_wait_step(rt, &w2);
         rt->stats.residual_s += smoe_now() - r0;
     }
     if (wait_s)

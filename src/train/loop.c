@@ -214,14 +214,14 @@ static void rt_span_hook(void *ud, int lane, const char *name, double t0, double
  * then wait for them. */
 static void wait_unit(tr_state *S, int u, smoe_err *err)
 {
-    int spins = 0;
+    smoe_rt_wait sw = smoe_rt_wait_begin("a free gathered-layer buffer");
     while (S->next_issue <= u) {
         int before = S->next_issue;
         if (S->limit < u)
             S->limit = u;
         progress(S);
         if (S->next_issue == before)
-            smoe_rt_idle(S->rt, &spins);
+            smoe_rt_wait_step(S->rt, &sw);
     }
     int l = unit_layer(S, u), k = layer_moe(S, l);
     tr_slot *s = &S->slots[S->unit_slot[u]];
@@ -278,6 +278,7 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
     smoe_ep_comm ep = { S->ep_rt.size, S->ep_rt.rank, S, ep_counts, ep_a2av, ep_progress };
     char name[64];
 
+    smoe_rt_set_phase(rt, "step %lld: forward, embedding", (long long)step + 1);
     /* top-level weights first, then the first units */
     for (int k = 0; k < SMOE_T_NSLOTS; k++) {
         tr_weight *w = &S->st->w[S->top_idx[k]];
@@ -302,6 +303,7 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
     for (int u = 0; u < S->L; u++) {
         S->limit = u + S->depth;
         try_issue(S);
+        smoe_rt_set_phase(rt, "step %lld: forward, layer %d", (long long)step + 1, u);
         wait_unit(S, u, err);
         tr_slot *sl = &S->slots[S->unit_slot[u]];
         layer_ptrs(S, u, sl->buf, w, NULL);
@@ -317,6 +319,7 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
         try_issue(S);
     }
 
+    smoe_rt_set_phase(rt, "step %lld: loss", (long long)step + 1);
     /* head: loss and its gradient in one pass */
     for (int k = SMOE_T_FINAL_NORM; k <= SMOE_T_LOGITS; k++) {
         tr_weight *x = &S->st->w[S->top_idx[k]];
@@ -338,15 +341,17 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
     S->phase = 1;
     for (int u = S->L; u < S->nunits; u++) {
         int l = unit_layer(S, u), k = layer_moe(S, l);
+        smoe_rt_set_phase(rt, "step %lld: backward, layer %d", (long long)step + 1, l);
         S->limit = u + S->depth;
         try_issue(S);
         wait_unit(S, u, err);
         tr_slot *ws = &S->slots[S->unit_slot[u]];
         /* the gradient slot: wait for a reduction to free one */
         double ta = smoe_now();
-        int gi, spins = 0;
+        int gi;
+        smoe_rt_wait gw = smoe_rt_wait_begin("a gradient buffer (reductions in flight)");
         while ((gi = free_slot(S)) < 0) {
-            smoe_rt_idle(rt, &spins);
+            smoe_rt_wait_step(rt, &gw);
             poll_slots(S);
         }
         rs->reduce_wait_s += smoe_now() - ta;
@@ -389,6 +394,7 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
     S->model_s += smoe_now() - tm;
     reduce_top(S, SMOE_T_EMBED);
 
+    smoe_rt_set_phase(rt, "step %lld: gradient reductions and AdamW", (long long)step + 1);
     /* all reductions, then the optimizer on the local shards */
     double tr = smoe_now();
     if ((s = smoe_rt_drain(rt, err)))
@@ -408,6 +414,7 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
     double t_end = smoe_now();
     span(S, SMOE_LANE_COMPUTE, "adamw", tm, t_end);
 
+    smoe_rt_set_phase(rt, "step %lld: metrics", (long long)step + 1);
     /* the record: loss summed over ranks, times maxed over ranks */
     double sum[1] = { loss };
     smoe_rt_allreduce_sum_f64(rt, sum, 1);

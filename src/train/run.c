@@ -106,6 +106,14 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
                                                          "on some rank");
         goto fail;
     }
+    /* every rank runs the same configuration, plan, options and data, or
+     * the collectives stop matching: check before the first of them */
+    smoe_rt_set_phase(rt, "the cross-rank consistency check");
+    tr_fingerprint_t fp;
+    s = tr_fingerprint(cfg, plan, o, smoe_rt_get_opts(rt), &data, &fp, err);
+    if ((s = smoe_rt_agree(rt, s)) || (s = tr_fingerprint_check(rt, &fp, err)))
+        goto fail;
+    smoe_rt_set_phase(rt, "set-up");
     if ((s = smoe_model_new(&mc, &model, err)))
         goto fail;
     if ((s = tr_store_build(rt, plan, &mc, o->legacy, &st, err)))

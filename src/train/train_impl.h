@@ -71,6 +71,17 @@ tr_sha *tr_sha_new(void);
 void tr_sha_update(tr_sha *s, const void *p, size_t n);
 void tr_sha_final(tr_sha *s, char hex[65]);
 
+/* fingerprint.c: digests every rank must agree on */
+typedef struct tr_fingerprint_t {
+    char config[65], plan[65], options[65], data[65];
+} tr_fingerprint_t;
+smoe_status tr_fingerprint(const smoe_config *cfg, const smoe_plan *plan,
+                           const smoe_train_opts *o, smoe_rt_opts ro, const tr_data *data,
+                           tr_fingerprint_t *fp, smoe_err *err);
+/* SMOE_EINVAL on every rank (rank 0's err names rank, part and digests)
+ * when some rank's fingerprint differs from rank 0's. */
+smoe_status tr_fingerprint_check(smoe_rt *rt, const tr_fingerprint_t *fp, smoe_err *err);
+
 /* rng shared by init and data */
 uint64_t tr_mix(uint64_t a, uint64_t b);
 double tr_normal(uint64_t key);

@@ -1,0 +1,89 @@
+#!/bin/sh
+# Failures of a running job: ranks started with different settings, a rank
+# killed mid-step, a rank that stops answering. Each must end the whole job
+# with a non-zero exit and a message naming the rank (and the phase),
+# within 30 s; never a hang.
+# usage: train_failure.sh MPIEXEC SMOE
+mpiexec=$1
+smoe=$2
+pass=0
+fail=0
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+ok() { pass=$((pass + 1)); }
+bad() {
+  fail=$((fail + 1))
+  echo "FAIL: $1" >&2
+  sed 's/^/    /' "$out" | head -12 >&2
+}
+
+# MPMD: rank 1 gets something else than rank 0
+mismatch() { # PATTERN ARGS-OF-RANK-1...
+  pattern=$1
+  shift
+  timeout 60 "$mpiexec" -n 1 "$smoe" train --steps 2 --quiet : \
+    -n 1 "$smoe" train --steps 2 --quiet "$@" >"$out" 2>&1
+  rc=$?
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -Eq "^smoe: rank 1 runs a different $pattern" "$out"; then
+    ok
+  else
+    bad "mismatch $* -> exit $rc, expected 'rank 1 runs a different $pattern'"
+  fi
+}
+mismatch "configuration" learning_rate=0.01
+mismatch "set of run options" --seed 7
+mismatch "training data file" --data "$0"
+
+# the pid of a rank (Open MPI or MPICH launch environment)
+rank_pid() {
+  for p in $(pgrep -f "smoe train --steps 1000"); do
+    if tr '\0' '\n' </proc/"$p"/environ 2>/dev/null |
+      grep -Eqx "(OMPI_COMM_WORLD_RANK|PMI_RANK)=$1"; then
+      echo "$p"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# a 4-rank job; after it runs steps, send SIGNAL to rank 2
+hit() { # SIGNAL PATTERN ARGS...
+  sig=$1
+  pattern=$2
+  shift 2
+  timeout 120 "$mpiexec" -n 4 "$smoe" train --steps 1000 "$@" >"$out" 2>&1 &
+  job=$!
+  pid=
+  i=0
+  while [ $i -lt 300 ] && ! grep -q "step  *3/" "$out"; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  pid=$(rank_pid 2)
+  if [ -z "$pid" ]; then
+    kill "$job" 2>/dev/null
+    wait "$job"
+    bad "$sig: could not find rank 2"
+    return
+  fi
+  t0=$(date +%s)
+  kill -"$sig" "$pid"
+  wait "$job"
+  rc=$?
+  took=$(($(date +%s) - t0))
+  [ "$sig" = STOP ] && kill -KILL "$pid" 2>/dev/null
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le 30 ] && grep -Eq "$pattern" "$out"; then
+    ok
+  else
+    bad "$sig rank 2 -> exit $rc after ${took}s, expected /$pattern/"
+  fi
+}
+# the launcher sees the death and tears the job down; the others say
+# where they were
+hit KILL "smoe: rank [013]: terminated during step [0-9]+: " 
+# a rank that hangs (stopped): the others' watchdog ends the job
+hit STOP "smoe: rank [013]: no progress for 3 s waiting for .* during step [0-9]+" --comm-timeout 3
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
