@@ -13,7 +13,7 @@
 enum {
     OPT_STEPS = OPT_COMMON_END, OPT_SEED, OPT_DATA, OPT_DEPTH, OPT_GATHER, OPT_SHARED,
     OPT_PTHREAD, OPT_MAXMEM, OPT_TRACE, OPT_DUMP, OPT_COMPARE, OPT_QUIET, OPT_HELP,
-    OPT_TIMEOUT, OPT_CKPT_DIR, OPT_CKPT_EVERY, OPT_RESUME
+    OPT_TIMEOUT, OPT_CKPT_DIR, OPT_CKPT_EVERY, OPT_CKPT_KEEP, OPT_RESUME
 };
 
 static void usage(FILE *f)
@@ -25,7 +25,7 @@ static void usage(FILE *f)
             "                  [--progress-thread] [--max-memory BYTES] [--trace FILE]\n"
             "                  [--dump-params FILE] [--compare] [--json] [--quiet]\n"
             "                  [--comm-timeout SECONDS] [--checkpoint-dir DIR]\n"
-            "                  [--checkpoint-every N] [--resume]\n"
+            "                  [--checkpoint-every N] [--checkpoint-keep N] [--resume]\n"
             "\n"
             "  the mesh: mesh_axes and ici_* from the config (one -1 filled from the\n"
             "  number of ranks); defaults: --base configs/train.yml (base.yml plus\n"
@@ -49,6 +49,7 @@ static void usage(FILE *f)
             "                       S seconds (a dead rank, a cut link; default 20, 0 = never)\n"
             "  --checkpoint-dir DIR save checkpoints into DIR (step_NNNNNNNN/ + LATEST)\n"
             "  --checkpoint-every N save every N steps (default: only after the last step)\n"
+            "  --checkpoint-keep N  keep the newest N checkpoints (default: all)\n"
             "  --resume             continue from the newest complete checkpoint in DIR, on\n"
             "                       any mesh (shards are re-cut); --steps is the total\n");
 }
@@ -152,6 +153,7 @@ int cmd_train(int argc, char **argv)
         { "comm-timeout", required_argument, 0, OPT_TIMEOUT },
         { "checkpoint-dir", required_argument, 0, OPT_CKPT_DIR },
         { "checkpoint-every", required_argument, 0, OPT_CKPT_EVERY },
+        { "checkpoint-keep", required_argument, 0, OPT_CKPT_KEEP },
         { "resume", no_argument, 0, OPT_RESUME },
         { 0, 0, 0, 0 },
     };
@@ -241,6 +243,11 @@ int cmd_train(int argc, char **argv)
                 fail_arg(rt, where, "expected a positive integer");
             o.ckpt_every = v;
             break;
+        case OPT_CKPT_KEEP:
+            if (smoe_parse_i64(optarg, &v) || v < 1 || v > 1000000)
+                fail_arg(rt, where, "expected a positive integer");
+            o.ckpt_keep = (int)v;
+            break;
         case OPT_RESUME: o.resume = 1; break;
         case OPT_TRACE: o.trace_path = optarg; break;
         case OPT_DUMP: o.dump_path = optarg; break;
@@ -281,8 +288,9 @@ int cmd_train(int argc, char **argv)
     if (compare && (o.trace_path || o.dump_path || o.ckpt_dir))
         fail_arg(rt, "argument '--compare'",
                  "cannot be combined with --trace, --dump-params or --checkpoint-dir");
-    if ((o.ckpt_every || o.resume) && !o.ckpt_dir)
-        fail_arg(rt, o.resume ? "argument '--resume'" : "argument '--checkpoint-every'",
+    if ((o.ckpt_every || o.ckpt_keep || o.resume) && !o.ckpt_dir)
+        fail_arg(rt, o.resume ? "argument '--resume'" : o.ckpt_keep ? "argument '--checkpoint-keep'"
+                                                      : "argument '--checkpoint-every'",
                  "needs --checkpoint-dir DIR");
     if (!o.data_path) {
         snprintf(data_default, sizeof data_default, "%s/../data/gpl-3.0.txt", cdir ? cdir : ".");
@@ -341,6 +349,13 @@ int cmd_train(int argc, char **argv)
             train_print_json(stdout, plan, res, nruns, compare ? modes[0].label : NULL);
         } else {
             smoe_train_result *r = &res[0];
+            if (o.resume && r->resumed_from[0])
+                printf("\nresumed from %s (steps %lld..%lld run here)\n", r->resumed_from,
+                       (long long)r->first_step + 1, (long long)o.steps);
+            else if (o.resume)
+                printf("\nno checkpoint in %s: started from step 0\n", o.ckpt_dir);
+            if (o.ckpt_dir)
+                printf("checkpoint: %s/step_%08lld (LATEST)\n", o.ckpt_dir, (long long)o.steps);
             printf("\nBLAS core %s, %lld parameters, %lld tokens per step, params sha256 %s\n",
                    r->blas.corename, (long long)r->params, (long long)r->tokens_per_step,
                    r->params_sha256);

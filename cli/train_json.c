@@ -23,6 +23,9 @@ static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "mesh", mesh_json(&p->mesh));
+    cJSON_AddNumberToObject(o, "first_step", (double)r->first_step);
+    if (r->resumed_from[0])
+        cJSON_AddStringToObject(o, "resumed_from", r->resumed_from);
     cJSON *steps = cJSON_AddArrayToObject(o, "steps");
     for (int64_t i = 0; i < r->nsteps; i++) {
         const smoe_train_step *s = &r->steps[i];

@@ -5,7 +5,8 @@
  * gradient is pure rounding noise may move by a visible fraction of the
  * learning rate while the tensor as a whole agrees); of a loss,
  * |a - b| / |a|. The worst element, max |a - b| / max |a|, is printed.
- * With TOL = 0 everything must be bitwise equal.
+ * With TOL = 0 everything must be bitwise equal. B may hold fewer steps
+ * than A (a resumed run): its steps are matched by their "step" index.
  * usage: cmp_runs A.json A.bin B.json B.bin TOL */
 #include "check.h"
 
@@ -87,15 +88,25 @@ int main(int argc, char **argv)
     if (!ja || !jb || !pa || !pb)
         return check_report();
     cJSON *a = cJSON_Parse(ja), *b = cJSON_Parse(jb);
+    /* B's steps matched to A's by their "step" index: a resumed run holds
+     * only the steps after its checkpoint */
     cJSON *sa = cJSON_GetObjectItem(a, "steps"), *sb = cJSON_GetObjectItem(b, "steps");
-    CHECKF(cJSON_GetArraySize(sa) == cJSON_GetArraySize(sb) && cJSON_GetArraySize(sa) > 0,
-           "step counts differ");
-    for (int i = 0; i < cJSON_GetArraySize(sa) && i < cJSON_GetArraySize(sb); i++) {
-        double x = cJSON_GetObjectItem(cJSON_GetArrayItem(sa, i), "loss")->valuedouble;
-        double y = cJSON_GetObjectItem(cJSON_GetArrayItem(sb, i), "loss")->valuedouble;
-        double rel = fabs(x - y) / fabs(x);
-        CHECKF(tol == 0 ? x == y : rel <= tol, "step %d loss %.9g vs %.9g (rel %.3g)", i, x, y,
-               rel);
+    CHECKF(cJSON_GetArraySize(sb) > 0 && cJSON_GetArraySize(sa) >= cJSON_GetArraySize(sb),
+           "step counts: %d vs %d", cJSON_GetArraySize(sa), cJSON_GetArraySize(sb));
+    for (int i = 0; i < cJSON_GetArraySize(sb); i++) {
+        cJSON *y = cJSON_GetArrayItem(sb, i), *x = NULL;
+        double step = cJSON_GetObjectItem(y, "step")->valuedouble;
+        for (int k = 0; k < cJSON_GetArraySize(sa) && !x; k++)
+            if (cJSON_GetObjectItem(cJSON_GetArrayItem(sa, k), "step")->valuedouble == step)
+                x = cJSON_GetArrayItem(sa, k);
+        CHECKF(x != NULL, "step %g of B is not in A", step);
+        if (!x)
+            continue;
+        double lx = cJSON_GetObjectItem(x, "loss")->valuedouble;
+        double ly = cJSON_GetObjectItem(y, "loss")->valuedouble;
+        double rel = fabs(lx - ly) / fabs(lx);
+        CHECKF(tol == 0 ? lx == ly : rel <= tol, "step %g loss %.9g vs %.9g (rel %.3g)", step,
+               lx, ly, rel);
     }
     if (tol == 0) {
         const char *ha = cJSON_GetObjectItem(a, "params_sha256")->valuestring;

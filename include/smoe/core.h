@@ -107,6 +107,11 @@ int smoe_parse_i64(const char *s, int64_t *out);
 int smoe_parse_f64(const char *s, double *out);
 /* Monotonic clock in seconds. */
 double smoe_now(void);
+/* The 1-based line:col of `at` inside `text` (which starts at line 1). */
+smoe_loc smoe_text_loc(const char *file, const char *text, const char *at);
+/* Read a whole file into a NUL-terminated buffer (smoe_free); *len gets
+ * its size (may be NULL). SMOE_EIO / SMOE_ENOTFOUND naming the path. */
+smoe_status smoe_read_file(const char *path, char **out, size_t *len, smoe_err *err);
 
 #ifdef __cplusplus
 }

@@ -108,6 +108,10 @@ smoe_status smoe_rt_gatherv_bytes(smoe_rt *rt, const void *send, int64_t n, char
 smoe_status smoe_rt_bcast_bytes(smoe_rt *rt, void *buf, int64_t n);
 /* Agree on a status: returns the worst (highest) status over all ranks. */
 smoe_status smoe_rt_agree(smoe_rt *rt, smoe_status local);
+/* Agree on a status and its message: every rank returns the worst status
+ * and, when it is an error, the err of the lowest-numbered rank that
+ * failed (so rank 0 can print what went wrong on rank 5). */
+smoe_status smoe_rt_agree_err(smoe_rt *rt, smoe_status local, smoe_err *err);
 /* Check that every rank holds the same n digests (hex strings of up to 64
  * characters; names[i] says what digest i covers). On a mismatch every
  * rank returns SMOE_EINVAL and rank 0's err names the first differing

@@ -55,6 +55,7 @@ typedef struct smoe_train_opts {
      * complete checkpoint in ckpt_dir (any mesh: shards are re-cut) */
     const char *ckpt_dir;
     int64_t ckpt_every;
+    int ckpt_keep;          /* keep the newest N checkpoints (0: all) */
     int resume;
     /* called on every rank after each step with the agreed record */
     void (*on_step)(void *ud, const smoe_train_step *rec);
@@ -63,6 +64,8 @@ typedef struct smoe_train_opts {
 
 
 typedef struct smoe_train_result {
+    int64_t first_step;          /* 0, or the step a resumed run started at */
+    char resumed_from[4300];     /* the checkpoint directory, or "" */
     int64_t nsteps;
     smoe_train_step *steps;      /* owned; smoe_train_result_free */
     double mean_step_ms, mean_exposed_gather_ms, mean_compute_ms, mean_gather_ms;

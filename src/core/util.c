@@ -91,3 +91,57 @@ double smoe_now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+smoe_loc smoe_text_loc(const char *file, const char *text, const char *at)
+{
+    smoe_loc l = { file, 1, 1 };
+    for (const char *p = text; p < at && *p; p++) {
+        if (*p == '\n') {
+            l.line++;
+            l.col = 1;
+        } else {
+            l.col++;
+        }
+    }
+    return l;
+}
+
+smoe_status smoe_read_file(const char *path, char **out, size_t *len, smoe_err *err)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return smoe_err_in(err, errno == ENOENT ? SMOE_ENOTFOUND : SMOE_EIO, path,
+                           "cannot open: %s", strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = smoe_malloc(cap);
+    while (buf) {
+        if (n + 1 >= cap) {
+            char *nb = cap < ((size_t)1 << 40) ? smoe_realloc(buf, cap * 2) : NULL;
+            if (!nb) {
+                smoe_free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf)
+        return smoe_err_in(err, SMOE_ENOMEM, path, "out of memory reading the file");
+    if (bad) {
+        smoe_free(buf);
+        return smoe_err_in(err, SMOE_EIO, path, "read error");
+    }
+    buf[n] = 0;
+    *out = buf;
+    if (len)
+        *len = n;
+    return SMOE_OK;
+}

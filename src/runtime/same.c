@@ -45,6 +45,36 @@ smoe_status smoe_rt_check_same(smoe_rt *rt, int n, const char *const names[],
     return s;
 }
 
+smoe_status smoe_rt_agree_err(smoe_rt *rt, smoe_status local, smoe_err *err)
+{
+    /* who failed first: min over ranks of (failed ? rank : size) */
+    int v[2] = { local ? -rt->rank : -rt->size, (int)local }, rc_;
+    MPI_Request req;
+    rt_mpi_lock(rt);
+    rc_ = MPI_Iallreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MAX, rt->world, &req);
+    rt_mpi_unlock(rt);
+    rt_check(rt, rc_, "an all-reduce over all ranks");
+    rt_wait_request(rt, &req, "an all-reduce over all ranks");
+    int who = -v[0];
+    if (who >= rt->size)
+        return SMOE_OK;
+    smoe_err e;
+    memset(&e, 0, sizeof e);
+    if (rt->rank == who && err)
+        e = *err;
+    rt_mpi_lock(rt);
+    rc_ = MPI_Ibcast(&e, (int)sizeof e, MPI_BYTE, who, rt->world, &req);
+    rt_mpi_unlock(rt);
+    rt_check(rt, rc_, "a broadcast");
+    rt_wait_request(rt, &req, "a broadcast");
+    if (err) {
+        *err = e;
+        if (!err->code)
+            err->code = (smoe_status)v[1];
+    }
+    return (smoe_status)v[1];
+}
+
 smoe_rt_opts smoe_rt_get_opts(const smoe_rt *rt)
 {
     smoe_rt_opts o = { rt->shared_queue, rt->want_thread };

@@ -153,21 +153,33 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
     if ((s = tr_loop_new(rt, &mc, &hp, o, model, &st, trace, &S, err)))
         goto fail;
     tr_store_init_params(rt, &st, o->seed);
-    res->steps = smoe_calloc((size_t)o->steps, sizeof *res->steps);
+    tr_ckpt_opts co = { o->ckpt_dir, 0, o->steps, o->seed, o->ckpt_keep, &fp };
+    if (o->ckpt_dir && o->resume &&
+        (s = tr_ckpt_load(rt, &st, &co, &res->first_step, res->resumed_from, err)))
+        goto fail;
+    res->steps = smoe_calloc((size_t)(o->steps - res->first_step), sizeof *res->steps);
     if (!res->steps) {
         s = smoe_err_set(err, SMOE_ENOMEM, "out of memory");
         goto fail;
     }
     int32_t *targets, *tokens = tr_loop_tokens(S, &targets);
     int64_t first = (int64_t)smoe_rt_rank(rt) * mc.batch;
-    for (int64_t step = 0; step < o->steps; step++) {
+    for (int64_t step = res->first_step; step < o->steps; step++) {
+        smoe_train_step *rec = &res->steps[step - res->first_step];
         tr_data_batch(&data, o->seed, step, first, mc.batch, mc.seq, tokens, targets);
-        if ((s = tr_loop_step(S, step, &res->steps[step], err)))
+        if ((s = tr_loop_step(S, step, rec, err)))
             goto fail;
         res->nsteps++;
         if (o->on_step)
-            o->on_step(o->ud, &res->steps[step]);
+            o->on_step(o->ud, rec);
+        int64_t done = step + 1;
+        if (o->ckpt_dir && (done == o->steps || (o->ckpt_every && done % o->ckpt_every == 0))) {
+            co.step = done;
+            if ((s = tr_ckpt_save(rt, &st, &co, err)))
+                goto fail;
+        }
     }
+    smoe_rt_set_phase(rt, "the summary");
     /* summary */
     double n = (double)res->nsteps;
     for (int64_t i = 0; i < res->nsteps; i++) {

@@ -82,6 +82,60 @@ smoe_status tr_fingerprint(const smoe_config *cfg, const smoe_plan *plan,
  * when some rank's fingerprint differs from rank 0's. */
 smoe_status tr_fingerprint_check(smoe_rt *rt, const tr_fingerprint_t *fp, smoe_err *err);
 
+/* manifest.c: the checkpoint manifest (JSON, schema in the README) */
+#define TR_CKPT_VERSION 1
+#define TR_CKPT_HEADER 64 /* bytes before the slabs in a shard file */
+typedef struct tr_mweight {
+    const char *path;       /* the parameter's path ("decoder/...") */
+    int lrank;              /* per-layer shape and state spec */
+    int64_t lshape[SMOE_MAX_RANK];
+    smoe_pspec lspec;
+    int64_t layers;
+    int64_t shard_numel;    /* per layer, on every rank */
+    int64_t shard_offset;   /* of layer 0 inside each slab, floats */
+} tr_mweight;
+typedef struct tr_mshard {
+    const char *file;       /* relative to the checkpoint directory */
+    int64_t bytes;
+    char sha256[65];
+} tr_mshard;
+typedef struct tr_manifest {
+    smoe_arena *a;          /* strings and arrays of a parsed manifest */
+    int64_t step;           /* completed steps */
+    uint64_t seed;
+    smoe_mesh mesh;
+    tr_fingerprint_t fp;
+    int64_t slab_floats;    /* floats per state slab per rank */
+    int nw;
+    tr_mweight *w;
+    int ns;                 /* one per rank of the saving mesh, rank order */
+    tr_mshard *shards;
+} tr_manifest;
+/* JSON text of m (smoe_free), or NULL when out of memory. */
+char *tr_manifest_text(const tr_manifest *m);
+/* Parse `text` of `file`; errors name file:line:col or the JSON member. */
+smoe_status tr_manifest_parse(const char *file, const char *text, tr_manifest *m,
+                              smoe_err *err);
+void tr_manifest_free(tr_manifest *m);
+
+/* checkpoint.c */
+typedef struct tr_ckpt_opts {
+    const char *dir;
+    int64_t step;                /* save: completed steps */
+    int64_t total_steps;         /* load: --steps (the checkpoint must be before it) */
+    uint64_t seed;
+    int keep;                    /* save: keep the newest `keep` (0: all) */
+    const tr_fingerprint_t *fp;  /* save: recorded in the manifest */
+} tr_ckpt_opts;
+/* Save the state after co->step steps into co->dir. Collective. */
+smoe_status tr_ckpt_save(smoe_rt *rt, const tr_store *st, const tr_ckpt_opts *co,
+                         smoe_err *err);
+/* Load the newest complete checkpoint of co->dir into st, re-cut for this
+ * mesh; *step = its completed steps and `from` its directory (0 and "",
+ * state untouched, when there is none). Collective; errors agreed, with the failing rank's message. */
+smoe_status tr_ckpt_load(smoe_rt *rt, tr_store *st, const tr_ckpt_opts *co, int64_t *step,
+                         char from[4300], smoe_err *err);
+
 /* rng shared by init and data */
 uint64_t tr_mix(uint64_t a, uint64_t b);
 double tr_normal(uint64_t key);

@@ -1,0 +1,628 @@
+/* Checkpoints: save the sharded training state, resume it on any mesh.
+ *
+ * DIR/step_NNNNNNNN/ holds one shard file per rank (shard_RRRRR.bin: a
+ * 64-byte header, then this rank's parameter, AdamW mu and AdamW nu slabs,
+ * each weight's layers in plan order) and manifest.json (the mesh, every
+ * weight's per-layer shape, state spec and shard offset, each file's size
+ * and SHA-256). DIR/LATEST names the newest complete checkpoint.
+ *
+ * Crash safety: a checkpoint is written as step_N.tmp/ (every file
+ * fsync'ed), and only when every rank has written its shard does rank 0
+ * write the manifest, rename the directory to step_N and then replace
+ * LATEST by rename; a job killed at any point leaves the previous
+ * checkpoint complete and LATEST naming it.
+ *
+ * Resume: every rank verifies the SHA-256 of each file it reads. On the
+ * saving mesh a rank reads its own shard; on another mesh each weight's
+ * layer is rebuilt from the old shards that overlap the new rank's block
+ * (a per-layer buffer; old replicas are read once). */
+#define _GNU_SOURCE
+#include "train_impl.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char k_magic[8] = { 'S', 'M', 'O', 'E', 'C', 'K', 'P', '1' };
+
+typedef struct ckpt_header {
+    char magic[8];
+    uint32_t version, rank;
+    int64_t step, slab_floats;
+    char pad[TR_CKPT_HEADER - 32];
+} ckpt_header;
+
+/* ---- files ---- */
+static smoe_status io_err(smoe_err *err, const char *path, const char *what)
+{
+    return smoe_err_in(err, SMOE_EIO, path, "%s: %s", what, strerror(errno));
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int read_at(int fd, void *p, size_t n, off_t off)
+{
+    char *c = p;
+    while (n) {
+        ssize_t r = pread(fd, c, n, off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        c += r;
+        n -= (size_t)r;
+        off += r;
+    }
+    return 0;
+}
+
+static int fsync_dir(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+static smoe_status mkdirs(const char *path, smoe_err *err)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return io_err(err, path, "cannot create the checkpoint directory");
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return io_err(err, path, "cannot create the checkpoint directory");
+    struct stat sb;
+    if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return smoe_err_in(err, SMOE_EIO, path, "is not a directory");
+    return SMOE_OK;
+}
+
+/* Remove a checkpoint directory (its files, then itself). */
+static void remove_dir(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    struct dirent *e;
+    char f[4400];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(f, sizeof f, "%s/%s", path, e->d_name);
+        unlink(f);
+    }
+    closedir(d);
+    rmdir(path);
+}
+
+/* "step_NNNNNNNN" -> N, or -1 */
+static int64_t step_of(const char *name)
+{
+    if (strncmp(name, "step_", 5) != 0 || strlen(name) != 13 || strspn(name + 5, "0123456789") != 8)
+        return -1;
+    return atoll(name + 5);
+}
+
+/* ---- save ---- */
+/* This rank's shard: header and the three slabs, SHA-256 on the way. */
+static smoe_status write_shard(smoe_rt *rt, const tr_store *st, const char *path, int64_t step,
+                               char hex[65], smoe_err *err)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0)
+        return io_err(err, path, "cannot create the shard file");
+    tr_sha *h = tr_sha_new();
+    ckpt_header hd;
+    memset(&hd, 0, sizeof hd);
+    memcpy(hd.magic, k_magic, sizeof k_magic);
+    hd.version = TR_CKPT_VERSION;
+    hd.rank = (uint32_t)smoe_rt_rank(rt);
+    hd.step = step;
+    hd.slab_floats = st->total;
+    const float *slabs[3] = { st->params, st->m, st->v };
+    size_t bytes = sizeof(float) * (size_t)st->total;
+    int bad = !h || write_all(fd, &hd, sizeof hd) != 0;
+    if (h)
+        tr_sha_update(h, &hd, sizeof hd);
+    /* test hook: die half-way through a save, as a node failure would */
+    const char *kill_at = getenv("SMOE_TEST_KILL_IN_SAVE");
+    for (int c = 0; c < 3 && !bad; c++) {
+        if (c == 1 && kill_at && atoll(kill_at) == step &&
+            smoe_rt_rank(rt) == smoe_rt_size(rt) - 1)
+            raise(SIGKILL);
+        bad = write_all(fd, slabs[c], bytes) != 0;
+        tr_sha_update(h, slabs[c], bytes);
+    }
+    if (!bad)
+        bad = fsync(fd) != 0;
+    smoe_status s = bad ? io_err(err, path, "cannot write the shard file") : SMOE_OK;
+    if (close(fd) != 0 && !s)
+        s = io_err(err, path, "cannot write the shard file");
+    if (h)
+        tr_sha_final(h, hex);
+    return s;
+}
+
+typedef struct shard_rec {
+    char sha[65];
+    char pad[7];
+    int64_t bytes;
+} shard_rec;
+
+static smoe_status write_text(const char *path, const char *text, smoe_err *err)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0)
+        return io_err(err, path, "cannot create");
+    int bad = write_all(fd, text, strlen(text)) != 0 || fsync(fd) != 0;
+    if (close(fd) != 0)
+        bad = 1;
+    return bad ? io_err(err, path, "cannot write") : SMOE_OK;
+}
+
+/* Rank 0, after every shard is on disk: manifest, rename, LATEST, pruning. */
+static smoe_status publish(smoe_rt *rt, const tr_store *st, const tr_ckpt_opts *co,
+                           const char *tmp, const char *name, const shard_rec *recs,
+                           smoe_err *err)
+{
+    smoe_status s = SMOE_OK;
+    int size = smoe_rt_size(rt);
+    tr_manifest m;
+    memset(&m, 0, sizeof m);
+    m.step = co->step;
+    m.seed = co->seed;
+    m.mesh = *smoe_rt_mesh(rt);
+    m.fp = *co->fp;
+    m.slab_floats = st->total;
+    m.nw = st->n;
+    m.ns = size;
+    m.w = smoe_calloc((size_t)st->n, sizeof *m.w);
+    m.shards = smoe_calloc((size_t)size, sizeof *m.shards);
+    char (*files)[32] = smoe_calloc((size_t)size, sizeof *files);
+    char path[4400], dst[4400];
+    char *text = NULL;
+    if (!m.w || !m.shards || !files) {
+        s = smoe_err_set(err, SMOE_ENOMEM, "out of memory writing the manifest");
+        goto done;
+    }
+    for (int i = 0; i < st->n; i++) {
+        const tr_weight *w = &st->w[i];
+        tr_mweight *x = &m.w[i];
+        x->path = w->pw->path;
+        x->lrank = w->lrank;
+        memcpy(x->lshape, w->lshape, sizeof x->lshape);
+        x->lspec = w->lspec;
+        x->layers = w->layers;
+        x->shard_numel = w->info.shard_numel;
+        x->shard_offset = w->shard_off;
+    }
+    for (int r = 0; r < size; r++) {
+        snprintf(files[r], sizeof files[r], "shard_%05d.bin", r);
+        m.shards[r].file = files[r];
+        m.shards[r].bytes = recs[r].bytes;
+        memcpy(m.shards[r].sha256, recs[r].sha, 65);
+    }
+    text = tr_manifest_text(&m);
+    if (!text) {
+        s = smoe_err_set(err, SMOE_ENOMEM, "out of memory writing the manifest");
+        goto done;
+    }
+    snprintf(path, sizeof path, "%s/manifest.json", tmp);
+    if ((s = write_text(path, text, err)))
+        goto done;
+    if (fsync_dir(tmp) != 0) {
+        s = io_err(err, tmp, "cannot sync the checkpoint directory");
+        goto done;
+    }
+    /* step_N.tmp -> step_N (an older step_N, from an earlier run, is moved
+     * aside first and removed after) */
+    snprintf(dst, sizeof dst, "%s/%s", co->dir, name);
+    snprintf(path, sizeof path, "%s/%s.stale", co->dir, name);
+    struct stat sb;
+    int had = stat(dst, &sb) == 0;
+    if (had && rename(dst, path) != 0) {
+        s = io_err(err, dst, "cannot replace the older checkpoint");
+        goto done;
+    }
+    if (rename(tmp, dst) != 0) {
+        s = io_err(err, dst, "cannot publish the checkpoint");
+        goto done;
+    }
+    if (had)
+        remove_dir(path);
+    snprintf(path, sizeof path, "%s/LATEST.tmp", co->dir);
+    snprintf(dst, sizeof dst, "%s/LATEST", co->dir);
+    char line[64];
+    snprintf(line, sizeof line, "%s\n", name);
+    if ((s = write_text(path, line, err)))
+        goto done;
+    if (rename(path, dst) != 0 || fsync_dir(co->dir) != 0) {
+        s = io_err(err, dst, "cannot update");
+        goto done;
+    }
+    /* keep the newest `keep` checkpoints */
+    if (co->keep > 0) {
+        DIR *d = opendir(co->dir);
+        int64_t steps[4096];
+        int n = 0;
+        struct dirent *e;
+        while (d && (e = readdir(d)) != NULL && n < 4096) {
+            int64_t k = step_of(e->d_name);
+            if (k >= 0)
+                steps[n++] = k;
+        }
+        if (d)
+            closedir(d);
+        for (int i = 0; i < n; i++) {
+            int newer = 0;
+            for (int j = 0; j < n; j++)
+                newer += steps[j] > steps[i];
+            if (newer >= co->keep) {
+                snprintf(path, sizeof path, "%s/step_%08lld", co->dir, (long long)steps[i]);
+                remove_dir(path);
+            }
+        }
+    }
+done:
+    smoe_free(text);
+    smoe_free(files);
+    smoe_free(m.w);
+    smoe_free(m.shards);
+    return s;
+}
+
+smoe_status tr_ckpt_save(smoe_rt *rt, const tr_store *st, const tr_ckpt_opts *co,
+                         smoe_err *err)
+{
+    int root = smoe_rt_rank(rt) == 0, size = smoe_rt_size(rt);
+    char name[32], tmp[4200], path[4400];
+    snprintf(name, sizeof name, "step_%08lld", (long long)co->step);
+    snprintf(tmp, sizeof tmp, "%s/%s.tmp", co->dir, name);
+    smoe_status s = SMOE_OK;
+    smoe_rt_set_phase(rt, "saving checkpoint %s/%s", co->dir, name);
+    if (root) {
+        s = mkdirs(co->dir, err);
+        if (!s) {
+            remove_dir(tmp); /* left by a save that died */
+            if (mkdir(tmp, 0777) != 0)
+                s = io_err(err, tmp, "cannot create the checkpoint directory");
+        }
+    }
+    if ((s = smoe_rt_agree_err(rt, s, err)))
+        return s;
+    shard_rec mine;
+    memset(&mine, 0, sizeof mine);
+    snprintf(path, sizeof path, "%s/shard_%05d.bin", tmp, smoe_rt_rank(rt));
+    s = write_shard(rt, st, path, co->step, mine.sha, err);
+    mine.bytes = TR_CKPT_HEADER + 3 * st->total * (int64_t)sizeof(float);
+    if ((s = smoe_rt_agree_err(rt, s, err)))
+        return s;
+    shard_rec *recs = root ? smoe_calloc((size_t)size, sizeof *recs) : NULL;
+    s = root && !recs ? smoe_err_set(err, SMOE_ENOMEM, "out of memory") : SMOE_OK;
+    if ((s = smoe_rt_agree_err(rt, s, err)))
+        return s;
+    smoe_rt_gather_bytes(rt, &mine, recs, (int64_t)sizeof mine);
+    if (root)
+        s = publish(rt, st, co, tmp, name, recs, err);
+    smoe_free(recs);
+    return smoe_rt_agree_err(rt, s, err);
+}
+
+/* ---- resume ---- */
+/* The newest complete checkpoint of dir: LATEST if it names one with a
+ * manifest, else the highest step_N/ holding a manifest. "" if none. */
+static void find_latest(const char *dir, char name[32])
+{
+    char path[4400], line[64] = "";
+    struct stat sb;
+    name[0] = 0;
+    snprintf(path, sizeof path, "%s/LATEST", dir);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (fgets(line, sizeof line, f))
+            line[strcspn(line, "\r\n")] = 0;
+        fclose(f);
+        snprintf(path, sizeof path, "%s/%s/manifest.json", dir, line);
+        if (step_of(line) >= 0 && stat(path, &sb) == 0) {
+            snprintf(name, 32, "%s", line);
+            return;
+        }
+    }
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    int64_t best = -1;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int64_t k = step_of(e->d_name);
+        snprintf(path, sizeof path, "%s/%s/manifest.json", dir, e->d_name);
+        if (k > best && stat(path, &sb) == 0) {
+            best = k;
+            snprintf(name, 32, "%s", e->d_name);
+        }
+    }
+    closedir(d);
+}
+
+static const char *shape_str(const int64_t *v, int n, char *buf, size_t cap)
+{
+    size_t o = 0;
+    buf[o++] = '[';
+    for (int d = 0; d < n && o + 24 < cap; d++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%lld", d ? ", " : "", (long long)v[d]);
+    snprintf(buf + o, cap - o, "]");
+    return buf;
+}
+
+/* The checkpoint must hold exactly this model's weights. */
+static smoe_status check_model(const tr_manifest *m, const tr_store *st, const char *mpath,
+                               smoe_err *err)
+{
+    if (m->nw != st->n)
+        return smoe_err_in(err, SMOE_EINVAL, mpath,
+                           "the checkpoint holds %d weights, this model has %d (a different "
+                           "model or model config)", m->nw, st->n);
+    for (int i = 0; i < st->n; i++) {
+        const tr_weight *w = &st->w[i];
+        const tr_mweight *x = &m->w[i];
+        if (strcmp(x->path, w->pw->path) != 0 || x->layers != w->layers)
+            return smoe_err_in(err, SMOE_EINVAL, mpath,
+                               "weight %d is %s (%lld layers) in the checkpoint but %s "
+                               "(%lld layers) in this model",
+                               i, x->path, (long long)x->layers, w->pw->path,
+                               (long long)w->layers);
+        int same = x->lrank == w->lrank;
+        for (int d = 0; same && d < w->lrank; d++)
+            same = x->lshape[d] == w->lshape[d];
+        if (!same) {
+            char a[128], b[128];
+            return smoe_err_in(err, SMOE_EINVAL, mpath,
+                               "weight %s has per-layer shape %s in the checkpoint but %s in "
+                               "this model", x->path, shape_str(x->lshape, x->lrank, a, sizeof a),
+                               shape_str(w->lshape, w->lrank, b, sizeof b));
+        }
+    }
+    return SMOE_OK;
+}
+
+/* Verify a shard file: size, header, SHA-256 against the manifest. */
+static smoe_status verify_shard(const tr_manifest *m, int q, const char *path, int fd,
+                                smoe_err *err)
+{
+    const tr_mshard *sh = &m->shards[q];
+    struct stat sb;
+    if (fstat(fd, &sb) != 0)
+        return io_err(err, path, "cannot read the shard file");
+    if ((int64_t)sb.st_size != sh->bytes)
+        return smoe_err_in(err, SMOE_EIO, path,
+                           "truncated or damaged shard: %lld bytes, the manifest says %lld",
+                           (long long)sb.st_size, (long long)sh->bytes);
+    ckpt_header hd;
+    if (read_at(fd, &hd, sizeof hd, 0) != 0)
+        return io_err(err, path, "cannot read the shard file");
+    if (memcmp(hd.magic, k_magic, sizeof k_magic) != 0 || hd.version != TR_CKPT_VERSION ||
+        hd.rank != (uint32_t)q || hd.step != m->step || hd.slab_floats != m->slab_floats)
+        return smoe_err_in(err, SMOE_EIO, path,
+                           "the shard header does not match the manifest (not shard %d of "
+                           "step %lld)", q, (long long)m->step);
+    tr_sha *h = tr_sha_new();
+    if (!h)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    static char buf[1 << 20];
+    off_t off = 0;
+    smoe_status s = SMOE_OK;
+    while (off < sb.st_size) {
+        size_t n = (size_t)(sb.st_size - off) < sizeof buf ? (size_t)(sb.st_size - off)
+                                                            : sizeof buf;
+        if (read_at(fd, buf, n, off) != 0) {
+            s = io_err(err, path, "cannot read the shard file");
+            break;
+        }
+        tr_sha_update(h, buf, n);
+        off += (off_t)n;
+    }
+    char hex[65];
+    tr_sha_final(h, hex);
+    if (!s && strcmp(hex, sh->sha256) != 0)
+        s = smoe_err_in(err, SMOE_EIO, path,
+                        "SHA-256 mismatch (the file is corrupted): %.16s..., the manifest "
+                        "says %.16s...", hex, sh->sha256);
+    return s;
+}
+
+typedef struct reader {
+    const tr_manifest *m;
+    const char *dir;
+    int *fd;         /* per old rank, -1 until opened and verified */
+    int64_t *coords; /* per old rank, mesh coordinates */
+    smoe_err *err;
+    int first;       /* the old rank to look at first */
+} reader;
+
+static smoe_status open_shard(reader *r, int q)
+{
+    if (r->fd[q] >= 0)
+        return SMOE_OK;
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", r->dir, r->m->shards[q].file);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return io_err(r->err, path, "cannot open the shard file");
+    smoe_status s = verify_shard(r->m, q, path, fd, r->err);
+    if (s) {
+        close(fd);
+        return s;
+    }
+    r->fd[q] = fd;
+    return SMOE_OK;
+}
+
+/* One weight's layer `l` of state class c into this rank's block `dst`. */
+static smoe_status load_block(reader *r, const tr_mweight *x, int c, int64_t l, const tr_weight *w,
+                              const int64_t *nloc, const int64_t *noff, float *full, float *dst,
+                              float *tmp)
+{
+    const tr_manifest *m = r->m;
+    int64_t oloc[SMOE_MAX_RANK], ooff[SMOE_MAX_RANK], seen_off[64][SMOE_MAX_RANK];
+    int nseen = 0;
+    smoe_status s;
+    /* from this rank's own index on: on the saving mesh its own shard is
+     * the first that holds its block */
+    for (int k = 0; k < m->ns; k++) {
+        int q = (r->first + k) % m->ns;
+        if ((s = smoe_layout_local(&x->lspec, x->lshape, &m->mesh, r->coords + q * SMOE_MAX_AXES,
+                                   oloc, ooff, r->err)))
+            return s;
+        int64_t numel = 1;
+        int hit = 1, dup = 0;
+        for (int d = 0; d < x->lrank; d++) {
+            numel *= oloc[d];
+            hit &= ooff[d] < noff[d] + nloc[d] && noff[d] < ooff[d] + oloc[d];
+        }
+        if (numel != x->shard_numel)
+            return smoe_err_in(r->err, SMOE_EINVAL, r->dir,
+                               "manifest: %s: the spec gives %lld elements per shard, "
+                               "'shard_numel' says %lld", x->path, (long long)numel,
+                               (long long)x->shard_numel);
+        for (int j = 0; j < nseen && !dup; j++)
+            dup = memcmp(seen_off[j], ooff, sizeof(int64_t) * (size_t)x->lrank) == 0;
+        if (!hit || dup)
+            continue; /* not ours, or a replica of a block already read */
+        if (nseen < 64)
+            memcpy(seen_off[nseen++], ooff, sizeof(int64_t) * (size_t)x->lrank);
+        if ((s = open_shard(r, q)))
+            return s;
+        off_t at = TR_CKPT_HEADER +
+                   (off_t)(c * m->slab_floats + x->shard_offset + l * x->shard_numel) *
+                       (off_t)sizeof(float);
+        if (read_at(r->fd[q], tmp, sizeof(float) * (size_t)numel, at) != 0)
+            return io_err(r->err, r->dir, "cannot read a shard file");
+        smoe_layout_copy(x->lrank, x->lshape, oloc, ooff, sizeof(float), full, tmp, 1);
+    }
+    smoe_layout_copy(w->lrank, w->lshape, nloc, noff, sizeof(float), full, dst, 0);
+    return SMOE_OK;
+}
+
+static smoe_status load_all(smoe_rt *rt, tr_store *st, reader *r)
+{
+    const tr_manifest *m = r->m;
+    int64_t biggest = 1, bigshard = 1;
+    for (int i = 0; i < m->nw; i++) {
+        int64_t n = 1;
+        for (int d = 0; d < m->w[i].lrank; d++)
+            n *= m->w[i].lshape[d];
+        biggest = n > biggest ? n : biggest;
+        bigshard = m->w[i].shard_numel > bigshard ? m->w[i].shard_numel : bigshard;
+    }
+    /* one layer of one weight at a time: the full layer, an old block */
+    float *full = smoe_malloc(sizeof(float) * (size_t)biggest);
+    float *tmp = smoe_malloc(sizeof(float) * (size_t)bigshard);
+    smoe_status s = full && tmp ? SMOE_OK : smoe_err_set(r->err, SMOE_ENOMEM, "out of memory");
+    float *slabs[3] = { st->params, st->m, st->v };
+    for (int i = 0; i < st->n && !s; i++) {
+        const tr_weight *w = &st->w[i];
+        int64_t nloc[SMOE_MAX_RANK], noff[SMOE_MAX_RANK];
+        smoe_layout_local(&w->lspec, w->lshape, smoe_rt_mesh(rt), smoe_rt_coords(rt), nloc, noff,
+                          NULL);
+        for (int c = 0; c < 3 && !s; c++)
+            for (int64_t l = 0; l < w->layers && !s; l++)
+                s = load_block(r, &m->w[i], c, l, w, nloc, noff, full,
+                               slabs[c] + w->shard_off + l * w->info.shard_numel, tmp);
+    }
+    smoe_free(full);
+    smoe_free(tmp);
+    return s;
+}
+
+smoe_status tr_ckpt_load(smoe_rt *rt, tr_store *st, const tr_ckpt_opts *co, int64_t *step,
+                         char from[4300], smoe_err *err)
+{
+    from[0] = 0;
+    char name[32], dir[4200], mpath[4400];
+    *step = 0;
+    find_latest(co->dir, name);
+    /* every rank must see the same checkpoint (a shared file system) */
+    double none[1] = { name[0] == 0 };
+    smoe_rt_allreduce_sum_f64(rt, none, 1);
+    if (none[0] == smoe_rt_size(rt))
+        return SMOE_OK;
+    if (none[0] > 0)
+        return smoe_err_in(err, SMOE_EIO, co->dir,
+                           "%g of %d ranks see no checkpoint in it: is it on a file system "
+                           "every rank shares?", none[0], smoe_rt_size(rt));
+    smoe_status s;
+    snprintf(dir, sizeof dir, "%s/%s", co->dir, name);
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
+    smoe_rt_set_phase(rt, "loading checkpoint %s", dir);
+    tr_manifest m;
+    memset(&m, 0, sizeof m);
+    char *text = NULL;
+    s = smoe_read_file(mpath, &text, NULL, err);
+    if (!s)
+        s = tr_manifest_parse(mpath, text, &m, err);
+    smoe_free(text);
+    if (!s)
+        s = check_model(&m, st, mpath, err);
+    if (!s && m.seed != co->seed)
+        s = smoe_err_in(err, SMOE_EINVAL, "argument '--seed'",
+                        "the checkpoint %s was trained with --seed %llu; resume with the same "
+                        "seed (the data order depends on it)", dir,
+                        (unsigned long long)m.seed);
+    if (!s && m.step >= co->total_steps)
+        s = smoe_err_in(err, SMOE_EINVAL, "argument '--steps'",
+                        "the checkpoint %s is already at step %lld; --steps is the total "
+                        "number of steps", dir, (long long)m.step);
+    reader r = { &m, dir, NULL, NULL, err, 0 };
+    if (!s) {
+        r.fd = smoe_malloc(sizeof(int) * (size_t)m.ns);
+        r.coords = smoe_calloc((size_t)m.ns * SMOE_MAX_AXES, sizeof(int64_t));
+        if (!r.fd || !r.coords)
+            s = smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        r.first = smoe_rt_rank(rt) % (m.ns > 0 ? m.ns : 1);
+        for (int q = 0; !s && q < m.ns; q++) {
+            r.fd[q] = -1;
+            smoe_mesh_coords(&m.mesh, q, r.coords + q * SMOE_MAX_AXES);
+        }
+    }
+    if (!s)
+        s = load_all(rt, st, &r);
+    for (int q = 0; r.fd && q < m.ns; q++)
+        if (r.fd[q] >= 0)
+            close(r.fd[q]);
+    smoe_free(r.fd);
+    smoe_free(r.coords);
+    if (!s) {
+        *step = m.step;
+        snprintf(from, 4300, "%s", dir);
+    }
+    tr_manifest_free(&m);
+    return smoe_rt_agree_err(rt, s, err);
+}

@@ -1,0 +1,328 @@
+/* The checkpoint manifest: JSON through cJSON, the only file of the train
+ * module that includes it. It records what a shard file holds (the mesh,
+ * every weight's per-layer shape, state spec and shard size), the digests
+ * that guard the files, and the fingerprints of the run that wrote it. */
+#include "train_impl.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const k_format = "smoe-checkpoint";
+
+static cJSON *i64_array(const int64_t *v, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
+    return a;
+}
+
+static cJSON *spec_json(const smoe_pspec *p)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int d = 0; a && d < p->rank; d++) {
+        if (p->dim[d].n == 0) {
+            cJSON_AddItemToArray(a, cJSON_CreateNull());
+            continue;
+        }
+        cJSON *e = cJSON_CreateArray();
+        for (int k = 0; e && k < p->dim[d].n; k++)
+            cJSON_AddItemToArray(e, cJSON_CreateString(p->dim[d].ax[k]));
+        cJSON_AddItemToArray(a, e);
+    }
+    return a;
+}
+
+char *tr_manifest_text(const tr_manifest *m)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)m->seed);
+    cJSON_AddStringToObject(o, "format", k_format);
+    cJSON_AddNumberToObject(o, "version", TR_CKPT_VERSION);
+    cJSON_AddNumberToObject(o, "step", (double)m->step);
+    cJSON_AddStringToObject(o, "seed", seed);
+    cJSON *mesh = cJSON_AddObjectToObject(o, "mesh");
+    cJSON *names = cJSON_AddArrayToObject(mesh, "axis_names");
+    for (int i = 0; names && i < m->mesh.n; i++)
+        cJSON_AddItemToArray(names, cJSON_CreateString(m->mesh.name[i]));
+    cJSON_AddItemToObject(mesh, "shape", i64_array(m->mesh.size, m->mesh.n));
+    cJSON *fp = cJSON_AddObjectToObject(o, "sha256");
+    cJSON_AddStringToObject(fp, "config", m->fp.config);
+    cJSON_AddStringToObject(fp, "plan", m->fp.plan);
+    cJSON_AddStringToObject(fp, "options", m->fp.options);
+    cJSON_AddStringToObject(fp, "data", m->fp.data);
+    cJSON *st = cJSON_AddArrayToObject(o, "states");
+    static const char *const states[3] = { "params", "adamw_mu", "adamw_nu" };
+    for (int i = 0; st && i < 3; i++)
+        cJSON_AddItemToArray(st, cJSON_CreateString(states[i]));
+    cJSON_AddNumberToObject(o, "header_bytes", TR_CKPT_HEADER);
+    cJSON_AddNumberToObject(o, "slab_floats", (double)m->slab_floats);
+    cJSON *ws = cJSON_AddArrayToObject(o, "weights");
+    for (int i = 0; ws && i < m->nw; i++) {
+        const tr_mweight *w = &m->w[i];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "path", w->path);
+        cJSON_AddItemToObject(x, "shape", i64_array(w->lshape, w->lrank));
+        cJSON_AddItemToObject(x, "spec", spec_json(&w->lspec));
+        cJSON_AddNumberToObject(x, "layers", (double)w->layers);
+        cJSON_AddNumberToObject(x, "shard_numel", (double)w->shard_numel);
+        cJSON_AddNumberToObject(x, "shard_offset", (double)w->shard_offset);
+        cJSON_AddItemToArray(ws, x);
+    }
+    cJSON *sh = cJSON_AddArrayToObject(o, "shards");
+    for (int i = 0; sh && i < m->ns; i++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "file", m->shards[i].file);
+        cJSON_AddNumberToObject(x, "bytes", (double)m->shards[i].bytes);
+        cJSON_AddStringToObject(x, "sha256", m->shards[i].sha256);
+        cJSON_AddItemToArray(sh, x);
+    }
+    char *t = cJSON_Print(o);
+    cJSON_Delete(o);
+    if (!t)
+        return NULL;
+    size_t n = strlen(t);
+    char *out = smoe_malloc(n + 2);
+    if (out) {
+        memcpy(out, t, n);
+        out[n] = '\n';
+        out[n + 1] = 0;
+    }
+    cJSON_free(t);
+    return out;
+}
+
+/* ---- parsing: every member checked, errors name the member ---- */
+typedef struct pctx {
+    const char *file;
+    smoe_err *err;
+    smoe_arena *a;
+} pctx;
+
+static smoe_status bad(pctx *c, const char *member, const char *what)
+{
+    return smoe_err_in(c->err, SMOE_EINVAL, c->file, "member '%s': %s", member, what);
+}
+
+static const cJSON *member(pctx *c, const cJSON *o, const char *key, int type,
+                           const char *path, smoe_status *s)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (*s)
+        return NULL;
+    if (!x || !(x->type & type)) {
+        char m[160];
+        snprintf(m, sizeof m, "%s%s", path, key);
+        *s = bad(c, m, !x ? "missing" : "has the wrong type");
+        return NULL;
+    }
+    return x;
+}
+
+static int get_i64(const cJSON *x, int64_t lo, int64_t *out)
+{
+    if (!cJSON_IsNumber(x))
+        return 0;
+    double v = x->valuedouble;
+    if (!(v >= (double)lo && v <= 9007199254740992.0) || v != (double)(int64_t)v)
+        return 0;
+    *out = (int64_t)v;
+    return 1;
+}
+
+static int get_hex(const cJSON *x, char out[65])
+{
+    if (!cJSON_IsString(x) || strlen(x->valuestring) != 64 ||
+        strspn(x->valuestring, "0123456789abcdef") != 64)
+        return 0;
+    memcpy(out, x->valuestring, 65);
+    return 1;
+}
+
+static smoe_status parse_spec(pctx *c, const cJSON *a, int rank, smoe_pspec *p,
+                              const char *where)
+{
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != rank)
+        return bad(c, where, "expected one entry per dimension of 'shape'");
+    p->rank = rank;
+    for (int d = 0; d < rank; d++) {
+        const cJSON *e = cJSON_GetArrayItem(a, d);
+        p->dim[d].n = 0;
+        if (cJSON_IsNull(e))
+            continue;
+        if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) > SMOE_MAX_ENTRY)
+            return bad(c, where, "an entry is not null or a list of mesh axis names");
+        for (int k = 0; k < cJSON_GetArraySize(e); k++) {
+            const cJSON *n = cJSON_GetArrayItem(e, k);
+            if (!cJSON_IsString(n))
+                return bad(c, where, "a mesh axis name is not a string");
+            p->dim[d].ax[p->dim[d].n++] = smoe_arena_strdup(c->a, n->valuestring);
+        }
+    }
+    return SMOE_OK;
+}
+
+static smoe_status parse_weights(pctx *c, const cJSON *ws, tr_manifest *m)
+{
+    m->nw = cJSON_GetArraySize(ws);
+    m->w = smoe_arena_alloc(c->a, sizeof *m->w * (size_t)(m->nw ? m->nw : 1));
+    if (!m->w)
+        return smoe_err_set(c->err, SMOE_ENOMEM, "out of memory");
+    smoe_status s = SMOE_OK;
+    int64_t off = 0;
+    for (int i = 0; i < m->nw && !s; i++) {
+        const cJSON *x = cJSON_GetArrayItem(ws, i);
+        tr_mweight *w = &m->w[i];
+        memset(w, 0, sizeof *w);
+        char at[64];
+        snprintf(at, sizeof at, "weights[%d].", i);
+        if (!cJSON_IsObject(x))
+            return bad(c, at, "expected an object");
+        const cJSON *path = member(c, x, "path", cJSON_String, at, &s);
+        const cJSON *shape = member(c, x, "shape", cJSON_Array, at, &s);
+        const cJSON *spec = member(c, x, "spec", cJSON_Array, at, &s);
+        const cJSON *layers = member(c, x, "layers", cJSON_Number, at, &s);
+        const cJSON *numel = member(c, x, "shard_numel", cJSON_Number, at, &s);
+        const cJSON *soff = member(c, x, "shard_offset", cJSON_Number, at, &s);
+        if (s)
+            return s;
+        w->path = smoe_arena_strdup(c->a, path->valuestring);
+        w->lrank = cJSON_GetArraySize(shape);
+        if (w->lrank > SMOE_MAX_RANK)
+            return bad(c, at, "'shape' has too many dimensions");
+        for (int d = 0; d < w->lrank; d++)
+            if (!get_i64(cJSON_GetArrayItem(shape, d), 1, &w->lshape[d]))
+                return bad(c, at, "'shape' holds a non-positive or non-integer size");
+        snprintf(at, sizeof at, "weights[%d].spec", i);
+        if ((s = parse_spec(c, spec, w->lrank, &w->lspec, at)))
+            return s;
+        snprintf(at, sizeof at, "weights[%d]", i);
+        if (!get_i64(layers, 1, &w->layers) || !get_i64(numel, 1, &w->shard_numel) ||
+            !get_i64(soff, 0, &w->shard_offset))
+            return bad(c, at, "'layers', 'shard_numel' or 'shard_offset' is not a valid count");
+        if (w->shard_offset != off)
+            return bad(c, at, "'shard_offset' does not follow the previous weight");
+        off += w->layers * w->shard_numel;
+    }
+    if (off != m->slab_floats)
+        return bad(c, "slab_floats", "differs from the sum of the weights' shards");
+    return SMOE_OK;
+}
+
+static smoe_status parse_shards(pctx *c, const cJSON *sh, tr_manifest *m)
+{
+    m->ns = cJSON_GetArraySize(sh);
+    m->shards = smoe_arena_alloc(c->a, sizeof *m->shards * (size_t)(m->ns ? m->ns : 1));
+    if (!m->shards)
+        return smoe_err_set(c->err, SMOE_ENOMEM, "out of memory");
+    smoe_status s = SMOE_OK;
+    int64_t want = TR_CKPT_HEADER + 3 * m->slab_floats * (int64_t)sizeof(float);
+    for (int i = 0; i < m->ns && !s; i++) {
+        const cJSON *x = cJSON_GetArrayItem(sh, i);
+        char at[64];
+        snprintf(at, sizeof at, "shards[%d].", i);
+        if (!cJSON_IsObject(x))
+            return bad(c, at, "expected an object");
+        const cJSON *file = member(c, x, "file", cJSON_String, at, &s);
+        const cJSON *bytes = member(c, x, "bytes", cJSON_Number, at, &s);
+        const cJSON *sha = member(c, x, "sha256", cJSON_String, at, &s);
+        if (s)
+            return s;
+        tr_mshard *d = &m->shards[i];
+        d->file = smoe_arena_strdup(c->a, file->valuestring);
+        if (strchr(d->file, '/') || d->file[0] == '.' || !d->file[0])
+            return bad(c, at, "'file' must be a plain file name inside the checkpoint");
+        if (!get_i64(bytes, 0, &d->bytes) || d->bytes != want)
+            return bad(c, at, "'bytes' differs from header + 3 slabs of 'slab_floats'");
+        if (!get_hex(sha, d->sha256))
+            return bad(c, at, "'sha256' is not 64 lowercase hex digits");
+    }
+    return SMOE_OK;
+}
+
+smoe_status tr_manifest_parse(const char *file, const char *text, tr_manifest *m,
+                              smoe_err *err)
+{
+    memset(m, 0, sizeof *m);
+    m->a = smoe_arena_new(1 << 14);
+    if (!m->a)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    pctx c = { file, err, m->a };
+    const char *end = NULL;
+    cJSON *o = cJSON_ParseWithOpts(text, &end, 1);
+    if (!o) {
+        const char *at = cJSON_GetErrorPtr();
+        return smoe_err_at(err, SMOE_EINVAL, smoe_text_loc(file, text, at ? at : text),
+                           "not valid JSON (truncated or corrupted manifest)");
+    }
+    smoe_status s = SMOE_OK;
+    const cJSON *fmt = member(&c, o, "format", cJSON_String, "", &s);
+    const cJSON *ver = member(&c, o, "version", cJSON_Number, "", &s);
+    if (!s && strcmp(fmt->valuestring, k_format) != 0)
+        s = bad(&c, "format", "is not \"smoe-checkpoint\"");
+    if (!s && ver->valuedouble != TR_CKPT_VERSION)
+        s = smoe_err_in(err, SMOE_EINVAL, file,
+                        "checkpoint format version %g; this smoe reads version %d",
+                        ver->valuedouble, TR_CKPT_VERSION);
+    const cJSON *step = member(&c, o, "step", cJSON_Number, "", &s);
+    const cJSON *seed = member(&c, o, "seed", cJSON_String, "", &s);
+    const cJSON *mesh = member(&c, o, "mesh", cJSON_Object, "", &s);
+    const cJSON *names = mesh ? member(&c, mesh, "axis_names", cJSON_Array, "mesh.", &s) : NULL;
+    const cJSON *shape = mesh ? member(&c, mesh, "shape", cJSON_Array, "mesh.", &s) : NULL;
+    const cJSON *fp = member(&c, o, "sha256", cJSON_Object, "", &s);
+    const cJSON *hdr = member(&c, o, "header_bytes", cJSON_Number, "", &s);
+    const cJSON *slab = member(&c, o, "slab_floats", cJSON_Number, "", &s);
+    const cJSON *ws = member(&c, o, "weights", cJSON_Array, "", &s);
+    const cJSON *sh = member(&c, o, "shards", cJSON_Array, "", &s);
+    if (!s && !get_i64(step, 1, &m->step))
+        s = bad(&c, "step", "is not a positive integer");
+    if (!s) {
+        char *e = NULL;
+        m->seed = strtoull(seed->valuestring, &e, 10);
+        if (!seed->valuestring[0] || *e)
+            s = bad(&c, "seed", "is not a decimal integer");
+    }
+    if (!s && (cJSON_GetArraySize(names) != cJSON_GetArraySize(shape) ||
+               cJSON_GetArraySize(names) < 1 || cJSON_GetArraySize(names) > SMOE_MAX_AXES))
+        s = bad(&c, "mesh", "'axis_names' and 'shape' differ in length or are empty");
+    int64_t devices = 1;
+    for (int i = 0; !s && i < cJSON_GetArraySize(names); i++) {
+        const cJSON *n = cJSON_GetArrayItem(names, i);
+        if (!cJSON_IsString(n) || !get_i64(cJSON_GetArrayItem(shape, i), 1, &m->mesh.size[i]) ||
+            m->mesh.size[i] > 1 << 20)
+            s = bad(&c, "mesh", "an axis name is not a string or a size is not positive");
+        else
+            m->mesh.name[i] = smoe_arena_strdup(m->a, n->valuestring);
+        devices *= s ? 1 : m->mesh.size[i];
+        m->mesh.n = i + 1;
+    }
+    if (!s && devices > 1 << 20)
+        s = bad(&c, "mesh", "too many devices");
+    if (!s && (!get_hex(cJSON_GetObjectItemCaseSensitive(fp, "config"), m->fp.config) ||
+               !get_hex(cJSON_GetObjectItemCaseSensitive(fp, "plan"), m->fp.plan) ||
+               !get_hex(cJSON_GetObjectItemCaseSensitive(fp, "options"), m->fp.options) ||
+               !get_hex(cJSON_GetObjectItemCaseSensitive(fp, "data"), m->fp.data)))
+        s = bad(&c, "sha256", "needs 'config', 'plan', 'options' and 'data' digests");
+    if (!s && hdr->valuedouble != TR_CKPT_HEADER)
+        s = bad(&c, "header_bytes", "must be 64");
+    if (!s && !get_i64(slab, 1, &m->slab_floats))
+        s = bad(&c, "slab_floats", "is not a positive integer");
+    if (!s)
+        s = parse_weights(&c, ws, m);
+    if (!s)
+        s = parse_shards(&c, sh, m);
+    if (!s && m->ns != devices)
+        s = bad(&c, "shards", "needs one shard per device of the mesh");
+    cJSON_Delete(o);
+    return s;
+}
+
+void tr_manifest_free(tr_manifest *m)
+{
+    smoe_arena_free(m->a);
+    memset(m, 0, sizeof *m);
+}

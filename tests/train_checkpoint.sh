@@ -1,0 +1,141 @@
+#!/bin/sh
+# Checkpoints of smoe train: a resumed run is bitwise the uninterrupted
+# one; a checkpoint resumes on another mesh (re-cut shards) within 1e-5 of
+# it; a job killed while saving leaves the previous checkpoint complete;
+# damaged files and mismatched runs are refused with one clear message.
+# usage: train_checkpoint.sh MPIEXEC SMOE CMP_RUNS
+mpiexec=$1
+smoe=$2
+cmp=$3
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+pass=0
+fail=0
+
+run() { # NAME NP ARGS...: a training run under a timeout (json + dump)
+  name=$1
+  np=$2
+  shift 2
+  timeout 180 "$mpiexec" -n "$np" "$smoe" train --quiet --json \
+    --dump-params "$dir/$name.bin" "$@" >"$dir/$name.json" 2>"$dir/$name.err"
+}
+
+must_run() {
+  if run "$@"; then
+    return 0
+  fi
+  fail=$((fail + 1))
+  echo "FAIL: run $1 ($*):" >&2
+  tail -5 "$dir/$1.err" >&2
+  return 1
+}
+
+same() { # A B TOL WHAT
+  if "$cmp" "$dir/$1.json" "$dir/$1.bin" "$dir/$2.json" "$dir/$2.bin" "$3" >"$dir/cmp.out" 2>&1; then
+    pass=$((pass + 1))
+    echo "ok: $4: $(grep worst "$dir/cmp.out")"
+  else
+    fail=$((fail + 1))
+    echo "FAIL: $4" >&2
+    cat "$dir/cmp.out" >&2
+  fi
+}
+
+check() { # CONDITION-EXIT WHAT
+  if [ "$1" -eq 0 ]; then
+    pass=$((pass + 1))
+    echo "ok: $2"
+  else
+    fail=$((fail + 1))
+    echo "FAIL: $2" >&2
+  fi
+}
+
+# refused: non-zero exit, exactly one smoe line matching PATTERN
+refused() { # PATTERN NP ARGS...
+  pattern=$1
+  np=$2
+  shift 2
+  timeout 120 "$mpiexec" -n "$np" "$smoe" train --quiet "$@" >/dev/null 2>"$dir/err"
+  rc=$?
+  lines=$(grep -c '^smoe:' "$dir/err")
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$lines" -eq 1 ] && grep -Eq "^smoe: $pattern" "$dir/err"; then
+    pass=$((pass + 1))
+    echo "ok: refused: $(grep '^smoe:' "$dir/err" | cut -c1-150)"
+  else
+    fail=$((fail + 1))
+    echo "FAIL: expected /$pattern/, exit $rc, $lines smoe line(s):" >&2
+    sed 's/^/    /' "$dir/err" | head -8 >&2
+  fi
+}
+
+E2="ici_expert_parallelism=2"
+must_run full 4 --steps 6 $E2
+
+# save every step, keep two; then resume to the end: bitwise the same
+must_run part 4 --steps 3 $E2 --checkpoint-dir "$dir/ck" --checkpoint-every 1 --checkpoint-keep 2
+kept=$(ls "$dir/ck" | tr '\n' ' ')
+[ "$kept" = "LATEST step_00000002 step_00000003 " ]
+check $? "--checkpoint-keep 2 leaves: $kept"
+cp -r "$dir/ck" "$dir/ck0"
+must_run res 4 --steps 6 $E2 --checkpoint-dir "$dir/ck" --resume &&
+  same full res 0 "resume at step 3 (fsdp=2 x expert=2) == uninterrupted, bitwise"
+grep -q '"resumed_from"' "$dir/res.json"
+check $? "the resumed run names its checkpoint"
+
+# the same checkpoint on other meshes: shards re-cut from the manifest
+cp -r "$dir/ck0" "$dir/ck1"
+must_run f4 4 --steps 6 --checkpoint-dir "$dir/ck1" --resume &&
+  same full f4 1e-5 "fsdp=2 x expert=2 checkpoint resumed as fsdp=4"
+cp -r "$dir/ck0" "$dir/ck2"
+must_run one 1 --steps 6 per_device_batch_size=16 --checkpoint-dir "$dir/ck2" --resume &&
+  same full one 1e-5 "fsdp=2 x expert=2 checkpoint resumed on a single rank"
+cp -r "$dir/ck0" "$dir/ck3"
+must_run e4 4 --steps 6 ici_expert_parallelism=4 --checkpoint-dir "$dir/ck3" --resume &&
+  same full e4 1e-5 "fsdp=2 x expert=2 checkpoint resumed as expert=4"
+
+# killed while writing the step-4 checkpoint: step 2 stays the latest
+SMOE_TEST_KILL_IN_SAVE=4 run dead 4 --steps 6 $E2 --checkpoint-dir "$dir/kd" --checkpoint-every 2
+rc=$?
+latest=$(cat "$dir/kd/LATEST" 2>/dev/null)
+[ "$rc" -ne 0 ] && [ "$latest" = step_00000002 ] && [ ! -e "$dir/kd/step_00000004" ]
+check $? "killed mid-save (exit $rc): LATEST is still $latest, no step_00000004"
+must_run after 4 --steps 6 $E2 --checkpoint-dir "$dir/kd" --resume &&
+  same full after 0 "resume after the killed save == uninterrupted, bitwise"
+
+# damaged files
+cp -r "$dir/ck0" "$dir/bad1"
+printf 'X' | dd of="$dir/bad1/step_00000003/shard_00001.bin" bs=1 seek=5000 conv=notrunc 2>/dev/null
+refused "$dir/bad1/step_00000003/shard_00001.bin: SHA-256 mismatch" 4 --steps 6 $E2 \
+  --checkpoint-dir "$dir/bad1" --resume
+cp -r "$dir/ck0" "$dir/bad2"
+truncate -s 1000 "$dir/bad2/step_00000003/shard_00002.bin"
+refused "$dir/bad2/step_00000003/shard_00002.bin: truncated or damaged shard: 1000 bytes" 4 \
+  --steps 6 $E2 --checkpoint-dir "$dir/bad2" --resume
+cp -r "$dir/ck0" "$dir/bad3"
+truncate -s 700 "$dir/bad3/step_00000003/manifest.json"
+refused "$dir/bad3/step_00000003/manifest.json:[0-9]+:[0-9]+: not valid JSON" 4 --steps 6 $E2 \
+  --checkpoint-dir "$dir/bad3" --resume
+cp -r "$dir/ck0" "$dir/bad4"
+rm "$dir/bad4/step_00000003/shard_00003.bin"
+refused "$dir/bad4/step_00000003/shard_00003.bin: cannot open the shard file" 1 --steps 6 \
+  per_device_batch_size=16 --checkpoint-dir "$dir/bad4" --resume
+
+# mismatched runs
+refused "argument '--seed': the checkpoint .* was trained with --seed 1" 4 --steps 6 $E2 \
+  --seed 2 --checkpoint-dir "$dir/ck0" --resume
+refused "argument '--steps': the checkpoint .* is already at step 3" 4 --steps 3 $E2 \
+  --checkpoint-dir "$dir/ck0" --resume
+refused ".*manifest.json: weight decoder/.* has per-layer shape \[.*\] in the checkpoint but \[.*\] in this model" \
+  4 --steps 6 $E2 base_emb_dim=64 override_model_config=true --checkpoint-dir "$dir/ck0" --resume
+refused "argument '--resume': needs --checkpoint-dir DIR" 4 --resume
+
+# --resume with nothing to resume: a fresh start, said so
+timeout 120 "$mpiexec" -n 2 "$smoe" train --steps 1 --checkpoint-dir "$dir/empty" --resume \
+  >"$dir/out" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] && grep -q "no checkpoint in $dir/empty: started from step 0" "$dir/out"
+check $? "--resume on an empty directory starts from step 0 and says so"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
