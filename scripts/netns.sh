@@ -31,6 +31,10 @@ up)
     ip -n "smoe-h$k" addr add "10.99.0.$k/24" dev eth0
     ip -n "smoe-h$k" link set eth0 up
     ip -n "smoe-h$k" link set lo up
+    # give up on an unreachable TCP peer after ~10 s instead of ~15 min, as
+    # a cluster's failure detection would: mpirun then notices a host whose
+    # link was cut (scripts/netns.sh link K down) and ends the job
+    ip netns exec "smoe-h$k" sysctl -qw net.ipv4.tcp_retries2=4
     ip -n smoe-sw link set "smoe-h$k-p" master br0
     ip -n smoe-sw link set "smoe-h$k-p" up
     if [ -n "$rate" ]; then

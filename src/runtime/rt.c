@@ -31,6 +31,7 @@ static smoe_rt *g_rt; /* for the abort hook */
 static void abort_hook(const char *msg)
 {
     rt_watchdog_fini();
+    rt_exit_deadline();
     fprintf(stderr, "smoe: rank %d: %s\n", g_rt ? g_rt->rank : -1, msg);
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 70);
@@ -40,6 +41,7 @@ static void abort_hook(const char *msg)
 _Noreturn void smoe_rt_abort(smoe_rt *rt, int code, const char *msg)
 {
     rt_watchdog_fini(); /* the launcher's SIGTERM that follows is no news */
+    rt_exit_deadline();
     fprintf(stderr, "smoe: rank %d: %s\n", rt ? rt->rank : -1, msg);
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, code ? code : 1);

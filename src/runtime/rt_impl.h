@@ -105,6 +105,9 @@ void rt_wait_request(smoe_rt *rt, MPI_Request *req, const char *what);
 void rt_watchdog_init(smoe_rt *rt);
 /* Restores the default SIGTERM action (a finishing rank stays quiet). */
 void rt_watchdog_fini(void);
+/* MPI_Abort must reach the launcher, which may be cut off from this host
+ * (a dead link): the process ends itself 5 s later whatever happens. */
+void rt_exit_deadline(void);
 /* The current phase text ("set-up", "step 3 forward"). */
 const char *rt_phase(const smoe_rt *rt);
 

@@ -59,6 +59,12 @@ void rt_watchdog_fini(void)
     signal(SIGTERM, SIG_DFL);
 }
 
+void rt_exit_deadline(void)
+{
+    signal(SIGALRM, SIG_DFL);
+    alarm(5);
+}
+
 void smoe_rt_set_timeout(smoe_rt *rt, double seconds) { rt->timeout = seconds; }
 
 void smoe_rt_set_phase(smoe_rt *rt, const char *fmt, ...)

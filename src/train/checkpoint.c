@@ -201,6 +201,7 @@ static smoe_status publish(smoe_rt *rt, const tr_store *st, const tr_ckpt_opts *
     m.seed = co->seed;
     m.mesh = *smoe_rt_mesh(rt);
     m.fp = *co->fp;
+    m.rules = co->rules;
     m.slab_floats = st->total;
     m.nw = st->n;
     m.ns = size;

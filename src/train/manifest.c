@@ -55,6 +55,16 @@ char *tr_manifest_text(const tr_manifest *m)
     cJSON_AddStringToObject(fp, "plan", m->fp.plan);
     cJSON_AddStringToObject(fp, "options", m->fp.options);
     cJSON_AddStringToObject(fp, "data", m->fp.data);
+    cJSON *rules = cJSON_AddArrayToObject(o, "logical_axis_rules");
+    for (int i = 0; rules && m->rules && i < m->rules->n; i++) {
+        const smoe_rule *r = &m->rules->r[i];
+        cJSON *x = cJSON_CreateArray(), *v = cJSON_CreateArray();
+        cJSON_AddItemToArray(x, cJSON_CreateString(r->name));
+        for (int k = 0; v && k < r->value.n; k++)
+            cJSON_AddItemToArray(v, cJSON_CreateString(r->value.ax[k]));
+        cJSON_AddItemToArray(x, v);
+        cJSON_AddItemToArray(rules, x);
+    }
     cJSON *st = cJSON_AddArrayToObject(o, "states");
     static const char *const states[3] = { "params", "adamw_mu", "adamw_nu" };
     for (int i = 0; st && i < 3; i++)

@@ -153,7 +153,8 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
     if ((s = tr_loop_new(rt, &mc, &hp, o, model, &st, trace, &S, err)))
         goto fail;
     tr_store_init_params(rt, &st, o->seed);
-    tr_ckpt_opts co = { o->ckpt_dir, 0, o->steps, o->seed, o->ckpt_keep, &fp };
+    tr_ckpt_opts co = { o->ckpt_dir, 0, o->steps, o->seed, o->ckpt_keep, &fp,
+                        smoe_config_rules(cfg) };
     if (o->ckpt_dir && o->resume &&
         (s = tr_ckpt_load(rt, &st, &co, &res->first_step, res->resumed_from, err)))
         goto fail;

@@ -105,6 +105,7 @@ typedef struct tr_manifest {
     uint64_t seed;
     smoe_mesh mesh;
     tr_fingerprint_t fp;
+    const smoe_rules *rules;/* written only: the logical_axis_rules of the run */
     int64_t slab_floats;    /* floats per state slab per rank */
     int nw;
     tr_mweight *w;
@@ -126,6 +127,7 @@ typedef struct tr_ckpt_opts {
     uint64_t seed;
     int keep;                    /* save: keep the newest `keep` (0: all) */
     const tr_fingerprint_t *fp;  /* save: recorded in the manifest */
+    const smoe_rules *rules;     /* save: recorded in the manifest */
 } tr_ckpt_opts;
 /* Save the state after co->step steps into co->dir. Collective. */
 smoe_status tr_ckpt_save(smoe_rt *rt, const tr_store *st, const tr_ckpt_opts *co,

@@ -1,0 +1,76 @@
+#!/bin/sh
+# smoe train across "hosts": two network namespaces joined by a bridge
+# (scripts/netns.sh), two ranks each, TCP between the hosts and shared
+# memory inside. The losses and parameters equal the single-host run; and
+# cutting one host's link mid-run ends the job with a clear error within
+# 30 s. Needs root, iproute2 and Open MPI's mpirun; exits 77 (skipped)
+# without them.
+# usage: train_netns.sh MPIEXEC SMOE CMP_RUNS
+mpiexec=$1
+smoe=$2
+cmp=$3
+top=$(cd "$(dirname "$0")/.." && pwd)
+netns="$top/scripts/netns.sh"
+if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v unshare >/dev/null ||
+  ! "$mpiexec" --version 2>/dev/null | grep -Eq "Open MPI|OpenRTE"; then
+  echo "skipped: needs root, iproute2, unshare and Open MPI"
+  exit 77
+fi
+dir=$(mktemp -d)
+cleanup() {
+  "$netns" down 2>/dev/null
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+if ! "$netns" up 2 >"$dir/up.err" 2>&1; then
+  echo "skipped: cannot create network namespaces: $(head -1 "$dir/up.err")"
+  exit 77
+fi
+pass=0
+fail=0
+export OPENBLAS_NUM_THREADS=1
+args="--steps 4 --quiet --json ici_expert_parallelism=2"
+
+# fsdp=2 crosses the hosts, expert=2 stays inside each
+timeout 180 "$mpiexec" -n 4 "$smoe" train $args --dump-params "$dir/one.bin" \
+  >"$dir/one.json" 2>"$dir/one.err"
+timeout 180 "$netns" mpirun --bind-to none --host 10.99.0.1:2,10.99.0.2:2 -np 4 \
+  -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$smoe" train $args \
+  --dump-params "$dir/two.bin" >"$dir/two.json" 2>"$dir/two.err"
+rc=$?
+if [ "$rc" -eq 0 ] && "$cmp" "$dir/one.json" "$dir/one.bin" "$dir/two.json" "$dir/two.bin" 1e-5 \
+  >"$dir/cmp.out" 2>&1; then
+  pass=$((pass + 1))
+  echo "ok: 2 hosts x 2 ranks == 1 host x 4 ranks: $(grep worst "$dir/cmp.out")"
+else
+  fail=$((fail + 1))
+  echo "FAIL: 2 hosts x 2 ranks (exit $rc) vs 1 host:" >&2
+  tail -5 "$dir/two.err" "$dir/cmp.out" >&2
+fi
+
+# cut host 2's link after a few steps: no hang, a clear message
+timeout 120 "$netns" mpirun --bind-to none --host 10.99.0.1:2,10.99.0.2:2 -np 4 \
+  -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$smoe" train --steps 1000 \
+  ici_expert_parallelism=2 --comm-timeout 5 >"$dir/cut.out" 2>&1 &
+job=$!
+i=0
+while [ $i -lt 600 ] && ! grep -q "step  *3/" "$dir/cut.out"; do
+  sleep 0.1
+  i=$((i + 1))
+done
+t0=$(date +%s)
+"$netns" link 2 down
+wait "$job"
+rc=$?
+took=$(($(date +%s) - t0))
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le 30 ] &&
+  grep -Eq "smoe: rank [0-9]: (no progress for 5 s waiting for .* during step [0-9]+|MPI error in)" "$dir/cut.out"; then
+  pass=$((pass + 1))
+  echo "ok: link cut -> exit $rc after ${took}s: $(grep -m1 '^smoe: rank' "$dir/cut.out" | cut -c1-160)"
+else
+  fail=$((fail + 1))
+  echo "FAIL: link cut -> exit $rc after ${took}s" >&2
+  tail -12 "$dir/cut.out" >&2
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
