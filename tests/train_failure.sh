@@ -48,10 +48,15 @@ rank_pid() {
 }
 
 # a 4-rank job; after it runs steps, send SIGNAL to rank 2
-hit() { # SIGNAL PATTERN ARGS...
+hit() { # SIGNAL PATTERN [PATTERN2] ARGS...: every pattern must match
   sig=$1
   pattern=$2
   shift 2
+  pattern2=.
+  case "${1:-}" in
+  -*) ;;
+  ?*) pattern2=$1; shift ;;
+  esac
   timeout 120 "$mpiexec" -n 4 "$smoe" train --steps 1000 "$@" >"$out" 2>&1 &
   job=$!
   pid=
@@ -73,15 +78,21 @@ hit() { # SIGNAL PATTERN ARGS...
   rc=$?
   took=$(($(date +%s) - t0))
   [ "$sig" = STOP ] && kill -KILL "$pid" 2>/dev/null
-  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le 30 ] && grep -Eq "$pattern" "$out"; then
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le 30 ] && grep -Eq "$pattern" "$out" &&
+    grep -Eq "$pattern2" "$out"; then
     ok
   else
-    bad "$sig rank 2 -> exit $rc after ${took}s, expected /$pattern/"
+    bad "$sig rank 2 -> exit $rc after ${took}s, expected /$pattern/ and /$pattern2/"
   fi
 }
-# the launcher sees the death and tears the job down; the others say
-# where they were
-hit KILL "smoe: rank [013]: terminated during step [0-9]+: " 
+# the launcher sees the death and tears the job down. Open MPI names the
+# rank and sends SIGTERM first, so the others say where they were; MPICH's
+# hydra names the dead process by PID and SIGKILLs the others at once.
+if "$mpiexec" --version 2>/dev/null | grep -q HYDRA; then
+  hit KILL "BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES"
+else
+  hit KILL "process rank 2 .*exited on signal 9" "smoe: rank [013]: terminated during step [0-9]+: "
+fi
 # a rank that hangs (stopped): the others' watchdog ends the job
 hit STOP "smoe: rank [013]: no progress for 3 s waiting for .* during step [0-9]+" --comm-timeout 3
 
