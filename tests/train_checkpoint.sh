@@ -129,6 +129,7 @@ refused "argument '--steps': the checkpoint .* is already at step 3" 4 --steps 3
 refused ".*manifest.json: weight decoder/.* has per-layer shape \[.*\] in the checkpoint but \[.*\] in this model" \
   4 --steps 6 $E2 base_emb_dim=64 override_model_config=true --checkpoint-dir "$dir/ck0" --resume
 refused "argument '--resume': needs --checkpoint-dir DIR" 4 --resume
+refused "$dir/full.json: is not a directory" 2 --steps 1 --checkpoint-dir "$dir/full.json"
 
 # --resume with nothing to resume: a fresh start, said so
 timeout 120 "$mpiexec" -n 2 "$smoe" train --steps 1 --checkpoint-dir "$dir/empty" --resume \
