@@ -37,8 +37,15 @@ static char *slurp(const char *path, long *n)
 typedef struct entry {
     char key[512];
     int64_t n;
-    const float *v;
+    const char *v; /* n floats, not aligned (keys have any length): use val() */
 } entry;
+
+static double val(const entry *e, int64_t k)
+{
+    float f;
+    memcpy(&f, e->v + 4 * k, sizeof f);
+    return f;
+}
 
 static int parse_dump(const char *buf, long len, entry *e, int max)
 {
@@ -65,7 +72,7 @@ static int parse_dump(const char *buf, long len, entry *e, int max)
             cnt *= s;
         }
         e[n].n = cnt;
-        e[n].v = (const float *)(buf + i);
+        e[n].v = buf + i;
         i += cnt * 4;
         if (i > len)
             return -1;
@@ -125,11 +132,11 @@ int main(int argc, char **argv)
         }
         double md = 0, mx = 0, d2 = 0, a2 = 0;
         for (int64_t k = 0; k < ea[i].n; k++) {
-            double d = fabs((double)ea[i].v[k] - (double)eb[i].v[k]);
+            double x = val(&ea[i], k), d = fabs(x - val(&eb[i], k));
             md = d > md ? d : md;
-            mx = fabs(ea[i].v[k]) > mx ? fabs(ea[i].v[k]) : mx;
+            mx = fabs(x) > mx ? fabs(x) : mx;
             d2 += d * d;
-            a2 += (double)ea[i].v[k] * (double)ea[i].v[k];
+            a2 += x * x;
         }
         double rel = a2 > 0 ? sqrt(d2 / a2) : sqrt(d2);
         double elem = mx > 0 ? md / mx : md;

@@ -141,6 +141,12 @@ typedef struct smoe_plan_opts {
  * used twice in one weight, with its file:line:col). */
 smoe_status smoe_plan_build(const smoe_config *cfg, const smoe_plan_opts *o,
                             smoe_plan **out, smoe_err *err);
+/* The same with MaxText's logical_shardings.json already in memory: `len`
+ * bytes of `json` (read during the call only) instead of o->params_file,
+ * which, if not NULL, names the text in messages. */
+smoe_status smoe_plan_build_json(const smoe_config *cfg, const smoe_plan_opts *o,
+                                 const char *json, size_t len, smoe_plan **out,
+                                 smoe_err *err);
 void smoe_plan_free(smoe_plan *p);
 
 /* The built-in enumeration: the full state tree (step, params, AdamW

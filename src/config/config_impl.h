@@ -10,11 +10,18 @@ typedef struct cfg_entry {
     const smoe_node *value;
 } cfg_entry;
 
-/* An ordered key -> node map living in an arena. */
+/* An ordered key -> node map living in an arena, with a hash index (a
+ * MaxText base config has ~700 keys; linear lookups made loading
+ * quadratic). A zeroed cfg_map is empty. */
 typedef struct cfg_map {
     cfg_entry *e;
     int n, cap;
+    int *slot;  /* open addressing: entry index + 1, 0 = free; nslot slots */
+    int nslot;  /* power of 2, >= 2 * cap */
 } cfg_map;
+
+/* FNV-1a hash of a string (the config module's hash indexes). */
+uint32_t cfg_hash(const char *s);
 
 smoe_status cfg_map_set(smoe_arena *a, cfg_map *m, const char *key,
                         const smoe_node *v);

@@ -118,18 +118,41 @@ smoe_node *cfg_scalar(smoe_arena *a, const char *text, smoe_loc loc)
     return n->str ? n : NULL;
 }
 
+uint32_t cfg_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
 int cfg_map_index(const cfg_map *m, const char *key)
 {
-    for (int i = 0; i < m->n; i++)
-        if (strcmp(m->e[i].key, key) == 0)
-            return i;
-    return -1;
+    if (!m->nslot)
+        return -1;
+    unsigned mask = (unsigned)m->nslot - 1;
+    for (unsigned i = cfg_hash(key) & mask;; i = (i + 1) & mask) {
+        int k = m->slot[i];
+        if (k == 0)
+            return -1;
+        if (strcmp(m->e[k - 1].key, key) == 0)
+            return k - 1;
+    }
 }
 
 const smoe_node *cfg_map_get(const cfg_map *m, const char *key)
 {
     int i = cfg_map_index(m, key);
     return i < 0 ? NULL : m->e[i].value;
+}
+
+static void slot_put(int *slot, int nslot, const char *key, int index)
+{
+    unsigned mask = (unsigned)nslot - 1;
+    unsigned i = cfg_hash(key) & mask;
+    while (slot[i])
+        i = (i + 1) & mask;
+    slot[i] = index + 1;
 }
 
 smoe_status cfg_map_set(smoe_arena *a, cfg_map *m, const char *key,
@@ -143,14 +166,21 @@ smoe_status cfg_map_set(smoe_arena *a, cfg_map *m, const char *key,
     if (m->n == m->cap) {
         int cap = m->cap ? m->cap * 2 : 256;
         cfg_entry *e = smoe_arena_alloc(a, sizeof *e * (size_t)cap);
-        if (!e)
+        int *slot = smoe_arena_alloc(a, sizeof *slot * (size_t)cap * 2);
+        if (!e || !slot)
             return SMOE_ENOMEM;
         if (m->n)
             memcpy(e, m->e, sizeof *e * (size_t)m->n);
+        for (int k = 0; k < m->n; k++)
+            slot_put(slot, cap * 2, e[k].key, k);
         m->e = e;
         m->cap = cap;
+        m->slot = slot;
+        m->nslot = cap * 2;
     }
     m->e[m->n].key = key;
-    m->e[m->n++].value = v;
+    m->e[m->n].value = v;
+    slot_put(m->slot, m->nslot, key, m->n);
+    m->n++;
     return SMOE_OK;
 }

@@ -5,23 +5,10 @@
 #include "config_impl.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-static smoe_loc text_loc(const char *file, const char *text, const char *at)
-{
-    smoe_loc l = { file, 1, 1 };
-    for (const char *p = text; p < at && *p; p++) {
-        if (*p == '\n') {
-            l.line++;
-            l.col = 1;
-        } else {
-            l.col++;
-        }
-    }
-    return l;
-}
 
 /* Position of "key" in the text (the first occurrence as a JSON string). */
 static smoe_loc key_loc(const char *file, const char *text, const char *key)
@@ -29,47 +16,9 @@ static smoe_loc key_loc(const char *file, const char *text, const char *key)
     size_t n = strlen(key);
     for (const char *p = strchr(text, '"'); p; p = strchr(p + 1, '"'))
         if (strncmp(p + 1, key, n) == 0 && p[n + 1] == '"')
-            return text_loc(file, text, p);
+            return smoe_text_loc(file, text, p);
     smoe_loc l = { file, 0, 0 };
     return l;
-}
-
-static char *read_all(const char *path, smoe_err *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        smoe_err_in(err, SMOE_ENOTFOUND, path, "cannot open file");
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = smoe_malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (n + 1 < cap)
-            break;
-        char *nb = smoe_realloc(buf, cap * 2);
-        if (!nb) {
-            smoe_free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf) {
-        smoe_err_set(err, SMOE_ENOMEM, "out of memory reading %s", path);
-        return NULL;
-    }
-    if (bad) {
-        smoe_free(buf);
-        smoe_err_in(err, SMOE_EIO, path, "read error");
-        return NULL;
-    }
-    buf[n] = 0;
-    return buf;
 }
 
 static smoe_status entry_from(smoe_arena *a, const char *path, const char *text,
@@ -124,19 +73,17 @@ static smoe_status entry_from(smoe_arena *a, const char *path, const char *text,
     return SMOE_OK;
 }
 
-smoe_status smoe_params_load_json(smoe_arena *a, const char *path,
-                                  smoe_logical_entry **out, int *n,
-                                  smoe_err *err)
+/* Parse NUL-terminated `text` (owned by the caller); `path` names it in
+ * locations. */
+static smoe_status load_text(smoe_arena *a, const char *path, const char *text,
+                             smoe_logical_entry **out, int *n, smoe_err *err)
 {
     smoe_status s = SMOE_OK;
-    char *text = read_all(path, err);
-    if (!text)
-        return err ? err->code : SMOE_EIO;
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
     if (!root) {
         const char *at = end ? end : cJSON_GetErrorPtr();
-        s = smoe_err_at(err, SMOE_EINVAL, text_loc(path, text, at ? at : text),
+        s = smoe_err_at(err, SMOE_EINVAL, smoe_text_loc(path, text, at ? at : text),
                         "malformed JSON");
         goto done;
     }
@@ -169,6 +116,34 @@ smoe_status smoe_params_load_json(smoe_arena *a, const char *path,
     *n = i;
 done:
     cJSON_Delete(root);
+    return s;
+}
+
+smoe_status smoe_params_load_json(smoe_arena *a, const char *path,
+                                  smoe_logical_entry **out, int *n,
+                                  smoe_err *err)
+{
+    char *text;
+    smoe_status s = smoe_read_file(path, &text, NULL, err);
+    if (s)
+        return s;
+    s = load_text(a, path, text, out, n, err);
     smoe_free(text);
+    return s;
+}
+
+smoe_status smoe_params_load_json_text(smoe_arena *a, const char *name,
+                                       const char *text, size_t len,
+                                       smoe_logical_entry **out, int *n,
+                                       smoe_err *err)
+{
+    char *buf = smoe_malloc(len + 1);
+    if (!buf)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory reading %s", name);
+    if (len)
+        memcpy(buf, text, len);
+    buf[len] = 0;
+    smoe_status s = load_text(a, name, buf, out, n, err);
+    smoe_free(buf);
     return s;
 }

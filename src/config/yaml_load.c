@@ -1,7 +1,11 @@
 /* YAML -> smoe_node tree, through libyaml's event parser. The only file of
  * smoe that includes <yaml.h>. Locations are 1-based line:col of the node's
  * first character. Anchors and aliases are supported (an alias shares the
- * anchored node); tags are ignored; duplicate mapping keys are errors. */
+ * anchored node); tags are ignored; duplicate mapping keys are errors.
+ * Hostile documents are bounded: an alias may not refer to a node that
+ * contains it (no cycles), and counting every alias as the nodes it stands
+ * for, a document has at most MAX_NODES nodes and MAX_DEPTH levels, so any
+ * walk over the tree is bounded too ("billion laughs"). */
 #include "config_impl.h"
 
 #include <stdio.h>
@@ -10,6 +14,7 @@
 
 #define MAX_DEPTH 64
 #define MAX_ANCHORS 256
+#define MAX_NODES 100000 /* after alias expansion */
 
 typedef struct builder {
     smoe_arena *a;
@@ -21,12 +26,22 @@ typedef struct builder {
         const char **keys;
         smoe_loc *key_locs;
         int n, cap;
+        int *slot;    /* MAP: hash index of keys[] (entry + 1, 0 = free) */
         const char *pending_key; /* MAP: key read, value awaited */
         smoe_loc pending_loc;
+        int anchor;   /* index in anchors[] of this node's anchor, or -1 */
+        long size;    /* nodes in this subtree so far, aliases expanded */
+        int height;   /* levels below this node so far, aliases expanded */
     } st[MAX_DEPTH];
     int depth;
-    struct { const char *name; smoe_node *node; } anchors[MAX_ANCHORS];
+    struct {
+        const char *name;
+        smoe_node *node;
+        long size;    /* expanded subtree size; 0 while the node is open */
+        int height;
+    } anchors[MAX_ANCHORS];
     int n_anchors;
+    long nodes;       /* in the document so far, aliases expanded */
     smoe_node *root;
 } builder;
 
@@ -34,6 +49,29 @@ static smoe_loc mark_loc(const builder *b, yaml_mark_t m)
 {
     smoe_loc l = { b->file, (int)m.line + 1, (int)m.column + 1 };
     return l;
+}
+
+/* MAP frames: index of `key` in keys[], or -1 (hash index, 2 * cap slots). */
+static int key_index(const struct frame *f, const char *key)
+{
+    if (!f->slot)
+        return -1;
+    unsigned mask = (unsigned)f->cap * 2 - 1;
+    for (unsigned i = cfg_hash(key) & mask;; i = (i + 1) & mask) {
+        if (f->slot[i] == 0)
+            return -1;
+        if (strcmp(f->keys[f->slot[i] - 1], key) == 0)
+            return f->slot[i] - 1;
+    }
+}
+
+static void key_put(struct frame *f, int index)
+{
+    unsigned mask = (unsigned)f->cap * 2 - 1;
+    unsigned i = cfg_hash(f->keys[index]) & mask;
+    while (f->slot[i])
+        i = (i + 1) & mask;
+    f->slot[i] = index + 1;
 }
 
 static smoe_status grow(builder *b, struct frame *f, smoe_err *err)
@@ -55,26 +93,38 @@ static smoe_status grow(builder *b, struct frame *f, smoe_err *err)
     f->keys = keys;
     f->key_locs = locs;
     f->cap = cap;
+    if (f->node->kind == SMOE_NODE_MAP) {
+        f->slot = smoe_arena_alloc(b->a, sizeof *f->slot * (size_t)cap * 2);
+        if (!f->slot)
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory reading %s", b->file);
+        for (int i = 0; i < f->n; i++)
+            key_put(f, i);
+    }
     return SMOE_OK;
 }
 
-/* Attach a finished node to the open collection (or make it the root). */
-static smoe_status attach(builder *b, smoe_node *n, smoe_err *err)
+/* Attach a finished node of `size` nodes and `height` levels (aliases
+ * expanded) to the open collection (or make it the root). */
+static smoe_status attach(builder *b, smoe_node *n, long size, int height,
+                          smoe_err *err)
 {
     if (b->depth == 0) {
         b->root = n;
         return SMOE_OK;
     }
     struct frame *f = &b->st[b->depth - 1];
+    f->size += size;
+    if (height + 1 > f->height)
+        f->height = height + 1;
     if (f->node->kind == SMOE_NODE_MAP && !f->pending_key) {
         if (n->kind != SMOE_NODE_SCALAR)
             return smoe_err_at(err, SMOE_EINVAL, n->loc,
                                "a mapping key must be a plain value");
-        for (int i = 0; i < f->n; i++)
-            if (strcmp(f->keys[i], n->str) == 0)
-                return smoe_err_at(err, SMOE_EINVAL, n->loc,
-                                   "duplicate key '%s' (first at line %d)",
-                                   n->str, f->items[i]->loc.line);
+        int i = key_index(f, n->str);
+        if (i >= 0)
+            return smoe_err_at(err, SMOE_EINVAL, n->loc,
+                               "duplicate key '%s' (first at line %d)",
+                               n->str, f->items[i]->loc.line);
         f->pending_key = n->str;
         f->pending_loc = n->loc;
         return SMOE_OK;
@@ -84,20 +134,42 @@ static smoe_status attach(builder *b, smoe_node *n, smoe_err *err)
         return s;
     f->keys[f->n] = f->pending_key;
     f->key_locs[f->n] = f->pending_loc;
-    f->items[f->n++] = n;
+    f->items[f->n] = n;
+    if (f->node->kind == SMOE_NODE_MAP)
+        key_put(f, f->n);
+    f->n++;
     f->pending_key = NULL;
     return SMOE_OK;
 }
 
+/* Record n's anchor, if any; *index is its slot or -1. A scalar's size is
+ * known at once; a collection's when it ends (0 until then). */
 static smoe_status remember(builder *b, yaml_char_t *anchor, smoe_node *n,
-                            smoe_err *err)
+                            int *index, smoe_err *err)
 {
+    *index = -1;
     if (!anchor)
         return SMOE_OK;
     if (b->n_anchors == MAX_ANCHORS)
         return smoe_err_at(err, SMOE_EINVAL, n->loc, "too many anchors");
     b->anchors[b->n_anchors].name = smoe_arena_strdup(b->a, (const char *)anchor);
-    b->anchors[b->n_anchors++].node = n;
+    if (!b->anchors[b->n_anchors].name)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    b->anchors[b->n_anchors].node = n;
+    b->anchors[b->n_anchors].size = n->kind == SMOE_NODE_SCALAR ? 1 : 0;
+    b->anchors[b->n_anchors].height = 0;
+    *index = b->n_anchors++;
+    return SMOE_OK;
+}
+
+/* Count `size` more nodes in the document. */
+static smoe_status count_nodes(builder *b, long size, yaml_mark_t m, smoe_err *err)
+{
+    b->nodes += size;
+    if (b->nodes > MAX_NODES)
+        return smoe_err_at(err, SMOE_EINVAL, mark_loc(b, m),
+                           "the document has more than %d nodes (aliases "
+                           "counted as the nodes they stand for)", MAX_NODES);
     return SMOE_OK;
 }
 
@@ -115,8 +187,11 @@ static smoe_status on_event(builder *b, yaml_event_t *ev, smoe_err *err)
 {
     smoe_node *n;
     smoe_status s;
+    int anchor;
     switch (ev->type) {
     case YAML_SCALAR_EVENT:
+        if ((s = count_nodes(b, 1, ev->start_mark, err)))
+            return s;
         n = new_node(b, SMOE_NODE_SCALAR, ev->start_mark);
         if (!n)
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
@@ -125,14 +200,16 @@ static smoe_status on_event(builder *b, yaml_event_t *ev, smoe_err *err)
         if (!n->str)
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
         n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-        if ((s = remember(b, ev->data.scalar.anchor, n, err)))
+        if ((s = remember(b, ev->data.scalar.anchor, n, &anchor, err)))
             return s;
-        return attach(b, n, err);
+        return attach(b, n, 1, 0, err);
     case YAML_SEQUENCE_START_EVENT:
     case YAML_MAPPING_START_EVENT:
         if (b->depth == MAX_DEPTH)
             return smoe_err_at(err, SMOE_EINVAL, mark_loc(b, ev->start_mark),
                                "nesting deeper than %d levels", MAX_DEPTH);
+        if ((s = count_nodes(b, 1, ev->start_mark, err)))
+            return s;
         n = new_node(b, ev->type == YAML_SEQUENCE_START_EVENT ? SMOE_NODE_SEQ
                                                               : SMOE_NODE_MAP,
                      ev->start_mark);
@@ -141,10 +218,12 @@ static smoe_status on_event(builder *b, yaml_event_t *ev, smoe_err *err)
         if ((s = remember(b, ev->type == YAML_SEQUENCE_START_EVENT
                                  ? ev->data.sequence_start.anchor
                                  : ev->data.mapping_start.anchor,
-                          n, err)))
+                          n, &anchor, err)))
             return s;
         memset(&b->st[b->depth], 0, sizeof b->st[0]);
-        b->st[b->depth++].node = n;
+        b->st[b->depth].node = n;
+        b->st[b->depth].anchor = anchor;
+        b->st[b->depth++].size = 1;
         return SMOE_OK;
     case YAML_SEQUENCE_END_EVENT:
     case YAML_MAPPING_END_EVENT: {
@@ -153,12 +232,30 @@ static smoe_status on_event(builder *b, yaml_event_t *ev, smoe_err *err)
         f->node->items = f->items;
         f->node->keys = f->node->kind == SMOE_NODE_MAP ? f->keys : NULL;
         f->node->key_locs = f->node->kind == SMOE_NODE_MAP ? f->key_locs : NULL;
-        return attach(b, f->node, err);
+        if (f->anchor >= 0) {
+            b->anchors[f->anchor].size = f->size;
+            b->anchors[f->anchor].height = f->height;
+        }
+        return attach(b, f->node, f->size, f->height, err);
     }
     case YAML_ALIAS_EVENT:
-        for (int i = b->n_anchors - 1; i >= 0; i--)
-            if (strcmp(b->anchors[i].name, (const char *)ev->data.alias.anchor) == 0)
-                return attach(b, b->anchors[i].node, err);
+        for (int i = b->n_anchors - 1; i >= 0; i--) {
+            if (strcmp(b->anchors[i].name, (const char *)ev->data.alias.anchor) != 0)
+                continue;
+            if (b->anchors[i].size == 0) /* still open: it contains the alias */
+                return smoe_err_at(err, SMOE_EINVAL, mark_loc(b, ev->start_mark),
+                                   "alias '*%s' refers to a node that contains it",
+                                   ev->data.alias.anchor);
+            if (b->depth + b->anchors[i].height > MAX_DEPTH)
+                return smoe_err_at(err, SMOE_EINVAL, mark_loc(b, ev->start_mark),
+                                   "nesting deeper than %d levels (aliases expanded)",
+                                   MAX_DEPTH);
+            /* the alias's own event was not counted: count what it stands for */
+            if ((s = count_nodes(b, b->anchors[i].size, ev->start_mark, err)))
+                return s;
+            return attach(b, b->anchors[i].node, b->anchors[i].size,
+                          b->anchors[i].height, err);
+        }
         return smoe_err_at(err, SMOE_EINVAL, mark_loc(b, ev->start_mark),
                            "unknown alias '*%s'", ev->data.alias.anchor);
     default:

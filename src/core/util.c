@@ -112,7 +112,7 @@ smoe_status smoe_read_file(const char *path, char **out, size_t *len, smoe_err *
     FILE *f = fopen(path, "rb");
     if (!f)
         return smoe_err_in(err, errno == ENOENT ? SMOE_ENOTFOUND : SMOE_EIO, path,
-                           "cannot open: %s", strerror(errno));
+                           "cannot open file: %s", strerror(errno));
     size_t cap = 1 << 16, n = 0;
     char *buf = smoe_malloc(cap);
     while (buf) {
@@ -131,13 +131,13 @@ smoe_status smoe_read_file(const char *path, char **out, size_t *len, smoe_err *
         if (got == 0)
             break;
     }
-    int bad = ferror(f);
+    int bad = ferror(f), why = errno;
     fclose(f);
     if (!buf)
         return smoe_err_in(err, SMOE_ENOMEM, path, "out of memory reading the file");
     if (bad) {
         smoe_free(buf);
-        return smoe_err_in(err, SMOE_EIO, path, "read error");
+        return smoe_err_in(err, SMOE_EIO, path, "read error: %s", strerror(why));
     }
     buf[n] = 0;
     *out = buf;

@@ -25,13 +25,39 @@ static smoe_status opt_bool(const smoe_config *c, const char *k, int *out,
     return smoe_config_bool(c, k, out, err);
 }
 
-static smoe_status positive(const smoe_config *c, const char *k, int64_t v,
-                            smoe_err *err)
+/* A model dimension: an optional integer in [lo, SMOE_MAX_DIM]. The upper
+ * bound keeps every shape, product of two dims and byte count of the plan
+ * inside int64 (hostile configs: base_emb_dim=9223372036854775807). */
+#define SMOE_MAX_DIM 2147483647LL
+#define SMOE_MAX_ACTIVATIONS 16
+static smoe_status dim(const smoe_config *c, const char *k, int64_t def,
+                       int64_t lo, int64_t *out, smoe_err *err)
 {
-    if (v >= 1)
-        return SMOE_OK;
-    return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(c, k),
-                       "'%s' must be >= 1, got %lld", k, (long long)v);
+    smoe_status s = opt_int(c, k, def, out, err);
+    if (s)
+        return s;
+    if (*out < lo)
+        return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(c, k),
+                           "'%s' must be >= %lld, got %lld", k, (long long)lo,
+                           (long long)*out);
+    if (*out > SMOE_MAX_DIM)
+        return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(c, k),
+                           "'%s' must be at most %lld, got %lld", k, SMOE_MAX_DIM,
+                           (long long)*out);
+    return SMOE_OK;
+}
+
+/* b << shift for a base_* dim read by dim() (b <= 2^31, shift <= 21: no
+ * overflow), bounded again after scaling. */
+static smoe_status scaled(const smoe_config *c, const char *k, int64_t b, int shift,
+                          int64_t *out, smoe_err *err)
+{
+    *out = b > 0 ? b << shift : b;
+    if (*out > SMOE_MAX_DIM)
+        return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(c, k),
+                           "'%s' scaled by global_parameter_scale is %lld, over "
+                           "smoe's limit %lld", k, (long long)*out, SMOE_MAX_DIM);
+    return SMOE_OK;
 }
 
 smoe_status plan_read_dims(const smoe_config *c, model_dims *d, smoe_err *err)
@@ -40,6 +66,10 @@ smoe_status plan_read_dims(const smoe_config *c, model_dims *d, smoe_err *err)
     memset(d, 0, sizeof *d);
     int64_t scale = 1, b;
 #define INT(key, dst, def) if ((s = opt_int(c, key, def, dst, err))) return s
+#define DIM(key, dst, def, lo) if ((s = dim(c, key, def, lo, dst, err))) return s
+#define SCALED(key, dst, lo, shift)                                            \
+    if ((s = dim(c, key, 0, lo, &b, err)) || (s = scaled(c, key, b, shift, dst, err))) \
+        return s
 #define BOOL(key, dst) if ((s = opt_bool(c, key, dst, err))) return s
     if ((s = smoe_config_str(c, "decoder_block", &d->decoder_block, err)))
         return s;
@@ -52,34 +82,31 @@ smoe_status plan_read_dims(const smoe_config *c, model_dims *d, smoe_err *err)
         log2s++;
     int base_scale = log2s / 3, rem = log2s % 3;
     int head_scale = base_scale + (rem > 0), emb_scale = base_scale + (rem > 1);
-    INT("base_emb_dim", &b, 0);
-    d->emb = b << emb_scale;
-    INT("base_num_query_heads", &b, 0);
-    d->heads = b << head_scale;
-    INT("base_num_kv_heads", &b, 0);
-    d->kv_heads = b << head_scale;
-    INT("base_mlp_dim", &b, 0);
-    d->mlp = b << head_scale;
-    INT("base_moe_mlp_dim", &b, -1);
-    d->moe_mlp = b > 0 ? b << head_scale : b;
-    INT("base_num_decoder_layers", &b, 0);
-    d->layers = b << base_scale;
-    INT("head_dim", &d->head_dim, 128);
-    INT("vocab_size", &d->vocab, 0);
+    SCALED("base_emb_dim", &d->emb, 1, emb_scale);
+    SCALED("base_num_query_heads", &d->heads, 0, head_scale);
+    SCALED("base_num_kv_heads", &d->kv_heads, 0, head_scale);
+    SCALED("base_mlp_dim", &d->mlp, 0, head_scale);
+    if (!smoe_config_get(c, "base_moe_mlp_dim"))
+        d->moe_mlp = -1;
+    else
+        SCALED("base_moe_mlp_dim", &d->moe_mlp, INT64_MIN, head_scale);
+    SCALED("base_num_decoder_layers", &d->layers, 1, base_scale);
+    DIM("head_dim", &d->head_dim, 128, 0);
+    DIM("vocab_size", &d->vocab, 0, 1);
     INT("first_num_dense_layers", &d->first_dense, 0);
-    INT("num_experts", &d->experts, 1);
-    INT("num_experts_per_tok", &d->topk, 1);
-    INT("shared_experts", &d->shared_experts, 0);
-    INT("q_lora_rank", &d->q_lora, 0);
-    INT("kv_lora_rank", &d->kv_lora, 0);
-    INT("qk_nope_head_dim", &d->qk_nope, 0);
-    INT("qk_rope_head_dim", &d->qk_rope, 0);
-    INT("v_head_dim", &d->v_head, 0);
-    INT("moe_expert_input_dim", &d->moe_in, -1);
+    DIM("num_experts", &d->experts, 1, 1);
+    DIM("num_experts_per_tok", &d->topk, 1, 0);
+    DIM("shared_experts", &d->shared_experts, 0, 0);
+    DIM("q_lora_rank", &d->q_lora, 0, 0);
+    DIM("kv_lora_rank", &d->kv_lora, 0, 0);
+    DIM("qk_nope_head_dim", &d->qk_nope, 0, 0);
+    DIM("qk_rope_head_dim", &d->qk_rope, 0, 0);
+    DIM("v_head_dim", &d->v_head, 0, 0);
+    DIM("moe_expert_input_dim", &d->moe_in, -1, INT64_MIN);
     if (d->moe_in <= 0)
         d->moe_in = d->emb;
     INT("param_scan_axis", &d->scan_axis, 1);
-    INT("mtp_num_layers", &d->mtp_layers, 0);
+    DIM("mtp_num_layers", &d->mtp_layers, 0, INT64_MIN);
     int64_t car = 1;
     INT("ici_context_autoregressive_parallelism", &car, 1);
     d->context_autoregressive = car > 1;
@@ -95,17 +122,18 @@ smoe_status plan_read_dims(const smoe_config *c, model_dims *d, smoe_err *err)
     if (smoe_config_get(c, "scan_layers") && (s = smoe_config_bool(c, "scan_layers", &d->scan_layers, err)))
         return s;
 #undef INT
+#undef DIM
+#undef SCALED
 #undef BOOL
     const char *att = NULL;
     if (smoe_config_get(c, "attention_type") && smoe_config_str(c, "attention_type", &att, NULL) == SMOE_OK)
         d->mla = strcmp(att, "mla") == 0;
     const smoe_node *acts = smoe_config_get(c, "mlp_activations");
     d->n_activations = acts && acts->kind == SMOE_NODE_SEQ ? acts->n : 1;
-    if ((s = positive(c, "base_emb_dim", d->emb, err)) ||
-        (s = positive(c, "base_num_decoder_layers", d->layers, err)) ||
-        (s = positive(c, "vocab_size", d->vocab, err)) ||
-        (s = positive(c, "num_experts", d->experts, err)))
-        return s;
+    if (d->n_activations > SMOE_MAX_ACTIVATIONS)
+        return smoe_err_at(err, SMOE_EINVAL, acts->loc,
+                           "mlp_activations may list at most %d functions, got %lld",
+                           SMOE_MAX_ACTIVATIONS, (long long)d->n_activations);
     if (d->first_dense < 0 || d->first_dense > d->layers)
         return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(c, "first_num_dense_layers"),
                            "first_num_dense_layers must be between 0 and the "

@@ -186,8 +186,43 @@ static smoe_status fill_weight(smoe_plan *p, const smoe_logical_entry *e,
     return SMOE_OK;
 }
 
-smoe_status smoe_plan_build(const smoe_config *cfg, const smoe_plan_opts *o,
-                            smoe_plan **out, smoe_err *err)
+/* All entries together hold at most this many elements: with 16-byte
+ * elements every byte count of the plan (summed over weights, times two
+ * per step) stays inside int64. DeepSeek-V3's params and AdamW moments are
+ * about 2^41. */
+#define SMOE_MAX_ELEMS (1LL << 50)
+
+static smoe_status check_size(const smoe_logical_entry *e, int64_t *total,
+                              smoe_err *err)
+{
+    int64_t n = 1;
+    for (int d = 0; d < e->rank; d++) {
+        if (e->shape[d] < 0 || (e->shape[d] > 0 && n > SMOE_MAX_ELEMS / e->shape[d])) {
+            n = SMOE_MAX_ELEMS + 1;
+            break;
+        }
+        n *= e->shape[d];
+    }
+    *total += n;
+    if (n <= SMOE_MAX_ELEMS && *total <= SMOE_MAX_ELEMS)
+        return SMOE_OK;
+    char shape[SMOE_MAX_RANK * 21 + 1] = "";
+    for (int d = 0, k = 0; d < e->rank; d++)
+        k += snprintf(shape + k, sizeof shape - (size_t)k, "%s%lld", d ? "x" : "",
+                      (long long)e->shape[d]);
+    smoe_status s = smoe_err_set(err, SMOE_EINVAL,
+                                 "%s (shape %s): the parameters hold more than 2^50 "
+                                 "elements (smoe's limit)", e->key, shape);
+    if (err && e->loc.file)
+        smoe_loc_format(e->loc, err->where, sizeof err->where);
+    return s;
+}
+
+/* json: the --params text in memory (len bytes), or NULL to read
+ * o->params_file (or, without one, enumerate the model). */
+static smoe_status build(const smoe_config *cfg, const smoe_plan_opts *o,
+                         const char *json, size_t len, smoe_plan **out,
+                         smoe_err *err)
 {
     smoe_status s;
     *out = NULL;
@@ -212,7 +247,11 @@ smoe_status smoe_plan_build(const smoe_config *cfg, const smoe_plan_opts *o,
         }
     smoe_logical_entry *e;
     int n;
-    if (o->params_file) {
+    if (json) {
+        p->source = smoe_arena_strdup(a, o->params_file ? o->params_file : "<params>");
+        s = p->source ? smoe_params_load_json_text(a, p->source, json, len, &e, &n, err)
+                      : smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    } else if (o->params_file) {
         p->source = smoe_arena_strdup(a, o->params_file);
         s = smoe_params_load_json(a, o->params_file, &e, &n, err);
     } else {
@@ -240,8 +279,10 @@ smoe_status smoe_plan_build(const smoe_config *cfg, const smoe_plan_opts *o,
         for (int k = 0; k < cr->r[i].value.n; k++)
             rules.r[i].value.ax[k] = smoe_arena_strdup(a, cr->r[i].value.ax[k]);
     }
+    int64_t total = 0;
     for (int i = 0; i < n; i++) {
-        if ((s = fill_weight(p, &e[i], &rules, &p->w[i], err)))
+        if ((s = check_size(&e[i], &total, err)) ||
+            (s = fill_weight(p, &e[i], &rules, &p->w[i], err)))
             goto fail;
         p->n++;
     }
@@ -252,6 +293,19 @@ smoe_status smoe_plan_build(const smoe_config *cfg, const smoe_plan_opts *o,
 fail:
     smoe_arena_free(a);
     return s;
+}
+
+smoe_status smoe_plan_build(const smoe_config *cfg, const smoe_plan_opts *o,
+                            smoe_plan **out, smoe_err *err)
+{
+    return build(cfg, o, NULL, 0, out, err);
+}
+
+smoe_status smoe_plan_build_json(const smoe_config *cfg, const smoe_plan_opts *o,
+                                 const char *json, size_t len, smoe_plan **out,
+                                 smoe_err *err)
+{
+    return build(cfg, o, json, len, out, err);
 }
 
 void smoe_plan_free(smoe_plan *p)

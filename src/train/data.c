@@ -36,6 +36,12 @@ smoe_status tr_data_load(const char *path, int64_t need, tr_data *d, smoe_err *e
     }
     long n = ftell(f);
     rewind(f);
+    /* a directory opens and seeks (its size reads as LONG_MAX) but cannot
+     * be read: say so instead of trying to allocate that much */
+    if (n > 0 && (getc(f) == EOF || fseek(f, 0, SEEK_SET) != 0)) {
+        fclose(f);
+        return smoe_err_in(err, SMOE_EIO, path, "cannot read the data file");
+    }
     if (n < 0 || n < need) {
         fclose(f);
         return smoe_err_in(err, SMOE_EINVAL, path,

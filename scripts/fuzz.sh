@@ -1,0 +1,59 @@
+#!/bin/sh
+# Fuzz smoe's hostile-input entry points with libFuzzer (+ ASan + UBSan):
+# the YAML loader, the key=value overrides, the logical_axis_rules ->
+# PartitionSpec -> gather-plan pipeline and the --params JSON reader
+# (fuzz/targets.c). Each target runs for SECONDS from its seed corpus
+# (fuzz/corpus/<target>, plus what earlier runs found in
+# build-fuzz/corpus/<target>) with the dictionary fuzz/<target>.dict. Exits non-zero if any target crashed, leaked,
+# hit undefined behaviour or timed out, and prints the reproducer path; replay
+# it with build-fuzz/fuzz/fuzz_<target> FILE, fix the bug, then copy the file
+# to tests/data/fuzz-regress/<target>/ (the fuzz_regress test replays it).
+# usage: scripts/fuzz.sh [SECONDS] [TARGET...]
+#        (default 60 s each; targets yaml overrides rules params_json)
+set -eu
+cd "$(dirname "$0")/.."
+secs=${1:-60}
+[ $# -gt 0 ] && shift
+targets=${*:-yaml overrides rules params_json}
+./scripts/deps.sh clang libclang-rt-14-dev
+
+build=build-fuzz
+flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
+flags="$flags -fno-omit-frame-pointer -g -O1 -Wno-unknown-warning-option"
+cmake -S . -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Fuzz \
+      -DCMAKE_C_FLAGS="$flags" -DSMOE_FUZZ=ON -DSMOE_WERROR=OFF >/dev/null
+cmake --build "$build" --target smoe_fuzzers
+
+export SMOE_CONFIG_DIR="$PWD/$build/configs"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+failed=""
+for t in $targets; do
+  rm -rf "$build/crashes/$t" # reproducers of an earlier run: copy them away first
+  mkdir -p "$build/corpus/$t" "$build/crashes/$t"
+  log="$build/fuzz_$t.log"
+  echo "fuzz_$t: ${secs}s"
+  rc=0
+  dict=""
+  [ -f "fuzz/$t.dict" ] && dict="-dict=fuzz/$t.dict"
+  "$build/fuzz/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+      -print_final_stats=1 -artifact_prefix="$build/crashes/$t/" $dict \
+      "$build/corpus/$t" "fuzz/corpus/$t" >"$log" 2>&1 || rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  cov=$(grep -Eo 'cov: [0-9]+' "$log" | tail -1 || true)
+  echo "fuzz_$t: ${execs:-?} runs, $cov, corpus $(ls "$build/corpus/$t" | wc -l) files, exit $rc"
+  found=$(ls "$build/crashes/$t" 2>/dev/null || true)
+  if [ "$rc" -ne 0 ] || [ -n "$found" ]; then
+    failed="$failed $t"
+    grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|fuzz invariant)' "$log" | head -5 >&2 || true
+    for f in $found; do
+      echo "fuzz_$t: reproducer $build/crashes/$t/$f" >&2
+    done
+    echo "fuzz_$t: log $log" >&2
+  fi
+done
+if [ -n "$failed" ]; then
+  echo "fuzzing found problems in:$failed" >&2
+  exit 1
+fi
+echo "fuzzing: no crashes"
