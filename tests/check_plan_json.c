@@ -5,24 +5,16 @@
 #include "check.h"
 
 #include <cjson/cJSON.h>
+#include "smoe/core.h"
 #include <stdlib.h>
 
 static cJSON *load(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    char *b;
+    if (smoe_read_file(path, &b, NULL, NULL))
         return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    cJSON *j = NULL;
-    if (b && fread(b, 1, (size_t)n, f) == (size_t)n) {
-        b[n] = 0;
-        j = cJSON_Parse(b);
-    }
-    free(b);
-    fclose(f);
+    cJSON *j = cJSON_Parse(b);
+    smoe_free(b);
     return j;
 }
 

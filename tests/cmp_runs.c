@@ -11,26 +11,18 @@
 #include "check.h"
 
 #include <cjson/cJSON.h>
+#include "smoe/core.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 static char *slurp(const char *path, long *n)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    char *b;
+    size_t len;
+    if (smoe_read_file(path, &b, &len, NULL))
         return NULL;
-    fseek(f, 0, SEEK_END);
-    *n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)*n + 1);
-    if (b && fread(b, 1, (size_t)*n, f) != (size_t)*n) {
-        free(b);
-        b = NULL;
-    }
-    if (b)
-        b[*n] = 0;
-    fclose(f);
+    *n = (long)len;
     return b;
 }
 
@@ -149,9 +141,9 @@ int main(int argc, char **argv)
            worst, worst_elem, ca);
     cJSON_Delete(a);
     cJSON_Delete(b);
-    free(ja);
-    free(jb);
-    free(pa);
-    free(pb);
+    smoe_free(ja);
+    smoe_free(jb);
+    smoe_free(pa);
+    smoe_free(pb);
     return check_report();
 }

@@ -5,43 +5,11 @@
  *
  * usage: test_gather CONFIG_DIR */
 #include "check.h"
+#include "spec_text.h"
 #include "smoe/plan.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* Parse a compact entry list: "fsdp,expert|-|tensor" -> pspec ("-" = None). */
-static smoe_pspec spec_of(const char *text)
-{
-    static char store[64][32];
-    static int used;
-    smoe_pspec s;
-    memset(&s, 0, sizeof s);
-    const char *p = text;
-    for (;;) {
-        size_t dl = strcspn(p, "|");
-        smoe_axes *e = &s.dim[s.rank++];
-        if (!(dl == 1 && *p == '-')) {
-            const char *q = p;
-            while (q < p + dl) {
-                size_t al = strcspn(q, ",|");
-                if (al > (size_t)(p + dl - q))
-                    al = (size_t)(p + dl - q);
-                char *slot = store[used++ % 64];
-                snprintf(slot, 32, "%.*s", (int)al, q);
-                e->ax[e->n++] = slot;
-                q += al;
-                if (*q == ',')
-                    q++;
-            }
-        }
-        p += dl;
-        if (*p != '|')
-            break;
-        p++;
-    }
-    return s;
-}
 
 static const char *fmt_dims(const smoe_axes *d, int rank, char *buf, size_t n)
 {

@@ -6,6 +6,7 @@
  * expert all-to-all. Run under mpirun with a timeout.
  * usage: test_runtime FSDP EXPERT [FSDP_TRANSPOSE] */
 #include "check.h"
+#include "spec_text.h"
 #include "smoe/runtime.h"
 
 #include <stdlib.h>
@@ -18,36 +19,6 @@ typedef struct wcase {
     int rank;
     int64_t shape[4];
 } wcase;
-
-static smoe_pspec spec_of(const char *text)
-{
-    static char store[128][32];
-    static int used;
-    smoe_pspec s;
-    memset(&s, 0, sizeof s);
-    const char *p = text;
-    for (;;) {
-        size_t dl = strcspn(p, "|");
-        smoe_axes *e = &s.dim[s.rank++];
-        if (!(dl == 1 && *p == '-')) {
-            const char *q = p;
-            while (q < p + dl) {
-                size_t al = strcspn(q, ",|");
-                char *slot = store[used++ % 128];
-                snprintf(slot, 32, "%.*s", (int)al, q);
-                e->ax[e->n++] = slot;
-                q += al;
-                if (*q == ',')
-                    q++;
-            }
-        }
-        p += dl;
-        if (*p != '|')
-            break;
-        p++;
-    }
-    return s;
-}
 
 static int64_t numel(const int64_t *s, int r)
 {

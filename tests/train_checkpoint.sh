@@ -12,34 +12,7 @@ trap 'rm -rf "$dir"' EXIT
 pass=0
 fail=0
 
-run() { # NAME NP ARGS...: a training run under a timeout (json + dump)
-  name=$1
-  np=$2
-  shift 2
-  timeout 180 "$mpiexec" -n "$np" "$smoe" train --quiet --json \
-    --dump-params "$dir/$name.bin" "$@" >"$dir/$name.json" 2>"$dir/$name.err"
-}
-
-must_run() {
-  if run "$@"; then
-    return 0
-  fi
-  fail=$((fail + 1))
-  echo "FAIL: run $1 ($*):" >&2
-  tail -5 "$dir/$1.err" >&2
-  return 1
-}
-
-same() { # A B TOL WHAT
-  if "$cmp" "$dir/$1.json" "$dir/$1.bin" "$dir/$2.json" "$dir/$2.bin" "$3" >"$dir/cmp.out" 2>&1; then
-    pass=$((pass + 1))
-    echo "ok: $4: $(grep worst "$dir/cmp.out")"
-  else
-    fail=$((fail + 1))
-    echo "FAIL: $4" >&2
-    cat "$dir/cmp.out" >&2
-  fi
-}
+. "$(dirname "$0")/runs_lib.sh"
 
 check() { # CONDITION-EXIT WHAT
   if [ "$1" -eq 0 ]; then

@@ -13,43 +13,21 @@ pass=0
 fail=0
 steps=5
 
-run() { # NAME NP ARGS...: one training run, under a timeout
-  name=$1
-  np=$2
-  shift 2
-  if ! timeout 180 "$mpiexec" -n "$np" "$smoe" train --steps $steps --quiet --json \
-      --dump-params "$dir/$name.bin" "$@" >"$dir/$name.json" 2>"$dir/$name.err"; then
-    echo "FAIL: run $name (np $np $*):" >&2
-    tail -5 "$dir/$name.err" >&2
-    fail=$((fail + 1))
-    return 1
-  fi
-}
-
-same() { # A B TOL WHAT
-  if "$cmp" "$dir/$1.json" "$dir/$1.bin" "$dir/$2.json" "$dir/$2.bin" "$3" >"$dir/cmp.out" 2>&1; then
-    pass=$((pass + 1))
-    echo "ok: $4: $(grep worst "$dir/cmp.out")"
-  else
-    fail=$((fail + 1))
-    echo "FAIL: $4" >&2
-    cat "$dir/cmp.out" >&2
-  fi
-}
+. "$(dirname "$0")/runs_lib.sh"
 
 # the single-rank run sees the whole global batch (4 ranks x 4 sequences)
-run ref 1 per_device_batch_size=16
-run ref2 1 per_device_batch_size=8
-run fsdp4 4 ici_fsdp_parallelism=4 && same ref fsdp4 1e-5 "fsdp=4 vs single rank"
-run f2e2 4 ici_expert_parallelism=2 && same ref f2e2 1e-5 "fsdp=2 x expert=2 vs single rank"
-run epdp 4 --rules ep-as-dp ici_expert_parallelism=2 && same ref epdp 1e-5 "ep-as-dp fsdp=2 x expert=2 vs single rank"
-run fsdp2 2 && same ref2 fsdp2 1e-5 "fsdp=2 (defaults, 2 ranks) vs single rank"
-run d0 4 ici_expert_parallelism=2 --prefetch-depth 0 && same f2e2 d0 0 "prefetch off == depth 1, bitwise"
-run d2 4 ici_expert_parallelism=2 --prefetch-depth 2 && same f2e2 d2 0 "depth 2 == depth 1, bitwise"
-run leg 4 ici_expert_parallelism=2 --gather legacy && same f2e2 leg 0 "legacy == co-axis, bitwise"
-run shq 4 ici_expert_parallelism=2 --shared-queue && same f2e2 shq 0 "shared queue == dedicated, bitwise"
-run pth 4 ici_expert_parallelism=2 --progress-thread && same f2e2 pth 0 "progress thread == polling, bitwise"
-run e4 4 ici_expert_parallelism=4 && same ref e4 1e-5 "expert=4 vs single rank"
+must_run ref 1 --steps $steps per_device_batch_size=16
+must_run ref2 1 --steps $steps per_device_batch_size=8
+must_run fsdp4 4 --steps $steps ici_fsdp_parallelism=4 && same ref fsdp4 1e-5 "fsdp=4 vs single rank"
+must_run f2e2 4 --steps $steps ici_expert_parallelism=2 && same ref f2e2 1e-5 "fsdp=2 x expert=2 vs single rank"
+must_run epdp 4 --steps $steps --rules ep-as-dp ici_expert_parallelism=2 && same ref epdp 1e-5 "ep-as-dp fsdp=2 x expert=2 vs single rank"
+must_run fsdp2 2 --steps $steps && same ref2 fsdp2 1e-5 "fsdp=2 (defaults, 2 ranks) vs single rank"
+must_run d0 4 --steps $steps ici_expert_parallelism=2 --prefetch-depth 0 && same f2e2 d0 0 "prefetch off == depth 1, bitwise"
+must_run d2 4 --steps $steps ici_expert_parallelism=2 --prefetch-depth 2 && same f2e2 d2 0 "depth 2 == depth 1, bitwise"
+must_run leg 4 --steps $steps ici_expert_parallelism=2 --gather legacy && same f2e2 leg 0 "legacy == co-axis, bitwise"
+must_run shq 4 --steps $steps ici_expert_parallelism=2 --shared-queue && same f2e2 shq 0 "shared queue == dedicated, bitwise"
+must_run pth 4 --steps $steps ici_expert_parallelism=2 --progress-thread && same f2e2 pth 0 "progress thread == polling, bitwise"
+must_run e4 4 --steps $steps ici_expert_parallelism=4 && same ref e4 1e-5 "expert=4 vs single rank"
 
 # peak gathered-buffer bytes within (depth + 1) layers forward and
 # (depth + 2) backward

@@ -74,26 +74,14 @@ static void regroup(float *dst, const float *src, const int64_t *cnt,
         }
 }
 
-static smoe_status a2a(smoe_model *m, smoe_ep_comm *c, const float *send,
+/* The expert all-to-all of rows of emb floats: sender -> owner (back = 0,
+ * srows out, rrows in) or owner -> sender (back = 1). */
+static smoe_status a2a(smoe_model *m, smoe_ep_comm *c, int back, const float *send,
                        float *recv, const char *what, smoe_err *err)
 {
     double t0 = smoe_now();
-    smoe_status st = c->alltoallv(c->ctx, send, m->s.srows, recv, m->s.rrows,
-                                  m->cfg.emb);
-    m->stats.a2a_seconds += smoe_now() - t0;
-    if (st)
-        return smoe_err_set(err, st, "model: expert all-to-all (%s) failed: %s",
-                            what, smoe_status_name(st));
-    return SMOE_OK;
-}
-
-/* The same a2a in the reverse direction (owner -> sender). */
-static smoe_status a2a_back(smoe_model *m, smoe_ep_comm *c, const float *send,
-                            float *recv, const char *what, smoe_err *err)
-{
-    double t0 = smoe_now();
-    smoe_status st = c->alltoallv(c->ctx, send, m->s.rrows, recv, m->s.srows,
-                                  m->cfg.emb);
+    const int64_t *out = back ? m->s.rrows : m->s.srows, *in = back ? m->s.srows : m->s.rrows;
+    smoe_status st = c->alltoallv(c->ctx, send, out, recv, in, m->cfg.emb);
     m->stats.a2a_seconds += smoe_now() - t0;
     if (st)
         return smoe_err_set(err, st, "model: expert all-to-all (%s) failed: %s",
@@ -222,7 +210,7 @@ smoe_status moe_fwd(smoe_model *m, layer_act *la,
             return smoe_err_set(err, SMOE_ECOMM, "model: negative expert row count received");
     if ((st = model_reserve_routed(m, a, a->n_recv, err)))
         return st;
-    if ((st = a2a(m, comm, s->send, o->ra, "dispatch", err)))
+    if ((st = a2a(m, comm, 0, s->send, o->ra, "dispatch", err)))
         return st;
     regroup(a->xr, o->ra, a->recv_cnt, ep, el, D, s->eoff, 1);
 
@@ -240,7 +228,7 @@ smoe_status moe_fwd(smoe_model *m, layer_act *la,
         row += n;
     }
     regroup(o->ra, o->rb, a->recv_cnt, ep, el, D, s->eoff, 0);
-    if ((st = a2a_back(m, comm, o->ra, a->yret, "combine", err)))
+    if ((st = a2a(m, comm, 1, o->ra, a->yret, "combine", err)))
         return st;
 
     /* x += sum_k w_k * expert_k(h2) */
@@ -328,7 +316,7 @@ smoe_status moe_bwd(smoe_model *m, layer_act *la,
     }
     rows_per_peer(s->srows, a->send_cnt, ep, el);
     rows_per_peer(s->rrows, a->recv_cnt, ep, el);
-    if ((st = a2a(m, comm, s->send, o->ra, "gradient dispatch", err)))
+    if ((st = a2a(m, comm, 0, s->send, o->ra, "gradient dispatch", err)))
         return st;
     regroup(o->rb, o->ra, a->recv_cnt, ep, el, D, s->eoff, 1);
 
@@ -349,7 +337,7 @@ smoe_status moe_bwd(smoe_model *m, layer_act *la,
         row += n;
     }
     regroup(o->ra, o->rc, a->recv_cnt, ep, el, D, s->eoff, 0);
-    if ((st = a2a_back(m, comm, o->ra, s->dxk, "gradient combine", err)))
+    if ((st = a2a(m, comm, 1, o->ra, s->dxk, "gradient combine", err)))
         return st;
     for (int64_t i = 0; i < T * K; i++)
         if (a->pos[i] >= 0)

@@ -1,0 +1,35 @@
+# Shared by the training-run test scripts (sourced): runs of smoe train
+# that keep their --json and --dump-params outputs in $dir, and their
+# comparison by cmp_runs. Needs $mpiexec, $smoe, $cmp, $dir, $pass, $fail.
+
+# NAME NP ARGS...: one run under a timeout; $dir/NAME.{json,bin,err}
+run() {
+  name=$1
+  np=$2
+  shift 2
+  timeout 180 "$mpiexec" -n "$np" "$smoe" train --quiet --json \
+    --dump-params "$dir/$name.bin" "$@" >"$dir/$name.json" 2>"$dir/$name.err"
+}
+
+# the same, counted as a failure when it does not succeed
+must_run() {
+  if run "$@"; then
+    return 0
+  fi
+  fail=$((fail + 1))
+  echo "FAIL: run $1 ($*):" >&2
+  tail -5 "$dir/$1.err" >&2
+  return 1
+}
+
+# A B TOL WHAT: cmp_runs of two runs (TOL 0: bitwise)
+same() {
+  if "$cmp" "$dir/$1.json" "$dir/$1.bin" "$dir/$2.json" "$dir/$2.bin" "$3" >"$dir/cmp.out" 2>&1; then
+    pass=$((pass + 1))
+    echo "ok: $4: $(grep worst "$dir/cmp.out")"
+  else
+    fail=$((fail + 1))
+    echo "FAIL: $4" >&2
+    cat "$dir/cmp.out" >&2
+  fi
+}
