@@ -67,6 +67,11 @@ cp -r "$dir/ck0" "$dir/ck3"
 must_run e4 4 --steps 6 ici_expert_parallelism=4 --checkpoint-dir "$dir/ck3" --resume &&
   same full e4 1e-5 "fsdp=2 x expert=2 checkpoint resumed as expert=4"
 
+# and the other way: written on fsdp=4, resumed on fsdp=2 x expert=2
+must_run f4part 4 --steps 3 --checkpoint-dir "$dir/ck4" &&
+  must_run f4res 4 --steps 6 $E2 --checkpoint-dir "$dir/ck4" --resume &&
+  same full f4res 1e-5 "fsdp=4 checkpoint resumed as fsdp=2 x expert=2"
+
 # killed while writing the step-4 checkpoint: step 2 stays the latest
 SMOE_TEST_KILL_IN_SAVE=4 run dead 4 --steps 6 $E2 --checkpoint-dir "$dir/kd" --checkpoint-every 2
 rc=$?
