@@ -66,6 +66,12 @@ int cmd_train(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 
 struct smoe_train_result;
+/* Shared by the JSON outputs (common_json.c): {"axis_names": [...],
+ * "shape": {AXIS: SIZE}}, and printing a document to f (which frees it). */
+struct cJSON;
+struct cJSON *cli_json_mesh(const smoe_mesh *m);
+void cli_json_print(FILE *f, struct cJSON *root);
+
 /* JSON output of training runs (train_json.c); compare != NULL: three runs. */
 void train_print_json(FILE *f, const smoe_plan *p, const struct smoe_train_result *res, int n,
                       const char *compare);

@@ -4,7 +4,6 @@
 #include "cli.h"
 
 #include <cjson/cJSON.h>
-#include <stdlib.h>
 
 static cJSON *axes_json(const smoe_axes *e)
 {
@@ -98,13 +97,7 @@ static cJSON *summary_json(const smoe_plan_summary *s)
 void plan_print_json(FILE *f, const smoe_plan *p)
 {
     cJSON *root = cJSON_CreateObject();
-    cJSON *mesh = cJSON_AddObjectToObject(root, "mesh");
-    cJSON *names = cJSON_AddArrayToObject(mesh, "axis_names");
-    cJSON *shape = cJSON_AddObjectToObject(mesh, "shape");
-    for (int i = 0; i < p->mesh.n; i++) {
-        cJSON_AddItemToArray(names, cJSON_CreateString(p->mesh.name[i]));
-        cJSON_AddNumberToObject(shape, p->mesh.name[i], (double)p->mesh.size[i]);
-    }
+    cJSON_AddItemToObject(root, "mesh", cli_json_mesh(&p->mesh));
     cJSON *entries = cJSON_AddObjectToObject(root, "entries");
     for (int i = 0; i < p->n; i++) {
         const smoe_weight *w = &p->w[i];
@@ -131,11 +124,5 @@ void plan_print_json(FILE *f, const smoe_plan *p)
     cJSON_AddNumberToObject(sum, "dtype_bytes", p->dtype_bytes);
     cJSON_AddItemToObject(sum, "coaxis", summary_json(&p->coaxis));
     cJSON_AddItemToObject(sum, "legacy", summary_json(&p->legacy));
-    char *text = cJSON_Print(root);
-    if (text) {
-        fputs(text, f);
-        fputc('\n', f);
-        free(text);
-    }
-    cJSON_Delete(root);
+    cli_json_print(f, root);
 }

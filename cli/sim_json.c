@@ -4,7 +4,6 @@
 #include "smoe/sched.h"
 
 #include <cjson/cJSON.h>
-#include <stdlib.h>
 
 void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const char *const *names,
                     const smoe_sim_result *res, int n, const smoe_scenario *sc,
@@ -12,13 +11,7 @@ void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const char *
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "hardware", hw->name);
-    cJSON *mesh = cJSON_AddObjectToObject(root, "mesh");
-    cJSON *an = cJSON_AddArrayToObject(mesh, "axis_names");
-    cJSON *sh = cJSON_AddObjectToObject(mesh, "shape");
-    for (int i = 0; i < p->mesh.n; i++) {
-        cJSON_AddItemToArray(an, cJSON_CreateString(p->mesh.name[i]));
-        cJSON_AddNumberToObject(sh, p->mesh.name[i], (double)p->mesh.size[i]);
-    }
+    cJSON_AddItemToObject(root, "mesh", cli_json_mesh(&p->mesh));
     cJSON *sched = cJSON_AddObjectToObject(root, "schedules");
     for (int i = 0; i < n; i++) {
         const smoe_sim_result *r = &res[i];
@@ -59,11 +52,5 @@ void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const char *
             cJSON_AddItemToArray(pc, o);
         }
     }
-    char *text = cJSON_Print(root);
-    if (text) {
-        fputs(text, f);
-        fputc('\n', f);
-        free(text);
-    }
-    cJSON_Delete(root);
+    cli_json_print(f, root);
 }

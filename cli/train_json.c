@@ -5,24 +5,11 @@
 #include "smoe/train.h"
 
 #include <cjson/cJSON.h>
-#include <stdlib.h>
-
-static cJSON *mesh_json(const smoe_mesh *m)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON *names = cJSON_AddArrayToObject(o, "axis_names");
-    cJSON *shape = cJSON_AddObjectToObject(o, "shape");
-    for (int i = 0; i < m->n; i++) {
-        cJSON_AddItemToArray(names, cJSON_CreateString(m->name[i]));
-        cJSON_AddNumberToObject(shape, m->name[i], (double)m->size[i]);
-    }
-    return o;
-}
 
 static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r)
 {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddItemToObject(o, "mesh", mesh_json(&p->mesh));
+    cJSON_AddItemToObject(o, "mesh", cli_json_mesh(&p->mesh));
     cJSON_AddNumberToObject(o, "first_step", (double)r->first_step);
     if (r->resumed_from[0])
         cJSON_AddStringToObject(o, "resumed_from", r->resumed_from);
@@ -76,11 +63,5 @@ void train_print_json(FILE *f, const smoe_plan *p, const smoe_train_result *res,
     } else {
         root = run_json(p, &res[0]);
     }
-    char *text = cJSON_Print(root);
-    if (text) {
-        fputs(text, f);
-        fputc('\n', f);
-        free(text);
-    }
-    cJSON_Delete(root);
+    cli_json_print(f, root);
 }

@@ -179,8 +179,6 @@ smoe_status rt_comm_get(smoe_rt *rt, const smoe_axes *axes, int q, rt_comm **out
     return SMOE_OK;
 }
 
-extern void rt_wgather_free_all(smoe_rt *rt);
-
 void smoe_rt_finalize(smoe_rt *rt)
 {
     if (!rt)
@@ -323,14 +321,19 @@ smoe_status smoe_rt_gatherv_bytes(smoe_rt *rt, const void *send, int64_t n, char
     return s;
 }
 
-smoe_status smoe_rt_bcast_bytes(smoe_rt *rt, void *buf, int64_t n)
+smoe_status rt_bcast_from(smoe_rt *rt, void *buf, int64_t n, int root)
 {
     if (n > 0x7fffffff)
         return SMOE_EINVAL;
     MPI_Request req;
     int rc_;
-    return wait_coll(rt, LOCKED(rt, MPI_Ibcast(buf, (int)n, MPI_BYTE, 0, rt->world, &req)), &req,
-                     "a broadcast from rank 0");
+    return wait_coll(rt, LOCKED(rt, MPI_Ibcast(buf, (int)n, MPI_BYTE, root, rt->world, &req)),
+                     &req, "a broadcast");
+}
+
+smoe_status smoe_rt_bcast_bytes(smoe_rt *rt, void *buf, int64_t n)
+{
+    return rt_bcast_from(rt, buf, n, 0);
 }
 
 smoe_status smoe_rt_agree(smoe_rt *rt, smoe_status local)

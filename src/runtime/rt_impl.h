@@ -125,6 +125,10 @@ void rt_progress_locked(smoe_rt *rt);
 /* Check an MPI return code; aborts all ranks with `what` on failure. */
 void rt_check(smoe_rt *rt, int rc, const char *what);
 void rt_span(smoe_rt *rt, int lane, const char *name, double t0, double t1);
+/* Broadcast n bytes from rank `root` over the world (rt.c). */
+smoe_status rt_bcast_from(smoe_rt *rt, void *buf, int64_t n, int root);
+/* Free every weight gather of rt (wgather.c; at finalize). */
+void rt_wgather_free_all(smoe_rt *rt);
 /* Serialise the application thread's direct MPI calls with the progress
  * thread (no-ops without one). */
 void rt_mpi_lock(smoe_rt *rt);

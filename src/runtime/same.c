@@ -47,26 +47,18 @@ smoe_status smoe_rt_check_same(smoe_rt *rt, int n, const char *const names[],
 
 smoe_status smoe_rt_agree_err(smoe_rt *rt, smoe_status local, smoe_err *err)
 {
-    /* who failed first: min over ranks of (failed ? rank : size) */
-    int v[2] = { local ? -rt->rank : -rt->size, (int)local }, rc_;
-    MPI_Request req;
-    rt_mpi_lock(rt);
-    rc_ = MPI_Iallreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MAX, rt->world, &req);
-    rt_mpi_unlock(rt);
-    rt_check(rt, rc_, "an all-reduce over all ranks");
-    rt_wait_request(rt, &req, "an all-reduce over all ranks");
-    int who = -v[0];
+    /* who failed first: min over ranks of (failed ? rank : size), and the
+     * worst status */
+    int64_t v[2] = { local ? -rt->rank : -rt->size, (int64_t)local };
+    smoe_rt_allreduce_max_i64(rt, v, 2);
+    int who = (int)-v[0];
     if (who >= rt->size)
         return SMOE_OK;
     smoe_err e;
     memset(&e, 0, sizeof e);
     if (rt->rank == who && err)
         e = *err;
-    rt_mpi_lock(rt);
-    rc_ = MPI_Ibcast(&e, (int)sizeof e, MPI_BYTE, who, rt->world, &req);
-    rt_mpi_unlock(rt);
-    rt_check(rt, rc_, "a broadcast");
-    rt_wait_request(rt, &req, "a broadcast");
+    rt_bcast_from(rt, &e, (int64_t)sizeof e, who);
     if (err) {
         *err = e;
         if (!err->code)

@@ -167,7 +167,6 @@ static smoe_status add_wg(smoe_rt *rt, smoe_wgather *g, smoe_err *err)
     return SMOE_OK;
 }
 
-void rt_wgather_free_all(smoe_rt *rt);
 void rt_wgather_free_all(smoe_rt *rt)
 {
     for (int i = 0; i < rt->nwg; i++) {

@@ -39,16 +39,6 @@ typedef struct tr_slot {
     int nflags;
 } tr_slot;
 
-/* Entry points used by run.c. */
-typedef struct tr_state tr_state;
-smoe_status tr_loop_new(smoe_rt *rt, const smoe_model_cfg *mc, const tr_hparams *hp,
-                        const smoe_train_opts *o, smoe_model *model, tr_store *st,
-                        smoe_trace *trace, tr_state **out, smoe_err *err);
-smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_err *err);
-int32_t *tr_loop_tokens(tr_state *S, int32_t **targets);
-int64_t tr_loop_pool_bytes(const smoe_model_cfg *mc, const tr_store *st, int depth);
-void tr_loop_peaks(const tr_state *S, int64_t *fwd, int64_t *bwd);
-void tr_loop_free(tr_state *S);
 
 struct tr_state {
     smoe_rt *rt;

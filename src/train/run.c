@@ -8,15 +8,6 @@
 #include <string.h>
 #include <sys/resource.h>
 
-/* Internal entry points of loop.c. */
-typedef struct tr_state tr_state;
-smoe_status tr_loop_new(smoe_rt *rt, const smoe_model_cfg *mc, const tr_hparams *hp,
-                        const smoe_train_opts *o, smoe_model *model, tr_store *st,
-                        smoe_trace *trace, tr_state **out, smoe_err *err);
-smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_err *err);
-int32_t *tr_loop_tokens(tr_state *S, int32_t **targets);
-int64_t tr_loop_pool_bytes(const smoe_model_cfg *mc, const tr_store *st, int depth);
-void tr_loop_free(tr_state *S);
 
 static double forward_flops_per_token(const smoe_model_cfg *m)
 {
@@ -152,12 +143,13 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
     }
     if ((s = tr_loop_new(rt, &mc, &hp, o, model, &st, trace, &S, err)))
         goto fail;
-    tr_store_init_params(rt, &st, o->seed);
     tr_ckpt_opts co = { o->ckpt_dir, 0, o->steps, o->seed, o->ckpt_keep, &fp,
                         smoe_config_rules(cfg) };
     if (o->ckpt_dir && o->resume &&
         (s = tr_ckpt_load(rt, &st, &co, &res->first_step, res->resumed_from, err)))
         goto fail;
+    if (!res->resumed_from[0]) /* a fresh start (or nothing to resume) */
+        tr_store_init_params(rt, &st, o->seed);
     res->steps = smoe_calloc((size_t)(o->steps - res->first_step), sizeof *res->steps);
     if (!res->steps) {
         s = smoe_err_set(err, SMOE_ENOMEM, "out of memory");
@@ -198,7 +190,6 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
         (st.unit_floats[0] > st.unit_floats[1] ? st.unit_floats[0] : st.unit_floats[1]) * 4;
     res->top_gathered_bytes = 2 * st.top_floats * 4;
     {
-        extern void tr_loop_peaks(const tr_state *S, int64_t *fwd, int64_t *bwd);
         int64_t pk[2];
         tr_loop_peaks(S, &pk[0], &pk[1]);
         smoe_rt_allreduce_max_i64(rt, pk, 2);

@@ -71,6 +71,20 @@ tr_sha *tr_sha_new(void);
 void tr_sha_update(tr_sha *s, const void *p, size_t n);
 void tr_sha_final(tr_sha *s, char hex[65]);
 
+/* loop.c: the step loop (gather pool, forward, backward, AdamW) */
+typedef struct tr_state tr_state;
+smoe_status tr_loop_new(smoe_rt *rt, const smoe_model_cfg *mc, const tr_hparams *hp,
+                        const smoe_train_opts *o, smoe_model *model, tr_store *st,
+                        smoe_trace *trace, tr_state **out, smoe_err *err);
+smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_err *err);
+/* This rank's token and target buffers, filled before each step. */
+int32_t *tr_loop_tokens(tr_state *S, int32_t **targets);
+/* Bytes of the gathered-layer pool at prefetch depth `depth`. */
+int64_t tr_loop_pool_bytes(const smoe_model_cfg *mc, const tr_store *st, int depth);
+/* Peak gathered bytes of the run so far, forward and backward. */
+void tr_loop_peaks(const tr_state *S, int64_t *fwd, int64_t *bwd);
+void tr_loop_free(tr_state *S);
+
 /* fingerprint.c: digests every rank must agree on */
 typedef struct tr_fingerprint_t {
     char config[65], plan[65], options[65], data[65];
