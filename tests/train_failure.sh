@@ -34,6 +34,15 @@ mismatch() { # PATTERN ARGS-OF-RANK-1...
 mismatch "configuration" learning_rate=0.01
 mismatch "set of run options" --seed 7
 mismatch "training data file" --data "$0"
+# an error on rank 1 alone: rank 0 prints rank 1's message
+timeout 60 "$mpiexec" -n 1 "$smoe" train --steps 2 --quiet : \
+  -n 1 "$smoe" train --steps 2 --quiet --data /nonexistent/data.txt >"$out" 2>&1
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q "^smoe: /nonexistent/data.txt: cannot open the data file" "$out"; then
+  ok
+else
+  bad "data file missing on rank 1 only -> exit $rc, expected rank 1's message"
+fi
 
 # the pid of a rank (Open MPI or MPICH launch environment)
 rank_pid() {

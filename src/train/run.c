@@ -75,7 +75,6 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
     memset(res, 0, sizeof *res);
     memset(&data, 0, sizeof data);
     memset(&st, 0, sizeof st);
-    int root = smoe_rt_rank(rt) == 0;
 
     s = smoe_train_model_cfg(cfg, smoe_rt_mesh(rt), &mc, err);
     if (!s)
@@ -91,12 +90,8 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
     smoe_blas_init(1, &res->blas);
     /* data: every rank reads the file (a host may lack it) */
     s = tr_data_load(o->data_path, mc.seq + 2, &data, err);
-    if ((s = smoe_rt_agree(rt, s))) {
-        if (!root || !err->msg[0])
-            smoe_err_in(err, SMOE_EINVAL, o->data_path, "the data file is missing or too short "
-                                                         "on some rank");
+    if ((s = smoe_rt_agree_err(rt, s, err))) /* the failing rank's message */
         goto fail;
-    }
     /* every rank runs the same configuration, plan, options and data, or
      * the collectives stop matching: check before the first of them */
     smoe_rt_set_phase(rt, "the cross-rank consistency check");
