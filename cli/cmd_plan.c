@@ -6,13 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_LEGACY = OPT_COMMON_END, OPT_COMPARE, OPT_ALL, OPT_HELP };
+enum { OPT_LEGACY = OPT_COMMON_END, OPT_COMPARE, OPT_ALL, OPT_HELP, OPT_TOPOLOGY };
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: smoe plan [--base FILE] [--model NAME|FILE] [--rules NAME|FILE]\n"
-            "                 [--params FILE] --devices N [--slices N]\n"
+            "                 [--params FILE] (--devices N | --topology NAME) [--slices N]\n"
             "                 [--legacy|--compare] [--all] [--dtype-bytes N] [--json]\n"
             "                 [KEY=VALUE ...]\n"
             "\n"
@@ -22,6 +22,9 @@ static void usage(FILE *f)
             "  --params FILE      MaxText logical_shardings.json instead of the built-in\n"
             "                     parameter enumeration\n"
             "  --devices N        number of devices (fills one -1 parallelism)\n"
+            "  --topology NAME    a MaxText accelerator name (v5p-256, tpu7x-8, a3, ...):\n"
+            "                     its devices per slice times --slices, as MaxText's\n"
+            "                     accelerator_to_spec_map counts them (v5p-256 is 128)\n"
             "  --slices N         number of slices (DCN axes), default 1\n"
             "  --legacy           show the pre-fix plan (FSDP axes only)\n"
             "  --compare          show co-axis and legacy plans side by side\n"
@@ -150,12 +153,14 @@ int cmd_plan(int argc, char **argv)
         { "legacy", no_argument, 0, OPT_LEGACY },
         { "compare", no_argument, 0, OPT_COMPARE },
         { "all", no_argument, 0, OPT_ALL },
+        { "topology", required_argument, 0, OPT_TOPOLOGY },
         { "help", no_argument, 0, OPT_HELP },
         { 0, 0, 0, 0 },
     };
     cli_common c;
     cli_common_init(&c);
     int mode = 0, all = 0, opt;
+    const char *topology = NULL;
     opterr = 0;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -173,6 +178,7 @@ int cmd_plan(int argc, char **argv)
             mode = 2;
             break;
         case OPT_ALL: all = 1; break;
+        case OPT_TOPOLOGY: topology = optarg; break;
         case 'h':
         case OPT_HELP: usage(stdout); return 0;
         default: {
@@ -184,8 +190,22 @@ int cmd_plan(int argc, char **argv)
         }
     }
     cli_collect_overrides(&c, argc, argv, optind);
+    if (topology) {
+        char where[256];
+        snprintf(where, sizeof where, "argument '--topology %s'", topology);
+        if (c.devices)
+            cli_usage_error(where, "give --devices or --topology, not both");
+        smoe_topology t;
+        smoe_err e;
+        if (smoe_topology_find(topology, &t, &e)) {
+            snprintf(e.where, sizeof e.where, "%s", where);
+            cli_die(&e);
+        }
+        c.devices = t.devices_per_slice * c.slices;
+    }
     if (c.devices == 0)
-        cli_usage_error("argument '--devices'", "is required (the number of devices)");
+        cli_usage_error("argument '--devices'",
+                        "is required (the number of devices), or --topology NAME");
     smoe_config *cfg = cli_load_config(&c);
     smoe_plan *p = cli_build_plan(&c, cfg);
     if (c.json) {

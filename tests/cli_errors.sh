@@ -51,6 +51,10 @@ expect "argument 'frobnicate': unknown command" frobnicate
 expect "nope.yml: cannot open config file" plan --devices 4 --base "$data/bad/nope.yml"
 expect "argument 'base_emb_dim=4096': 'base_emb_dim' is set by the model file" plan --devices 4 --model deepseek2-16b base_emb_dim=4096
 expect "argument 'logical_axis_rules=\[\[embed\]\]': .*logical axis rule must be" plan --devices 4 "logical_axis_rules=[[embed]]"
+expect "argument '--topology v5p-7': unknown topology 'v5p-7' .*v5p-8" plan --topology v5p-7
+expect "argument '--topology v5p-16': give --devices or --topology" plan --topology v5p-16 --devices 8
+expect "argument 'weight_dtype=float8': 'weight_dtype' must be one of \{bfloat16,float32,float16\}" plan --devices 4 weight_dtype=float8
+expect "argument 'rope_factor=8.5': 'rope_factor' must be an integer" plan --devices 4 rope_factor=8.5
 
 expect "argument '--hardware nope': no hardware profile" sim --devices 4 --hardware nope
 expect "argument '--scenario nope': no scenario file" sim --scenario nope

@@ -233,6 +233,55 @@ static void test_upstream_models(void)
     CHECKF(n >= 78 && ok == n, "%d of %d model files load", ok, n);
 }
 
+/* Every historical base.yml (in tests/data/maxtext/history) loads and plans
+ * deepseek2-16b with the built-in enumeration; the routed experts keep their
+ * expert sharding (the older logical names are used) and the mesh has the
+ * release's own axes. The dumps of these releases are checked entry by
+ * entry by test_golden --versions. */
+static void test_history(void)
+{
+    char hdir[1024];
+    snprintf(hdir, sizeof hdir, "%s/maxtext/history", g_data);
+    DIR *d = opendir(hdir);
+    CHECKF(d != NULL, "cannot open %s", hdir);
+    struct dirent *v;
+    int versions = 0;
+    while (d && (v = readdir(d))) {
+        if (v->d_name[0] == '.')
+            continue;
+        char base[2048], model[2048];
+        snprintf(base, sizeof base, "%s/%s/configs/base.yml", hdir, v->d_name);
+        snprintf(model, sizeof model, "%s/%s/configs/models/deepseek2-16b.yml", hdir, v->d_name);
+        const char *ov[] = { "ici_fsdp_parallelism=-1", "ici_expert_parallelism=4" };
+        smoe_config *c;
+        smoe_err e;
+        if (load(base, model, 2, ov, &c, &e)) {
+            CHECKF(0, "%s: %s: %s", v->d_name, e.where, e.msg);
+            continue;
+        }
+        smoe_plan_opts po = { 64, 1, NULL, 4 };
+        smoe_plan *p;
+        if (smoe_plan_build(c, &po, &p, &e)) {
+            CHECKF(0, "%s: plan: %s: %s", v->d_name, e.where, e.msg);
+            smoe_config_free(c);
+            continue;
+        }
+        versions++;
+        const smoe_weight *w = smoe_plan_find(p, "decoder/moe_layers/DeepSeekMoeBlock_0/MoeBlock_0/wi_0");
+        CHECKF(w && w->spec.dim[0].n >= 1 && strcmp(w->spec.dim[0].ax[0], "expert") == 0,
+               "%s: routed experts lost their expert sharding", v->d_name);
+        int tt = 0;
+        for (int i = 0; i < p->mesh.n; i++)
+            tt |= strcmp(p->mesh.name[i], "tensor_transpose") == 0;
+        CHECKF(tt, "%s: mesh without tensor_transpose", v->d_name);
+        smoe_plan_free(p);
+        smoe_config_free(c);
+    }
+    if (d)
+        closedir(d);
+    CHECKF(versions >= 5, "only %d historical versions planned", versions);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -250,6 +299,7 @@ int main(int argc, char **argv)
     test_coercion_oracle();
     test_fields_on_bundled();
     test_upstream_models();
+    test_history();
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
     if (system(cmd) != 0)

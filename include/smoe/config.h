@@ -125,6 +125,22 @@ const char *smoe_config_default_dir(void);
 smoe_status smoe_config_mesh(const smoe_config *c, int64_t devices,
                              int64_t slices, smoe_mesh *out, smoe_err *err);
 
+/* ---- MaxText accelerator names ----
+ * MaxText's accelerator_to_spec_map.py (data/maxtext/topologies.tsv, at
+ * e591f30): v5p-256 -> 128 devices per slice, tpu7x-8 -> 8, a3 -> 8. */
+typedef struct smoe_topology {
+    char name[32];          /* "v5p-256" */
+    char platform[8];       /* tpu | gpu */
+    char topology[32];      /* "v5:4x4x8", "-" for gpu */
+    char chip_config[16];   /* megacore | default | - */
+    int64_t devices_per_slice;
+} smoe_topology;
+/* Look a name up (exact match). SMOE_ENOTFOUND naming some known sizes of
+ * the family otherwise. Thread-safe. */
+smoe_status smoe_topology_find(const char *name, smoe_topology *out, smoe_err *err);
+/* Rows in the table. */
+int smoe_topology_count(void);
+
 /* ---- logical shardings file (--params): MaxText's logical_shardings.json */
 typedef struct smoe_logical_entry {
     const char *key;    /* the JAX key path string, e.g. ".step" */

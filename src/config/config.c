@@ -491,10 +491,15 @@ static smoe_status merge(loader *L, smoe_err *err)
     for (int i = 0; i < L->base.n; i++) {
         const char *key = L->base.e[i].key;
         const smoe_node *v = L->base.e[i].value;
-        /* pydantic validates what survives the merge, base values included */
+        /* pydantic validates what survives the merge, base values included;
+         * a base value today's MaxTextConfig refuses is kept as written: it
+         * is the default of the (older) MaxText version whose base.yml this
+         * is, which validated it against its own types */
+        const smoe_node *cv = v;
         if (cfg_map_index(&L->model, key) < 0 && !find_override(L, key) &&
-            (s = check_key(L, key, v, NULL, v->loc, &v, err)))
+            (s = check_key(L, key, v, NULL, v->loc, &cv, err)) == SMOE_ENOMEM)
             return s;
+        v = s == SMOE_OK ? cv : v;
         if (cfg_map_set(L->a, &c->values, key, v))
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     }

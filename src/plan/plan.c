@@ -2,6 +2,7 @@
  * config's rules) -> per-layer gather plans, co-axis and legacy -> summary.
  */
 #include "smoe/plan.h"
+#include "legacy_names.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -256,7 +257,12 @@ static smoe_status build(const smoe_config *cfg, const smoe_plan_opts *o,
         s = smoe_params_load_json(a, o->params_file, &e, &n, err);
     } else {
         p->source = "built-in enumeration";
+        int renamed;
         s = smoe_inventory_build(cfg, a, &e, &n, err);
+        if (!s)
+            s = plan_legacy_names(a, smoe_config_rules(cfg), e, n, &renamed, err);
+        if (!s && renamed)
+            p->source = "built-in enumeration, with an older MaxText's logical names";
     }
     if (s)
         goto fail;
