@@ -55,6 +55,8 @@ expect "argument '--topology v5p-7': unknown topology 'v5p-7' .*v5p-8" plan --to
 expect "argument '--topology v5p-16': give --devices or --topology" plan --topology v5p-16 --devices 8
 expect "argument 'weight_dtype=float8': 'weight_dtype' must be one of \{bfloat16,float32,float16\}" plan --devices 4 weight_dtype=float8
 expect "argument 'rope_factor=8.5': 'rope_factor' must be an integer" plan --devices 4 rope_factor=8.5
+expect "argument 'logical_axis_rules=\[\[exp, experts\]\]': resource axis 'experts' of the rule for 'exp' is not found in the mesh" plan --devices 64 --model deepseek2-16b ici_fsdp_parallelism=-1 ici_expert_parallelism=4 "logical_axis_rules=[[exp, experts]]"
+expect "rule_missing_axis.yml:3:22: resource axis 'experts' of the rule for 'embed' is not found in the mesh" plan --devices 8 --model "$data/bad/rule_missing_axis.yml" ici_fsdp_parallelism=-1
 
 expect "argument '--hardware nope': no hardware profile" sim --devices 4 --hardware nope
 expect "argument '--scenario nope': no scenario file" sim --scenario nope

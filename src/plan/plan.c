@@ -140,6 +140,44 @@ static void summarise(smoe_plan *p, smoe_plan_summary *s, int legacy)
     }
 }
 
+/* JAX's NamedSharding refuses a spec naming an axis the mesh does not have
+ * ("Resource axis: X of ... is not found in mesh"); MaxText builds every
+ * state sharding that way, so such a rule is an error for a weight (only
+ * activation constraints drop unknown axes). The message names the rule. */
+static smoe_status check_axes_in_mesh(const smoe_plan *p, const smoe_logical_entry *e,
+                                      const smoe_rules *rules, const smoe_pspec *spec,
+                                      smoe_err *err)
+{
+    for (int d = 0; d < spec->rank; d++)
+        for (int k = 0; k < spec->dim[d].n; k++) {
+            const char *ax = spec->dim[d].ax[k];
+            if (smoe_mesh_find(&p->mesh, ax) >= 0)
+                continue;
+            smoe_loc at = e->loc;
+            for (int r = 0; r < rules->n; r++) {
+                const smoe_rule *ru = &rules->r[r];
+                int has = 0;
+                for (int j = 0; j < ru->value.n; j++)
+                    has |= strcmp(ru->value.ax[j], ax) == 0;
+                if (has && e->names[d] && strcmp(ru->name, e->names[d]) == 0) {
+                    at = ru->loc;
+                    break;
+                }
+            }
+            char axes[512];
+            size_t n = 0;
+            axes[0] = 0;
+            for (int i = 0; i < p->mesh.n && n < sizeof axes; i++)
+                n += (size_t)snprintf(axes + n, sizeof axes - n, "%s%s", i ? ", " : "",
+                                      p->mesh.name[i]);
+            return smoe_err_at(err, SMOE_EINVAL, at,
+                               "resource axis '%s' of the rule for '%s' is not found in "
+                               "the mesh (%s): JAX refuses the sharding of %s",
+                               ax, e->names[d] ? e->names[d] : "?", axes, e->key);
+        }
+    return SMOE_OK;
+}
+
 static smoe_status fill_weight(smoe_plan *p, const smoe_logical_entry *e,
                                const smoe_rules *rules, smoe_weight *w,
                                smoe_err *err)
@@ -172,6 +210,8 @@ static smoe_status fill_weight(smoe_plan *p, const smoe_logical_entry *e,
             smoe_loc_format(e->loc, err->where, sizeof err->where);
         return s;
     }
+    if ((s = check_axes_in_mesh(p, e, rules, &w->spec, err)))
+        return s;
     smoe_pspec_drop_size1(&w->spec, &p->mesh, &w->use_spec);
     if (w->kind == SMOE_ENTRY_PARAM) {
         smoe_pspec ls;
