@@ -117,6 +117,8 @@ static void summarise(smoe_plan *p, smoe_plan_summary *s, int legacy)
         case SMOE_GATHER_TAGGED:
             st->tagged++;
             s->tagged++;
+            st->uneven += g->uneven;
+            s->uneven += g->uneven;
             st->tagged_bytes_recv += g->bytes_recv;
             count_ways(s, g->ways);
             break;
@@ -223,6 +225,13 @@ static smoe_status fill_weight(smoe_plan *p, const smoe_logical_entry *e,
                             p->dtype_bytes, &w->gather);
         smoe_gather_compute(&ls, lshape, &p->mesh, SMOE_MODE_LEGACY,
                             p->dtype_bytes, &w->legacy);
+        char why[512];
+        if (smoe_gather_reason(&w->gather, SMOE_MODE_COAXIS, &p->mesh, why, sizeof why) &&
+            !(w->gather.reason = smoe_arena_strdup(p->arena, why)))
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        if (smoe_gather_reason(&w->legacy, SMOE_MODE_LEGACY, &p->mesh, why, sizeof why) &&
+            !(w->legacy.reason = smoe_arena_strdup(p->arena, why)))
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     }
     return SMOE_OK;
 }
@@ -358,6 +367,18 @@ void smoe_plan_free(smoe_plan *p)
 {
     if (p)
         smoe_arena_free(p->arena);
+}
+
+smoe_status smoe_plan_check_even(const smoe_plan *p, smoe_gather_mode mode, smoe_err *err)
+{
+    for (int i = 0; i < p->n; i++) {
+        const smoe_weight *w = &p->w[i];
+        const smoe_gather *g = mode == SMOE_MODE_LEGACY ? &w->legacy : &w->gather;
+        if (w->prefetch && g->uneven)
+            return smoe_err_set(err, SMOE_EINVAL, "%s cannot be prefetched: %s", w->path,
+                                g->reason ? g->reason : "uneven");
+    }
+    return SMOE_OK;
 }
 
 const smoe_weight *smoe_plan_find(const smoe_plan *p, const char *path)
