@@ -37,6 +37,8 @@ expect "argument 'custom_mesh_and_rule=nope': unknown rule set" plan --devices 4
 expect "dup_logical.json:6:[0-9]+: .*logical axis 'mlp' is used twice" plan --devices 4 --params "$data/bad/dup_logical.json"
 expect "broken.json:3:[0-9]+: malformed JSON" plan --devices 4 --params "$data/bad/broken.json"
 expect "missing.json: cannot open file" plan --devices 4 --params "$data/bad/missing.json"
+expect "/dev/zero: larger than 128 MiB" plan --devices 4 --params /dev/zero
+expect "dup_key_late.json:4:3: duplicate key '.step'" plan --devices 4 --params "$data/bad/dup_key_late.json"
 expect "argument 'ici_expert_parallelism=four': 'ici_expert_parallelism' must be an integer" plan --devices 4 ici_expert_parallelism=four
 expect "argument 'base_emb_dim=1.5': 'base_emb_dim' must be an integer" plan --devices 4 base_emb_dim=1.5
 expect "argument 'no_such_key=1': unknown key 'no_such_key'" plan --devices 4 no_such_key=1
