@@ -515,9 +515,21 @@ static smoe_status merge(loader *L, smoe_err *err)
         if (!f->def || strchr(f->name, '.') || cfg_map_index(&c->values, f->name) >= 0)
             continue;
         smoe_node *d;
-        if ((s = smoe_yaml_load_string(L->a, f->def, "MaxText default (types.py)", &d, err)))
-            return s;
-        relocate(d, "MaxText default (types.py)");
+        smoe_loc at = { "MaxText default (types.py)", 0, 0 };
+        size_t dl = strlen(f->def);
+        if (f->def[0] == '[' || f->def[0] == '{' ||
+            (f->def[0] == '"' && strchr(f->def, '\\'))) {
+            if ((s = smoe_yaml_load_string(L->a, f->def, at.file, &d, err)))
+                return s;
+            relocate(d, at.file);
+        } else if (f->def[0] == '"' && dl >= 2) { /* a plain JSON string */
+            char *txt = smoe_arena_strndup(L->a, f->def + 1, dl - 2);
+            if (!txt || !(d = cfg_scalar(L->a, txt, at)))
+                return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+            d->plain = 0;
+        } else if (!(d = cfg_scalar(L->a, f->def, at))) { /* number, true, null */
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        }
         if (cfg_map_set(L->a, &c->values, f->name, d))
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     }

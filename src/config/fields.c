@@ -32,63 +32,37 @@
 #include <string.h>
 #include <strings.h>
 
-extern const char *const smoe_maxtext_fields[];
+/* name, type, constraints, default, declared in; sorted by name */
+extern const char *const smoe_maxtext_fields[][5];
 extern const size_t smoe_maxtext_fields_n;
 
 struct cfg_fields {
-    cfg_field *f;
+    cfg_field *f; /* sorted by name, as the table is */
     int n;
-    cfg_map index; /* name -> (smoe_node *) carrying the row index in ->n */
 };
 
 enum { M_FAIL = 0, M_LAX = 1, M_STRICT = 2, M_EXACT = 3 };
-
-/* Split "a\tb\tc" into at most n fields (arena copies). */
-static int split_tabs(smoe_arena *a, const char *row, const char **out, int n)
-{
-    int k = 0;
-    const char *p = row;
-    while (k < n) {
-        const char *t = strchr(p, '\t');
-        size_t len = t ? (size_t)(t - p) : strlen(p);
-        out[k] = smoe_arena_strndup(a, p, len);
-        if (!out[k])
-            return -1;
-        k++;
-        if (!t)
-            break;
-        p = t + 1;
-    }
-    return k;
-}
 
 smoe_status cfg_fields_open(smoe_arena *a, const cfg_fields **out, smoe_err *err)
 {
     cfg_fields *t = smoe_arena_alloc(a, sizeof *t);
     if (!t)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    memset(t, 0, sizeof *t);
     t->f = smoe_arena_alloc(a, sizeof *t->f * (smoe_maxtext_fields_n + 1));
     if (!t->f)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    t->n = 0;
     for (size_t i = 0; i < smoe_maxtext_fields_n; i++) {
-        const char *col[5];
-        if (split_tabs(a, smoe_maxtext_fields[i], col, 5) != 5)
-            return smoe_err_set(err, SMOE_EINVAL,
-                                "built-in MaxText field table: row %zu is malformed", i + 1);
+        const char *const *col = smoe_maxtext_fields[i];
         cfg_field *f = &t->f[t->n];
         f->name = col[0];
         f->type = col[1];
         f->bounds = strcmp(col[2], "-") ? col[2] : "";
         f->def = strcmp(col[3], "-") ? col[3] : NULL;
         f->declared_in = col[4];
-        smoe_node *idx = smoe_arena_alloc(a, sizeof *idx);
-        if (!idx)
-            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-        memset(idx, 0, sizeof *idx);
-        idx->n = t->n;
-        if (cfg_map_set(a, &t->index, f->name, idx))
-            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        if (t->n && strcmp(t->f[t->n - 1].name, f->name) >= 0)
+            return smoe_err_set(err, SMOE_EINVAL,
+                                "built-in MaxText field table: '%s' out of order", f->name);
         t->n++;
     }
     *out = t;
@@ -97,8 +71,17 @@ smoe_status cfg_fields_open(smoe_arena *a, const cfg_fields **out, smoe_err *err
 
 const cfg_field *cfg_field_find(const cfg_fields *t, const char *name)
 {
-    const smoe_node *idx = cfg_map_get(&t->index, name);
-    return idx ? &t->f[idx->n] : NULL;
+    int lo = 0, hi = t->n - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2, c = strcmp(t->f[mid].name, name);
+        if (c == 0)
+            return &t->f[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return NULL;
 }
 
 int cfg_fields_count(const cfg_fields *t) { return t->n; }
