@@ -304,34 +304,22 @@ static int member_try(coerce_ctx *c, const char *m, size_t mlen, const char *bou
     smoe_scalar_type t = smoe_node_type(v);
     char buf[64];
 #define IS(lit) (mlen == sizeof(lit) - 1 && strncmp(m, lit, mlen) == 0)
+    /* members that take a value of one YAML type as it is */
+    static const struct { const char *name; smoe_scalar_type t; } k_as_is[] = {
+        { "none", SMOE_T_NULL }, { "str", SMOE_T_STR }, { "dict", SMOE_T_MAP },
+        { "list", SMOE_T_SEQ },
+    };
     if (IS("any")) {
         *out = v;
         return M_EXACT;
     }
-    if (IS("none")) {
-        if (t != SMOE_T_NULL)
-            return M_FAIL;
-        *out = v;
-        return M_EXACT;
-    }
-    if (IS("str")) {
-        if (t != SMOE_T_STR)
-            return M_FAIL;
-        *out = v;
-        return M_EXACT;
-    }
-    if (IS("dict")) {
-        if (t != SMOE_T_MAP)
-            return M_FAIL;
-        *out = v;
-        return M_EXACT;
-    }
-    if (IS("list")) {
-        if (t != SMOE_T_SEQ)
-            return M_FAIL;
-        *out = v;
-        return M_EXACT;
-    }
+    for (size_t k = 0; k < sizeof k_as_is / sizeof k_as_is[0]; k++)
+        if (mlen == strlen(k_as_is[k].name) && strncmp(m, k_as_is[k].name, mlen) == 0) {
+            if (t != k_as_is[k].t)
+                return M_FAIL;
+            *out = v;
+            return M_EXACT;
+        }
     if (IS("bool")) {
         int b;
         int lvl = M_LAX;
