@@ -6,8 +6,9 @@ mpiexec=$1
 smoe=$2
 pass=0
 fail=0
-err=$(mktemp)
-trap 'rm -f "$err"' EXIT
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+err=$tmp/err
 
 expect() { # NP PATTERN ARGS...
   np=$1
@@ -40,7 +41,17 @@ expect 4 "argument '--devices': is set by the number of MPI ranks" --devices 4
 expect 4 "argument 'ici_expert_parallelism=two': 'ici_expert_parallelism' must be an integer" \
   ici_expert_parallelism=two
 expect 2 "argument '--model nope': unknown model 'nope'" --model nope
-expect 2 ".*: the data file has [0-9]+ bytes; a sequence needs" --data "$0" max_target_length=100000
-expect 2 ".*/tests: cannot read the data file" --data "$(cd "$(dirname "$0")" && pwd)"
+expect 2 ".*: the data file has [0-9]+ bytes; a sequence of max_target_length 100000 tokens needs" --data "$0" max_target_length=100000
+expect 2 ".*/tests: the data file is a directory, not a regular file" --data "$(cd "$(dirname "$0")" && pwd)"
+# not regular files: a FIFO would block the open (a hang), a device has no size
+mkfifo "$tmp/fifo"
+expect 2 ".*/fifo: the data file is a FIFO, not a regular file" --data "$tmp/fifo"
+expect 2 "/dev/zero: the data file is a device, not a regular file" --data /dev/zero
+expect 2 "argument 'vocab_size=100': 'vocab_size' must be >= 256 \(smoe train's tokens are the data file's bytes\) for smoe train, got 100" \
+  vocab_size=100 override_model_config=true
+expect 2 "argument 'adam_b2=0.99999999': 'adam_b2' must be in \[0, 1\) after rounding to float32" adam_b2=0.99999999
+expect 2 "argument 'capacity_factor=1e-46': 'capacity_factor' must be <= 0 \(dropless\) or a finite number that stays > 0 in float32" \
+  capacity_factor=1e-46
+expect 2 "argument 'max_target_length=0': 'max_target_length' must be >= 1" max_target_length=0
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
