@@ -331,6 +331,10 @@ int cmd_train(int argc, char **argv)
             snprintf(err.where, sizeof err.where, "%d MPI ranks", smoe_rt_size(rt));
         fail(rt, &err);
     }
+    /* a weight whose prefetch all-gather would get uneven shards */
+    if (smoe_plan_check_even(plan, SMOE_MODE_COAXIS, &err) ||
+        smoe_plan_check_even(plan, SMOE_MODE_LEGACY, &err))
+        fail(rt, &err);
     if (smoe_rt_set_mesh(rt, &plan->mesh, &ro, &err))
         fail(rt, &err);
     smoe_model_cfg mc;
