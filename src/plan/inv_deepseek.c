@@ -1,0 +1,91 @@
+/* The deepseek decoder block (DeepSeek-V2/V3/V3.2, Kimi K2), after MaxText
+ * e591f30 src/maxtext/models/deepseek.py (DeepSeekDenseLayer,
+ * DeepSeekMoELayer: pre/post_self_attention_layer_norm, self_attention,
+ * mlp | DeepSeekMoeBlock_0 {MoeBlock_0, shared_experts}) and
+ * src/maxtext/layers/attention_mla.py (MLA: query | wq_a/q_norm/wq_b,
+ * wkv_a, kv_norm, wkv_b, out; with use_indexer the Indexer's wq_b, wk,
+ * k_norm (flax LayerNorm: scale and bias, no logical axes) and
+ * weights_proj). The first first_num_dense_layers layers are the
+ * "dense_layers" stack, the rest "moe_layers" (unscanned: dense_layers_<i>,
+ * moe_layers_<i>). */
+#include "inv_impl.h"
+
+static smoe_status add_mla(inv *v, const model_dims *m, const inv_at *at)
+{
+    const int64_t H = m->heads, e = m->emb, qk = m->qk_nope + m->qk_rope;
+    const int ar = m->context_autoregressive;
+    if (m->q_lora == 0) {
+        INV_ADD(at, "self_attention/query/kernel", D(e, "embed"), D(H, "q_heads"), D(qk, "kv"));
+    } else {
+        INV_ADD(at, "self_attention/wq_a/kernel", D(e, "embed"), D(m->q_lora, "q_lora_up_proj"));
+        TRY(inv_norm(v, at, "self_attention/q_norm", m->q_lora));
+        INV_ADD(at, "self_attention/wq_b/kernel", D(m->q_lora, "q_lora"), D(H, "q_heads"),
+                D(qk, "kv"));
+    }
+    INV_ADD(at, "self_attention/wkv_a/kernel", D(e, "embed"),
+            D(m->kv_lora + m->qk_rope, "kv_lora_up_proj"));
+    TRY(inv_norm(v, at, "self_attention/kv_norm", m->kv_lora));
+    INV_ADD(at, "self_attention/wkv_b/kernel", D(m->kv_lora, "kv_lora"), D(H, "kv_heads"),
+            D(m->qk_nope + m->v_head, "kv_head_dim"));
+    INV_ADD(at, "self_attention/out/kernel", D(H, ar ? NULL : "heads"),
+            D(m->v_head, ar ? NULL : "kv"), D(e, ar ? NULL : "embed"));
+    int indexer = 0;
+    TRY(inv_bool(v, "use_indexer", &indexer));
+    if (indexer) {
+        int64_t ih, id;
+        TRY(inv_int(v, "indexer_n_heads", 64, &ih));
+        TRY(inv_int(v, "indexer_head_dim", 128, &id));
+        INV_ADD(at, "self_attention/indexer/wq_b/kernel", D(m->q_lora, "q_lora"),
+                D(ih, "q_heads"), D(id, "kv"));
+        INV_ADD(at, "self_attention/indexer/wk/kernel", D(e, "embed"), D(id, "kv"));
+        INV_ADD(at, "self_attention/indexer/k_norm/scale", D(id, NULL));
+        INV_ADD(at, "self_attention/indexer/k_norm/bias", D(id, NULL));
+        INV_ADD(at, "self_attention/indexer/weights_proj/kernel", D(e, "embed"),
+                D(ih, "q_heads"));
+    }
+    return SMOE_OK;
+}
+
+static smoe_status norms(inv *v, const model_dims *m, const inv_at *at)
+{
+    TRY(inv_norm(v, at, "pre_self_attention_layer_norm", m->emb));
+    return inv_norm(v, at, "post_self_attention_layer_norm", m->emb);
+}
+
+static smoe_status dense_layer(inv *v, const model_dims *m, const inv_at *at, int64_t idx)
+{
+    (void)idx;
+    TRY(norms(v, m, at));
+    TRY(add_mla(v, m, at));
+    return inv_mlp(v, m, at, "mlp", m->emb, m->mlp, 0);
+}
+
+static smoe_status moe_layer(inv *v, const model_dims *m, const inv_at *at, int64_t idx)
+{
+    (void)idx;
+    TRY(norms(v, m, at));
+    TRY(add_mla(v, m, at));
+    TRY(inv_routed(v, m, at, "DeepSeekMoeBlock_0/MoeBlock_0", "embed_moe", m->moe_mlp));
+    if (m->shared_experts > 0)
+        TRY(inv_mlp(v, m, at, "DeepSeekMoeBlock_0/shared_experts", m->moe_in,
+                    m->shared_experts * m->moe_mlp, 0));
+    return SMOE_OK;
+}
+
+smoe_status inv_deepseek(inv *v, const model_dims *m)
+{
+    int64_t mhc = 1;
+    TRY(inv_int(v, "mhc_expansion_rate", 1, &mhc));
+    if (mhc > 1)
+        return smoe_err_at(v->err, SMOE_EINVAL, smoe_config_loc(v->cfg, "mhc_expansion_rate"),
+                           "manifold-constrained hyper-connections (mhc_expansion_rate > 1) "
+                           "are not in the built-in deepseek enumeration; pass --params with "
+                           "MaxText's logical_shardings.json");
+    if (inv_list_len(v, "engram_layers") > 0)
+        return smoe_err_at(v->err, SMOE_EINVAL, smoe_config_loc(v->cfg, "engram_layers"),
+                           "engram layers are not in the built-in deepseek enumeration; pass "
+                           "--params with MaxText's logical_shardings.json");
+    TRY(inv_top_weights(v, m, 0));
+    TRY(inv_layers(v, m, "dense_layers", m->first_dense, 0, dense_layer));
+    return inv_layers(v, m, "moe_layers", m->layers - m->first_dense, m->first_dense, moe_layer);
+}

@@ -1,0 +1,106 @@
+/* The llama-shaped decoder blocks: pre_self_attention_layer_norm,
+ * self_attention (GQA), post_self_attention_layer_norm, then a dense MLP
+ * or routed experts. After MaxText e591f30:
+ *   llama2, mistral  src/maxtext/models/llama2.py, mistral.py: mlp
+ *   mixtral          src/maxtext/models/mixtral.py: MoeBlock_0 (gate axes
+ *                    (embed, None), width mlp_dim)
+ *   qwen2            src/maxtext/models/qwen2.py: q/k/v biases with
+ *                    attention_bias (out has none), use_qk_norm
+ *   qwen3            src/maxtext/models/qwen3.py Qwen3DecoderLayer: mlp,
+ *                    use_qk_norm (per-head query_norm/key_norm)
+ *   qwen3_moe        qwen3.py Qwen3MoeDecoderLayer: moe_block (gate axes
+ *                    (embed, None), width moe_mlp_dim)
+ * Attention options the layer does not pass stay at Attention's defaults
+ * (no qk norm, no projection bias); attention_sink is read from the config
+ * by Attention itself. */
+#include "inv_impl.h"
+
+#include <string.h>
+
+static smoe_status attn(inv *v, const model_dims *m, const inv_at *at)
+{
+    inv_attn o;
+    TRY(inv_attn_default(v, m, &o));
+    const char *b = m->decoder_block;
+    int qwen = strncmp(b, "qwen", 4) == 0;
+    if (!qwen) {
+        o.qk_norm = 0;
+        o.bias = o.out_bias = 0;
+    }
+    if (strcmp(b, "qwen2") == 0)
+        o.out_bias = 0;
+    else if (qwen)
+        o.bias = o.out_bias = 0;
+    TRY(inv_norm(v, at, "pre_self_attention_layer_norm", m->emb));
+    TRY(inv_norm(v, at, "post_self_attention_layer_norm", m->emb));
+    return inv_gqa(v, m, at, "self_attention", &o);
+}
+
+static smoe_status dense_layer(inv *v, const model_dims *m, const inv_at *at, int64_t idx)
+{
+    (void)idx;
+    TRY(attn(v, m, at));
+    return inv_mlp(v, m, at, "mlp", m->emb, m->mlp, 0);
+}
+
+static smoe_status mixtral_layer(inv *v, const model_dims *m, const inv_at *at, int64_t idx)
+{
+    (void)idx;
+    TRY(attn(v, m, at));
+    return inv_routed(v, m, at, "MoeBlock_0", "embed", m->mlp);
+}
+
+static smoe_status qwen3_moe_layer(inv *v, const model_dims *m, const inv_at *at, int64_t idx)
+{
+    (void)idx;
+    TRY(attn(v, m, at));
+    return inv_routed(v, m, at, "moe_block", "embed", m->moe_mlp);
+}
+
+static smoe_status dense(inv *v, const model_dims *m)
+{
+    TRY(inv_top_weights(v, m, 0));
+    return inv_layers(v, m, "layers", m->layers, 0, dense_layer);
+}
+
+smoe_status inv_llama(inv *v, const model_dims *m) { return dense(v, m); }
+smoe_status inv_qwen2(inv *v, const model_dims *m) { return dense(v, m); }
+smoe_status inv_qwen3(inv *v, const model_dims *m) { return dense(v, m); }
+
+smoe_status inv_mixtral(inv *v, const model_dims *m)
+{
+    TRY(inv_top_weights(v, m, 0));
+    return inv_layers(v, m, "layers", m->layers, 0, mixtral_layer);
+}
+
+smoe_status inv_qwen3_moe(inv *v, const model_dims *m)
+{
+    TRY(inv_top_weights(v, m, 0));
+    return inv_layers(v, m, "layers", m->layers, 0, qwen3_moe_layer);
+}
+
+/* olmo3: src/maxtext/models/olmo3.py Olmo3DecoderLayer: attention (GQA;
+ * with use_qk_norm a GlobalRMSNorm over all heads, heads*head_dim
+ * features, for model names olmo3*), post_self_attention_layer_norm, mlp,
+ * post_mlp_layer_norm; Olmo3ScannableBlock scans
+ * inhomogeneous_layer_cycle_interval layers as decoder/layers/layers_<k>. */
+static smoe_status olmo3_layer(inv *v, const model_dims *m, const inv_at *at, int64_t idx)
+{
+    (void)idx;
+    inv_attn o;
+    TRY(inv_attn_default(v, m, &o));
+    o.qk_norm_q = m->heads * m->head_dim;
+    o.qk_norm_k = m->kv_heads * m->head_dim;
+    TRY(inv_gqa(v, m, at, "attention", &o));
+    TRY(inv_norm(v, at, "post_self_attention_layer_norm", m->emb));
+    TRY(inv_mlp(v, m, at, "mlp", m->emb, m->mlp, 0));
+    return inv_norm(v, at, "post_mlp_layer_norm", m->emb);
+}
+
+smoe_status inv_olmo3(inv *v, const model_dims *m)
+{
+    int64_t cycle;
+    TRY(inv_cycle_len(v, m, &cycle));
+    TRY(inv_top_weights(v, m, 0));
+    return inv_cycle(v, m, m->layers, cycle, olmo3_layer);
+}
