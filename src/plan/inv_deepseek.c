@@ -38,8 +38,8 @@ static smoe_status add_mla(inv *v, const model_dims *m, const inv_at *at)
         INV_ADD(at, "self_attention/indexer/wq_b/kernel", D(m->q_lora, "q_lora"),
                 D(ih, "q_heads"), D(id, "kv"));
         INV_ADD(at, "self_attention/indexer/wk/kernel", D(e, "embed"), D(id, "kv"));
-        INV_ADD(at, "self_attention/indexer/k_norm/scale", D(id, NULL));
-        INV_ADD(at, "self_attention/indexer/k_norm/bias", D(id, NULL));
+        INV_PLAIN(at, "self_attention/indexer/k_norm/scale", D(id, NULL));
+        INV_PLAIN(at, "self_attention/indexer/k_norm/bias", D(id, NULL));
         INV_ADD(at, "self_attention/indexer/weights_proj/kernel", D(e, "embed"),
                 D(ih, "q_heads"));
     }
@@ -65,11 +65,11 @@ static smoe_status moe_layer(inv *v, const model_dims *m, const inv_at *at, int6
     (void)idx;
     TRY(norms(v, m, at));
     TRY(add_mla(v, m, at));
-    TRY(inv_routed(v, m, at, "DeepSeekMoeBlock_0/MoeBlock_0", "embed_moe", m->moe_mlp));
+    /* RoutedAndSharedMoE; with shared_experts = 0 MaxText's shared MLP has
+     * zero-width weights, left out here */
     if (m->shared_experts > 0)
-        TRY(inv_mlp(v, m, at, "DeepSeekMoeBlock_0/shared_experts", m->moe_in,
-                    m->shared_experts * m->moe_mlp, 0));
-    return SMOE_OK;
+        return inv_routed_shared(v, m, at, "DeepSeekMoeBlock_0", m->moe_mlp);
+    return inv_routed(v, m, at, "DeepSeekMoeBlock_0/MoeBlock_0", "embed_moe", m->moe_mlp);
 }
 
 smoe_status inv_deepseek(inv *v, const model_dims *m)

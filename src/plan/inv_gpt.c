@@ -72,5 +72,5 @@ smoe_status inv_gpt_oss(inv *v, const model_dims *m)
     int64_t cycle;
     TRY(inv_cycle_len(v, m, &cycle));
     TRY(inv_top_weights(v, m, 0));
-    return inv_cycle(v, m, m->layers, cycle, gpt_oss_layer);
+    return inv_cycle(v, m, m->layers, cycle, "layers", gpt_oss_layer);
 }

@@ -35,7 +35,7 @@ typedef struct inv {
 typedef struct inv_at {
     const char *prefix;
     const char *stack;
-    int64_t L;
+    int64_t L;        /* > 0: a stacked dim of L is inserted */
 } inv_at;
 
 /* Top level (no stack): prefix "" means paths are taken as given. */
@@ -71,10 +71,10 @@ typedef smoe_status (*inv_layer_fn)(inv *v, const model_dims *m, const inv_at *a
 smoe_status inv_layers(inv *v, const model_dims *m, const char *name, int64_t n,
                        int64_t first_idx, inv_layer_fn fn);
 /* A scannable block of `cycle` layers (llama4, gpt_oss, olmo3, ...):
- * scanned, fn at decoder/layers/layers_<k> (idx k) stacked n/cycle times;
+ * scanned, fn at decoder/layers/<sub>_<k> (idx k) stacked n/cycle times;
  * unscanned, fn at decoder/layers_<i> (idx i), i < n. */
 smoe_status inv_cycle(inv *v, const model_dims *m, int64_t n, int64_t cycle,
-                      inv_layer_fn fn);
+                      const char *sub, inv_layer_fn fn);
 
 /* inhomogeneous_layer_cycle_interval, checked to divide the layer count
  * when layers are scanned. */
@@ -93,6 +93,15 @@ smoe_status inv_cycle_len(inv *v, const model_dims *m, int64_t *cycle);
         smoe_status s_ = inv_add(v, (at), (rest), r_, sh_, nm_);              \
         if (s_)                                                                \
             return s_;                                                         \
+    } while (0)
+/* A weight MaxText gives no logical axes (a plain nnx.Param, a flax
+ * LayerNorm or Conv, an RMSNorm with default kernel_axes): every dim None,
+ * the stacked dim too, so it is neither sharded nor prefetched. */
+#define INV_PLAIN(at, rest, ...)                                               \
+    do {                                                                       \
+        inv_at p_ = *(at);                                                     \
+        p_.stack = NULL;                                                       \
+        INV_ADD(&p_, rest, __VA_ARGS__);                                       \
     } while (0)
 #define D(size, name) { (size), (name) }
 #define TRY(expr)                                                              \
@@ -116,6 +125,11 @@ smoe_status inv_mlp(inv *v, const model_dims *m, const inv_at *at, const char *m
  * routed_bias), wi_<k>/wi, wo; gate_axis is the gate kernel's input axis. */
 smoe_status inv_routed(inv *v, const model_dims *m, const inv_at *at, const char *mod,
                        const char *gate_axis, int64_t width);
+/* RoutedAndSharedMoE (moe.py) under <mod>: MoeBlock_0 (gate axes
+ * (embed_moe, None), width moe_mlp_dim) and shared_experts, an MlpBlock of
+ * shared_experts * shared_width. */
+smoe_status inv_routed_shared(inv *v, const model_dims *m, const inv_at *at, const char *mod,
+                              int64_t shared_width);
 /* Options of the GQA attention (attentions.py Attention). */
 typedef struct inv_attn {
     int64_t heads, kv_heads, head_dim;
@@ -147,5 +161,8 @@ smoe_status inv_gemma3(inv *v, const model_dims *m);
 smoe_status inv_gpt3(inv *v, const model_dims *m);
 smoe_status inv_gpt_oss(inv *v, const model_dims *m);
 smoe_status inv_olmo3(inv *v, const model_dims *m);
+smoe_status inv_llama4(inv *v, const model_dims *m);
+smoe_status inv_envy(inv *v, const model_dims *m);
+smoe_status inv_qwen_hybrid(inv *v, const model_dims *m); /* qwen3_next, qwen3_5 */
 
 #endif

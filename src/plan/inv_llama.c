@@ -102,5 +102,5 @@ smoe_status inv_olmo3(inv *v, const model_dims *m)
     int64_t cycle;
     TRY(inv_cycle_len(v, m, &cycle));
     TRY(inv_top_weights(v, m, 0));
-    return inv_cycle(v, m, m->layers, cycle, olmo3_layer);
+    return inv_cycle(v, m, m->layers, cycle, "layers", olmo3_layer);
 }

@@ -38,8 +38,9 @@ smoe_status inv_add(inv *v, const inv_at *at, const char *rest, int rank,
     }
     smoe_logical_entry *e = &v->e[v->n];
     memset(e, 0, sizeof *e);
-    int at_dim = at->stack ? (int)(v->scan_axis < rank ? v->scan_axis : rank) : -1;
-    if (rank + (at->stack != NULL) > SMOE_MAX_RANK)
+    int stacked = at->L > 0;
+    int at_dim = stacked ? (int)(v->scan_axis < rank ? v->scan_axis : rank) : -1;
+    if (rank + stacked > SMOE_MAX_RANK)
         return smoe_err_set(v->err, SMOE_EINTERNAL, "rank too large for %s", path);
     int r = 0;
     for (int i = 0; i <= rank; i++) {
@@ -139,7 +140,7 @@ smoe_status inv_layers(inv *v, const model_dims *m, const char *name, int64_t n,
 }
 
 smoe_status inv_cycle(inv *v, const model_dims *m, int64_t n, int64_t cycle,
-                      inv_layer_fn fn)
+                      const char *sub, inv_layer_fn fn)
 {
     if (!m->scan_layers) {
         for (int64_t i = 0; i < n; i++) {
@@ -150,7 +151,7 @@ smoe_status inv_cycle(inv *v, const model_dims *m, int64_t n, int64_t cycle,
     }
     inv_at blk = { "decoder/layers", "layers", n / cycle };
     for (int64_t k = 0; k < cycle; k++) {
-        inv_at at = inv_sub(v, &blk, inv_fmt(v, "layers_%lld", (long long)k));
+        inv_at at = inv_sub(v, &blk, inv_fmt(v, "%s_%lld", sub, (long long)k));
         TRY(fn(v, m, &at, k));
     }
     return SMOE_OK;
@@ -174,18 +175,22 @@ static const struct {
     smoe_status (*fn)(inv *v, const model_dims *m);
 } k_blocks[] = {
     { "deepseek", inv_deepseek },
+    { "envy", inv_envy },
     { "gemma", inv_gemma },
     { "gemma2", inv_gemma2 },
     { "gemma3", inv_gemma3 },
     { "gpt3", inv_gpt3 },
     { "gpt_oss", inv_gpt_oss },
     { "llama2", inv_llama },
+    { "llama4", inv_llama4 },
     { "mistral", inv_llama },
     { "mixtral", inv_mixtral },
     { "olmo3", inv_olmo3 },
     { "qwen2", inv_qwen2 },
     { "qwen3", inv_qwen3 },
+    { "qwen3_5", inv_qwen_hybrid },
     { "qwen3_moe", inv_qwen3_moe },
+    { "qwen3_next", inv_qwen_hybrid },
 };
 
 /* Compare two params paths component by component (tree-flatten order). */
