@@ -8,8 +8,11 @@
  * with logical_axis_rules merged by MaxText's hand-written rule (an
  * overridden logical name moves to the end), then a custom_mesh_and_rule
  * file replacing mesh_axes / logical_axis_rules / data_sharding wholesale,
- * then the pipeline post-fixups. Every key set by a model file or an
- * override must exist in the base config.
+ * then the pipeline post-fixups. A key must be a field of MaxText's pydantic
+ * MaxTextConfig (the table data/maxtext/config_fields.tsv, types.py at
+ * e591f30) or a key of the base chain (an older MaxText's key); a field's
+ * value is coerced as pydantic's lax mode does (8.0 -> 8 for an int), a
+ * field no file sets takes MaxTextConfig's default.
  *
  * The YAML reader (libyaml) lives in yaml_load.c, the JSON --params reader
  * (cJSON) in params_json.c; nothing else in smoe includes those libraries'
