@@ -125,7 +125,7 @@ smoe_status inv_gqa(inv *v, const model_dims *m, const inv_at *at, const char *m
         if (o->bias)
             INV_ADD(at, inv_fmt(v, "%s/query/bias", mod), D(H, ar ? NULL : "q_heads"),
                     D(hd, ar ? NULL : "kv"));
-        int nkv = o->share_kv ? 1 : 2;
+        int nkv = o->no_kv ? 0 : o->share_kv ? 1 : 2;
         static const char *const kv[2] = { "key", "value" };
         for (int i = 0; i < nkv; i++) {
             INV_ADD(at, inv_fmt(v, "%s/%s/kernel", mod, kv[i]), D(e, ar ? NULL : "embed"),
@@ -135,17 +135,19 @@ smoe_status inv_gqa(inv *v, const model_dims *m, const inv_at *at, const char *m
                         D(hd, ar ? NULL : "kv_head_dim"));
         }
     }
+    const int64_t od = o->out_dim > 0 ? o->out_dim : e;
     INV_ADD(at, inv_fmt(v, "%s/out/kernel", mod), D(H, ar ? NULL : "heads"),
-            D(hd, ar ? NULL : "kv"), D(e, ar ? NULL : "embed"));
+            D(hd, ar ? NULL : "kv"), D(od, ar ? NULL : "embed"));
     if (o->out_bias)
-        INV_ADD(at, inv_fmt(v, "%s/out/bias", mod), D(e, ar ? NULL : "embed"));
+        INV_ADD(at, inv_fmt(v, "%s/out/bias", mod), D(od, ar ? NULL : "embed"));
     if (o->qk_norm) {
         int with_scale = 1;
         if (smoe_config_get(v->cfg, "qk_norm_with_scale"))
             TRY(inv_bool(v, "qk_norm_with_scale", &with_scale));
         if (with_scale) {
             TRY(inv_norm(v, at, inv_fmt(v, "%s/query_norm", mod), o->qk_norm_q));
-            TRY(inv_norm(v, at, inv_fmt(v, "%s/key_norm", mod), o->qk_norm_k));
+            if (!o->no_kv)
+                TRY(inv_norm(v, at, inv_fmt(v, "%s/key_norm", mod), o->qk_norm_k));
         }
     }
     if (o->v_norm) {

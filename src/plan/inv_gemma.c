@@ -86,7 +86,7 @@ smoe_status inv_gemma3(inv *v, const model_dims *m)
     int64_t full = m->layers / GEMMA3_PATTERN, rem = m->layers % GEMMA3_PATTERN;
     if (full > 0)
         TRY(inv_cycle(v, m, full * GEMMA3_PATTERN, GEMMA3_PATTERN, "layers", gemma3_layer));
-    inv_at r = { "decoder/layers_remainder", NULL, 0 };
+    inv_at r = { "decoder/layers_remainder", NULL, 0, NULL, 0 };
     for (int64_t k = 0; k < rem; k++) {
         inv_at at = inv_sub(v, &r, inv_fmt(v, "layers_%lld", (long long)k));
         TRY(gemma3_layer(v, m, &at, full * GEMMA3_PATTERN + k));

@@ -36,6 +36,8 @@ typedef struct inv_at {
     const char *prefix;
     const char *stack;
     int64_t L;        /* > 0: a stacked dim of L is inserted */
+    const char *inner; /* a scan inside the scanned block (gemma4's */
+    int64_t L_in;      /* local_layers), inserted first, or L_in = 0 */
 } inv_at;
 
 /* Top level (no stack): prefix "" means paths are taken as given. */
@@ -60,6 +62,10 @@ smoe_status inv_bool(inv *v, const char *key, int *out);
 int64_t inv_list_len(inv *v, const char *key);
 /* Integer element i of a list-valued key. */
 smoe_status inv_list_int(inv *v, const char *key, int64_t i, int64_t *out);
+
+/* MaxText's model_name: the model_name key, or for a model given as a
+ * file the file's name without directory and .yml. NULL if unknown. */
+const char *inv_model_name(inv *v);
 
 /* One layer at `at`; idx is its index in the whole decoder (unscanned) or
  * its position inside a scanned cycle (scannable blocks), or -1 for a
@@ -100,7 +106,7 @@ smoe_status inv_cycle_len(inv *v, const model_dims *m, int64_t *cycle);
 #define INV_PLAIN(at, rest, ...)                                               \
     do {                                                                       \
         inv_at p_ = *(at);                                                     \
-        p_.stack = NULL;                                                       \
+        p_.stack = p_.inner = NULL;                                            \
         INV_ADD(&p_, rest, __VA_ARGS__);                                       \
     } while (0)
 #define D(size, name) { (size), (name) }
@@ -140,6 +146,9 @@ typedef struct inv_attn {
     int v_norm;      /* value_norm of head_dim (with scale) */
     int sinks;       /* attention_sink: sinks (heads,) */
     int share_kv;    /* share_kv_projections: no value */
+    int64_t out_dim; /* out's output features (0: emb) */
+    int no_kv;       /* share_kv_layer: K/V from another layer, no key,
+                        value, key_norm, value_norm */
 } inv_attn;
 /* The default options from the config (heads, kv heads, head_dim, fused
  * qkv, use_qk_norm with per-head norms, attention_bias, attention_sink). */
@@ -164,5 +173,8 @@ smoe_status inv_olmo3(inv *v, const model_dims *m);
 smoe_status inv_llama4(inv *v, const model_dims *m);
 smoe_status inv_envy(inv *v, const model_dims *m);
 smoe_status inv_qwen_hybrid(inv *v, const model_dims *m); /* qwen3_next, qwen3_5 */
+smoe_status inv_qwen3_custom_moe(inv *v, const model_dims *m);
+smoe_status inv_gemma4(inv *v, const model_dims *m);
+smoe_status inv_gemma4_small(inv *v, const model_dims *m);
 
 #endif

@@ -10,6 +10,11 @@
  *                    use_qk_norm (per-head query_norm/key_norm)
  *   qwen3_moe        qwen3.py Qwen3MoeDecoderLayer: moe_block (gate axes
  *                    (embed, None), width moe_mlp_dim)
+ *   qwen3_custom_moe src/maxtext/models/qwen3_custom.py
+ *                    Qwen3CustomMoeDecoderLayer: attention out projects to
+ *                    attention_output_dim, latent_norm, moe_block on
+ *                    moe_expert_input_dim, layer_up_projection (mlp, embed)
+ *                    back to emb when the two differ
  * Attention options the layer does not pass stay at Attention's defaults
  * (no qk norm, no projection bias); attention_sink is read from the config
  * by Attention itself. */
@@ -17,10 +22,11 @@
 
 #include <string.h>
 
-static smoe_status attn(inv *v, const model_dims *m, const inv_at *at)
+static smoe_status attn_out(inv *v, const model_dims *m, const inv_at *at, int64_t out_dim)
 {
     inv_attn o;
     TRY(inv_attn_default(v, m, &o));
+    o.out_dim = out_dim;
     const char *b = m->decoder_block;
     int qwen = strncmp(b, "qwen", 4) == 0;
     if (!qwen) {
@@ -34,6 +40,11 @@ static smoe_status attn(inv *v, const model_dims *m, const inv_at *at)
     TRY(inv_norm(v, at, "pre_self_attention_layer_norm", m->emb));
     TRY(inv_norm(v, at, "post_self_attention_layer_norm", m->emb));
     return inv_gqa(v, m, at, "self_attention", &o);
+}
+
+static smoe_status attn(inv *v, const model_dims *m, const inv_at *at)
+{
+    return attn_out(v, m, at, 0);
 }
 
 static smoe_status dense_layer(inv *v, const model_dims *m, const inv_at *at, int64_t idx)
@@ -89,8 +100,11 @@ static smoe_status olmo3_layer(inv *v, const model_dims *m, const inv_at *at, in
     (void)idx;
     inv_attn o;
     TRY(inv_attn_default(v, m, &o));
-    o.qk_norm_q = m->heads * m->head_dim;
-    o.qk_norm_k = m->kv_heads * m->head_dim;
+    const char *name = inv_model_name(v);
+    if (name && strncmp(name, "olmo3", 5) == 0) {
+        o.qk_norm_q = m->heads * m->head_dim;
+        o.qk_norm_k = m->kv_heads * m->head_dim;
+    }
     TRY(inv_gqa(v, m, at, "attention", &o));
     TRY(inv_norm(v, at, "post_self_attention_layer_norm", m->emb));
     TRY(inv_mlp(v, m, at, "mlp", m->emb, m->mlp, 0));
@@ -103,4 +117,30 @@ smoe_status inv_olmo3(inv *v, const model_dims *m)
     TRY(inv_cycle_len(v, m, &cycle));
     TRY(inv_top_weights(v, m, 0));
     return inv_cycle(v, m, m->layers, cycle, "layers", olmo3_layer);
+}
+
+static smoe_status qwen3_custom_layer(inv *v, const model_dims *m, const inv_at *at, int64_t idx)
+{
+    (void)idx;
+    int64_t od;
+    TRY(inv_int(v, "attention_output_dim", -1, &od));
+    if (od <= 0 || od != m->moe_in)
+        return smoe_err_at(v->err, SMOE_EINVAL, smoe_config_loc(v->cfg, "attention_output_dim"),
+                           "qwen3_custom_moe needs attention_output_dim > 0 and equal to "
+                           "moe_expert_input_dim (as MaxText checks)");
+    TRY(attn_out(v, m, at, od));
+    TRY(inv_norm(v, at, "latent_norm", od));
+    TRY(inv_routed(v, m, at, "moe_block", "embed", m->moe_mlp));
+    if (od != m->emb) {
+        const int ar = m->context_autoregressive;
+        INV_ADD(at, "layer_up_projection/kernel", D(od, ar ? NULL : "mlp"),
+                D(m->emb, ar ? NULL : "embed"));
+    }
+    return SMOE_OK;
+}
+
+smoe_status inv_qwen3_custom_moe(inv *v, const model_dims *m)
+{
+    TRY(inv_top_weights(v, m, 0));
+    return inv_layers(v, m, "layers", m->layers, 0, qwen3_custom_layer);
 }

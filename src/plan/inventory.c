@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const inv_at inv_top = { "", NULL, 0 };
+const inv_at inv_top = { "", NULL, 0, NULL, 0 };
 
 smoe_status inv_add(inv *v, const inv_at *at, const char *rest, int rank,
                     const int64_t *shape, const char *const *names)
@@ -38,20 +38,28 @@ smoe_status inv_add(inv *v, const inv_at *at, const char *rest, int rank,
     }
     smoe_logical_entry *e = &v->e[v->n];
     memset(e, 0, sizeof *e);
-    int stacked = at->L > 0;
-    int at_dim = stacked ? (int)(v->scan_axis < rank ? v->scan_axis : rank) : -1;
-    if (rank + stacked > SMOE_MAX_RANK)
+    int nstack = (at->L > 0) + (at->L_in > 0);
+    if (rank + nstack > SMOE_MAX_RANK)
         return smoe_err_set(v->err, SMOE_EINTERNAL, "rank too large for %s", path);
-    int r = 0;
-    for (int i = 0; i <= rank; i++) {
-        if (i == at_dim) {
-            e->shape[r] = at->L;
-            e->names[r++] = at->stack;
+    int r = rank;
+    for (int i = 0; i < rank; i++) {
+        e->shape[i] = shape[i];
+        e->names[i] = names[i];
+    }
+    /* inner stack first, then the outer one, each at the scan axis */
+    for (int k = 0; k < 2; k++) {
+        int64_t len = k ? at->L : at->L_in;
+        const char *nm = k ? at->stack : at->inner;
+        if (len <= 0)
+            continue;
+        int d = (int)(v->scan_axis < r ? v->scan_axis : r);
+        for (int i = r; i > d; i--) {
+            e->shape[i] = e->shape[i - 1];
+            e->names[i] = e->names[i - 1];
         }
-        if (i < rank) {
-            e->shape[r] = shape[i];
-            e->names[r++] = names[i];
-        }
+        e->shape[d] = len;
+        e->names[d] = nm;
+        r++;
     }
     e->rank = r;
     v->path[v->n++] = path;
@@ -129,11 +137,11 @@ smoe_status inv_layers(inv *v, const model_dims *m, const char *name, int64_t n,
     if (n <= 0)
         return SMOE_OK;
     if (m->scan_layers) {
-        inv_at at = { inv_fmt(v, "decoder/%s", name), name, n };
+        inv_at at = { inv_fmt(v, "decoder/%s", name), name, n, NULL, 0 };
         return fn(v, m, &at, -1);
     }
     for (int64_t i = 0; i < n; i++) {
-        inv_at at = { inv_fmt(v, "decoder/%s_%lld", name, (long long)i), NULL, 0 };
+        inv_at at = { inv_fmt(v, "decoder/%s_%lld", name, (long long)i), NULL, 0, NULL, 0 };
         TRY(fn(v, m, &at, first_idx + i));
     }
     return SMOE_OK;
@@ -144,17 +152,34 @@ smoe_status inv_cycle(inv *v, const model_dims *m, int64_t n, int64_t cycle,
 {
     if (!m->scan_layers) {
         for (int64_t i = 0; i < n; i++) {
-            inv_at at = { inv_fmt(v, "decoder/layers_%lld", (long long)i), NULL, 0 };
+            inv_at at = { inv_fmt(v, "decoder/layers_%lld", (long long)i), NULL, 0, NULL, 0 };
             TRY(fn(v, m, &at, i));
         }
         return SMOE_OK;
     }
-    inv_at blk = { "decoder/layers", "layers", n / cycle };
+    inv_at blk = { "decoder/layers", "layers", n / cycle, NULL, 0 };
     for (int64_t k = 0; k < cycle; k++) {
         inv_at at = inv_sub(v, &blk, inv_fmt(v, "%s_%lld", sub, (long long)k));
         TRY(fn(v, m, &at, k));
     }
     return SMOE_OK;
+}
+
+const char *inv_model_name(inv *v)
+{
+    const smoe_node *n = smoe_config_get(v->cfg, "model_name");
+    if (n && n->kind == SMOE_NODE_SCALAR && n->str && strcmp(n->str, "default") != 0 &&
+        n->str[0])
+        return n->str;
+    smoe_loc l = smoe_config_loc(v->cfg, "decoder_block");
+    if (!l.file)
+        return NULL;
+    const char *b = strrchr(l.file, '/');
+    b = b ? b + 1 : l.file;
+    size_t len = strlen(b);
+    if (len > 4 && strcmp(b + len - 4, ".yml") == 0)
+        len -= 4;
+    return smoe_arena_printf(v->a, "%.*s", (int)len, b);
 }
 
 smoe_status inv_cycle_len(inv *v, const model_dims *m, int64_t *cycle)
@@ -179,6 +204,8 @@ static const struct {
     { "gemma", inv_gemma },
     { "gemma2", inv_gemma2 },
     { "gemma3", inv_gemma3 },
+    { "gemma4", inv_gemma4 },
+    { "gemma4_small", inv_gemma4_small },
     { "gpt3", inv_gpt3 },
     { "gpt_oss", inv_gpt_oss },
     { "llama2", inv_llama },
@@ -189,6 +216,7 @@ static const struct {
     { "qwen2", inv_qwen2 },
     { "qwen3", inv_qwen3 },
     { "qwen3_5", inv_qwen_hybrid },
+    { "qwen3_custom_moe", inv_qwen3_custom_moe },
     { "qwen3_moe", inv_qwen3_moe },
     { "qwen3_next", inv_qwen_hybrid },
 };
