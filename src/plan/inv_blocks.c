@@ -7,7 +7,12 @@
  *                                   features with the kernel's trailing axes
  *   linears.py MlpBlock             wi | wi_<k> | fused wi, wo
  *   moe.py RoutedMoE, GateLogit     gate, wi_0, wi_1 (or prefused wi), wo,
- *                                   mlp_bias biases, gemma4 per_expert_scale
+ *                                   mlp_bias biases, gemma4 per_expert_scale;
+ *                                   the gate bias is no param for hash-routed
+ *                                   layers, and for deepseek4* models a
+ *                                   MoEBiasVar outside the params collection
+ *   mhc.py ManifoldConstrainedHyperConnections  mhc_norm, res/pre/post
+ *                                   alpha, beta and alpha_scale
  *   attentions.py Attention         query/key/value (or qkv_proj), out,
  *                                   query_norm/key_norm, value_norm, sinks */
 #include "inv_impl.h"
@@ -76,7 +81,9 @@ smoe_status inv_routed(inv *v, const model_dims *m, const inv_at *at, const char
     TRY(inv_bool(v, "prefuse_moe_weights", &prefuse));
     TRY(inv_bool(v, "mlp_bias", &mlp_bias));
     INV_ADD(at, inv_fmt(v, "%s/gate/kernel", mod), D(in, gate_axis), D(E, NULL));
-    if (m->routed_bias)
+    const char *name = inv_model_name(v);
+    int bias_var = name && strncmp(name, "deepseek4", 9) == 0;
+    if (m->routed_bias && !v->hash_routing && !bias_var)
         INV_ADD(at, inv_fmt(v, "%s/gate/bias", mod), D(E, NULL));
     if (prefuse) {
         INV_ADD(at, inv_fmt(v, "%s/wi", mod), D(E, wi[0]), D(in, wi[1]), D(2 * width, wi[2]));
@@ -159,5 +166,32 @@ smoe_status inv_gqa(inv *v, const model_dims *m, const inv_at *at, const char *m
     }
     if (o->sinks)
         INV_ADD(at, inv_fmt(v, "%s/sinks", mod), D(H, NULL));
+    return SMOE_OK;
+}
+
+smoe_status inv_mhc(inv *v, const model_dims *m, const inv_at *at, const char *mod)
+{
+    int64_t k;
+    int lite;
+    TRY(inv_int(v, "mhc_expansion_rate", 1, &k));
+    TRY(inv_bool(v, "enable_mhc_lite", &lite));
+    int64_t perms = 1;
+    for (int64_t i = 2; lite && i <= k; i++)
+        perms *= i;
+    const int64_t kd = k * m->emb;
+    TRY(inv_norm(v, at, inv_fmt(v, "%s/mhc_norm", mod), kd));
+    static const char *const sc[3] = { "res_alpha_scale", "pre_alpha_scale", "post_alpha_scale" };
+    for (int i = 0; i < 3; i++)
+        INV_ADD(at, inv_fmt(v, "%s/%s", mod, sc[i]), D(1, NULL));
+    INV_ADD(at, inv_fmt(v, "%s/res_alpha", mod), D(kd, "activation_embed"),
+            D(lite ? perms : k * k, NULL));
+    INV_ADD(at, inv_fmt(v, "%s/pre_alpha", mod), D(kd, "activation_embed"), D(k, NULL));
+    INV_ADD(at, inv_fmt(v, "%s/post_alpha", mod), D(kd, "activation_embed"), D(k, NULL));
+    if (lite)
+        INV_ADD(at, inv_fmt(v, "%s/res_beta", mod), D(perms, NULL));
+    else
+        INV_ADD(at, inv_fmt(v, "%s/res_beta", mod), D(k, NULL), D(k, NULL));
+    INV_ADD(at, inv_fmt(v, "%s/pre_beta", mod), D(k, NULL));
+    INV_ADD(at, inv_fmt(v, "%s/post_beta", mod), D(k, NULL));
     return SMOE_OK;
 }

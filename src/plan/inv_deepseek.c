@@ -7,7 +7,9 @@
  * k_norm (flax LayerNorm: scale and bias, no logical axes) and
  * weights_proj). The first first_num_dense_layers layers are the
  * "dense_layers" stack, the rest "moe_layers" (unscanned: dense_layers_<i>,
- * moe_layers_<i>). */
+ * moe_layers_<i>). With mhc_expansion_rate > 1 each layer has mhc_attention
+ * and mhc_mlp (src/maxtext/layers/mhc.py); the output head reduces the
+ * streams without weights. */
 #include "inv_impl.h"
 
 static smoe_status add_mla(inv *v, const model_dims *m, const inv_at *at)
@@ -46,10 +48,24 @@ static smoe_status add_mla(inv *v, const model_dims *m, const inv_at *at)
     return SMOE_OK;
 }
 
+/* DeepSeekGenericLayer: the two norms, and with mhc_expansion_rate > 1 the
+ * hyper-connections around attention and MLP. */
+smoe_status inv_deepseek_generic(inv *v, const model_dims *m, const inv_at *at)
+{
+    int64_t mhc = 1;
+    TRY(inv_int(v, "mhc_expansion_rate", 1, &mhc));
+    TRY(inv_norm(v, at, "pre_self_attention_layer_norm", m->emb));
+    TRY(inv_norm(v, at, "post_self_attention_layer_norm", m->emb));
+    if (mhc > 1) {
+        TRY(inv_mhc(v, m, at, "mhc_attention"));
+        TRY(inv_mhc(v, m, at, "mhc_mlp"));
+    }
+    return SMOE_OK;
+}
+
 static smoe_status norms(inv *v, const model_dims *m, const inv_at *at)
 {
-    TRY(inv_norm(v, at, "pre_self_attention_layer_norm", m->emb));
-    return inv_norm(v, at, "post_self_attention_layer_norm", m->emb);
+    return inv_deepseek_generic(v, m, at);
 }
 
 static smoe_status dense_layer(inv *v, const model_dims *m, const inv_at *at, int64_t idx)
@@ -74,13 +90,6 @@ static smoe_status moe_layer(inv *v, const model_dims *m, const inv_at *at, int6
 
 smoe_status inv_deepseek(inv *v, const model_dims *m)
 {
-    int64_t mhc = 1;
-    TRY(inv_int(v, "mhc_expansion_rate", 1, &mhc));
-    if (mhc > 1)
-        return smoe_err_at(v->err, SMOE_EINVAL, smoe_config_loc(v->cfg, "mhc_expansion_rate"),
-                           "manifold-constrained hyper-connections (mhc_expansion_rate > 1) "
-                           "are not in the built-in deepseek enumeration; pass --params with "
-                           "MaxText's logical_shardings.json");
     if (inv_list_len(v, "engram_layers") > 0)
         return smoe_err_at(v->err, SMOE_EINVAL, smoe_config_loc(v->cfg, "engram_layers"),
                            "engram layers are not in the built-in deepseek enumeration; pass "

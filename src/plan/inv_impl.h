@@ -26,6 +26,7 @@ typedef struct inv {
     const char **path; /* params path of e[i] */
     int n, cap;
     int64_t scan_axis;
+    int hash_routing; /* set around inv_routed for DeepSeek-V4 hash layers */
     smoe_err *err;
 } inv;
 
@@ -136,6 +137,9 @@ smoe_status inv_routed(inv *v, const model_dims *m, const inv_at *at, const char
  * shared_experts * shared_width. */
 smoe_status inv_routed_shared(inv *v, const model_dims *m, const inv_at *at, const char *mod,
                               int64_t shared_width);
+/* ManifoldConstrainedHyperConnections (mhc.py) under <mod> with
+ * mhc_expansion_rate k: mhc_norm, alpha/beta weights and scales. */
+smoe_status inv_mhc(inv *v, const model_dims *m, const inv_at *at, const char *mod);
 /* Options of the GQA attention (attentions.py Attention). */
 typedef struct inv_attn {
     int64_t heads, kv_heads, head_dim;
@@ -176,5 +180,9 @@ smoe_status inv_qwen_hybrid(inv *v, const model_dims *m); /* qwen3_next, qwen3_5
 smoe_status inv_qwen3_custom_moe(inv *v, const model_dims *m);
 smoe_status inv_gemma4(inv *v, const model_dims *m);
 smoe_status inv_gemma4_small(inv *v, const model_dims *m);
+smoe_status inv_deepseek4(inv *v, const model_dims *m);
+/* deepseek.py DeepSeekGenericLayer: pre/post_self_attention_layer_norm and
+ * mhc_attention/mhc_mlp with mhc_expansion_rate > 1. */
+smoe_status inv_deepseek_generic(inv *v, const model_dims *m, const inv_at *at);
 
 #endif

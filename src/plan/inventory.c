@@ -200,6 +200,7 @@ static const struct {
     smoe_status (*fn)(inv *v, const model_dims *m);
 } k_blocks[] = {
     { "deepseek", inv_deepseek },
+    { "deepseek4", inv_deepseek4 },
     { "envy", inv_envy },
     { "gemma", inv_gemma },
     { "gemma2", inv_gemma2 },
@@ -265,7 +266,7 @@ smoe_status smoe_inventory_build(const smoe_config *cfg, smoe_arena *a,
     smoe_status s = plan_read_dims(cfg, &m, err);
     if (s)
         return s;
-    inv v = { a, cfg, NULL, NULL, 0, 0, m.scan_axis, err };
+    inv v = { a, cfg, NULL, NULL, 0, 0, m.scan_axis, 0, err };
     smoe_loc db = smoe_config_loc(cfg, "decoder_block");
     if (m.mtp_layers > 0)
         return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "mtp_num_layers"),
