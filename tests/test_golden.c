@@ -250,8 +250,8 @@ static void compare_inputs(const smoe_config *cfg, const smoe_mesh *m, const cJS
     CHECKF(checked > 0, "%s: no activation checked", what);
 }
 
-static void run_case(const char *cfgdir, const char *topo, const char *casedir,
-                     const char *rule)
+static void run_case(const char *cfgdir, const char *model, const char *topo,
+                     const char *casedir, const char *rule)
 {
     char custom[64], ov[8][128], what[512];
     int nov = decode_rule_dir(rule, custom, sizeof custom, ov, 8);
@@ -261,11 +261,11 @@ static void run_case(const char *cfgdir, const char *topo, const char *casedir,
         ovp[k++] = ov[i];
     char base[1024];
     snprintf(base, sizeof base, "%s/base.yml", cfgdir);
-    snprintf(what, sizeof what, "%s %s [%s]", topo, rule, cfgdir);
+    snprintf(what, sizeof what, "%s %s %s [%s]", model, topo, rule, cfgdir);
     smoe_config_opts o;
     memset(&o, 0, sizeof o);
     o.base_path = base;
-    o.model = "deepseek2-16b";
+    o.model = model;
     o.rules = strcmp(custom, "default") == 0 ? NULL : custom;
     o.overrides = ovp;
     o.n_overrides = k;
@@ -303,41 +303,65 @@ static void run_case(const char *cfgdir, const char *topo, const char *casedir,
     smoe_config_free(cfg);
 }
 
+/* The golden cases of one model directory (<model>/<topology>/slice_1/
+ * rule_*) against one config tree, if the tree has the model file. */
+static int run_model(const char *info, const char *cfgdir, const char *model)
+{
+    char model_dir[1024], file[2048];
+    snprintf(model_dir, sizeof model_dir, "%s/%s", info, model);
+    snprintf(file, sizeof file, "%s/models/%s.yml", cfgdir, model);
+    FILE *f = fopen(file, "r");
+    if (!f)
+        return 0;
+    fclose(f);
+    int cases = 0;
+    DIR *d = opendir(model_dir);
+    CHECKF(d != NULL, "cannot open %s", model_dir);
+    struct dirent *t;
+    while (d && (t = readdir(d))) {
+        if (t->d_name[0] == '.')
+            continue;
+        char sdir[2048];
+        snprintf(sdir, sizeof sdir, "%s/%s/slice_1", model_dir, t->d_name);
+        DIR *r = opendir(sdir);
+        struct dirent *x;
+        while (r && (x = readdir(r))) {
+            if (strncmp(x->d_name, "rule_", 5) != 0)
+                continue;
+            char casedir[3072];
+            snprintf(casedir, sizeof casedir, "%s/%s", sdir, x->d_name);
+            run_case(cfgdir, model, t->d_name, casedir, x->d_name);
+            cases++;
+        }
+        if (r)
+            closedir(r);
+    }
+    if (d)
+        closedir(d);
+    return cases;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
         fprintf(stderr, "usage: test_golden SHARDING_INFO_DIR CONFIG_DIR...\n");
         return 2;
     }
-    int cases = 0;
-    for (int c = 2; c < argc; c++) {
-        char model_dir[1024];
-        snprintf(model_dir, sizeof model_dir, "%s/deepseek2-16b", argv[1]);
-        DIR *d = opendir(model_dir);
-        CHECKF(d != NULL, "cannot open %s", model_dir);
-        struct dirent *t;
-        while (d && (t = readdir(d))) {
-            if (t->d_name[0] == '.')
-                continue;
-            char sdir[2048];
-            snprintf(sdir, sizeof sdir, "%s/%s/slice_1", model_dir, t->d_name);
-            DIR *r = opendir(sdir);
-            struct dirent *x;
-            while (r && (x = readdir(r))) {
-                if (strncmp(x->d_name, "rule_", 5) != 0)
-                    continue;
-                char casedir[3072];
-                snprintf(casedir, sizeof casedir, "%s/%s", sdir, x->d_name);
-                run_case(argv[c], t->d_name, casedir, x->d_name);
-                cases++;
-            }
-            if (r)
-                closedir(r);
+    /* deepseek2-16b: 7 configurations, in every tree; qwen3-0.6b (1) and
+     * gpt-oss-20b (2) where the tree has their model files */
+    static const char *const models[] = { "deepseek2-16b", "qwen3-0.6b", "gpt-oss-20b" };
+    int cases = 0, ds = 0;
+    for (int c = 2; c < argc; c++)
+        for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+            int k = run_model(argv[1], argv[c], models[i]);
+            cases += k;
+            if (i == 0)
+                ds += k;
         }
-        if (d)
-            closedir(d);
-    }
-    CHECKF(cases == 7 * (argc - 2), "expected 7 golden configurations per config tree, ran %d",
-           cases);
+    CHECKF(ds == 7 * (argc - 2), "expected 7 deepseek2-16b golden configurations per config "
+           "tree, ran %d", ds);
+    printf("golden configurations checked: %d\n", cases);
+    CHECKF(cases >= ds + 3, "expected the qwen3-0.6b and gpt-oss-20b golden configurations too, "
+           "ran %d in all", cases);
     return check_report();
 }
