@@ -181,6 +181,10 @@ smoe_status inv_qwen3_custom_moe(inv *v, const model_dims *m);
 smoe_status inv_gemma4(inv *v, const model_dims *m);
 smoe_status inv_gemma4_small(inv *v, const model_dims *m);
 smoe_status inv_deepseek4(inv *v, const model_dims *m);
+/* The vision encoder of vision_encoder_block qwen3_vl / qwen3_omni. */
+smoe_status inv_qwen3_vision(inv *v, const model_dims *m, const char *block);
+/* The audio encoder of qwen3-omni-30b-a3b (use_audio). */
+smoe_status inv_qwen3_audio(inv *v, const model_dims *m);
 /* deepseek.py DeepSeekGenericLayer: pre/post_self_attention_layer_norm and
  * mhc_attention/mhc_mlp with mhc_expansion_rate > 1. */
 smoe_status inv_deepseek_generic(inv *v, const model_dims *m, const inv_at *at);

@@ -278,11 +278,20 @@ smoe_status smoe_inventory_build(const smoe_config *cfg, smoe_arena *a,
          (s = smoe_config_bool(cfg, "use_multimodal", &mm, err))) ||
         (smoe_config_get(cfg, "use_audio") && (s = smoe_config_bool(cfg, "use_audio", &audio, err))))
         return s;
-    if (mm || audio)
-        return smoe_err_at(err, SMOE_EINVAL,
-                           smoe_config_loc(cfg, mm ? "use_multimodal" : "use_audio"),
-                           "the %s encoder is not in the built-in enumeration; pass --params "
-                           "with MaxText's logical_shardings.json", mm ? "vision" : "audio");
+    const char *venc = NULL;
+    if (mm) {
+        const smoe_node *vb = smoe_config_get(cfg, "vision_encoder_block");
+        venc = vb && vb->kind == SMOE_NODE_SCALAR && vb->str ? vb->str : "";
+        if (strcmp(venc, "qwen3_vl") != 0 && strcmp(venc, "qwen3_omni") != 0)
+            return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "use_multimodal"),
+                               "the vision encoder '%s' is not in the built-in enumeration "
+                               "(known: qwen3_vl, qwen3_omni); pass --params with MaxText's "
+                               "logical_shardings.json", venc);
+        if ((s = inv_qwen3_vision(&v, &m, venc)))
+            return s;
+    }
+    if (audio && (s = inv_qwen3_audio(&v, &m)))
+        return s;
     const char *blk = m.decoder_block;
     size_t nb = sizeof k_blocks / sizeof k_blocks[0], b = 0;
     while (b < nb && strcmp(blk, k_blocks[b].block) != 0)
