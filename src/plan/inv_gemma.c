@@ -66,14 +66,12 @@ static smoe_status gemma3_layer(inv *v, const model_dims *m, const inv_at *at, i
 
 smoe_status inv_gemma(inv *v, const model_dims *m)
 {
-    TRY(inv_top_weights(v, m, 0));
-    return inv_layers(v, m, "layers", m->layers, 0, gemma_layer);
+    return inv_decoder(v, m, gemma_layer);
 }
 
 smoe_status inv_gemma2(inv *v, const model_dims *m)
 {
-    TRY(inv_top_weights(v, m, 0));
-    return inv_layers(v, m, "layers", m->layers, 0, gemma2_layer);
+    return inv_decoder(v, m, gemma2_layer);
 }
 
 #define GEMMA3_PATTERN 6

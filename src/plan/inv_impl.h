@@ -77,6 +77,9 @@ typedef smoe_status (*inv_layer_fn)(inv *v, const model_dims *m, const inv_at *a
  * decoder/<name> (idx -1); unscanned, calls at decoder/<name>_<i> (idx i). */
 smoe_status inv_layers(inv *v, const model_dims *m, const char *name, int64_t n,
                        int64_t first_idx, inv_layer_fn fn);
+/* The common model shape: top-level weights and n scanned (or unscanned)
+ * "layers" of one kind. */
+smoe_status inv_decoder(inv *v, const model_dims *m, inv_layer_fn fn);
 /* A scannable block of `cycle` layers (llama4, gpt_oss, olmo3, ...):
  * scanned, fn at decoder/layers/<sub>_<k> (idx k) stacked n/cycle times;
  * unscanned, fn at decoder/layers_<i> (idx i), i < n. */

@@ -70,8 +70,7 @@ static smoe_status qwen3_moe_layer(inv *v, const model_dims *m, const inv_at *at
 
 static smoe_status dense(inv *v, const model_dims *m)
 {
-    TRY(inv_top_weights(v, m, 0));
-    return inv_layers(v, m, "layers", m->layers, 0, dense_layer);
+    return inv_decoder(v, m, dense_layer);
 }
 
 smoe_status inv_llama(inv *v, const model_dims *m) { return dense(v, m); }
@@ -80,14 +79,12 @@ smoe_status inv_qwen3(inv *v, const model_dims *m) { return dense(v, m); }
 
 smoe_status inv_mixtral(inv *v, const model_dims *m)
 {
-    TRY(inv_top_weights(v, m, 0));
-    return inv_layers(v, m, "layers", m->layers, 0, mixtral_layer);
+    return inv_decoder(v, m, mixtral_layer);
 }
 
 smoe_status inv_qwen3_moe(inv *v, const model_dims *m)
 {
-    TRY(inv_top_weights(v, m, 0));
-    return inv_layers(v, m, "layers", m->layers, 0, qwen3_moe_layer);
+    return inv_decoder(v, m, qwen3_moe_layer);
 }
 
 /* olmo3: src/maxtext/models/olmo3.py Olmo3DecoderLayer: attention (GQA;
@@ -141,6 +138,5 @@ static smoe_status qwen3_custom_layer(inv *v, const model_dims *m, const inv_at 
 
 smoe_status inv_qwen3_custom_moe(inv *v, const model_dims *m)
 {
-    TRY(inv_top_weights(v, m, 0));
-    return inv_layers(v, m, "layers", m->layers, 0, qwen3_custom_layer);
+    return inv_decoder(v, m, qwen3_custom_layer);
 }

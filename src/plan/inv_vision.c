@@ -40,6 +40,22 @@ static smoe_status merger(inv *v, const char *mod, int64_t hs, int64_t sm, int64
     return dense(v, inv_fmt(v, "%s/mlp_2", mod), h, out);
 }
 
+/* Encoder self-attention: full multi-head attention of `heads` over `dim`
+ * features with biases on q, k, v and out; vm is m with emb = dim. */
+static void encoder_attn(const model_dims *m, int64_t heads, int64_t dim, model_dims *vm,
+                         inv_attn *o)
+{
+    *vm = *m;
+    vm->emb = dim;
+    vm->context_autoregressive = 0;
+    vm->fused_qkv = 0;
+    vm->n_activations = 1;
+    memset(o, 0, sizeof *o);
+    o->heads = o->kv_heads = heads;
+    o->head_dim = dim / heads;
+    o->bias = o->out_bias = 1;
+}
+
 smoe_status inv_qwen3_vision(inv *v, const model_dims *m, const char *block)
 {
     int64_t hs, inter, nh, depth, ch, patch, tpatch, sm, out, npos;
@@ -69,16 +85,9 @@ smoe_status inv_qwen3_vision(inv *v, const model_dims *m, const char *block)
     INV_PLAIN(&inv_top, inv_fmt(v, "%s/patch_embed/proj/bias", enc), D(hs, NULL));
     INV_PLAIN(&inv_top, inv_fmt(v, "%s/pos_embed_interpolate/pos_embed", enc), D(npos, NULL),
               D(hs, NULL));
-    /* the vision attention: full MHA with biases on q, k, v and out */
-    model_dims vm = *m;
-    vm.emb = hs;
-    vm.context_autoregressive = 0;
-    vm.fused_qkv = 0;
+    model_dims vm;
     inv_attn o;
-    memset(&o, 0, sizeof o);
-    o.heads = o.kv_heads = nh;
-    o.head_dim = hs / nh;
-    o.bias = o.out_bias = 1;
+    encoder_attn(m, nh, hs, &vm, &o);
     for (int64_t i = 0; i < depth; i++) {
         const char *b = inv_fmt(v, "%s/blocks_%lld", enc, (long long)i);
         TRY(layer_norm(v, inv_fmt(v, "%s/ln1", b), hs));
@@ -130,16 +139,9 @@ smoe_status inv_qwen3_audio(inv *v, const model_dims *m)
     const int64_t conv_out = dh * ((((mel + 1) / 2 + 1) / 2 + 1) / 2);
     INV_PLAIN(&inv_top, inv_fmt(v, "%s/conv_out/kernel", enc), D(conv_out, NULL), D(d, NULL));
     TRY(layer_norm(v, inv_fmt(v, "%s/layernorm_post", enc), d));
-    model_dims am = *m;
-    am.emb = d;
-    am.context_autoregressive = 0;
-    am.fused_qkv = 0;
-    am.n_activations = 1;
+    model_dims am;
     inv_attn o;
-    memset(&o, 0, sizeof o);
-    o.heads = o.kv_heads = nh;
-    o.head_dim = d / nh;
-    o.bias = o.out_bias = 1;
+    encoder_attn(m, nh, d, &am, &o);
     for (int64_t i = 0; i < nl; i++) {
         const char *l = inv_fmt(v, "%s/layers_%lld", enc, (long long)i);
         TRY(layer_norm(v, inv_fmt(v, "%s/input_layer_norm", l), d));

@@ -147,6 +147,12 @@ smoe_status inv_layers(inv *v, const model_dims *m, const char *name, int64_t n,
     return SMOE_OK;
 }
 
+smoe_status inv_decoder(inv *v, const model_dims *m, inv_layer_fn fn)
+{
+    TRY(inv_top_weights(v, m, 0));
+    return inv_layers(v, m, "layers", m->layers, 0, fn);
+}
+
 smoe_status inv_cycle(inv *v, const model_dims *m, int64_t n, int64_t cycle,
                       const char *sub, inv_layer_fn fn)
 {
