@@ -290,6 +290,44 @@ int main(int argc, char **argv)
         smoe_plan_free(p);
         smoe_config_free(cfg);
     }
+    /* Multi-token prediction: DeepSeek-V3 is 685B with its MTP module
+     * (technical report, arXiv:2412.19437: 671B main model + 14B MTP, whose
+     * embedding and output head are the main model's, shared) */
+    {
+        const char *mov[3] = { "ici_fsdp_parallelism=-1", "ici_expert_parallelism=4",
+                               "mtp_num_layers=1" };
+        smoe_config *cfg;
+        smoe_err err;
+        smoe_plan_opts po = { 64, 1, NULL, 4 };
+        smoe_plan *p;
+        if (load_model(base, "deepseek3-671b", mov, 3, &cfg, &err) == SMOE_OK) {
+            if (smoe_plan_build(cfg, &po, &p, &err) == SMOE_OK) {
+                int64_t total = check_plan(p, base_rules, "deepseek3-671b+mtp");
+                const smoe_weight *w =
+                    smoe_plan_find(p, "mtp_block/mtp_layer_1/mtp_1_projection/kernel");
+                CHECKF(w && w->rank == 2 && w->shape[0] == 2 * 7168 && w->shape[1] == 7168,
+                       "deepseek3-671b+mtp: mtp_1_projection");
+                double diff = 100.0 * ((double)total - 685e9) / 685e9;
+                printf("%-28s %16lld %16.0f %+7.2f%%\n", "deepseek3-671b+mtp", (long long)total,
+                       685e9, diff);
+                CHECKF(diff <= 1 && diff >= -1, "deepseek3-671b+mtp: %lld parameters",
+                       (long long)total);
+                smoe_plan_free(p);
+            } else {
+                CHECKF(0, "deepseek3-671b+mtp: %s", err.msg);
+            }
+            smoe_config_free(cfg);
+        }
+        /* MTP for another block is refused, not silently left out */
+        const char *qov[2] = { "ici_fsdp_parallelism=-1", "mtp_num_layers=1" };
+        if (load_model(base, "qwen3-8b", qov, 2, &cfg, &err) == SMOE_OK) {
+            smoe_status s = smoe_plan_build(cfg, &po, &p, &err);
+            CHECKF(s != SMOE_OK && strstr(err.msg, "multi-token"), "qwen3-8b+mtp not refused");
+            if (s == SMOE_OK)
+                smoe_plan_free(p);
+            smoe_config_free(cfg);
+        }
+    }
     printf("model files planned: %d of %d; parameter counts checked: %d\n", planned, nm,
            counted);
     smoe_config_free(base_cfg);

@@ -9,7 +9,12 @@
  * "dense_layers" stack, the rest "moe_layers" (unscanned: dense_layers_<i>,
  * moe_layers_<i>). With mhc_expansion_rate > 1 each layer has mhc_attention
  * and mhc_mlp (src/maxtext/layers/mhc.py); the output head reduces the
- * streams without weights. */
+ * streams without weights. With mtp_num_layers > 0,
+ * src/maxtext/layers/multi_token_prediction.py: mtp_block/mtp_layer_<k>
+ * holds mtp_<k>_embedding_norm, mtp_<k>_hidden_state_norm,
+ * mtp_<k>_projection (2*emb -> emb, axes (embed, None)) and
+ * mtp_<k>_transformer_layer, an unscanned MoE layer (models.py takes the
+ * decoder's last layer type). */
 #include "inv_impl.h"
 
 static smoe_status add_mla(inv *v, const model_dims *m, const inv_at *at)
@@ -96,5 +101,15 @@ smoe_status inv_deepseek(inv *v, const model_dims *m)
                            "--params with MaxText's logical_shardings.json");
     TRY(inv_top_weights(v, m, 0));
     TRY(inv_layers(v, m, "dense_layers", m->first_dense, 0, dense_layer));
-    return inv_layers(v, m, "moe_layers", m->layers - m->first_dense, m->first_dense, moe_layer);
+    TRY(inv_layers(v, m, "moe_layers", m->layers - m->first_dense, m->first_dense, moe_layer));
+    for (int64_t k = 1; k <= m->mtp_layers; k++) {
+        inv_at at = { inv_fmt(v, "mtp_block/mtp_layer_%lld", (long long)k), NULL, 0, NULL, 0 };
+        TRY(inv_norm(v, &at, inv_fmt(v, "mtp_%lld_embedding_norm", (long long)k), m->emb));
+        TRY(inv_norm(v, &at, inv_fmt(v, "mtp_%lld_hidden_state_norm", (long long)k), m->emb));
+        INV_ADD(&at, inv_fmt(v, "mtp_%lld_projection/kernel", (long long)k), D(2 * m->emb, "embed"),
+                D(m->emb, NULL));
+        inv_at tl = inv_sub(v, &at, inv_fmt(v, "mtp_%lld_transformer_layer", (long long)k));
+        TRY(moe_layer(v, m, &tl, -1));
+    }
+    return SMOE_OK;
 }

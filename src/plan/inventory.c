@@ -274,10 +274,10 @@ smoe_status smoe_inventory_build(const smoe_config *cfg, smoe_arena *a,
         return s;
     inv v = { a, cfg, NULL, NULL, 0, 0, m.scan_axis, 0, err };
     smoe_loc db = smoe_config_loc(cfg, "decoder_block");
-    if (m.mtp_layers > 0)
+    if (m.mtp_layers > 0 && strcmp(m.decoder_block, "deepseek") != 0)
         return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "mtp_num_layers"),
-                           "multi-token prediction layers are not in the built-in "
-                           "enumeration; pass --params with MaxText's "
+                           "multi-token prediction layers are in the built-in enumeration "
+                           "for decoder_block deepseek only; pass --params with MaxText's "
                            "logical_shardings.json");
     int mm = 0, audio = 0;
     if ((smoe_config_get(cfg, "use_multimodal") &&
