@@ -75,16 +75,16 @@ static smoe_status norms(inv *v, const model_dims *m, const inv_at *at)
 
 static smoe_status dense_layer(inv *v, const model_dims *m, const inv_at *at, int64_t idx)
 {
-    (void)idx;
     TRY(norms(v, m, at));
+    TRY(inv_engram(v, m, at, idx));
     TRY(add_mla(v, m, at));
     return inv_mlp(v, m, at, "mlp", m->emb, m->mlp, 0);
 }
 
 static smoe_status moe_layer(inv *v, const model_dims *m, const inv_at *at, int64_t idx)
 {
-    (void)idx;
     TRY(norms(v, m, at));
+    TRY(inv_engram(v, m, at, idx));
     TRY(add_mla(v, m, at));
     /* RoutedAndSharedMoE; with shared_experts = 0 MaxText's shared MLP has
      * zero-width weights, left out here */
@@ -95,13 +95,15 @@ static smoe_status moe_layer(inv *v, const model_dims *m, const inv_at *at, int6
 
 smoe_status inv_deepseek(inv *v, const model_dims *m)
 {
-    if (inv_list_len(v, "engram_layers") > 0)
-        return smoe_err_at(v->err, SMOE_EINVAL, smoe_config_loc(v->cfg, "engram_layers"),
-                           "engram layers are not in the built-in deepseek enumeration; pass "
-                           "--params with MaxText's logical_shardings.json");
     TRY(inv_top_weights(v, m, 0));
-    TRY(inv_layers(v, m, "dense_layers", m->first_dense, 0, dense_layer));
-    TRY(inv_layers(v, m, "moe_layers", m->layers - m->first_dense, m->first_dense, moe_layer));
+    if (m->scan_layers && inv_list_len(v, "engram_layers") > 0) {
+        TRY(inv_engram_stack(v, m, "dense_layers", 0, m->first_dense, dense_layer));
+        TRY(inv_engram_stack(v, m, "moe_layers", m->first_dense, m->layers, moe_layer));
+    } else {
+        TRY(inv_layers(v, m, "dense_layers", m->first_dense, 0, dense_layer));
+        TRY(inv_layers(v, m, "moe_layers", m->layers - m->first_dense, m->first_dense,
+                       moe_layer));
+    }
     for (int64_t k = 1; k <= m->mtp_layers; k++) {
         inv_at at = { inv_fmt(v, "mtp_block/mtp_layer_%lld", (long long)k), NULL, 0, NULL, 0 };
         TRY(inv_norm(v, &at, inv_fmt(v, "mtp_%lld_embedding_norm", (long long)k), m->emb));

@@ -191,5 +191,13 @@ smoe_status inv_qwen3_audio(inv *v, const model_dims *m);
 /* deepseek.py DeepSeekGenericLayer: pre/post_self_attention_layer_norm and
  * mhc_attention/mhc_mlp with mhc_expansion_rate > 1. */
 smoe_status inv_deepseek_generic(inv *v, const model_dims *m, const inv_at *at);
+/* engram.py (inv_engram.c): whether layer idx is in engram_layers; the
+ * engram weights of layer idx (none for other layers or idx < 0); a
+ * deepseek stack [start, end) with engram layers unscanned, the runs
+ * between them scanned (scan_layers) as decoders.py names them. */
+int inv_is_engram_layer(inv *v, int64_t idx);
+smoe_status inv_engram(inv *v, const model_dims *m, const inv_at *at, int64_t idx);
+smoe_status inv_engram_stack(inv *v, const model_dims *m, const char *name, int64_t start,
+                             int64_t end, inv_layer_fn fn);
 
 #endif
