@@ -175,6 +175,10 @@ smoe_status inv_mhc(inv *v, const model_dims *m, const inv_at *at, const char *m
     int lite;
     TRY(inv_int(v, "mhc_expansion_rate", 1, &k));
     TRY(inv_bool(v, "enable_mhc_lite", &lite));
+    if (k < 1 || (lite && k > 20))
+        return smoe_err_at(v->err, SMOE_EINVAL, smoe_config_loc(v->cfg, "mhc_expansion_rate"),
+                           "mhc_expansion_rate must be >= 1 (at most 20 with enable_mhc_lite: "
+                           "its k! permutations)");
     int64_t perms = 1;
     for (int64_t i = 2; lite && i <= k; i++)
         perms *= i;

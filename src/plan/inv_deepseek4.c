@@ -54,7 +54,7 @@ static smoe_status attention(inv *v, const model_dims *m, const inv_at *at, int6
         TRY(inv_int(v, "indexer_n_heads", 64, &ih));
         TRY(inv_int(v, "indexer_head_dim", 128, &id));
         const char *ix = "self_attention/csa_compressor/indexer";
-        INV_ADD(at, inv_fmt(v, "%s/q_proj/kernel", ix), D(ql, "q_lora"), D(ih * id, "indexer_q"));
+        INV_ADD(at, inv_fmt(v, "%s/q_proj/kernel", ix), D(ql, "q_lora"), D(inv_mul(ih, id), "indexer_q"));
         INV_ADD(at, inv_fmt(v, "%s/kv_proj/kernel", ix), D(e, "embed"), D(2 * id, "kv"));
         INV_ADD(at, inv_fmt(v, "%s/gate_proj/kernel", ix), D(e, "embed"), D(2 * id, "kv"));
         INV_PLAIN(at, inv_fmt(v, "%s/position_bias", ix), D(ratio, NULL), D(2 * id, NULL));

@@ -64,13 +64,23 @@ static smoe_status vocab_total(inv *v, int64_t idx, int64_t *total)
         return smoe_err_at(v->err, SMOE_EINVAL, smoe_config_loc(v->cfg, "engram_vocab_bases"),
                            "engram needs 1..64 heads and one vocabulary base per n-gram order "
                            "(2..engram_max_ngram_size)");
-    int64_t seen[64 * 64 * 4];
+    /* bounded work for hostile configs: at most 4096 head vocabularies, each
+     * base below 2^26 (MaxText's use 226240) */
+    if (n * (maxn - 1) * heads > 4096)
+        return smoe_err_at(v->err, SMOE_EINVAL, smoe_config_loc(v->cfg, "engram_layers"),
+                           "engram: at most 4096 head vocabularies (layers x n-gram orders x "
+                           "heads) in the built-in enumeration");
+    int64_t seen[4096];
     int nseen = 0;
     for (int64_t l = 0; l < n; l++) {
         int64_t sum = 0;
         for (int64_t g = 2; g <= maxn; g++) {
             int64_t start;
             TRY(inv_list_int(v, "engram_vocab_bases", g - 2, &start));
+            if (start < 1 || start >= (1LL << 26))
+                return smoe_err_at(v->err, SMOE_EINVAL,
+                                   smoe_config_loc(v->cfg, "engram_vocab_bases"),
+                                   "engram_vocab_bases must be between 1 and 2^26");
             start -= 1;
             for (int64_t h = 0; h < heads; h++) {
                 int64_t c = start + 1;
@@ -107,7 +117,7 @@ smoe_status inv_engram(inv *v, const model_dims *m, const inv_at *at, int64_t id
     TRY(inv_int(v, "engram_kernel_size", 4, &kernel));
     TRY(inv_int(v, "mhc_expansion_rate", 1, &g));
     TRY(vocab_total(v, idx, &vocab));
-    const int64_t e = m->emb, ed = hd * heads * (maxn - 1);
+    const int64_t e = m->emb, ed = inv_mul(inv_mul(hd, heads), maxn - 1);
     TRY(inv_norm(v, at, "engram_layer_norm", e));
     INV_ADD(at, "engram/multi_head_embedding/embedding/embedding", D(vocab, "vocab"),
             D(hd, "embed_vocab"));

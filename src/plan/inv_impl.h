@@ -56,7 +56,18 @@ const char *inv_fmt(inv *v, const char *fmt, ...)
 #endif
     ;
 
-/* Optional config values: absent keys take def. Bad values are errors. */
+/* a * b and a + b for dimensions, saturating at INT64_MAX (then refused by
+ * the final size check): configs may be hostile. Both >= 0. */
+static inline int64_t inv_mul(int64_t a, int64_t b)
+{
+    return a > 0 && b > INT64_MAX / a ? INT64_MAX : a * b;
+}
+static inline int64_t inv_plus(int64_t a, int64_t b)
+{
+    return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+/* Optional config values (between -1 and 2^31-1): absent keys take def. Bad values are errors. */
 smoe_status inv_int(inv *v, const char *key, int64_t def, int64_t *out);
 smoe_status inv_bool(inv *v, const char *key, int *out);
 /* The length of a list-valued key (0 when absent or not a list). */

@@ -28,9 +28,10 @@ static smoe_status gdn(inv *v, const model_dims *m, const inv_at *at)
     TRY(inv_int(v, "gdn_key_head_dim", 128, &dk));
     TRY(inv_int(v, "gdn_value_head_dim", 128, &dvh));
     TRY(inv_int(v, "gdn_conv_kernel_dim", 4, &kernel));
-    const int64_t key_dim = nk * dk, value_dim = nv * dvh, conv_dim = 2 * key_dim + value_dim;
+    const int64_t key_dim = inv_mul(nk, dk), value_dim = inv_mul(nv, dvh);
+    const int64_t conv_dim = inv_plus(inv_mul(2, key_dim), value_dim);
     INV_ADD(at, "attention/in_proj_qkvz/kernel", D(m->emb, "embed"),
-            D(2 * key_dim + 2 * value_dim, "gdn_head"));
+            D(inv_plus(conv_dim, value_dim), "gdn_head"));
     INV_ADD(at, "attention/in_proj_ba/kernel", D(m->emb, "embed"), D(2 * nv, "gdn_head"));
     INV_PLAIN(at, "attention/conv1d/kernel", D(kernel, NULL), D(1, NULL), D(conv_dim, NULL));
     INV_PLAIN(at, "attention/A_log", D(nv, NULL));

@@ -34,7 +34,7 @@ static smoe_status dense(inv *v, const char *mod, int64_t in, int64_t out)
 static smoe_status merger(inv *v, const char *mod, int64_t hs, int64_t sm, int64_t out,
                           int postshuffle)
 {
-    const int64_t h = hs * sm * sm;
+    const int64_t h = inv_mul(hs, inv_mul(sm, sm));
     TRY(layer_norm(v, inv_fmt(v, "%s/ln_q", mod), postshuffle ? h : hs));
     TRY(dense(v, inv_fmt(v, "%s/mlp_0", mod), h, h));
     return dense(v, inv_fmt(v, "%s/mlp_2", mod), h, out);
@@ -115,7 +115,7 @@ smoe_status inv_qwen3_audio(inv *v, const model_dims *m)
     if (!name || strcmp(name, "qwen3-omni-30b-a3b") != 0)
         return smoe_err_at(v->err, SMOE_EINVAL, smoe_config_loc(v->cfg, "use_audio"),
                            "MaxText has no audio encoder for model '%s' (only "
-                           "qwen3-omni-30b-a3b)", name ? name : "?");
+                           "qwen3-omni-30b-a3b)", name ? name : "default");
     int64_t d, nl, nh, ffn, dh, mel, out;
     TRY(inv_int(v, "d_model_for_audio", 1280, &d));
     TRY(inv_int(v, "encoder_layers_for_audio", 32, &nl));

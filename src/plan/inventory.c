@@ -87,13 +87,22 @@ inv_at inv_sub(inv *v, const inv_at *at, const char *name)
     return s;
 }
 
+/* Bounds of a config value the enumeration reads: products of two stay
+ * inside int64 (hostile configs), -1 is MaxText's "unset". */
+#define INV_MAX_VALUE 2147483647LL
+
 smoe_status inv_int(inv *v, const char *key, int64_t def, int64_t *out)
 {
     if (!smoe_config_get(v->cfg, key)) {
         *out = def;
         return SMOE_OK;
     }
-    return smoe_config_int(v->cfg, key, out, v->err);
+    TRY(smoe_config_int(v->cfg, key, out, v->err));
+    if (*out < -1 || *out > INV_MAX_VALUE)
+        return smoe_err_at(v->err, SMOE_EINVAL, smoe_config_loc(v->cfg, key),
+                           "'%s' must be between -1 and %lld, got %lld", key, INV_MAX_VALUE,
+                           (long long)*out);
+    return SMOE_OK;
 }
 
 smoe_status inv_bool(inv *v, const char *key, int *out)
@@ -125,8 +134,9 @@ smoe_status inv_list_int(inv *v, const char *key, int64_t i, int64_t *out)
     digits[k] = 0;
     char *end = NULL;
     long long val = k ? strtoll(digits, &end, 10) : 0;
-    if (x->kind != SMOE_NODE_SCALAR || !k || *end)
-        return smoe_err_at(v->err, SMOE_EINVAL, x->loc, "'%s' must list integers", key);
+    if (x->kind != SMOE_NODE_SCALAR || !k || *end || val < -1 || val > INV_MAX_VALUE)
+        return smoe_err_at(v->err, SMOE_EINVAL, x->loc,
+                           "'%s' must list integers between -1 and %lld", key, INV_MAX_VALUE);
     *out = val;
     return SMOE_OK;
 }
@@ -177,8 +187,11 @@ const char *inv_model_name(inv *v)
     if (n && n->kind == SMOE_NODE_SCALAR && n->str && strcmp(n->str, "default") != 0 &&
         n->str[0])
         return n->str;
+    /* a model given as a file: decoder_block comes from it, not from the
+     * file that says model_name (the base file) */
     smoe_loc l = smoe_config_loc(v->cfg, "decoder_block");
-    if (!l.file)
+    smoe_loc nl = smoe_config_loc(v->cfg, "model_name");
+    if (!l.file || (nl.file && strcmp(nl.file, l.file) == 0))
         return NULL;
     const char *b = strrchr(l.file, '/');
     b = b ? b + 1 : l.file;
@@ -316,6 +329,20 @@ smoe_status smoe_inventory_build(const smoe_config *cfg, smoe_arena *a,
     s = k_blocks[b].fn(&v, &m);
     if (s)
         return s;
+    /* every weight a real tensor whose bytes fit in int64 (dims from hostile
+     * configs: a negative or zero width, a product of several large ones) */
+    for (int i = 0; i < v.n; i++) {
+        int64_t elems = 1;
+        for (int d = 0; d < v.e[i].rank; d++) {
+            int64_t x = v.e[i].shape[d];
+            if (x < 1 || elems > (INT64_MAX / 16) / x)
+                return smoe_err_at(err, SMOE_EINVAL, db,
+                                   "weight %s: dimension %d is %lld: the model's dimensions "
+                                   "give no tensor smoe can hold (each >= 1, at most 2^59 "
+                                   "bytes)", v.path[i], d, (long long)x);
+            elems *= x;
+        }
+    }
     /* sort params by path, carrying entries along */
     int np = v.n;
     int *idx = smoe_arena_alloc(a, sizeof *idx * (size_t)(np ? np : 1));
