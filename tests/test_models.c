@@ -8,7 +8,8 @@
  *   - MaxText's naming: every logical axis is one MaxText's rules name (or a
  *     scanned-stack name), every dim is positive, the state tree is in
  *     tree-flatten order with the AdamW moments mirroring the params;
- *   - MaxText's refusals: gemma4-e2b/e4b need scan_layers=false (types.py).
+ *   - MaxText's refusals: gemma4-e2b/e4b need scan_layers=false (types.py);
+ *   - scan_layers=false enumerates the same parameters, none stacked.
  * The golden dumps (test_golden) check keys, shapes and axes one by one
  * where MaxText ships them. Skips, saying so, when ../shared is absent. */
 #include "check.h"
@@ -278,6 +279,29 @@ int main(int argc, char **argv)
         }
         planned++;
         int64_t total = check_plan(p, base_rules, model);
+        /* scan_layers=false: the same weights, one module per layer */
+        if (!small) {
+            const char *uov[4] = { ov[0], ov[1], ov[2], NULL };
+            uov[nov] = "scan_layers=false";
+            smoe_config *ucfg;
+            smoe_plan *up;
+            if (load_model(base, model, uov, nov + 1, &ucfg, &err) == SMOE_OK) {
+                if (smoe_plan_build(ucfg, &po, &up, &err) == SMOE_OK) {
+                    int stacked = 0;
+                    for (int k = 0; k < up->n; k++)
+                        stacked += up->w[k].scan_axis >= 0;
+                    int64_t ut = check_plan(up, base_rules, model);
+                    CHECKF(ut == total, "%s: %lld parameters unscanned, %lld scanned", model,
+                           (long long)ut, (long long)total);
+                    CHECKF(stacked == 0, "%s: %d stacked weights with scan_layers=false", model,
+                           stacked);
+                    smoe_plan_free(up);
+                } else {
+                    CHECKF(0, "%s: scan_layers=false: %s", model, err.msg);
+                }
+                smoe_config_free(ucfg);
+            }
+        }
         if (r && r->published > 0) {
             double diff = 100.0 * ((double)total - r->published) / r->published;
             printf("%-28s %16lld %16.0f %+7.2f%%%s\n", model, (long long)total, r->published,
