@@ -48,6 +48,12 @@ void cli_collect_overrides(cli_common *c, int argc, char **argv, int first);
 _Noreturn void cli_die(const smoe_err *err);
 _Noreturn void cli_usage_error(const char *where, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Print "smoe: where: what: strerror(errno)" and exit 1 (an I/O error). */
+_Noreturn void cli_io_error(const char *where, const char *what);
+/* malloc that dies with a message when out of memory (CLI-lifetime data). */
+void *cli_alloc(size_t n);
+/* Flush stdout and check it for write errors: exit 1 naming it. */
+void cli_check_stdout(void);
 /* Strict integer option value in [lo, hi]; dies naming the option. */
 int64_t cli_int(const char *opt, const char *val, int64_t lo, int64_t hi);
 double cli_float(const char *opt, const char *val, double lo, double hi);

@@ -574,9 +574,7 @@ nomem:
 static smoe_status check_run(const tr_manifest *m, const tr_store *st, const tr_ckpt_opts *co,
                              const char *dir, const char *mpath, smoe_err *err)
 {
-    smoe_status s = check_model(m, st, mpath, err);
-    if (s)
-        return s;
+    smoe_status s = SMOE_OK;
     for (int j = 0; j < m->ncfg; j++) {
         if (strcmp(m->cfg_keys[j], "model_name") != 0)
             continue;
@@ -592,6 +590,8 @@ static smoe_status check_run(const tr_manifest *m, const tr_store *st, const tr_
         if (s)
             return s;
     }
+    if ((s = check_model(m, st, mpath, err)))
+        return s;
     if (strcmp(m->fp.data, co->fp->data) != 0)
         return smoe_err_in(err, SMOE_EINVAL, "argument '--data'",
                            "the checkpoint %s was trained on another data file (sha256 "

@@ -23,6 +23,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -68,6 +69,7 @@ struct tr_state {
     double model_s;                      /* time inside model calls this step */
     tr_hparams hp;
     int64_t run_peak_fwd, run_peak_bwd;  /* over all steps */
+    int64_t fail_step;                   /* test hook: this rank fails in this step (1-based) */
 };
 
 /* The weight's gathers in this step's mode (co-axis or legacy plan). */
@@ -319,6 +321,10 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
         try_issue(S);
     }
 
+    if (step + 1 == S->fail_step) /* test hook: an error on one rank alone */
+        return smoe_err_set(err, SMOE_EINTERNAL,
+                            "step %lld: an error injected by SMOE_TEST_STEP_ERROR",
+                            (long long)step + 1);
     smoe_rt_set_phase(rt, "step %lld: loss", (long long)step + 1);
     /* head: loss and its gradient in one pass */
     for (int k = SMOE_T_FINAL_NORM; k <= SMOE_T_LOGITS; k++) {
@@ -500,6 +506,10 @@ smoe_status tr_loop_new(smoe_rt *rt, const smoe_model_cfg *mc, const tr_hparams 
     S->targets = smoe_malloc(sizeof(int32_t) * (size_t)T);
     if (!S->top_w || !S->top_dw || !S->x || !S->dx || !S->tokens || !S->targets)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    /* test hook: SMOE_TEST_STEP_ERROR=N makes the last rank fail in step N */
+    const char *fs = getenv("SMOE_TEST_STEP_ERROR");
+    if (fs && smoe_rt_rank(rt) == smoe_rt_size(rt) - 1)
+        S->fail_step = atoll(fs);
     S->ep_rt = smoe_rt_ep_comm(rt);
     if (S->ep_rt.size != mc->ep)
         return smoe_err_set(err, SMOE_EINTERNAL, "expert group of %d ranks, model ep %lld",
