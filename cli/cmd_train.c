@@ -322,7 +322,7 @@ int cmd_train(int argc, char **argv)
     co.n_overrides = c.n_kv;
     co.use_env = 1;
     smoe_config *cfg;
-    if (smoe_config_load(&co, &cfg, &err))
+    if (smoe_config_load(&co, &cfg, &err) || smoe_train_check_keys(cfg, &err))
         fail(rt, &err);
     smoe_plan_opts po = { c.devices, 1, c.params, 4 };
     smoe_plan *plan;

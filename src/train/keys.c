@@ -140,3 +140,19 @@ smoe_status tr_key_float(const smoe_config *c, const char *key, double *out, smo
     }
     return SMOE_OK;
 }
+
+smoe_status smoe_train_check_keys(const smoe_config *c, smoe_err *err)
+{
+    for (size_t i = 0; i < sizeof k_keys / sizeof k_keys[0]; i++) {
+        const smoe_train_key *k = &k_keys[i];
+        if (!smoe_config_get(c, k->name))
+            continue; /* the readers say so when a key they need is absent */
+        int64_t iv;
+        double fv;
+        smoe_status s = k->type == 'i' ? tr_key_int(c, k->name, &iv, err)
+                                       : tr_key_float(c, k->name, &fv, err);
+        if (s)
+            return s;
+    }
+    return SMOE_OK;
+}
