@@ -66,10 +66,12 @@ static void on_step(void *ud, const smoe_train_step *r)
     if (!c->root || c->quiet)
         return;
     fprintf(c->json ? stderr : stdout,
-            "%s step %3lld/%lld  loss %.4f  step %8.2f ms  exposed gather %7.2f ms  "
-            "a2a %6.2f ms  compute %8.2f ms\n",
-            c->label, (long long)r->step + 1, (long long)c->steps, r->loss, r->step_ms,
-            r->exposed_gather_ms, r->a2a_ms, r->compute_ms);
+            "%s step %3lld/%lld  loss %.4f  lr %.3e  grad_norm %.3f  aux_loss %.4f  "
+            "z_loss %.4f  step %8.2f ms  exposed gather %7.2f ms  a2a %6.2f ms  "
+            "compute %8.2f ms\n",
+            c->label, (long long)r->step + 1, (long long)c->steps, r->loss, r->lr,
+            r->grad_norm, r->aux_loss, r->z_loss, r->step_ms, r->exposed_gather_ms, r->a2a_ms,
+            r->compute_ms);
     fflush(c->json ? stderr : stdout);
 }
 
@@ -359,6 +361,7 @@ int cmd_train(int argc, char **argv)
             printf("\nBLAS core %s, %lld parameters, %lld tokens per step, params sha256 %s\n",
                    r->blas.corename, (long long)r->params, (long long)r->tokens_per_step,
                    r->params_sha256);
+            printf("recipe: %s\n", r->recipe);
             printf("\n%-12s %10s %14s %12s %12s %12s %14s %14s %10s\n", "schedule", "step ms",
                    "exposed AG ms", "residual ms", "a2a ms", "compute ms", "peak gathered",
                    "peak RSS/rank", "last loss");

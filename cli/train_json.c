@@ -19,6 +19,10 @@ static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r)
         cJSON *x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "step", (double)s->step);
         cJSON_AddNumberToObject(x, "loss", s->loss);
+        cJSON_AddNumberToObject(x, "lr", s->lr);
+        cJSON_AddNumberToObject(x, "grad_norm", s->grad_norm);
+        cJSON_AddNumberToObject(x, "aux_loss", s->aux_loss);
+        cJSON_AddNumberToObject(x, "z_loss", s->z_loss);
         cJSON_AddNumberToObject(x, "step_ms", s->step_ms);
         cJSON_AddNumberToObject(x, "exposed_gather_ms", s->exposed_gather_ms);
         cJSON_AddNumberToObject(x, "residual_gather_ms", s->residual_ms);
@@ -30,6 +34,7 @@ static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r)
         cJSON_AddItemToArray(steps, x);
     }
     cJSON *sum = cJSON_AddObjectToObject(o, "summary");
+    cJSON_AddStringToObject(sum, "recipe", r->recipe);
     cJSON_AddNumberToObject(sum, "mean_step_ms", r->mean_step_ms);
     cJSON_AddNumberToObject(sum, "mean_exposed_gather_ms", r->mean_exposed_gather_ms);
     cJSON_AddNumberToObject(sum, "mean_residual_gather_ms", r->mean_residual_ms);

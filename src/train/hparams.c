@@ -126,6 +126,13 @@ smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
                            (long long)mc->experts, (long long)mc->ep);
     }
     (void)v;
+    /* the recipe's model-side keys (recipe.c); the load-balance mean runs
+     * over the global batch: every mesh axis shards it */
+    if ((s = tr_model_recipe(c, mc, err)))
+        return s;
+    mc->lb_batch = mc->batch;
+    for (int i = 0; i < mesh->n; i++)
+        mc->lb_batch *= mesh->size[i];
     return SMOE_OK;
 }
 
