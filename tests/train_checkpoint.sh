@@ -61,6 +61,17 @@ must_run res 4 --steps 6 $E2 --checkpoint-dir "$dir/ck" --resume &&
 grep -q '"resumed_from"' "$dir/res.json"
 check $? "the resumed run names its checkpoint"
 
+# with MaxText's recipe on (warmup, clipping, eps_root, decay mask, the
+# bias update, both auxiliary losses, a trained router bias): the schedule
+# and the bias update depend on the step, resumed bitwise
+R="$E2 warmup_steps_fraction=0.4 gradient_clipping_threshold=0.5 adam_eps_root=1e-10"
+R="$R adamw_mask=[norm] routed_bias_update_rate=0.002 load_balance_loss_weight=0.01"
+R="$R z_loss_multiplier=1e-3 override_model_config=true routed_score_func=sigmoid routed_bias=true"
+must_run rfull 4 --steps 6 $R
+must_run rpart 4 --steps 3 $R --checkpoint-dir "$dir/rck" &&
+  must_run rres 4 --steps 6 $R --checkpoint-dir "$dir/rck" --resume &&
+  same rfull rres 0 "recipe: resume at step 3 == uninterrupted, bitwise"
+
 # the same checkpoint on other meshes: shards re-cut from the manifest
 cp -r "$dir/ck0" "$dir/ck1"
 must_run f4 4 --steps 6 $L6 --checkpoint-dir "$dir/ck1" --resume &&
