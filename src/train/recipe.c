@@ -221,7 +221,8 @@ smoe_status tr_read_recipe(const smoe_config *c, int64_t steps, tr_recipe *r, sm
         return s;
     /* the final fraction: the key before MaxText e886dd212 selects that
      * version's schedule (MaxText then read only that key) */
-    if (smoe_config_get(c, "cosine_learning_rate_final_fraction")) {
+    const smoe_node *legacy = smoe_config_get(c, "cosine_learning_rate_final_fraction");
+    if (legacy && smoe_node_type(legacy) != SMOE_T_NULL) {
         r->legacy = 1;
         if ((s = smoe_config_float(c, "cosine_learning_rate_final_fraction", &r->final_frac,
                                    err)))
