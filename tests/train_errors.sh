@@ -41,5 +41,46 @@ expect 4 "argument 'ici_expert_parallelism=two': 'ici_expert_parallelism' must b
 expect 2 "argument '--model nope': unknown model 'nope'" --model nope
 expect 2 ".*: the data file has [0-9]+ bytes; a sequence needs" --data "$0" max_target_length=100000
 expect 2 ".*/tests: cannot read the data file" --data "$(cd "$(dirname "$0")" && pwd)"
+# MaxText keys smoe train does not implement: exit 2, one line naming the
+# key, where it is set and the value smoe implements
+refused() { # NP PATTERN ARGS...
+  np=$1
+  pattern=$2
+  shift 2
+  timeout 60 "$mpiexec" -n "$np" "$smoe" train --steps 2 --quiet "$@" >/dev/null 2>"$err"
+  rc=$?
+  lines=$(grep -c '^smoe:' "$err")
+  if [ "$rc" -eq 2 ] && [ "$lines" -eq 1 ] && grep -Eq "^smoe: $pattern" "$err"; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL: np $np smoe train $* -> exit $rc (want 2), $lines smoe line(s):" >&2
+    sed 's/^/    /' "$err" | head -8 >&2
+    echo "    expected: $pattern" >&2
+  fi
+}
+refused 4 "argument 'dropout_rate=0.1': dropout_rate: smoe train implements only dropout_rate: 0" \
+  dropout_rate=0.1
+refused 4 "argument 'opt_type=sgd': opt_type: smoe train implements only opt_type: adamw" opt_type=sgd
+refused 2 "argument 'dtype=bfloat16': dtype: smoe train implements only dtype: float32" dtype=bfloat16
+refused 2 "argument 'gradient_accumulation_steps=4': gradient_accumulation_steps: smoe train implements only gradient_accumulation_steps: 1" \
+  gradient_accumulation_steps=4
+refused 2 "argument 'n_routing_groups=2': n_routing_groups: smoe train implements only n_routing_groups: -1" \
+  n_routing_groups=2
+refused 2 "argument 'routed_score_func=softplus': routed_score_func: smoe train implements" \
+  routed_score_func=softplus override_model_config=true
+refused 2 "argument 'rope_type=llama3.1': rope_type:" rope_type=llama3.1
+refused 2 "argument 'adamw_mask=\[.*\]': adamw_mask: pattern" "adamw_mask=['\\d']"
+refused 4 "argument 'warmup_steps_fraction=-0.5': warmup_steps_fraction: must be" \
+  warmup_steps_fraction=-0.5
+# a model file (here the bundled one, written to a temporary file) that sets
+# a refused key: the line names the file, line and column
+cfgdir=$(mktemp -d)
+trap 'rm -f "$err"; rm -rf "$cfgdir"' EXIT
+printf 'base_config: train.yml\ndropout_rate: 0.1\n' >"$cfgdir/dropout.yml"
+cp "$(dirname "$smoe")/configs/base.yml" "$(dirname "$smoe")/configs/train.yml" "$cfgdir/" 2>/dev/null &&
+  mkdir -p "$cfgdir/models" && cp "$(dirname "$smoe")/configs/models/tiny.yml" "$cfgdir/models/" &&
+  refused 2 ".*/dropout.yml:2:[0-9]+: dropout_rate: smoe train implements only dropout_rate: 0" \
+    --base "$cfgdir/dropout.yml"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
