@@ -81,9 +81,9 @@ smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
         return s;
     if (strcmp(score, "sigmoid") == 0)
         mc->score_sigmoid = 1;
-    else if (strcmp(score, "softmax") != 0 && score[0])
+    else if (strcmp(score, "softmax") != 0 && strcmp(score, "linear") != 0 && score[0])
         return bad(c, "routed_score_func", err,
-                   "smoe train implements \"\" (raw logits), softmax and sigmoid");
+                   "smoe train implements \"\" and linear (raw logits), softmax and sigmoid");
     if ((s = smoe_config_bool(c, "routed_bias", &mc->routed_bias, err)))
         return s;
     if ((s = get_f(c, "routed_scaling_factor", &f, err)))

@@ -302,12 +302,13 @@ smoe_status tr_model_recipe(const smoe_config *c, smoe_model_cfg *mc, smoe_err *
     if ((s = opt_s(c, "model_name", "default", &name, err)) ||
         (s = smoe_config_str(c, "routed_score_func", &score, err)))
         return s;
-    /* moe.py GateLogit: score_func "" leaves the logits as they are */
+    /* moe.py GateLogit: score_func "" leaves the logits as they are; else
+     * linears._convert_to_activation_function ("linear" is the identity) */
     mc->score_sigmoid = strcmp(score, "sigmoid") == 0;
-    mc->score_raw = score[0] == '\0';
+    mc->score_raw = score[0] == '\0' || strcmp(score, "linear") == 0;
     if (!mc->score_sigmoid && !mc->score_raw && strcmp(score, "softmax") != 0)
         return bad(c, "routed_score_func", err,
-                   "smoe train implements \"\" (raw logits), softmax and sigmoid");
+                   "smoe train implements \"\" and linear (raw logits), softmax and sigmoid");
     /* GateLogit keeps pre-bias scores (weights without the bias) only for
      * model names starting with deepseek3 or deepseek4 */
     mc->bias_in_weights = !(prefix(name, "deepseek3") || prefix(name, "deepseek4"));
@@ -327,6 +328,12 @@ smoe_status tr_model_recipe(const smoe_config *c, smoe_model_cfg *mc, smoe_err *
      * else RotaryEmbedding (rotate_half: pairs (i, i + d/2)) */
     if ((s = opt_s(c, "rope_type", "default", &rtype, err)))
         return s;
+    char lower[64]; /* Attention.__init__ lower-cases rope_type */
+    size_t i = 0;
+    for (; rtype[i] && i + 1 < sizeof lower; i++)
+        lower[i] = (char)(rtype[i] >= 'A' && rtype[i] <= 'Z' ? rtype[i] - 'A' + 'a' : rtype[i]);
+    lower[i] = '\0';
+    rtype = lower;
     if (prefix(name, "llama3.1") || prefix(rtype, "llama3.1"))
         return bad(c, prefix(rtype, "llama3.1") ? "rope_type" : "model_name", err,
                    "smoe train implements the default and the yarn rotary embeddings, not "
