@@ -45,8 +45,8 @@ expect 4 "argument '--devices': is set by the number of MPI ranks" --devices 4
 expect 4 "argument 'ici_expert_parallelism=two': 'ici_expert_parallelism' must be an integer" \
   ici_expert_parallelism=two
 expect 2 "argument '--model nope': unknown model 'nope'" --model nope
-expect 2 ".*: the data file has [0-9]+ bytes; a sequence needs" --data "$0" max_target_length=100000
-expect 2 ".*/tests: cannot read the data file" --data "$(cd "$(dirname "$0")" && pwd)"
+expect 2 ".*: the data file has [0-9]+ bytes; a sequence of max_target_length 100000 tokens needs" --data "$0" max_target_length=100000
+expect 2 ".*/tests: the data file is a directory, not a regular file" --data "$(cd "$(dirname "$0")" && pwd)"
 # MaxText keys smoe train does not implement: exit 2, one line naming the
 # key, where it is set and the value smoe implements
 refused() { check_run 2 "$@"; } # NP PATTERN ARGS...
@@ -62,7 +62,7 @@ refused 2 "argument 'routed_score_func=softplus': routed_score_func: smoe train 
   routed_score_func=softplus override_model_config=true
 refused 2 "argument 'rope_type=llama3.1': rope_type:" rope_type=llama3.1
 refused 2 "argument 'adamw_mask=\[.*\]': adamw_mask: pattern" "adamw_mask=['\\d']"
-refused 4 "argument 'warmup_steps_fraction=-0.5': warmup_steps_fraction: must be" \
+refused 4 "argument 'warmup_steps_fraction=-0.5': 'warmup_steps_fraction' must be a finite number >= 0" \
   warmup_steps_fraction=-0.5
 # a model file (here the bundled one, written to a temporary file) that sets
 # a refused key: the line names the file, line and column

@@ -17,19 +17,24 @@ static smoe_status bad(const smoe_config *c, const char *k, smoe_err *err, const
     return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(c, k), "%s: %s", k, why);
 }
 
-/* a key that smoe's base.yml may lack: MaxText's default when absent */
+/* a key that smoe's base.yml may lack: MaxText's default when absent;
+ * numeric keys are range-checked by their row of keys.c */
 static smoe_status opt_f(const smoe_config *c, const char *k, double def, double *v,
                          smoe_err *err)
 {
     *v = def;
-    return smoe_config_get(c, k) ? smoe_config_float(c, k, v, err) : SMOE_OK;
+    if (!smoe_config_get(c, k))
+        return SMOE_OK;
+    return tr_key_find(k) ? tr_key_float(c, k, v, err) : smoe_config_float(c, k, v, err);
 }
 
 static smoe_status opt_i(const smoe_config *c, const char *k, int64_t def, int64_t *v,
                          smoe_err *err)
 {
     *v = def;
-    return smoe_config_get(c, k) ? smoe_config_int(c, k, v, err) : SMOE_OK;
+    if (!smoe_config_get(c, k))
+        return SMOE_OK;
+    return tr_key_find(k) ? tr_key_int(c, k, v, err) : smoe_config_int(c, k, v, err);
 }
 
 static smoe_status opt_b(const smoe_config *c, const char *k, int def, int *v, smoe_err *err)
@@ -217,15 +222,14 @@ smoe_status tr_read_recipe(const smoe_config *c, int64_t steps, tr_recipe *r, sm
     smoe_status s;
     memset(r, 0, sizeof *r);
     r->steps = steps;
-    if ((s = smoe_config_float(c, "learning_rate", &r->lr, err)))
+    if ((s = tr_key_float(c, "learning_rate", &r->lr, err)))
         return s;
     /* the final fraction: the key before MaxText e886dd212 selects that
      * version's schedule (MaxText then read only that key) */
     const smoe_node *legacy = smoe_config_get(c, "cosine_learning_rate_final_fraction");
     if (legacy && smoe_node_type(legacy) != SMOE_T_NULL) {
         r->legacy = 1;
-        if ((s = smoe_config_float(c, "cosine_learning_rate_final_fraction", &r->final_frac,
-                                   err)))
+        if ((s = tr_key_float(c, "cosine_learning_rate_final_fraction", &r->final_frac, err)))
             return s;
     } else if ((s = opt_f(c, "learning_rate_final_fraction", 0.1, &r->final_frac, err))) {
         return s;
