@@ -74,7 +74,7 @@ refused 2 "argument 'routed_score_func=softplus': routed_score_func: smoe train 
   routed_score_func=softplus override_model_config=true
 refused 2 "argument 'rope_type=llama3.1': rope_type:" rope_type=llama3.1
 refused 2 "argument 'adamw_mask=\[.*\]': adamw_mask: pattern" "adamw_mask=['\\d']"
-refused 4 "argument 'warmup_steps_fraction=-0.5': 'warmup_steps_fraction' must be a finite number >= 0" \
+refused 4 "argument 'warmup_steps_fraction=-0.5': 'warmup_steps_fraction' must be a number satisfying ge=0.0 le=1.0, got '-0.5'" \
   warmup_steps_fraction=-0.5
 # a model file (here the bundled one, written to a temporary file) that sets
 # a refused key: the line names the file, line and column

@@ -74,11 +74,12 @@ hit() { # SIGNAL PATTERN [PATTERN2] ARGS...: every pattern must match
   hits=$((hits + 1))
   out=$tmp/hit$hits
   : >"$out"
-  timeout 120 "$mpiexec" -n 4 "$smoe" train --steps 1000 "$@" >"$out" 2>&1 &
+  timeout 600 "$mpiexec" -n 4 "$smoe" train --steps 1000 "$@" >"$out" 2>&1 &
   job=$!
   pid=
   i=0
-  while [ $i -lt 900 ] && ! grep -q "step  *3/" "$out"; do
+  # a generous liveness bound: a loaded machine may take minutes to start 4 ranks
+  while [ $i -lt 3000 ] && ! grep -q "step  *3/" "$out"; do
     sleep 0.1
     i=$((i + 1))
   done
@@ -90,7 +91,7 @@ hit() { # SIGNAL PATTERN [PATTERN2] ARGS...: every pattern must match
   if [ -z "$pid" ]; then
     kill "$job" 2>/dev/null
     wait "$job"
-    bad "$sig: could not find rank 2"
+    bad "$sig: could not find rank 2 (waited $((i / 10)) s after step 3 was $(grep -q "step  *3/" "$out" && echo seen || echo "not seen"))"
     return
   fi
   t0=$(date +%s)

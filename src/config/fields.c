@@ -516,12 +516,14 @@ smoe_status cfg_field_coerce(smoe_arena *a, const cfg_fields *t, const cfg_field
         return SMOE_OK;
     char want[512];
     describe(f->type, want, sizeof want);
+    /* a value of the right type outside the field's bounds says so */
     const char *sep = f->bounds[0] ? ", " : "";
+    const char *sat = f->bounds[0] ? " satisfying " : "";
     if (where)
         return smoe_err_in(err, SMOE_EINVAL, where,
-                           "'%s' must be %s, got '%s' (MaxTextConfig: %s%s%s)", f->name,
-                           want, value_text(v), f->type, sep, f->bounds);
+                           "'%s' must be %s%s%s, got '%s' (MaxTextConfig: %s%s%s)", f->name,
+                           want, sat, f->bounds, value_text(v), f->type, sep, f->bounds);
     return smoe_err_at(err, SMOE_EINVAL, v->loc,
-                       "'%s' must be %s, got '%s' (MaxTextConfig: %s%s%s)", f->name, want,
-                       value_text(v), f->type, sep, f->bounds);
+                       "'%s' must be %s%s%s, got '%s' (MaxTextConfig: %s%s%s)", f->name, want,
+                       sat, f->bounds, value_text(v), f->type, sep, f->bounds);
 }
