@@ -21,6 +21,8 @@ typedef struct cli_common {
     int json;
     int n_kv;
     const char **kv; /* KEY=VALUE overrides */
+    const char *devices_where; /* where --devices came from when not the
+                                  command line (a scenario's file:line:col) */
 } cli_common;
 
 /* getopt_long entries of the common options; ids start at 1000. */

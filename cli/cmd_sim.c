@@ -251,10 +251,10 @@ int cmd_sim(int argc, char **argv)
         switch (opt) {
         case OPT_SCENARIO: scenario = optarg; break;
         case OPT_HARDWARE: hardware = optarg; break;
-        case OPT_BATCH: batch = cli_int("--batch", optarg, 1, 1 << 20); break;
-        case OPT_SEQ: seq = cli_int("--seq", optarg, 1, 1 << 24); break;
+        case OPT_BATCH: batch = cli_int("--batch", optarg, 1, SMOE_SIM_MAX_BATCH); break;
+        case OPT_SEQ: seq = cli_int("--seq", optarg, 1, SMOE_SIM_MAX_SEQ); break;
         case OPT_REMAT: remat = optarg; parse_remat(optarg, where); break;
-        case OPT_DEPTH: depth = (int)cli_int("--prefetch-depth", optarg, 0, 4); break;
+        case OPT_DEPTH: depth = (int)cli_int("--prefetch-depth", optarg, 0, SMOE_SIM_MAX_DEPTH); break;
         case OPT_BUDGET: budget = cli_bytes("--hbm-budget", optarg); break;
         case OPT_SWEEP: sweep = 1; break;
         case OPT_TRACE: trace_path = optarg; break;
@@ -292,8 +292,18 @@ int cmd_sim(int argc, char **argv)
             c.rules = sc.rules;
         if (!hardware)
             hardware = sc.hardware;
-        if (!c.devices)
+        static char dev_where[400];
+        if (!c.devices && sc.devices) {
             c.devices = sc.devices;
+            if (sc.slices > 1 && c.slices == 1)
+                snprintf(dev_where, sizeof dev_where, "%s:%d:%d (devices: %lld, slices: %lld)",
+                         sc.file, sc.devices_loc.line, sc.devices_loc.col,
+                         (long long)sc.devices, (long long)sc.slices);
+            else
+                snprintf(dev_where, sizeof dev_where, "%s:%d:%d (devices: %lld)", sc.file,
+                         sc.devices_loc.line, sc.devices_loc.col, (long long)sc.devices);
+            c.devices_where = dev_where;
+        }
         if (c.slices == 1 && sc.slices > 1)
             c.slices = sc.slices;
         if (!batch)

@@ -194,8 +194,81 @@ static void test_memory(const char *cfgdir)
     smoe_config_free(cfg);
 }
 
+/* The closed-form count of a group's members on device 0's node against
+ * enumerating every member, on random meshes, axis subsets (in any order)
+ * and node sizes; then a 2^30-device mesh the enumeration could not do. */
+static double brute_members(const smoe_mesh *m, const smoe_axes *axes, int64_t dpn, int64_t *g)
+{
+    int64_t stride[SMOE_MAX_AXES], size = 1;
+    for (int a = m->n - 1; a >= 0; a--) {
+        stride[a] = size;
+        size *= m->size[a];
+    }
+    int idx[SMOE_MAX_AXES], n = 0;
+    int64_t total = 1;
+    for (int i = 0; i < axes->n; i++) {
+        int a = smoe_mesh_find(m, axes->ax[i]);
+        if (a >= 0 && m->size[a] > 1) {
+            idx[n++] = a;
+            total *= m->size[a];
+        }
+    }
+    *g = total;
+    int64_t local = 0;
+    for (int64_t j = 0; j < total; j++) {
+        int64_t r = 0, x = j;
+        for (int i = n - 1; i >= 0; i--) {
+            r += (x % m->size[idx[i]]) * stride[idx[i]];
+            x /= m->size[idx[i]];
+        }
+        local += r < dpn;
+    }
+    return (double)local;
+}
+
+static void test_local_members(void)
+{
+    static const char *names[] = { "data", "fsdp", "expert", "tensor", "context" };
+    unsigned seed = 12345;
+    int bad = 0, cases = 0;
+    for (int t = 0; t < 3000; t++) {
+        smoe_mesh m;
+        m.n = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 5;
+        int64_t devices = 1;
+        for (int a = 0; a < m.n; a++) {
+            m.name[a] = names[a];
+            m.size[a] = 1 + (int64_t)(((seed = seed * 1103515245u + 12345u) >> 16) % 7);
+            devices *= m.size[a];
+        }
+        smoe_axes ax;
+        ax.n = 0;
+        for (int a = m.n - 1; a >= 0; a--) /* reverse order: the count must not care */
+            if (((seed = seed * 1103515245u + 12345u) >> 16) % 2)
+                ax.ax[ax.n++] = m.name[a];
+        int64_t dpn = 1 + (int64_t)(((seed = seed * 1103515245u + 12345u) >> 16) % (unsigned)(devices + 2));
+        int64_t g1, g2;
+        double fast = sim_local_members(&m, &ax, dpn, &g1);
+        double slow = brute_members(&m, &ax, dpn, &g2);
+        cases++;
+        if (fast != slow || g1 != g2) {
+            if (bad++ < 5)
+                fprintf(stderr, "mesh of %d axes, %d group axes, dpn %lld: %g/%lld vs %g/%lld\n",
+                        m.n, ax.n, (long long)dpn, fast, (long long)g1, slow, (long long)g2);
+        }
+    }
+    CHECKF(bad == 0, "%d of %d closed-form member counts differ from enumeration", bad, cases);
+    /* fsdp = 2^28 x expert = 4, nodes of 18432 devices: 18432 / 4 members
+     * of the fsdp group share a node, 4 of the expert group */
+    smoe_mesh big = { 2, { "fsdp", "expert" }, { 1LL << 28, 4 } };
+    smoe_axes f = { 1, { "fsdp" } }, e = { 1, { "expert" } };
+    int64_t g;
+    CHECK(sim_local_members(&big, &f, 18432, &g) == 4608 && g == (1LL << 28));
+    CHECK(sim_local_members(&big, &e, 18432, &g) == 4 && g == 4);
+}
+
 int main(int argc, char **argv)
 {
+    test_local_members();
     test_hand_schedules();
     test_planner();
     if (argc > 1)

@@ -47,36 +47,55 @@ static double ew(const cost *c, double elems, double passes)
     return elems * c->ab * passes / c->ew + c->overhead;
 }
 
+/* Group members over axes i.. (in mesh order, strides descending) whose
+ * linear index offset is < x: the members' offsets are a mixed-radix
+ * lattice in which every axis' stride exceeds the largest offset the later
+ * axes reach, so whole digits of axis i below x / stride count every
+ * combination of the rest. O(axes). */
+static int64_t below(const int64_t *stride, const int64_t *size, const int64_t *rest, int n,
+                     int i, int64_t x)
+{
+    if (x <= 0)
+        return 0;
+    if (i == n)
+        return 1;
+    int64_t q = x / stride[i];
+    if (q >= size[i])
+        return rest[i];
+    return q * rest[i + 1] + below(stride, size, rest, n, i + 1, x - q * stride[i]);
+}
+
+double sim_local_members(const smoe_mesh *m, const smoe_axes *axes, int64_t dpn, int64_t *g)
+{
+    int64_t mstride[SMOE_MAX_AXES], size = 1;
+    for (int a = m->n - 1; a >= 0; a--) {
+        mstride[a] = size;
+        size *= m->size[a];
+    }
+    int used[SMOE_MAX_AXES] = { 0 };
+    for (int i = 0; i < axes->n; i++) {
+        int a = smoe_mesh_find(m, axes->ax[i]);
+        if (a >= 0 && m->size[a] > 1)
+            used[a] = 1;
+    }
+    int64_t stride[SMOE_MAX_AXES], sz[SMOE_MAX_AXES], rest[SMOE_MAX_AXES + 1];
+    int n = 0;
+    for (int a = 0; a < m->n; a++) /* mesh order: strides descending */
+        if (used[a]) {
+            stride[n] = mstride[a];
+            sz[n++] = m->size[a];
+        }
+    rest[n] = 1;
+    for (int i = n - 1; i >= 0; i--)
+        rest[i] = rest[i + 1] * sz[i];
+    *g = rest[0];
+    return (double)below(stride, sz, rest, n, 0, dpn);
+}
+
 /* Members of the group over `axes` that share device 0's node. */
 static double local_members(const cost *c, const smoe_axes *axes, int64_t *g)
 {
-    const smoe_mesh *m = c->mesh;
-    int idx[SMOE_MAX_ENTRY];
-    int64_t stride[SMOE_MAX_AXES], size = 1;
-    for (int a = m->n - 1; a >= 0; a--) {
-        stride[a] = size;
-        size *= m->size[a];
-    }
-    int n = 0;
-    int64_t total = 1;
-    for (int i = 0; i < axes->n; i++) {
-        int a = smoe_mesh_find(m, axes->ax[i]);
-        if (a < 0 || m->size[a] <= 1)
-            continue;
-        idx[n++] = a;
-        total *= m->size[a];
-    }
-    *g = total;
-    int64_t local = 0, dpn = (int64_t)c->hw->devices_per_node;
-    for (int64_t j = 0; j < total; j++) {
-        int64_t r = 0, x = j;
-        for (int i = n - 1; i >= 0; i--) {
-            r += (x % m->size[idx[i]]) * stride[idx[i]];
-            x /= m->size[idx[i]];
-        }
-        local += r < dpn;
-    }
-    return (double)local;
+    return sim_local_members(c->mesh, axes, (int64_t)c->hw->devices_per_node, g);
 }
 
 /* A collective moving `bytes` per device into (or out of) it over `axes`.
@@ -239,6 +258,10 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         return s;
     if (sh->batch < 1 || sh->seq < 1)
         return smoe_err_set(err, SMOE_EINVAL, "the batch and sequence length must be >= 1");
+    if (d.experts > 0 && d.topk > d.experts) /* as smoe train refuses it */
+        return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "num_experts_per_tok"),
+                           "num_experts_per_tok = %lld exceeds num_experts = %lld",
+                           (long long)d.topk, (long long)d.experts);
     smoe_sim_model *m = smoe_calloc(1, sizeof *m);
     if (!m)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");

@@ -46,4 +46,9 @@ struct smoe_sim_model {
     double skew;     /* a sync point's wait for the last rank (cpu profiles) */
 };
 
+/* Members of the group over `axes` (each once, size-1 axes ignored) whose
+ * device index is below dpn, i.e. on device 0's node; *g = the group size.
+ * Closed form, O(mesh axes). */
+double sim_local_members(const smoe_mesh *m, const smoe_axes *axes, int64_t dpn, int64_t *g);
+
 #endif
