@@ -65,7 +65,13 @@ cfg=$(dirname "$data")/../configs
 [ -d "$cfg/hardware" ] || cfg=$(dirname "$0")/../configs
 simtmp=$(mktemp -d)
 trap 'rm -f "$err"; rm -rf "$simtmp"' EXIT
-hw_edit() { sed "s/^$1: .*/$1: $2/" "$cfg/hardware/tpu7x.yml" >"$simtmp/hw.yml"; }
+hw_edit() { # KEY VALUE: replaced, or added where the profile lacks the key
+  if grep -q "^$1:" "$cfg/hardware/tpu7x.yml"; then
+    sed "s/^$1: .*/$1: $2/" "$cfg/hardware/tpu7x.yml" >"$simtmp/hw.yml"
+  else
+    (cat "$cfg/hardware/tpu7x.yml"; echo "$1: $2") >"$simtmp/hw.yml"
+  fi
+}
 scn_edit() { sed "s/^$1: .*/$1: $2/" "$cfg/scenarios/seed.yml" >"$simtmp/scn.yml"; }
 hw_edit ici_bandwidth 1e-300
 expect "hw.yml:[0-9]+:16: 'ici_bandwidth' = 1e-300 must be in" sim --scenario seed --hardware "$simtmp/hw.yml"
