@@ -16,7 +16,7 @@
 
 enum {
     OPT_SCENARIO = OPT_COMMON_END, OPT_HARDWARE, OPT_BATCH, OPT_SEQ, OPT_REMAT, OPT_DEPTH,
-    OPT_BUDGET, OPT_SWEEP, OPT_TRACE, OPT_CALIBRATE, OPT_OUT, OPT_HELP
+    OPT_BUDGET, OPT_SWEEP, OPT_TRACE, OPT_CALIBRATE, OPT_OUT, OPT_HELP, OPT_PLOT
 };
 
 #define MAX_RUNS 12
@@ -30,7 +30,7 @@ static void usage(FILE *f)
             "                [--hardware NAME|FILE] [--batch N] [--seq N]\n"
             "                [--remat full|none|save-dot-products] [--dtype-bytes N]\n"
             "                [--prefetch-depth N] [--hbm-budget BYTES] [--sweep] [--trace FILE]\n"
-            "                [--json]\n"
+            "                [--plot FILE.svg] [--json]\n"
             "       mpirun -np N smoe sim --calibrate [--out FILE]\n"
             "\n"
             "  --scenario NAME|FILE  bundled scenario (configs/scenarios/NAME.yml), e.g. seed:\n"
@@ -39,11 +39,12 @@ static void usage(FILE *f)
             "                        h200, cpu-mpi\n"
             "  --batch N, --seq N    sequences per device and their length\n"
             "  --remat POLICY        full (recompute the layer), none, save-dot-products\n"
-            "  --dtype-bytes N       bytes of stored weights and gradients (default 2)\n"
-            "  --prefetch-depth N    layers ahead for the prefetch schedules (default 1)\n"
+            "  --dtype-bytes N       bytes of stored weights (default: the config's weight_dtype)\n"
+            "  --prefetch-depth N    layers ahead for smoe's own schedules (default 1)\n"
             "  --hbm-budget BYTES    add the memory-budgeted plan (per device, e.g. 32G)\n"
             "  --sweep               print the Pareto curve of exposed wait vs peak HBM\n"
             "  --trace FILE          Chrome/Perfetto trace, one process row per schedule\n"
+            "  --plot FILE.svg       picture: Pareto curve and the schedules' timelines\n"
             "  --calibrate           measure this machine's cpu-mpi profile (under mpirun)\n"
             "  --out FILE            where --calibrate writes (default: stdout)\n");
 }
@@ -74,10 +75,31 @@ static smoe_remat parse_remat(const char *s, const char *where)
     cli_usage_error(where, "expected full, none or save-dot-products");
 }
 
-/* Build a plan and a step model for one configuration. */
-static smoe_sim_model *build(const cli_common *c, const char *rules, const char *const *extra,
-                             int n_extra, const smoe_hw *hw, smoe_sim_shape sh, smoe_plan **plan_out)
+/* A positive integer config key (the shape's defaults: per_device_batch_size,
+ * max_target_length), or die naming it. */
+static int64_t config_count(const smoe_config *cfg, const char *key, int64_t hi)
 {
+    double v;
+    smoe_err err;
+    if (smoe_config_float(cfg, key, &v, &err))
+        cli_die(&err);
+    if (!(v >= 1 && v <= (double)hi && v == (double)(int64_t)v)) {
+        smoe_err_at(&err, SMOE_EINVAL, smoe_config_loc(cfg, key),
+                    "%s = %g: smoe sim needs an integer in [1, %lld] (or --batch/--seq)", key, v,
+                    (long long)hi);
+        cli_die(&err);
+    }
+    return (int64_t)v;
+}
+
+/* Build a plan and a step model for one configuration. The shape's unset
+ * parts (0) come from the config: per_device_batch_size, max_target_length
+ * and the dtypes (smoe_sim_dtypes); the plan is sized in the stored dtype. */
+static smoe_sim_model *build(const cli_common *c, const char *rules, const char *const *extra,
+                             int n_extra, const smoe_hw *hw, smoe_sim_shape *shp,
+                             smoe_plan **plan_out)
+{
+    smoe_sim_shape sh = *shp;
     const char *kv[SMOE_SCN_MAX_OVERRIDES * 2 + 64];
     int n = 0;
     for (int i = 0; i < c->n_kv && n < (int)(sizeof kv / sizeof kv[0]); i++)
@@ -90,6 +112,14 @@ static smoe_sim_model *build(const cli_common *c, const char *rules, const char 
     if (rules)
         cc.rules = rules;
     smoe_config *cfg = cli_load_config(&cc);
+    smoe_err err;
+    if (smoe_sim_dtypes(cfg, hw, &sh, &err))
+        cli_die(&err);
+    if (!sh.batch)
+        sh.batch = config_count(cfg, "per_device_batch_size", SMOE_SIM_MAX_BATCH);
+    if (!sh.seq)
+        sh.seq = config_count(cfg, "max_target_length", SMOE_SIM_MAX_SEQ);
+    cc.dtype_bytes = sh.dtype_bytes;
     smoe_plan *p = cli_build_plan(&cc, cfg);
     const smoe_node *roe = smoe_config_get(cfg, "use_ring_of_experts");
     int ring = 0;
@@ -97,11 +127,11 @@ static smoe_sim_model *build(const cli_common *c, const char *rules, const char 
         ring = 0;
     sh.ring_of_experts = ring;
     smoe_sim_model *m;
-    smoe_err err;
     if (smoe_sim_model_build(cfg, p, hw, &sh, &m, &err))
         cli_die(&err);
     smoe_config_free(cfg);
     *plan_out = p;
+    *shp = sh;
     return m;
 }
 
@@ -226,6 +256,7 @@ int cmd_sim(int argc, char **argv)
         { "hbm-budget", required_argument, 0, OPT_BUDGET },
         { "sweep", no_argument, 0, OPT_SWEEP },
         { "trace", required_argument, 0, OPT_TRACE },
+        { "plot", required_argument, 0, OPT_PLOT },
         { "calibrate", no_argument, 0, OPT_CALIBRATE },
         { "out", required_argument, 0, OPT_OUT },
         { "help", no_argument, 0, OPT_HELP },
@@ -235,6 +266,7 @@ int cmd_sim(int argc, char **argv)
     cli_common_init(&c);
     c.dtype_bytes = 0;
     const char *scenario = NULL, *hardware = NULL, *remat = NULL, *trace_path = NULL, *out = NULL;
+    const char *plot_path = NULL;
     int64_t batch = 0, seq = 0, budget = -1;
     int depth = -1, sweep = 0, calib = 0, opt, li = -1;
     opterr = 0;
@@ -258,6 +290,7 @@ int cmd_sim(int argc, char **argv)
         case OPT_BUDGET: budget = cli_bytes("--hbm-budget", optarg); break;
         case OPT_SWEEP: sweep = 1; break;
         case OPT_TRACE: trace_path = optarg; break;
+        case OPT_PLOT: plot_path = optarg; break;
         case OPT_CALIBRATE: calib = 1; break;
         case OPT_OUT: out = optarg; break;
         case 'h':
@@ -328,8 +361,6 @@ int cmd_sim(int argc, char **argv)
         cli_usage_error("argument '--hardware'", "is required (or a --scenario that names one)");
     if (!c.devices)
         cli_usage_error("argument '--devices'", "is required (or a --scenario that sets it)");
-    if (!c.dtype_bytes)
-        c.dtype_bytes = 2;
     if (depth < 0)
         depth = 1;
     smoe_hw hw;
@@ -344,27 +375,36 @@ int cmd_sim(int argc, char **argv)
         cli_die(&err);
     smoe_sim_shape sh;
     memset(&sh, 0, sizeof sh);
-    sh.batch = batch ? batch : 1;
-    sh.seq = seq ? seq : 2048;
+    sh.batch = batch;
+    sh.seq = seq;
     sh.remat = remat ? parse_remat(remat, "argument '--remat'") : SMOE_REMAT_FULL;
-    sh.dtype_bytes = c.dtype_bytes;
+    sh.dtype_bytes = c.dtype_bytes; /* 0: weight_dtype */
 
     smoe_plan *plan;
-    smoe_sim_model *m = build(&c, NULL, NULL, 0, &hw, sh, &plan);
+    smoe_sim_model *m = build(&c, NULL, NULL, 0, &hw, &sh, &plan);
+    /* accelerators run MaxText's prefetch path (and XLA's scan as the
+     * baseline); cpu profiles smoe's runtime, which smoe train executes */
+    int accel = strcmp(hw.kind, "cpu") != 0;
+    smoe_sched_family fam = accel ? SMOE_SCHED_MAXTEXT : SMOE_SCHED_UNIFORM;
     run runs[MAX_RUNS];
     int n = 0;
     smoe_sim_sched sd;
-    struct { const char *name; int depth, legacy, shared; } base[] = {
-        { "baseline", 0, 0, 0 }, { "prefetch", depth, 0, 0 },
-        { "prefetch_shared_queue", depth, 0, 1 }, { "legacy", depth, 1, 0 },
+    char uniform_name[32];
+    snprintf(uniform_name, sizeof uniform_name, "uniform_depth_%d", depth);
+    struct { const char *name; int depth, legacy, shared; smoe_sched_family f; } base[] = {
+        { "baseline", 0, 0, 0, SMOE_SCHED_UNIFORM }, { "prefetch", depth, 0, 0, fam },
+        { "prefetch_shared_queue", depth, 0, 1, fam }, { "legacy", depth, 1, 0, fam },
+        { uniform_name, depth, 0, 0, SMOE_SCHED_UNIFORM },
     };
     smoe_trace *traces[MAX_RUNS];
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < (accel ? 5 : 4); i++) {
         memset(&sd, 0, sizeof sd);
         sd.prefetch_depth = base[i].depth;
         sd.legacy = base[i].legacy;
         sd.shared_engine = base[i].shared;
-        traces[n] = trace_path ? smoe_trace_new(n, 0) : NULL;
+        sd.family = base[i].f;
+        sd.stream_grads = accel && i == 0;
+        traces[n] = trace_path || plot_path ? smoe_trace_new(n, 0) : NULL;
         if (traces[n])
             smoe_trace_process(traces[n], base[i].name);
         runs[n].name = base[i].name;
@@ -374,11 +414,13 @@ int cmd_sim(int argc, char **argv)
     }
     for (int v = 0; v < sc.n_variants && n < MAX_RUNS - 1; v++) {
         smoe_plan *vp;
+        smoe_sim_shape vsh = sh;
         smoe_sim_model *vm = build(&c, sc.variants[v].rules, sc.variants[v].overrides,
-                                   sc.variants[v].n_overrides, &hw, sh, &vp);
+                                   sc.variants[v].n_overrides, &hw, &vsh, &vp);
         memset(&sd, 0, sizeof sd);
         sd.prefetch_depth = depth;
-        traces[n] = trace_path ? smoe_trace_new(n, 0) : NULL;
+        sd.family = fam;
+        traces[n] = trace_path || plot_path ? smoe_trace_new(n, 0) : NULL;
         if (traces[n])
             smoe_trace_process(traces[n], sc.variants[v].name);
         runs[n].name = sc.variants[v].name;
@@ -411,10 +453,17 @@ int cmd_sim(int argc, char **argv)
         }
         sim_print_json(stdout, plan, &hw, names, res, n, &sc, curve, sweep ? ncurve : 0);
     } else {
-        printf("hardware: %s (%s); %lld devices; batch %lld x seq %lld per device, remat %s, "
-               "%d-byte weights; prefetch depth %d\n",
+        printf("hardware: %s (%s); %lld devices; batch %lld x seq %lld per device, remat %s; "
+               "bytes per element: weights %d, compute %d, gradients %d, moments %d + %d\n",
                hw.name, hwf, (long long)smoe_mesh_devices(&plan->mesh), (long long)sh.batch,
-               (long long)sh.seq, remat ? remat : "full", c.dtype_bytes, depth);
+               (long long)sh.seq, remat ? remat : "full", sh.dtype_bytes, sh.compute_bytes,
+               sh.grad_bytes, sh.mu_bytes, sh.nu_bytes);
+        if (accel)
+            printf("schedules: baseline = XLA's scan; prefetch* and legacy = MaxText's "
+                   "prefetch_fsdp_weights (depth 1, full remat); %s = smoe's own at "
+                   "--prefetch-depth\n", uniform_name);
+        else
+            printf("schedules: smoe's runtime, prefetch depth %d\n", depth);
         printf("mesh:");
         for (int i = 0; i < plan->mesh.n; i++)
             if (plan->mesh.size[i] > 1)
@@ -435,6 +484,11 @@ int cmd_sim(int argc, char **argv)
                    cli_fmt_bytes((double)budget, b1, sizeof b1));
         if (sc.n_reported)
             print_reported(&sc, runs, n);
+        if (sc.n_sources) {
+            printf("\nwhere the scenario's facts come from (%s)\n", sc.file);
+            for (int i = 0; i < sc.n_sources; i++)
+                printf("  %-18s %s\n", sc.source_key[i], sc.source_text[i]);
+        }
         if (sweep && ncurve > 0) {
             /* 200 budgets from the no-prefetch peak to the largest useful
              * one; each takes the best point of the greedy path it fits */
@@ -480,6 +534,9 @@ int cmd_sim(int argc, char **argv)
         for (int i = 0; i < n; i++)
             smoe_trace_free(traces[i]);
     }
+    if (!trace_path)
+        for (int i = 0; i < n; i++)
+            smoe_trace_free(traces[i]);
     smoe_sim_model_free(m);
     smoe_plan_free(plan);
     smoe_arena_free(arena);

@@ -133,51 +133,65 @@ static void test_planner(void)
            deep.exposed_gather_s);
 }
 
-/* Static memory from a plan: parameters, gradients, AdamW moments. */
-static void test_memory(const char *cfgdir)
+/* Static memory from a plan with the dtypes a config gives (MaxText's
+ * defaults: fp32 weights, gradients and both AdamW moments, bf16 compute;
+ * mu_dtype inherits weight_dtype): bytes per parameter element w, g, mu, nu;
+ * gathered buffers in the compute dtype and as stored. */
+static void test_memory(const char *cfgdir, const char *const *ov, int n_ov, int w, int g,
+                        int mu, int nu)
 {
     char base[1024];
     snprintf(base, sizeof base, "%s/base.yml", cfgdir);
-    const char *ov[] = { "ici_expert_parallelism=2" };
     smoe_config_opts o;
     memset(&o, 0, sizeof o);
     o.base_path = base;
     o.model = "deepseek2-16b";
     o.overrides = ov;
-    o.n_overrides = 1;
+    o.n_overrides = n_ov;
     smoe_config *cfg;
     smoe_err err;
     if (smoe_config_load(&o, &cfg, &err)) {
         CHECKF(0, "config: %s", err.msg);
         return;
     }
-    smoe_plan_opts po = { 16, 1, NULL, 2 };
+    char hwf[1024];
+    snprintf(hwf, sizeof hwf, "%s/hardware/tpu7x.yml", cfgdir);
+    smoe_hw hw;
+    CHECK(smoe_hw_load(hwf, &hw, &err) == SMOE_OK);
+    smoe_sim_shape sh = { .batch = 1, .seq = 2048, .remat = SMOE_REMAT_FULL };
+    CHECK(smoe_sim_dtypes(cfg, &hw, &sh, &err) == SMOE_OK);
+    CHECK_INT(sh.dtype_bytes, w);
+    CHECK_INT(sh.grad_bytes, g);
+    CHECK_INT(sh.mu_bytes, mu);
+    CHECK_INT(sh.nu_bytes, nu);
+    CHECK_INT(sh.compute_bytes, 2);
+    smoe_plan_opts po = { 16, 1, NULL, sh.dtype_bytes };
     smoe_plan *p;
     if (smoe_plan_build(cfg, &po, &p, &err)) {
         CHECKF(0, "plan: %s", err.msg);
         smoe_config_free(cfg);
         return;
     }
-    char hwf[1024];
-    snprintf(hwf, sizeof hwf, "%s/hardware/tpu7x.yml", cfgdir);
-    smoe_hw hw;
-    CHECK(smoe_hw_load(hwf, &hw, &err) == SMOE_OK);
-    smoe_sim_shape sh = { 1, 2048, SMOE_REMAT_FULL, 2, 0 };
     smoe_sim_model *m;
     CHECK(smoe_sim_model_build(cfg, p, &hw, &sh, &m, &err) == SMOE_OK);
-    double shard = 0;
+    double shard = 0; /* stored bytes */
     for (int i = 0; i < p->n; i++)
         if (p->w[i].kind == SMOE_ENTRY_PARAM)
             shard += (double)p->w[i].gather.bytes_in * (double)p->w[i].layers;
+    double elems = shard / w;
     CHECKF(NEAR(m->mem_params, shard), "params %g, expected %g", m->mem_params, shard);
-    CHECK(NEAR(m->mem_grads, shard));
-    CHECKF(NEAR(m->mem_optimizer, shard / 2 * (2 + 4)), "optimizer %g", m->mem_optimizer);
+    CHECKF(NEAR(m->mem_grads, elems * g), "grads %g, expected %g", m->mem_grads, elems * g);
+    CHECKF(NEAR(m->mem_optimizer, elems * (mu + nu)), "optimizer %g, expected %g",
+           m->mem_optimizer, elems * (mu + nu));
     /* a layer's gathered bytes are the sum of its weights' buffers */
     double moe = 0;
     for (int i = 0; i < p->n; i++)
         if (p->w[i].prefetch && strcmp(p->w[i].stack, "moe_layers") == 0)
             moe += (double)p->w[i].gather.bytes_out;
-    CHECK(NEAR(m->k[1].bytes, moe));
+    CHECKF(NEAR(m->k[1].bytes_stored, moe), "MoE layer stored %g, expected %g",
+           m->k[1].bytes_stored, moe);
+    CHECKF(NEAR(m->k[1].bytes, moe * 2 / w), "MoE layer cast %g, expected %g", m->k[1].bytes,
+           moe * 2 / w);
     /* the total is the breakdown */
     smoe_sim_sched s;
     memset(&s, 0, sizeof s);
@@ -271,7 +285,16 @@ int main(int argc, char **argv)
     test_local_members();
     test_hand_schedules();
     test_planner();
-    if (argc > 1)
-        test_memory(argv[1]);
+    if (argc > 1) {
+        const char *ep[] = { "ici_expert_parallelism=2" };
+        test_memory(argv[1], ep, 1, 4, 4, 4, 4);
+        const char *bf[] = { "ici_expert_parallelism=2", "weight_dtype=bfloat16",
+                             "grad_dtype=bfloat16" };
+        test_memory(argv[1], bf, 3, 2, 2, 2, 2);
+        const char *mu[] = { "ici_expert_parallelism=2", "mu_dtype=bfloat16" };
+        test_memory(argv[1], mu, 2, 4, 4, 2, 4);
+        const char *sgd[] = { "ici_expert_parallelism=2", "opt_type=sgd" };
+        test_memory(argv[1], sgd, 2, 4, 4, 0, 0);
+    }
     return check_report();
 }

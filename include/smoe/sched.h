@@ -34,6 +34,11 @@ int64_t smoe_trace_count(const smoe_trace *t);
 /* The events as JSON objects separated by ",\n" (no brackets), in a
  * buffer owned by the trace (valid until the next call or free). */
 const char *smoe_trace_fragment(smoe_trace *t, size_t *len);
+/* The process row's name, and event i: 0 = a span (times in seconds from
+ * the origin), 1 = a lane's name (tid, name), -1 = no such event. */
+const char *smoe_trace_name(const smoe_trace *t);
+int smoe_trace_event(const smoe_trace *t, int64_t i, int *tid, double *t0, double *t1,
+                     const char **name);
 /* Write a whole trace file from per-rank fragments. */
 smoe_status smoe_trace_write(FILE *f, const char *const *fragments, const size_t *lens,
                              int n, smoe_err *err);
@@ -58,9 +63,25 @@ typedef struct smoe_sim_shape {
     int64_t batch;        /* sequences per device */
     int64_t seq;          /* tokens per sequence */
     smoe_remat remat;
-    int dtype_bytes;      /* stored weights and gradients */
+    int dtype_bytes;      /* stored weights (weight_dtype) */
     int ring_of_experts;  /* EP by all-gather + reduce-scatter of tokens */
+    /* bytes per element; 0 = from the defaults below (smoe_sim_dtypes fills
+     * them from a config as MaxText defaults them) */
+    int compute_bytes;    /* activations and cast weights (dtype) */
+    int grad_bytes;       /* gradients as kept for the optimizer (grad_dtype) */
+    int mu_bytes;         /* AdamW first moment (mu_dtype, else weight_dtype) */
+    int nu_bytes;         /* AdamW second moment (optax: the parameters' dtype);
+                             mu = nu = 0 with opt_type sgd */
+    int no_moments;       /* opt_type sgd: no optimizer state */
 } smoe_sim_shape;
+
+/* Fill the dtype sizes of *sh from MaxText's keys: weight_dtype (default
+ * float32), dtype (bfloat16), grad_dtype (float32), mu_dtype ("" = weight_
+ * dtype) and opt_type (adamw, adam_pax: two moments; sgd: none; others are
+ * refused). A cpu profile with compute_bytes computes in that size (smoe's
+ * kernels). Errors name the key's file:line:col. */
+smoe_status smoe_sim_dtypes(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_shape *sh,
+                            smoe_err *err);
 
 typedef struct smoe_sim_model smoe_sim_model;
 
@@ -84,11 +105,31 @@ int smoe_sim_model_has_kind(const smoe_sim_model *m, int kind);
  * prefetch_depth layers ahead. */
 #define SMOE_SIM_MAX_WEIGHTS 48
 #define SMOE_SIM_MAX_LEVEL 16
+/* Schedule families:
+ *   UNIFORM  smoe's runtime: every weight prefetch_depth layers ahead (or
+ *            the planner's levels), gathered in the compute dtype, the
+ *            backward's gradients held from the layer's start to its
+ *            reductions' end; with depth 0 and stream_grads, XLA's own scan
+ *            (the baseline): each weight's gradient reduce-scattered as the
+ *            backward produces it.
+ *   MAXTEXT  MaxText's prefetch_fsdp_weights (layers/fsdp_prefetch.py), per
+ *            layer stack: the forward's first gather issued at the step's
+ *            start (it depends only on the parameters), then W(k+1) during
+ *            layer k; the backward's first two gathers fenced behind the
+ *            stack's incoming gradient (an optimization barrier), then
+ *            W(k-1) during layer k; W(k), W(k-1) and dW(k) live until dW(k)'s
+ *            reduce-scatter; weights gathered as stored (weight_dtype); the
+ *            backward always rematerialises the layer in full and only layer
+ *            inputs are saved. */
+typedef enum smoe_sched_family { SMOE_SCHED_UNIFORM = 0, SMOE_SCHED_MAXTEXT } smoe_sched_family;
+
 typedef struct smoe_sim_sched {
     int prefetch_depth;
     int legacy;           /* pre-fix plan: residual co-axes gathered at use */
     int shared_engine;    /* gathers queue with the all-to-all and reductions */
     const unsigned char (*distance)[SMOE_SIM_MAX_WEIGHTS]; /* [kind][weight] */
+    smoe_sched_family family;
+    int stream_grads;     /* UNIFORM: per-weight gradient reductions (XLA) */
 } smoe_sim_sched;
 
 typedef struct smoe_sim_result {

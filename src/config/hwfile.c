@@ -122,8 +122,8 @@ smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, s
     for (size_t i = 0; !s && i < sizeof f / sizeof f[0]; i++)
         s = num_in(root, f[i].k, f[i].v, f[i].req, &f[i].r, err);
     hw->collectives_use_compute = use_compute != 0;
-    if (!s && hw->compute_bytes == 0)
-        hw->compute_bytes = strcmp(hw->kind, "cpu") == 0 ? 4 : 2;
+    if (!s && hw->compute_bytes == 0 && strcmp(hw->kind, "cpu") == 0)
+        hw->compute_bytes = 4; /* smoe's kernels; accelerators: the config's dtype */
     smoe_arena_free(a);
     return s;
 }
