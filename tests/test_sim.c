@@ -96,6 +96,85 @@ static void test_hand_schedules(void)
     CHECKF(NEAR(r.step_s, 29), "MoE baseline step %g, expected 29", r.step_s);
 }
 
+/* MaxText's prefetch family by hand: 4 layers in two stacks (0-1 dense,
+ * 2-3 a second stack), one weight each: gathered as stored 2 s (cast: 1 s),
+ * reduce-scatter 1 s, forward 3 s, backward 9 s (full remat; 6 s with the
+ * policy), 100 bytes stored. */
+static void test_maxtext_family(void)
+{
+    smoe_sim_model m = two_layers(4);
+    m.L = 4;
+    m.kind_of[2] = m.kind_of[3] = 1;
+    sim_kind *k = &m.k[0];
+    k->w[0].pre_stored_s = 2;
+    k->w[0].pre_s = 1;
+    k->w[0].bytes_stored = 100;
+    k->w[0].bytes = 50;
+    k->bytes_stored = 100;
+    k->bytes = 50;
+    k->bwd_full_pre = 9;
+    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu"); /* whole-layer waits */
+    m.k[1] = *k;
+    smoe_sim_sched s;
+    smoe_sim_result r;
+    memset(&s, 0, sizeof s);
+    s.family = SMOE_SCHED_MAXTEXT;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    /* gathers: W0, W2 at 0 (each stack's first forward layer) [0,2] [2,4];
+     * W1 one layer ahead at 2 [4,6]; W3 at 9 [9,11]; the forward computes
+     * [2,5] [6,9] [9,12] [12,15] (waits 2 + 1). Backward: W3 and W2 fenced
+     * at 15 [15,17] [17,19], bwd L3 [17,26] (wait 2), L2 [26,35], then the
+     * first stack fenced at 35: W1 [35,37], W0 [37,39], L1 [37,46] (wait
+     * 2), L0 [46,55]; its reduce-scatter [55,56] ends the step. */
+    CHECKF(NEAR(r.step_s, 56), "maxtext step %g, expected 56", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 7), "maxtext exposed %g, expected 7", r.exposed_gather_s);
+    CHECKF(NEAR(r.gather_busy_s, 16), "maxtext gather busy %g, expected 16", r.gather_busy_s);
+    CHECKF(NEAR(r.compute_s, 48), "maxtext compute %g, expected 48", r.compute_s);
+    /* live: W0, W2, W1 in [2,5]; at 35 dW2 (until 36), W1, W0 */
+    CHECKF(NEAR(r.mem_gathered, 300), "maxtext gathered peak %g, expected 300", r.mem_gathered);
+    /* the same model under XLA's scan (no prefetch, cast gathers of 1 s,
+     * the policy's 6 s backward): 8 exposed gathers, step 45 */
+    memset(&s, 0, sizeof s);
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 45), "scan step %g, expected 45", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 8), "scan exposed %g, expected 8", r.exposed_gather_s);
+}
+
+/* Each op waits only for its own weights (accelerators): one MoE layer, an
+ * attention weight gathered in 1 s and a routed one in 4 s; forward pre 3 s,
+ * experts 2 s; the backward recomputes (pre 3, experts 2) and then runs the
+ * transposes at 2x in reverse (experts 4, pre 6). */
+static void test_split_waits(void)
+{
+    smoe_sim_model m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.hw.kind, sizeof m.hw.kind, "tpu");
+    m.hw.collective_engines = 4;
+    m.L = 1;
+    m.nkinds = 2;
+    m.kind_of[0] = 1;
+    sim_kind *k = &m.k[1];
+    k->moe = 1;
+    k->nw = 2;
+    k->w[0] = (sim_w){ .name = "attn", .pre_s = 1, .rs_s = 0.5, .bytes = 10 };
+    k->w[1] = (sim_w){ .name = "routed", .pre_s = 4, .rs_s = 0.5, .bytes = 40, .routed = 1 };
+    k->bytes = 50;
+    k->fwd_pre = 3;
+    k->fwd_exp = 2;
+    k->recompute = 1;
+    smoe_sim_sched s;
+    smoe_sim_result r;
+    memset(&s, 0, sizeof s);
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    /* fwd: attn [0,1], routed [1,5]; pre [1,4], experts wait to 5, [5,7].
+     * bwd: attn [7,8], routed [8,12]; pre [8,11], wait to 12, experts
+     * [12,14], experts' transpose [14,18], pre's [18,24]; reduce-scatters
+     * [24,24.5] [24.5,25] */
+    CHECKF(NEAR(r.step_s, 25), "split step %g, expected 25", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 4), "split exposed %g, expected 4", r.exposed_gather_s);
+    CHECKF(NEAR(r.compute_s, 20), "split compute %g, expected 20", r.compute_s);
+}
+
 static void test_planner(void)
 {
     smoe_sim_model m = two_layers(4);
@@ -284,6 +363,8 @@ int main(int argc, char **argv)
 {
     test_local_members();
     test_hand_schedules();
+    test_maxtext_family();
+    test_split_waits();
     test_planner();
     if (argc > 1) {
         const char *ep[] = { "ici_expert_parallelism=2" };
