@@ -196,6 +196,52 @@ static void print_reported(const smoe_scenario *sc, const run *runs, int n)
     }
 }
 
+/* A schedule's timeline: one process row, its lanes named as smoe train
+ * names them. */
+static smoe_trace *new_trace(int pid, const char *name)
+{
+    smoe_trace *t = smoe_trace_new(pid, 0);
+    if (!t || smoe_trace_process(t, name) || smoe_trace_lane(t, 0, "compute") ||
+        smoe_trace_lane(t, 1, "FSDP gathers") || smoe_trace_lane(t, 2, "all-to-all / reductions") ||
+        smoe_trace_lane(t, 3, "waits"))
+        cli_usage_error(NULL, "out of memory for the timeline");
+    return t;
+}
+
+/* --plot: the Pareto curve with smoe's uniform depths 0..SMOE_SIM_MAX_DEPTH
+ * marked, over every schedule's timeline. */
+static void write_plot(const char *path, const smoe_sim_model *m, smoe_trace *const *traces, int n,
+                       const smoe_sim_point *curve, int ncurve)
+{
+    smoe_plot_mark marks[SMOE_SIM_MAX_DEPTH + 1];
+    char labels[SMOE_SIM_MAX_DEPTH + 1][24];
+    for (int d = 0; d <= SMOE_SIM_MAX_DEPTH; d++) {
+        smoe_sim_sched sd;
+        smoe_sim_result r;
+        memset(&sd, 0, sizeof sd);
+        sd.prefetch_depth = d;
+        if (smoe_sim_run(m, &sd, &r, NULL))
+            cli_usage_error(NULL, "out of memory in the simulation");
+        snprintf(labels[d], sizeof labels[d], "depth %d", d);
+        marks[d].peak_hbm_bytes = r.peak_hbm_bytes;
+        marks[d].exposed_gather_s = r.exposed_gather_s;
+        marks[d].label = labels[d];
+    }
+    char where[300];
+    snprintf(where, sizeof where, "argument '--plot %s'", path);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        cli_usage_error(where, "cannot write the file");
+    smoe_err err;
+    smoe_status s = smoe_plot_svg(f, traces, n, curve, ncurve, marks, SMOE_SIM_MAX_DEPTH + 1, &err);
+    if (fclose(f) != 0 && !s)
+        s = smoe_err_set(&err, SMOE_EIO, "error writing the picture");
+    if (s) {
+        snprintf(err.where, sizeof err.where, "%s", path);
+        cli_die(&err);
+    }
+}
+
 /* --calibrate: under mpirun; the model (default: smoe train's bundled
  * run) sets the shape of the compute measurement. */
 static int calibrate(int argc, char **argv, cli_common *c, const char *out)
@@ -404,9 +450,7 @@ int cmd_sim(int argc, char **argv)
         sd.shared_engine = base[i].shared;
         sd.family = base[i].f;
         sd.stream_grads = accel && i == 0;
-        traces[n] = trace_path || plot_path ? smoe_trace_new(n, 0) : NULL;
-        if (traces[n])
-            smoe_trace_process(traces[n], base[i].name);
+        traces[n] = trace_path || plot_path ? new_trace(n, base[i].name) : NULL;
         runs[n].name = base[i].name;
         if (smoe_sim_run(m, &sd, &runs[n].r, traces[n]))
             cli_usage_error(NULL, "out of memory in the simulation");
@@ -420,9 +464,7 @@ int cmd_sim(int argc, char **argv)
         memset(&sd, 0, sizeof sd);
         sd.prefetch_depth = depth;
         sd.family = fam;
-        traces[n] = trace_path || plot_path ? smoe_trace_new(n, 0) : NULL;
-        if (traces[n])
-            smoe_trace_process(traces[n], sc.variants[v].name);
+        traces[n] = trace_path || plot_path ? new_trace(n, sc.variants[v].name) : NULL;
         runs[n].name = sc.variants[v].name;
         if (smoe_sim_run(vm, &sd, &runs[n].r, traces[n]))
             cli_usage_error(NULL, "out of memory in the simulation");
@@ -432,11 +474,12 @@ int cmd_sim(int argc, char **argv)
     }
     smoe_sim_point curve[512];
     int ncurve = 0, feasible = 1;
-    if (budget >= 0 || sweep) {
+    if (budget >= 0 || sweep || plot_path) {
         unsigned char dist[2][SMOE_SIM_MAX_WEIGHTS];
         smoe_sim_result best;
         double b = budget >= 0 ? (double)budget : INFINITY;
-        smoe_sim_plan_budget(m, 0, b, dist, &best, &feasible, curve, 512, &ncurve);
+        if (smoe_sim_plan_budget(m, 0, b, dist, &best, &feasible, curve, 512, &ncurve))
+            cli_usage_error(NULL, "out of memory in the planner");
         if (budget >= 0) {
             runs[n].name = "budgeted";
             runs[n].r = best;
@@ -509,16 +552,14 @@ int cmd_sim(int argc, char **argv)
             }
         }
     }
+    if (plot_path)
+        write_plot(plot_path, m, traces, n, curve, ncurve);
     if (trace_path) {
         const char *frags[MAX_RUNS];
         size_t lens[MAX_RUNS];
         int nt = 0;
         for (int i = 0; i < n; i++)
             if (traces[i]) {
-                smoe_trace_lane(traces[i], 0, "compute");
-                smoe_trace_lane(traces[i], 1, "FSDP gathers");
-                smoe_trace_lane(traces[i], 2, "all-to-all / reductions");
-                smoe_trace_lane(traces[i], 3, "waits");
                 frags[nt] = smoe_trace_fragment(traces[i], &lens[nt]);
                 nt++;
             }
