@@ -30,7 +30,14 @@ int smoe_fuzz_rules(const uint8_t *data, size_t size);
  * entry resolved with deepseek2-16b's rules and planned on 16 devices. */
 int smoe_fuzz_params_json(const uint8_t *data, size_t size);
 
-/* Target by name ("yaml", "overrides", "rules", "params_json"), or NULL. */
+/* Hardware-profile text -> smoe_hw_load_text, then a loaded profile through
+ * the step model of a fixed plan under every schedule family (targets_sim.c). */
+int smoe_fuzz_hwfile(const uint8_t *data, size_t size);
+/* Scenario text -> smoe_scenario_load_text (targets_sim.c). */
+int smoe_fuzz_scenario(const uint8_t *data, size_t size);
+
+/* Target by name ("yaml", "overrides", "rules", "params_json", "hwfile",
+ * "scenario"), or NULL. */
 smoe_fuzz_fn smoe_fuzz_target(const char *name);
 /* Frees what the targets cache between calls (the rules config). */
 void smoe_fuzz_cleanup(void);
