@@ -50,6 +50,12 @@ void cli_collect_overrides(cli_common *c, int argc, char **argv, int first);
 _Noreturn void cli_die(const smoe_err *err);
 _Noreturn void cli_usage_error(const char *where, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Print "smoe: where: what: strerror(errno)" and exit 1 (an I/O error). */
+_Noreturn void cli_io_error(const char *where, const char *what);
+/* malloc that dies with a message when out of memory (CLI-lifetime data). */
+void *cli_alloc(size_t n);
+/* Flush stdout and check it for write errors: exit 1 naming it. */
+void cli_check_stdout(void);
 /* Strict integer option value in [lo, hi]; dies naming the option. */
 int64_t cli_int(const char *opt, const char *val, int64_t lo, int64_t hi);
 double cli_float(const char *opt, const char *val, double lo, double hi);
@@ -72,11 +78,23 @@ struct smoe_train_result;
  * "shape": {AXIS: SIZE}}, and printing a document to f (which frees it). */
 struct cJSON;
 struct cJSON *cli_json_mesh(const smoe_mesh *m);
+/* A JSON string of text that may not be UTF-8 (invalid bytes as \xNN). */
+struct cJSON *cli_json_string(const char *s);
 void cli_json_print(FILE *f, struct cJSON *root);
 
-/* JSON output of training runs (train_json.c); compare != NULL: three runs. */
-void train_print_json(FILE *f, const smoe_plan *p, const struct smoe_train_result *res, int n,
-                      const char *compare);
+/* Output of training runs: JSON (train_json.c) and text (train_text.c);
+ * compare: the three interleaved schedules of --compare. */
+void train_print_json(FILE *f, const smoe_plan *p, const struct smoe_train_result *res,
+                      int compare);
+struct smoe_train_opts;
+struct smoe_rt;
+void print_result(const struct smoe_train_opts *o, struct smoe_rt *rt,
+                  const struct smoe_train_result *r, int compare, int depth);
+/* The schedule names of --compare ("no-prefetch"; JSON key "no_prefetch"). */
+const char *train_mode_label(int mode, int compare);
+const char *train_mode_key(int mode);
+/* Steps left out of the --compare summaries (the first round). */
+int64_t train_warmup_steps(const struct smoe_train_result *r, int compare);
 struct smoe_sim_result;
 struct smoe_sim_point;
 /* JSON output of smoe sim (sim_json.c). */

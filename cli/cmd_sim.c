@@ -100,11 +100,11 @@ static smoe_sim_model *build(const cli_common *c, const char *rules, const char 
                              smoe_plan **plan_out)
 {
     smoe_sim_shape sh = *shp;
-    const char *kv[SMOE_SCN_MAX_OVERRIDES * 2 + 64];
+    const char **kv = cli_alloc((size_t)(c->n_kv + n_extra + 1) * sizeof *kv);
     int n = 0;
-    for (int i = 0; i < c->n_kv && n < (int)(sizeof kv / sizeof kv[0]); i++)
+    for (int i = 0; i < c->n_kv; i++)
         kv[n++] = c->kv[i];
-    for (int i = 0; i < n_extra && n < (int)(sizeof kv / sizeof kv[0]); i++)
+    for (int i = 0; i < n_extra; i++)
         kv[n++] = extra[i];
     cli_common cc = *c;
     cc.kv = kv;
@@ -121,6 +121,7 @@ static smoe_sim_model *build(const cli_common *c, const char *rules, const char 
         sh.seq = config_count(cfg, "max_target_length", SMOE_SIM_MAX_SEQ);
     cc.dtype_bytes = sh.dtype_bytes;
     smoe_plan *p = cli_build_plan(&cc, cfg);
+    free(kv);
     const smoe_node *roe = smoe_config_get(cfg, "use_ring_of_experts");
     int ring = 0;
     if (roe && smoe_config_bool(cfg, "use_ring_of_experts", &ring, NULL) != SMOE_OK)
@@ -354,7 +355,7 @@ int cmd_sim(int argc, char **argv)
     memset(&sc, 0, sizeof sc);
     smoe_arena *arena = smoe_arena_new(64 * 1024);
     char path[4200];
-    const char *scn_over[SMOE_SCN_MAX_OVERRIDES + 256];
+    const char **scn_over = NULL; /* the scenario's overrides, then the command line's */
     if (scenario) {
         smoe_err err;
         const char *f = find_file(scenario, "scenarios", path, sizeof path);
@@ -396,6 +397,7 @@ int cmd_sim(int argc, char **argv)
         if (depth < 0)
             depth = sc.prefetch_depth;
         int n = 0;
+        scn_over = cli_alloc((size_t)(sc.n_overrides + c.n_kv + 1) * sizeof *scn_over);
         for (int i = 0; i < sc.n_overrides; i++)
             scn_over[n++] = sc.overrides[i];
         for (int i = 0; i < c.n_kv; i++)
@@ -571,7 +573,11 @@ int cmd_sim(int argc, char **argv)
         }
         if (smoe_trace_write(f, frags, lens, nt, &err))
             cli_die(&err);
-        fclose(f);
+        if (fclose(f) != 0) {
+            char where[300];
+            snprintf(where, sizeof where, "argument '--trace %s'", trace_path);
+            cli_io_error(where, "cannot write the file");
+        }
         for (int i = 0; i < n; i++)
             smoe_trace_free(traces[i]);
     }
@@ -581,5 +587,6 @@ int cmd_sim(int argc, char **argv)
     smoe_sim_model_free(m);
     smoe_plan_free(plan);
     smoe_arena_free(arena);
+    free(scn_over);
     return 0;
 }

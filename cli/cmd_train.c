@@ -13,7 +13,7 @@
 enum {
     OPT_STEPS = OPT_COMMON_END, OPT_SEED, OPT_DATA, OPT_DEPTH, OPT_GATHER, OPT_SHARED,
     OPT_PTHREAD, OPT_MAXMEM, OPT_TRACE, OPT_DUMP, OPT_COMPARE, OPT_QUIET, OPT_HELP,
-    OPT_TIMEOUT, OPT_CKPT_DIR, OPT_CKPT_EVERY, OPT_CKPT_KEEP, OPT_RESUME
+    OPT_TIMEOUT, OPT_CKPT_DIR, OPT_CKPT_EVERY, OPT_CKPT_KEEP, OPT_RESUME, OPT_LIST_KEYS
 };
 
 static void usage(FILE *f)
@@ -50,14 +50,29 @@ static void usage(FILE *f)
             "  --checkpoint-dir DIR save checkpoints into DIR (step_NNNNNNNN/ + LATEST)\n"
             "  --checkpoint-every N save every N steps (default: only after the last step)\n"
             "  --checkpoint-keep N  keep the newest N checkpoints (default: all)\n"
-            "  --resume             continue from the newest complete checkpoint in DIR, on\n"
-            "                       any mesh (shards are re-cut); --steps is the total\n");
+            "  --resume             continue from the checkpoint DIR/LATEST names, on any\n"
+            "                       mesh (shards are re-cut); --steps is the total\n"
+            "  --list-keys          print the numeric MaxText keys smoe train reads and the\n"
+            "                       values it accepts, then exit\n"
+            "\n"
+            "  --compare runs one training in which no-prefetch, prefetch and legacy take\n"
+            "  turns step by step (the order rotating every round; they are numerically\n"
+            "  identical) and prints each schedule's median and quartiles over its steps\n"
+            "  after the first round.\n");
+}
+
+static void list_keys(FILE *f)
+{
+    int n;
+    const smoe_train_key *k = smoe_train_keys(&n);
+    fprintf(f, "# numeric MaxText keys smoe train reads: key, type, accepted values\n");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%-30s %-6s %s\n", k[i].name, k[i].type == 'i' ? "int" : "float", k[i].rule);
 }
 
 typedef struct run_ctx {
-    int root, quiet, json;
+    int root, quiet, json, compare;
     int64_t steps;
-    const char *label;
 } run_ctx;
 
 static void on_step(void *ud, const smoe_train_step *r)
@@ -68,7 +83,8 @@ static void on_step(void *ud, const smoe_train_step *r)
     fprintf(c->json ? stderr : stdout,
             "%s step %3lld/%lld  loss %.4f  step %8.2f ms  exposed gather %7.2f ms  "
             "a2a %6.2f ms  compute %8.2f ms\n",
-            c->label, (long long)r->step + 1, (long long)c->steps, r->loss, r->step_ms,
+            train_mode_label(r->mode, c->compare), (long long)r->step + 1, (long long)c->steps,
+            r->loss, r->step_ms,
             r->exposed_gather_ms, r->a2a_ms, r->compute_ms);
     fflush(c->json ? stderr : stdout);
 }
@@ -123,16 +139,6 @@ static void print_banner(const smoe_config *cfg, const smoe_plan *p, smoe_rt *rt
     fflush(stdout);
 }
 
-static void print_summary_row(const char *name, const smoe_train_result *r)
-{
-    char b1[32], b2[32];
-    printf("%-12s %10.2f %14.2f %12.2f %12.2f %12.2f %14s %14s %10.4f\n", name, r->mean_step_ms,
-           r->mean_exposed_gather_ms, r->mean_residual_ms, r->mean_a2a_ms, r->mean_compute_ms,
-           cli_fmt_bytes((double)r->peak_gathered_bytes, b1, sizeof b1),
-           cli_fmt_bytes((double)r->peak_rss_bytes, b2, sizeof b2),
-           r->nsteps ? r->steps[r->nsteps - 1].loss : 0.0);
-}
-
 int cmd_train(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -155,6 +161,7 @@ int cmd_train(int argc, char **argv)
         { "checkpoint-every", required_argument, 0, OPT_CKPT_EVERY },
         { "checkpoint-keep", required_argument, 0, OPT_CKPT_KEEP },
         { "resume", no_argument, 0, OPT_RESUME },
+        { "list-keys", no_argument, 0, OPT_LIST_KEYS },
         { 0, 0, 0, 0 },
     };
     smoe_rt *rt;
@@ -237,7 +244,11 @@ int cmd_train(int argc, char **argv)
             smoe_rt_set_timeout(rt, t);
             break;
         }
-        case OPT_CKPT_DIR: o.ckpt_dir = optarg; break;
+        case OPT_CKPT_DIR:
+            if (!optarg[0])
+                fail_arg(rt, "argument '--checkpoint-dir'", "is empty: name a directory");
+            o.ckpt_dir = optarg;
+            break;
         case OPT_CKPT_EVERY:
             if (smoe_parse_i64(optarg, &v) || v < 1 || v > (int64_t)1 << 40)
                 fail_arg(rt, where, "expected a positive integer");
@@ -253,6 +264,11 @@ int cmd_train(int argc, char **argv)
         case OPT_DUMP: o.dump_path = optarg; break;
         case OPT_COMPARE: compare = 1; break;
         case OPT_QUIET: quiet = 1; break;
+        case OPT_LIST_KEYS:
+            if (root)
+                list_keys(stdout);
+            smoe_rt_finalize(rt);
+            return 0;
         case 'h':
         case OPT_HELP:
             if (root)
@@ -323,75 +339,33 @@ int cmd_train(int argc, char **argv)
     if (root && !quiet && !c.json)
         print_banner(cfg, plan, rt, &o, ro.shared_queue, &mc);
 
-    static const struct { const char *label; int depth_zero, legacy; } modes[] = {
-        { "no-prefetch", 1, 0 }, { "prefetch", 0, 0 }, { "legacy", 0, 1 } };
-    smoe_train_result res[3];
-    memset(res, 0, sizeof res);
-    int nruns = compare ? 3 : 1;
+    smoe_train_result res;
+    memset(&res, 0, sizeof res);
     int depth = o.prefetch_depth;
-    for (int r = 0; r < nruns; r++) {
-        smoe_train_opts oo = o;
-        run_ctx rc = { root, quiet, c.json, o.steps, compare ? modes[r].label : "" };
-        if (compare) {
-            oo.prefetch_depth = modes[r].depth_zero ? 0 : depth;
-            oo.legacy = modes[r].legacy;
+    if (compare) { /* one run, the three schedules taking turns */
+        static const smoe_train_mode cmp_modes[3] = { { 0, 0 }, { 1, 0 }, { 1, 1 } };
+        o.nmodes = 3;
+        for (int i = 0; i < 3; i++) {
+            o.modes[i] = cmp_modes[i];
+            if (o.modes[i].prefetch_depth)
+                o.modes[i].prefetch_depth = depth;
         }
-        oo.on_step = on_step;
-        oo.ud = &rc;
-        if (smoe_train_run(rt, cfg, plan, &oo, &res[r], &err)) {
-            if (err.code == SMOE_ENOMEM && maxmem_arg && strstr(err.where, "--max-memory"))
-                snprintf(err.where, sizeof err.where, "argument '--max-memory %s'", maxmem_arg);
-            fail(rt, &err);
-        }
+    }
+    run_ctx rc = { root, quiet, c.json, compare, o.steps };
+    o.on_step = on_step;
+    o.ud = &rc;
+    if (smoe_train_run(rt, cfg, plan, &o, &res, &err)) {
+        if (err.code == SMOE_ENOMEM && maxmem_arg && strstr(err.where, "--max-memory"))
+            snprintf(err.where, sizeof err.where, "argument '--max-memory %s'", maxmem_arg);
+        fail(rt, &err);
     }
     if (root) {
-        if (c.json) {
-            train_print_json(stdout, plan, res, nruns, compare ? modes[0].label : NULL);
-        } else {
-            smoe_train_result *r = &res[0];
-            if (o.resume && r->resumed_from[0])
-                printf("\nresumed from %s (steps %lld..%lld run here)\n", r->resumed_from,
-                       (long long)r->first_step + 1, (long long)o.steps);
-            else if (o.resume)
-                printf("\nno checkpoint in %s: started from step 0\n", o.ckpt_dir);
-            if (o.ckpt_dir)
-                printf("checkpoint: %s/step_%08lld (LATEST)\n", o.ckpt_dir, (long long)o.steps);
-            printf("\nBLAS core %s, %lld parameters, %lld tokens per step, params sha256 %s\n",
-                   r->blas.corename, (long long)r->params, (long long)r->tokens_per_step,
-                   r->params_sha256);
-            printf("\n%-12s %10s %14s %12s %12s %12s %14s %14s %10s\n", "schedule", "step ms",
-                   "exposed AG ms", "residual ms", "a2a ms", "compute ms", "peak gathered",
-                   "peak RSS/rank", "last loss");
-            for (int i = 0; i < nruns; i++)
-                print_summary_row(compare ? modes[i].label : (o.legacy ? "legacy" : "co-axis"),
-                                  &res[i]);
-            if (compare) {
-                const smoe_train_result *np = &res[0], *pf = &res[1], *lg = &res[2];
-                double ratio = np->mean_exposed_gather_ms > 0
-                                   ? pf->mean_exposed_gather_ms / np->mean_exposed_gather_ms
-                                   : 0;
-                printf("\nprefetch vs no-prefetch: exposed all-gather wait %.2f -> %.2f ms/step "
-                       "(prefetch/no-prefetch = %.3f, %.1f%% hidden); step time %+.1f%%\n",
-                       np->mean_exposed_gather_ms, pf->mean_exposed_gather_ms, ratio,
-                       100.0 * (1 - ratio), 100.0 * (pf->mean_step_ms / np->mean_step_ms - 1));
-                printf("legacy vs prefetch: %.2f ms/step in un-prefetched residual gathers, "
-                       "exposed wait %.2f -> %.2f ms/step; step time %+.1f%%\n",
-                       lg->mean_residual_ms, pf->mean_exposed_gather_ms,
-                       lg->mean_exposed_gather_ms,
-                       100.0 * (lg->mean_step_ms / pf->mean_step_ms - 1));
-            }
-            printf("\npeak gathered buffers per rank: forward %lld B, backward %lld B (largest "
-                   "layer %lld B; bound %d and %d layers at depth %d)\n",
-                   (long long)res[nruns - 1].peak_gathered_fwd_bytes,
-                   (long long)res[nruns - 1].peak_gathered_bwd_bytes,
-                   (long long)res[nruns - 1].layer_gathered_bytes, depth + 1, depth + 2, depth);
-            double mf = r->model_flops_per_step / (r->mean_compute_ms * 1e-3) /
-                        smoe_rt_size(rt) / 1e9;
-            printf("model FLOP/s per rank in compute: %.2f GFLOP/s\n", mf);
-        }
+        if (c.json)
+            train_print_json(stdout, plan, &res, compare);
+        else
+            print_result(&o, rt, &res, compare, depth);
     }
-    for (int r = 0; r < nruns; r++)
-        smoe_train_result_free(&res[r]);
+    smoe_train_result_free(&res);
     smoe_plan_free(plan);
     smoe_config_free(cfg);
     smoe_rt_finalize(rt);

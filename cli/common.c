@@ -2,6 +2,7 @@
  * plan loading with one-line errors. */
 #include "cli.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -25,6 +26,29 @@ _Noreturn void cli_usage_error(const char *where, const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "\n");
     exit(SMOE_EXIT_USAGE);
+}
+
+_Noreturn void cli_io_error(const char *where, const char *what)
+{
+    fprintf(stderr, "smoe: %s: %s: %s\n", where, what, strerror(errno ? errno : EIO));
+    exit(1);
+}
+
+void *cli_alloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "smoe: out of memory (%zu bytes for the command line)\n", n);
+        exit(1);
+    }
+    return p;
+}
+
+void cli_check_stdout(void)
+{
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout))
+        cli_io_error("standard output", "write error");
 }
 
 int64_t cli_int(const char *opt, const char *val, int64_t lo, int64_t hi)

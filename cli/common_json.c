@@ -3,7 +3,9 @@
 #include "cli.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct cJSON *cli_json_mesh(const smoe_mesh *m)
 {
@@ -20,10 +22,55 @@ struct cJSON *cli_json_mesh(const smoe_mesh *m)
 void cli_json_print(FILE *f, struct cJSON *root)
 {
     char *text = cJSON_Print(root);
-    if (text) {
-        fputs(text, f);
-        fputc('\n', f);
-        free(text);
-    }
     cJSON_Delete(root);
+    if (!text) {
+        fprintf(stderr, "smoe: out of memory formatting the JSON output\n");
+        exit(1);
+    }
+    fputs(text, f);
+    fputc('\n', f);
+    free(text);
+}
+
+/* JSON strings must be UTF-8: a path (or any text from outside) that is not
+ * keeps its valid sequences and writes each invalid byte as the four
+ * characters \xNN, so the document stays valid and the bytes recoverable. */
+static size_t utf8_len(const unsigned char *s)
+{
+    unsigned c = s[0];
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || (n == 2 && c < 0xC2) || (n == 4 && c > 0xF4))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    if (n == 3 && ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0)))
+        return 0; /* overlong, surrogate */
+    if (n == 4 && ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] >= 0x90)))
+        return 0;
+    return n;
+}
+
+struct cJSON *cli_json_string(const char *s)
+{
+    size_t len = strlen(s);
+    char *buf = malloc(4 * len + 1);
+    if (!buf)
+        return cJSON_CreateString("");
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n = utf8_len(p);
+        if (n) {
+            memcpy(buf + o, p, n);
+            o += n;
+            p += n;
+        } else {
+            o += (size_t)snprintf(buf + o, 5, "\\x%02X", *p);
+            p++;
+        }
+    }
+    buf[o] = 0;
+    cJSON *x = cJSON_CreateString(buf);
+    free(buf);
+    return x;
 }

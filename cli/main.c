@@ -18,7 +18,16 @@ static void usage(FILE *f)
             "  train  train a DeepSeek-style MoE over MPI ranks with prefetched\n"
             "         co-axis all-gathers (run under mpirun)\n"
             "\n"
-            "run 'smoe <command> --help' for the options of a command.\n");
+            "run 'smoe <command> --help' for the options of a command,\n"
+            "'smoe --version' for the version.\n");
+}
+
+/* Every command's output ends here: what stdout could not take (a full
+ * disk, /dev/full, a closed pipe) is an error, never a silent exit 0. */
+static int done(int rc)
+{
+    cli_check_stdout();
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -29,18 +38,22 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "plan") == 0)
-        return cmd_plan(argc - 1, argv + 1);
+        return done(cmd_plan(argc - 1, argv + 1));
     if (strcmp(cmd, "sim") == 0)
-        return cmd_sim(argc - 1, argv + 1);
+        return done(cmd_sim(argc - 1, argv + 1));
     if (strcmp(cmd, "train") == 0) {
         /* before MPI and OpenBLAS start: pick a proper BLAS kernel if
          * OpenBLAS fell back to a generic one (may re-exec) */
         smoe_blas_select_core(argv);
-        return cmd_train(argc - 1, argv + 1);
+        return done(cmd_train(argc - 1, argv + 1));
     }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
-        return 0;
+        return done(0);
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("smoe %s\n", SMOE_VERSION);
+        return done(0);
     }
     fprintf(stderr, "smoe: argument '%s': unknown command (see 'smoe --help')\n", cmd);
     return SMOE_EXIT_USAGE;

@@ -119,7 +119,7 @@ void plan_print_json(FILE *f, const smoe_plan *p)
         }
     }
     cJSON *sum = cJSON_AddObjectToObject(root, "summary");
-    cJSON_AddStringToObject(sum, "source", p->source);
+    cJSON_AddItemToObject(sum, "source", cli_json_string(p->source));
     cJSON_AddNumberToObject(sum, "devices", (double)smoe_mesh_devices(&p->mesh));
     cJSON_AddNumberToObject(sum, "dtype_bytes", p->dtype_bytes);
     cJSON_AddItemToObject(sum, "coaxis", summary_json(&p->coaxis));

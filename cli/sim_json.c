@@ -10,7 +10,7 @@ void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const char *
                     const smoe_sim_point *curve, int ncurve)
 {
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "hardware", hw->name);
+    cJSON_AddItemToObject(root, "hardware", cli_json_string(hw->name));
     cJSON_AddItemToObject(root, "mesh", cli_json_mesh(&p->mesh));
     cJSON *sched = cJSON_AddObjectToObject(root, "schedules");
     for (int i = 0; i < n; i++) {

@@ -1,21 +1,48 @@
 /* `smoe train --json`: rank 0 prints one object at the end (schema in the
  * README). With --compare: {"runs": {"no_prefetch": RUN, "prefetch": RUN,
- * "legacy": RUN}}. */
+ * "legacy": RUN}}, each RUN holding the steps that schedule ran (they take
+ * turns in one training run) and its summary after the warm-up round. */
 #include "cli.h"
 #include "smoe/train.h"
 
 #include <cjson/cJSON.h>
 
-static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r)
+static void add_stat(cJSON *o, const char *name, const smoe_train_stat *t)
+{
+    char k[96];
+    snprintf(k, sizeof k, "mean_%s", name);
+    cJSON_AddNumberToObject(o, k, t->mean);
+    snprintf(k, sizeof k, "median_%s", name);
+    cJSON_AddNumberToObject(o, k, t->median);
+    snprintf(k, sizeof k, "p25_%s", name);
+    cJSON_AddNumberToObject(o, k, t->p25);
+    snprintf(k, sizeof k, "p75_%s", name);
+    cJSON_AddNumberToObject(o, k, t->p75);
+}
+
+/* The steps of `mode` (-1: all) and their summary. */
+static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r, int mode, int64_t skip)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "mesh", cli_json_mesh(&p->mesh));
     cJSON_AddNumberToObject(o, "first_step", (double)r->first_step);
     if (r->resumed_from[0])
-        cJSON_AddStringToObject(o, "resumed_from", r->resumed_from);
+        cJSON_AddItemToObject(o, "resumed_from", cli_json_string(r->resumed_from));
+    if (r->resume_note[0])
+        cJSON_AddItemToObject(o, "resume_note", cli_json_string(r->resume_note));
+    cJSON *ch = cJSON_AddArrayToObject(o, "config_changes");
+    for (int i = 0; i < r->nchanges; i++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddItemToObject(x, "key", cli_json_string(r->changes[i].key));
+        cJSON_AddItemToObject(x, "checkpoint", cli_json_string(r->changes[i].from));
+        cJSON_AddItemToObject(x, "now", cli_json_string(r->changes[i].to));
+        cJSON_AddItemToArray(ch, x);
+    }
     cJSON *steps = cJSON_AddArrayToObject(o, "steps");
     for (int64_t i = 0; i < r->nsteps; i++) {
         const smoe_train_step *s = &r->steps[i];
+        if (mode >= 0 && s->mode != mode)
+            continue;
         cJSON *x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "step", (double)s->step);
         cJSON_AddNumberToObject(x, "loss", s->loss);
@@ -29,14 +56,18 @@ static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r)
         cJSON_AddNumberToObject(x, "peak_gathered_bytes", (double)s->peak_gathered_bytes);
         cJSON_AddItemToArray(steps, x);
     }
+    smoe_train_summary sm;
+    smoe_train_summarize(r, mode, skip, &sm);
     cJSON *sum = cJSON_AddObjectToObject(o, "summary");
-    cJSON_AddNumberToObject(sum, "mean_step_ms", r->mean_step_ms);
-    cJSON_AddNumberToObject(sum, "mean_exposed_gather_ms", r->mean_exposed_gather_ms);
-    cJSON_AddNumberToObject(sum, "mean_residual_gather_ms", r->mean_residual_ms);
-    cJSON_AddNumberToObject(sum, "mean_a2a_ms", r->mean_a2a_ms);
-    cJSON_AddNumberToObject(sum, "mean_compute_ms", r->mean_compute_ms);
-    cJSON_AddNumberToObject(sum, "mean_gather_ms", r->mean_gather_ms);
-    cJSON_AddNumberToObject(sum, "peak_gathered_bytes", (double)r->peak_gathered_bytes);
+    cJSON_AddNumberToObject(sum, "steps_counted", (double)sm.nsteps);
+    cJSON_AddNumberToObject(sum, "warmup_steps_skipped", (double)skip);
+    add_stat(sum, "step_ms", &sm.step_ms);
+    add_stat(sum, "exposed_gather_ms", &sm.exposed_gather_ms);
+    add_stat(sum, "residual_gather_ms", &sm.residual_ms);
+    add_stat(sum, "a2a_ms", &sm.a2a_ms);
+    add_stat(sum, "compute_ms", &sm.compute_ms);
+    add_stat(sum, "gather_ms", &sm.gather_ms);
+    cJSON_AddNumberToObject(sum, "peak_gathered_bytes", (double)sm.peak_gathered_bytes);
     cJSON_AddNumberToObject(sum, "peak_gathered_fwd_bytes", (double)r->peak_gathered_fwd_bytes);
     cJSON_AddNumberToObject(sum, "peak_gathered_bwd_bytes", (double)r->peak_gathered_bwd_bytes);
     cJSON_AddNumberToObject(sum, "layer_gathered_bytes", (double)r->layer_gathered_bytes);
@@ -50,18 +81,17 @@ static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r)
     return o;
 }
 
-void train_print_json(FILE *f, const smoe_plan *p, const smoe_train_result *res, int n,
-                      const char *compare)
+void train_print_json(FILE *f, const smoe_plan *p, const smoe_train_result *res, int compare)
 {
     cJSON *root;
-    if (compare && n == 3) {
-        static const char *const keys[3] = { "no_prefetch", "prefetch", "legacy" };
+    if (compare) {
+        int64_t skip = train_warmup_steps(res, 1);
         root = cJSON_CreateObject();
         cJSON *runs = cJSON_AddObjectToObject(root, "runs");
         for (int i = 0; i < 3; i++)
-            cJSON_AddItemToObject(runs, keys[i], run_json(p, &res[i]));
+            cJSON_AddItemToObject(runs, train_mode_key(i), run_json(p, res, i, skip));
     } else {
-        root = run_json(p, &res[0]);
+        root = run_json(p, res, -1, 0);
     }
     cli_json_print(f, root);
 }

@@ -1,6 +1,7 @@
 # Shared by the training-run test scripts (sourced): runs of smoe train
 # that keep their --json and --dump-params outputs in $dir, and their
-# comparison by cmp_runs. Needs $mpiexec, $smoe, $cmp, $dir, $pass, $fail.
+# comparison by cmp_runs, and checks of refusals. Needs $mpiexec, $smoe,
+# $cmp, $dir, $pass, $fail.
 
 # NAME NP ARGS...: one run under a timeout; $dir/NAME.{json,bin,err}
 run() {
@@ -31,5 +32,33 @@ same() {
     fail=$((fail + 1))
     echo "FAIL: $4" >&2
     cat "$dir/cmp.out" >&2
+  fi
+}
+
+check() { # CONDITION-EXIT WHAT
+  if [ "$1" -eq 0 ]; then
+    pass=$((pass + 1))
+    echo "ok: $2"
+  else
+    fail=$((fail + 1))
+    echo "FAIL: $2" >&2
+  fi
+}
+
+# refused: non-zero exit, exactly one smoe line matching PATTERN
+refused() { # PATTERN NP ARGS...
+  pattern=$1
+  np=$2
+  shift 2
+  timeout 120 "$mpiexec" -n "$np" "$smoe" train --quiet "$@" >/dev/null 2>"$dir/err"
+  rc=$?
+  lines=$(grep -c '^smoe:' "$dir/err")
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$lines" -eq 1 ] && grep -Eq "^smoe: $pattern" "$dir/err"; then
+    pass=$((pass + 1))
+    echo "ok: refused: $(grep '^smoe:' "$dir/err" | cut -c1-150)"
+  else
+    fail=$((fail + 1))
+    echo "FAIL: expected /$pattern/, exit $rc, $lines smoe line(s):" >&2
+    sed 's/^/    /' "$dir/err" | head -8 >&2
   fi
 }

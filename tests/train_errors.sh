@@ -39,7 +39,7 @@ expect 4 "argument '--devices': is set by the number of MPI ranks" --devices 4
 expect 4 "argument 'ici_expert_parallelism=two': 'ici_expert_parallelism' must be an integer" \
   ici_expert_parallelism=two
 expect 2 "argument '--model nope': unknown model 'nope'" --model nope
-expect 2 ".*: the data file has [0-9]+ bytes; a sequence needs" --data "$0" max_target_length=100000
-expect 2 ".*/tests: cannot read the data file" --data "$(cd "$(dirname "$0")" && pwd)"
+expect 2 ".*: the data file has [0-9]+ bytes; a sequence of max_target_length 100000 tokens needs" --data "$0" max_target_length=100000
+expect 2 ".*/tests: the data file is a directory, not a regular file" --data "$(cd "$(dirname "$0")" && pwd)"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -8,8 +8,9 @@ mpiexec=$1
 smoe=$2
 pass=0
 fail=0
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+out=$tmp/out
 
 ok() { pass=$((pass + 1)); }
 bad() {
@@ -56,7 +57,11 @@ rank_pid() {
   return 1
 }
 
-# a 4-rank job; after it runs steps, send SIGNAL to rank 2
+# a 4-rank job; after it runs steps, send SIGNAL to rank 2. Every job writes
+# a file of its own, created empty before the job starts, so a wait can only
+# see this job's lines; the rank's pid is looked up until it shows (a loaded
+# machine may take a while), within a generous bound.
+hits=0
 hit() { # SIGNAL PATTERN [PATTERN2] ARGS...: every pattern must match
   sig=$1
   pattern=$2
@@ -66,15 +71,22 @@ hit() { # SIGNAL PATTERN [PATTERN2] ARGS...: every pattern must match
   -*) ;;
   ?*) pattern2=$1; shift ;;
   esac
+  hits=$((hits + 1))
+  out=$tmp/hit$hits
+  : >"$out"
   timeout 120 "$mpiexec" -n 4 "$smoe" train --steps 1000 "$@" >"$out" 2>&1 &
   job=$!
   pid=
   i=0
-  while [ $i -lt 300 ] && ! grep -q "step  *3/" "$out"; do
+  while [ $i -lt 900 ] && ! grep -q "step  *3/" "$out"; do
     sleep 0.1
     i=$((i + 1))
   done
-  pid=$(rank_pid 2)
+  i=0
+  while [ $i -lt 100 ] && ! pid=$(rank_pid 2); do
+    sleep 0.1
+    i=$((i + 1))
+  done
   if [ -z "$pid" ]; then
     kill "$job" 2>/dev/null
     wait "$job"
@@ -104,6 +116,22 @@ else
 fi
 # a rank that hangs (stopped): the others' watchdog ends the job
 hit STOP "smoe: rank [013]: no progress for 3 s waiting for .* during step [0-9]+" --comm-timeout 3
+
+# an error inside a step on one rank (test hook): the whole job ends at
+# once with that rank's message, not after the peers' watchdog
+out=$tmp/step-error
+t0=$(date +%s)
+SMOE_TEST_STEP_ERROR=3 timeout 60 "$mpiexec" -n 4 "$smoe" train \
+  --steps 100 --quiet --comm-timeout 60 ici_expert_parallelism=2 >"$out" 2>&1
+rc=$?
+took=$(($(date +%s) - t0))
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le 30 ] &&
+  grep -q "^smoe: rank 3: step 3: an error injected by SMOE_TEST_STEP_ERROR" "$out" &&
+  ! grep -q "no progress for" "$out"; then
+  ok
+else
+  bad "an error in step 3 on rank 3 -> exit $rc after ${took}s, expected rank 3's message"
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

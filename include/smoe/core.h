@@ -20,7 +20,8 @@ typedef enum smoe_status {
     SMOE_EIO,      /* file could not be read or written */
     SMOE_ENOTFOUND,/* a named thing (file, model, rule set, key) does not exist */
     SMOE_ECOMM,    /* a communication operation failed */
-    SMOE_EINTERNAL /* a bug: an invariant did not hold */
+    SMOE_EINTERNAL,/* a bug: an invariant did not hold */
+    SMOE_ENONFINITE/* a computation produced nan or inf (a diverged run) */
 } smoe_status;
 
 /* A source location for diagnostics. file may be NULL (then only the message

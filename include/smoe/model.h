@@ -144,6 +144,10 @@ smoe_status smoe_model_new(const smoe_model_cfg *cfg, smoe_model **out,
                            smoe_err *err);
 void smoe_model_free(smoe_model *m);
 const smoe_model_cfg *smoe_model_config(const smoe_model *m);
+/* The bytes smoe_model_new(cfg) will allocate, without allocating them
+ * (the same checks: SMOE_EINVAL for a config it refuses). */
+smoe_status smoe_model_need_bytes(const struct smoe_model_cfg *cfg, int64_t *bytes,
+                                  smoe_err *err);
 /* Bytes of activation memory: the slab, plus the MoE routed-row stores as
  * currently grown (they start at the balanced load and grow with skewed
  * routing, up to the dropless worst case ep * T * topk rows per layer). */

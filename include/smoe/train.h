@@ -30,6 +30,7 @@ extern "C" {
 
 typedef struct smoe_train_step {
     int64_t step;
+    int mode;               /* index into smoe_train_opts.modes (0 with one mode) */
     double loss;            /* global mean cross-entropy */
     double step_ms;         /* max over ranks */
     double exposed_gather_ms; /* time blocked on gathers (incl. residual), max over ranks */
@@ -41,12 +42,27 @@ typedef struct smoe_train_step {
     int64_t peak_gathered_bytes; /* max over ranks */
 } smoe_train_step;
 
+/* A schedule a step can run: prefetch depth and plan. */
+typedef struct smoe_train_mode {
+    int prefetch_depth;     /* 0: gather just before use */
+    int legacy;             /* pre-fix plan: residual co-axes gathered at use */
+} smoe_train_mode;
+#define SMOE_TRAIN_MAX_MODES 4
+
 typedef struct smoe_train_opts {
     int64_t steps;          /* >= 1 */
     uint64_t seed;
     const char *data_path;  /* text file, bytes are tokens */
     int prefetch_depth;     /* 0: gather just before use */
     int legacy;             /* pre-fix plan: residual co-axes gathered at use */
+    /* interleaved measurement: with nmodes > 1 the schedules take turns
+     * step by step (rounds of one step of each, the order rotating by one
+     * every round: step s runs mode (s + s / nmodes) % nmodes) in one
+     * training run; prefetch_depth and legacy are then ignored. The
+     * schedules are numerically identical (bitwise, tested), so the run
+     * trains exactly as a run of any one of them would. */
+    int nmodes;
+    smoe_train_mode modes[SMOE_TRAIN_MAX_MODES];
     int64_t max_memory;     /* bytes per rank, 0 = no limit */
     const char *trace_path; /* Chrome trace file (rank 0 writes), or NULL */
     const char *dump_path;  /* final parameters, canonical order, or NULL */
@@ -63,9 +79,16 @@ typedef struct smoe_train_opts {
 } smoe_train_opts;
 
 
+typedef struct smoe_train_change {
+    char *key, *from, *to;       /* a config key, its value in the checkpoint and now */
+} smoe_train_change;
+
 typedef struct smoe_train_result {
     int64_t first_step;          /* 0, or the step a resumed run started at */
     char resumed_from[4300];     /* the checkpoint directory, or "" */
+    char resume_note[4600];      /* how the checkpoint was chosen, when not by LATEST */
+    int nchanges;                /* config keys that differ from the checkpoint's */
+    smoe_train_change *changes;
     int64_t nsteps;
     smoe_train_step *steps;      /* owned; smoe_train_result_free */
     double mean_step_ms, mean_exposed_gather_ms, mean_compute_ms, mean_gather_ms;
@@ -83,6 +106,20 @@ typedef struct smoe_train_result {
     smoe_blas_info blas;
 } smoe_train_result;
 
+/* A numeric MaxText key smoe train reads, and the values it accepts (any
+ * other value is refused with the key's location before the first step). */
+typedef struct smoe_train_key {
+    const char *name;
+    char type;          /* 'i' integer, 'f' float */
+    double lo, hi;      /* the range (see flags) */
+    unsigned flags;     /* open ends, float32 rounding, whole numbers (keys.c) */
+    unsigned kind;      /* SMOE_TRAIN_KEY_SIZE: a model dimension */
+    const char *rule;   /* the accepted values in words */
+} smoe_train_key;
+#define SMOE_TRAIN_KEY_SIZE 1u
+/* The table of those keys (static storage); *n gets its length. */
+const smoe_train_key *smoe_train_keys(int *n);
+
 /* Run the training on the rank set of rt (smoe_rt_set_mesh done with the
  * plan's mesh). Collective: every rank calls it with the same arguments.
  * Errors (bad data file, unsupported config, memory over max_memory) are
@@ -92,6 +129,22 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg,
                            const smoe_plan *plan, const smoe_train_opts *o,
                            smoe_train_result *res, smoe_err *err);
 void smoe_train_result_free(smoe_train_result *r);
+
+/* Quartiles of one quantity over a set of steps. */
+typedef struct smoe_train_stat {
+    double median, p25, p75, mean, min, max;
+} smoe_train_stat;
+typedef struct smoe_train_summary {
+    int64_t nsteps;              /* steps counted */
+    smoe_train_stat step_ms, exposed_gather_ms, residual_ms, a2a_ms, compute_ms, gather_ms,
+        reduce_wait_ms;
+    int64_t peak_gathered_bytes;
+    double last_loss;
+} smoe_train_summary;
+/* The steps of r that ran `mode` (-1: all), skipping the run's first
+ * `skip` steps (warm-up). Quartiles by linear interpolation. */
+void smoe_train_summarize(const smoe_train_result *r, int mode, int64_t skip,
+                          smoe_train_summary *out);
 
 /* The model configuration a smoe config describes (decoder_block deepseek,
  * MLA attention); SMOE_EINVAL with the key's location otherwise. */

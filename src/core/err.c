@@ -83,6 +83,7 @@ const char *smoe_status_name(smoe_status s)
     case SMOE_ENOTFOUND: return "not found";
     case SMOE_ECOMM: return "communication error";
     case SMOE_EINTERNAL: return "internal error";
+    case SMOE_ENONFINITE: return "non-finite value";
     }
     return "unknown status";
 }

@@ -249,17 +249,13 @@ smoe_status model_reserve_routed(smoe_model *m, moe_act *a, int64_t n,
 
 /* ---- lifecycle ---- */
 
-smoe_status smoe_model_new(const smoe_model_cfg *cfg, smoe_model **out,
-                           smoe_err *err)
+/* Everything of a model but its buffers: the sizes from cfg, the layer
+ * table and the slab size (a sizing pass over the carving). */
+static smoe_status model_prepare(smoe_model *m, const smoe_model_cfg *cfg, smoe_err *err)
 {
     smoe_status st;
-    smoe_model *m = NULL;
-    *out = NULL;
     if ((st = check_cfg(cfg, err)))
         return st;
-    m = smoe_calloc(1, sizeof *m);
-    if (!m)
-        goto nomem;
     m->cfg = *cfg;
     const smoe_model_cfg *g = &m->cfg;
     m->T = g->batch * g->seq;
@@ -279,20 +275,57 @@ smoe_status smoe_model_new(const smoe_model_cfg *cfg, smoe_model **out,
     m->wmax = wd > ws ? wd : ws;
     m->layers = smoe_calloc((size_t)(m->n_layers ? m->n_layers : 1), sizeof *m->layers);
     if (!m->layers)
-        goto nomem;
-
+        return smoe_err_set(err, SMOE_ENOMEM, "model: out of memory for %lld layers",
+                            (long long)m->n_layers);
     carver c = { NULL, 0, 0 };
     carve_all(m, &c);
-    if (c.ovf) {
-        st = smoe_err_set(err, SMOE_EINVAL,
-                          "model: activation sizes overflow (dimensions too large)");
-        goto fail;
-    }
+    if (c.ovf)
+        return smoe_err_set(err, SMOE_EINVAL,
+                            "model: activation sizes overflow (dimensions too large)");
     m->slab_bytes = c.off;
-    m->slab = smoe_calloc(1, (size_t)c.off);
+    return SMOE_OK;
+}
+
+/* Routed rows reserved at creation: the balanced load. */
+static int64_t initial_routed_rows(const smoe_model *m)
+{
+    int64_t n0 = m->T * m->cfg.topk;
+    return n0 < m->route_max ? n0 : m->route_max;
+}
+
+smoe_status smoe_model_need_bytes(const smoe_model_cfg *cfg, int64_t *bytes, smoe_err *err)
+{
+    smoe_model *m = smoe_calloc(1, sizeof *m);
+    if (!m)
+        return smoe_err_set(err, SMOE_ENOMEM, "model: out of memory");
+    smoe_status st = model_prepare(m, cfg, err);
+    if (!st) {
+        const double D = (double)cfg->emb, Mm = (double)cfg->moe_mlp;
+        double n0 = cfg->n_moe ? (double)initial_routed_rows(m) : 0;
+        double b = (double)m->slab_bytes + 4.0 * n0 * ((double)cfg->n_moe * (D + 2 * Mm) +
+                                                       (3 * D + 4 * Mm));
+        *bytes = b < 9e18 ? (int64_t)b : INT64_MAX;
+    }
+    smoe_free(m->layers);
+    smoe_free(m);
+    return st;
+}
+
+smoe_status smoe_model_new(const smoe_model_cfg *cfg, smoe_model **out,
+                           smoe_err *err)
+{
+    smoe_status st;
+    *out = NULL;
+    smoe_model *m = smoe_calloc(1, sizeof *m);
+    if (!m)
+        goto nomem;
+    if ((st = model_prepare(m, cfg, err)))
+        goto fail;
+    const smoe_model_cfg *g = &m->cfg;
+    m->slab = smoe_calloc(1, (size_t)m->slab_bytes);
     if (!m->slab)
         goto nomem;
-    c = (carver){ m->slab, 0, 0 };
+    carver c = { m->slab, 0, 0 };
     carve_all(m, &c);
     SMOE_ASSERT(c.off == m->slab_bytes);
     for (int64_t t = 0; t < m->T; t++)
@@ -300,7 +333,7 @@ smoe_status smoe_model_new(const smoe_model_cfg *cfg, smoe_model **out,
 
     if (g->n_moe) {
         /* Balanced load up front (every case for ep == 1); grown on demand. */
-        int64_t n0 = m->T * g->topk < m->route_max ? m->T * g->topk : m->route_max;
+        int64_t n0 = initial_routed_rows(m);
         for (int64_t l = g->n_dense; l < m->n_layers; l++)
             if ((st = model_reserve_routed(m, &m->layers[l].moe, n0, err)))
                 goto fail;

@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,30 +36,11 @@ typedef struct ckpt_header {
     char magic[8];
     uint32_t version, rank;
     int64_t step, slab_floats;
-    char pad[TR_CKPT_HEADER - 32];
+    char layout[32]; /* version 2: the first 32 hex digits of the layout digest */
 } ckpt_header;
+_Static_assert(sizeof(ckpt_header) == TR_CKPT_HEADER, "shard header size");
 
 /* ---- files ---- */
-static smoe_status io_err(smoe_err *err, const char *path, const char *what)
-{
-    return smoe_err_in(err, SMOE_EIO, path, "%s: %s", what, strerror(errno));
-}
-
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static int read_at(int fd, void *p, size_t n, off_t off)
 {
     char *c = p;
@@ -75,70 +57,56 @@ static int read_at(int fd, void *p, size_t n, off_t off)
     return 0;
 }
 
-static int fsync_dir(const char *path)
+/* ---- the layout: what the bytes of a shard mean ---- */
+/* The manifest's weight records of this store. */
+static void store_weights(const tr_store *st, tr_mweight *x)
 {
-    int fd = open(path, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
+    for (int i = 0; i < st->n; i++) {
+        const tr_weight *w = &st->w[i];
+        x[i].path = w->pw->path;
+        x[i].lrank = w->lrank;
+        memcpy(x[i].lshape, w->lshape, sizeof x[i].lshape);
+        x[i].lspec = w->lspec;
+        x[i].layers = w->layers;
+        x[i].shard_numel = w->info.shard_numel;
+        x[i].shard_offset = w->shard_off;
+    }
 }
 
-static smoe_status mkdirs(const char *path, smoe_err *err)
+/* SHA-256 of the mesh and every weight's shape, spec and shard placement:
+ * written into each shard's header, so a manifest whose mesh or specs were
+ * edited (consistently or not) no longer matches its shards. */
+static smoe_status layout_digest(const smoe_mesh *mesh, int nw, const tr_mweight *w,
+                                 char hex[65], smoe_err *err)
 {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return io_err(err, path, "cannot create the checkpoint directory");
-        *p = '/';
+    tr_sha *h = tr_sha_new();
+    if (!h)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    char buf[512];
+    for (int a = 0; a < mesh->n; a++) {
+        snprintf(buf, sizeof buf, "%s=%lld;", mesh->name[a], (long long)mesh->size[a]);
+        tr_sha_update(h, buf, strlen(buf));
     }
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return io_err(err, path, "cannot create the checkpoint directory");
-    struct stat sb;
-    if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return smoe_err_in(err, SMOE_EIO, path, "is not a directory");
+    for (int i = 0; i < nw; i++) {
+        snprintf(buf, sizeof buf, "|%s:%d:%lld:%lld:%lld:", w[i].path, w[i].lrank,
+                 (long long)w[i].layers, (long long)w[i].shard_numel,
+                 (long long)w[i].shard_offset);
+        tr_sha_update(h, buf, strlen(buf));
+        tr_sha_update(h, w[i].lshape, sizeof(int64_t) * (size_t)w[i].lrank);
+        tr_sha_update(h, smoe_pspec_format(&w[i].lspec, 0, buf, sizeof buf), strlen(buf));
+    }
+    tr_sha_final(h, hex);
     return SMOE_OK;
-}
-
-/* Remove a checkpoint directory (its files, then itself). */
-static void remove_dir(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d)
-        return;
-    struct dirent *e;
-    char f[4400];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(f, sizeof f, "%s/%s", path, e->d_name);
-        unlink(f);
-    }
-    closedir(d);
-    rmdir(path);
-}
-
-/* "step_NNNNNNNN" -> N, or -1 */
-static int64_t step_of(const char *name)
-{
-    if (strncmp(name, "step_", 5) != 0 || strlen(name) != 13 || strspn(name + 5, "0123456789") != 8)
-        return -1;
-    return atoll(name + 5);
 }
 
 /* ---- save ---- */
 /* This rank's shard: header and the three slabs, SHA-256 on the way. */
 static smoe_status write_shard(smoe_rt *rt, const tr_store *st, const char *path, int64_t step,
-                               char hex[65], smoe_err *err)
+                               const char layout[65], char hex[65], smoe_err *err)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0)
-        return io_err(err, path, "cannot create the shard file");
+        return tr_io_err(err, path, "cannot create the shard file");
     tr_sha *h = tr_sha_new();
     ckpt_header hd;
     memset(&hd, 0, sizeof hd);
@@ -147,9 +115,10 @@ static smoe_status write_shard(smoe_rt *rt, const tr_store *st, const char *path
     hd.rank = (uint32_t)smoe_rt_rank(rt);
     hd.step = step;
     hd.slab_floats = st->total;
+    memcpy(hd.layout, layout, sizeof hd.layout);
     const float *slabs[3] = { st->params, st->m, st->v };
     size_t bytes = sizeof(float) * (size_t)st->total;
-    int bad = !h || write_all(fd, &hd, sizeof hd) != 0;
+    int bad = !h || tr_write_all(fd, &hd, sizeof hd) != 0;
     if (h)
         tr_sha_update(h, &hd, sizeof hd);
     /* test hook: die half-way through a save, as a node failure would */
@@ -158,14 +127,14 @@ static smoe_status write_shard(smoe_rt *rt, const tr_store *st, const char *path
         if (c == 1 && kill_at && atoll(kill_at) == step &&
             smoe_rt_rank(rt) == smoe_rt_size(rt) - 1)
             raise(SIGKILL);
-        bad = write_all(fd, slabs[c], bytes) != 0;
+        bad = tr_write_all(fd, slabs[c], bytes) != 0;
         tr_sha_update(h, slabs[c], bytes);
     }
     if (!bad)
         bad = fsync(fd) != 0;
-    smoe_status s = bad ? io_err(err, path, "cannot write the shard file") : SMOE_OK;
+    smoe_status s = bad ? tr_io_err(err, path, "cannot write the shard file") : SMOE_OK;
     if (close(fd) != 0 && !s)
-        s = io_err(err, path, "cannot write the shard file");
+        s = tr_io_err(err, path, "cannot write the shard file");
     if (h)
         tr_sha_final(h, hex);
     return s;
@@ -177,15 +146,30 @@ typedef struct shard_rec {
     int64_t bytes;
 } shard_rec;
 
-static smoe_status write_text(const char *path, const char *text, smoe_err *err)
+/* The merged config, key by key, for the manifest (strings in `a`). */
+static smoe_status config_map(const smoe_config *cfg, smoe_arena *a, tr_manifest *m,
+                              smoe_err *err)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0)
-        return io_err(err, path, "cannot create");
-    int bad = write_all(fd, text, strlen(text)) != 0 || fsync(fd) != 0;
-    if (close(fd) != 0)
-        bad = 1;
-    return bad ? io_err(err, path, "cannot write") : SMOE_OK;
+    int n = 0;
+    const smoe_node *v;
+    while (smoe_config_key_at(cfg, n, &v))
+        n++;
+    const char **k = smoe_arena_alloc(a, sizeof(char *) * (size_t)(n ? n : 1));
+    const char **t = smoe_arena_alloc(a, sizeof(char *) * (size_t)(n ? n : 1));
+    if (!k || !t)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory writing the manifest");
+    for (int i = 0; i < n; i++) {
+        k[i] = smoe_config_key_at(cfg, i, &v);
+        char *txt = tr_node_text(v);
+        t[i] = txt ? smoe_arena_strdup(a, txt) : NULL;
+        smoe_free(txt);
+        if (!t[i])
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory writing the manifest");
+    }
+    m->ncfg = n;
+    m->cfg_keys = k;
+    m->cfg_vals = t;
+    return SMOE_OK;
 }
 
 /* Rank 0, after every shard is on disk: manifest, rename, LATEST, pruning. */
@@ -199,32 +183,26 @@ static smoe_status publish(smoe_rt *rt, const tr_store *st, const tr_ckpt_opts *
     memset(&m, 0, sizeof m);
     m.step = co->step;
     m.seed = co->seed;
+    memcpy(m.run_id, co->run_id, sizeof m.run_id);
     m.mesh = *smoe_rt_mesh(rt);
     m.fp = *co->fp;
     m.rules = co->rules;
     m.slab_floats = st->total;
     m.nw = st->n;
     m.ns = size;
+    m.a = smoe_arena_new(1 << 16);
     m.w = smoe_calloc((size_t)st->n, sizeof *m.w);
     m.shards = smoe_calloc((size_t)size, sizeof *m.shards);
     char (*files)[32] = smoe_calloc((size_t)size, sizeof *files);
     char path[4400], dst[4400];
     char *text = NULL;
-    if (!m.w || !m.shards || !files) {
+    if (!m.a || !m.w || !m.shards || !files) {
         s = smoe_err_set(err, SMOE_ENOMEM, "out of memory writing the manifest");
         goto done;
     }
-    for (int i = 0; i < st->n; i++) {
-        const tr_weight *w = &st->w[i];
-        tr_mweight *x = &m.w[i];
-        x->path = w->pw->path;
-        x->lrank = w->lrank;
-        memcpy(x->lshape, w->lshape, sizeof x->lshape);
-        x->lspec = w->lspec;
-        x->layers = w->layers;
-        x->shard_numel = w->info.shard_numel;
-        x->shard_offset = w->shard_off;
-    }
+    if (co->cfg && (s = config_map(co->cfg, m.a, &m, err)))
+        goto done;
+    store_weights(st, m.w);
     for (int r = 0; r < size; r++) {
         snprintf(files[r], sizeof files[r], "shard_%05d.bin", r);
         m.shards[r].file = files[r];
@@ -237,92 +215,94 @@ static smoe_status publish(smoe_rt *rt, const tr_store *st, const tr_ckpt_opts *
         goto done;
     }
     snprintf(path, sizeof path, "%s/manifest.json", tmp);
-    if ((s = write_text(path, text, err)))
+    if ((s = tr_write_text(path, text, err)))
         goto done;
-    if (fsync_dir(tmp) != 0) {
-        s = io_err(err, tmp, "cannot sync the checkpoint directory");
+    if (tr_fsync_dir(tmp) != 0) {
+        s = tr_io_err(err, tmp, "cannot sync the checkpoint directory");
         goto done;
     }
-    /* step_N.tmp -> step_N (an older step_N, from an earlier run, is moved
-     * aside first and removed after) */
+    /* step_N.tmp -> step_N (an older step_N of this run, left when it
+     * resumed from an earlier step, is moved aside first, removed after) */
     snprintf(dst, sizeof dst, "%s/%s", co->dir, name);
     snprintf(path, sizeof path, "%s/%s.stale", co->dir, name);
     struct stat sb;
     int had = stat(dst, &sb) == 0;
     if (had && rename(dst, path) != 0) {
-        s = io_err(err, dst, "cannot replace the older checkpoint");
+        s = tr_io_err(err, dst, "cannot replace the older checkpoint");
         goto done;
     }
     if (rename(tmp, dst) != 0) {
-        s = io_err(err, dst, "cannot publish the checkpoint");
+        s = tr_io_err(err, dst, "cannot publish the checkpoint");
         goto done;
     }
     if (had)
-        remove_dir(path);
+        tr_remove_dir(path);
     snprintf(path, sizeof path, "%s/LATEST.tmp", co->dir);
     snprintf(dst, sizeof dst, "%s/LATEST", co->dir);
     char line[64];
     snprintf(line, sizeof line, "%s\n", name);
-    if ((s = write_text(path, line, err)))
+    if ((s = tr_write_text(path, line, err)))
         goto done;
-    if (rename(path, dst) != 0 || fsync_dir(co->dir) != 0) {
-        s = io_err(err, dst, "cannot update");
+    if (rename(path, dst) != 0 || tr_fsync_dir(co->dir) != 0) {
+        s = tr_io_err(err, dst, "cannot update");
         goto done;
     }
-    /* keep the newest `keep` checkpoints */
-    if (co->keep > 0) {
-        DIR *d = opendir(co->dir);
-        int64_t steps[4096];
-        int n = 0;
-        struct dirent *e;
-        while (d && (e = readdir(d)) != NULL && n < 4096) {
-            int64_t k = step_of(e->d_name);
-            if (k >= 0)
-                steps[n++] = k;
-        }
-        if (d)
-            closedir(d);
-        for (int i = 0; i < n; i++) {
-            int newer = 0;
-            for (int j = 0; j < n; j++)
-                newer += steps[j] > steps[i];
-            if (newer >= co->keep) {
-                snprintf(path, sizeof path, "%s/step_%08lld", co->dir, (long long)steps[i]);
-                remove_dir(path);
-            }
-        }
-    }
+    tr_ckpt_prune(co->dir, co->run_id, co->step, co->keep);
 done:
     smoe_free(text);
     smoe_free(files);
     smoe_free(m.w);
     smoe_free(m.shards);
+    smoe_arena_free(m.a);
     return s;
 }
 
-smoe_status tr_ckpt_save(smoe_rt *rt, const tr_store *st, const tr_ckpt_opts *co,
+/* Every slab value finite on this rank (a diverged run is never saved). */
+static int store_finite(const tr_store *st)
+{
+    const float *slabs[3] = { st->params, st->m, st->v };
+    for (int c = 0; c < 3; c++)
+        for (int64_t i = 0; i < st->total; i++)
+            if (!isfinite(slabs[c][i]))
+                return 0;
+    return 1;
+}
+
+smoe_status tr_ckpt_save(smoe_rt *rt, tr_ckpt *ck, const tr_store *st, const tr_ckpt_opts *co,
                          smoe_err *err)
 {
+    (void)ck; /* holds the directory's lock */
     int root = smoe_rt_rank(rt) == 0, size = smoe_rt_size(rt);
-    char name[32], tmp[4200], path[4400];
+    char name[32], tmp[4200], path[4400], layout[65];
     snprintf(name, sizeof name, "step_%08lld", (long long)co->step);
     snprintf(tmp, sizeof tmp, "%s/%s.tmp", co->dir, name);
-    smoe_status s = SMOE_OK;
     smoe_rt_set_phase(rt, "saving checkpoint %s/%s", co->dir, name);
-    if (root) {
-        s = mkdirs(co->dir, err);
-        if (!s) {
-            remove_dir(tmp); /* left by a save that died */
-            if (mkdir(tmp, 0777) != 0)
-                s = io_err(err, tmp, "cannot create the checkpoint directory");
-        }
+    smoe_status s = store_finite(st)
+                        ? SMOE_OK
+                        : smoe_err_set(err, SMOE_ENONFINITE,
+                                       "step %lld: the parameters or AdamW moments hold nan or "
+                                       "inf; the checkpoint was not written (LATEST still names "
+                                       "the previous one)", (long long)co->step);
+    if ((s = smoe_rt_agree_err(rt, s, err)))
+        return s;
+    tr_mweight *mw = smoe_calloc((size_t)(st->n ? st->n : 1), sizeof *mw);
+    s = mw ? SMOE_OK : smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    if (!s) {
+        store_weights(st, mw);
+        s = layout_digest(smoe_rt_mesh(rt), st->n, mw, layout, err);
+    }
+    smoe_free(mw);
+    if (!s && root) {
+        tr_remove_dir(tmp); /* left by a save that died */
+        if (mkdir(tmp, 0777) != 0)
+            s = tr_io_err(err, tmp, "cannot create the checkpoint directory");
     }
     if ((s = smoe_rt_agree_err(rt, s, err)))
         return s;
     shard_rec mine;
     memset(&mine, 0, sizeof mine);
     snprintf(path, sizeof path, "%s/shard_%05d.bin", tmp, smoe_rt_rank(rt));
-    s = write_shard(rt, st, path, co->step, mine.sha, err);
+    s = write_shard(rt, st, path, co->step, layout, mine.sha, err);
     mine.bytes = TR_CKPT_HEADER + 3 * st->total * (int64_t)sizeof(float);
     if ((s = smoe_rt_agree_err(rt, s, err)))
         return s;
@@ -338,41 +318,6 @@ smoe_status tr_ckpt_save(smoe_rt *rt, const tr_store *st, const tr_ckpt_opts *co
 }
 
 /* ---- resume ---- */
-/* The newest complete checkpoint of dir: LATEST if it names one with a
- * manifest, else the highest step_N/ holding a manifest. "" if none. */
-static void find_latest(const char *dir, char name[32])
-{
-    char path[4400], line[64] = "";
-    struct stat sb;
-    name[0] = 0;
-    snprintf(path, sizeof path, "%s/LATEST", dir);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        if (fgets(line, sizeof line, f))
-            line[strcspn(line, "\r\n")] = 0;
-        fclose(f);
-        snprintf(path, sizeof path, "%s/%s/manifest.json", dir, line);
-        if (step_of(line) >= 0 && stat(path, &sb) == 0) {
-            snprintf(name, 32, "%s", line);
-            return;
-        }
-    }
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    int64_t best = -1;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        int64_t k = step_of(e->d_name);
-        snprintf(path, sizeof path, "%s/%s/manifest.json", dir, e->d_name);
-        if (k > best && stat(path, &sb) == 0) {
-            best = k;
-            snprintf(name, 32, "%s", e->d_name);
-        }
-    }
-    closedir(d);
-}
-
 static const char *shape_str(const int64_t *v, int n, char *buf, size_t cap)
 {
     size_t o = 0;
@@ -415,25 +360,31 @@ static smoe_status check_model(const tr_manifest *m, const tr_store *st, const c
 }
 
 /* Verify a shard file: size, header, SHA-256 against the manifest. */
-static smoe_status verify_shard(const tr_manifest *m, int q, const char *path, int fd,
-                                smoe_err *err)
+static smoe_status verify_shard(const tr_manifest *m, const char *layout, int q,
+                                const char *path, int fd, smoe_err *err)
 {
     const tr_mshard *sh = &m->shards[q];
     struct stat sb;
     if (fstat(fd, &sb) != 0)
-        return io_err(err, path, "cannot read the shard file");
+        return tr_io_err(err, path, "cannot read the shard file");
     if ((int64_t)sb.st_size != sh->bytes)
         return smoe_err_in(err, SMOE_EIO, path,
                            "truncated or damaged shard: %lld bytes, the manifest says %lld",
                            (long long)sb.st_size, (long long)sh->bytes);
     ckpt_header hd;
     if (read_at(fd, &hd, sizeof hd, 0) != 0)
-        return io_err(err, path, "cannot read the shard file");
-    if (memcmp(hd.magic, k_magic, sizeof k_magic) != 0 || hd.version != TR_CKPT_VERSION ||
+        return tr_io_err(err, path, "cannot read the shard file");
+    if (memcmp(hd.magic, k_magic, sizeof k_magic) != 0 || hd.version != (uint32_t)m->version ||
         hd.rank != (uint32_t)q || hd.step != m->step || hd.slab_floats != m->slab_floats)
         return smoe_err_in(err, SMOE_EIO, path,
                            "the shard header does not match the manifest (not shard %d of "
                            "step %lld)", q, (long long)m->step);
+    if (m->version >= 2 && memcmp(hd.layout, layout, sizeof hd.layout) != 0)
+        return smoe_err_in(err, SMOE_EIO, path,
+                           "the manifest's mesh, shapes or specs are not those this shard was "
+                           "written with (layout digest %.16s... in the shard, %.16s... from "
+                           "the manifest): was the manifest edited?",
+                           hd.layout, layout);
     tr_sha *h = tr_sha_new();
     if (!h)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
@@ -444,7 +395,7 @@ static smoe_status verify_shard(const tr_manifest *m, int q, const char *path, i
         size_t n = (size_t)(sb.st_size - off) < sizeof buf ? (size_t)(sb.st_size - off)
                                                             : sizeof buf;
         if (read_at(fd, buf, n, off) != 0) {
-            s = io_err(err, path, "cannot read the shard file");
+            s = tr_io_err(err, path, "cannot read the shard file");
             break;
         }
         tr_sha_update(h, buf, n);
@@ -461,6 +412,7 @@ static smoe_status verify_shard(const tr_manifest *m, int q, const char *path, i
 
 typedef struct reader {
     const tr_manifest *m;
+    char layout[65]; /* the layout digest the manifest describes */
     const char *dir;
     int *fd;         /* per old rank, -1 until opened and verified */
     int64_t *coords; /* per old rank, mesh coordinates */
@@ -476,8 +428,8 @@ static smoe_status open_shard(reader *r, int q)
     snprintf(path, sizeof path, "%s/%s", r->dir, r->m->shards[q].file);
     int fd = open(path, O_RDONLY);
     if (fd < 0)
-        return io_err(r->err, path, "cannot open the shard file");
-    smoe_status s = verify_shard(r->m, q, path, fd, r->err);
+        return tr_io_err(r->err, path, "cannot open the shard file");
+    smoe_status s = verify_shard(r->m, r->layout, q, path, fd, r->err);
     if (s) {
         close(fd);
         return s;
@@ -525,7 +477,7 @@ static smoe_status load_block(reader *r, const tr_mweight *x, int c, int64_t l, 
                    (off_t)(c * m->slab_floats + x->shard_offset + l * x->shard_numel) *
                        (off_t)sizeof(float);
         if (read_at(r->fd[q], tmp, sizeof(float) * (size_t)numel, at) != 0)
-            return io_err(r->err, r->dir, "cannot read a shard file");
+            return tr_io_err(r->err, r->dir, "cannot read a shard file");
         smoe_layout_copy(x->lrank, x->lshape, oloc, ooff, sizeof(float), full, tmp, 1);
     }
     smoe_layout_copy(w->lrank, w->lshape, nloc, noff, sizeof(float), full, dst, 0);
@@ -563,13 +515,109 @@ static smoe_status load_all(smoe_rt *rt, tr_store *st, reader *r)
     return s;
 }
 
-smoe_status tr_ckpt_load(smoe_rt *rt, tr_store *st, const tr_ckpt_opts *co, int64_t *step,
-                         char from[4300], smoe_err *err)
+/* The config keys that differ between the checkpoint's run and this one. */
+static smoe_status config_changes(const tr_manifest *m, const smoe_config *cfg,
+                                  smoe_train_result *res, smoe_err *err)
 {
-    from[0] = 0;
+    const smoe_node *v;
+    int n = 0;
+    while (smoe_config_key_at(cfg, n, &v))
+        n++;
+    int cap = n + m->ncfg;
+    res->changes = smoe_calloc((size_t)(cap ? cap : 1), sizeof *res->changes);
+    if (!res->changes)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    char *now = NULL;
+    for (int i = 0; i < n; i++) { /* changed or new keys */
+        const char *k = smoe_config_key_at(cfg, i, &v);
+        now = tr_node_text(v);
+        const char *old = NULL;
+        for (int j = 0; j < m->ncfg && !old; j++)
+            if (strcmp(m->cfg_keys[j], k) == 0)
+                old = m->cfg_vals[j];
+        if (!now)
+            goto nomem;
+        if (old && strcmp(old, now) == 0) {
+            smoe_free(now);
+            continue;
+        }
+        smoe_train_change *c = &res->changes[res->nchanges++];
+        c->key = smoe_malloc(strlen(k) + 1);
+        c->from = smoe_malloc(strlen(old ? old : "(not set)") + 1);
+        c->to = now;
+        now = NULL;
+        if (!c->key || !c->from)
+            goto nomem;
+        strcpy(c->key, k);
+        strcpy(c->from, old ? old : "(not set)");
+    }
+    for (int j = 0; j < m->ncfg; j++) { /* keys gone */
+        if (smoe_config_get(cfg, m->cfg_keys[j]))
+            continue;
+        smoe_train_change *c = &res->changes[res->nchanges++];
+        c->key = smoe_malloc(strlen(m->cfg_keys[j]) + 1);
+        c->from = smoe_malloc(strlen(m->cfg_vals[j]) + 1);
+        c->to = smoe_malloc(sizeof "(not set)");
+        if (!c->key || !c->from || !c->to)
+            goto nomem;
+        strcpy(c->key, m->cfg_keys[j]);
+        strcpy(c->from, m->cfg_vals[j]);
+        strcpy(c->to, "(not set)");
+    }
+    return SMOE_OK;
+nomem:
+    smoe_free(now);
+    return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+}
+
+/* The checkpoint's run must be this one's in model, data and seed. */
+static smoe_status check_run(const tr_manifest *m, const tr_store *st, const tr_ckpt_opts *co,
+                             const char *dir, const char *mpath, smoe_err *err)
+{
+    smoe_status s = SMOE_OK;
+    for (int j = 0; j < m->ncfg; j++) {
+        if (strcmp(m->cfg_keys[j], "model_name") != 0)
+            continue;
+        const smoe_node *v = smoe_config_get(co->cfg, "model_name");
+        char *now = tr_node_text(v);
+        int same = now && strcmp(now, m->cfg_vals[j]) == 0;
+        if (!same)
+            s = smoe_err_in(err, SMOE_EINVAL, mpath,
+                            "the checkpoint %s is of model_name %s, this run's is %s: resume "
+                            "with the same model (or use another directory)",
+                            dir, m->cfg_vals[j], now ? now : "(not set)");
+        smoe_free(now);
+        if (s)
+            return s;
+    }
+    if ((s = check_model(m, st, mpath, err)))
+        return s;
+    if (strcmp(m->fp.data, co->fp->data) != 0)
+        return smoe_err_in(err, SMOE_EINVAL, "argument '--data'",
+                           "the checkpoint %s was trained on another data file (sha256 "
+                           "%.16s..., this run's %.16s...): resume with the same --data",
+                           dir, m->fp.data, co->fp->data);
+    if (m->seed != co->seed)
+        return smoe_err_in(err, SMOE_EINVAL, "argument '--seed'",
+                           "the checkpoint %s was trained with --seed %llu; resume with the "
+                           "same seed (the data order depends on it)", dir,
+                           (unsigned long long)m->seed);
+    if (m->step >= co->total_steps)
+        return smoe_err_in(err, SMOE_EINVAL, "argument '--steps'",
+                           "the checkpoint %s is already at step %lld; --steps is the total "
+                           "number of steps", dir, (long long)m->step);
+    return SMOE_OK;
+}
+
+smoe_status tr_ckpt_load(smoe_rt *rt, tr_store *st, tr_ckpt_opts *co, smoe_train_result *res,
+                         smoe_err *err)
+{
     char name[32], dir[4200], mpath[4400];
-    *step = 0;
-    find_latest(co->dir, name);
+    res->resumed_from[0] = 0;
+    res->first_step = 0;
+    smoe_status s = tr_ckpt_find(co->dir, name, res->resume_note, sizeof res->resume_note, err);
+    if ((s = smoe_rt_agree_err(rt, s, err)))
+        return s;
     /* every rank must see the same checkpoint (a shared file system) */
     double none[1] = { name[0] == 0 };
     smoe_rt_allreduce_sum_f64(rt, none, 1);
@@ -579,7 +627,6 @@ smoe_status tr_ckpt_load(smoe_rt *rt, tr_store *st, const tr_ckpt_opts *co, int6
         return smoe_err_in(err, SMOE_EIO, co->dir,
                            "%g of %d ranks see no checkpoint in it: is it on a file system "
                            "every rank shares?", none[0], smoe_rt_size(rt));
-    smoe_status s;
     snprintf(dir, sizeof dir, "%s/%s", co->dir, name);
     snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
     smoe_rt_set_phase(rt, "loading checkpoint %s", dir);
@@ -591,17 +638,10 @@ smoe_status tr_ckpt_load(smoe_rt *rt, tr_store *st, const tr_ckpt_opts *co, int6
         s = tr_manifest_parse(mpath, text, &m, err);
     smoe_free(text);
     if (!s)
-        s = check_model(&m, st, mpath, err);
-    if (!s && m.seed != co->seed)
-        s = smoe_err_in(err, SMOE_EINVAL, "argument '--seed'",
-                        "the checkpoint %s was trained with --seed %llu; resume with the same "
-                        "seed (the data order depends on it)", dir,
-                        (unsigned long long)m.seed);
-    if (!s && m.step >= co->total_steps)
-        s = smoe_err_in(err, SMOE_EINVAL, "argument '--steps'",
-                        "the checkpoint %s is already at step %lld; --steps is the total "
-                        "number of steps", dir, (long long)m.step);
-    reader r = { &m, dir, NULL, NULL, err, 0 };
+        s = check_run(&m, st, co, dir, mpath, err);
+    reader r = { &m, "", dir, NULL, NULL, err, 0 };
+    if (!s)
+        s = layout_digest(&m.mesh, m.nw, m.w, r.layout, err);
     if (!s) {
         r.fd = smoe_malloc(sizeof(int) * (size_t)m.ns);
         r.coords = smoe_calloc((size_t)m.ns * SMOE_MAX_AXES, sizeof(int64_t));
@@ -620,9 +660,13 @@ smoe_status tr_ckpt_load(smoe_rt *rt, tr_store *st, const tr_ckpt_opts *co, int6
             close(r.fd[q]);
     smoe_free(r.fd);
     smoe_free(r.coords);
+    if (!s && smoe_rt_rank(rt) == 0 && m.version >= 2)
+        s = config_changes(&m, co->cfg, res, err);
     if (!s) {
-        *step = m.step;
-        snprintf(from, 4300, "%s", dir);
+        res->first_step = m.step;
+        snprintf(res->resumed_from, sizeof res->resumed_from, "%s", dir);
+        if (m.run_id[0]) /* the run goes on under its id */
+            memcpy(co->run_id, m.run_id, sizeof co->run_id);
     }
     tr_manifest_free(&m);
     return smoe_rt_agree_err(rt, s, err);

@@ -1,7 +1,13 @@
 /* Training data: a text file read whole; its bytes are the tokens (vocab
  * 256). Sequence i of step s starts at an offset drawn from (seed, s, i),
  * so every mesh sees the same global batch; targets are the next bytes. */
+#define _GNU_SOURCE
 #include "train_impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -27,38 +33,55 @@ double tr_normal(uint64_t key)
 smoe_status tr_data_load(const char *path, int64_t need, tr_data *d, smoe_err *err)
 {
     memset(d, 0, sizeof *d);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return smoe_err_in(err, SMOE_ENOTFOUND, path, "cannot open the data file");
-    if (fseek(f, 0, SEEK_END) != 0) {
-        fclose(f);
-        return smoe_err_in(err, SMOE_EIO, path, "cannot read the data file");
-    }
-    long n = ftell(f);
-    rewind(f);
-    /* a directory opens and seeks (its size reads as LONG_MAX) but cannot
-     * be read: say so instead of trying to allocate that much */
-    if (n > 0 && (getc(f) == EOF || fseek(f, 0, SEEK_SET) != 0)) {
-        fclose(f);
-        return smoe_err_in(err, SMOE_EIO, path, "cannot read the data file");
-    }
-    if (n < 0 || n < need) {
-        fclose(f);
+    /* a FIFO would block the open (and the job's set-up), a device or a
+     * directory has no size: only regular files are training text */
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return smoe_err_in(err, errno == ENOENT ? SMOE_ENOTFOUND : SMOE_EIO, path,
+                           "cannot open the data file: %s", strerror(errno));
+    if (!S_ISREG(sb.st_mode))
         return smoe_err_in(err, SMOE_EINVAL, path,
-                           "the data file has %ld bytes; a sequence needs %lld", n,
-                           (long long)need);
+                           "the data file is %s, not a regular file",
+                           S_ISDIR(sb.st_mode)    ? "a directory"
+                           : S_ISFIFO(sb.st_mode) ? "a FIFO"
+                           : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device"
+                                                                         : "a special file");
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return smoe_err_in(err, SMOE_EIO, path, "cannot open the data file: %s",
+                           strerror(errno));
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return smoe_err_in(err, SMOE_EINVAL, path, "the data file is not a regular file");
+    }
+    int64_t n = (int64_t)sb.st_size;
+    if (n < need) {
+        close(fd);
+        return smoe_err_in(err, SMOE_EINVAL, path,
+                           "the data file has %lld bytes; a sequence of max_target_length %lld "
+                           "tokens needs %lld (its bytes and the next one as target, plus one)",
+                           (long long)n, (long long)(need - 2), (long long)need);
     }
     d->text = smoe_malloc((size_t)n);
     if (!d->text) {
-        fclose(f);
-        return smoe_err_set(err, SMOE_ENOMEM, "out of memory reading %s", path);
+        close(fd);
+        return smoe_err_in(err, SMOE_ENOMEM, path, "out of memory reading the data file "
+                           "(%lld bytes)", (long long)n);
     }
-    size_t got = fread(d->text, 1, (size_t)n, f);
-    fclose(f);
-    if ((long)got != n) {
+    int64_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, d->text + got, (size_t)(n - got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += r;
+    }
+    close(fd);
+    if (got != n) {
         smoe_free(d->text);
         d->text = NULL;
-        return smoe_err_in(err, SMOE_EIO, path, "short read");
+        return smoe_err_in(err, SMOE_EIO, path, "cannot read the data file (short read)");
     }
     d->n = n;
     return SMOE_OK;

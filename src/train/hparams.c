@@ -1,19 +1,22 @@
 /* The model configuration and training hyperparameters a smoe config
  * describes. smoe train runs decoder_block "deepseek" with MLA attention
- * and SwiGLU MLPs; anything else is refused with the key's location. */
+ * and SwiGLU MLPs; anything else is refused with the key's location.
+ * Every numeric key is read through keys.c (its accepted range lives
+ * there); the checks between keys are here. */
 #include "train_impl.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static smoe_status get_i(const smoe_config *c, const char *k, int64_t *v, smoe_err *err)
 {
-    return smoe_config_int(c, k, v, err);
+    return tr_key_int(c, k, v, err);
 }
 
 static smoe_status get_f(const smoe_config *c, const char *k, double *v, smoe_err *err)
 {
-    return smoe_config_float(c, k, v, err);
+    return tr_key_float(c, k, v, err);
 }
 
 static smoe_status bad(const smoe_config *c, const char *k, smoe_err *err, const char *why)
@@ -27,7 +30,7 @@ smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
     smoe_status s;
     memset(mc, 0, sizeof *mc);
     const char *blk, *att, *score;
-    int64_t scale, layers, v;
+    int64_t scale, layers;
     double f;
     if ((s = smoe_config_str(c, "decoder_block", &blk, err)))
         return s;
@@ -39,8 +42,6 @@ smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
         return bad(c, "attention_type", err, "smoe train runs MLA attention (mla)");
     if ((s = get_i(c, "global_parameter_scale", &scale, err)))
         return s;
-    if (scale != 1)
-        return bad(c, "global_parameter_scale", err, "smoe train needs 1");
     const smoe_node *acts = smoe_config_get(c, "mlp_activations");
     if (!acts || acts->kind != SMOE_NODE_SEQ || acts->n != 2 ||
         strcmp(acts->items[0]->str, "silu") != 0 || strcmp(acts->items[1]->str, "linear") != 0)
@@ -74,8 +75,13 @@ smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
         (s = get_i(c, "first_num_dense_layers", &mc->n_dense, err)) ||
         (s = get_i(c, "max_target_length", &mc->seq, err)))
         return s;
-    if (mc->n_dense < 0 || mc->n_dense > layers)
-        return bad(c, "first_num_dense_layers", err, "must be between 0 and the layer count");
+    if (mc->n_dense > layers)
+        return bad(c, "first_num_dense_layers", err,
+                   "must be at most base_num_decoder_layers");
+    if (mc->topk > mc->experts)
+        return bad(c, "num_experts_per_tok", err, "must be at most num_experts");
+    if (mc->qk_rope % 2)
+        return bad(c, "qk_rope_head_dim", err, "must be even (RoPE turns pairs)");
     mc->n_moe = layers - mc->n_dense;
     if ((s = smoe_config_str(c, "routed_score_func", &score, err)))
         return s;
@@ -99,9 +105,15 @@ smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
     mc->capacity_factor = (float)f;
     if ((s = get_f(c, "per_device_batch_size", &f, err)))
         return s;
-    if (f < 1 || f != floor(f))
-        return bad(c, "per_device_batch_size", err, "smoe train needs a whole number >= 1");
     mc->batch = (int64_t)f;
+    if (mc->batch > INT32_MAX / mc->seq) {
+        char why[160];
+        snprintf(why, sizeof why,
+                 "%lld sequences of max_target_length %lld tokens are more than smoe's "
+                 "limit of 2^31 - 1 tokens per device",
+                 (long long)mc->batch, (long long)mc->seq);
+        return bad(c, "per_device_batch_size", err, why);
+    }
     /* parallelism: every axis of size > 1 must be a batch axis */
     mc->ep = 1;
     for (int i = 0; i < mesh->n; i++) {
@@ -125,7 +137,6 @@ smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
                            "num_experts (%lld) is not divisible by the expert axis (%lld)",
                            (long long)mc->experts, (long long)mc->ep);
     }
-    (void)v;
     return SMOE_OK;
 }
 
@@ -137,7 +148,14 @@ smoe_status tr_read_hparams(const smoe_config *c, tr_hparams *hp, smoe_err *err)
         (s = get_f(c, "adam_eps", &hp->eps, err)) ||
         (s = get_f(c, "adam_weight_decay", &hp->wd, err)))
         return s;
-    if (hp->lr <= 0)
-        return bad(c, "learning_rate", err, "must be > 0");
+    /* MaxText's train step checks the loss of every step when these are
+     * set (both true in base.yml); absent keys (older configs) mean true */
+    hp->abort_on_nan = hp->abort_on_inf = 1;
+    if (smoe_config_get(c, "abort_on_nan_loss") &&
+        (s = smoe_config_bool(c, "abort_on_nan_loss", &hp->abort_on_nan, err)))
+        return s;
+    if (smoe_config_get(c, "abort_on_inf_loss") &&
+        (s = smoe_config_bool(c, "abort_on_inf_loss", &hp->abort_on_inf, err)))
+        return s;
     return SMOE_OK;
 }

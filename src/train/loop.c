@@ -23,6 +23,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -43,10 +44,11 @@ typedef struct tr_slot {
 struct tr_state {
     smoe_rt *rt;
     const smoe_model_cfg *mc;
-    const smoe_train_opts *o;
     smoe_model *model;
     tr_store *st;
-    int L, nunits, depth;
+    int L, nunits, depth;                /* depth: this step's prefetch depth */
+    int max_depth;                       /* the pool is sized for it */
+    int legacy;                          /* this step's plan: 0 co-axis, 1 legacy */
     int idx[2][MAX_LAYER_WEIGHTS];       /* store indices of a dense/MoE layer's weights */
     int nidx[2];
     int top_idx[SMOE_T_NSLOTS];
@@ -67,7 +69,11 @@ struct tr_state {
     double model_s;                      /* time inside model calls this step */
     tr_hparams hp;
     int64_t run_peak_fwd, run_peak_bwd;  /* over all steps */
+    int64_t fail_step;                   /* test hook: this rank fails in this step (1-based) */
 };
+
+/* The weight's gathers in this step's mode (co-axis or legacy plan). */
+static smoe_wgather *wg_of(const tr_state *S, const tr_weight *w) { return w->wg[S->legacy]; }
 
 static int unit_layer(const tr_state *S, int u) { return u < S->L ? u : 2 * S->L - 1 - u; }
 static int layer_moe(const tr_state *S, int l) { return l >= S->mc->n_dense; }
@@ -110,6 +116,8 @@ static void slot_release(tr_state *S, tr_slot *s)
     s->rs_pending = 0;
 }
 
+static int pool_slots(int depth) { return depth + 2; }
+
 /* Free slots whose gradient reductions have all completed. */
 static void poll_slots(tr_state *S)
 {
@@ -125,9 +133,13 @@ static void poll_slots(tr_state *S)
     }
 }
 
+/* A free slot among the depth + 2 this step's depth allows (the pool may
+ * be larger for other modes; those slots stay unused, so a step holds
+ * exactly what a run at its depth would). */
 static int free_slot(tr_state *S)
 {
-    for (int i = 0; i < S->nslots; i++)
+    int n = pool_slots(S->depth) < S->nslots ? pool_slots(S->depth) : S->nslots;
+    for (int i = 0; i < n; i++)
         if (!S->slots[i].busy)
             return i;
     return -1;
@@ -159,7 +171,7 @@ static void try_issue(tr_state *S)
         S->unit_slot[u] = i;
         for (int j = 0; j < S->nidx[k]; j++) {
             tr_weight *w = &S->st->w[S->idx[k][j]];
-            smoe_rt_wgather_start(S->rt, w->wg, shard_of(S, w, l), s->buf + w->unit_off,
+            smoe_rt_wgather_start(S->rt, wg_of(S, w), shard_of(S, w, l), s->buf + w->unit_off,
                                   &s->tickets[j]);
         }
     }
@@ -217,7 +229,7 @@ static void wait_unit(tr_state *S, int u, smoe_err *err)
     tr_slot *s = &S->slots[S->unit_slot[u]];
     for (int j = 0; j < S->nidx[k]; j++) {
         tr_weight *w = &S->st->w[S->idx[k][j]];
-        smoe_rt_wgather_wait(S->rt, w->wg, s->buf + w->unit_off, &s->tickets[j], NULL, err);
+        smoe_rt_wgather_wait(S->rt, wg_of(S, w), s->buf + w->unit_off, &s->tickets[j], NULL, err);
     }
 }
 
@@ -249,7 +261,7 @@ static float *top(tr_state *S, float *base, int slot)
 static void reduce_top(tr_state *S, int slot)
 {
     tr_weight *w = &S->st->w[S->top_idx[slot]];
-    smoe_rt_wgather_reduce(S->rt, w->wg, top(S, S->top_dw, slot), top(S, S->top_w, slot),
+    smoe_rt_wgather_reduce(S->rt, wg_of(S, w), top(S, S->top_dw, slot), top(S, S->top_w, slot),
                            grad_of(S, w, 0), &S->top_flags[slot], NULL);
 }
 
@@ -272,7 +284,7 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
     /* top-level weights first, then the first units */
     for (int k = 0; k < SMOE_T_NSLOTS; k++) {
         tr_weight *w = &S->st->w[S->top_idx[k]];
-        smoe_rt_wgather_start(rt, w->wg, shard_of(S, w, 0), top(S, S->top_w, k),
+        smoe_rt_wgather_start(rt, wg_of(S, w), shard_of(S, w, 0), top(S, S->top_w, k),
                               &S->top_tickets[k]);
     }
     S->phase = 0;
@@ -281,7 +293,7 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
     try_issue(S);
 
     tr_weight *we = &S->st->w[S->top_idx[SMOE_T_EMBED]];
-    smoe_rt_wgather_wait(rt, we->wg, top(S, S->top_w, SMOE_T_EMBED),
+    smoe_rt_wgather_wait(rt, wg_of(S, we), top(S, S->top_w, SMOE_T_EMBED),
                          &S->top_tickets[SMOE_T_EMBED], NULL, err);
     tm = smoe_now();
     smoe_model_embed_fwd(S->model, top(S, S->top_w, SMOE_T_EMBED), S->tokens, S->x);
@@ -309,11 +321,15 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
         try_issue(S);
     }
 
+    if (step + 1 == S->fail_step) /* test hook: an error on one rank alone */
+        return smoe_err_set(err, SMOE_EINTERNAL,
+                            "step %lld: an error injected by SMOE_TEST_STEP_ERROR",
+                            (long long)step + 1);
     smoe_rt_set_phase(rt, "step %lld: loss", (long long)step + 1);
     /* head: loss and its gradient in one pass */
     for (int k = SMOE_T_FINAL_NORM; k <= SMOE_T_LOGITS; k++) {
         tr_weight *x = &S->st->w[S->top_idx[k]];
-        smoe_rt_wgather_wait(rt, x->wg, top(S, S->top_w, k), &S->top_tickets[k], NULL, err);
+        smoe_rt_wgather_wait(rt, wg_of(S, x), top(S, S->top_w, k), &S->top_tickets[k], NULL, err);
     }
     memset(S->top_dw, 0, sizeof(float) * (size_t)S->st->top_floats);
     tm = smoe_now();
@@ -364,11 +380,11 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
             tr_weight *x = &S->st->w[S->idx[k][j]];
             float *g = gs->buf + x->unit_off, *wb = ws->buf + x->unit_off;
             ws->flags[j] = 0;
-            if (smoe_rt_wgather_needs_pack(x->wg)) {
-                smoe_rt_wgather_reduce(rt, x->wg, g, wb, grad_of(S, x, l), &ws->flags[j], NULL);
+            if (smoe_rt_wgather_needs_pack(wg_of(S, x))) {
+                smoe_rt_wgather_reduce(rt, wg_of(S, x), g, wb, grad_of(S, x, l), &ws->flags[j], NULL);
             } else {
                 memcpy(wb, g, sizeof(float) * (size_t)x->info.gathered_numel);
-                smoe_rt_wgather_reduce(rt, x->wg, wb, NULL, grad_of(S, x, l), &ws->flags[j],
+                smoe_rt_wgather_reduce(rt, wg_of(S, x), wb, NULL, grad_of(S, x, l), &ws->flags[j],
                                        NULL);
             }
         }
@@ -430,7 +446,6 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
     return SMOE_OK;
 }
 
-static int pool_slots(int depth) { return depth + 2; }
 
 int64_t tr_loop_pool_bytes(const smoe_model_cfg *mc, const tr_store *st, int depth)
 {
@@ -440,7 +455,7 @@ int64_t tr_loop_pool_bytes(const smoe_model_cfg *mc, const tr_store *st, int dep
 }
 
 smoe_status tr_loop_new(smoe_rt *rt, const smoe_model_cfg *mc, const tr_hparams *hp,
-                        const smoe_train_opts *o, smoe_model *model, tr_store *st,
+                        int max_depth, smoe_model *model, tr_store *st,
                         smoe_trace *trace, tr_state **out, smoe_err *err)
 {
     tr_state *S = smoe_calloc(1, sizeof *S);
@@ -449,14 +464,14 @@ smoe_status tr_loop_new(smoe_rt *rt, const smoe_model_cfg *mc, const tr_hparams 
     *out = S;
     S->rt = rt;
     S->mc = mc;
-    S->o = o;
     S->hp = *hp;
     S->model = model;
     S->st = st;
     S->trace = trace;
     S->L = (int)(mc->n_dense + mc->n_moe);
     S->nunits = 2 * S->L;
-    S->depth = o->prefetch_depth > S->nunits ? S->nunits : o->prefetch_depth;
+    S->max_depth = max_depth > S->nunits ? S->nunits : max_depth;
+    S->depth = S->max_depth;
     for (int k = 0; k < SMOE_T_NSLOTS; k++)
         S->top_idx[k] = -1;
     for (int i = 0; i < st->n; i++) {
@@ -469,7 +484,7 @@ smoe_status tr_loop_new(smoe_rt *rt, const smoe_model_cfg *mc, const tr_hparams 
             S->idx[w->moe][S->nidx[w->moe]++] = i;
         }
     }
-    S->nslots = pool_slots(S->depth);
+    S->nslots = pool_slots(S->max_depth);
     S->slot_floats = st->unit_floats[0] > st->unit_floats[1] ? st->unit_floats[0]
                                                              : st->unit_floats[1];
     S->slots = smoe_calloc((size_t)S->nslots, sizeof *S->slots);
@@ -491,6 +506,10 @@ smoe_status tr_loop_new(smoe_rt *rt, const smoe_model_cfg *mc, const tr_hparams 
     S->targets = smoe_malloc(sizeof(int32_t) * (size_t)T);
     if (!S->top_w || !S->top_dw || !S->x || !S->dx || !S->tokens || !S->targets)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    /* test hook: SMOE_TEST_STEP_ERROR=N makes the last rank fail in step N */
+    const char *fs = getenv("SMOE_TEST_STEP_ERROR");
+    if (fs && smoe_rt_rank(rt) == smoe_rt_size(rt) - 1)
+        S->fail_step = atoll(fs);
     S->ep_rt = smoe_rt_ep_comm(rt);
     if (S->ep_rt.size != mc->ep)
         return smoe_err_set(err, SMOE_EINTERNAL, "expert group of %d ranks, model ep %lld",
@@ -498,6 +517,13 @@ smoe_status tr_loop_new(smoe_rt *rt, const smoe_model_cfg *mc, const tr_hparams 
     if (trace)
         smoe_rt_set_span_hook(rt, rt_span_hook, S);
     return SMOE_OK;
+}
+
+void tr_loop_set_mode(tr_state *S, int depth, int legacy)
+{
+    S->depth = depth < S->max_depth ? depth : S->max_depth;
+    S->legacy = legacy ? 1 : 0;
+    SMOE_ASSERT(S->st->w[0].wg[S->legacy]);
 }
 
 int32_t *tr_loop_tokens(tr_state *S, int32_t **targets)

@@ -45,6 +45,7 @@ char *tr_manifest_text(const tr_manifest *m)
     cJSON_AddNumberToObject(o, "version", TR_CKPT_VERSION);
     cJSON_AddNumberToObject(o, "step", (double)m->step);
     cJSON_AddStringToObject(o, "seed", seed);
+    cJSON_AddStringToObject(o, "run_id", m->run_id);
     cJSON *mesh = cJSON_AddObjectToObject(o, "mesh");
     cJSON *names = cJSON_AddArrayToObject(mesh, "axis_names");
     for (int i = 0; names && i < m->mesh.n; i++)
@@ -55,6 +56,9 @@ char *tr_manifest_text(const tr_manifest *m)
     cJSON_AddStringToObject(fp, "plan", m->fp.plan);
     cJSON_AddStringToObject(fp, "options", m->fp.options);
     cJSON_AddStringToObject(fp, "data", m->fp.data);
+    cJSON *cfg = cJSON_AddObjectToObject(o, "config");
+    for (int i = 0; cfg && i < m->ncfg; i++)
+        cJSON_AddStringToObject(cfg, m->cfg_keys[i], m->cfg_vals[i]);
     cJSON *rules = cJSON_AddArrayToObject(o, "logical_axis_rules");
     for (int i = 0; rules && m->rules && i < m->rules->n; i++) {
         const smoe_rule *r = &m->rules->r[i];
@@ -254,6 +258,46 @@ static smoe_status parse_shards(pctx *c, const cJSON *sh, tr_manifest *m)
     return SMOE_OK;
 }
 
+static smoe_status parse_config(pctx *c, const cJSON *cfg, tr_manifest *m)
+{
+    int n = cJSON_GetArraySize(cfg);
+    m->cfg_keys = smoe_arena_alloc(c->a, sizeof(char *) * (size_t)(n ? n : 1));
+    m->cfg_vals = smoe_arena_alloc(c->a, sizeof(char *) * (size_t)(n ? n : 1));
+    if (!m->cfg_keys || !m->cfg_vals)
+        return smoe_err_set(c->err, SMOE_ENOMEM, "out of memory");
+    const char **k = (const char **)m->cfg_keys, **v = (const char **)m->cfg_vals;
+    const cJSON *x;
+    int i = 0;
+    cJSON_ArrayForEach(x, cfg)
+    {
+        if (!cJSON_IsString(x) || !x->string)
+            return bad(c, "config", "every value must be a string (the key's YAML text)");
+        k[i] = smoe_arena_strdup(c->a, x->string);
+        v[i] = smoe_arena_strdup(c->a, x->valuestring);
+        if (!k[i] || !v[i])
+            return smoe_err_set(c->err, SMOE_ENOMEM, "out of memory");
+        i++;
+    }
+    m->ncfg = i;
+    return SMOE_OK;
+}
+
+smoe_status tr_manifest_run_id(const char *text, char id[33])
+{
+    id[0] = 0;
+    cJSON *o = cJSON_Parse(text);
+    if (!o)
+        return SMOE_EINVAL;
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "run_id");
+    smoe_status s = SMOE_EINVAL;
+    if (cJSON_IsString(x) && strlen(x->valuestring) == 32) {
+        memcpy(id, x->valuestring, 33);
+        s = SMOE_OK;
+    }
+    cJSON_Delete(o);
+    return s;
+}
+
 smoe_status tr_manifest_parse(const char *file, const char *text, tr_manifest *m,
                               smoe_err *err)
 {
@@ -274,10 +318,23 @@ smoe_status tr_manifest_parse(const char *file, const char *text, tr_manifest *m
     const cJSON *ver = member(&c, o, "version", cJSON_Number, "", &s);
     if (!s && strcmp(fmt->valuestring, k_format) != 0)
         s = bad(&c, "format", "is not \"smoe-checkpoint\"");
-    if (!s && ver->valuedouble != TR_CKPT_VERSION)
+    if (!s && ver->valuedouble != TR_CKPT_VERSION && ver->valuedouble != 1)
         s = smoe_err_in(err, SMOE_EINVAL, file,
-                        "checkpoint format version %g; this smoe reads version %d",
+                        "checkpoint format version %g; this smoe reads versions 1 and %d",
                         ver->valuedouble, TR_CKPT_VERSION);
+    if (!s)
+        m->version = (int)ver->valuedouble;
+    /* version 2: the run's id and its config key by key */
+    if (!s && m->version >= 2) {
+        const cJSON *id = member(&c, o, "run_id", cJSON_String, "", &s);
+        if (!s && (strlen(id->valuestring) != 32 || strspn(id->valuestring, "0123456789abcdef") != 32))
+            s = bad(&c, "run_id", "is not 32 lowercase hex digits");
+        if (!s)
+            memcpy(m->run_id, id->valuestring, 33);
+        const cJSON *cfg = member(&c, o, "config", cJSON_Object, "", &s);
+        if (!s)
+            s = parse_config(&c, cfg, m);
+    }
     const cJSON *step = member(&c, o, "step", cJSON_Number, "", &s);
     const cJSON *seed = member(&c, o, "seed", cJSON_String, "", &s);
     const cJSON *mesh = member(&c, o, "mesh", cJSON_Object, "", &s);

@@ -2,11 +2,14 @@
  * gathers prepared from the plan, its shards in the four slabs (params,
  * grads, AdamW m and v; per weight layer-major), the deterministic
  * initialisation, and the canonical digest of all parameters. */
+#define _GNU_SOURCE
 #include "train_impl.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const k_stacks[2] = { "decoder/dense_layers/", "decoder/moe_layers/" };
 
@@ -47,7 +50,7 @@ static int find_slot(const char *rest, int top)
 }
 
 smoe_status tr_store_build(smoe_rt *rt, const smoe_plan *plan, const smoe_model_cfg *mc,
-                           int legacy, tr_store *st, smoe_err *err)
+                           const int plans[2], tr_store *st, smoe_err *err)
 {
     smoe_status s;
     memset(st, 0, sizeof *st);
@@ -99,10 +102,12 @@ smoe_status tr_store_build(smoe_rt *rt, const smoe_plan *plan, const smoe_model_
         const char *name = w->top ? pw->path : pw->path + strlen(k_stacks[w->moe]);
         int routed = !w->top && (w->slot == SMOE_W_EXP_WI0 || w->slot == SMOE_W_EXP_WI1 ||
                                  w->slot == SMOE_W_EXP_WO);
-        if ((s = smoe_rt_wgather_new(rt, legacy ? &pw->legacy : &pw->gather, routed, name,
-                                     &w->wg, err)))
-            return s;
-        smoe_rt_wgather_info(w->wg, &w->info);
+        /* the gathers of each plan the run uses (same shard, same buffer) */
+        for (int k = 0; k < 2; k++)
+            if (plans[k] && (s = smoe_rt_wgather_new(rt, k ? &pw->legacy : &pw->gather, routed,
+                                                     name, &w->wg[k], err)))
+                return s;
+        smoe_rt_wgather_info(w->wg[plans[0] ? 0 : 1], &w->info);
         int64_t want = w->top ? smoe_tslot_numel(mc, (smoe_tslot)w->slot)
                               : smoe_wslot_numel(mc, (smoe_wslot)w->slot);
         if (w->info.gathered_numel != want)
@@ -134,6 +139,11 @@ smoe_status tr_store_build(smoe_rt *rt, const smoe_plan *plan, const smoe_model_
         if (!seen_top[sl])
             return smoe_err_set(err, SMOE_EINVAL, "the plan has no %s",
                                 smoe_tslot_path((smoe_tslot)sl));
+    return SMOE_OK;
+}
+
+smoe_status tr_store_alloc(tr_store *st, smoe_err *err)
+{
     size_t bytes = sizeof(float) * (size_t)(st->total ? st->total : 1);
     st->params = smoe_malloc(bytes);
     st->grads = smoe_malloc(bytes);
@@ -221,6 +231,13 @@ static void place_layer(smoe_rt *rt, const tr_weight *w, int64_t l, const float 
     }
 }
 
+/* The parameter dump is written as DUMP.tmp and renamed into place only
+ * when every byte is on disk: a failed write leaves no truncated dump. */
+static int dump_put(FILE *f, const void *p, size_t size, size_t n)
+{
+    return fwrite(p, size, n, f) == n ? 0 : -1;
+}
+
 smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump, char hex[65],
                             smoe_err *err)
 {
@@ -229,14 +246,20 @@ smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump, c
     tr_sha *sha = NULL;
     float *all = NULL, *full = NULL;
     smoe_status s = SMOE_OK;
+    char tmp[4200] = "";
+    int bad = 0;
     if (root) {
         sha = tr_sha_new();
         if (!sha)
             s = smoe_err_set(err, SMOE_ENOMEM, "cannot start SHA-256");
-        if (!s && dump && !(f = fopen(dump, "wb")))
-            s = smoe_err_in(err, SMOE_EIO, dump, "cannot write the parameter dump");
+        if (!s && dump) {
+            snprintf(tmp, sizeof tmp, "%s.tmp", dump);
+            if (!(f = fopen(tmp, "wb")))
+                s = smoe_err_in(err, SMOE_EIO, dump, "cannot write the parameter dump: %s",
+                                strerror(errno));
+        }
         if (f)
-            fputs("SMOEPRM1\n", f);
+            bad |= fputs("SMOEPRM1\n", f) < 0;
     }
     s = smoe_rt_agree(rt, s);
     for (int i = 0; i < st->n && !s; i++) {
@@ -259,13 +282,12 @@ smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump, c
         }
         if (root) {
             tr_sha_update(sha, full, sizeof *full * (size_t)total);
-            if (f) {
+            if (f && !bad) {
                 uint32_t kl = (uint32_t)strlen(pw->key), rk = (uint32_t)pw->rank;
-                fwrite(&kl, sizeof kl, 1, f);
-                fwrite(pw->key, 1, kl, f);
-                fwrite(&rk, sizeof rk, 1, f);
-                fwrite(pw->shape, sizeof(int64_t), (size_t)pw->rank, f);
-                fwrite(full, sizeof *full, (size_t)total, f);
+                bad |= dump_put(f, &kl, sizeof kl, 1) || dump_put(f, pw->key, 1, kl) ||
+                       dump_put(f, &rk, sizeof rk, 1) ||
+                       dump_put(f, pw->shape, sizeof(int64_t), (size_t)pw->rank) ||
+                       dump_put(f, full, sizeof *full, (size_t)total);
             }
             smoe_free(all);
             smoe_free(full);
@@ -275,8 +297,28 @@ smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump, c
     if (root) {
         if (sha)
             tr_sha_final(sha, hex);
-        if (f && fclose(f) != 0 && !s)
-            s = smoe_err_in(err, SMOE_EIO, dump, "error writing the parameter dump");
+        if (f) {
+            int e = bad ? EIO : 0;
+            if (!bad && (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0)) {
+                bad = 1;
+                e = errno;
+            }
+            if (fclose(f) != 0 && !bad) {
+                bad = 1;
+                e = errno;
+            }
+            if (!bad && rename(tmp, dump) != 0) {
+                bad = 1;
+                e = errno;
+            }
+            if (bad) {
+                unlink(tmp);
+                if (!s)
+                    s = smoe_err_in(err, SMOE_EIO, dump,
+                                    "error writing the parameter dump: %s (nothing written)",
+                                    strerror(e ? e : EIO));
+            }
+        }
     }
     return smoe_rt_agree(rt, s);
 }

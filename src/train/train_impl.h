@@ -8,7 +8,17 @@
 typedef struct tr_hparams {
     double lr, b1, b2, eps, wd;
     int64_t batch, seq;
+    int abort_on_nan, abort_on_inf; /* MaxText's abort_on_nan_loss / abort_on_inf_loss */
 } tr_hparams;
+
+/* keys.c: every numeric key smoe train reads, read and range-checked
+ * (SMOE_EINVAL with the key's location and the accepted values) */
+const smoe_train_key *tr_key_find(const char *name);
+smoe_status tr_key_int(const smoe_config *c, const char *key, int64_t *out, smoe_err *err);
+smoe_status tr_key_float(const smoe_config *c, const char *key, double *out, smoe_err *err);
+/* The refusal of `key` (its rule from the table), `got` the value as text. */
+smoe_status tr_key_refuse(const smoe_config *c, const char *key, const char *got,
+                          smoe_err *err);
 
 /* One parameter of the plan, as stored on this rank. */
 typedef struct tr_weight {
@@ -18,7 +28,7 @@ typedef struct tr_weight {
     int slot;               /* smoe_wslot (layers) or smoe_tslot (top) */
     int64_t layers;         /* layers in its stack (1 for top) */
     int64_t layer0;         /* global index of the stack's first layer */
-    smoe_wgather *wg;
+    smoe_wgather *wg[2];    /* its gathers by the co-axis [0] and legacy [1] plan (those built) */
     smoe_wgather_info info;
     int64_t shard_off;      /* of layer 0's shard in the slabs (floats) */
     int64_t unit_off;       /* of its gathered buffer inside a unit (floats) */
@@ -43,9 +53,11 @@ typedef struct tr_store {
 /* model config + hyperparameters from the smoe config */
 smoe_status tr_read_hparams(const smoe_config *cfg, tr_hparams *hp, smoe_err *err);
 
-/* store.c */
+/* store.c: tr_store_build lays the weights out (offsets, gathers, sizes);
+ * tr_store_alloc then allocates the four slabs of st->total floats. */
 smoe_status tr_store_build(smoe_rt *rt, const smoe_plan *plan, const smoe_model_cfg *mc,
-                           int legacy, tr_store *st, smoe_err *err);
+                           const int plans[2], tr_store *st, smoe_err *err);
+smoe_status tr_store_alloc(tr_store *st, smoe_err *err);
 void tr_store_free(tr_store *st);
 void tr_store_init_params(smoe_rt *rt, tr_store *st, uint64_t seed);
 /* Gather the parameters to rank 0 in MaxText's layout, in plan order:
@@ -73,9 +85,14 @@ void tr_sha_final(tr_sha *s, char hex[65]);
 
 /* loop.c: the step loop (gather pool, forward, backward, AdamW) */
 typedef struct tr_state tr_state;
+/* The pool holds max_depth + 2 layers; every step runs in the mode last
+ * set by tr_loop_set_mode (default: max_depth, co-axis). */
 smoe_status tr_loop_new(smoe_rt *rt, const smoe_model_cfg *mc, const tr_hparams *hp,
-                        const smoe_train_opts *o, smoe_model *model, tr_store *st,
+                        int max_depth, smoe_model *model, tr_store *st,
                         smoe_trace *trace, tr_state **out, smoe_err *err);
+/* The next steps' prefetch depth (<= max_depth) and plan (legacy: its
+ * gathers must have been built, see tr_store_build). */
+void tr_loop_set_mode(tr_state *S, int depth, int legacy);
 smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_err *err);
 /* This rank's token and target buffers, filled before each step. */
 int32_t *tr_loop_tokens(tr_state *S, int32_t **targets);
@@ -97,7 +114,7 @@ smoe_status tr_fingerprint(const smoe_config *cfg, const smoe_plan *plan,
 smoe_status tr_fingerprint_check(smoe_rt *rt, const tr_fingerprint_t *fp, smoe_err *err);
 
 /* manifest.c: the checkpoint manifest (JSON, schema in the README) */
-#define TR_CKPT_VERSION 1
+#define TR_CKPT_VERSION 2 /* 2: run_id, config, layout digest in the shard header */
 #define TR_CKPT_HEADER 64 /* bytes before the slabs in a shard file */
 typedef struct tr_mweight {
     const char *path;       /* the parameter's path ("decoder/...") */
@@ -115,11 +132,15 @@ typedef struct tr_mshard {
 } tr_mshard;
 typedef struct tr_manifest {
     smoe_arena *a;          /* strings and arrays of a parsed manifest */
+    int version;            /* parsed: 1 or 2 */
     int64_t step;           /* completed steps */
     uint64_t seed;
+    char run_id[33];        /* the run that wrote it ("" in version 1) */
     smoe_mesh mesh;
     tr_fingerprint_t fp;
     const smoe_rules *rules;/* written only: the logical_axis_rules of the run */
+    int ncfg;               /* the merged config, key by key (YAML flow text) */
+    const char *const *cfg_keys, *const *cfg_vals;
     int64_t slab_floats;    /* floats per state slab per rank */
     int nw;
     tr_mweight *w;
@@ -131,26 +152,61 @@ char *tr_manifest_text(const tr_manifest *m);
 /* Parse `text` of `file`; errors name file:line:col or the JSON member. */
 smoe_status tr_manifest_parse(const char *file, const char *text, tr_manifest *m,
                               smoe_err *err);
+/* Only the run id of a manifest's text (SMOE_EINVAL if it has none). */
+smoe_status tr_manifest_run_id(const char *text, char id[33]);
 void tr_manifest_free(tr_manifest *m);
 
-/* checkpoint.c */
+/* fingerprint.c: a config value as one line of YAML flow text (smoe_free) */
+char *tr_node_text(const smoe_node *n);
+
+/* ckpt_dir.c + checkpoint.c: a checkpoint directory belongs to one run */
 typedef struct tr_ckpt_opts {
     const char *dir;
     int64_t step;                /* save: completed steps */
     int64_t total_steps;         /* load: --steps (the checkpoint must be before it) */
     uint64_t seed;
-    int keep;                    /* save: keep the newest `keep` (0: all) */
-    const tr_fingerprint_t *fp;  /* save: recorded in the manifest */
+    int keep;                    /* save: keep the newest `keep` of this run (0: all) */
+    const tr_fingerprint_t *fp;  /* save: recorded; load: compared */
     const smoe_rules *rules;     /* save: recorded in the manifest */
+    const smoe_config *cfg;      /* save: recorded key by key; load: compared */
+    char run_id[33];             /* this run's id: set by tr_ckpt_open / tr_ckpt_load */
 } tr_ckpt_opts;
-/* Save the state after co->step steps into co->dir. Collective. */
-smoe_status tr_ckpt_save(smoe_rt *rt, const tr_store *st, const tr_ckpt_opts *co,
+typedef struct tr_ckpt tr_ckpt;
+/* Open co->dir for this run before step 1. Rank 0 creates it and holds an
+ * advisory lock (flock) on it until tr_ckpt_close; every rank checks that
+ * it can write there; a fresh run (resume 0) into a directory that already
+ * holds checkpoints is refused (nothing is deleted); a fresh run gets a new
+ * run id. Collective; errors agreed (the failing rank's message). */
+smoe_status tr_ckpt_open(smoe_rt *rt, tr_ckpt_opts *co, int resume, tr_ckpt **out,
                          smoe_err *err);
-/* Load the newest complete checkpoint of co->dir into st, re-cut for this
- * mesh; *step = its completed steps and `from` its directory (0 and "",
- * state untouched, when there is none). Collective; errors agreed, with the failing rank's message. */
-smoe_status tr_ckpt_load(smoe_rt *rt, tr_store *st, const tr_ckpt_opts *co, int64_t *step,
-                         char from[4300], smoe_err *err);
+void tr_ckpt_close(tr_ckpt *ck);
+/* Save the state after co->step steps. Refuses non-finite parameters.
+ * Prunes to the newest co->keep checkpoints of this run (never the one just
+ * written, never another run's). Collective. */
+smoe_status tr_ckpt_save(smoe_rt *rt, tr_ckpt *ck, const tr_store *st, const tr_ckpt_opts *co,
+                         smoe_err *err);
+/* Load the checkpoint LATEST names (or, with no LATEST, the newest complete
+ * one, said in res->resume_note) into st, re-cut for this mesh: refuses a
+ * LATEST naming a missing checkpoint, another model, data file or seed;
+ * lists the other config keys that changed in res->changes; sets
+ * res->first_step and res->resumed_from (untouched when the directory holds
+ * none) and co->run_id. Collective; errors agreed. */
+smoe_status tr_ckpt_load(smoe_rt *rt, tr_store *st, tr_ckpt_opts *co, smoe_train_result *res,
+                         smoe_err *err);
+
+/* ckpt_dir.c: helpers shared with checkpoint.c */
+smoe_status tr_io_err(smoe_err *err, const char *path, const char *what);
+int tr_write_all(int fd, const void *p, size_t n);
+int tr_fsync_dir(const char *path);
+smoe_status tr_write_text(const char *path, const char *text, smoe_err *err);
+void tr_remove_dir(const char *path);
+int64_t tr_step_of(const char *name);
+/* The checkpoint to resume from in dir (name "" when none). */
+smoe_status tr_ckpt_find(const char *dir, char name[32], char *note, size_t note_cap,
+                         smoe_err *err);
+/* After publishing step `newest`: remove this run's checkpoints beyond the
+ * newest `keep` (rank 0). */
+void tr_ckpt_prune(const char *dir, const char *run_id, int64_t newest, int keep);
 
 /* rng shared by init and data */
 uint64_t tr_mix(uint64_t a, uint64_t b);
