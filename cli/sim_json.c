@@ -1,5 +1,6 @@
 /* `smoe sim --json`: {"hardware", "mesh", "schedules": {NAME: {...}},
- * "reported": {NAME: {...}}, "pareto": [...]} (schema in the README). */
+ * "reported": {NAME: {...}}, "sources": {KEY: TEXT}, "pareto": [...]}
+ * (schema in the README). */
 #include "cli.h"
 #include "smoe/sched.h"
 
@@ -41,6 +42,11 @@ void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const char *
             cJSON_AddNumberToObject(o, "exposed_gather_ms", x->exposed_gather_ms);
         if (x->peak_hbm_gib >= 0)
             cJSON_AddNumberToObject(o, "peak_hbm_gib", x->peak_hbm_gib);
+    }
+    if (sc && sc->n_sources) { /* where the scenario's facts come from */
+        cJSON *src = cJSON_AddObjectToObject(root, "sources");
+        for (int i = 0; i < sc->n_sources; i++)
+            cJSON_AddStringToObject(src, sc->source_key[i], sc->source_text[i]);
     }
     if (ncurve) {
         cJSON *pc = cJSON_AddArrayToObject(root, "pareto");

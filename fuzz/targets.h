@@ -36,6 +36,17 @@ int smoe_fuzz_hwfile(const uint8_t *data, size_t size);
 /* Scenario text -> smoe_scenario_load_text (targets_sim.c). */
 int smoe_fuzz_scenario(const uint8_t *data, size_t size);
 
+/* Shared by the target files: abort with a message when an invariant
+ * breaks; the input as a NUL-terminated string (cut at 1 MiB; free()). */
+void smoe_fuzz_check(int ok, const char *what);
+char *smoe_fuzz_cstr(const uint8_t *data, size_t size);
+/* deepseek2-16b with ici_expert_parallelism=2 on the bundled base, loaded
+ * once (NULL if it cannot be); freed by smoe_fuzz_cleanup. */
+struct smoe_config;
+const struct smoe_config *smoe_fuzz_ep2_config(void);
+/* Frees what targets_sim.c caches (called by smoe_fuzz_cleanup). */
+void smoe_fuzz_sim_cleanup(void);
+
 /* Target by name ("yaml", "overrides", "rules", "params_json", "hwfile",
  * "scenario"), or NULL. */
 smoe_fuzz_fn smoe_fuzz_target(const char *name);

@@ -15,31 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FUZZ_MAX_INPUT (1 << 20)
+#define check smoe_fuzz_check
+#define cstr smoe_fuzz_cstr
 
-static void check(int ok, const char *what)
+static smoe_plan *g_plan; /* the same plan for every input */
+
+void smoe_fuzz_sim_cleanup(void)
 {
-    if (!ok) {
-        fprintf(stderr, "fuzz invariant broken: %s\n", what);
-        abort();
-    }
+    smoe_plan_free(g_plan);
+    g_plan = NULL;
 }
-
-static char *cstr(const uint8_t *data, size_t size)
-{
-    if (size > FUZZ_MAX_INPUT)
-        size = FUZZ_MAX_INPUT;
-    char *s = malloc(size + 1);
-    if (!s)
-        return NULL;
-    if (size)
-        memcpy(s, data, size);
-    s[size] = 0;
-    return s;
-}
-
-static smoe_config *g_cfg; /* the same config and plan for every input */
-static smoe_plan *g_plan;
 
 static int finite_nonneg(double v) { return isfinite(v) && v >= 0; }
 
@@ -71,31 +56,23 @@ int smoe_fuzz_hwfile(const uint8_t *data, size_t size)
     check(hw.devices_per_chip >= 1 && hw.devices_per_node >= 1 && hw.peak_flops > 0 &&
               hw.hbm_bandwidth > 0 && hw.ici_bandwidth > 0 && hw.dcn_bandwidth > 0,
           "a loaded profile has positive rates");
-    if (!g_cfg) {
-        smoe_config_opts o;
-        memset(&o, 0, sizeof o);
-        o.model = "deepseek2-16b";
-        const char *ov[1] = { "ici_expert_parallelism=2" };
-        o.n_overrides = 1;
-        o.overrides = ov;
-        if (smoe_config_load(&o, &g_cfg, NULL) != SMOE_OK)
-            return 0;
+    const smoe_config *cfg = smoe_fuzz_ep2_config();
+    if (!cfg)
+        return 0;
+    if (!g_plan) {
         smoe_plan_opts po = { 16, 1, NULL, 4 };
-        if (smoe_plan_build(g_cfg, &po, &g_plan, NULL) != SMOE_OK) {
-            smoe_config_free(g_cfg);
-            g_cfg = NULL;
+        if (smoe_plan_build(cfg, &po, &g_plan, NULL) != SMOE_OK)
             return 0;
-        }
     }
     smoe_sim_shape sh;
     memset(&sh, 0, sizeof sh);
     sh.batch = 1;
     sh.seq = 256;
     sh.remat = SMOE_REMAT_FULL;
-    if (smoe_sim_dtypes(g_cfg, &hw, &sh, &err) != SMOE_OK)
+    if (smoe_sim_dtypes(cfg, &hw, &sh, &err) != SMOE_OK)
         return 0;
     smoe_sim_model *m = NULL;
-    if (smoe_sim_model_build(g_cfg, g_plan, &hw, &sh, &m, &err) != SMOE_OK)
+    if (smoe_sim_model_build(cfg, g_plan, &hw, &sh, &m, &err) != SMOE_OK)
         return 0;
     static const struct { int depth, legacy, shared, family, stream; } k[] = {
         { 0, 0, 0, SMOE_SCHED_UNIFORM, 1 }, { 2, 0, 0, SMOE_SCHED_UNIFORM, 0 },
