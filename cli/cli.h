@@ -97,6 +97,9 @@ const char *train_mode_key(int mode);
 int64_t train_warmup_steps(const struct smoe_train_result *r, int compare);
 struct smoe_sim_result;
 struct smoe_sim_point;
+/* Draw a --trace file's timelines (one row per rank) as an SVG
+ * (plot_trace.c; dies on error). */
+void cli_plot_trace(const char *trace_path, const char *svg_path);
 /* JSON output of smoe sim (sim_json.c). */
 void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const char *const *names,
                     const struct smoe_sim_result *res, int n, const smoe_scenario *sc,

@@ -1,9 +1,11 @@
 #!/bin/sh
 # `smoe sim --plot` rendered by a real SVG renderer (librsvg's rsvg-convert)
 # and the picture checked: size, the Pareto panel and every lane that has
-# spans drawn. usage: sim_plot.sh SMOE CHECK_PNG
+# spans drawn; with MPIEXEC, `smoe train --trace --plot` on 2 ranks the same
+# way. usage: sim_plot.sh SMOE CHECK_PNG [MPIEXEC]
 smoe=$1
 check=$2
+mpiexec=${3:-}
 if ! command -v rsvg-convert >/dev/null 2>&1; then
   echo "SKIP: rsvg-convert not installed (Debian package librsvg2-bin; scripts/deps.sh installs it)"
   exit 77
@@ -21,4 +23,11 @@ if [ -w /dev/full ]; then
   fi
   grep -q "/dev/full" "$dir/err" || { echo "FAIL: no path in: $(cat "$dir/err")"; exit 1; }
   echo "write error to /dev/full reported: $(cat "$dir/err")"
+fi
+if [ -n "$mpiexec" ]; then
+  timeout 120 "$mpiexec" -np 2 "$smoe" train --steps 2 --quiet --trace "$dir/train.json" \
+    --plot "$dir/train.svg" >/dev/null
+  rsvg-convert "$dir/train.svg" -o "$dir/train.png"
+  "$check" "$dir/train.png" "$dir/train.svg"
+  grep -c "<!-- lane 1 " "$dir/train.svg" | grep -q 4 || { echo "FAIL: rank 1's lanes missing"; exit 1; }
 fi

@@ -188,8 +188,8 @@ smoe_status smoe_plot_svg(FILE *f, smoe_trace *const *traces, int n, const smoe_
                    "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%g</text>\n",
                 x, top, x, y + 4, x, y + 16, v);
     }
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">time in the "
-               "step (ms)</text>\n</svg>\n", LEFT + pw / 2, y + 30);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">time "
+               "(ms)</text>\n</svg>\n", LEFT + pw / 2, y + 30);
     if (ferror(f))
         return smoe_err_set(err, SMOE_EIO, "error writing the picture");
     return SMOE_OK;
