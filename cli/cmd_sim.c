@@ -16,7 +16,7 @@
 
 enum {
     OPT_SCENARIO = OPT_COMMON_END, OPT_HARDWARE, OPT_BATCH, OPT_SEQ, OPT_REMAT, OPT_DEPTH,
-    OPT_BUDGET, OPT_SWEEP, OPT_TRACE, OPT_CALIBRATE, OPT_OUT, OPT_HELP, OPT_PLOT
+    OPT_BUDGET, OPT_SWEEP, OPT_TRACE, OPT_CALIBRATE, OPT_OUT, OPT_HELP, OPT_PLOT, OPT_PROFILE
 };
 
 #define MAX_RUNS 12
@@ -30,7 +30,7 @@ static void usage(FILE *f)
             "                [--hardware NAME|FILE] [--batch N] [--seq N]\n"
             "                [--remat full|none|save-dot-products] [--dtype-bytes N]\n"
             "                [--prefetch-depth N] [--hbm-budget BYTES] [--sweep] [--trace FILE]\n"
-            "                [--plot FILE.svg] [--json]\n"
+            "                [--plot FILE.svg] [--profile TRACE.json] [--json]\n"
             "       mpirun -np N smoe sim --calibrate [--out FILE]\n"
             "\n"
             "  --scenario NAME|FILE  bundled scenario (configs/scenarios/NAME.yml), e.g. seed:\n"
@@ -45,6 +45,7 @@ static void usage(FILE *f)
             "  --sweep               print the Pareto curve of exposed wait vs peak HBM\n"
             "  --trace FILE          Chrome/Perfetto trace, one process row per schedule\n"
             "  --plot FILE.svg       picture: Pareto curve and the schedules' timelines\n"
+            "  --profile TRACE.json  per-layer compute measured in a smoe train --trace file\n"
             "  --calibrate           measure this machine's cpu-mpi profile (under mpirun)\n"
             "  --out FILE            where --calibrate writes (default: stdout)\n");
 }
@@ -197,6 +198,14 @@ static void print_reported(const smoe_scenario *sc, const run *runs, int n)
     }
 }
 
+/* --profile: measured per-layer compute replaces the model's for the
+ * kinds and passes the trace has. */
+static void apply_profile(smoe_sim_model *m, double med[2][2], int n[2][2])
+{
+    for (int k = 0; k < 2; k++)
+        smoe_sim_model_set_compute(m, k, n[0][k] ? med[0][k] : -1, n[1][k] ? med[1][k] : -1);
+}
+
 /* A schedule's timeline: one process row, its lanes named as smoe train
  * names them. */
 static smoe_trace *new_trace(int pid, const char *name)
@@ -304,6 +313,7 @@ int cmd_sim(int argc, char **argv)
         { "sweep", no_argument, 0, OPT_SWEEP },
         { "trace", required_argument, 0, OPT_TRACE },
         { "plot", required_argument, 0, OPT_PLOT },
+        { "profile", required_argument, 0, OPT_PROFILE },
         { "calibrate", no_argument, 0, OPT_CALIBRATE },
         { "out", required_argument, 0, OPT_OUT },
         { "help", no_argument, 0, OPT_HELP },
@@ -313,7 +323,7 @@ int cmd_sim(int argc, char **argv)
     cli_common_init(&c);
     c.dtype_bytes = 0;
     const char *scenario = NULL, *hardware = NULL, *remat = NULL, *trace_path = NULL, *out = NULL;
-    const char *plot_path = NULL;
+    const char *plot_path = NULL, *profile = NULL;
     int64_t batch = 0, seq = 0, budget = -1;
     int depth = -1, sweep = 0, calib = 0, opt, li = -1;
     opterr = 0;
@@ -338,6 +348,7 @@ int cmd_sim(int argc, char **argv)
         case OPT_SWEEP: sweep = 1; break;
         case OPT_TRACE: trace_path = optarg; break;
         case OPT_PLOT: plot_path = optarg; break;
+        case OPT_PROFILE: profile = optarg; break;
         case OPT_CALIBRATE: calib = 1; break;
         case OPT_OUT: out = optarg; break;
         case 'h':
@@ -430,8 +441,24 @@ int cmd_sim(int argc, char **argv)
 
     smoe_plan *plan;
     smoe_sim_model *m = build(&c, NULL, NULL, 0, &hw, &sh, &plan);
+    double prof[2][2];
+    int prof_n[2][2];
+    if (profile) {
+        cli_trace_layer_times(profile, prof, prof_n);
+        int any = 0;
+        for (int k = 0; k < 2; k++)
+            any |= smoe_sim_model_has_kind(m, k) && (prof_n[0][k] || prof_n[1][k]);
+        if (!any) {
+            char where[300];
+            snprintf(where, sizeof where, "argument '--profile %s'", profile);
+            cli_usage_error(where, "no 'fwd L<n> dense|moe' / 'bwd L<n> ...' spans for this "
+                                   "model's layer kinds");
+        }
+    }
     /* accelerators run MaxText's prefetch path (and XLA's scan as the
      * baseline); cpu profiles smoe's runtime, which smoe train executes */
+    if (profile)
+        apply_profile(m, prof, prof_n);
     int accel = strcmp(hw.kind, "cpu") != 0;
     smoe_sched_family fam = accel ? SMOE_SCHED_MAXTEXT : SMOE_SCHED_UNIFORM;
     run runs[MAX_RUNS];
@@ -468,6 +495,8 @@ int cmd_sim(int argc, char **argv)
         sd.family = fam;
         traces[n] = trace_path || plot_path ? new_trace(n, sc.variants[v].name) : NULL;
         runs[n].name = sc.variants[v].name;
+        if (profile)
+            apply_profile(vm, prof, prof_n);
         if (smoe_sim_run(vm, &sd, &runs[n].r, traces[n]))
             cli_usage_error(NULL, "out of memory in the simulation");
         n++;
@@ -503,6 +532,11 @@ int cmd_sim(int argc, char **argv)
                hw.name, hwf, (long long)smoe_mesh_devices(&plan->mesh), (long long)sh.batch,
                (long long)sh.seq, remat ? remat : "full", sh.dtype_bytes, sh.compute_bytes,
                sh.grad_bytes, sh.mu_bytes, sh.nu_bytes);
+        if (profile)
+            printf("compute per layer from %s (median of its spans, exchanges excluded): "
+                   "dense %.2f / %.2f ms, MoE %.2f / %.2f ms forward / backward (0: modelled)\n",
+                   profile, prof[0][0] * 1e3, prof[1][0] * 1e3, prof[0][1] * 1e3,
+                   prof[1][1] * 1e3);
         if (accel)
             printf("schedules: baseline = XLA's scan; prefetch* and legacy = MaxText's "
                    "prefetch_fsdp_weights (depth 1, full remat); %s = smoe's own at "

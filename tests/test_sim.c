@@ -162,6 +162,8 @@ static void test_split_waits(void)
     k->fwd_pre = 3;
     k->fwd_exp = 2;
     k->recompute = 1;
+    k->bwd_pre = 9; /* (2 + recompute) x the forward */
+    k->bwd_exp = 6;
     smoe_sim_sched s;
     smoe_sim_result r;
     memset(&s, 0, sizeof s);
@@ -173,6 +175,16 @@ static void test_split_waits(void)
     CHECKF(NEAR(r.step_s, 25), "split step %g, expected 25", r.step_s);
     CHECKF(NEAR(r.exposed_gather_s, 4), "split exposed %g, expected 4", r.exposed_gather_s);
     CHECKF(NEAR(r.compute_s, 20), "split compute %g, expected 20", r.compute_s);
+    /* a profile's measured times: forward 10 s (pre 6, experts 4), backward
+     * 30 s: every phase x2, the recompute and transposes alike: fwd attn
+     * [0,1] routed [1,5]; pre [1,7], experts [7,11]; bwd attn [11,12],
+     * routed [12,16]; pre [12,18], experts [18,22] (wait 0), experts' and
+     * pre's transposes [22,30] [30,42]; reductions to 43 */
+    smoe_sim_model_set_compute(&m, 1, 10, 30);
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.compute_s, 40), "profiled compute %g, expected 40", r.compute_s);
+    CHECKF(NEAR(r.step_s, 43), "profiled step %g, expected 43", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 2), "profiled exposed %g, expected 2", r.exposed_gather_s);
 }
 
 static void test_planner(void)

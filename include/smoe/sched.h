@@ -97,6 +97,10 @@ int64_t smoe_sim_model_layer_bytes(const smoe_sim_model *m);
  * (0 when the model has no layer of that kind). */
 void smoe_sim_model_compute(const smoe_sim_model *m, int kind, double *fwd, double *bwd);
 int smoe_sim_model_has_kind(const smoe_sim_model *m, int kind);
+/* Replace a layer kind's modelled compute by measured seconds (a profile):
+ * the forward phases scaled to sum to fwd, the backward's (policy and full
+ * remat alike) to bwd. Values < 0 leave that pass as modelled. */
+void smoe_sim_model_set_compute(smoe_sim_model *m, int kind, double fwd, double bwd);
 
 /* A schedule. distance (may be NULL) gives, per layer kind and weight, a
  * prefetch level: 0 = gathered just before use; level L > 0 prefetches

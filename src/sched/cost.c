@@ -452,3 +452,21 @@ int smoe_sim_model_has_kind(const smoe_sim_model *m, int kind)
             return 1;
     return 0;
 }
+
+void smoe_sim_model_set_compute(smoe_sim_model *m, int kind, double fwd, double bwd)
+{
+    sim_kind *k = &m->k[kind];
+    double f = k->fwd_pre + k->fwd_exp + k->fwd_post;
+    double b = k->bwd_pre + k->bwd_exp + k->bwd_post;
+    double bf = k->bwd_full_pre + k->bwd_full_exp + k->bwd_full_post;
+    if (fwd >= 0) {
+        double s = f > 0 ? fwd / f : 0;
+        k->fwd_pre = f > 0 ? k->fwd_pre * s : fwd, k->fwd_exp *= s, k->fwd_post *= s;
+    }
+    if (bwd >= 0) {
+        double s = b > 0 ? bwd / b : 0, sf = bf > 0 ? bwd / bf : 0;
+        k->bwd_pre = b > 0 ? k->bwd_pre * s : bwd, k->bwd_exp *= s, k->bwd_post *= s;
+        k->bwd_full_pre = bf > 0 ? k->bwd_full_pre * sf : bwd;
+        k->bwd_full_exp *= sf, k->bwd_full_post *= sf;
+    }
+}

@@ -377,7 +377,11 @@ static void run_unit(sim *x, int u)
          * (or, without recompute, by their backward) */
         double rc = full ? 1 : k->recompute;
         const char *nm[3] = { x->name, "experts", "combine" };
-        double fw[3] = { k->fwd_pre, k->fwd_exp, k->fwd_post };
+        /* the passes follow the forward's phases, scaled so that they sum
+         * to the backward's total (1 unless a profile set it) */
+        double fsum = k->fwd_pre + k->fwd_exp + k->fwd_post, bsum = c_pre + c_exp + c_post;
+        double sc = fsum > 0 ? bsum / ((rc + 2) * fsum) : 1;
+        double fw[3] = { k->fwd_pre * sc, k->fwd_exp * sc, k->fwd_post * sc };
         t = start;
         int waited = 0;
         for (int pass = 0; pass < 2; pass++) {

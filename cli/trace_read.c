@@ -1,6 +1,8 @@
-/* `smoe train --plot`: the measured timeline drawn as `smoe sim --plot`
- * draws a predicted one. Reads the Chrome/Perfetto trace the run wrote
- * (--trace), one process row per rank, and hands it to smoe_plot_svg. */
+/* Traces read back: `smoe train --plot` draws the measured timeline as
+ * `smoe sim --plot` draws a predicted one, and `smoe sim --profile` takes
+ * per-layer compute durations from it. A Chrome/Perfetto trace as --trace
+ * writes it ("X" spans, process_name / thread_name metadata), one
+ * smoe_trace per process row. */
 #include "cli.h"
 #include "smoe/sched.h"
 
@@ -10,12 +12,12 @@
 
 #define MAX_ROWS 64
 
-static int row_of(int *pids, int *n, int pid, smoe_trace **t)
+static int row_of(int *pids, int *n, int max, int pid, smoe_trace **t)
 {
     for (int i = 0; i < *n; i++)
         if (pids[i] == pid)
             return i;
-    if (*n == MAX_ROWS)
+    if (*n == max)
         return -1;
     pids[*n] = pid;
     t[*n] = smoe_trace_new(pid, 0);
@@ -24,7 +26,7 @@ static int row_of(int *pids, int *n, int pid, smoe_trace **t)
     return (*n)++;
 }
 
-void cli_plot_trace(const char *trace_path, const char *svg_path)
+int cli_read_trace(const char *trace_path, smoe_trace **t, int max)
 {
     char *text;
     size_t len;
@@ -38,8 +40,9 @@ void cli_plot_trace(const char *trace_path, const char *svg_path)
         smoe_err_in(&err, SMOE_EINVAL, trace_path, "not a trace written by --trace");
         cli_die(&err);
     }
-    smoe_trace *t[MAX_ROWS];
     int pids[MAX_ROWS], n = 0;
+    if (max > MAX_ROWS)
+        max = MAX_ROWS;
     const cJSON *e;
     cJSON_ArrayForEach(e, ev)
     {
@@ -49,7 +52,7 @@ void cli_plot_trace(const char *trace_path, const char *svg_path)
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
         if (!cJSON_IsString(ph) || !cJSON_IsNumber(pid) || !cJSON_IsString(name))
             continue;
-        int r = row_of(pids, &n, (int)pid->valuedouble, t);
+        int r = row_of(pids, &n, max, (int)pid->valuedouble, t);
         if (r < 0)
             continue;
         int lane = cJSON_IsNumber(tid) ? (int)tid->valuedouble : 0;
@@ -74,6 +77,14 @@ void cli_plot_trace(const char *trace_path, const char *svg_path)
         }
     }
     cJSON_Delete(root);
+    return n;
+}
+
+void cli_plot_trace(const char *trace_path, const char *svg_path)
+{
+    smoe_trace *t[MAX_ROWS];
+    int n = cli_read_trace(trace_path, t, MAX_ROWS);
+    smoe_err err;
     FILE *f = fopen(svg_path, "w");
     if (!f) {
         char where[300];
@@ -89,4 +100,65 @@ void cli_plot_trace(const char *trace_path, const char *svg_path)
         snprintf(err.where, sizeof err.where, "%s", svg_path);
         cli_die(&err);
     }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Is [a0, a1] an expert exchange of the same row inside [t0, t1]? */
+static int is_exchange(const char *name)
+{
+    return strncmp(name, "A2A", 3) == 0 || strncmp(name, "expert exchange", 15) == 0;
+}
+
+void cli_trace_layer_times(const char *trace_path, double med[2][2], int count[2][2])
+{
+    smoe_trace *t[MAX_ROWS];
+    int n = cli_read_trace(trace_path, t, MAX_ROWS);
+    double *v[2][2];
+    int cap = 4096;
+    for (int p = 0; p < 2; p++)
+        for (int k = 0; k < 2; k++) {
+            v[p][k] = cli_alloc(sizeof(double) * (size_t)cap);
+            count[p][k] = 0;
+            med[p][k] = 0;
+        }
+    for (int r = 0; r < n; r++) {
+        int tid, layer;
+        double t0, t1;
+        const char *nm;
+        char pass[8], kind[16];
+        for (int64_t i = 0; smoe_trace_event(t[r], i, &tid, &t0, &t1, &nm) >= 0; i++) {
+            if (smoe_trace_event(t[r], i, &tid, &t0, &t1, &nm) != 0 ||
+                sscanf(nm, "%3s L%d %15s", pass, &layer, kind) != 3)
+                continue;
+            int p = strcmp(pass, "fwd") == 0 ? 0 : strcmp(pass, "bwd") == 0 ? 1 : -1;
+            int k = strcmp(kind, "dense") == 0 ? 0 : strcmp(kind, "moe") == 0 ? 1 : -1;
+            if (p < 0 || k < 0 || count[p][k] == cap)
+                continue;
+            /* the layer's span holds its exchanges: the sim adds its own */
+            double d = t1 - t0;
+            int tj;
+            double a0, a1;
+            const char *an;
+            for (int64_t j = 0; smoe_trace_event(t[r], j, &tj, &a0, &a1, &an) >= 0; j++)
+                if (smoe_trace_event(t[r], j, &tj, &a0, &a1, &an) == 0 && is_exchange(an) &&
+                    a0 >= t0 && a1 <= t1)
+                    d -= a1 - a0;
+            v[p][k][count[p][k]++] = d > 0 ? d : 0;
+        }
+    }
+    for (int p = 0; p < 2; p++)
+        for (int k = 0; k < 2; k++) {
+            if (count[p][k]) {
+                qsort(v[p][k], (size_t)count[p][k], sizeof(double), cmp_double);
+                med[p][k] = v[p][k][count[p][k] / 2];
+            }
+            free(v[p][k]);
+        }
+    for (int r = 0; r < n; r++)
+        smoe_trace_free(t[r]);
 }
