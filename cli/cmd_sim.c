@@ -241,7 +241,7 @@ static void write_plot(const char *path, const smoe_sim_model *m, smoe_trace *co
     snprintf(where, sizeof where, "argument '--plot %s'", path);
     FILE *f = fopen(path, "w");
     if (!f)
-        cli_usage_error(where, "cannot write the file");
+        cli_io_error(where, "cannot write the file");
     smoe_err err;
     smoe_status s = smoe_plot_svg(f, traces, n, curve, ncurve, marks, SMOE_SIM_MAX_DEPTH + 1, &err);
     if (fclose(f) != 0 && !s)
