@@ -82,11 +82,13 @@ static void on_step(void *ud, const smoe_train_step *r)
     if (!c->root || c->quiet)
         return;
     fprintf(c->json ? stderr : stdout,
-            "%s step %3lld/%lld  loss %.4f  step %8.2f ms  exposed gather %7.2f ms  "
-            "a2a %6.2f ms  compute %8.2f ms\n",
+            "%s step %3lld/%lld  loss %.4f  lr %.3e  grad_norm %.3f  aux_loss %.4f  "
+            "z_loss %.4f  step %8.2f ms  exposed gather %7.2f ms  a2a %6.2f ms  "
+            "compute %8.2f ms\n",
             train_mode_label(r->mode, c->compare), (long long)r->step + 1, (long long)c->steps,
-            r->loss, r->step_ms,
-            r->exposed_gather_ms, r->a2a_ms, r->compute_ms);
+            r->loss, r->lr,
+            r->grad_norm, r->aux_loss, r->z_loss, r->step_ms, r->exposed_gather_ms, r->a2a_ms,
+            r->compute_ms);
     fflush(c->json ? stderr : stdout);
 }
 
@@ -328,7 +330,7 @@ int cmd_train(int argc, char **argv)
     co.n_overrides = c.n_kv;
     co.use_env = 1;
     smoe_config *cfg;
-    if (smoe_config_load(&co, &cfg, &err))
+    if (smoe_config_load(&co, &cfg, &err) || smoe_train_check_keys(cfg, &err))
         fail(rt, &err);
     smoe_plan_opts po = { c.devices, 1, c.params, 4 };
     smoe_plan *plan;
@@ -337,6 +339,10 @@ int cmd_train(int argc, char **argv)
             snprintf(err.where, sizeof err.where, "%d MPI ranks", smoe_rt_size(rt));
         fail(rt, &err);
     }
+    /* a weight whose prefetch all-gather would get uneven shards */
+    if (smoe_plan_check_even(plan, SMOE_MODE_COAXIS, &err) ||
+        smoe_plan_check_even(plan, SMOE_MODE_LEGACY, &err))
+        fail(rt, &err);
     if (smoe_rt_set_mesh(rt, &plan->mesh, &ro, &err))
         fail(rt, &err);
     smoe_model_cfg mc;

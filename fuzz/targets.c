@@ -297,6 +297,7 @@ smoe_fuzz_fn smoe_fuzz_target(const char *name)
         { "overrides", smoe_fuzz_overrides },
         { "rules", smoe_fuzz_rules },
         { "params_json", smoe_fuzz_params_json },
+        { "manifest", smoe_fuzz_manifest },
         { "hwfile", smoe_fuzz_hwfile },
         { "scenario", smoe_fuzz_scenario },
     };

@@ -47,8 +47,12 @@ const struct smoe_config *smoe_fuzz_ep2_config(void);
 /* Frees what targets_sim.c caches (called by smoe_fuzz_cleanup). */
 void smoe_fuzz_sim_cleanup(void);
 
-/* Target by name ("yaml", "overrides", "rules", "params_json", "hwfile",
- * "scenario"), or NULL. */
+/* checkpoint manifest.json text -> tr_manifest_parse (target_manifest.c),
+ * then its consistency and a write/parse round trip. */
+int smoe_fuzz_manifest(const uint8_t *data, size_t size);
+
+/* Target by name ("yaml", "overrides", "rules", "params_json", "manifest",
+ * "hwfile", "scenario"), or NULL. */
 smoe_fuzz_fn smoe_fuzz_target(const char *name);
 /* Frees what the targets cache between calls (the rules config). */
 void smoe_fuzz_cleanup(void);

@@ -237,6 +237,8 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
     s = smoe_train_model_cfg(cfg, smoe_rt_mesh(rt), &mc, err);
     if (!s)
         s = tr_read_hparams(cfg, &hp, err);
+    if (!s) /* MaxText's recipe (recipe.c) */
+        s = tr_read_recipe(cfg, o->steps, &hp.rc, err);
     if (!s && o->steps < 1)
         s = smoe_err_in(err, SMOE_EINVAL, "argument '--steps'", "must be >= 1");
     if (!s && (o->nmodes < 0 || o->nmodes > SMOE_TRAIN_MAX_MODES))
@@ -255,6 +257,7 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
         return s;
     hp.batch = mc.batch;
     hp.seq = mc.seq;
+    tr_recipe_describe(&hp, &mc, res->recipe, sizeof res->recipe);
     smoe_blas_init(1, &res->blas);
     /* data: every rank reads the file (a host may lack it) */
     s = tr_data_load(o->data_path, mc.seq + 2, &data, err);
@@ -270,6 +273,12 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
     smoe_rt_set_phase(rt, "set-up");
     /* the layout, then what it needs, then the allocations */
     s = tr_store_build(rt, plan, &mc, plans, &st, err);
+    if (s == SMOE_EINVAL && err) { /* a weight the runtime cannot move: name the sizes */
+        char dims[1400];
+        size_keys(cfg, dims, sizeof dims);
+        size_t n = strlen(err->msg);
+        snprintf(err->msg + n, sizeof err->msg - n, " (the model: %s)", dims);
+    }
     if ((s = smoe_rt_agree_err(rt, s, err)) ||
         (s = check_memory(rt, cfg, &mc, &st, max_depth, &data, o, res, err)))
         goto fail;
