@@ -98,7 +98,7 @@ int64_t train_warmup_steps(const struct smoe_train_result *r, int compare);
 struct smoe_sim_result;
 struct smoe_sim_point;
 /* Draw a --trace file's timelines (one row per rank) as an SVG
- * (trace_read.c; dies on error). */
+ * (trace_json.c; dies on error). */
 void cli_plot_trace(const char *trace_path, const char *svg_path);
 /* Read a trace file into up to max smoe_trace objects (one per process
  * row; the caller frees them); returns how many (dies on error). */
