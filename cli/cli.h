@@ -110,7 +110,9 @@ int cli_read_trace(const char *trace_path, struct smoe_trace **t, int max);
  * forward, 1 backward; kind 0 dense, 1 MoE) over count[pass][kind] spans. */
 void cli_trace_layer_times(const char *trace_path, double med[2][2], int count[2][2]);
 /* JSON output of smoe sim (sim_json.c). */
-void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const char *const *names,
+struct smoe_sim_shape;
+void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw,
+                    const struct smoe_sim_shape *sh, const char *const *names,
                     const struct smoe_sim_result *res, int n, const smoe_scenario *sc,
                     const struct smoe_sim_point *curve, int ncurve);
 /* JSON output of a plan (plan_json.c). */

@@ -526,7 +526,7 @@ int cmd_sim(int argc, char **argv)
             names[i] = runs[i].name;
             res[i] = runs[i].r;
         }
-        sim_print_json(stdout, plan, &hw, names, res, n, &sc, curve, sweep ? ncurve : 0);
+        sim_print_json(stdout, plan, &hw, &sh, names, res, n, &sc, curve, sweep ? ncurve : 0);
     } else {
         printf("hardware: %s (%s); %lld devices; batch %lld x seq %lld per device, remat %s; "
                "bytes per element: weights %d, compute %d, gradients %d, moments %d + %d\n",

@@ -1,4 +1,4 @@
-/* `smoe sim --json`: {"hardware", "mesh", "schedules": {NAME: {...}},
+/* `smoe sim --json`: {"hardware", "mesh", "shape", "schedules": {NAME: {...}},
  * "reported": {NAME: {...}}, "sources": {KEY: TEXT}, "pareto": [...]}
  * (schema in the README). */
 #include "cli.h"
@@ -6,13 +6,21 @@
 
 #include <cjson/cJSON.h>
 
-void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const char *const *names,
-                    const smoe_sim_result *res, int n, const smoe_scenario *sc,
-                    const smoe_sim_point *curve, int ncurve)
+void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const smoe_sim_shape *sh,
+                    const char *const *names, const smoe_sim_result *res, int n,
+                    const smoe_scenario *sc, const smoe_sim_point *curve, int ncurve)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddItemToObject(root, "hardware", cli_json_string(hw->name));
     cJSON_AddItemToObject(root, "mesh", cli_json_mesh(&p->mesh));
+    cJSON *shape = cJSON_AddObjectToObject(root, "shape"); /* as simulated */
+    cJSON_AddNumberToObject(shape, "batch", (double)sh->batch);
+    cJSON_AddNumberToObject(shape, "seq", (double)sh->seq);
+    cJSON_AddNumberToObject(shape, "weight_bytes", sh->dtype_bytes);
+    cJSON_AddNumberToObject(shape, "compute_bytes", sh->compute_bytes);
+    cJSON_AddNumberToObject(shape, "grad_bytes", sh->grad_bytes);
+    cJSON_AddNumberToObject(shape, "mu_bytes", sh->mu_bytes);
+    cJSON_AddNumberToObject(shape, "nu_bytes", sh->nu_bytes);
     cJSON *sched = cJSON_AddObjectToObject(root, "schedules");
     for (int i = 0; i < n; i++) {
         const smoe_sim_result *r = &res[i];
@@ -46,7 +54,7 @@ void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const char *
     if (sc && sc->n_sources) { /* where the scenario's facts come from */
         cJSON *src = cJSON_AddObjectToObject(root, "sources");
         for (int i = 0; i < sc->n_sources; i++)
-            cJSON_AddStringToObject(src, sc->source_key[i], sc->source_text[i]);
+            cJSON_AddItemToObject(src, sc->source_key[i], cli_json_string(sc->source_text[i]));
     }
     if (ncurve) {
         cJSON *pc = cJSON_AddArrayToObject(root, "pareto");
