@@ -7,7 +7,7 @@ smoe=$1
 check=$2
 mpiexec=${3:-}
 if ! command -v rsvg-convert >/dev/null 2>&1; then
-  echo "SKIP: rsvg-convert not installed (Debian package librsvg2-bin; scripts/deps.sh installs it)"
+  echo "skip: sim_plot: rsvg-convert not installed (Debian package librsvg2-bin; scripts/deps.sh installs it)"
   exit 77
 fi
 dir=$(mktemp -d)
