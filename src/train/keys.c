@@ -171,8 +171,9 @@ smoe_status smoe_train_check_keys(const smoe_config *c, smoe_err *err)
 {
     for (size_t i = 0; i < sizeof k_keys / sizeof k_keys[0]; i++) {
         const smoe_train_key *k = &k_keys[i];
-        if (!smoe_config_get(c, k->name))
-            continue; /* the readers say so when a key they need is absent */
+        const smoe_node *v = smoe_config_get(c, k->name);
+        if (!v || smoe_node_type(v) == SMOE_T_NULL)
+            continue; /* absent or null (not set): the readers decide */
         int64_t iv;
         double fv;
         smoe_status s = k->type == 'i' ? tr_key_int(c, k->name, &iv, err)

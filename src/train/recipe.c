@@ -411,6 +411,10 @@ smoe_status tr_model_recipe(const smoe_config *c, smoe_model_cfg *mc, smoe_err *
                        "must be finite and > 0 (the MLA softmax scale takes its log)");
         double ms = 0.1 * f * log(r->factor) + 1.0;
         mc->attn_scale_mult = (float)(ms * ms);
+        if (!isfinite(mc->attn_scale_mult))
+            return bad(c, "mscale", err,
+                       "gives an MLA softmax scale factor (0.1 mscale ln(rope_factor) + 1)^2 "
+                       "that is not finite in float32");
     }
     return SMOE_OK;
 }
