@@ -21,6 +21,8 @@ typedef struct cli_common {
     int json;
     int n_kv;
     const char **kv; /* KEY=VALUE overrides */
+    const char *devices_where; /* where --devices came from when not the
+                                  command line (a scenario's file:line:col) */
 } cli_common;
 
 /* getopt_long entries of the common options; ids start at 1000. */
@@ -95,8 +97,22 @@ const char *train_mode_key(int mode);
 int64_t train_warmup_steps(const struct smoe_train_result *r, int compare);
 struct smoe_sim_result;
 struct smoe_sim_point;
+/* Draw a --trace file's timelines (one row per rank) as an SVG
+ * (trace_json.c; dies on error). */
+void cli_plot_trace(const char *trace_path, const char *svg_path);
+/* Read a trace file into up to max smoe_trace objects (one per process
+ * row; the caller frees them); returns how many (dies on error). */
+struct smoe_trace;
+int cli_read_trace(const char *trace_path, struct smoe_trace **t, int max);
+/* Per-layer compute from a trace (spans named "fwd L<n> dense|moe",
+ * "bwd L<n> ..." as smoe train and smoe sim write them, less the expert
+ * exchanges inside them): the median seconds med[pass][kind] (pass 0
+ * forward, 1 backward; kind 0 dense, 1 MoE) over count[pass][kind] spans. */
+void cli_trace_layer_times(const char *trace_path, double med[2][2], int count[2][2]);
 /* JSON output of smoe sim (sim_json.c). */
-void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const char *const *names,
+struct smoe_sim_shape;
+void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw,
+                    const struct smoe_sim_shape *sh, const char *const *names,
                     const struct smoe_sim_result *res, int n, const smoe_scenario *sc,
                     const struct smoe_sim_point *curve, int ncurve);
 /* JSON output of a plan (plan_json.c). */

@@ -17,7 +17,7 @@
 
 enum {
     OPT_SCENARIO = OPT_COMMON_END, OPT_HARDWARE, OPT_BATCH, OPT_SEQ, OPT_REMAT, OPT_DEPTH,
-    OPT_BUDGET, OPT_SWEEP, OPT_TRACE, OPT_CALIBRATE, OPT_OUT, OPT_HELP
+    OPT_BUDGET, OPT_SWEEP, OPT_TRACE, OPT_CALIBRATE, OPT_OUT, OPT_HELP, OPT_PLOT, OPT_PROFILE
 };
 
 #define MAX_RUNS 12
@@ -31,7 +31,7 @@ static void usage(FILE *f)
             "                [--hardware NAME|FILE] [--batch N] [--seq N]\n"
             "                [--remat full|none|save-dot-products] [--dtype-bytes N]\n"
             "                [--prefetch-depth N] [--hbm-budget BYTES] [--sweep] [--trace FILE]\n"
-            "                [--json]\n"
+            "                [--plot FILE.svg] [--profile TRACE.json] [--json]\n"
             "       mpirun -np N smoe sim --calibrate [--out FILE]\n"
             "\n"
             "  --scenario NAME|FILE  bundled scenario (configs/scenarios/NAME.yml), e.g. seed:\n"
@@ -40,11 +40,13 @@ static void usage(FILE *f)
             "                        h200, cpu-mpi\n"
             "  --batch N, --seq N    sequences per device and their length\n"
             "  --remat POLICY        full (recompute the layer), none, save-dot-products\n"
-            "  --dtype-bytes N       bytes of stored weights and gradients (default 2)\n"
-            "  --prefetch-depth N    layers ahead for the prefetch schedules (default 1)\n"
+            "  --dtype-bytes N       bytes of stored weights (default: the config's weight_dtype)\n"
+            "  --prefetch-depth N    layers ahead for smoe's own schedules (default 1)\n"
             "  --hbm-budget BYTES    add the memory-budgeted plan (per device, e.g. 32G)\n"
             "  --sweep               print the Pareto curve of exposed wait vs peak HBM\n"
             "  --trace FILE          Chrome/Perfetto trace, one process row per schedule\n"
+            "  --plot FILE.svg       picture: Pareto curve and the schedules' timelines\n"
+            "  --profile TRACE.json  per-layer compute measured in a smoe train --trace file\n"
             "  --calibrate           measure this machine's cpu-mpi profile (under mpirun)\n"
             "  --out FILE            where --calibrate writes (default: stdout)\n");
 }
@@ -75,10 +77,31 @@ static smoe_remat parse_remat(const char *s, const char *where)
     cli_usage_error(where, "expected full, none or save-dot-products");
 }
 
-/* Build a plan and a step model for one configuration. */
-static smoe_sim_model *build(const cli_common *c, const char *rules, const char *const *extra,
-                             int n_extra, const smoe_hw *hw, smoe_sim_shape sh, smoe_plan **plan_out)
+/* A positive integer config key (the shape's defaults: per_device_batch_size,
+ * max_target_length), or die naming it. */
+static int64_t config_count(const smoe_config *cfg, const char *key, int64_t hi)
 {
+    double v;
+    smoe_err err;
+    if (smoe_config_float(cfg, key, &v, &err))
+        cli_die(&err);
+    if (!(v >= 1 && v <= (double)hi && v == (double)(int64_t)v)) {
+        smoe_err_at(&err, SMOE_EINVAL, smoe_config_loc(cfg, key),
+                    "%s = %g: smoe sim needs an integer in [1, %lld] (or --batch/--seq)", key, v,
+                    (long long)hi);
+        cli_die(&err);
+    }
+    return (int64_t)v;
+}
+
+/* Build a plan and a step model for one configuration. The shape's unset
+ * parts (0) come from the config: per_device_batch_size, max_target_length
+ * and the dtypes (smoe_sim_dtypes); the plan is sized in the stored dtype. */
+static smoe_sim_model *build(const cli_common *c, const char *rules, const char *const *extra,
+                             int n_extra, const smoe_hw *hw, smoe_sim_shape *shp,
+                             smoe_plan **plan_out)
+{
+    smoe_sim_shape sh = *shp;
     const char **kv = cli_alloc((size_t)(c->n_kv + n_extra + 1) * sizeof *kv);
     int n = 0;
     for (int i = 0; i < c->n_kv; i++)
@@ -91,6 +114,14 @@ static smoe_sim_model *build(const cli_common *c, const char *rules, const char 
     if (rules)
         cc.rules = rules;
     smoe_config *cfg = cli_load_config(&cc);
+    smoe_err err;
+    if (smoe_sim_dtypes(cfg, hw, &sh, &err))
+        cli_die(&err);
+    if (!sh.batch)
+        sh.batch = config_count(cfg, "per_device_batch_size", SMOE_SIM_MAX_BATCH);
+    if (!sh.seq)
+        sh.seq = config_count(cfg, "max_target_length", SMOE_SIM_MAX_SEQ);
+    cc.dtype_bytes = sh.dtype_bytes;
     smoe_plan *p = cli_build_plan(&cc, cfg);
     free(kv);
     const smoe_node *roe = smoe_config_get(cfg, "use_ring_of_experts");
@@ -99,11 +130,11 @@ static smoe_sim_model *build(const cli_common *c, const char *rules, const char 
         ring = 0;
     sh.ring_of_experts = ring;
     smoe_sim_model *m;
-    smoe_err err;
     if (smoe_sim_model_build(cfg, p, hw, &sh, &m, &err))
         cli_die(&err);
     smoe_config_free(cfg);
     *plan_out = p;
+    *shp = sh;
     return m;
 }
 
@@ -168,6 +199,60 @@ static void print_reported(const smoe_scenario *sc, const run *runs, int n)
     }
 }
 
+/* --profile: measured per-layer compute replaces the model's for the
+ * kinds and passes the trace has. */
+static void apply_profile(smoe_sim_model *m, double med[2][2], int n[2][2])
+{
+    for (int k = 0; k < 2; k++)
+        smoe_sim_model_set_compute(m, k, n[0][k] ? med[0][k] : -1, n[1][k] ? med[1][k] : -1);
+}
+
+/* A schedule's timeline: one process row, its lanes named as smoe train
+ * names them. */
+static smoe_trace *new_trace(int pid, const char *name)
+{
+    smoe_trace *t = smoe_trace_new(pid, 0);
+    if (!t || smoe_trace_process(t, name) || smoe_trace_lane(t, 0, "compute") ||
+        smoe_trace_lane(t, 1, "FSDP gathers") || smoe_trace_lane(t, 2, "all-to-all / reductions") ||
+        smoe_trace_lane(t, 3, "waits"))
+        cli_usage_error(NULL, "out of memory for the timeline");
+    return t;
+}
+
+/* --plot: the Pareto curve with smoe's uniform depths 0..SMOE_SIM_MAX_DEPTH
+ * marked, over every schedule's timeline. */
+static void write_plot(const char *path, const smoe_sim_model *m, smoe_trace *const *traces, int n,
+                       const smoe_sim_point *curve, int ncurve)
+{
+    smoe_plot_mark marks[SMOE_SIM_MAX_DEPTH + 1];
+    char labels[SMOE_SIM_MAX_DEPTH + 1][24];
+    for (int d = 0; d <= SMOE_SIM_MAX_DEPTH; d++) {
+        smoe_sim_sched sd;
+        smoe_sim_result r;
+        memset(&sd, 0, sizeof sd);
+        sd.prefetch_depth = d;
+        if (smoe_sim_run(m, &sd, &r, NULL))
+            cli_usage_error(NULL, "out of memory in the simulation");
+        snprintf(labels[d], sizeof labels[d], "depth %d", d);
+        marks[d].peak_hbm_bytes = r.peak_hbm_bytes;
+        marks[d].exposed_gather_s = r.exposed_gather_s;
+        marks[d].label = labels[d];
+    }
+    char where[300];
+    snprintf(where, sizeof where, "argument '--plot %s'", path);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        cli_io_error(where, "cannot write the file");
+    smoe_err err;
+    smoe_status s = smoe_plot_svg(f, traces, n, curve, ncurve, marks, SMOE_SIM_MAX_DEPTH + 1, &err);
+    if (fclose(f) != 0 && !s)
+        s = smoe_err_set(&err, SMOE_EIO, "error writing the picture");
+    if (s) {
+        snprintf(err.where, sizeof err.where, "%s", path);
+        cli_die(&err);
+    }
+}
+
 /* --calibrate: under mpirun; the model (default: smoe train's bundled
  * run) sets the shape of the compute measurement. */
 static int calibrate(int argc, char **argv, cli_common *c, const char *out)
@@ -228,6 +313,8 @@ int cmd_sim(int argc, char **argv)
         { "hbm-budget", required_argument, 0, OPT_BUDGET },
         { "sweep", no_argument, 0, OPT_SWEEP },
         { "trace", required_argument, 0, OPT_TRACE },
+        { "plot", required_argument, 0, OPT_PLOT },
+        { "profile", required_argument, 0, OPT_PROFILE },
         { "calibrate", no_argument, 0, OPT_CALIBRATE },
         { "out", required_argument, 0, OPT_OUT },
         { "help", no_argument, 0, OPT_HELP },
@@ -237,6 +324,7 @@ int cmd_sim(int argc, char **argv)
     cli_common_init(&c);
     c.dtype_bytes = 0;
     const char *scenario = NULL, *hardware = NULL, *remat = NULL, *trace_path = NULL, *out = NULL;
+    const char *plot_path = NULL, *profile = NULL;
     int64_t batch = 0, seq = 0, budget = -1;
     int depth = -1, sweep = 0, calib = 0, opt, li = -1;
     opterr = 0;
@@ -253,13 +341,15 @@ int cmd_sim(int argc, char **argv)
         switch (opt) {
         case OPT_SCENARIO: scenario = optarg; break;
         case OPT_HARDWARE: hardware = optarg; break;
-        case OPT_BATCH: batch = cli_int("--batch", optarg, 1, 1 << 20); break;
-        case OPT_SEQ: seq = cli_int("--seq", optarg, 1, 1 << 24); break;
+        case OPT_BATCH: batch = cli_int("--batch", optarg, 1, SMOE_SIM_MAX_BATCH); break;
+        case OPT_SEQ: seq = cli_int("--seq", optarg, 1, SMOE_SIM_MAX_SEQ); break;
         case OPT_REMAT: remat = optarg; parse_remat(optarg, where); break;
-        case OPT_DEPTH: depth = (int)cli_int("--prefetch-depth", optarg, 0, 4); break;
+        case OPT_DEPTH: depth = (int)cli_int("--prefetch-depth", optarg, 0, SMOE_SIM_MAX_DEPTH); break;
         case OPT_BUDGET: budget = cli_bytes("--hbm-budget", optarg); break;
         case OPT_SWEEP: sweep = 1; break;
         case OPT_TRACE: trace_path = optarg; break;
+        case OPT_PLOT: plot_path = optarg; break;
+        case OPT_PROFILE: profile = optarg; break;
         case OPT_CALIBRATE: calib = 1; break;
         case OPT_OUT: out = optarg; break;
         case 'h':
@@ -294,8 +384,18 @@ int cmd_sim(int argc, char **argv)
             c.rules = sc.rules;
         if (!hardware)
             hardware = sc.hardware;
-        if (!c.devices)
+        static char dev_where[400];
+        if (!c.devices && sc.devices) {
             c.devices = sc.devices;
+            if (sc.slices > 1 && c.slices == 1)
+                snprintf(dev_where, sizeof dev_where, "%s:%d:%d (devices: %lld, slices: %lld)",
+                         sc.file, sc.devices_loc.line, sc.devices_loc.col,
+                         (long long)sc.devices, (long long)sc.slices);
+            else
+                snprintf(dev_where, sizeof dev_where, "%s:%d:%d (devices: %lld)", sc.file,
+                         sc.devices_loc.line, sc.devices_loc.col, (long long)sc.devices);
+            c.devices_where = dev_where;
+        }
         if (c.slices == 1 && sc.slices > 1)
             c.slices = sc.slices;
         if (!batch)
@@ -321,8 +421,6 @@ int cmd_sim(int argc, char **argv)
         cli_usage_error("argument '--hardware'", "is required (or a --scenario that names one)");
     if (!c.devices)
         cli_usage_error("argument '--devices'", "is required (or a --scenario that sets it)");
-    if (!c.dtype_bytes)
-        c.dtype_bytes = 2;
     if (depth < 0)
         depth = 1;
     smoe_hw hw;
@@ -337,29 +435,52 @@ int cmd_sim(int argc, char **argv)
         cli_die(&err);
     smoe_sim_shape sh;
     memset(&sh, 0, sizeof sh);
-    sh.batch = batch ? batch : 1;
-    sh.seq = seq ? seq : 2048;
+    sh.batch = batch;
+    sh.seq = seq;
     sh.remat = remat ? parse_remat(remat, "argument '--remat'") : SMOE_REMAT_FULL;
-    sh.dtype_bytes = c.dtype_bytes;
+    sh.dtype_bytes = c.dtype_bytes; /* 0: weight_dtype */
 
     smoe_plan *plan;
-    smoe_sim_model *m = build(&c, NULL, NULL, 0, &hw, sh, &plan);
+    smoe_sim_model *m = build(&c, NULL, NULL, 0, &hw, &sh, &plan);
+    double prof[2][2];
+    int prof_n[2][2];
+    if (profile) {
+        cli_trace_layer_times(profile, prof, prof_n);
+        int any = 0;
+        for (int k = 0; k < 2; k++)
+            any |= smoe_sim_model_has_kind(m, k) && (prof_n[0][k] || prof_n[1][k]);
+        if (!any) {
+            char where[300];
+            snprintf(where, sizeof where, "argument '--profile %s'", profile);
+            cli_usage_error(where, "no 'fwd L<n> dense|moe' / 'bwd L<n> ...' spans for this "
+                                   "model's layer kinds");
+        }
+    }
+    /* accelerators run MaxText's prefetch path (and XLA's scan as the
+     * baseline); cpu profiles smoe's runtime, which smoe train executes */
+    if (profile)
+        apply_profile(m, prof, prof_n);
+    int accel = strcmp(hw.kind, "cpu") != 0;
+    smoe_sched_family fam = accel ? SMOE_SCHED_MAXTEXT : SMOE_SCHED_UNIFORM;
     run runs[MAX_RUNS];
     int n = 0;
     smoe_sim_sched sd;
-    struct { const char *name; int depth, legacy, shared; } base[] = {
-        { "baseline", 0, 0, 0 }, { "prefetch", depth, 0, 0 },
-        { "prefetch_shared_queue", depth, 0, 1 }, { "legacy", depth, 1, 0 },
+    char uniform_name[32];
+    snprintf(uniform_name, sizeof uniform_name, "uniform_depth_%d", depth);
+    struct { const char *name; int depth, legacy, shared; smoe_sched_family f; } base[] = {
+        { "baseline", 0, 0, 0, SMOE_SCHED_UNIFORM }, { "prefetch", depth, 0, 0, fam },
+        { "prefetch_shared_queue", depth, 0, 1, fam }, { "legacy", depth, 1, 0, fam },
+        { uniform_name, depth, 0, 0, SMOE_SCHED_UNIFORM },
     };
     smoe_trace *traces[MAX_RUNS];
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < (accel ? 5 : 4); i++) {
         memset(&sd, 0, sizeof sd);
         sd.prefetch_depth = base[i].depth;
         sd.legacy = base[i].legacy;
         sd.shared_engine = base[i].shared;
-        traces[n] = trace_path ? smoe_trace_new(n, 0) : NULL;
-        if (traces[n])
-            smoe_trace_process(traces[n], base[i].name);
+        sd.family = base[i].f;
+        sd.stream_grads = accel && i == 0;
+        traces[n] = trace_path || plot_path ? new_trace(n, base[i].name) : NULL;
         runs[n].name = base[i].name;
         if (smoe_sim_run(m, &sd, &runs[n].r, traces[n]))
             cli_usage_error(NULL, "out of memory in the simulation");
@@ -367,14 +488,16 @@ int cmd_sim(int argc, char **argv)
     }
     for (int v = 0; v < sc.n_variants && n < MAX_RUNS - 1; v++) {
         smoe_plan *vp;
+        smoe_sim_shape vsh = sh;
         smoe_sim_model *vm = build(&c, sc.variants[v].rules, sc.variants[v].overrides,
-                                   sc.variants[v].n_overrides, &hw, sh, &vp);
+                                   sc.variants[v].n_overrides, &hw, &vsh, &vp);
         memset(&sd, 0, sizeof sd);
         sd.prefetch_depth = depth;
-        traces[n] = trace_path ? smoe_trace_new(n, 0) : NULL;
-        if (traces[n])
-            smoe_trace_process(traces[n], sc.variants[v].name);
+        sd.family = fam;
+        traces[n] = trace_path || plot_path ? new_trace(n, sc.variants[v].name) : NULL;
         runs[n].name = sc.variants[v].name;
+        if (profile)
+            apply_profile(vm, prof, prof_n);
         if (smoe_sim_run(vm, &sd, &runs[n].r, traces[n]))
             cli_usage_error(NULL, "out of memory in the simulation");
         n++;
@@ -383,11 +506,12 @@ int cmd_sim(int argc, char **argv)
     }
     smoe_sim_point curve[512];
     int ncurve = 0, feasible = 1;
-    if (budget >= 0 || sweep) {
+    if (budget >= 0 || sweep || plot_path) {
         unsigned char dist[2][SMOE_SIM_MAX_WEIGHTS];
         smoe_sim_result best;
         double b = budget >= 0 ? (double)budget : INFINITY;
-        smoe_sim_plan_budget(m, 0, b, dist, &best, &feasible, curve, 512, &ncurve);
+        if (smoe_sim_plan_budget(m, 0, b, dist, &best, &feasible, curve, 512, &ncurve))
+            cli_usage_error(NULL, "out of memory in the planner");
         if (budget >= 0) {
             runs[n].name = "budgeted";
             runs[n].r = best;
@@ -402,12 +526,24 @@ int cmd_sim(int argc, char **argv)
             names[i] = runs[i].name;
             res[i] = runs[i].r;
         }
-        sim_print_json(stdout, plan, &hw, names, res, n, &sc, curve, sweep ? ncurve : 0);
+        sim_print_json(stdout, plan, &hw, &sh, names, res, n, &sc, curve, sweep ? ncurve : 0);
     } else {
-        printf("hardware: %s (%s); %lld devices; batch %lld x seq %lld per device, remat %s, "
-               "%d-byte weights; prefetch depth %d\n",
+        printf("hardware: %s (%s); %lld devices; batch %lld x seq %lld per device, remat %s; "
+               "bytes per element: weights %d, compute %d, gradients %d, moments %d + %d\n",
                hw.name, hwf, (long long)smoe_mesh_devices(&plan->mesh), (long long)sh.batch,
-               (long long)sh.seq, remat ? remat : "full", c.dtype_bytes, depth);
+               (long long)sh.seq, remat ? remat : "full", sh.dtype_bytes, sh.compute_bytes,
+               sh.grad_bytes, sh.mu_bytes, sh.nu_bytes);
+        if (profile)
+            printf("compute per layer from %s (median of its spans, exchanges excluded): "
+                   "dense %.2f / %.2f ms, MoE %.2f / %.2f ms forward / backward (0: modelled)\n",
+                   profile, prof[0][0] * 1e3, prof[1][0] * 1e3, prof[0][1] * 1e3,
+                   prof[1][1] * 1e3);
+        if (accel)
+            printf("schedules: baseline = XLA's scan; prefetch* and legacy = MaxText's "
+                   "prefetch_fsdp_weights (depth 1, full remat); %s = smoe's own at "
+                   "--prefetch-depth\n", uniform_name);
+        else
+            printf("schedules: smoe's runtime, prefetch depth %d\n", depth);
         printf("mesh:");
         for (int i = 0; i < plan->mesh.n; i++)
             if (plan->mesh.size[i] > 1)
@@ -428,6 +564,11 @@ int cmd_sim(int argc, char **argv)
                    cli_fmt_bytes((double)budget, b1, sizeof b1));
         if (sc.n_reported)
             print_reported(&sc, runs, n);
+        if (sc.n_sources) {
+            printf("\nwhere the scenario's facts come from (%s)\n", sc.file);
+            for (int i = 0; i < sc.n_sources; i++)
+                printf("  %-18s %s\n", sc.source_key[i], sc.source_text[i]);
+        }
         if (sweep && ncurve > 0) {
             /* 200 budgets from the no-prefetch peak to the largest useful
              * one; each takes the best point of the greedy path it fits */
@@ -448,16 +589,14 @@ int cmd_sim(int argc, char **argv)
             }
         }
     }
+    if (plot_path)
+        write_plot(plot_path, m, traces, n, curve, ncurve);
     if (trace_path) {
         const char *frags[MAX_RUNS];
         size_t lens[MAX_RUNS];
         int nt = 0;
         for (int i = 0; i < n; i++)
             if (traces[i]) {
-                smoe_trace_lane(traces[i], 0, "compute");
-                smoe_trace_lane(traces[i], 1, "FSDP gathers");
-                smoe_trace_lane(traces[i], 2, "all-to-all / reductions");
-                smoe_trace_lane(traces[i], 3, "waits");
                 frags[nt] = smoe_trace_fragment(traces[i], &lens[nt]);
                 nt++;
             }
@@ -482,6 +621,9 @@ int cmd_sim(int argc, char **argv)
         for (int i = 0; i < n; i++)
             smoe_trace_free(traces[i]);
     }
+    if (!trace_path)
+        for (int i = 0; i < n; i++)
+            smoe_trace_free(traces[i]);
     smoe_sim_model_free(m);
     smoe_plan_free(plan);
     smoe_arena_free(arena);

@@ -13,7 +13,7 @@
 enum {
     OPT_STEPS = OPT_COMMON_END, OPT_SEED, OPT_DATA, OPT_DEPTH, OPT_GATHER, OPT_SHARED,
     OPT_PTHREAD, OPT_MAXMEM, OPT_TRACE, OPT_DUMP, OPT_COMPARE, OPT_QUIET, OPT_HELP,
-    OPT_TIMEOUT, OPT_CKPT_DIR, OPT_CKPT_EVERY, OPT_CKPT_KEEP, OPT_RESUME, OPT_LIST_KEYS
+    OPT_TIMEOUT, OPT_CKPT_DIR, OPT_CKPT_EVERY, OPT_CKPT_KEEP, OPT_RESUME, OPT_LIST_KEYS, OPT_PLOT
 };
 
 static void usage(FILE *f)
@@ -42,6 +42,7 @@ static void usage(FILE *f)
             "                       kernel boundaries)\n"
             "  --max-memory BYTES   refuse a plan that needs more per rank (e.g. 512M)\n"
             "  --trace FILE         Chrome/Perfetto trace of every rank\n"
+            "  --plot FILE.svg      that trace drawn as smoe sim --plot draws (needs --trace)\n"
             "  --dump-params FILE   final parameters in canonical order (rank 0)\n"
             "  --compare            run no-prefetch, prefetch and legacy; print a table\n"
             "  --json               one JSON object on stdout at the end (rank 0)\n"
@@ -154,6 +155,7 @@ int cmd_train(int argc, char **argv)
         { "progress-thread", no_argument, 0, OPT_PTHREAD },
         { "max-memory", required_argument, 0, OPT_MAXMEM },
         { "trace", required_argument, 0, OPT_TRACE },
+        { "plot", required_argument, 0, OPT_PLOT },
         { "dump-params", required_argument, 0, OPT_DUMP },
         { "compare", no_argument, 0, OPT_COMPARE },
         { "quiet", no_argument, 0, OPT_QUIET },
@@ -181,6 +183,7 @@ int cmd_train(int argc, char **argv)
     o.seed = 1;
     o.prefetch_depth = 1;
     int compare = 0, quiet = 0, opt;
+    const char *plot_path = NULL;
     smoe_rt_opts ro = { 0, 0 };
     char data_default[4200];
     opterr = 0;
@@ -263,6 +266,7 @@ int cmd_train(int argc, char **argv)
             break;
         case OPT_RESUME: o.resume = 1; break;
         case OPT_TRACE: o.trace_path = optarg; break;
+        case OPT_PLOT: plot_path = optarg; break;
         case OPT_DUMP: o.dump_path = optarg; break;
         case OPT_COMPARE: compare = 1; break;
         case OPT_QUIET: quiet = 1; break;
@@ -306,6 +310,8 @@ int cmd_train(int argc, char **argv)
     if (compare && (o.trace_path || o.dump_path || o.ckpt_dir))
         fail_arg(rt, "argument '--compare'",
                  "cannot be combined with --trace, --dump-params or --checkpoint-dir");
+    if (plot_path && !o.trace_path)
+        fail_arg(rt, "argument '--plot'", "needs --trace FILE (the timeline it draws)");
     if ((o.ckpt_every || o.ckpt_keep || o.resume) && !o.ckpt_dir)
         fail_arg(rt, o.resume ? "argument '--resume'" : o.ckpt_keep ? "argument '--checkpoint-keep'"
                                                       : "argument '--checkpoint-every'",
@@ -365,6 +371,8 @@ int cmd_train(int argc, char **argv)
             snprintf(err.where, sizeof err.where, "argument '--max-memory %s'", maxmem_arg);
         fail(rt, &err);
     }
+    if (root && plot_path)
+        cli_plot_trace(o.trace_path, plot_path);
     if (root) {
         if (c.json)
             train_print_json(stdout, plan, &res, compare);

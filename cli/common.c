@@ -147,7 +147,9 @@ smoe_plan *cli_build_plan(const cli_common *c, const smoe_config *cfg)
     smoe_err err;
     if (smoe_plan_build(cfg, &po, &p, &err)) {
         /* mesh errors without a place are about --devices/--slices */
-        if (!err.where[0] && err.code == SMOE_EINVAL)
+        if (!err.where[0] && err.code == SMOE_EINVAL && c->devices_where)
+            snprintf(err.where, sizeof err.where, "%s", c->devices_where);
+        else if (!err.where[0] && err.code == SMOE_EINVAL)
             snprintf(err.where, sizeof err.where, "argument '--devices %lld'",
                      (long long)c->devices);
         cli_die(&err);

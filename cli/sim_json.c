@@ -1,17 +1,26 @@
-/* `smoe sim --json`: {"hardware", "mesh", "schedules": {NAME: {...}},
- * "reported": {NAME: {...}}, "pareto": [...]} (schema in the README). */
+/* `smoe sim --json`: {"hardware", "mesh", "shape", "schedules": {NAME: {...}},
+ * "reported": {NAME: {...}}, "sources": {KEY: TEXT}, "pareto": [...]}
+ * (schema in the README). */
 #include "cli.h"
 #include "smoe/sched.h"
 
 #include <cjson/cJSON.h>
 
-void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const char *const *names,
-                    const smoe_sim_result *res, int n, const smoe_scenario *sc,
-                    const smoe_sim_point *curve, int ncurve)
+void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const smoe_sim_shape *sh,
+                    const char *const *names, const smoe_sim_result *res, int n,
+                    const smoe_scenario *sc, const smoe_sim_point *curve, int ncurve)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddItemToObject(root, "hardware", cli_json_string(hw->name));
     cJSON_AddItemToObject(root, "mesh", cli_json_mesh(&p->mesh));
+    cJSON *shape = cJSON_AddObjectToObject(root, "shape"); /* as simulated */
+    cJSON_AddNumberToObject(shape, "batch", (double)sh->batch);
+    cJSON_AddNumberToObject(shape, "seq", (double)sh->seq);
+    cJSON_AddNumberToObject(shape, "weight_bytes", sh->dtype_bytes);
+    cJSON_AddNumberToObject(shape, "compute_bytes", sh->compute_bytes);
+    cJSON_AddNumberToObject(shape, "grad_bytes", sh->grad_bytes);
+    cJSON_AddNumberToObject(shape, "mu_bytes", sh->mu_bytes);
+    cJSON_AddNumberToObject(shape, "nu_bytes", sh->nu_bytes);
     cJSON *sched = cJSON_AddObjectToObject(root, "schedules");
     for (int i = 0; i < n; i++) {
         const smoe_sim_result *r = &res[i];
@@ -41,6 +50,11 @@ void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const char *
             cJSON_AddNumberToObject(o, "exposed_gather_ms", x->exposed_gather_ms);
         if (x->peak_hbm_gib >= 0)
             cJSON_AddNumberToObject(o, "peak_hbm_gib", x->peak_hbm_gib);
+    }
+    if (sc && sc->n_sources) { /* where the scenario's facts come from */
+        cJSON *src = cJSON_AddObjectToObject(root, "sources");
+        for (int i = 0; i < sc->n_sources; i++)
+            cJSON_AddItemToObject(src, sc->source_key[i], cli_json_string(sc->source_text[i]));
     }
     if (ncurve) {
         cJSON *pc = cJSON_AddArrayToObject(root, "pareto");

@@ -39,6 +39,10 @@ static char *cstr(const uint8_t *data, size_t size)
     return s;
 }
 
+/* For the other target files (targets_sim.c). */
+void smoe_fuzz_check(int ok, const char *what) { check(ok, what); }
+char *smoe_fuzz_cstr(const uint8_t *data, size_t size) { return cstr(data, size); }
+
 /* ---- YAML ---- */
 
 /* Visit every node once per path, typing scalars; `budget` bounds the walk
@@ -235,6 +239,21 @@ int smoe_fuzz_rules(const uint8_t *data, size_t size)
 
 static smoe_config *g_params_cfg; /* the same config for every input */
 
+const smoe_config *smoe_fuzz_ep2_config(void)
+{
+    if (!g_params_cfg) {
+        smoe_config_opts o;
+        memset(&o, 0, sizeof o);
+        o.model = "deepseek2-16b";
+        const char *ov[1] = { "ici_expert_parallelism=2" };
+        o.n_overrides = 1;
+        o.overrides = ov;
+        if (smoe_config_load(&o, &g_params_cfg, NULL) != SMOE_OK)
+            g_params_cfg = NULL;
+    }
+    return g_params_cfg;
+}
+
 int smoe_fuzz_params_json(const uint8_t *data, size_t size)
 {
     if (size > FUZZ_MAX_INPUT)
@@ -259,13 +278,7 @@ int smoe_fuzz_params_json(const uint8_t *data, size_t size)
         smoe_arena_free(a);
     }
     /* and the whole --params path: config, plan from these entries */
-    smoe_config_opts o;
-    memset(&o, 0, sizeof o);
-    o.model = "deepseek2-16b";
-    const char *ov[1] = { "ici_expert_parallelism=2" };
-    o.n_overrides = 1;
-    o.overrides = ov;
-    if (!g_params_cfg && smoe_config_load(&o, &g_params_cfg, NULL) != SMOE_OK)
+    if (!smoe_fuzz_ep2_config())
         return 0;
     smoe_plan_opts po = { FUZZ_DEVICES, 1, "fuzz.json", 4 };
     smoe_plan *p = NULL;
@@ -285,6 +298,8 @@ smoe_fuzz_fn smoe_fuzz_target(const char *name)
         { "rules", smoe_fuzz_rules },
         { "params_json", smoe_fuzz_params_json },
         { "manifest", smoe_fuzz_manifest },
+        { "hwfile", smoe_fuzz_hwfile },
+        { "scenario", smoe_fuzz_scenario },
     };
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         if (strcmp(k[i].name, name) == 0)
@@ -294,6 +309,7 @@ smoe_fuzz_fn smoe_fuzz_target(const char *name)
 
 void smoe_fuzz_cleanup(void)
 {
+    smoe_fuzz_sim_cleanup();
     smoe_config_free(g_params_cfg);
     g_params_cfg = NULL;
 }

@@ -30,12 +30,29 @@ int smoe_fuzz_rules(const uint8_t *data, size_t size);
  * entry resolved with deepseek2-16b's rules and planned on 16 devices. */
 int smoe_fuzz_params_json(const uint8_t *data, size_t size);
 
+/* Hardware-profile text -> smoe_hw_load_text, then a loaded profile through
+ * the step model of a fixed plan under every schedule family (targets_sim.c). */
+int smoe_fuzz_hwfile(const uint8_t *data, size_t size);
+/* Scenario text -> smoe_scenario_load_text (targets_sim.c). */
+int smoe_fuzz_scenario(const uint8_t *data, size_t size);
+
+/* Shared by the target files: abort with a message when an invariant
+ * breaks; the input as a NUL-terminated string (cut at 1 MiB; free()). */
+void smoe_fuzz_check(int ok, const char *what);
+char *smoe_fuzz_cstr(const uint8_t *data, size_t size);
+/* deepseek2-16b with ici_expert_parallelism=2 on the bundled base, loaded
+ * once (NULL if it cannot be); freed by smoe_fuzz_cleanup. */
+struct smoe_config;
+const struct smoe_config *smoe_fuzz_ep2_config(void);
+/* Frees what targets_sim.c caches (called by smoe_fuzz_cleanup). */
+void smoe_fuzz_sim_cleanup(void);
+
 /* checkpoint manifest.json text -> tr_manifest_parse (target_manifest.c),
  * then its consistency and a write/parse round trip. */
 int smoe_fuzz_manifest(const uint8_t *data, size_t size);
 
-/* Target by name ("yaml", "overrides", "rules", "params_json", "manifest"),
- * or NULL. */
+/* Target by name ("yaml", "overrides", "rules", "params_json", "manifest",
+ * "hwfile", "scenario"), or NULL. */
 smoe_fuzz_fn smoe_fuzz_target(const char *name);
 /* Frees what the targets cache between calls (the rules config). */
 void smoe_fuzz_cleanup(void);

@@ -5,7 +5,7 @@
 set -eu
 # usage: scripts/deps.sh [EXTRA_PACKAGE ...]
 pkgs="build-essential cmake ninja-build pkg-config libyaml-dev libcjson-dev \
-libopenblas-dev libopenmpi-dev openmpi-bin libssl-dev iproute2 $*"
+libopenblas-dev libopenmpi-dev openmpi-bin libssl-dev iproute2 libpng-dev librsvg2-bin $*"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -74,5 +74,43 @@ expect "argument '--hardware': is required" sim --devices 4
 expect "argument '--remat sometimes': expected full, none or save-dot-products" sim --devices 4 --hardware tpu7x --remat sometimes
 expect "bad_hw.yml:4:13: 'peak_flops' must be a number" sim --devices 4 --hardware "$data/bad/bad_hw.yml"
 expect "argument '--hbm-budget lots': expected a byte count" sim --devices 4 --hardware tpu7x --hbm-budget lots
+
+# hardware profiles and scenarios: every number range-checked at its
+# file:line:col (the bundled files edited one value at a time)
+cfg=$(dirname "$data")/../configs
+[ -d "$cfg/hardware" ] || cfg=$(dirname "$0")/../configs
+simtmp=$(mktemp -d)
+trap 'rm -f "$err"; rm -rf "$simtmp"' EXIT
+hw_edit() { # KEY VALUE: replaced, or added where the profile lacks the key
+  if grep -q "^$1:" "$cfg/hardware/tpu7x.yml"; then
+    sed "s/^$1: .*/$1: $2/" "$cfg/hardware/tpu7x.yml" >"$simtmp/hw.yml"
+  else
+    (cat "$cfg/hardware/tpu7x.yml"; echo "$1: $2") >"$simtmp/hw.yml"
+  fi
+}
+scn_edit() { sed "s/^$1: .*/$1: $2/" "$cfg/scenarios/seed.yml" >"$simtmp/scn.yml"; }
+hw_edit ici_bandwidth 1e-300
+expect "hw.yml:[0-9]+:16: 'ici_bandwidth' = 1e-300 must be in" sim --scenario seed --hardware "$simtmp/hw.yml"
+hw_edit devices_per_node 1e30
+expect "hw.yml:[0-9]+:19: 'devices_per_node' = 1e30 must be in" sim --scenario seed --hardware "$simtmp/hw.yml"
+hw_edit devices_per_node 2.5
+expect "'devices_per_node' = 2.5 must be an integer" sim --scenario seed --hardware "$simtmp/hw.yml"
+hw_edit collective_engines 1e19
+expect "'collective_engines' = 1e19 must be in" sim --scenario seed --hardware "$simtmp/hw.yml"
+hw_edit compute_efficiency 7
+expect "'compute_efficiency' = 7 must be 0 or in" sim --scenario seed --hardware "$simtmp/hw.yml"
+hw_edit dcn_latency -1
+expect "'dcn_latency' = -1 must be in" sim --scenario seed --hardware "$simtmp/hw.yml"
+scn_edit prefetch_depth 1e12
+expect "scn.yml:[0-9]+:17: 'prefetch_depth' = 1e12 must be in \\[0, 4\\]" sim --scenario "$simtmp/scn.yml"
+scn_edit seq_len 1e300
+expect "'seq_len' = 1e300 must be in" sim --scenario "$simtmp/scn.yml"
+scn_edit devices 130
+expect "scn.yml:[0-9]+:10 \\(devices: 130\\): cannot fill ici_fsdp_parallelism" sim --scenario "$simtmp/scn.yml"
+(cat "$cfg/scenarios/seed.yml"; echo "slices: 1e300") >"$simtmp/scn.yml"
+expect "'slices' = 1e300 must be in" sim --scenario "$simtmp/scn.yml"
+expect "argument 'num_experts_per_tok=300': num_experts_per_tok = 300 exceeds num_experts = 256" sim --scenario seed num_experts_per_tok=300
+expect "argument '--prefetch-depth 5': must be between 0 and 4" sim --scenario seed --prefetch-depth 5
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -77,7 +77,7 @@ static int replay_path(smoe_fuzz_fn fn, const char *path)
 int main(int argc, char **argv)
 {
     static const char *const k_targets[] = { "yaml", "overrides", "rules",
-                                             "params_json", "manifest" };
+                                             "params_json", "manifest", "hwfile", "scenario" };
     if (argc == 4 && strcmp(argv[1], "--all") == 0) {
         for (size_t t = 0; t < sizeof k_targets / sizeof k_targets[0]; t++) {
             smoe_fuzz_fn fn = smoe_fuzz_target(k_targets[t]);

@@ -96,6 +96,97 @@ static void test_hand_schedules(void)
     CHECKF(NEAR(r.step_s, 29), "MoE baseline step %g, expected 29", r.step_s);
 }
 
+/* MaxText's prefetch family by hand: 4 layers in two stacks (0-1 dense,
+ * 2-3 a second stack), one weight each: gathered as stored 2 s (cast: 1 s),
+ * reduce-scatter 1 s, forward 3 s, backward 9 s (full remat; 6 s with the
+ * policy), 100 bytes stored. */
+static void test_maxtext_family(void)
+{
+    smoe_sim_model m = two_layers(4);
+    m.L = 4;
+    m.kind_of[2] = m.kind_of[3] = 1;
+    sim_kind *k = &m.k[0];
+    k->w[0].pre_stored_s = 2;
+    k->w[0].pre_s = 1;
+    k->w[0].bytes_stored = 100;
+    k->w[0].bytes = 50;
+    k->bytes_stored = 100;
+    k->bytes = 50;
+    k->bwd_full_pre = 9;
+    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu"); /* whole-layer waits */
+    m.k[1] = *k;
+    smoe_sim_sched s;
+    smoe_sim_result r;
+    memset(&s, 0, sizeof s);
+    s.family = SMOE_SCHED_MAXTEXT;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    /* gathers: W0, W2 at 0 (each stack's first forward layer) [0,2] [2,4];
+     * W1 one layer ahead at 2 [4,6]; W3 at 9 [9,11]; the forward computes
+     * [2,5] [6,9] [9,12] [12,15] (waits 2 + 1). Backward: W3 and W2 fenced
+     * at 15 [15,17] [17,19], bwd L3 [17,26] (wait 2), L2 [26,35], then the
+     * first stack fenced at 35: W1 [35,37], W0 [37,39], L1 [37,46] (wait
+     * 2), L0 [46,55]; its reduce-scatter [55,56] ends the step. */
+    CHECKF(NEAR(r.step_s, 56), "maxtext step %g, expected 56", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 7), "maxtext exposed %g, expected 7", r.exposed_gather_s);
+    CHECKF(NEAR(r.gather_busy_s, 16), "maxtext gather busy %g, expected 16", r.gather_busy_s);
+    CHECKF(NEAR(r.compute_s, 48), "maxtext compute %g, expected 48", r.compute_s);
+    /* live: W0, W2, W1 in [2,5]; at 35 dW2 (until 36), W1, W0 */
+    CHECKF(NEAR(r.mem_gathered, 300), "maxtext gathered peak %g, expected 300", r.mem_gathered);
+    /* the same model under XLA's scan (no prefetch, cast gathers of 1 s,
+     * the policy's 6 s backward): 8 exposed gathers, step 45 */
+    memset(&s, 0, sizeof s);
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 45), "scan step %g, expected 45", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 8), "scan exposed %g, expected 8", r.exposed_gather_s);
+}
+
+/* Each op waits only for its own weights (accelerators): one MoE layer, an
+ * attention weight gathered in 1 s and a routed one in 4 s; forward pre 3 s,
+ * experts 2 s; the backward recomputes (pre 3, experts 2) and then runs the
+ * transposes at 2x in reverse (experts 4, pre 6). */
+static void test_split_waits(void)
+{
+    smoe_sim_model m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.hw.kind, sizeof m.hw.kind, "tpu");
+    m.hw.collective_engines = 4;
+    m.L = 1;
+    m.nkinds = 2;
+    m.kind_of[0] = 1;
+    sim_kind *k = &m.k[1];
+    k->moe = 1;
+    k->nw = 2;
+    k->w[0] = (sim_w){ .name = "attn", .pre_s = 1, .rs_s = 0.5, .bytes = 10 };
+    k->w[1] = (sim_w){ .name = "routed", .pre_s = 4, .rs_s = 0.5, .bytes = 40, .routed = 1 };
+    k->bytes = 50;
+    k->fwd_pre = 3;
+    k->fwd_exp = 2;
+    k->recompute = 1;
+    k->bwd_pre = 9; /* (2 + recompute) x the forward */
+    k->bwd_exp = 6;
+    smoe_sim_sched s;
+    smoe_sim_result r;
+    memset(&s, 0, sizeof s);
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    /* fwd: attn [0,1], routed [1,5]; pre [1,4], experts wait to 5, [5,7].
+     * bwd: attn [7,8], routed [8,12]; pre [8,11], wait to 12, experts
+     * [12,14], experts' transpose [14,18], pre's [18,24]; reduce-scatters
+     * [24,24.5] [24.5,25] */
+    CHECKF(NEAR(r.step_s, 25), "split step %g, expected 25", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 4), "split exposed %g, expected 4", r.exposed_gather_s);
+    CHECKF(NEAR(r.compute_s, 20), "split compute %g, expected 20", r.compute_s);
+    /* a profile's measured times: forward 10 s (pre 6, experts 4), backward
+     * 30 s: every phase x2, the recompute and transposes alike: fwd attn
+     * [0,1] routed [1,5]; pre [1,7], experts [7,11]; bwd attn [11,12],
+     * routed [12,16]; pre [12,18], experts [18,22] (wait 0), experts' and
+     * pre's transposes [22,30] [30,42]; reductions to 43 */
+    smoe_sim_model_set_compute(&m, 1, 10, 30);
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.compute_s, 40), "profiled compute %g, expected 40", r.compute_s);
+    CHECKF(NEAR(r.step_s, 43), "profiled step %g, expected 43", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 2), "profiled exposed %g, expected 2", r.exposed_gather_s);
+}
+
 static void test_planner(void)
 {
     smoe_sim_model m = two_layers(4);
@@ -133,51 +224,65 @@ static void test_planner(void)
            deep.exposed_gather_s);
 }
 
-/* Static memory from a plan: parameters, gradients, AdamW moments. */
-static void test_memory(const char *cfgdir)
+/* Static memory from a plan with the dtypes a config gives (MaxText's
+ * defaults: fp32 weights, gradients and both AdamW moments, bf16 compute;
+ * mu_dtype inherits weight_dtype): bytes per parameter element w, g, mu, nu;
+ * gathered buffers in the compute dtype and as stored. */
+static void test_memory(const char *cfgdir, const char *const *ov, int n_ov, int w, int g,
+                        int mu, int nu)
 {
     char base[1024];
     snprintf(base, sizeof base, "%s/base.yml", cfgdir);
-    const char *ov[] = { "ici_expert_parallelism=2" };
     smoe_config_opts o;
     memset(&o, 0, sizeof o);
     o.base_path = base;
     o.model = "deepseek2-16b";
     o.overrides = ov;
-    o.n_overrides = 1;
+    o.n_overrides = n_ov;
     smoe_config *cfg;
     smoe_err err;
     if (smoe_config_load(&o, &cfg, &err)) {
         CHECKF(0, "config: %s", err.msg);
         return;
     }
-    smoe_plan_opts po = { 16, 1, NULL, 2 };
+    char hwf[1024];
+    snprintf(hwf, sizeof hwf, "%s/hardware/tpu7x.yml", cfgdir);
+    smoe_hw hw;
+    CHECK(smoe_hw_load(hwf, &hw, &err) == SMOE_OK);
+    smoe_sim_shape sh = { .batch = 1, .seq = 2048, .remat = SMOE_REMAT_FULL };
+    CHECK(smoe_sim_dtypes(cfg, &hw, &sh, &err) == SMOE_OK);
+    CHECK_INT(sh.dtype_bytes, w);
+    CHECK_INT(sh.grad_bytes, g);
+    CHECK_INT(sh.mu_bytes, mu);
+    CHECK_INT(sh.nu_bytes, nu);
+    CHECK_INT(sh.compute_bytes, 2);
+    smoe_plan_opts po = { 16, 1, NULL, sh.dtype_bytes };
     smoe_plan *p;
     if (smoe_plan_build(cfg, &po, &p, &err)) {
         CHECKF(0, "plan: %s", err.msg);
         smoe_config_free(cfg);
         return;
     }
-    char hwf[1024];
-    snprintf(hwf, sizeof hwf, "%s/hardware/tpu7x.yml", cfgdir);
-    smoe_hw hw;
-    CHECK(smoe_hw_load(hwf, &hw, &err) == SMOE_OK);
-    smoe_sim_shape sh = { 1, 2048, SMOE_REMAT_FULL, 2, 0 };
     smoe_sim_model *m;
     CHECK(smoe_sim_model_build(cfg, p, &hw, &sh, &m, &err) == SMOE_OK);
-    double shard = 0;
+    double shard = 0; /* stored bytes */
     for (int i = 0; i < p->n; i++)
         if (p->w[i].kind == SMOE_ENTRY_PARAM)
             shard += (double)p->w[i].gather.bytes_in * (double)p->w[i].layers;
+    double elems = shard / w;
     CHECKF(NEAR(m->mem_params, shard), "params %g, expected %g", m->mem_params, shard);
-    CHECK(NEAR(m->mem_grads, shard));
-    CHECKF(NEAR(m->mem_optimizer, shard / 2 * (2 + 4)), "optimizer %g", m->mem_optimizer);
+    CHECKF(NEAR(m->mem_grads, elems * g), "grads %g, expected %g", m->mem_grads, elems * g);
+    CHECKF(NEAR(m->mem_optimizer, elems * (mu + nu)), "optimizer %g, expected %g",
+           m->mem_optimizer, elems * (mu + nu));
     /* a layer's gathered bytes are the sum of its weights' buffers */
     double moe = 0;
     for (int i = 0; i < p->n; i++)
         if (p->w[i].prefetch && strcmp(p->w[i].stack, "moe_layers") == 0)
             moe += (double)p->w[i].gather.bytes_out;
-    CHECK(NEAR(m->k[1].bytes, moe));
+    CHECKF(NEAR(m->k[1].bytes_stored, moe), "MoE layer stored %g, expected %g",
+           m->k[1].bytes_stored, moe);
+    CHECKF(NEAR(m->k[1].bytes, moe * 2 / w), "MoE layer cast %g, expected %g", m->k[1].bytes,
+           moe * 2 / w);
     /* the total is the breakdown */
     smoe_sim_sched s;
     memset(&s, 0, sizeof s);
@@ -194,11 +299,95 @@ static void test_memory(const char *cfgdir)
     smoe_config_free(cfg);
 }
 
+/* The closed-form count of a group's members on device 0's node against
+ * enumerating every member, on random meshes, axis subsets (in any order)
+ * and node sizes; then a 2^30-device mesh the enumeration could not do. */
+static double brute_members(const smoe_mesh *m, const smoe_axes *axes, int64_t dpn, int64_t *g)
+{
+    int64_t stride[SMOE_MAX_AXES], size = 1;
+    for (int a = m->n - 1; a >= 0; a--) {
+        stride[a] = size;
+        size *= m->size[a];
+    }
+    int idx[SMOE_MAX_AXES], n = 0;
+    int64_t total = 1;
+    for (int i = 0; i < axes->n; i++) {
+        int a = smoe_mesh_find(m, axes->ax[i]);
+        if (a >= 0 && m->size[a] > 1) {
+            idx[n++] = a;
+            total *= m->size[a];
+        }
+    }
+    *g = total;
+    int64_t local = 0;
+    for (int64_t j = 0; j < total; j++) {
+        int64_t r = 0, x = j;
+        for (int i = n - 1; i >= 0; i--) {
+            r += (x % m->size[idx[i]]) * stride[idx[i]];
+            x /= m->size[idx[i]];
+        }
+        local += r < dpn;
+    }
+    return (double)local;
+}
+
+static void test_local_members(void)
+{
+    static const char *names[] = { "data", "fsdp", "expert", "tensor", "context" };
+    unsigned seed = 12345;
+    int bad = 0, cases = 0;
+    for (int t = 0; t < 3000; t++) {
+        smoe_mesh m;
+        m.n = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 5;
+        int64_t devices = 1;
+        for (int a = 0; a < m.n; a++) {
+            m.name[a] = names[a];
+            m.size[a] = 1 + (int64_t)(((seed = seed * 1103515245u + 12345u) >> 16) % 7);
+            devices *= m.size[a];
+        }
+        smoe_axes ax;
+        ax.n = 0;
+        for (int a = m.n - 1; a >= 0; a--) /* reverse order: the count must not care */
+            if (((seed = seed * 1103515245u + 12345u) >> 16) % 2)
+                ax.ax[ax.n++] = m.name[a];
+        int64_t dpn = 1 + (int64_t)(((seed = seed * 1103515245u + 12345u) >> 16) % (unsigned)(devices + 2));
+        int64_t g1, g2;
+        double fast = sim_local_members(&m, &ax, dpn, &g1);
+        double slow = brute_members(&m, &ax, dpn, &g2);
+        cases++;
+        if (fast != slow || g1 != g2) {
+            if (bad++ < 5)
+                fprintf(stderr, "mesh of %d axes, %d group axes, dpn %lld: %g/%lld vs %g/%lld\n",
+                        m.n, ax.n, (long long)dpn, fast, (long long)g1, slow, (long long)g2);
+        }
+    }
+    CHECKF(bad == 0, "%d of %d closed-form member counts differ from enumeration", bad, cases);
+    /* fsdp = 2^28 x expert = 4, nodes of 18432 devices: 18432 / 4 members
+     * of the fsdp group share a node, 4 of the expert group */
+    smoe_mesh big = { 2, { "fsdp", "expert" }, { 1LL << 28, 4 } };
+    smoe_axes f = { 1, { "fsdp" } }, e = { 1, { "expert" } };
+    int64_t g;
+    CHECK(sim_local_members(&big, &f, 18432, &g) == 4608 && g == (1LL << 28));
+    CHECK(sim_local_members(&big, &e, 18432, &g) == 4 && g == 4);
+}
+
 int main(int argc, char **argv)
 {
+    test_local_members();
     test_hand_schedules();
+    test_maxtext_family();
+    test_split_waits();
     test_planner();
-    if (argc > 1)
-        test_memory(argv[1]);
+    if (argc > 1) {
+        const char *ep[] = { "ici_expert_parallelism=2" };
+        test_memory(argv[1], ep, 1, 4, 4, 4, 4);
+        const char *bf[] = { "ici_expert_parallelism=2", "weight_dtype=bfloat16",
+                             "grad_dtype=bfloat16" };
+        test_memory(argv[1], bf, 3, 2, 2, 2, 2);
+        const char *mu[] = { "ici_expert_parallelism=2", "mu_dtype=bfloat16" };
+        test_memory(argv[1], mu, 2, 4, 4, 2, 4);
+        const char *sgd[] = { "ici_expert_parallelism=2", "opt_type=sgd" };
+        test_memory(argv[1], sgd, 2, 4, 4, 0, 0);
+    }
     return check_report();
 }

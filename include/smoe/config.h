@@ -192,15 +192,29 @@ typedef struct smoe_hw {
     double compute_scale;    /* measured kernel time / roofline (cpu), 0 = 1 */
     double sync_skew;        /* seconds a collective waits for the last rank
                                 after independent compute (cpu), 0 = none */
+    double compute_efficiency; /* achieved / peak FLOP/s of the layers' matmul
+                                  work, from a published run; 0 = 1 (roofline) */
+    double permute_bandwidth;  /* bytes/s of routed rows the MoE dispatch and
+                                  combine (sort, permute) move on the collective
+                                  engines; 0 = that work is not modelled */
 } smoe_hw;
 
-/* Read a profile file; every key is required and must be a number (kind,
- * name strings). Errors carry file:line:col. */
+/* Read a profile file: name and kind strings, numbers each in its range
+ * (README, "Hardware profiles"). Errors carry file:line:col. */
 smoe_status smoe_hw_load(const char *path, smoe_hw *hw, smoe_err *err);
+/* The same from text; `name` is the file named in locations. */
+smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, smoe_err *err);
 
 /* ---- simulation scenarios (configs/scenarios/NAME.yml) ---- */
 #define SMOE_SCN_MAX_OVERRIDES 32
 #define SMOE_SCN_MAX_VARIANTS 8
+#define SMOE_SCN_MAX_SOURCES 32
+/* Bounds shared by scenario files and smoe sim's options. */
+#define SMOE_SIM_MAX_DEVICES (1LL << 30)
+#define SMOE_SIM_MAX_SLICES (1LL << 20)
+#define SMOE_SIM_MAX_BATCH (1LL << 20)
+#define SMOE_SIM_MAX_SEQ (1LL << 24)
+#define SMOE_SIM_MAX_DEPTH 4
 
 typedef struct smoe_scn_numbers { /* reported figures, < 0 = not reported */
     double step_ms, exposed_gather_ms, peak_hbm_gib;
@@ -218,12 +232,16 @@ typedef struct smoe_scenario {
     const char *description;
     const char *model, *rules, *hardware;
     int64_t devices, slices;
+    smoe_loc devices_loc, slices_loc; /* where they are written (line 0: absent) */
     int n_overrides;
     const char *overrides[SMOE_SCN_MAX_OVERRIDES];
     int64_t batch, seq;
     const char *remat;           /* full | none | save-dot-products */
-    int dtype_bytes;
+    int dtype_bytes;             /* 0: from the config's weight_dtype */
     int prefetch_depth;
+    int64_t dtype_bytes64, prefetch_depth64;
+    int n_sources;               /* sources: {KEY: where its value comes from} */
+    const char *source_key[SMOE_SCN_MAX_SOURCES], *source_text[SMOE_SCN_MAX_SOURCES];
     int n_variants;
     smoe_scn_variant variants[SMOE_SCN_MAX_VARIANTS];
     int n_reported;
@@ -231,9 +249,12 @@ typedef struct smoe_scenario {
     smoe_scn_numbers reported[SMOE_SCN_MAX_VARIANTS + 4];
 } smoe_scenario;
 
-/* Read a scenario file into an arena (strings live there). */
+/* Read a scenario file into an arena (strings live there); every number
+ * is range-checked with its file:line:col. */
 smoe_status smoe_scenario_load(smoe_arena *a, const char *path, smoe_scenario *s,
                                smoe_err *err);
+smoe_status smoe_scenario_load_text(smoe_arena *a, const char *text, const char *name,
+                                    smoe_scenario *s, smoe_err *err);
 
 #ifdef __cplusplus
 }

@@ -34,6 +34,11 @@ int64_t smoe_trace_count(const smoe_trace *t);
 /* The events as JSON objects separated by ",\n" (no brackets), in a
  * buffer owned by the trace (valid until the next call or free). */
 const char *smoe_trace_fragment(smoe_trace *t, size_t *len);
+/* The process row's name, and event i: 0 = a span (times in seconds from
+ * the origin), 1 = a lane's name (tid, name), -1 = no such event. */
+const char *smoe_trace_name(const smoe_trace *t);
+int smoe_trace_event(const smoe_trace *t, int64_t i, int *tid, double *t0, double *t1,
+                     const char **name);
 /* Write a whole trace file from per-rank fragments. */
 smoe_status smoe_trace_write(FILE *f, const char *const *fragments, const size_t *lens,
                              int n, smoe_err *err);
@@ -58,9 +63,25 @@ typedef struct smoe_sim_shape {
     int64_t batch;        /* sequences per device */
     int64_t seq;          /* tokens per sequence */
     smoe_remat remat;
-    int dtype_bytes;      /* stored weights and gradients */
+    int dtype_bytes;      /* stored weights (weight_dtype) */
     int ring_of_experts;  /* EP by all-gather + reduce-scatter of tokens */
+    /* bytes per element; 0 = from the defaults below (smoe_sim_dtypes fills
+     * them from a config as MaxText defaults them) */
+    int compute_bytes;    /* activations and cast weights (dtype) */
+    int grad_bytes;       /* gradients as kept for the optimizer (grad_dtype) */
+    int mu_bytes;         /* AdamW first moment (mu_dtype, else weight_dtype) */
+    int nu_bytes;         /* AdamW second moment (optax: the parameters' dtype);
+                             mu = nu = 0 with opt_type sgd */
+    int no_moments;       /* opt_type sgd: no optimizer state */
 } smoe_sim_shape;
+
+/* Fill the dtype sizes of *sh from MaxText's keys: weight_dtype (default
+ * float32), dtype (bfloat16), grad_dtype (float32), mu_dtype ("" = weight_
+ * dtype) and opt_type (adamw, adam_pax: two moments; sgd: none; others are
+ * refused). A cpu profile with compute_bytes computes in that size (smoe's
+ * kernels). Errors name the key's file:line:col. */
+smoe_status smoe_sim_dtypes(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_shape *sh,
+                            smoe_err *err);
 
 typedef struct smoe_sim_model smoe_sim_model;
 
@@ -76,6 +97,10 @@ int64_t smoe_sim_model_layer_bytes(const smoe_sim_model *m);
  * (0 when the model has no layer of that kind). */
 void smoe_sim_model_compute(const smoe_sim_model *m, int kind, double *fwd, double *bwd);
 int smoe_sim_model_has_kind(const smoe_sim_model *m, int kind);
+/* Replace a layer kind's modelled compute by measured seconds (a profile):
+ * the forward phases scaled to sum to fwd, the backward's (policy and full
+ * remat alike) to bwd. Values < 0 leave that pass as modelled. */
+void smoe_sim_model_set_compute(smoe_sim_model *m, int kind, double fwd, double bwd);
 
 /* A schedule. distance (may be NULL) gives, per layer kind and weight, a
  * prefetch level: 0 = gathered just before use; level L > 0 prefetches
@@ -84,11 +109,31 @@ int smoe_sim_model_has_kind(const smoe_sim_model *m, int kind);
  * prefetch_depth layers ahead. */
 #define SMOE_SIM_MAX_WEIGHTS 48
 #define SMOE_SIM_MAX_LEVEL 16
+/* Schedule families:
+ *   UNIFORM  smoe's runtime: every weight prefetch_depth layers ahead (or
+ *            the planner's levels), gathered in the compute dtype, the
+ *            backward's gradients held from the layer's start to its
+ *            reductions' end; with depth 0 and stream_grads, XLA's own scan
+ *            (the baseline): each weight's gradient reduce-scattered as the
+ *            backward produces it.
+ *   MAXTEXT  MaxText's prefetch_fsdp_weights (layers/fsdp_prefetch.py), per
+ *            layer stack: the forward's first gather issued at the step's
+ *            start (it depends only on the parameters), then W(k+1) during
+ *            layer k; the backward's first two gathers fenced behind the
+ *            stack's incoming gradient (an optimization barrier), then
+ *            W(k-1) during layer k; W(k), W(k-1) and dW(k) live until dW(k)'s
+ *            reduce-scatter; weights gathered as stored (weight_dtype); the
+ *            backward always rematerialises the layer in full and only layer
+ *            inputs are saved. */
+typedef enum smoe_sched_family { SMOE_SCHED_UNIFORM = 0, SMOE_SCHED_MAXTEXT } smoe_sched_family;
+
 typedef struct smoe_sim_sched {
     int prefetch_depth;
     int legacy;           /* pre-fix plan: residual co-axes gathered at use */
     int shared_engine;    /* gathers queue with the all-to-all and reductions */
     const unsigned char (*distance)[SMOE_SIM_MAX_WEIGHTS]; /* [kind][weight] */
+    smoe_sched_family family;
+    int stream_grads;     /* UNIFORM: per-weight gradient reductions (XLA) */
 } smoe_sim_sched;
 
 typedef struct smoe_sim_result {
@@ -117,6 +162,20 @@ smoe_status smoe_sim_plan_budget(const smoe_sim_model *m, int shared_engine, dou
                                  unsigned char distance[][SMOE_SIM_MAX_WEIGHTS],
                                  smoe_sim_result *best, int *feasible,
                                  smoe_sim_point *curve, int max_points, int *n_points);
+
+/* ---- pictures ----
+ * An SVG: a Pareto panel (when ncurve + nmarks > 0: the points of curve
+ * joined, marks labelled) above one timeline per trace (NULL traces are
+ * skipped), lanes as rows on a common time axis. Each panel and lane is
+ * named in a comment "<!-- lane TRACE LANE x= y= w= h= spans=N -->" /
+ * "<!-- panel pareto x= y= w= h= -->" giving its box in pixels. The
+ * caller opens and closes f; write errors give SMOE_EIO. */
+typedef struct smoe_plot_mark {
+    double peak_hbm_bytes, exposed_gather_s;
+    const char *label;
+} smoe_plot_mark;
+smoe_status smoe_plot_svg(FILE *f, smoe_trace *const *traces, int n, const smoe_sim_point *curve,
+                          int ncurve, const smoe_plot_mark *marks, int nmarks, smoe_err *err);
 
 #ifdef __cplusplus
 }

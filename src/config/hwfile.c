@@ -5,8 +5,15 @@
 #include <stdio.h>
 #include <string.h>
 
-static smoe_status num(const smoe_node *root, const char *key, double *out, int required,
-                       smoe_err *err)
+/* A number in [lo, hi] (integer-valued if `integer`); 0 is also allowed
+ * when `zero_ok` (the key's "not set" value). */
+typedef struct range {
+    double lo, hi;
+    int integer, zero_ok;
+} range;
+
+static smoe_status num_in(const smoe_node *root, const char *key, double *out, int required,
+                          const range *r, smoe_err *err)
 {
     const smoe_node *n = smoe_node_get(root, key);
     if (!n) {
@@ -15,10 +22,19 @@ static smoe_status num(const smoe_node *root, const char *key, double *out, int 
         return smoe_err_at(err, SMOE_EINVAL, root->loc, "missing key '%s'", key);
     }
     smoe_scalar_type t = smoe_node_type(n);
-    if ((t != SMOE_T_INT && t != SMOE_T_FLOAT) || smoe_parse_f64(n->str, out))
+    double v;
+    if ((t != SMOE_T_INT && t != SMOE_T_FLOAT) || smoe_parse_f64(n->str, &v))
         return smoe_err_at(err, SMOE_EINVAL, n->loc, "'%s' must be a number", key);
-    if (*out < 0)
-        return smoe_err_at(err, SMOE_EINVAL, n->loc, "'%s' must not be negative", key);
+    if (r->zero_ok && v == 0) {
+        *out = 0;
+        return SMOE_OK;
+    }
+    if (!(v >= r->lo && v <= r->hi))
+        return smoe_err_at(err, SMOE_EINVAL, n->loc, "'%s' = %s must be %sin [%.6g, %.6g]", key,
+                           n->str, r->zero_ok ? "0 or " : "", r->lo, r->hi);
+    if (r->integer && v != (double)(int64_t)v)
+        return smoe_err_at(err, SMOE_EINVAL, n->loc, "'%s' = %s must be an integer", key, n->str);
+    *out = v;
     return SMOE_OK;
 }
 
@@ -30,16 +46,6 @@ static smoe_status str(const smoe_node *root, const char *key, char *out, size_t
         return smoe_err_at(err, SMOE_EINVAL, n ? n->loc : root->loc,
                            "'%s' must be a non-empty string", key);
     snprintf(out, cap, "%s", n->str);
-    return SMOE_OK;
-}
-
-static smoe_status load_map(smoe_arena *a, const char *path, smoe_node **root, smoe_err *err)
-{
-    smoe_status s = smoe_yaml_load_file(a, path, root, err);
-    if (s)
-        return s;
-    if ((*root)->kind != SMOE_NODE_MAP)
-        return smoe_err_at(err, SMOE_EINVAL, (*root)->loc, "expected a mapping of keys to values");
     return SMOE_OK;
 }
 
@@ -57,22 +63,53 @@ static smoe_status known_keys(const smoe_node *root, const char *const *keys, sm
     return SMOE_OK;
 }
 
-smoe_status smoe_hw_load(const char *path, smoe_hw *hw, smoe_err *err)
+/* Each profile key with the range it must be in: a number outside gives
+ * an error at its file:line:col, never an overflow or an inf later. */
+#define BW { 1e6, 1e17, 0, 0 }      /* bytes/s */
+#define BW0 { 1e6, 1e17, 0, 1 }     /* bytes/s, 0 = not set */
+#define SECS { 0, 10, 0, 0 }        /* seconds */
+#define FLOPS { 1e6, 1e19, 0, 0 }   /* FLOP/s */
+smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, smoe_err *err)
 {
-    static const char *const keys[] = {
-        "name", "kind", "devices_per_chip", "peak_flops", "hbm_bytes", "hbm_bandwidth",
-        "ici_bandwidth", "ici_links", "ici_latency", "devices_per_node", "dcn_bandwidth",
-        "dcn_latency", "collective_engines", "a2a_bandwidth", "a2a_latency",
-        "collectives_use_compute", "elementwise_bandwidth", "op_overhead", "compute_bytes",
-        "gemm_small_flops", "compute_scale", "sync_skew", NULL
-    };
     smoe_arena *a = smoe_arena_new(16 * 1024);
     if (!a)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     smoe_node *root;
     memset(hw, 0, sizeof *hw);
     double use_compute = 0;
-    smoe_status s = load_map(a, path, &root, err);
+    struct { const char *k; double *v; int req; range r; } f[] = {
+        { "devices_per_chip", &hw->devices_per_chip, 1, { 1, 64, 1, 0 } },
+        { "peak_flops", &hw->peak_flops, 1, FLOPS },
+        { "hbm_bytes", &hw->hbm_bytes, 1, { 1e6, 1e16, 0, 0 } },
+        { "hbm_bandwidth", &hw->hbm_bandwidth, 1, BW },
+        { "ici_bandwidth", &hw->ici_bandwidth, 1, BW },
+        { "ici_links", &hw->ici_links, 1, { 0, 1024, 1, 0 } },
+        { "ici_latency", &hw->ici_latency, 1, SECS },
+        { "devices_per_node", &hw->devices_per_node, 1, { 1, 1LL << 40, 1, 0 } },
+        { "dcn_bandwidth", &hw->dcn_bandwidth, 1, BW },
+        { "dcn_latency", &hw->dcn_latency, 1, SECS },
+        { "collective_engines", &hw->collective_engines, 1, { 0, 64, 1, 0 } },
+        { "a2a_bandwidth", &hw->a2a_bandwidth, 0, BW0 },
+        { "a2a_latency", &hw->a2a_latency, 0, SECS },
+        { "collectives_use_compute", &use_compute, 0, { 0, 1, 1, 0 } },
+        { "elementwise_bandwidth", &hw->elementwise_bandwidth, 0, BW0 },
+        { "op_overhead", &hw->op_overhead, 0, SECS },
+        { "compute_bytes", &hw->compute_bytes, 0, { 1, 8, 1, 1 } },
+        { "gemm_small_flops", &hw->gemm_small_flops, 0, { 1e6, 1e19, 0, 1 } },
+        { "compute_scale", &hw->compute_scale, 0, { 1e-3, 1e4, 0, 1 } },
+        { "sync_skew", &hw->sync_skew, 0, SECS },
+        { "compute_efficiency", &hw->compute_efficiency, 0, { 1e-3, 1, 0, 1 } },
+        { "permute_bandwidth", &hw->permute_bandwidth, 0, BW0 },
+    };
+    const char *keys[sizeof f / sizeof f[0] + 3];
+    keys[0] = "name";
+    keys[1] = "kind";
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        keys[i + 2] = f[i].k;
+    keys[sizeof f / sizeof f[0] + 2] = NULL;
+    smoe_status s = smoe_yaml_load_string(a, text, name, &root, err);
+    if (!s && root->kind != SMOE_NODE_MAP)
+        s = smoe_err_at(err, SMOE_EINVAL, root->loc, "expected a mapping of keys to values");
     if (!s)
         s = known_keys(root, keys, err);
     if (!s)
@@ -82,32 +119,24 @@ smoe_status smoe_hw_load(const char *path, smoe_hw *hw, smoe_err *err)
     if (!s && strcmp(hw->kind, "tpu") && strcmp(hw->kind, "gpu") && strcmp(hw->kind, "cpu"))
         s = smoe_err_at(err, SMOE_EINVAL, smoe_node_get(root, "kind")->loc,
                         "'kind' must be tpu, gpu or cpu");
-    struct { const char *k; double *v; int req; } f[] = {
-        { "devices_per_chip", &hw->devices_per_chip, 1 }, { "peak_flops", &hw->peak_flops, 1 },
-        { "hbm_bytes", &hw->hbm_bytes, 1 }, { "hbm_bandwidth", &hw->hbm_bandwidth, 1 },
-        { "ici_bandwidth", &hw->ici_bandwidth, 1 }, { "ici_links", &hw->ici_links, 1 },
-        { "ici_latency", &hw->ici_latency, 1 }, { "devices_per_node", &hw->devices_per_node, 1 },
-        { "dcn_bandwidth", &hw->dcn_bandwidth, 1 }, { "dcn_latency", &hw->dcn_latency, 1 },
-        { "collective_engines", &hw->collective_engines, 1 },
-        { "a2a_bandwidth", &hw->a2a_bandwidth, 0 }, { "a2a_latency", &hw->a2a_latency, 0 },
-        { "collectives_use_compute", &use_compute, 0 },
-        { "elementwise_bandwidth", &hw->elementwise_bandwidth, 0 },
-        { "op_overhead", &hw->op_overhead, 0 }, { "compute_bytes", &hw->compute_bytes, 0 },
-        { "gemm_small_flops", &hw->gemm_small_flops, 0 },
-        { "compute_scale", &hw->compute_scale, 0 },
-        { "sync_skew", &hw->sync_skew, 0 },
-    };
     for (size_t i = 0; !s && i < sizeof f / sizeof f[0]; i++)
-        s = num(root, f[i].k, f[i].v, f[i].req, err);
-    if (!s && (hw->devices_per_chip < 1 || hw->peak_flops <= 0 || hw->hbm_bandwidth <= 0 ||
-               hw->ici_bandwidth <= 0 || hw->devices_per_node < 1 || hw->dcn_bandwidth <= 0))
-        s = smoe_err_at(err, SMOE_EINVAL, root->loc,
-                        "devices_per_chip, devices_per_node must be >= 1 and the flop and "
-                        "bandwidth figures > 0");
+        s = num_in(root, f[i].k, f[i].v, f[i].req, &f[i].r, err);
     hw->collectives_use_compute = use_compute != 0;
-    if (!s && hw->compute_bytes == 0)
-        hw->compute_bytes = strcmp(hw->kind, "cpu") == 0 ? 4 : 2;
+    if (!s && hw->compute_bytes == 0 && strcmp(hw->kind, "cpu") == 0)
+        hw->compute_bytes = 4; /* smoe's kernels; accelerators: the config's dtype */
     smoe_arena_free(a);
+    return s;
+}
+
+smoe_status smoe_hw_load(const char *path, smoe_hw *hw, smoe_err *err)
+{
+    char *text;
+    size_t n;
+    smoe_status s = smoe_read_file(path, &text, &n, err);
+    if (s)
+        return s;
+    s = smoe_hw_load_text(text, path, hw, err);
+    smoe_free(text);
     return s;
 }
 
@@ -140,56 +169,83 @@ static const char *opt_str(smoe_arena *a, const smoe_node *root, const char *key
 static smoe_status numbers(const smoe_node *n, smoe_scn_numbers *out, smoe_err *err)
 {
     static const char *const keys[] = { "step_ms", "exposed_gather_ms", "peak_hbm_gib", NULL };
+    static const range ms = { 0, 1e9, 0, 0 }, gib = { 0, 1e9, 0, 0 };
     out->step_ms = out->exposed_gather_ms = out->peak_hbm_gib = -1;
     if (n->kind != SMOE_NODE_MAP)
         return smoe_err_at(err, SMOE_EINVAL, n->loc, "expected a mapping of reported figures");
     smoe_status s = known_keys(n, keys, err);
     if (!s)
-        s = num(n, "step_ms", &out->step_ms, 0, err);
+        s = num_in(n, "step_ms", &out->step_ms, 0, &ms, err);
     if (!s)
-        s = num(n, "exposed_gather_ms", &out->exposed_gather_ms, 0, err);
+        s = num_in(n, "exposed_gather_ms", &out->exposed_gather_ms, 0, &ms, err);
     if (!s)
-        s = num(n, "peak_hbm_gib", &out->peak_hbm_gib, 0, err);
+        s = num_in(n, "peak_hbm_gib", &out->peak_hbm_gib, 0, &gib, err);
     return s;
 }
 
-smoe_status smoe_scenario_load(smoe_arena *a, const char *path, smoe_scenario *sc,
-                               smoe_err *err)
+/* sources: {KEY: "where the value comes from, or 'assumed: why'"} */
+static smoe_status sources(smoe_arena *a, const smoe_node *n, smoe_scenario *sc, smoe_err *err)
+{
+    if (n->kind != SMOE_NODE_MAP || n->n > SMOE_SCN_MAX_SOURCES)
+        return smoe_err_at(err, SMOE_EINVAL, n->loc,
+                           "sources: a mapping of at most %d keys to text", SMOE_SCN_MAX_SOURCES);
+    for (int i = 0; i < n->n; i++) {
+        if (n->items[i]->kind != SMOE_NODE_SCALAR || !n->items[i]->str[0])
+            return smoe_err_at(err, SMOE_EINVAL, n->items[i]->loc,
+                               "sources: '%s' needs a non-empty text", n->keys[i]);
+        sc->source_key[sc->n_sources] = smoe_arena_strdup(a, n->keys[i]);
+        sc->source_text[sc->n_sources++] = smoe_arena_strdup(a, n->items[i]->str);
+    }
+    return SMOE_OK;
+}
+
+smoe_status smoe_scenario_load_text(smoe_arena *a, const char *text, const char *name,
+                                    smoe_scenario *sc, smoe_err *err)
 {
     static const char *const keys[] = { "description", "model", "rules", "hardware", "devices",
                                         "slices", "overrides", "per_device_batch", "seq_len",
                                         "remat", "dtype_bytes", "prefetch_depth", "variants",
-                                        "reported", NULL };
+                                        "reported", "sources", NULL };
     smoe_node *root;
     memset(sc, 0, sizeof *sc);
-    smoe_status s = load_map(a, path, &root, err);
-    if (s || (s = known_keys(root, keys, err)))
+    sc->file = smoe_arena_strdup(a, name);
+    if (!sc->file)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    smoe_status s = smoe_yaml_load_string(a, text, sc->file, &root, err);
+    if (s)
         return s;
-    sc->file = smoe_arena_strdup(a, path);
+    if (root->kind != SMOE_NODE_MAP)
+        return smoe_err_at(err, SMOE_EINVAL, root->loc, "expected a mapping of keys to values");
+    if ((s = known_keys(root, keys, err)))
+        return s;
     sc->description = opt_str(a, root, "description");
     sc->model = opt_str(a, root, "model");
     sc->rules = opt_str(a, root, "rules");
     sc->hardware = opt_str(a, root, "hardware");
     sc->remat = opt_str(a, root, "remat");
     double v;
-    struct { const char *k; int64_t *dst; int64_t def; } ints[] = {
-        { "devices", &sc->devices, 0 }, { "slices", &sc->slices, 1 },
-        { "per_device_batch", &sc->batch, 0 }, { "seq_len", &sc->seq, 0 },
+    /* the bounds of the matching smoe sim options */
+    struct { const char *k; int64_t *dst; int64_t def; range r; } ints[] = {
+        { "devices", &sc->devices, 0, { 1, (double)SMOE_SIM_MAX_DEVICES, 1, 0 } },
+        { "slices", &sc->slices, 1, { 1, (double)SMOE_SIM_MAX_SLICES, 1, 0 } },
+        { "per_device_batch", &sc->batch, 0, { 1, (double)SMOE_SIM_MAX_BATCH, 1, 0 } },
+        { "seq_len", &sc->seq, 0, { 1, (double)SMOE_SIM_MAX_SEQ, 1, 0 } },
+        { "dtype_bytes", &sc->dtype_bytes64, 0, { 1, 16, 1, 0 } },
+        { "prefetch_depth", &sc->prefetch_depth64, 1, { 0, SMOE_SIM_MAX_DEPTH, 1, 0 } },
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         v = (double)ints[i].def;
-        if ((s = num(root, ints[i].k, &v, 0, err)))
+        if ((s = num_in(root, ints[i].k, &v, 0, &ints[i].r, err)))
             return s;
         *ints[i].dst = (int64_t)v;
     }
-    v = 2;
-    if ((s = num(root, "dtype_bytes", &v, 0, err)))
-        return s;
-    sc->dtype_bytes = (int)v;
-    v = 1;
-    if ((s = num(root, "prefetch_depth", &v, 0, err)))
-        return s;
-    sc->prefetch_depth = (int)v;
+    sc->dtype_bytes = (int)sc->dtype_bytes64;
+    sc->prefetch_depth = (int)sc->prefetch_depth64;
+    const smoe_node *dn = smoe_node_get(root, "devices"), *sn = smoe_node_get(root, "slices");
+    if (dn)
+        sc->devices_loc = dn->loc;
+    if (sn)
+        sc->slices_loc = sn->loc;
     if ((s = str_list(a, smoe_node_get(root, "overrides"), sc->overrides,
                       SMOE_SCN_MAX_OVERRIDES, &sc->n_overrides, err)))
         return s;
@@ -225,5 +281,21 @@ smoe_status smoe_scenario_load(smoe_arena *a, const char *path, smoe_scenario *s
             sc->n_reported++;
         }
     }
+    const smoe_node *src = smoe_node_get(root, "sources");
+    if (src && (s = sources(a, src, sc, err)))
+        return s;
     return SMOE_OK;
+}
+
+smoe_status smoe_scenario_load(smoe_arena *a, const char *path, smoe_scenario *sc,
+                               smoe_err *err)
+{
+    char *text;
+    size_t n;
+    smoe_status s = smoe_read_file(path, &text, &n, err);
+    if (s)
+        return s;
+    s = smoe_scenario_load_text(a, text, path, sc, err);
+    smoe_free(text);
+    return s;
 }

@@ -14,6 +14,8 @@ typedef struct cost {
     const smoe_hw *hw;
     const smoe_mesh *mesh;
     double flops, small_flops, hbm, ew, ab, overhead;
+    double eff; /* compute_efficiency: > 0 times every FLOP at peak x eff and
+                   folds memory-bound work into it (it was measured that way) */
     double ici, dcn; /* one-direction bytes/s per device */
 } cost;
 
@@ -38,45 +40,68 @@ static double mm(const cost *c, double m, double k, double n, double wb)
     if (m <= 0 || k <= 0 || n <= 0)
         return 0;
     double flops = 2 * m * k * n;
+    if (c->eff > 0)
+        return flops / (rate(c, m, k, n) * c->eff) + c->overhead;
     double bytes = (m * k + m * n) * c->ab + k * n * wb;
     return fmax(flops / rate(c, m, k, n), bytes / c->hbm) + c->overhead;
 }
 
 static double ew(const cost *c, double elems, double passes)
 {
+    if (c->eff > 0) /* inside the measured efficiency */
+        return 0;
     return elems * c->ab * passes / c->ew + c->overhead;
+}
+
+/* Group members over axes i.. (in mesh order, strides descending) whose
+ * linear index offset is < x: the members' offsets are a mixed-radix
+ * lattice in which every axis' stride exceeds the largest offset the later
+ * axes reach, so whole digits of axis i below x / stride count every
+ * combination of the rest. O(axes). */
+static int64_t below(const int64_t *stride, const int64_t *size, const int64_t *rest, int n,
+                     int i, int64_t x)
+{
+    if (x <= 0)
+        return 0;
+    if (i == n)
+        return 1;
+    int64_t q = x / stride[i];
+    if (q >= size[i])
+        return rest[i];
+    return q * rest[i + 1] + below(stride, size, rest, n, i + 1, x - q * stride[i]);
+}
+
+double sim_local_members(const smoe_mesh *m, const smoe_axes *axes, int64_t dpn, int64_t *g)
+{
+    int64_t mstride[SMOE_MAX_AXES], size = 1;
+    for (int a = m->n - 1; a >= 0; a--) {
+        mstride[a] = size;
+        size *= m->size[a];
+    }
+    int used[SMOE_MAX_AXES] = { 0 };
+    for (int i = 0; i < axes->n; i++) {
+        int a = smoe_mesh_find(m, axes->ax[i]);
+        if (a >= 0 && m->size[a] > 1)
+            used[a] = 1;
+    }
+    int64_t stride[SMOE_MAX_AXES], sz[SMOE_MAX_AXES], rest[SMOE_MAX_AXES + 1];
+    int n = 0;
+    for (int a = 0; a < m->n; a++) /* mesh order: strides descending */
+        if (used[a]) {
+            stride[n] = mstride[a];
+            sz[n++] = m->size[a];
+        }
+    rest[n] = 1;
+    for (int i = n - 1; i >= 0; i--)
+        rest[i] = rest[i + 1] * sz[i];
+    *g = rest[0];
+    return (double)below(stride, sz, rest, n, 0, dpn);
 }
 
 /* Members of the group over `axes` that share device 0's node. */
 static double local_members(const cost *c, const smoe_axes *axes, int64_t *g)
 {
-    const smoe_mesh *m = c->mesh;
-    int idx[SMOE_MAX_ENTRY];
-    int64_t stride[SMOE_MAX_AXES], size = 1;
-    for (int a = m->n - 1; a >= 0; a--) {
-        stride[a] = size;
-        size *= m->size[a];
-    }
-    int n = 0;
-    int64_t total = 1;
-    for (int i = 0; i < axes->n; i++) {
-        int a = smoe_mesh_find(m, axes->ax[i]);
-        if (a < 0 || m->size[a] <= 1)
-            continue;
-        idx[n++] = a;
-        total *= m->size[a];
-    }
-    *g = total;
-    int64_t local = 0, dpn = (int64_t)c->hw->devices_per_node;
-    for (int64_t j = 0; j < total; j++) {
-        int64_t r = 0, x = j;
-        for (int i = n - 1; i >= 0; i--) {
-            r += (x % m->size[idx[i]]) * stride[idx[i]];
-            x /= m->size[idx[i]];
-        }
-        local += r < dpn;
-    }
-    return (double)local;
+    return sim_local_members(c->mesh, axes, (int64_t)c->hw->devices_per_node, g);
 }
 
 /* A collective moving `bytes` per device into (or out of) it over `axes`.
@@ -104,9 +129,9 @@ static double coll(const cost *c, const smoe_axes *axes, double bytes, double bw
 /* Gather stages of one plan entry: one per gathered dim, the buffer
  * growing stage by stage. */
 static double gather_time(const cost *c, const smoe_gather *g, const smoe_axes *stage_axes,
-                          int residual)
+                          int residual, double scale)
 {
-    double local = (double)g->bytes_in, t = 0;
+    double local = (double)g->bytes_in * scale, t = 0;
     for (int d = 0; d < g->rank; d++) {
         const smoe_axes *ax = residual ? &stage_axes[d] : &g->axes[d];
         if (!ax->n)
@@ -178,7 +203,10 @@ static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shap
     /* the attention core: FLOPs at the matmul rate; scores are kept on
      * chip (flash) on accelerators, materialised on cpu */
     double scores = strcmp(c->hw->kind, "cpu") == 0 ? B * H * S * S * 3 : 0;
-    att += fmax(attn_core / rate(c, S, S, 128), scores * c->ab / c->ew) + c->overhead;
+    if (c->eff > 0)
+        att += attn_core / (rate(c, S, S, 128) * c->eff) + c->overhead;
+    else
+        att += fmax(attn_core / rate(c, S, S, 128), scores * c->ab / c->ew) + c->overhead;
     double pre = att + ew(c, elem, 1), expt = 0, post = 0;
     if (!k->moe) {
         pre += 2 * mm(c, T, E, (double)d->mlp, wb) + mm(c, T, (double)d->mlp, E, wb) +
@@ -206,6 +234,10 @@ static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shap
     k->bwd_pre = pre * (2 + recompute);
     k->bwd_exp = expt * (2 + recompute);
     k->bwd_post = post * (2 + recompute);
+    k->bwd_full_pre = pre * 3; /* MaxText's prefetch path always remats fully */
+    k->bwd_full_exp = expt * 3;
+    k->bwd_full_post = post * 3;
+    k->recompute = recompute;
     /* activations: the layer input is always kept; the rest per policy */
     double inner = T * (E * 6 + H * (double)(d->qk_nope + d->qk_rope + d->v_head) * 3 +
                         (k->moe ? (double)d->topk * (E * 2 + (double)d->moe_mlp * 3) +
@@ -214,6 +246,7 @@ static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shap
     if (strcmp(c->hw->kind, "cpu") == 0)
         inner += B * H * S * S; /* attention probabilities */
     k->act_peak = inner * c->ab;
+    k->act_input = T * E * c->ab;
     k->act_saved = T * E * c->ab +
                    (sh->remat == SMOE_REMAT_NONE ? inner * c->ab
                     : sh->remat == SMOE_REMAT_DOTS ? inner * c->ab * 0.6 : 0);
@@ -226,6 +259,7 @@ static smoe_status add_weight(sim_kind *k, const sim_w *w, smoe_err *err)
                             SMOE_SIM_MAX_WEIGHTS);
     k->w[k->nw++] = *w;
     k->bytes += w->bytes;
+    k->bytes_stored += w->bytes_stored;
     return SMOE_OK;
 }
 
@@ -239,6 +273,10 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         return s;
     if (sh->batch < 1 || sh->seq < 1)
         return smoe_err_set(err, SMOE_EINVAL, "the batch and sequence length must be >= 1");
+    if (d.experts > 0 && d.topk > d.experts) /* as smoe train refuses it */
+        return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "num_experts_per_tok"),
+                           "num_experts_per_tok = %lld exceeds num_experts = %lld",
+                           (long long)d.topk, (long long)d.experts);
     smoe_sim_model *m = smoe_calloc(1, sizeof *m);
     if (!m)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
@@ -254,7 +292,16 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     c.hbm = hw->hbm_bandwidth / hw->devices_per_chip;
     c.ew = hw->elementwise_bandwidth > 0 ? hw->elementwise_bandwidth / hw->devices_per_chip
                                          : c.hbm;
-    c.ab = hw->compute_bytes;
+    /* dtype sizes: the shape's (smoe_sim_dtypes), else bf16 compute and
+     * fp32 gradients and moments */
+    const double wbytes = (double)plan->dtype_bytes;
+    c.ab = sh->compute_bytes > 0 ? sh->compute_bytes : hw->compute_bytes > 0 ? hw->compute_bytes : 2;
+    const double gbytes = sh->grad_bytes > 0 ? sh->grad_bytes : 4;
+    const double mom = sh->no_moments ? 0
+                       : (sh->mu_bytes > 0 ? sh->mu_bytes : 4) + (sh->nu_bytes > 0 ? sh->nu_bytes : 4);
+    const double cast = c.ab / wbytes; /* gathered in the compute dtype / stored */
+    c.eff = hw->compute_efficiency;
+    m->compute_bytes = c.ab;
     c.overhead = hw->op_overhead;
     c.ici = hw->ici_bandwidth / 2 / hw->devices_per_chip;
     c.dcn = hw->dcn_bandwidth / hw->devices_per_chip;
@@ -300,26 +347,33 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     for (int i = 0; i < plan->n; i++) {
         const smoe_weight *w = &plan->w[i];
         if (w->kind == SMOE_ENTRY_PARAM) {
-            double shard = (double)w->gather.bytes_in * (double)w->layers / (double)plan->dtype_bytes;
-            m->mem_params += shard * plan->dtype_bytes;
-            m->mem_grads += shard * plan->dtype_bytes;
-            m->mem_optimizer += shard * (plan->dtype_bytes + 4); /* mu, nu in fp32 */
+            double shard = (double)w->gather.bytes_in * (double)w->layers / wbytes;
+            m->mem_params += shard * wbytes;
+            m->mem_grads += shard * gbytes;
+            m->mem_optimizer += shard * mom;
+            m->shard_elems += shard;
         }
         if (w->kind != SMOE_ENTRY_PARAM)
             continue;
         sim_w x;
         memset(&x, 0, sizeof x);
         x.name = w->path;
-        x.pre_s = gather_time(&c, &w->gather, NULL, 0);
-        x.pre_legacy_s = gather_time(&c, &w->legacy, NULL, 0);
+        /* gathered cast to the compute dtype (XLA's scan, smoe's runtime),
+         * or as stored (MaxText's prefetch path) */
+        x.pre_s = gather_time(&c, &w->gather, NULL, 0, cast);
+        x.pre_stored_s = gather_time(&c, &w->gather, NULL, 0, 1);
+        x.routed = is_routed(w);
+        x.pre_legacy_s = gather_time(&c, &w->legacy, NULL, 0, 1);
         /* legacy residual: gathered after the FSDP stages */
         {
             smoe_gather tmp = w->legacy;
             tmp.bytes_in = w->legacy.bytes_out;
-            x.res_legacy_s = gather_time(&c, &tmp, w->legacy.residual, 1);
+            x.res_legacy_s = gather_time(&c, &tmp, w->legacy.residual, 1, 1);
         }
-        x.rs_s = x.pre_s + allreduce_time(&c, &w->gather);
-        x.bytes = (double)w->gather.bytes_out;
+        /* the gradient of the stored parameter, reduced in its dtype */
+        x.rs_s = x.pre_stored_s + allreduce_time(&c, &w->gather);
+        x.bytes = (double)w->gather.bytes_out * cast;
+        x.bytes_stored = (double)w->gather.bytes_out;
         if (!w->prefetch) {
             m->top_gather_s += x.pre_s;
             m->top_rs_s += x.rs_s;
@@ -353,6 +407,11 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         else
             m->k[1].a2a_s = coll(&c, &expert_ax, rows_bytes * (double)(g - 1) / (double)g, a2a_bw);
     }
+    /* dispatch and combine (sort, permute) of the routed rows on the
+     * collective engines: each moves T * topk rows once per pass */
+    if (hw->permute_bandwidth > 0 && d.experts > 0)
+        m->k[1].permute_s = 2 * T * (double)d.topk * (double)d.moe_in * c.ab /
+                            (hw->permute_bandwidth / hw->devices_per_chip);
     /* embedding lookup, the head (forward + backward), the optimizer */
     double V = (double)d.vocab, E = (double)d.emb;
     m->embed_fwd_s = ew(&c, T * E, 2);
@@ -363,8 +422,8 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         m->embed_fwd_s *= hw->compute_scale;
         m->embed_bwd_s *= hw->compute_scale;
     }
-    double local_params = m->mem_params / plan->dtype_bytes;
-    m->optimizer_s = local_params * 28 / c.ew; /* p, g, m, v read; p, m, v written, fp32 */
+    /* AdamW reads p, g, mu, nu and writes p, mu, nu */
+    m->optimizer_s = m->shard_elems * (2 * wbytes + gbytes + 2 * mom) / c.ew;
     *out = m;
     return SMOE_OK;
 }
@@ -392,4 +451,22 @@ int smoe_sim_model_has_kind(const smoe_sim_model *m, int kind)
         if (m->kind_of[l] == kind)
             return 1;
     return 0;
+}
+
+void smoe_sim_model_set_compute(smoe_sim_model *m, int kind, double fwd, double bwd)
+{
+    sim_kind *k = &m->k[kind];
+    double f = k->fwd_pre + k->fwd_exp + k->fwd_post;
+    double b = k->bwd_pre + k->bwd_exp + k->bwd_post;
+    double bf = k->bwd_full_pre + k->bwd_full_exp + k->bwd_full_post;
+    if (fwd >= 0) {
+        double s = f > 0 ? fwd / f : 0;
+        k->fwd_pre = f > 0 ? k->fwd_pre * s : fwd, k->fwd_exp *= s, k->fwd_post *= s;
+    }
+    if (bwd >= 0) {
+        double s = b > 0 ? bwd / b : 0, sf = bf > 0 ? bwd / bf : 0;
+        k->bwd_pre = b > 0 ? k->bwd_pre * s : bwd, k->bwd_exp *= s, k->bwd_post *= s;
+        k->bwd_full_pre = bf > 0 ? k->bwd_full_pre * sf : bwd;
+        k->bwd_full_exp *= sf, k->bwd_full_post *= sf;
+    }
 }

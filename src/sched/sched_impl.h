@@ -11,8 +11,11 @@ typedef struct sim_w {
     double pre_s;        /* co-axis gather (all stages) */
     double pre_legacy_s; /* legacy: the FSDP stages, prefetched */
     double res_legacy_s; /* legacy: the residual co-axes, at use */
-    double rs_s;         /* gradient reduce-scatter + all-reduce */
-    double bytes;        /* gathered buffer */
+    double pre_stored_s; /* the same gather in the stored dtype */
+    double rs_s;         /* gradient reduce-scatter + all-reduce (stored dtype) */
+    double bytes;        /* gathered buffer, compute dtype */
+    double bytes_stored; /* gathered buffer, stored dtype */
+    int routed;          /* a routed expert's weight: used by the experts phase */
 } sim_w;
 
 /* A layer kind (dense or MoE). Compute is split around the expert
@@ -24,9 +27,14 @@ typedef struct sim_kind {
     sim_w w[SMOE_SIM_MAX_WEIGHTS];
     double fwd_pre, fwd_exp, fwd_post;
     double bwd_pre, bwd_exp, bwd_post; /* with rematerialisation */
+    double bwd_full_pre, bwd_full_exp, bwd_full_post; /* with full remat */
+    double recompute;                  /* forward passes recomputed in the backward */
     double a2a_s;                      /* one expert exchange */
+    double permute_s;                  /* dispatch + combine of one forward pass */
     double bytes;                      /* gathered bytes of the layer */
+    double bytes_stored;               /* the same in the stored dtype */
     double act_saved;                  /* bytes kept per layer for the backward */
+    double act_input;                  /* the layer input alone */
     double act_peak;                   /* transient bytes of one layer's backward */
 } sim_kind;
 
@@ -42,8 +50,15 @@ struct smoe_sim_model {
     double embed_fwd_s, embed_bwd_s, head_s;
     double optimizer_s;
     double mem_params, mem_grads, mem_optimizer;
+    double shard_elems;   /* parameter elements on this device */
+    double compute_bytes; /* activation element size */
     int use_compute; /* collectives are CPU work (cpu profiles) */
     double skew;     /* a sync point's wait for the last rank (cpu profiles) */
 };
+
+/* Members of the group over `axes` (each once, size-1 axes ignored) whose
+ * device index is below dpn, i.e. on device 0's node; *g = the group size.
+ * Closed form, O(mesh axes). */
+double sim_local_members(const smoe_mesh *m, const smoe_axes *axes, int64_t dpn, int64_t *g);
 
 #endif

@@ -33,6 +33,11 @@ typedef struct sim {
     double comp, geng, aeng_own, reng_own;
     double *aeng, *reng; /* expert exchanges, reductions */
     double *gend;  /* (2L) prefetched gathers of a unit done */
+    double *gend_exp; /* (2L) the same for its routed experts' weights (split) */
+    int split;     /* each op waits only for its own weights (XLA's dataflow):
+                      the experts phase for the routed weights, the rest for
+                      the others; smoe's runtime waits for the whole layer */
+    int mx;        /* MaxText's prefetch family */
     mev *ev;
     int nev, cap;
     double *busy0, *busy1; /* comm intervals (cpu profiles) */
@@ -137,8 +142,11 @@ static double urgent(sim *x, double t, double dur, int lane, const char *name)
         x->qs[j] = fmax(x->qs[j], cur);
         x->qe[j] = x->qs[j] + d;
         cur = x->qe[j];
-        if (x->qu[j] >= 0 && x->qe[j] > x->gend[x->qu[j]])
-            x->gend[x->qu[j]] = x->qe[j];
+        if (x->qu[j] >= 0) { /* a gather: 2 x unit + routed */
+            double *ge = (x->qu[j] & 1 ? x->gend_exp : x->gend) + (x->qu[j] >> 1);
+            if (x->qe[j] > *ge)
+                *ge = x->qe[j];
+        }
     }
     if (x->nq < x->capq) { /* insert at i */
         memmove(x->qs + i + 1, x->qs + i, sizeof(double) * (size_t)(x->nq - i));
@@ -180,7 +188,37 @@ static int level_of(const sim *x, int kind, int w)
 
 static double pre_time(const sim *x, const sim_w *w)
 {
-    return x->s->legacy ? w->pre_legacy_s : w->pre_s;
+    return x->s->legacy ? w->pre_legacy_s : x->mx ? w->pre_stored_s : w->pre_s;
+}
+
+/* Gathered bytes of a weight and of a layer: as stored on MaxText's path
+ * (and the legacy plan, which is that path before the fix), else cast. */
+static double w_bytes(const sim *x, const sim_w *w)
+{
+    return x->s->legacy || x->mx ? w->bytes_stored : w->bytes;
+}
+
+static double k_bytes(const sim *x, const sim_kind *k)
+{
+    return x->s->legacy || x->mx ? k->bytes_stored : k->bytes;
+}
+
+/* MaxText's issue points (fsdp_prefetch.py): at the step's start (a
+ * stack's first forward gather), one layer ahead, fenced (a stack's first
+ * backward gather: issued when the stack's incoming gradient exists) or
+ * together with the fenced one (the stack's second backward layer). */
+enum { MX_START, MX_AHEAD, MX_FENCED, MX_WITH_FENCED };
+
+static int mx_point(const smoe_sim_model *m, int u)
+{
+    if (u < m->L)
+        return u == 0 || m->kind_of[u - 1] != m->kind_of[u] ? MX_START : MX_AHEAD;
+    int l = 2 * m->L - 1 - u;
+    int first = l == m->L - 1 || m->kind_of[l + 1] != m->kind_of[l];
+    if (first)
+        return MX_FENCED;
+    int up_first = l + 1 == m->L - 1 || m->kind_of[l + 2] != m->kind_of[l + 1];
+    return up_first ? MX_WITH_FENCED : MX_AHEAD;
 }
 
 /* Issue fraction `frac` of weight w of unit u at time t. The first gather
@@ -192,16 +230,34 @@ static void issue(sim *x, int u, int w, double frac, double t)
     if (x->gend[u] == 0 && dur > 0)
         dur += x->m->skew;
     x->r.gather_busy_s += dur;
-    double end = engine_u(x, &x->geng, t, dur, LANE_GATHER, k->w[w].name, u);
-    if (end > x->gend[u])
-        x->gend[u] = end;
-    mem(x, t, k->w[w].bytes * frac);
+    int exp = x->split && k->w[w].routed;
+    double end = engine_u(x, &x->geng, t, dur, LANE_GATHER, k->w[w].name, 2 * u + exp);
+    double *ge = exp ? &x->gend_exp[u] : &x->gend[u];
+    if (end > *ge)
+        *ge = end;
+    mem(x, t, w_bytes(x, &k->w[w]) * frac);
+}
+
+/* Issue all of unit u's weights at t: those the layer uses first (the
+ * non-routed ones) ahead of the routed experts'. */
+static void issue_unit(sim *x, int u, double t)
+{
+    const sim_kind *k = &x->m->k[x->m->kind_of[unit_layer(x->m, u)]];
+    for (int routed = 0; routed < 2; routed++)
+        for (int w = 0; w < k->nw; w++)
+            if (k->w[w].routed == routed)
+                issue(x, u, w, 1, t);
 }
 
 /* At the start of unit k's compute: prefetches whose issue point it is. */
 static void issue_ahead(sim *x, int k, double t)
 {
     const smoe_sim_model *m = x->m;
+    if (x->mx) {
+        if (k + 1 < 2 * m->L && mx_point(m, k + 1) == MX_AHEAD)
+            issue_unit(x, k + 1, t);
+        return;
+    }
     for (int d = 1; d <= SMOE_SIM_MAX_LEVEL / 4; d++) {
         int u = k + d;
         if (u >= 2 * m->L)
@@ -225,26 +281,72 @@ static int cmp_mev(const void *a, const void *b)
 
 /* One unit: gathers, residual gathers (legacy), compute around the expert
  * exchange, and in the backward the gradient reductions. */
+/* Wait from `ready` until `until` for gathers (exposed). */
+static double wait_gathers(sim *x, double ready, double until, const char *name)
+{
+    if (until <= ready)
+        return ready;
+    x->r.exposed_gather_s += until - ready;
+    span(x, LANE_WAIT, name, ready, until);
+    return until;
+}
+
+/* The backward's gradients of a layer whose compute ran [start, end]. */
+static void reduce(sim *x, const sim_kind *k, double start, double end)
+{
+    if (x->mx) { /* dW(k) whole, as stored, until its reduce-scatter ends */
+        double rs_end = end;
+        mem(x, end, k->bytes_stored);
+        for (int w = 0; w < k->nw; w++)
+            rs_end = engine(x, x->reng, end, k->w[w].rs_s, LANE_COMM, "reduce-scatter");
+        mem(x, rs_end, -k->bytes_stored);
+    } else if (x->s->stream_grads) {
+        /* XLA's scan: weight w's gradient appears after (w + 1) / nw of the
+         * layer's backward and is reduce-scattered from then */
+        for (int w = 0; w < k->nw; w++) {
+            double p = start + (end - start) * (w + 1) / k->nw;
+            double e = engine(x, x->reng, p, k->w[w].rs_s, LANE_COMM, "reduce-scatter");
+            mem(x, p, k->w[w].bytes_stored);
+            mem(x, e, -k->w[w].bytes_stored);
+        }
+    } else { /* smoe's runtime: the layer's gradients from its start */
+        double rs_end = end;
+        mem(x, start, k->bytes);
+        for (int w = 0; w < k->nw; w++)
+            rs_end = engine(x, x->reng, end, k->w[w].rs_s, LANE_COMM, "reduce-scatter");
+        mem(x, rs_end, -k->bytes);
+    }
+}
+
+/* One unit: gathers, residual gathers (legacy), compute around the expert
+ * exchange, and in the backward the gradient reductions. */
 static void run_unit(sim *x, int u)
 {
     const smoe_sim_model *m = x->m;
     int l = unit_layer(m, u), bwd = u >= m->L;
     const sim_kind *k = &m->k[m->kind_of[l]];
     double ready = x->comp;
-    for (int w = 0; w < k->nw; w++) { /* what was not prefetched */
-        int lv = level_of(x, m->kind_of[l], w);
-        double pre = lv > 0 && (u - ((lv - 1) / 4 + 1)) >= 0 ? (double)((lv - 1) % 4 + 1) / 4 : 0;
-        if (lv > 0 && u < (lv - 1) / 4 + 1) /* inside the first window */
-            pre = (double)((lv - 1) % 4 + 1) / 4;
-        if (pre < 1)
-            issue(x, u, w, 1 - pre, ready);
+    if (x->mx) {
+        if (mx_point(m, u) == MX_FENCED) { /* behind the stack's incoming gradient */
+            issue_unit(x, u, ready);
+            if (u + 1 < 2 * m->L && mx_point(m, u + 1) == MX_WITH_FENCED)
+                issue_unit(x, u + 1, ready);
+        }
+    } else {
+        for (int routed = 0; routed < 2; routed++)
+            for (int w = 0; w < k->nw; w++) { /* what was not prefetched */
+                if (k->w[w].routed != routed)
+                    continue;
+                int lv = level_of(x, m->kind_of[l], w);
+                double pre = lv > 0 && (u - ((lv - 1) / 4 + 1)) >= 0
+                                 ? (double)((lv - 1) % 4 + 1) / 4 : 0;
+                if (lv > 0 && u < (lv - 1) / 4 + 1) /* inside the first window */
+                    pre = (double)((lv - 1) % 4 + 1) / 4;
+                if (pre < 1)
+                    issue(x, u, w, 1 - pre, ready);
+            }
     }
-    double have = fmax(ready, x->gend[u]);
-    if (have > ready) {
-        x->r.exposed_gather_s += have - ready;
-        span(x, LANE_WAIT, "wait gathers", ready, have);
-    }
-    x->comp = have;
+    x->comp = wait_gathers(x, ready, x->gend[u], "wait gathers");
     if (x->s->legacy) { /* the second, un-prefetched gather before use */
         double res = 0;
         for (int w = 0; w < k->nw; w++)
@@ -258,29 +360,68 @@ static void run_unit(sim *x, int u)
     }
     double start = x->comp;
     issue_ahead(x, u, start);
-    if (bwd)
-        mem(x, start, k->bytes); /* the layer's gradients */
+    int full = x->mx; /* MaxText's path rematerialises fully */
+    double c_pre = !bwd ? k->fwd_pre : full ? k->bwd_full_pre : k->bwd_pre;
+    double c_exp = !bwd ? k->fwd_exp : full ? k->bwd_full_exp : k->bwd_exp;
+    double c_post = !bwd ? k->fwd_post : full ? k->bwd_full_post : k->bwd_post;
+    /* dispatch + combine: once per forward, again per recompute and for
+     * the backward's transposes; half with each exchange */
+    double perm = k->permute_s * (!bwd ? 1 : 1 + (full ? 1 : k->recompute)) / 2;
     snprintf(x->name, sizeof x->name, "%s L%d %s", bwd ? "bwd" : "fwd", l, k->moe ? "moe" : "dense");
-    double t = compute(x, start, bwd ? k->bwd_pre : k->fwd_pre, x->name);
-    if (k->moe && k->a2a_s > 0) {
-        for (int half = 0; half < 2; half++) {
-            double a0 = t, a1 = exchange(x, t, k->a2a_s + x->m->skew);
-            x->r.a2a_s += a1 - a0;
-            x->comp = fmax(x->comp, a1);
-            t = compute(x, a1, half == 0 ? (bwd ? k->bwd_exp : k->fwd_exp)
-                                          : (bwd ? k->bwd_post : k->fwd_post),
-                        half == 0 ? "experts" : "combine");
+    double t;
+    if (bwd && x->split) {
+        /* XLA's backward in op order: the recomputed forward (pre, experts,
+         * combine, each exchange carrying a dispatch or combine), then the
+         * transposes in reverse (combine, experts, pre) at 2x the forward;
+         * the routed weights are first needed by the experts' recompute
+         * (or, without recompute, by their backward) */
+        double rc = full ? 1 : k->recompute;
+        const char *nm[3] = { x->name, "experts", "combine" };
+        /* the passes follow the forward's phases, scaled so that they sum
+         * to the backward's total (1 unless a profile set it) */
+        double fsum = k->fwd_pre + k->fwd_exp + k->fwd_post, bsum = c_pre + c_exp + c_post;
+        double sc = fsum > 0 ? bsum / ((rc + 2) * fsum) : 1;
+        double fw[3] = { k->fwd_pre * sc, k->fwd_exp * sc, k->fwd_post * sc };
+        t = start;
+        int waited = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            double f = pass == 0 ? rc : 2;
+            if (f <= 0)
+                continue;
+            for (int j = 0; j < 3; j++) {
+                int ph = pass == 0 ? j : 2 - j; /* 0 pre, 1 experts, 2 combine */
+                if (ph == 1 && !waited) {
+                    t = x->comp = wait_gathers(x, t, x->gend_exp[u], "wait expert gathers");
+                    waited = 1;
+                }
+                if (j > 0 && k->moe && k->a2a_s + k->permute_s > 0) {
+                    double a1 = exchange(x, t, k->a2a_s + k->permute_s / 2 + x->m->skew);
+                    x->r.a2a_s += a1 - t;
+                    t = x->comp = fmax(x->comp, a1);
+                }
+                if (fw[ph] > 0 || ph == 0)
+                    t = compute(x, t, fw[ph] * f, nm[ph]);
+            }
         }
-    } else if (k->moe) {
-        t = compute(x, t, (bwd ? k->bwd_exp + k->bwd_post : k->fwd_exp + k->fwd_post), "experts");
+    } else {
+        t = compute(x, start, c_pre, x->name);
+        if (k->moe && k->a2a_s + perm > 0) {
+            for (int half = 0; half < 2; half++) {
+                double a0 = t, a1 = exchange(x, t, k->a2a_s + perm + x->m->skew);
+                x->r.a2a_s += a1 - a0;
+                x->comp = fmax(x->comp, a1);
+                if (half == 0)
+                    a1 = x->comp = wait_gathers(x, a1, x->gend_exp[u], "wait expert gathers");
+                t = compute(x, a1, half == 0 ? c_exp : c_post, half == 0 ? "experts" : "combine");
+            }
+        } else if (k->moe) {
+            t = x->comp = wait_gathers(x, t, x->gend_exp[u], "wait expert gathers");
+            t = compute(x, t, c_exp + c_post, "experts");
+        }
     }
-    mem(x, t, -k->bytes); /* the gathered weights */
-    if (bwd) {
-        double rs_end = t;
-        for (int w = 0; w < k->nw; w++)
-            rs_end = engine(x, x->reng, t, k->w[w].rs_s, LANE_COMM, "reduce-scatter");
-        mem(x, rs_end, -k->bytes);
-    }
+    mem(x, t, -k_bytes(x, k)); /* the gathered weights */
+    if (bwd)
+        reduce(x, k, start, t);
 }
 
 smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_sim_result *r,
@@ -294,8 +435,9 @@ smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_
     /* engines: with one collective engine everything queues on it; with
      * two, exchanges share one with the reductions; with three or more each
      * kind has its own. A shared schedule puts the gathers on the
-     * exchanges' engine (no dedicated gather engine). */
-    int engines = (int)m->hw.collective_engines;
+     * exchanges' engine (no dedicated gather engine). A profile gives the
+     * engines per chip; a device has its share. */
+    int engines = (int)(m->hw.collective_engines / fmax(1, m->hw.devices_per_chip));
     if (engines <= 1) {
         x.aeng = x.reng = &x.geng;
     } else {
@@ -308,11 +450,14 @@ smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_
         }
     }
     x.prio = x.aeng == &x.geng && strcmp(m->hw.kind, "cpu") != 0; /* smoe's runtime is FIFO */
+    x.split = strcmp(m->hw.kind, "cpu") != 0;
+    x.mx = s->family == SMOE_SCHED_MAXTEXT;
     int nu = 2 * m->L;
-    x.cap = nu * (2 * SMOE_SIM_MAX_WEIGHTS + 4) + 16;
+    x.cap = nu * (4 * SMOE_SIM_MAX_WEIGHTS + 8) + 16;
     x.capbusy = m->use_compute ? nu * (2 * SMOE_SIM_MAX_WEIGHTS + 4) + 16 : 0;
     x.ev = smoe_malloc(sizeof *x.ev * (size_t)x.cap);
-    x.gend = smoe_calloc((size_t)nu, sizeof *x.gend);
+    x.gend = smoe_calloc(2 * (size_t)nu, sizeof *x.gend);
+    x.gend_exp = x.gend ? x.gend + nu : NULL;
     x.busy0 = x.capbusy ? smoe_malloc(sizeof(double) * 2 * (size_t)x.capbusy) : NULL;
     x.busy1 = x.busy0 ? x.busy0 + x.capbusy : NULL;
     {
@@ -340,7 +485,10 @@ smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_
     double top = engine(&x, &x.geng, 0, m->top_gather_s, LANE_GATHER, "top-level weights");
     x.r.gather_busy_s += m->top_gather_s;
     mem(&x, 0, m->top_bytes);
-    for (int u = 0; u < nu; u++) {
+    for (int u = 0; x.mx && u < nu; u++)
+        if (mx_point(m, u) == MX_START)
+            issue_unit(&x, u, 0);
+    for (int u = 0; !x.mx && u < nu; u++) {
         int kind = m->kind_of[unit_layer(m, u)];
         for (int w = 0; w < m->k[kind].nw; w++) {
             int lv = level_of(&x, kind, w);
@@ -381,7 +529,7 @@ smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_
     }
     double act = 0, act_peak = 0;
     for (int l = 0; l < m->L; l++) {
-        act += m->k[m->kind_of[l]].act_saved;
+        act += x.mx ? m->k[m->kind_of[l]].act_input : m->k[m->kind_of[l]].act_saved;
         act_peak = fmax(act_peak, m->k[m->kind_of[l]].act_peak);
     }
     x.r.mem_params = m->mem_params;

@@ -147,3 +147,18 @@ smoe_status smoe_trace_write(FILE *f, const char *const *fragments, const size_t
         return smoe_err_set(err, SMOE_EIO, "error writing the trace");
     return SMOE_OK;
 }
+
+const char *smoe_trace_name(const smoe_trace *t) { return t->pname; }
+
+int smoe_trace_event(const smoe_trace *t, int64_t i, int *tid, double *t0, double *t1,
+                     const char **name)
+{
+    if (i < 0 || i >= t->n)
+        return -1;
+    const ev *x = &t->e[i];
+    *tid = x->tid;
+    *name = x->name;
+    *t0 = x->meta ? 0 : x->t0 - t->origin;
+    *t1 = x->meta ? 0 : x->t1 - t->origin;
+    return x->meta ? 1 : 0;
+}

@@ -289,7 +289,7 @@ static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe
     /* the cost model at the same shape, without any scale */
     smoe_hw h = *hw;
     h.compute_scale = 0;
-    smoe_sim_shape sh = { mc.batch, mc.seq, SMOE_REMAT_NONE, 4, 0 };
+    smoe_sim_shape sh = { .batch = mc.batch, .seq = mc.seq, .remat = SMOE_REMAT_NONE, .dtype_bytes = 4 };
     smoe_sim_model *sm;
     if ((s = smoe_sim_model_build(cfg, plan, &h, &sh, &sm, err)))
         return s;
