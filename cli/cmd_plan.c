@@ -6,14 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_LEGACY = OPT_COMMON_END, OPT_COMPARE, OPT_ALL, OPT_HELP };
+enum { OPT_LEGACY = OPT_COMMON_END, OPT_COMPARE, OPT_ALL, OPT_HELP, OPT_TOPOLOGY, OPT_WHY };
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: smoe plan [--base FILE] [--model NAME|FILE] [--rules NAME|FILE]\n"
-            "                 [--params FILE] --devices N [--slices N]\n"
-            "                 [--legacy|--compare] [--all] [--dtype-bytes N] [--json]\n"
+            "                 [--params FILE] (--devices N | --topology NAME) [--slices N]\n"
+            "                 [--legacy|--compare] [--all] [--why] [--dtype-bytes N] [--json]\n"
             "                 [KEY=VALUE ...]\n"
             "\n"
             "  --base FILE        base config (default: the bundled configs/base.yml)\n"
@@ -22,10 +22,15 @@ static void usage(FILE *f)
             "  --params FILE      MaxText logical_shardings.json instead of the built-in\n"
             "                     parameter enumeration\n"
             "  --devices N        number of devices (fills one -1 parallelism)\n"
+            "  --topology NAME    a MaxText accelerator name (v5p-256, tpu7x-8, a3, ...):\n"
+            "                     its devices per slice times --slices, as MaxText's\n"
+            "                     accelerator_to_spec_map counts them (v5p-256 is 128)\n"
             "  --slices N         number of slices (DCN axes), default 1\n"
             "  --legacy           show the pre-fix plan (FSDP axes only)\n"
             "  --compare          show co-axis and legacy plans side by side\n"
             "  --all              table rows for optimizer state too (default: params)\n"
+            "  --why              under each weight that is fallback, noop, uneven or\n"
+            "                     leaves a legacy residual, one line saying why\n"
             "  --dtype-bytes N    bytes per element of the stored weights (default 4)\n"
             "  --json             one JSON object (schema in the README)\n"
             "  KEY=VALUE          MaxText config overrides, e.g. ici_expert_parallelism=8\n");
@@ -35,6 +40,8 @@ static const char *status_cell(const smoe_gather *g, char *buf, size_t n)
 {
     if (g->status == SMOE_GATHER_NOOP)
         snprintf(buf, n, "noop");
+    else if (g->uneven)
+        snprintf(buf, n, "uneven %lld", (long long)g->ways);
     else
         snprintf(buf, n, "%s %lld", smoe_gather_status_name(g->status), (long long)g->ways);
     return buf;
@@ -60,7 +67,13 @@ static const char *shape_cell(const int64_t *shape, int rank, char *buf, size_t 
     return buf;
 }
 
-static void print_table(const smoe_plan *p, int mode, int all)
+static void print_why(const char *label, const smoe_gather *g)
+{
+    if (g->reason)
+        printf("    why%s: %s\n", label, g->reason);
+}
+
+static void print_table(const smoe_plan *p, int mode, int all, int why)
 {
     /* mode 0 co-axis, 1 legacy, 2 compare */
     char b1[256], b2[256], b3[256], b4[64], b5[64], b6[64], b7[256];
@@ -92,13 +105,19 @@ static void print_table(const smoe_plan *p, int mode, int all)
                    l->residual_ways > 1 ? dims_cell(l->residual, l->rank, b7, sizeof b7) : "-",
                    cli_fmt_bytes((double)g->bytes_recv, b6, sizeof b6),
                    w->prefetch ? "" : "  (not prefetched)");
+            if (why) {
+                print_why(" (co-axis)", g);
+                print_why(" (legacy)", l);
+            }
         } else {
             printf("%-66s %-18s %-34s %-14s %-34s %-26s %s%s%s\n", name, b2, b3,
                    status_cell(g, b4, sizeof b4), dims_cell(g->axes, g->rank, b1, sizeof b1),
                    dims_cell(g->out, g->rank, b7, sizeof b7),
                    cli_fmt_bytes((double)g->bytes_recv, b6, sizeof b6),
-                   g->indivisible ? "  INDIVISIBLE" : "",
+                   g->indivisible && !g->uneven ? "  INDIVISIBLE" : "",
                    w->prefetch ? "" : "  (not prefetched)");
+            if (why)
+                print_why("", g);
         }
     }
 }
@@ -108,6 +127,8 @@ static void print_summary(const char *title, const smoe_plan_summary *s)
     char b1[64], b2[64], b3[64];
     printf("%s: %d tagged, %d fallback, %d noop (distinct per-layer weights)", title,
            s->tagged, s->fallback, s->noop);
+    if (s->uneven)
+        printf("; %d of the tagged uneven (cannot be prefetched, see --why)", s->uneven);
     if (s->n_ways) {
         printf("; tagged gathers:");
         for (int i = 0; i < s->n_ways; i++)
@@ -150,12 +171,15 @@ int cmd_plan(int argc, char **argv)
         { "legacy", no_argument, 0, OPT_LEGACY },
         { "compare", no_argument, 0, OPT_COMPARE },
         { "all", no_argument, 0, OPT_ALL },
+        { "topology", required_argument, 0, OPT_TOPOLOGY },
+        { "why", no_argument, 0, OPT_WHY },
         { "help", no_argument, 0, OPT_HELP },
         { 0, 0, 0, 0 },
     };
     cli_common c;
     cli_common_init(&c);
-    int mode = 0, all = 0, opt;
+    int mode = 0, all = 0, why = 0, opt;
+    const char *topology = NULL;
     opterr = 0;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -173,6 +197,8 @@ int cmd_plan(int argc, char **argv)
             mode = 2;
             break;
         case OPT_ALL: all = 1; break;
+        case OPT_WHY: why = 1; break;
+        case OPT_TOPOLOGY: topology = optarg; break;
         case 'h':
         case OPT_HELP: usage(stdout); return 0;
         default: {
@@ -184,15 +210,29 @@ int cmd_plan(int argc, char **argv)
         }
     }
     cli_collect_overrides(&c, argc, argv, optind);
+    if (topology) {
+        char where[256];
+        snprintf(where, sizeof where, "argument '--topology %s'", topology);
+        if (c.devices)
+            cli_usage_error(where, "give --devices or --topology, not both");
+        smoe_topology t;
+        smoe_err e;
+        if (smoe_topology_find(topology, &t, &e)) {
+            snprintf(e.where, sizeof e.where, "%s", where);
+            cli_die(&e);
+        }
+        c.devices = t.devices_per_slice * c.slices;
+    }
     if (c.devices == 0)
-        cli_usage_error("argument '--devices'", "is required (the number of devices)");
+        cli_usage_error("argument '--devices'",
+                        "is required (the number of devices), or --topology NAME");
     smoe_config *cfg = cli_load_config(&c);
     smoe_plan *p = cli_build_plan(&c, cfg);
     if (c.json) {
         plan_print_json(stdout, p);
     } else {
         print_header(p);
-        print_table(p, mode, all);
+        print_table(p, mode, all, why);
         printf("\n");
         if (mode != 1)
             print_summary("co-axis plan", &p->coaxis);

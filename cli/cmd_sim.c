@@ -9,6 +9,7 @@
 #include "smoe/sched.h"
 #include "smoe/train.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -466,13 +467,18 @@ int cmd_sim(int argc, char **argv)
             snprintf(where, sizeof where, "argument '--trace %s'", trace_path);
             cli_usage_error(where, "cannot write the file");
         }
-        if (smoe_trace_write(f, frags, lens, nt, &err))
-            cli_die(&err);
-        if (fclose(f) != 0) {
-            char where[300];
-            snprintf(where, sizeof where, "argument '--trace %s'", trace_path);
-            cli_io_error(where, "cannot write the file");
+        char where[300];
+        snprintf(where, sizeof where, "argument '--trace %s'", trace_path);
+        errno = 0;
+        int bad = smoe_trace_write(f, frags, lens, nt, &err) != SMOE_OK;
+        int e = errno;
+        if (fclose(f) != 0 && !bad) {
+            bad = 1;
+            e = errno;
         }
+        errno = e;
+        if (bad)
+            cli_io_error(where, "cannot write the file");
         for (int i = 0; i < n; i++)
             smoe_trace_free(traces[i]);
     }

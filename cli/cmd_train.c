@@ -324,7 +324,7 @@ int cmd_train(int argc, char **argv)
     co.n_overrides = c.n_kv;
     co.use_env = 1;
     smoe_config *cfg;
-    if (smoe_config_load(&co, &cfg, &err))
+    if (smoe_config_load(&co, &cfg, &err) || smoe_train_check_keys(cfg, &err))
         fail(rt, &err);
     smoe_plan_opts po = { c.devices, 1, c.params, 4 };
     smoe_plan *plan;
@@ -333,6 +333,10 @@ int cmd_train(int argc, char **argv)
             snprintf(err.where, sizeof err.where, "%d MPI ranks", smoe_rt_size(rt));
         fail(rt, &err);
     }
+    /* a weight whose prefetch all-gather would get uneven shards */
+    if (smoe_plan_check_even(plan, SMOE_MODE_COAXIS, &err) ||
+        smoe_plan_check_even(plan, SMOE_MODE_LEGACY, &err))
+        fail(rt, &err);
     if (smoe_rt_set_mesh(rt, &plan->mesh, &ro, &err))
         fail(rt, &err);
     smoe_model_cfg mc;

@@ -60,6 +60,11 @@ static cJSON *gather_json(const smoe_gather *g, int prefetch)
     cJSON_AddNumberToObject(o, "residual_ways", (double)g->residual_ways);
     cJSON_AddNumberToObject(o, "residual_bytes_recv", (double)g->residual_bytes_recv);
     cJSON_AddItemToObject(o, "indivisible", ind);
+    cJSON_AddBoolToObject(o, "uneven", g->uneven);
+    if (g->reason)
+        cJSON_AddStringToObject(o, "reason", g->reason);
+    else
+        cJSON_AddNullToObject(o, "reason");
     return o;
 }
 
@@ -69,6 +74,7 @@ static cJSON *summary_json(const smoe_plan_summary *s)
     cJSON_AddNumberToObject(o, "tagged", s->tagged);
     cJSON_AddNumberToObject(o, "fallback", s->fallback);
     cJSON_AddNumberToObject(o, "noop", s->noop);
+    cJSON_AddNumberToObject(o, "uneven", s->uneven);
     cJSON *ways = cJSON_AddObjectToObject(o, "tagged_ways");
     for (int i = 0; i < s->n_ways; i++) {
         char k[32];
@@ -84,6 +90,7 @@ static cJSON *summary_json(const smoe_plan_summary *s)
         cJSON_AddNumberToObject(x, "tagged", k->tagged);
         cJSON_AddNumberToObject(x, "fallback", k->fallback);
         cJSON_AddNumberToObject(x, "noop", k->noop);
+        cJSON_AddNumberToObject(x, "uneven", k->uneven);
         cJSON_AddNumberToObject(x, "tagged_bytes_recv_per_layer", (double)k->tagged_bytes_recv);
         cJSON_AddNumberToObject(x, "fallback_bytes_recv_per_layer", (double)k->fallback_bytes_recv);
         cJSON_AddNumberToObject(x, "residual_bytes_recv_per_layer", (double)k->residual_bytes_recv);

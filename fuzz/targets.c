@@ -284,6 +284,7 @@ smoe_fuzz_fn smoe_fuzz_target(const char *name)
         { "overrides", smoe_fuzz_overrides },
         { "rules", smoe_fuzz_rules },
         { "params_json", smoe_fuzz_params_json },
+        { "manifest", smoe_fuzz_manifest },
     };
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         if (strcmp(k[i].name, name) == 0)

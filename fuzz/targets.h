@@ -30,7 +30,12 @@ int smoe_fuzz_rules(const uint8_t *data, size_t size);
  * entry resolved with deepseek2-16b's rules and planned on 16 devices. */
 int smoe_fuzz_params_json(const uint8_t *data, size_t size);
 
-/* Target by name ("yaml", "overrides", "rules", "params_json"), or NULL. */
+/* checkpoint manifest.json text -> tr_manifest_parse (target_manifest.c),
+ * then its consistency and a write/parse round trip. */
+int smoe_fuzz_manifest(const uint8_t *data, size_t size);
+
+/* Target by name ("yaml", "overrides", "rules", "params_json", "manifest"),
+ * or NULL. */
 smoe_fuzz_fn smoe_fuzz_target(const char *name);
 /* Frees what the targets cache between calls (the rules config). */
 void smoe_fuzz_cleanup(void);

@@ -1,20 +1,20 @@
 #!/bin/sh
 # Fuzz smoe's hostile-input entry points with libFuzzer (+ ASan + UBSan):
 # the YAML loader, the key=value overrides, the logical_axis_rules ->
-# PartitionSpec -> gather-plan pipeline and the --params JSON reader
-# (fuzz/targets.c). Each target runs for SECONDS from its seed corpus
+# PartitionSpec -> gather-plan pipeline, the --params JSON reader and the
+# checkpoint manifest reader (fuzz/targets.c, fuzz/target_manifest.c). Each target runs for SECONDS from its seed corpus
 # (fuzz/corpus/<target>, plus what earlier runs found in
 # build-fuzz/corpus/<target>) with the dictionary fuzz/<target>.dict. Exits non-zero if any target crashed, leaked,
 # hit undefined behaviour or timed out, and prints the reproducer path; replay
 # it with build-fuzz/fuzz/fuzz_<target> FILE, fix the bug, then copy the file
 # to tests/data/fuzz-regress/<target>/ (the fuzz_regress test replays it).
 # usage: scripts/fuzz.sh [SECONDS] [TARGET...]
-#        (default 60 s each; targets yaml overrides rules params_json)
+#        (default 60 s each; targets yaml overrides rules params_json manifest)
 set -eu
 cd "$(dirname "$0")/.."
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-yaml overrides rules params_json}
+targets=${*:-yaml overrides rules params_json manifest}
 ./scripts/deps.sh clang libclang-rt-14-dev
 
 build=build-fuzz

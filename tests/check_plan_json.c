@@ -49,6 +49,20 @@ int main(int argc, char **argv)
                            cJSON_IsObject(cJSON_GetObjectItem(e, "legacy_gather"))
                      : cJSON_IsNull(ga),
                "%s: gather object", g->string);
+        /* the coverage lint: a reason exactly where the weight is fallback,
+         * noop, uneven or leaves a legacy residual */
+        for (int k = 0; param && k < 2; k++) {
+            const cJSON *x = cJSON_GetObjectItem(e, k ? "legacy_gather" : "gather");
+            const cJSON *st = cJSON_GetObjectItem(x, "status");
+            const cJSON *why = cJSON_GetObjectItem(x, "reason");
+            const cJSON *un = cJSON_GetObjectItem(x, "uneven");
+            const cJSON *rw = cJSON_GetObjectItem(x, "residual_ways");
+            int need = !cJSON_IsString(st) || strcmp(st->valuestring, "tagged") != 0 ||
+                       cJSON_IsTrue(un) || (k == 1 && rw && rw->valuedouble > 1);
+            CHECKF(cJSON_IsBool(un) && (need ? cJSON_IsString(why) && why->valuestring[0]
+                                             : cJSON_IsNull(why)),
+                   "%s: %s reason/uneven", g->string, k ? "legacy" : "co-axis");
+        }
     }
     CHECK(cJSON_IsObject(cJSON_GetObjectItem(plan, "summary")));
     cJSON_Delete(plan);

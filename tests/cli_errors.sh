@@ -37,7 +37,17 @@ expect "argument 'custom_mesh_and_rule=nope': unknown rule set" plan --devices 4
 expect "dup_logical.json:6:[0-9]+: .*logical axis 'mlp' is used twice" plan --devices 4 --params "$data/bad/dup_logical.json"
 expect "broken.json:3:[0-9]+: malformed JSON" plan --devices 4 --params "$data/bad/broken.json"
 expect "missing.json: cannot open file" plan --devices 4 --params "$data/bad/missing.json"
+expect "/dev/zero: larger than 128 MiB" plan --devices 4 --params /dev/zero
+expect "dup_key_late.json:4:3: duplicate key '.step'" plan --devices 4 --params "$data/bad/dup_key_late.json"
 expect "argument 'ici_expert_parallelism=four': 'ici_expert_parallelism' must be an integer" plan --devices 4 ici_expert_parallelism=four
+# built-in enumeration: what it does not have is refused by name
+expect "argument 'mtp_num_layers=1': multi-token prediction .* deepseek only" plan --devices 4 mtp_num_layers=1
+expect "argument 'decoder_block=simple': decoder_block 'simple' has no built-in enumeration" plan --devices 4 decoder_block=simple
+expect "argument 'use_multimodal=true': the vision encoder 'none' is not in the built-in enumeration" plan --devices 4 use_multimodal=true
+expect "argument 'use_audio=true': MaxText has no audio encoder for model 'default'" plan --devices 4 use_audio=true
+expect "base.yml:[0-9]+:[0-9]+: decoder_block gemma4_small needs scan_layers=false" plan --devices 4 decoder_block=gemma4_small
+expect "argument 'mhc_expansion_rate=30': mhc_expansion_rate must be >= 1" plan --devices 4 --model deepseek2-16b mhc_expansion_rate=30 enable_mhc_lite=true
+expect "argument 'inhomogeneous_layer_cycle_interval=5': .*divide the number of decoder layers" plan --devices 4 decoder_block=olmo3 inhomogeneous_layer_cycle_interval=5
 expect "argument 'base_emb_dim=1.5': 'base_emb_dim' must be an integer" plan --devices 4 base_emb_dim=1.5
 expect "argument 'no_such_key=1': unknown key 'no_such_key'" plan --devices 4 no_such_key=1
 expect "argument 'ici_expert_parallelism': expected an option or KEY=VALUE" plan --devices 4 ici_expert_parallelism
@@ -51,6 +61,12 @@ expect "argument 'frobnicate': unknown command" frobnicate
 expect "nope.yml: cannot open config file" plan --devices 4 --base "$data/bad/nope.yml"
 expect "argument 'base_emb_dim=4096': 'base_emb_dim' is set by the model file" plan --devices 4 --model deepseek2-16b base_emb_dim=4096
 expect "argument 'logical_axis_rules=\[\[embed\]\]': .*logical axis rule must be" plan --devices 4 "logical_axis_rules=[[embed]]"
+expect "argument '--topology v5p-7': unknown topology 'v5p-7' .*v5p-8" plan --topology v5p-7
+expect "argument '--topology v5p-16': give --devices or --topology" plan --topology v5p-16 --devices 8
+expect "argument 'weight_dtype=float8': 'weight_dtype' must be one of \{bfloat16,float32,float16\}" plan --devices 4 weight_dtype=float8
+expect "argument 'rope_factor=8.5': 'rope_factor' must be an integer" plan --devices 4 rope_factor=8.5
+expect "argument 'logical_axis_rules=\[\[exp, experts\]\]': resource axis 'experts' of the rule for 'exp' is not found in the mesh" plan --devices 64 --model deepseek2-16b ici_fsdp_parallelism=-1 ici_expert_parallelism=4 "logical_axis_rules=[[exp, experts]]"
+expect "rule_missing_axis.yml:3:22: resource axis 'experts' of the rule for 'embed' is not found in the mesh" plan --devices 8 --model "$data/bad/rule_missing_axis.yml" ici_fsdp_parallelism=-1
 
 expect "argument '--hardware nope': no hardware profile" sim --devices 4 --hardware nope
 expect "argument '--scenario nope': no scenario file" sim --scenario nope

@@ -359,6 +359,109 @@ static void test_param_totals(const char *cfgdir)
     }
 }
 
+/* Reasons of the coverage lint, hand-written from the semantics (edge
+ * mesh: fsdp=16 fsdp_transpose=2 context=2 tensor=4 expert=8). */
+static void test_reasons(void)
+{
+    static const struct {
+        const char *spec;
+        int64_t dim0;
+        smoe_gather_mode mode;
+        const char *why; /* NULL: no reason */
+    } k[] = {
+        { "fsdp", 4096, SMOE_MODE_COAXIS, NULL },
+        { "fsdp,expert", 4096, SMOE_MODE_COAXIS, NULL },
+        { "fsdp,expert", 4096, SMOE_MODE_LEGACY,
+          "legacy: 'expert' follows 'fsdp' on layer dim 0 and legacy gathers only "
+          "fsdp/fsdp_transpose (an untagged reshard, then a second all-gather over it)" },
+        { "fsdp,tensor", 4096, SMOE_MODE_COAXIS,
+          "fallback: gathered axes (fsdp) are not the minor-most of layer dim 0 "
+          "('fsdp','tensor')" },
+        { "fsdp,tensor,expert", 4096, SMOE_MODE_COAXIS,
+          "fallback: gathered axes (fsdp,expert) are not the minor-most of layer dim 0 "
+          "('fsdp','tensor','expert')" },
+        { "expert|-|-", 4096, SMOE_MODE_COAXIS,
+          "noop: layer dim 0 is sharded over 'expert', no FSDP axis (fsdp, fsdp_transpose) "
+          "of size > 1 on any dim; nothing to gather" },
+        { "-", 4096, SMOE_MODE_COAXIS, "noop: no axis of size > 1 on any dim (replicated)" },
+        /* 1536 over fsdp x expert = 128: 1536 = 12 x 128, even */
+        { "fsdp,expert|-", 1536, SMOE_MODE_COAXIS, NULL },
+        /* 1000 over 128 shards: uneven (tagged, but shard_map needs even shards) */
+        { "fsdp,expert|-", 1000, SMOE_MODE_COAXIS,
+          "uneven: layer dim 0 (1000) does not divide into its 128 shards over "
+          "('fsdp','expert'); the prefetch all-gather runs in shard_map, which needs even "
+          "shards" },
+        /* an indivisible dim in a fallback: no shard_map, GSPMD pads; the
+         * fallback is the reason */
+        { "fsdp,tensor", 1000, SMOE_MODE_COAXIS,
+          "fallback: gathered axes (fsdp) are not the minor-most of layer dim 0 "
+          "('fsdp','tensor')" },
+    };
+    smoe_mesh m = edge_mesh(4);
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        smoe_pspec s = spec_of(k[i].spec);
+        int64_t shape[SMOE_MAX_RANK];
+        for (int d = 0; d < s.rank; d++)
+            shape[d] = d ? 4096 : k[i].dim0;
+        smoe_gather g;
+        smoe_gather_compute(&s, shape, &m, k[i].mode, 4, &g);
+        char why[512];
+        int has = smoe_gather_reason(&g, k[i].mode, &m, why, sizeof why);
+        if (!k[i].why)
+            CHECKF(!has, "%s (%lld): unexpected reason '%s'", k[i].spec, (long long)k[i].dim0,
+                   why);
+        else
+            CHECKF(has && strcmp(why, k[i].why) == 0, "%s (%lld): reason '%s', expected '%s'",
+                   k[i].spec, (long long)k[i].dim0, why, k[i].why);
+    }
+    smoe_pspec s = spec_of("fsdp,expert|-");
+    int64_t shape[2] = { 1000, 4096 };
+    smoe_gather g;
+    smoe_gather_compute(&s, shape, &m, SMOE_MODE_COAXIS, 4, &g);
+    CHECK(g.status == SMOE_GATHER_TAGGED && g.uneven && g.indivisible == 1u);
+}
+
+/* DeepSeek-V3 on 1024 devices (fsdp=128, expert=8): wq_b (1536) and wkv_b
+ * (512) do not divide by 1024 (the semantics note, 3.4): uneven, with a
+ * reason, counted, and refused by smoe_plan_check_even; every weight that
+ * is fallback, noop, uneven or leaves a legacy residual has its reason. */
+static void test_uneven_plan(const char *cfgdir)
+{
+    const char *ov[] = { "ici_fsdp_parallelism=-1", "ici_expert_parallelism=8" };
+    smoe_plan *p = plan_for(cfgdir, NULL, 1024, ov, 2, "deepseek3-671b");
+    if (!p)
+        return;
+    CHECK_INT(p->coaxis.uneven, 4);
+    const smoe_weight *w = smoe_plan_find(p, "decoder/moe_layers/self_attention/wq_b/kernel");
+    CHECK(w && w->gather.uneven && w->gather.reason &&
+          strncmp(w->gather.reason, "uneven: layer dim 0 (1536)", 26) == 0);
+    smoe_err e;
+    CHECK(smoe_plan_check_even(p, SMOE_MODE_COAXIS, &e) == SMOE_EINVAL);
+    CHECKF(strstr(e.msg, "cannot be prefetched: uneven:") != NULL, "%s", e.msg);
+    smoe_plan_free(p);
+    p = plan_for(cfgdir, NULL, 128, ov, 2, "deepseek3-671b");
+    if (!p)
+        return;
+    CHECK_INT(p->coaxis.uneven, 0);
+    CHECK(smoe_plan_check_even(p, SMOE_MODE_COAXIS, &e) == SMOE_OK);
+    int lint = 0;
+    for (int i = 0; i < p->n; i++) {
+        const smoe_weight *x = &p->w[i];
+        if (!x->has_gather)
+            continue;
+        for (int k = 0; k < 2; k++) {
+            const smoe_gather *g = k ? &x->legacy : &x->gather;
+            int need = g->status != SMOE_GATHER_TAGGED || g->uneven ||
+                       (k && g->residual_ways > 1);
+            CHECKF(need == (g->reason != NULL), "%s: %s reason %s", x->path,
+                   k ? "legacy" : "co-axis", g->reason ? g->reason : "(none)");
+            lint += need;
+        }
+    }
+    CHECKF(lint > 20, "only %d reasons", lint);
+    smoe_plan_free(p);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -370,5 +473,7 @@ int main(int argc, char **argv)
     test_fsdp_only_identical(argv[1]);
     test_golden_summaries(argv[1]);
     test_param_totals(argv[1]);
+    test_reasons();
+    test_uneven_plan(argv[1]);
     return check_report();
 }

@@ -11,9 +11,11 @@ smoe=$2
 cmp=$3
 top=$(cd "$(dirname "$0")/.." && pwd)
 netns="$top/scripts/netns.sh"
+# namespaces of this run alone: a concurrent run (another checkout) uses others
+export SMOE_NETNS="sm$$"
 if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v unshare >/dev/null ||
   ! "$mpiexec" --version 2>/dev/null | grep -Eq "Open MPI|OpenRTE"; then
-  echo "skipped: needs root, iproute2, unshare and Open MPI"
+  echo "skip: needs root, iproute2, unshare and Open MPI"
   exit 77
 fi
 dir=$(mktemp -d)
@@ -23,7 +25,7 @@ cleanup() {
 }
 trap cleanup EXIT
 if ! "$netns" up 2 >"$dir/up.err" 2>&1; then
-  echo "skipped: cannot create network namespaces: $(head -1 "$dir/up.err")"
+  echo "skip: cannot create network namespaces: $(head -1 "$dir/up.err")"
   exit 77
 fi
 pass=0

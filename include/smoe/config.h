@@ -8,8 +8,11 @@
  * with logical_axis_rules merged by MaxText's hand-written rule (an
  * overridden logical name moves to the end), then a custom_mesh_and_rule
  * file replacing mesh_axes / logical_axis_rules / data_sharding wholesale,
- * then the pipeline post-fixups. Every key set by a model file or an
- * override must exist in the base config.
+ * then the pipeline post-fixups. A key must be a field of MaxText's pydantic
+ * MaxTextConfig (the table data/maxtext/config_fields.tsv, types.py at
+ * e591f30) or a key of the base chain (an older MaxText's key); a field's
+ * value is coerced as pydantic's lax mode does (8.0 -> 8 for an int), a
+ * field no file sets takes MaxTextConfig's default.
  *
  * The YAML reader (libyaml) lives in yaml_load.c, the JSON --params reader
  * (cJSON) in params_json.c; nothing else in smoe includes those libraries'
@@ -121,6 +124,22 @@ const char *smoe_config_default_dir(void);
  * know (with the mesh_axes item's location), two -1, product != devices. */
 smoe_status smoe_config_mesh(const smoe_config *c, int64_t devices,
                              int64_t slices, smoe_mesh *out, smoe_err *err);
+
+/* ---- MaxText accelerator names ----
+ * MaxText's accelerator_to_spec_map.py (data/maxtext/topologies.tsv, at
+ * e591f30): v5p-256 -> 128 devices per slice, tpu7x-8 -> 8, a3 -> 8. */
+typedef struct smoe_topology {
+    char name[32];          /* "v5p-256" */
+    char platform[8];       /* tpu | gpu */
+    char topology[32];      /* "v5:4x4x8", "-" for gpu */
+    char chip_config[16];   /* megacore | default | - */
+    int64_t devices_per_slice;
+} smoe_topology;
+/* Look a name up (exact match). SMOE_ENOTFOUND naming some known sizes of
+ * the family otherwise. Thread-safe. */
+smoe_status smoe_topology_find(const char *name, smoe_topology *out, smoe_err *err);
+/* Rows in the table. */
+int smoe_topology_count(void);
 
 /* ---- logical shardings file (--params): MaxText's logical_shardings.json */
 typedef struct smoe_logical_entry {

@@ -113,6 +113,10 @@ smoe_loc smoe_text_loc(const char *file, const char *text, const char *at);
 /* Read a whole file into a NUL-terminated buffer (smoe_free); *len gets
  * its size (may be NULL). SMOE_EIO / SMOE_ENOTFOUND naming the path. */
 smoe_status smoe_read_file(const char *path, char **out, size_t *len, smoe_err *err);
+/* The same, refusing (SMOE_EINVAL, naming the file) one longer than `max`
+ * bytes without reading further: /dev/zero or a huge file fails fast. */
+smoe_status smoe_read_file_max(const char *path, size_t max, char **out, size_t *len,
+                               smoe_err *err);
 
 #ifdef __cplusplus
 }

@@ -2,9 +2,9 @@
  * its FSDP-prefetch gather plan, co-axis and legacy side by side.
  *
  * The parameter inventory comes either from a MaxText logical_shardings.json
- * (--params) or from the built-in enumeration of a model file (deepseek,
- * llama2/mistral, mixtral, qwen3_moe decoder blocks), with MaxText's key
- * strings, shapes and logical axes. Resolution uses the config's rules
+ * (--params) or from the built-in enumeration of a model file (every
+ * decoder block of MaxText's model files; see src/plan/inventory.c), with
+ * MaxText's key strings, shapes and logical axes. Resolution uses the config's rules
  * (Flax semantics, size-1 axes kept: the state sharding). The gather plan
  * follows the change description:
  *   LEGACY: gather only the FSDP axes (fsdp, fsdp_transpose) of a dim; if
@@ -65,7 +65,13 @@ typedef struct smoe_gather {
     int64_t bytes_recv;               /* bytes_out - bytes_in */
     int64_t residual_bytes_recv;      /* second, un-prefetched gather */
     unsigned indivisible;             /* bit d: shape[d] % shards != 0 */
+    int uneven;                       /* TAGGED, but a dim is indivisible: the
+                                         prefetch all-gather runs in shard_map,
+                                         which needs even shards (JAX raises) */
     int n_gathered_dims;              /* dims with axes[d] non-empty */
+    const char *reason;               /* why it is fallback, noop, uneven or
+                                         leaves a legacy residual; NULL for an
+                                         even tagged gather (plan arena) */
 } smoe_gather;
 
 /* One entry of the state tree: a parameter, an optimizer moment, a count. */
@@ -94,6 +100,7 @@ typedef struct smoe_plan_stack {
     int64_t layers;
     int n_weights;        /* per layer */
     int tagged, fallback, noop;
+    int uneven;           /* of the tagged: indivisible, cannot be prefetched */
     int64_t tagged_bytes_recv;    /* per layer, tagged gathers */
     int64_t fallback_bytes_recv;  /* per layer, untagged reshards */
     int64_t residual_bytes_recv;  /* per layer, second un-prefetched gather */
@@ -107,6 +114,7 @@ typedef struct smoe_plan_summary {
     int n_stacks;
     smoe_plan_stack stack[SMOE_MAX_STACKS];
     int tagged, fallback, noop;   /* over all per-layer weights */
+    int uneven;                   /* of the tagged: uneven (see smoe_gather) */
     /* histogram of tagged gather ways: ways[i] happens count[i] times per
      * layer-kind (each distinct per-layer weight counted once) */
     int n_ways;
@@ -160,6 +168,15 @@ smoe_status smoe_inventory_build(const smoe_config *cfg, smoe_arena *a,
 void smoe_gather_compute(const smoe_pspec *spec, const int64_t shape[],
                          const smoe_mesh *m, smoe_gather_mode mode,
                          int dtype_bytes, smoe_gather *out);
+/* The one-line reason of a gather plan computed by smoe_gather_compute in
+ * `mode` (fallback, noop, uneven, legacy residual), written to buf ("layer
+ * dim" counts the per-layer dims, scan dim removed); returns
+ * 0 (buf empty) for an even tagged gather. Pure. */
+int smoe_gather_reason(const smoe_gather *g, smoe_gather_mode mode, const smoe_mesh *m,
+                       char *buf, size_t n);
+/* The first prefetched weight whose gather in `mode` is uneven: an error
+ * naming it and the reason (smoe train refuses such plans); SMOE_OK if none. */
+smoe_status smoe_plan_check_even(const smoe_plan *p, smoe_gather_mode mode, smoe_err *err);
 /* remove_fsdp_from_partition_spec (co-axis form) on a raw spec. */
 void smoe_remove_fsdp_from_spec(const smoe_pspec *in, const smoe_mesh *m,
                                 smoe_pspec *out);

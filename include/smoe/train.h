@@ -125,6 +125,9 @@ typedef struct smoe_train_key {
 #define SMOE_TRAIN_KEY_SIZE 1u
 /* The table of those keys (static storage); *n gets its length. */
 const smoe_train_key *smoe_train_keys(int *n);
+/* Every key of the table that cfg sets, range-checked (SMOE_EINVAL naming
+ * the key and its location): before anything is built from them. */
+smoe_status smoe_train_check_keys(const smoe_config *cfg, smoe_err *err);
 
 /* Run the training on the rank set of rt (smoe_rt_set_mesh done with the
  * plan's mesh). Collective: every rank calls it with the same arguments.

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define MAX_INHERIT 16
@@ -29,6 +30,7 @@ typedef struct loader {
     int n_ov;
     const char *model_file;
     const char *model_where; /* where the model name/file was given */
+    const cfg_fields *fields; /* MaxText's MaxTextConfig fields */
 } loader;
 
 static int file_exists(const char *p) { return access(p, R_OK) == 0; }
@@ -112,17 +114,108 @@ static int type_ok(smoe_scalar_type base, smoe_scalar_type ov)
     return 0;
 }
 
-static smoe_status check_key(loader *L, const char *key, const smoe_node *v,
-                             const char *where, smoe_loc loc, smoe_err *err)
+/* "a,b,c" as a list of plain scalars; "" as an empty list. */
+static const smoe_node *cfg_split_list(smoe_arena *a, const smoe_node *v)
 {
+    int n = v->str[0] ? 1 : 0;
+    for (const char *p = v->str; *p; p++)
+        n += *p == ',';
+    smoe_node *l = smoe_arena_alloc(a, sizeof *l);
+    smoe_node **it = smoe_arena_alloc(a, sizeof *it * (size_t)(n + 1));
+    if (!l || !it)
+        return NULL;
+    memset(l, 0, sizeof *l);
+    l->kind = SMOE_NODE_SEQ;
+    l->loc = v->loc;
+    l->items = it;
+    const char *p = v->str;
+    for (int i = 0; i < n; i++) {
+        size_t len = strcspn(p, ",");
+        char *txt = smoe_arena_strndup(a, p, len);
+        if (!txt || !(it[i] = cfg_scalar(a, txt, v->loc)))
+            return NULL;
+        p += len + (p[len] == ',');
+    }
+    l->n = n;
+    return l;
+}
+
+/* What happens to a value before pydantic's type check: pyconfig's
+ * _prepare_for_pydantic fix-ups, and types.py's one "before" validator
+ * (constant_bound_config: "" -> [], "a,b" -> [a, b] as floats). */
+static const smoe_node *pyconfig_fixup(smoe_arena *a, const char *key, const smoe_node *v)
+{
+    static const char *const empty_is_none[] = {
+        "hf_train_files", "hf_eval_files", "hf_access_token", "hf_name",
+        "hf_data_dir", "hf_eval_split", "tokenizer_path", NULL };
+    static const char *const none_is_empty[] = {
+        "run_name", "dump_hlo_local_module_name", "dump_hlo_module_name", NULL };
+    static const char *const str_to_list[] = {
+        "train_data_columns", "eval_data_columns", "trainable_parameters_mask",
+        "adamw_mask", NULL };
+    smoe_scalar_type t = smoe_node_type(v);
+    int isnone = t == SMOE_T_NULL ||
+                 (v->kind == SMOE_NODE_SCALAR && strcasecmp(v->str, "none") == 0);
+    for (int i = 0; empty_is_none[i]; i++)
+        if (strcmp(key, empty_is_none[i]) == 0 && t == SMOE_T_STR && !v->str[0])
+            return cfg_scalar(a, "null", v->loc);
+    for (int i = 0; none_is_empty[i]; i++)
+        if (strcmp(key, none_is_empty[i]) == 0 && isnone) {
+            smoe_node *n = cfg_scalar(a, "", v->loc);
+            if (n)
+                n->plain = 0;
+            return n;
+        }
+    if (strcmp(key, "constant_bound_config") == 0 && t == SMOE_T_STR)
+        return cfg_split_list(a, v);
+    for (int i = 0; str_to_list[i]; i++)
+        if (strcmp(key, str_to_list[i]) == 0 && t == SMOE_T_STR) {
+            smoe_node *l = smoe_arena_alloc(a, sizeof *l);
+            smoe_node **it = smoe_arena_alloc(a, sizeof *it);
+            if (!l || !it)
+                return NULL;
+            memset(l, 0, sizeof *l);
+            l->kind = SMOE_NODE_SEQ;
+            l->loc = v->loc;
+            l->n = 1;
+            it[0] = (smoe_node *)v;
+            l->items = it;
+            return l;
+        }
+    return v;
+}
+
+/* Validate one key as MaxText does: a MaxTextConfig field gets pydantic's
+ * coercion (*out is the coerced value); a key of the base chain that is no
+ * field (an older MaxText version's key) keeps the base value's type; any
+ * other key is an error. model_name and custom_mesh_and_rule are looked up
+ * as files instead of checked against MaxText's lists of names, so that
+ * smoe's bundled models and a user's own rule files can be named. */
+static smoe_status check_key(loader *L, const char *key, const smoe_node *v,
+                             const char *where, smoe_loc loc,
+                             const smoe_node **out, smoe_err *err)
+{
+    const cfg_field *f = cfg_field_find(L->fields, key);
+    *out = v;
+    if (f && strcmp(key, "model_name") != 0 && strcmp(key, "custom_mesh_and_rule") != 0) {
+        const smoe_node *fx = pyconfig_fixup(L->a, key, v);
+        if (!fx)
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        return cfg_field_coerce(L->a, L->fields, f, fx, where, out, err);
+    }
+    if (f)
+        return SMOE_OK;
     const smoe_node *b = cfg_map_get(&L->base, key);
     if (cfg_map_index(&L->base, key) < 0) {
         if (where)
             return smoe_err_in(err, SMOE_EINVAL, where,
-                               "unknown key '%s': it is not in the base config",
-                               key);
+                               "unknown key '%s': it is no MaxText config field "
+                               "(MaxTextConfig at " SMOE_MAXTEXT_FIELDS_COMMIT
+                               ") and not in the base config", key);
         return smoe_err_at(err, SMOE_EINVAL, loc,
-                           "unknown key '%s': it is not in the base config", key);
+                           "unknown key '%s': it is no MaxText config field "
+                           "(MaxTextConfig at " SMOE_MAXTEXT_FIELDS_COMMIT
+                           ") and not in the base config", key);
     }
     smoe_scalar_type tb = smoe_node_type(b), tv = smoe_node_type(v);
     if (!type_ok(tb, tv)) {
@@ -163,7 +256,8 @@ static smoe_status add_override(loader *L, const char *key, const char *text,
     if ((s = smoe_yaml_load_string(L->a, text, where, &v, err)))
         return s;
     relocate(v, where);
-    if ((s = check_key(L, key, v, where, v->loc, err)))
+    const smoe_node *cv;
+    if ((s = check_key(L, key, v, where, v->loc, &cv, err)))
         return s;
     override *o = NULL;
     for (int i = 0; i < L->n_ov; i++)
@@ -172,7 +266,7 @@ static smoe_status add_override(loader *L, const char *key, const char *text,
     if (!o)
         o = &L->ov[L->n_ov++];
     o->key = key;
-    o->value = v;
+    o->value = cv;
     o->where = where;
     return SMOE_OK;
 }
@@ -302,10 +396,11 @@ static smoe_status load_model(loader *L, const smoe_config_opts *o,
         return smoe_err_at(err, SMOE_EINVAL, root->loc,
                            "a model file must be a mapping of keys to values");
     for (int i = 0; i < root->n; i++) {
+        const smoe_node *cv;
         if ((s = check_key(L, root->keys[i], root->items[i], NULL,
-                           root->key_locs[i], err)))
+                           root->key_locs[i], &cv, err)))
             return s;
-        if (cfg_map_set(L->a, &L->model, root->keys[i], root->items[i]))
+        if (cfg_map_set(L->a, &L->model, root->keys[i], cv))
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     }
     return SMOE_OK;
@@ -393,15 +488,51 @@ static smoe_status merge(loader *L, smoe_err *err)
                          rf ? flag_value(rf->value) : 0, err)))
         return s;
     c->rules = rules;
-    for (int i = 0; i < L->base.n; i++)
-        if (cfg_map_set(L->a, &c->values, L->base.e[i].key, L->base.e[i].value))
+    for (int i = 0; i < L->base.n; i++) {
+        const char *key = L->base.e[i].key;
+        const smoe_node *v = L->base.e[i].value;
+        /* pydantic validates what survives the merge, base values included;
+         * a base value today's MaxTextConfig refuses is kept as written: it
+         * is the default of the (older) MaxText version whose base.yml this
+         * is, which validated it against its own types */
+        const smoe_node *cv = v;
+        if (cfg_map_index(&L->model, key) < 0 && !find_override(L, key) &&
+            (s = check_key(L, key, v, NULL, v->loc, &cv, err)) == SMOE_ENOMEM)
+            return s;
+        v = s == SMOE_OK ? cv : v;
+        if (cfg_map_set(L->a, &c->values, key, v))
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    }
     for (int i = 0; i < L->model.n; i++)
         if (cfg_map_set(L->a, &c->values, L->model.e[i].key, L->model.e[i].value))
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     for (int i = 0; i < L->n_ov; i++)
         if (cfg_map_set(L->a, &c->values, L->ov[i].key, L->ov[i].value))
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    /* fields no file sets take MaxTextConfig's defaults */
+    for (int i = 0; i < cfg_fields_count(L->fields); i++) {
+        const cfg_field *f = cfg_field_at(L->fields, i);
+        if (!f->def || strchr(f->name, '.') || cfg_map_index(&c->values, f->name) >= 0)
+            continue;
+        smoe_node *d;
+        smoe_loc at = { "MaxText default (types.py)", 0, 0 };
+        size_t dl = strlen(f->def);
+        if (f->def[0] == '[' || f->def[0] == '{' ||
+            (f->def[0] == '"' && strchr(f->def, '\\'))) {
+            if ((s = smoe_yaml_load_string(L->a, f->def, at.file, &d, err)))
+                return s;
+            relocate(d, at.file);
+        } else if (f->def[0] == '"' && dl >= 2) { /* a plain JSON string */
+            char *txt = smoe_arena_strndup(L->a, f->def + 1, dl - 2);
+            if (!txt || !(d = cfg_scalar(L->a, txt, at)))
+                return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+            d->plain = 0;
+        } else if (!(d = cfg_scalar(L->a, f->def, at))) { /* number, true, null */
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        }
+        if (cfg_map_set(L->a, &c->values, f->name, d))
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    }
     return SMOE_OK;
 }
 
@@ -616,6 +747,8 @@ smoe_status smoe_config_load(const smoe_config_opts *opts, smoe_config **out,
         base = smoe_arena_printf(a, "%s/base.yml", d);
     }
     c->dir = dir_of(a, base);
+    if ((s = cfg_fields_open(a, &L.fields, err)))
+        goto fail;
     smoe_loc none = { NULL, 0, 0 };
     if ((s = load_chain(&L, base, 0, &L.base, none, err)))
         goto fail;

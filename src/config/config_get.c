@@ -155,7 +155,9 @@ smoe_status cfg_rules_from_node(smoe_arena *a, const smoe_node *n,
     return SMOE_OK;
 }
 
-/* MaxText's mesh-axis -> parallelism key map (create_device_mesh). */
+/* MaxText's mesh-axis -> parallelism key map (create_device_mesh), with
+ * the axes of older releases: tensor_transpose (mesh_axes until 2026-07),
+ * sequence, model. */
 static const struct { const char *axis, *key; } k_axis_keys[] = {
     { "diloco", "diloco_parallelism" },
     { "data", "data_parallelism" },
@@ -167,6 +169,7 @@ static const struct { const char *axis, *key; } k_axis_keys[] = {
     { "context_usp_ulysses", "context_usp_ulysses_parallelism" },
     { "context_autoregressive", "context_autoregressive_parallelism" },
     { "tensor", "tensor_parallelism" },
+    { "tensor_transpose", "tensor_transpose_parallelism" },
     { "tensor_sequence", "tensor_sequence_parallelism" },
     { "model", "tensor_parallelism" },
     { "expert", "expert_parallelism" },
@@ -232,7 +235,7 @@ smoe_status smoe_config_mesh(const smoe_config *c, int64_t devices,
                                "unknown mesh axis '%s' (MaxText knows diloco, data, "
                                "stage, fsdp, fsdp_transpose, sequence, context, "
                                "context_usp_ulysses, context_autoregressive, tensor, "
-                               "tensor_sequence, model, expert, "
+                               "tensor_transpose, tensor_sequence, model, expert, "
                                "autoregressive, attn_dp, attn_dp_expert)",
                                it->str);
         for (int j = 0; j < i; j++)

@@ -45,4 +45,28 @@ int smoe_node_bool_value(const smoe_node *n);
 /* A node that is a plain scalar with the given text (arena). */
 smoe_node *cfg_scalar(smoe_arena *a, const char *text, smoe_loc loc);
 
+/* ---- MaxText's config fields (fields.c; table in data/maxtext/) ---- */
+typedef struct cfg_field {
+    const char *name;        /* "rope_factor"; nested: "lora.lora_rank" */
+    const char *type;        /* e.g. "int|list[int]|none" (see fields.c) */
+    const char *bounds;      /* "gt=0 le=1", "extra=forbid" or "" */
+    const char *def;         /* default as JSON text, or NULL */
+    const char *declared_in; /* the pydantic class, e.g. "Rope" */
+} cfg_field;
+typedef struct cfg_fields cfg_fields;
+
+/* The built-in table, parsed into the arena. */
+smoe_status cfg_fields_open(smoe_arena *a, const cfg_fields **out, smoe_err *err);
+const cfg_field *cfg_field_find(const cfg_fields *t, const char *name);
+int cfg_fields_count(const cfg_fields *t);
+const cfg_field *cfg_field_at(const cfg_fields *t, int i);
+/* Coerce v to f's type as pydantic's lax mode does (after pyconfig's
+ * "none" -> None); *out is v or a new node at v's location. Errors name
+ * `where` (an argument) or v's file:line:col. */
+smoe_status cfg_field_coerce(smoe_arena *a, const cfg_fields *t, const cfg_field *f,
+                             const smoe_node *v, const char *where,
+                             const smoe_node **out, smoe_err *err);
+/* The upstream commit the table was derived from (short). */
+#define SMOE_MAXTEXT_FIELDS_COMMIT "e591f30"
+
 #endif

@@ -16,6 +16,11 @@ static int is_one_of(const char *s, const char *const *list)
 static const char *const k_null[] = { "", "~", "null", "Null", "NULL", NULL };
 static const char *const k_true[] = { "true", "True", "TRUE", "yes", "Yes",
                                       "YES", "on", "On", "ON", NULL };
+/* YAML 1.1 infinities and NaN: floats to the loader (smoe's numeric
+ * getters refuse them, as every non-finite value). */
+static const char *const k_nonfinite[] = { ".inf", ".Inf", ".INF", "+.inf", "+.Inf",
+                                           "+.INF", "-.inf", "-.Inf", "-.INF", ".nan",
+                                           ".NaN", ".NAN", NULL };
 static const char *const k_false[] = { "false", "False", "FALSE", "no", "No",
                                        "NO", "off", "Off", "OFF", NULL };
 
@@ -38,6 +43,8 @@ smoe_scalar_type smoe_node_type(const smoe_node *n)
     if (smoe_parse_i64(n->str, &i) == 0)
         return SMOE_T_INT;
     if (strpbrk(n->str, ".eE") && smoe_parse_f64(n->str, &f) == 0)
+        return SMOE_T_FLOAT;
+    if (is_one_of(n->str, k_nonfinite))
         return SMOE_T_FLOAT;
     return SMOE_T_STR;
 }
@@ -63,7 +70,7 @@ int smoe_node_equal(const smoe_node *a, const smoe_node *b)
         (tb == SMOE_T_INT || tb == SMOE_T_FLOAT)) {
         double x, y;
         if (smoe_parse_f64(a->str, &x) || smoe_parse_f64(b->str, &y))
-            return 0;
+            return strcmp(a->str, b->str) == 0; /* .inf, .nan */
         return x == y;
     }
     if (ta != tb)

@@ -1,7 +1,8 @@
 /* MaxText logical_shardings.json -> smoe_logical_entry list (cJSON). The
  * only file of the config module that includes the JSON library. Errors
  * name file:line:col: cJSON's error pointer for syntax errors, the key's
- * position in the text for semantic ones. */
+ * position in the text for semantic ones (all keys located in one pass, so
+ * reading is linear in the file; size and entry count are capped). */
 #include "config_impl.h"
 
 #include <cjson/cJSON.h>
@@ -10,23 +11,69 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Position of "key" in the text (the first occurrence as a JSON string). */
-static smoe_loc key_loc(const char *file, const char *text, const char *key)
+/* Limits: a MaxText state tree of the largest models has a few thousand
+ * entries; a --params file past these is refused, not read into memory
+ * (each entry becomes a plan row of ~11 KB). */
+#define PARAMS_MAX_BYTES ((size_t)128 << 20)
+#define PARAMS_MAX_ENTRIES (1 << 17)
+
+/* Where each top-level key of the JSON object starts, in document order (the
+ * order cJSON keeps), found in one pass over the text: line and column are
+ * counted as the scan goes, so locating every key costs O(text). Returns the
+ * number of keys found, at most max; -1 if out of memory. */
+static int top_level_keys(smoe_arena *a, const char *file, const char *text,
+                          smoe_loc **out, int max)
 {
-    size_t n = strlen(key);
-    for (const char *p = strchr(text, '"'); p; p = strchr(p + 1, '"'))
-        if (strncmp(p + 1, key, n) == 0 && p[n + 1] == '"')
-            return smoe_text_loc(file, text, p);
-    smoe_loc l = { file, 0, 0 };
-    return l;
+    smoe_loc *loc = smoe_arena_alloc(a, sizeof *loc * (size_t)(max ? max : 1));
+    if (!loc)
+        return -1;
+    int n = 0, depth = 0, line = 1, col = 1;
+    for (const char *p = text; *p; p++) {
+        char c = *p;
+        if (c == '"') {
+            int kline = line, kcol = col;
+            /* skip the string, counting columns; JSON strings hold no raw newline */
+            for (p++, col++; *p && *p != '"'; p++, col++)
+                if (*p == '\\' && p[1]) {
+                    p++;
+                    col++;
+                }
+            if (!*p)
+                break;
+            col++;
+            if (depth == 1) {
+                const char *q = p + 1;
+                while (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n')
+                    q++;
+                if (*q == ':' && n < max) {
+                    loc[n].file = file;
+                    loc[n].line = kline;
+                    loc[n].col = kcol;
+                    n++;
+                }
+            }
+            continue;
+        }
+        if (c == '{' || c == '[')
+            depth++;
+        else if (c == '}' || c == ']')
+            depth--;
+        if (c == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    *out = loc;
+    return n;
 }
 
-static smoe_status entry_from(smoe_arena *a, const char *path, const char *text,
-                              const cJSON *item, smoe_logical_entry *e,
-                              smoe_err *err)
+static smoe_status entry_from(smoe_arena *a, const cJSON *item, smoe_loc loc,
+                              smoe_logical_entry *e, smoe_err *err)
 {
     e->key = smoe_arena_strdup(a, item->string);
-    e->loc = key_loc(smoe_arena_strdup(a, path), text, item->string);
+    e->loc = loc;
     if (!e->key)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     const cJSON *spec = cJSON_GetObjectItemCaseSensitive(item, "partition_spec");
@@ -94,22 +141,38 @@ static smoe_status load_text(smoe_arena *a, const char *path, const char *text,
         goto done;
     }
     int count = cJSON_GetArraySize(root);
+    if (count > PARAMS_MAX_ENTRIES) {
+        s = smoe_err_in(err, SMOE_EINVAL, path,
+                        "%d entries: more than %d (smoe's limit for a --params file)", count,
+                        PARAMS_MAX_ENTRIES);
+        goto done;
+    }
+    const char *file = smoe_arena_strdup(a, path);
     smoe_logical_entry *e = smoe_arena_alloc(a, sizeof *e * (size_t)(count ? count : 1));
-    if (!e) {
+    smoe_loc *locs = NULL;
+    int nloc = file && e ? top_level_keys(a, file, text, &locs, count) : -1;
+    if (nloc < 0) {
         s = smoe_err_set(err, SMOE_ENOMEM, "out of memory");
         goto done;
     }
+    cfg_map seen;
+    memset(&seen, 0, sizeof seen);
     int i = 0;
     const cJSON *item;
     cJSON_ArrayForEach(item, root) {
-        for (int j = 0; j < i; j++)
-            if (strcmp(e[j].key, item->string) == 0) {
-                s = smoe_err_at(err, SMOE_EINVAL, key_loc(path, text, item->string),
-                                "duplicate key '%s'", item->string);
-                goto done;
-            }
-        if ((s = entry_from(a, path, text, item, &e[i], err)))
+        smoe_loc at = { file, 0, 0 };
+        if (i < nloc)
+            at = locs[i];
+        if (cfg_map_index(&seen, item->string) >= 0) {
+            s = smoe_err_at(err, SMOE_EINVAL, at, "duplicate key '%s'", item->string);
             goto done;
+        }
+        if ((s = entry_from(a, item, at, &e[i], err)))
+            goto done;
+        if (cfg_map_set(a, &seen, e[i].key, NULL)) {
+            s = smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+            goto done;
+        }
         i++;
     }
     *out = e;
@@ -124,7 +187,7 @@ smoe_status smoe_params_load_json(smoe_arena *a, const char *path,
                                   smoe_err *err)
 {
     char *text;
-    smoe_status s = smoe_read_file(path, &text, NULL, err);
+    smoe_status s = smoe_read_file_max(path, PARAMS_MAX_BYTES, &text, NULL, err);
     if (s)
         return s;
     s = load_text(a, path, text, out, n, err);
@@ -137,6 +200,10 @@ smoe_status smoe_params_load_json_text(smoe_arena *a, const char *name,
                                        smoe_logical_entry **out, int *n,
                                        smoe_err *err)
 {
+    if (len > PARAMS_MAX_BYTES)
+        return smoe_err_in(err, SMOE_EINVAL, name,
+                           "larger than %zu MiB (smoe's limit for a --params file)",
+                           PARAMS_MAX_BYTES >> 20);
     char *buf = smoe_malloc(len + 1);
     if (!buf)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory reading %s", name);

@@ -108,6 +108,12 @@ smoe_loc smoe_text_loc(const char *file, const char *text, const char *at)
 
 smoe_status smoe_read_file(const char *path, char **out, size_t *len, smoe_err *err)
 {
+    return smoe_read_file_max(path, (size_t)1 << 40, out, len, err);
+}
+
+smoe_status smoe_read_file_max(const char *path, size_t max, char **out, size_t *len,
+                               smoe_err *err)
+{
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -130,6 +136,12 @@ smoe_status smoe_read_file(const char *path, char **out, size_t *len, smoe_err *
         n += got;
         if (got == 0)
             break;
+        if (n > max) {
+            smoe_free(buf);
+            fclose(f);
+            return smoe_err_in(err, SMOE_EINVAL, path,
+                               "larger than %zu MiB (smoe's limit for this file)", max >> 20);
+        }
     }
     int bad = ferror(f), why = errno;
     fclose(f);

@@ -293,11 +293,12 @@ static smoe_status model_prepare(smoe_model *m, const smoe_model_cfg *cfg, smoe_
     m->n_layers = g->n_dense + g->n_moe;
     if (g->n_moe) {
         m->el = g->experts / g->ep;
-        if (g->capacity_factor > 0.0f)
-            m->capacity = (int64_t)ceil((double)m->T * (double)g->topk /
-                                        (double)g->experts *
-                                        (double)g->capacity_factor);
         int64_t per_peer = m->T * g->topk;
+        if (g->capacity_factor > 0.0f) { /* never more than every pair (dropless) */
+            double cap = ceil((double)m->T * (double)g->topk / (double)g->experts *
+                              (double)g->capacity_factor);
+            m->capacity = cap < (double)per_peer ? (int64_t)cap : per_peer;
+        }
         if (m->capacity > 0 && m->el * m->capacity < per_peer)
             per_peer = m->el * m->capacity;
         m->route_max = g->ep * per_peer;

@@ -2,6 +2,7 @@
  * co-axis (the change description; pseudo-code in the README). Pure. */
 #include "smoe/plan.h"
 
+#include <stdio.h>
 #include <string.h>
 
 int smoe_is_fsdp_axis(const char *a)
@@ -104,10 +105,92 @@ void smoe_gather_compute(const smoe_pspec *spec, const int64_t shape[],
     out->status = fallback ? SMOE_GATHER_FALLBACK
                   : any    ? SMOE_GATHER_TAGGED
                            : SMOE_GATHER_NOOP;
+    out->uneven = out->status == SMOE_GATHER_TAGGED && out->indivisible != 0;
     out->bytes_in = local_in * dtype_bytes;
     out->bytes_out = local_out * dtype_bytes;
     out->bytes_recv = out->bytes_out - out->bytes_in;
     out->residual_bytes_recv = (local_final - local_out) * dtype_bytes;
+}
+
+/* "('fsdp','expert')" */
+static const char *axes_text(const smoe_axes *a, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    if (a->n != 1)
+        k += (size_t)snprintf(buf, n, "(");
+    for (int i = 0; i < a->n && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s'%s'", i ? "," : "", a->ax[i]);
+    if (a->n != 1 && k < n)
+        snprintf(buf + k, n - k, ")");
+    return buf;
+}
+
+/* "(fsdp,expert)" without quotes, for gathered-axis lists */
+static const char *axes_plain(const smoe_axes *a, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < a->n && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? "," : "", a->ax[i]);
+    return buf;
+}
+
+int smoe_gather_reason(const smoe_gather *g, smoe_gather_mode mode, const smoe_mesh *m,
+                       char *buf, size_t n)
+{
+    char t1[256], t2[256];
+    buf[0] = 0;
+    if (g->uneven) {
+        for (int d = 0; d < g->rank; d++)
+            if (g->indivisible & (1u << d)) {
+                int64_t shards = smoe_axes_size(&g->live[d], m);
+                snprintf(buf, n,
+                         "uneven: layer dim %d (%lld) does not divide into its %lld shards over %s; "
+                         "the prefetch all-gather runs in shard_map, which needs even shards",
+                         d, (long long)g->shape[d], (long long)shards,
+                         axes_text(&g->live[d], t1, sizeof t1));
+                return 1;
+            }
+    }
+    if (mode == SMOE_MODE_LEGACY && g->residual_ways > 1) {
+        for (int d = 0; d < g->rank; d++)
+            if (g->residual[d].n && g->axes[d].n) {
+                /* the first residual co-axis and the FSDP axis it follows */
+                const char *co = g->residual[d].ax[0], *fs = g->axes[d].ax[0];
+                snprintf(buf, n,
+                         "legacy: '%s' follows '%s' on layer dim %d and legacy gathers only "
+                         "fsdp/fsdp_transpose%s",
+                         co, fs, d,
+                         g->status == SMOE_GATHER_FALLBACK
+                             ? " (an untagged reshard, then a second all-gather over it)"
+                             : " (a second, un-prefetched all-gather over it before use)");
+                return 1;
+            }
+    }
+    if (g->status == SMOE_GATHER_FALLBACK) {
+        for (int d = 0; d < g->rank; d++)
+            if (g->axes[d].n && !is_suffix(&g->live[d], &g->axes[d])) {
+                snprintf(buf, n, "fallback: gathered axes (%s) are not the minor-most of layer dim %d %s",
+                         axes_plain(&g->axes[d], t1, sizeof t1), d,
+                         axes_text(&g->live[d], t2, sizeof t2));
+                return 1;
+            }
+    }
+    if (g->status == SMOE_GATHER_NOOP) {
+        int d0 = -1;
+        for (int d = 0; d < g->rank && d0 < 0; d++)
+            if (g->live[d].n)
+                d0 = d;
+        if (d0 < 0)
+            snprintf(buf, n, "noop: no axis of size > 1 on any dim (replicated)");
+        else
+            snprintf(buf, n, "noop: layer dim %d is sharded over %s, no FSDP axis (fsdp, "
+                     "fsdp_transpose) of size > 1 on any dim; nothing to gather",
+                     d0, axes_text(&g->live[d0], t1, sizeof t1));
+        return 1;
+    }
+    return 0;
 }
 
 void smoe_remove_fsdp_from_spec(const smoe_pspec *in, const smoe_mesh *m,

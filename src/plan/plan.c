@@ -2,6 +2,7 @@
  * config's rules) -> per-layer gather plans, co-axis and legacy -> summary.
  */
 #include "smoe/plan.h"
+#include "legacy_names.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -116,6 +117,8 @@ static void summarise(smoe_plan *p, smoe_plan_summary *s, int legacy)
         case SMOE_GATHER_TAGGED:
             st->tagged++;
             s->tagged++;
+            st->uneven += g->uneven;
+            s->uneven += g->uneven;
             st->tagged_bytes_recv += g->bytes_recv;
             count_ways(s, g->ways);
             break;
@@ -137,6 +140,44 @@ static void summarise(smoe_plan *p, smoe_plan_summary *s, int legacy)
             2 * st->layers * (st->tagged_bytes_recv + st->fallback_bytes_recv);
         s->step_residual_bytes_recv += 2 * st->layers * st->residual_bytes_recv;
     }
+}
+
+/* JAX's NamedSharding refuses a spec naming an axis the mesh does not have
+ * ("Resource axis: X of ... is not found in mesh"); MaxText builds every
+ * state sharding that way, so such a rule is an error for a weight (only
+ * activation constraints drop unknown axes). The message names the rule. */
+static smoe_status check_axes_in_mesh(const smoe_plan *p, const smoe_logical_entry *e,
+                                      const smoe_rules *rules, const smoe_pspec *spec,
+                                      smoe_err *err)
+{
+    for (int d = 0; d < spec->rank; d++)
+        for (int k = 0; k < spec->dim[d].n; k++) {
+            const char *ax = spec->dim[d].ax[k];
+            if (smoe_mesh_find(&p->mesh, ax) >= 0)
+                continue;
+            smoe_loc at = e->loc;
+            for (int r = 0; r < rules->n; r++) {
+                const smoe_rule *ru = &rules->r[r];
+                int has = 0;
+                for (int j = 0; j < ru->value.n; j++)
+                    has |= strcmp(ru->value.ax[j], ax) == 0;
+                if (has && e->names[d] && strcmp(ru->name, e->names[d]) == 0) {
+                    at = ru->loc;
+                    break;
+                }
+            }
+            char axes[512];
+            size_t n = 0;
+            axes[0] = 0;
+            for (int i = 0; i < p->mesh.n && n < sizeof axes; i++)
+                n += (size_t)snprintf(axes + n, sizeof axes - n, "%s%s", i ? ", " : "",
+                                      p->mesh.name[i]);
+            return smoe_err_at(err, SMOE_EINVAL, at,
+                               "resource axis '%s' of the rule for '%s' is not found in "
+                               "the mesh (%s): JAX refuses the sharding of %s",
+                               ax, e->names[d] ? e->names[d] : "?", axes, e->key);
+        }
+    return SMOE_OK;
 }
 
 static smoe_status fill_weight(smoe_plan *p, const smoe_logical_entry *e,
@@ -171,6 +212,8 @@ static smoe_status fill_weight(smoe_plan *p, const smoe_logical_entry *e,
             smoe_loc_format(e->loc, err->where, sizeof err->where);
         return s;
     }
+    if ((s = check_axes_in_mesh(p, e, rules, &w->spec, err)))
+        return s;
     smoe_pspec_drop_size1(&w->spec, &p->mesh, &w->use_spec);
     if (w->kind == SMOE_ENTRY_PARAM) {
         smoe_pspec ls;
@@ -182,6 +225,13 @@ static smoe_status fill_weight(smoe_plan *p, const smoe_logical_entry *e,
                             p->dtype_bytes, &w->gather);
         smoe_gather_compute(&ls, lshape, &p->mesh, SMOE_MODE_LEGACY,
                             p->dtype_bytes, &w->legacy);
+        char why[512];
+        if (smoe_gather_reason(&w->gather, SMOE_MODE_COAXIS, &p->mesh, why, sizeof why) &&
+            !(w->gather.reason = smoe_arena_strdup(p->arena, why)))
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        if (smoe_gather_reason(&w->legacy, SMOE_MODE_LEGACY, &p->mesh, why, sizeof why) &&
+            !(w->legacy.reason = smoe_arena_strdup(p->arena, why)))
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     }
     return SMOE_OK;
 }
@@ -256,7 +306,12 @@ static smoe_status build(const smoe_config *cfg, const smoe_plan_opts *o,
         s = smoe_params_load_json(a, o->params_file, &e, &n, err);
     } else {
         p->source = "built-in enumeration";
+        int renamed;
         s = smoe_inventory_build(cfg, a, &e, &n, err);
+        if (!s)
+            s = plan_legacy_names(a, smoe_config_rules(cfg), e, n, &renamed, err);
+        if (!s && renamed)
+            p->source = "built-in enumeration, with an older MaxText's logical names";
     }
     if (s)
         goto fail;
@@ -312,6 +367,18 @@ void smoe_plan_free(smoe_plan *p)
 {
     if (p)
         smoe_arena_free(p->arena);
+}
+
+smoe_status smoe_plan_check_even(const smoe_plan *p, smoe_gather_mode mode, smoe_err *err)
+{
+    for (int i = 0; i < p->n; i++) {
+        const smoe_weight *w = &p->w[i];
+        const smoe_gather *g = mode == SMOE_MODE_LEGACY ? &w->legacy : &w->gather;
+        if (w->prefetch && g->uneven)
+            return smoe_err_set(err, SMOE_EINVAL, "%s cannot be prefetched: %s", w->path,
+                                g->reason ? g->reason : "uneven");
+    }
+    return SMOE_OK;
 }
 
 const smoe_weight *smoe_plan_find(const smoe_plan *p, const char *path)

@@ -273,6 +273,12 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
     smoe_rt_set_phase(rt, "set-up");
     /* the layout, then what it needs, then the allocations */
     s = tr_store_build(rt, plan, &mc, plans, &st, err);
+    if (s == SMOE_EINVAL && err) { /* a weight the runtime cannot move: name the sizes */
+        char dims[1400];
+        size_keys(cfg, dims, sizeof dims);
+        size_t n = strlen(err->msg);
+        snprintf(err->msg + n, sizeof err->msg - n, " (the model: %s)", dims);
+    }
     if ((s = smoe_rt_agree_err(rt, s, err)) ||
         (s = check_memory(rt, cfg, &mc, &st, max_depth, &data, o, res, err)))
         goto fail;

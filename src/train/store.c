@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const k_stacks[2] = { "decoder/dense_layers/", "decoder/moe_layers/" };
@@ -231,43 +232,57 @@ static void place_layer(smoe_rt *rt, const tr_weight *w, int64_t l, const float 
     }
 }
 
-/* The parameter dump is written as DUMP.tmp and renamed into place only
- * when every byte is on disk: a failed write leaves no truncated dump. */
-static int dump_put(FILE *f, const void *p, size_t size, size_t n)
+/* The parameter dump (a regular file, or a new one) is written as
+ * DUMP.tmp and renamed into place only when every byte is on disk: a
+ * failed write leaves no truncated dump. Anything else (a device, a FIFO)
+ * is written in place, never replaced. */
+typedef struct dump_out {
+    FILE *f;
+    int direct;   /* not a regular file: written in place */
+    int bad, err; /* the first failure and its errno */
+} dump_out;
+
+static void dump_put(dump_out *d, const void *p, size_t size, size_t n)
 {
-    return fwrite(p, size, n, f) == n ? 0 : -1;
+    if (!d->f || d->bad)
+        return;
+    if (fwrite(p, size, n, d->f) != n) {
+        d->bad = 1;
+        d->err = errno ? errno : EIO;
+    }
 }
 
 smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump, char hex[65],
                             smoe_err *err)
 {
     int root = smoe_rt_rank(rt) == 0;
-    FILE *f = NULL;
+    dump_out d = { NULL, 0, 0, 0 };
     tr_sha *sha = NULL;
     float *all = NULL, *full = NULL;
     smoe_status s = SMOE_OK;
     char tmp[4200] = "";
-    int bad = 0;
     if (root) {
         sha = tr_sha_new();
         if (!sha)
             s = smoe_err_set(err, SMOE_ENOMEM, "cannot start SHA-256");
         if (!s && dump) {
-            snprintf(tmp, sizeof tmp, "%s.tmp", dump);
-            if (!(f = fopen(tmp, "wb")))
+            struct stat sb;
+            d.direct = stat(dump, &sb) == 0 && !S_ISREG(sb.st_mode);
+            snprintf(tmp, sizeof tmp, "%s%s", dump, d.direct ? "" : ".tmp");
+            errno = 0;
+            if (!(d.f = fopen(tmp, "wb")))
                 s = smoe_err_in(err, SMOE_EIO, dump, "cannot write the parameter dump: %s",
                                 strerror(errno));
         }
-        if (f)
-            bad |= fputs("SMOEPRM1\n", f) < 0;
+        dump_put(&d, "SMOEPRM1\n", 1, 9);
     }
     s = smoe_rt_agree(rt, s);
     for (int i = 0; i < st->n && !s; i++) {
         const tr_weight *w = &st->w[i];
         const smoe_weight *pw = w->pw;
         int64_t total = 1;
-        for (int d = 0; d < pw->rank; d++)
-            total *= pw->shape[d];
+        for (int k = 0; k < pw->rank; k++)
+            total *= pw->shape[k];
         if (root) {
             all = smoe_malloc(sizeof *all * (size_t)(w->info.shard_numel * smoe_rt_size(rt)));
             full = smoe_malloc(sizeof *full * (size_t)total);
@@ -282,13 +297,12 @@ smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump, c
         }
         if (root) {
             tr_sha_update(sha, full, sizeof *full * (size_t)total);
-            if (f && !bad) {
-                uint32_t kl = (uint32_t)strlen(pw->key), rk = (uint32_t)pw->rank;
-                bad |= dump_put(f, &kl, sizeof kl, 1) || dump_put(f, pw->key, 1, kl) ||
-                       dump_put(f, &rk, sizeof rk, 1) ||
-                       dump_put(f, pw->shape, sizeof(int64_t), (size_t)pw->rank) ||
-                       dump_put(f, full, sizeof *full, (size_t)total);
-            }
+            uint32_t kl = (uint32_t)strlen(pw->key), rk = (uint32_t)pw->rank;
+            dump_put(&d, &kl, sizeof kl, 1);
+            dump_put(&d, pw->key, 1, kl);
+            dump_put(&d, &rk, sizeof rk, 1);
+            dump_put(&d, pw->shape, sizeof(int64_t), (size_t)pw->rank);
+            dump_put(&d, full, sizeof *full, (size_t)total);
             smoe_free(all);
             smoe_free(full);
             all = full = NULL;
@@ -297,26 +311,27 @@ smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump, c
     if (root) {
         if (sha)
             tr_sha_final(sha, hex);
-        if (f) {
-            int e = bad ? EIO : 0;
-            if (!bad && (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0)) {
-                bad = 1;
-                e = errno;
+        if (d.f) {
+            if (!d.bad && (fflush(d.f) != 0 || ferror(d.f) ||
+                           (!d.direct && fsync(fileno(d.f)) != 0))) {
+                d.bad = 1;
+                d.err = errno ? errno : EIO;
             }
-            if (fclose(f) != 0 && !bad) {
-                bad = 1;
-                e = errno;
+            if (fclose(d.f) != 0 && !d.bad) {
+                d.bad = 1;
+                d.err = errno ? errno : EIO;
             }
-            if (!bad && rename(tmp, dump) != 0) {
-                bad = 1;
-                e = errno;
+            if (!d.bad && !d.direct && rename(tmp, dump) != 0) {
+                d.bad = 1;
+                d.err = errno;
             }
-            if (bad) {
-                unlink(tmp);
+            if (d.bad) {
+                if (!d.direct)
+                    unlink(tmp);
                 if (!s)
                     s = smoe_err_in(err, SMOE_EIO, dump,
-                                    "error writing the parameter dump: %s (nothing written)",
-                                    strerror(e ? e : EIO));
+                                    "error writing the parameter dump: %s%s", strerror(d.err),
+                                    d.direct ? "" : " (nothing written)");
             }
         }
     }
