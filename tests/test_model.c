@@ -207,6 +207,47 @@ out:
     wset_free(&G);
 }
 
+/* The load-balance loss by hand (MaxText moe.py load_balance_loss): with a
+ * zero gate every gate value is the same, softmax(g) = 1/E everywhere, and
+ * each sequence's densities sum to K, so each MoE layer's loss is
+ * weight * E^2 * mean over (B, E) of density / E = weight * K * batch / B,
+ * whatever the routing; the mean over layers is the same. */
+static void test_lb_hand(int raw)
+{
+    smoe_model_cfg cfg = tiny_cfg(8, 0);
+    cfg.score_raw = raw;
+    cfg.lb_weight = 0.5f;
+    cfg.lb_batch = 2 * cfg.batch; /* this rank's sequences are half the batch */
+    rng r = { 31 };
+    wset W;
+    wset_alloc(&W, &cfg);
+    wset_random(&W, &r);
+    for (int l = 0; l < W.nl; l++)
+        if (W.w[l][SMOE_W_GATE])
+            memset(W.w[l][SMOE_W_GATE], 0, (size_t)W.n[l][SMOE_W_GATE] * sizeof(float));
+    const int64_t T = cfg.batch * cfg.seq;
+    int32_t *tok = malloc((size_t)T * sizeof *tok), *tgt = malloc((size_t)T * sizeof *tgt);
+    random_tokens(tok, T, cfg.vocab, &r);
+    random_tokens(tgt, T, cfg.vocab, &r);
+    smoe_model *m = NULL;
+    smoe_err err;
+    CHECK(smoe_model_new(&cfg, &m, &err) == SMOE_OK);
+    if (m) {
+        job j;
+        job_init(&j, m, &W, 0, NULL, tok, tgt, 1.0f / (float)T);
+        job_run(&j);
+        double aux = smoe_model_stats_get(m).aux_loss;
+        double want = 0.5 * (double)cfg.topk * 0.5;
+        CHECKF(fabs(aux - want) <= 1e-6, "load-balance loss %s %.9g, by hand %.9g",
+               raw ? "raw" : "softmax", aux, want);
+        job_free(&j);
+    }
+    smoe_model_free(m);
+    free(tok);
+    free(tgt);
+    wset_free(&W);
+}
+
 /* ---- 2. configuration checks, allocation failures, slot tables ---- */
 
 static void expect_bad(smoe_model_cfg c, const char *needle)
@@ -395,6 +436,8 @@ int main(void)
     c.rope_scale = 1.3688879f;
     c.attn_scale_mult = 1.8738542f;
     test_fd("sigmoid yarn scaled", c, 20);
+    test_lb_hand(0);
+    test_lb_hand(1);
 
     return check_report();
 }

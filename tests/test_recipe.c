@@ -11,7 +11,8 @@
  *      and interleaved pairs; the MLA softmax factor (attention_mla.py);
  *   4. the z-loss cross-entropy (max_utils.cross_entropy_with_logits) and
  *      its gradient, by hand and by finite differences;
- *   5. the model-side keys (router per model name, losses) and the refusal
+ *   5. the aux-loss-free bias update (moe.py calculate_load_balance_updates);
+ *   6. the model-side keys (router per model name, losses) and the refusal
  *      of every key smoe train does not implement (one message naming it).
  * usage: test_recipe CONFIG_DIR */
 #include "check.h"
@@ -344,6 +345,21 @@ static void test_zloss(void)
     }
 }
 
+/* ---- the aux-loss-free bias update ---- */
+
+static void test_bias_update(void)
+{
+    /* 4 experts, 6 tokens x top-2 = 12 choices, average load 3: counts
+     * [5, 3, 1, 3] -> signs [-1, 0, +1, 0] times the rate */
+    float b[4] = { 0.5f, -0.25f, 0.0f, 1.0f };
+    const double counts[4] = { 5, 3, 1, 3 };
+    tr_bias_step(b, counts, 4, 6.0 * 2.0 / 4.0, 0.01);
+    NEAR(b[0], 0.49);
+    NEAR(b[1], -0.25);
+    NEAR(b[2], 0.01);
+    NEAR(b[3], 1.0);
+}
+
 /* ---- 5. refused keys ---- */
 
 static void expect_refused(const char *ov, const char *needle)
@@ -416,6 +432,7 @@ int main(int argc, char **argv)
     test_adamw();
     test_rope();
     test_zloss();
+    test_bias_update();
     test_refused();
     return check_report();
 }

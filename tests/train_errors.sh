@@ -78,8 +78,8 @@ refused 4 "argument 'warmup_steps_fraction=-0.5': 'warmup_steps_fraction' must b
   warmup_steps_fraction=-0.5
 # a model file (here the bundled one, written to a temporary file) that sets
 # a refused key: the line names the file, line and column
-cfgdir=$(mktemp -d)
-trap 'rm -rf "$tmp" "$cfgdir"' EXIT
+cfgdir="$tmp/cfg"
+mkdir "$cfgdir"
 printf 'base_config: train.yml\ndropout_rate: 0.1\n' >"$cfgdir/dropout.yml"
 cp "$(dirname "$smoe")/configs/base.yml" "$(dirname "$smoe")/configs/train.yml" "$cfgdir/" 2>/dev/null &&
   mkdir -p "$cfgdir/models" && cp "$(dirname "$smoe")/configs/models/tiny.yml" "$cfgdir/models/" &&

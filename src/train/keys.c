@@ -25,6 +25,7 @@
 #define F32 4u      /* checked after rounding to float32 */
 #define WHOLE 8u    /* a whole number */
 #define POS_F32 16u /* a value > 0 must stay > 0 in float32 (else <= 0 is a mode) */
+#define NULL_OK 32u /* null means unset (a key of an older MaxText version) */
 
 static const smoe_train_key k_keys[] = {
     /* model dimensions (the model's sizes: listed when a model is too big) */
@@ -69,7 +70,7 @@ static const smoe_train_key k_keys[] = {
     /* MaxText's recipe (recipe.c): schedule, clipping, losses, RoPE; the
      * conditions that depend on other keys are checked there */
     { "learning_rate_final_fraction", 'f', -INF, INF, LO_OPEN | HI_OPEN, 0, "a finite number" },
-    { "cosine_learning_rate_final_fraction", 'f', -INF, INF, LO_OPEN | HI_OPEN, 0,
+    { "cosine_learning_rate_final_fraction", 'f', -INF, INF, LO_OPEN | HI_OPEN | NULL_OK, 0,
       "a finite number (or null)" },
     { "warmup_steps_fraction", 'f', 0, INF, HI_OPEN, 0, "a finite number >= 0" },
     { "wsd_decay_steps_fraction", 'f', 0, INF, HI_OPEN, 0, "a finite number >= 0" },
@@ -171,9 +172,11 @@ smoe_status smoe_train_check_keys(const smoe_config *c, smoe_err *err)
 {
     for (size_t i = 0; i < sizeof k_keys / sizeof k_keys[0]; i++) {
         const smoe_train_key *k = &k_keys[i];
-        const smoe_node *v = smoe_config_get(c, k->name);
-        if (!v || smoe_node_type(v) == SMOE_T_NULL)
-            continue; /* absent or null (not set): the readers decide */
+        const smoe_node *n = smoe_config_get(c, k->name);
+        if (!n)
+            continue; /* the readers say so when a key they need is absent */
+        if ((k->flags & NULL_OK) && smoe_node_type(n) == SMOE_T_NULL)
+            continue;
         int64_t iv;
         double fv;
         smoe_status s = k->type == 'i' ? tr_key_int(c, k->name, &iv, err)

@@ -99,14 +99,18 @@ static smoe_status bias_update(tr_optim *o, smoe_rt *rt, tr_store *st, smoe_mode
     const int64_t n = w->info.shard_numel, e0 = w->info.offset[0];
     for (int j = 0; j < o->nbias; j++) {
         int64_t l = mc->n_dense + j - w->layer0;
-        float *b = st->params + w->shard_off + l * n;
-        for (int64_t e = 0; e < n; e++) {
-            double d = avg - o->counts[j * E + e0 + e];
-            float u = (float)((d > 0) - (d < 0)) * (float)rate;
-            b[e] = b[e] + u;
-        }
+        tr_bias_step(st->params + w->shard_off + l * n, o->counts + j * E + e0, n, avg, rate);
     }
     return SMOE_OK;
+}
+
+void tr_bias_step(float *bias, const double *counts, int64_t n, double avg, double rate)
+{
+    for (int64_t e = 0; e < n; e++) {
+        double d = avg - counts[e];
+        float u = (float)((d > 0) - (d < 0)) * (float)rate; /* jnp.sign(...) * rate */
+        bias[e] = bias[e] + u;
+    }
 }
 
 smoe_status tr_optim_step(tr_optim *o, smoe_rt *rt, tr_store *st, smoe_model *model,

@@ -261,6 +261,11 @@ smoe_status tr_read_recipe(const smoe_config *c, int64_t steps, tr_recipe *r, sm
                       : !isfinite(r->final_frac) ? "learning_rate_final_fraction"
                                                   : "wsd_decay_steps_fraction",
                    err, "must be finite and >= 0");
+    /* the piece lengths must stay integers (int() of a double) */
+    if (r->warmup_frac > 1e6)
+        return bad(c, "warmup_steps_fraction", err, "must be at most 1e6 for smoe train");
+    if (r->wsd_frac > 1e6)
+        return bad(c, "wsd_decay_steps_fraction", err, "must be at most 1e6 for smoe train");
     /* types.py: learning_rate_schedule_steps -1 is the run's steps */
     if (r->sched_steps == -1)
         r->sched_steps = steps;
@@ -411,10 +416,10 @@ smoe_status tr_model_recipe(const smoe_config *c, smoe_model_cfg *mc, smoe_err *
                        "must be finite and > 0 (the MLA softmax scale takes its log)");
         double ms = 0.1 * f * log(r->factor) + 1.0;
         mc->attn_scale_mult = (float)(ms * ms);
-        if (!isfinite(mc->attn_scale_mult))
+        if (!isfinite(mc->attn_scale_mult) || !(mc->attn_scale_mult > 0.0f))
             return bad(c, "mscale", err,
-                       "gives an MLA softmax scale factor (0.1 mscale ln(rope_factor) + 1)^2 "
-                       "that is not finite in float32");
+                       "gives an MLA softmax factor (0.1 * mscale * ln(rope_factor) + 1)^2 "
+                       "that is not a positive float32");
     }
     return SMOE_OK;
 }

@@ -127,6 +127,9 @@ smoe_status tr_optim_step(tr_optim *o, smoe_rt *rt, tr_store *st, smoe_model *mo
                           const smoe_model_cfg *mc, const tr_hparams *hp, int64_t step,
                           double *lr, double *grad_norm, smoe_err *err);
 void tr_optim_free(tr_optim *o);
+/* calculate_load_balance_updates applied to one layer's bias (n experts):
+ * bias[e] += sign(avg - counts[e]) * rate, avg = tokens * topk / experts. */
+void tr_bias_step(float *bias, const double *counts, int64_t n, double avg, double rate);
 
 /* loop.c: the step loop (gather pool, forward, backward, AdamW) */
 typedef struct tr_state tr_state;
