@@ -81,11 +81,13 @@ static void on_step(void *ud, const smoe_train_step *r)
     if (!c->root || c->quiet)
         return;
     fprintf(c->json ? stderr : stdout,
-            "%s step %3lld/%lld  loss %.4f  step %8.2f ms  exposed gather %7.2f ms  "
-            "a2a %6.2f ms  compute %8.2f ms\n",
+            "%s step %3lld/%lld  loss %.4f  lr %.3e  grad_norm %.3f  aux_loss %.4f  "
+            "z_loss %.4f  step %8.2f ms  exposed gather %7.2f ms  a2a %6.2f ms  "
+            "compute %8.2f ms\n",
             train_mode_label(r->mode, c->compare), (long long)r->step + 1, (long long)c->steps,
-            r->loss, r->step_ms,
-            r->exposed_gather_ms, r->a2a_ms, r->compute_ms);
+            r->loss, r->lr,
+            r->grad_norm, r->aux_loss, r->z_loss, r->step_ms, r->exposed_gather_ms, r->a2a_ms,
+            r->compute_ms);
     fflush(c->json ? stderr : stdout);
 }
 

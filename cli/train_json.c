@@ -46,6 +46,10 @@ static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r, int mode,
         cJSON *x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "step", (double)s->step);
         cJSON_AddNumberToObject(x, "loss", s->loss);
+        cJSON_AddNumberToObject(x, "lr", s->lr);
+        cJSON_AddNumberToObject(x, "grad_norm", s->grad_norm);
+        cJSON_AddNumberToObject(x, "aux_loss", s->aux_loss);
+        cJSON_AddNumberToObject(x, "z_loss", s->z_loss);
         cJSON_AddNumberToObject(x, "step_ms", s->step_ms);
         cJSON_AddNumberToObject(x, "exposed_gather_ms", s->exposed_gather_ms);
         cJSON_AddNumberToObject(x, "residual_gather_ms", s->residual_ms);
@@ -59,6 +63,7 @@ static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r, int mode,
     smoe_train_summary sm;
     smoe_train_summarize(r, mode, skip, &sm);
     cJSON *sum = cJSON_AddObjectToObject(o, "summary");
+    cJSON_AddStringToObject(sum, "recipe", r->recipe);
     cJSON_AddNumberToObject(sum, "steps_counted", (double)sm.nsteps);
     cJSON_AddNumberToObject(sum, "warmup_steps_skipped", (double)skip);
     add_stat(sum, "step_ms", &sm.step_ms);

@@ -77,6 +77,7 @@ void print_result(const smoe_train_opts *o, smoe_rt *rt, const smoe_train_result
     printf("\nBLAS core %s, %lld parameters, %lld tokens per step, params sha256 %s\n",
            r->blas.corename, (long long)r->params, (long long)r->tokens_per_step,
            r->params_sha256);
+    printf("recipe: %s\n", r->recipe);
     int64_t skip = train_warmup_steps(r, compare);
     printf("\nper step, median [25th-75th percentile] over the steps of each schedule%s:\n",
            skip ? " after the first round (warm-up)" : "");

@@ -40,6 +40,14 @@ expect "missing.json: cannot open file" plan --devices 4 --params "$data/bad/mis
 expect "/dev/zero: larger than 128 MiB" plan --devices 4 --params /dev/zero
 expect "dup_key_late.json:4:3: duplicate key '.step'" plan --devices 4 --params "$data/bad/dup_key_late.json"
 expect "argument 'ici_expert_parallelism=four': 'ici_expert_parallelism' must be an integer" plan --devices 4 ici_expert_parallelism=four
+# built-in enumeration: what it does not have is refused by name
+expect "argument 'mtp_num_layers=1': multi-token prediction .* deepseek only" plan --devices 4 mtp_num_layers=1
+expect "argument 'decoder_block=simple': decoder_block 'simple' has no built-in enumeration" plan --devices 4 decoder_block=simple
+expect "argument 'use_multimodal=true': the vision encoder 'none' is not in the built-in enumeration" plan --devices 4 use_multimodal=true
+expect "argument 'use_audio=true': MaxText has no audio encoder for model 'default'" plan --devices 4 use_audio=true
+expect "base.yml:[0-9]+:[0-9]+: decoder_block gemma4_small needs scan_layers=false" plan --devices 4 decoder_block=gemma4_small
+expect "argument 'mhc_expansion_rate=30': mhc_expansion_rate must be >= 1" plan --devices 4 --model deepseek2-16b mhc_expansion_rate=30 enable_mhc_lite=true
+expect "argument 'inhomogeneous_layer_cycle_interval=5': .*divide the number of decoder layers" plan --devices 4 decoder_block=olmo3 inhomogeneous_layer_cycle_interval=5
 expect "argument 'base_emb_dim=1.5': 'base_emb_dim' must be an integer" plan --devices 4 base_emb_dim=1.5
 expect "argument 'no_such_key=1': unknown key 'no_such_key'" plan --devices 4 no_such_key=1
 expect "argument 'ici_expert_parallelism': expected an option or KEY=VALUE" plan --devices 4 ici_expert_parallelism

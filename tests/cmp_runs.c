@@ -1,5 +1,6 @@
 /* Compare two training runs: the per-step losses of their --json outputs
- * and every parameter of their --dump-params files, entry by entry.
+ * (and lr, grad_norm, aux_loss, z_loss) and every parameter of their
+ * --dump-params files, entry by entry.
  * Relative error of a tensor = ||a - b||_2 / ||a||_2 (norm-wise: AdamW
  * divides each element by its own gradient scale, so an element whose
  * gradient is pure rounding noise may move by a visible fraction of the
@@ -101,11 +102,17 @@ int main(int argc, char **argv)
         CHECKF(x != NULL, "step %g of B is not in A", step);
         if (!x)
             continue;
-        double lx = cJSON_GetObjectItem(x, "loss")->valuedouble;
-        double ly = cJSON_GetObjectItem(y, "loss")->valuedouble;
-        double rel = fabs(lx - ly) / fabs(lx);
-        CHECKF(tol == 0 ? lx == ly : rel <= tol, "step %g loss %.9g vs %.9g (rel %.3g)", step,
-               lx, ly, rel);
+        /* the loss and the recipe's per-step figures (when present) */
+        static const char *const keys[] = { "loss", "lr", "grad_norm", "aux_loss", "z_loss" };
+        for (size_t q = 0; q < sizeof keys / sizeof keys[0]; q++) {
+            cJSON *ix = cJSON_GetObjectItem(x, keys[q]), *iy = cJSON_GetObjectItem(y, keys[q]);
+            if (q > 0 && (!ix || !iy))
+                continue;
+            double lx = ix->valuedouble, ly = iy->valuedouble;
+            double rel = lx == ly ? 0.0 : fabs(lx - ly) / fmax(fabs(lx), 1e-30);
+            CHECKF(tol == 0 ? lx == ly : rel <= tol, "step %g %s %.9g vs %.9g (rel %.3g)",
+                   step, keys[q], lx, ly, rel);
+        }
     }
     if (tol == 0) {
         const char *ha = cJSON_GetObjectItem(a, "params_sha256")->valuestring;

@@ -144,6 +144,7 @@ static inline void job_run(job *j)
     const smoe_model_cfg *c = smoe_model_config(j->m);
     const int nl = (int)(c->n_dense + c->n_moe);
     j->st = SMOE_OK;
+    smoe_model_stats_reset(j->m);
     smoe_model_embed_fwd(j->m, j->t[SMOE_T_EMBED], j->tok, j->x);
     for (int l = 0; l < nl; l++)
         if ((j->st = smoe_model_layer_fwd(j->m, l, j->w[l], j->x, &j->comm, &j->err)))
@@ -153,6 +154,7 @@ static inline void job_run(job *j)
                               j->tgt, j->x, g ? j->dx : NULL,
                               g ? g->t[SMOE_T_FINAL_NORM] : NULL,
                               g ? g->t[SMOE_T_LOGITS] : NULL, j->scale);
+    j->loss += smoe_model_stats_get(j->m).aux_loss; /* the load-balance loss */
     if (!g)
         return;
     for (int l = nl - 1; l >= 0; l--)

@@ -250,8 +250,8 @@ static void compare_inputs(const smoe_config *cfg, const smoe_mesh *m, const cJS
 /* One golden configuration: cfgdir's base.yml, the topology and slices of
  * the dump, the rule directory name ("rule_default" when the dump has no
  * rule level); builtin: also check the built-in enumeration. */
-static void run_case(const char *cfgdir, const char *topo, int64_t slices,
-                     const char *casedir, const char *rule, int builtin)
+static void run_case(const char *cfgdir, const char *model, const char *topo,
+                     int64_t slices, const char *casedir, const char *rule, int builtin)
 {
     char custom[64], ov[8][128], what[512];
     int nov = decode_rule_dir(rule, custom, sizeof custom, ov, 8);
@@ -261,11 +261,12 @@ static void run_case(const char *cfgdir, const char *topo, int64_t slices,
         ovp[k++] = ov[i];
     char base[1024];
     snprintf(base, sizeof base, "%s/base.yml", cfgdir);
-    snprintf(what, sizeof what, "%s slice_%lld %s [%s]", topo, (long long)slices, rule, cfgdir);
+    snprintf(what, sizeof what, "%s %s slice_%lld %s [%s]", model, topo, (long long)slices, rule,
+             cfgdir);
     smoe_config_opts o;
     memset(&o, 0, sizeof o);
     o.base_path = base;
-    o.model = "deepseek2-16b";
+    o.model = model;
     o.rules = strcmp(custom, "default") == 0 ? NULL : custom;
     o.overrides = ovp;
     o.n_overrides = k;
@@ -303,14 +304,22 @@ static void run_case(const char *cfgdir, const char *topo, int64_t slices,
     smoe_config_free(cfg);
 }
 
-/* Every case under SHARDING_INFO/deepseek2-16b: TOPO/slice_N/rule_*, or
- * TOPO/slice_N itself where older dumps have no rule level. */
-static int run_tree(const char *info, const char *cfgdir, int builtin)
+/* Every case under SHARDING_INFO/MODEL: TOPO/slice_N/rule_*, or
+ * TOPO/slice_N itself where older dumps have no rule level; none when the
+ * dumps or the config tree lack the model. */
+static int run_tree(const char *info, const char *cfgdir, const char *model, int builtin)
 {
     int cases = 0;
-    char model_dir[1024];
-    snprintf(model_dir, sizeof model_dir, "%s/deepseek2-16b", info);
+    char model_dir[1024], file[2048];
+    snprintf(model_dir, sizeof model_dir, "%s/%s", info, model);
+    snprintf(file, sizeof file, "%s/models/%s.yml", cfgdir, model);
+    FILE *mf = fopen(file, "r");
+    if (!mf)
+        return 0;
+    fclose(mf);
     DIR *d = opendir(model_dir);
+    if (!d && strcmp(model, "deepseek2-16b") != 0)
+        return 0; /* only deepseek2-16b has dumps in every tree */
     CHECKF(d != NULL, "cannot open %s", model_dir);
     struct dirent *t;
     while (d && (t = readdir(d))) {
@@ -330,7 +339,7 @@ static int run_tree(const char *info, const char *cfgdir, int builtin)
             FILE *f = fopen(probe, "r");
             if (f) {
                 fclose(f);
-                run_case(cfgdir, t->d_name, slices, sdir, "rule_default", builtin);
+                run_case(cfgdir, model, t->d_name, slices, sdir, "rule_default", builtin);
                 cases++;
                 continue;
             }
@@ -341,7 +350,7 @@ static int run_tree(const char *info, const char *cfgdir, int builtin)
                     continue;
                 char casedir[4096];
                 snprintf(casedir, sizeof casedir, "%s/%s", sdir, x->d_name);
-                run_case(cfgdir, t->d_name, slices, casedir, x->d_name, builtin);
+                run_case(cfgdir, model, t->d_name, slices, casedir, x->d_name, builtin);
                 cases++;
             }
             if (r)
@@ -374,7 +383,8 @@ int main(int argc, char **argv)
             if (!probe)
                 continue;
             closedir(probe);
-            cases += run_tree(info, cfg, argc > 3 && strcmp(argv[3], "--builtin") == 0);
+            cases += run_tree(info, cfg, "deepseek2-16b",
+                              argc > 3 && strcmp(argv[3], "--builtin") == 0);
             versions++;
         }
         if (d)
@@ -388,10 +398,21 @@ int main(int argc, char **argv)
                         "       test_golden --versions VERSIONS_DIR [--builtin]\n");
         return 2;
     }
-    int cases = 0;
+    /* deepseek2-16b: 7 configurations, in every tree; qwen3-0.6b (1) and
+     * gpt-oss-20b (2) where the tree has their model files */
+    static const char *const models[] = { "deepseek2-16b", "qwen3-0.6b", "gpt-oss-20b" };
+    int cases = 0, ds = 0;
     for (int c = 2; c < argc; c++)
-        cases += run_tree(argv[1], argv[c], 1);
-    CHECKF(cases == 7 * (argc - 2), "expected 7 golden configurations per config tree, ran %d",
-           cases);
+        for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+            int k = run_tree(argv[1], argv[c], models[i], 1);
+            cases += k;
+            if (i == 0)
+                ds += k;
+        }
+    CHECKF(ds == 7 * (argc - 2), "expected 7 deepseek2-16b golden configurations per config "
+           "tree, ran %d", ds);
+    printf("golden configurations checked: %d\n", cases);
+    CHECKF(cases >= ds + 3, "expected the qwen3-0.6b and gpt-oss-20b golden configurations too, "
+           "ran %d in all", cases);
     return check_report();
 }

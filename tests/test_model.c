@@ -163,6 +163,13 @@ static void test_fd(const char *name, smoe_model_cfg cfg, uint64_t seed)
     else
         CHECK_INT(st.dropped, 0);
 
+    /* the bias only selects unless it is in the weights or feeds the
+     * load-balance loss */
+    const int sel_only = !cfg.bias_in_weights && cfg.lb_weight == 0.0f;
+    if (cfg.lb_weight > 0.0f)
+        CHECKF(st.aux_loss > 0.0, "%s: no load-balance loss", name);
+    if (cfg.z_loss > 0.0f)
+        CHECKF(st.z_loss > 0.0, "%s: no z-loss", name);
     j.g = NULL; /* from here on: the loss only */
     fd_tally ty = { 0, 0, 0, 0, 0.0 };
     char what[160];
@@ -173,15 +180,15 @@ static void test_fd(const char *name, smoe_model_cfg cfg, uint64_t seed)
             snprintf(what, sizeof what, "%s: layer %d %s", name, l,
                      smoe_wslot_path((smoe_wslot)i));
             fd_tensor(&j, W.w[l][i], G.w[l][i], W.n[l][i], topk0, what,
-                      i == SMOE_W_GATE_BIAS, &r, &ty);
+                      i == SMOE_W_GATE_BIAS && sel_only, &r, &ty);
         }
     for (int i = 0; i < SMOE_T_NSLOTS; i++) {
         snprintf(what, sizeof what, "%s: %s", name, smoe_tslot_path((smoe_tslot)i));
         fd_tensor(&j, W.t[i], G.t[i], W.tn[i], topk0, what, 0, &r, &ty);
     }
-    /* the gate bias gets no gradient */
+    /* a selection-only gate bias gets no gradient */
     for (int l = 0; l < W.nl; l++)
-        if (G.w[l][SMOE_W_GATE_BIAS])
+        if (sel_only && G.w[l][SMOE_W_GATE_BIAS])
             for (int64_t k = 0; k < G.n[l][SMOE_W_GATE_BIAS]; k++)
                 CHECK(G.w[l][SMOE_W_GATE_BIAS][k] == 0.0f);
     /* skips (top-k flips) must be rare, or the check means little */
@@ -358,6 +365,36 @@ int main(void)
     c.topk = 1;
     c.batch = 13;
     test_fd("moe-only top-1 T=65", c, 15);
+
+    /* MaxText's recipe: raw-logit router scores, a bias in the weights,
+     * the load-balance loss and the z-loss; RoPE halves and YaRN with the
+     * output scale and the MLA softmax factor */
+    c = tiny_cfg(8, 0);
+    c.score_raw = 1;
+    c.routed_bias = 1;
+    c.bias_in_weights = 1;
+    c.z_loss = 1e-2f;
+    test_fd("raw+bias-in-weights z", c, 16);
+    c = tiny_cfg(8, 1);
+    c.lb_weight = 0.5f;
+    c.lb_batch = 3; /* as if another rank held more sequences */
+    test_fd("sigmoid+bias lb", c, 17);
+    c = tiny_cfg(0, 1);
+    c.bias_in_weights = 1;
+    c.lb_weight = 0.3f;
+    c.z_loss = 3e-2f;
+    test_fd("sigmoid+bias-in lb z", c, 18);
+    c = tiny_cfg(8, 0);
+    c.lb_weight = 0.2f;
+    c.rope_halves = 1;
+    c.rope = (smoe_rope_cfg){ 0, 1.0, 10000.0, 1.0, 0, 0, 0, 0, 0 };
+    c.attn_scale_mult = 1.8738542f;
+    test_fd("softmax lb rope-halves", c, 21);
+    c = tiny_cfg(8, 1);
+    c.rope = (smoe_rope_cfg){ 1, 1.0, 10000.0, 1.0, 40.0, 32.0, 1.0, 4.0, 1 };
+    c.rope_scale = 1.3688879f;
+    c.attn_scale_mult = 1.8738542f;
+    test_fd("sigmoid yarn scaled", c, 20);
 
     return check_report();
 }

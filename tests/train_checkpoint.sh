@@ -14,7 +14,12 @@ fail=0
 
 . "$(dirname "$0")/runs_lib.sh"
 
-E2="ici_expert_parallelism=2"
+# The learning-rate schedule spans the full run's 6 steps in every run
+# (learning_rate_schedule_steps -1 would be each run's own --steps, so the
+# 3-step run would follow a shorter schedule, as MaxText's does when its
+# `steps` changes).
+L6="learning_rate_schedule_steps=6"
+E2="ici_expert_parallelism=2 $L6"
 must_run full 4 --steps 6 $E2
 
 # save every step, keep two; then resume to the end: bitwise the same
@@ -28,19 +33,30 @@ must_run res 4 --steps 6 $E2 --checkpoint-dir "$dir/ck" --resume &&
 grep -q '"resumed_from"' "$dir/res.json"
 check $? "the resumed run names its checkpoint"
 
+# with MaxText's recipe on (warmup, clipping, eps_root, decay mask, the
+# bias update, both auxiliary losses, a trained router bias): the schedule
+# and the bias update depend on the step, resumed bitwise
+R="$E2 warmup_steps_fraction=0.4 gradient_clipping_threshold=0.5 adam_eps_root=1e-10"
+R="$R adamw_mask=[norm] routed_bias_update_rate=0.002 load_balance_loss_weight=0.01"
+R="$R z_loss_multiplier=1e-3 override_model_config=true routed_score_func=sigmoid routed_bias=true"
+must_run rfull 4 --steps 6 $R
+must_run rpart 4 --steps 3 $R --checkpoint-dir "$dir/rck" &&
+  must_run rres 4 --steps 6 $R --checkpoint-dir "$dir/rck" --resume &&
+  same rfull rres 0 "recipe: resume at step 3 == uninterrupted, bitwise"
+
 # the same checkpoint on other meshes: shards re-cut from the manifest
 cp -r "$dir/ck0" "$dir/ck1"
-must_run f4 4 --steps 6 --checkpoint-dir "$dir/ck1" --resume &&
+must_run f4 4 --steps 6 $L6 --checkpoint-dir "$dir/ck1" --resume &&
   same full f4 1e-5 "fsdp=2 x expert=2 checkpoint resumed as fsdp=4"
 cp -r "$dir/ck0" "$dir/ck2"
-must_run one 1 --steps 6 per_device_batch_size=16 --checkpoint-dir "$dir/ck2" --resume &&
+must_run one 1 --steps 6 $L6 per_device_batch_size=16 --checkpoint-dir "$dir/ck2" --resume &&
   same full one 1e-5 "fsdp=2 x expert=2 checkpoint resumed on a single rank"
 cp -r "$dir/ck0" "$dir/ck3"
-must_run e4 4 --steps 6 ici_expert_parallelism=4 --checkpoint-dir "$dir/ck3" --resume &&
+must_run e4 4 --steps 6 $L6 ici_expert_parallelism=4 --checkpoint-dir "$dir/ck3" --resume &&
   same full e4 1e-5 "fsdp=2 x expert=2 checkpoint resumed as expert=4"
 
 # and the other way: written on fsdp=4, resumed on fsdp=2 x expert=2
-must_run f4part 4 --steps 3 --checkpoint-dir "$dir/ck4" &&
+must_run f4part 4 --steps 3 $L6 --checkpoint-dir "$dir/ck4" &&
   must_run f4res 4 --steps 6 $E2 --checkpoint-dir "$dir/ck4" --resume &&
   same full f4res 1e-5 "fsdp=4 checkpoint resumed as fsdp=2 x expert=2"
 

@@ -11,6 +11,8 @@ smoe=$2
 cmp=$3
 top=$(cd "$(dirname "$0")/.." && pwd)
 netns="$top/scripts/netns.sh"
+# namespaces of this run alone: a concurrent run (another checkout) uses others
+export SMOE_NETNS="sm$$"
 if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v unshare >/dev/null ||
   ! "$mpiexec" --version 2>/dev/null | grep -Eq "Open MPI|OpenRTE"; then
   echo "skip: needs root, iproute2, unshare and Open MPI"

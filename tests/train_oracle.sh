@@ -29,6 +29,48 @@ must_run shq 4 --steps $steps ici_expert_parallelism=2 --shared-queue && same f2
 must_run pth 4 --steps $steps ici_expert_parallelism=2 --progress-thread && same f2e2 pth 0 "progress thread == polling, bitwise"
 must_run e4 4 --steps $steps ici_expert_parallelism=4 && same ref e4 1e-5 "expert=4 vs single rank"
 
+# MaxText's recipe with every feature on: warmup then cosine, clipping that
+# binds, eps_root and a weight-decay mask, the aux-loss-free bias update,
+# the load-balance loss and the z-loss; DeepSeek-V3's router (sigmoid,
+# bias for selection only) and YaRN (interleaved, output scaled) on a
+# small deepseek3 model; then the raw-logit router with a trained bias and
+# RoPE halves on the tiny model
+R="warmup_steps_fraction=0.4 learning_rate_schedule_steps=8 gradient_clipping_threshold=0.5"
+R="$R adam_eps_root=1e-10 adamw_mask=[norm,bias] routed_bias_update_rate=0.002"
+R="$R load_balance_loss_weight=0.01 z_loss_multiplier=1e-3"
+DS3="--model deepseek3-tiny override_model_config=true base_num_decoder_layers=4"
+DS3="$DS3 first_num_dense_layers=1 vocab_size=256 rope_attention_scaling=true"
+must_run rref 1 --steps $steps $DS3 $R per_device_batch_size=16
+must_run rf4 4 --steps $steps $DS3 $R ici_fsdp_parallelism=4 && same rref rf4 1e-5 "recipe (deepseek3): fsdp=4 vs single rank"
+must_run rf2e2 4 --steps $steps $DS3 $R ici_expert_parallelism=2 && same rref rf2e2 1e-5 "recipe (deepseek3): fsdp=2 x expert=2 vs single rank"
+must_run re4 4 --steps $steps $DS3 $R ici_expert_parallelism=4 && same rref re4 1e-5 "recipe (deepseek3): expert=4 vs single rank"
+must_run rd0 4 --steps $steps $DS3 $R ici_expert_parallelism=2 --prefetch-depth 0 && same rf2e2 rd0 0 "recipe: prefetch off == depth 1, bitwise"
+must_run rd2 4 --steps $steps $DS3 $R ici_expert_parallelism=2 --prefetch-depth 2 && same rf2e2 rd2 0 "recipe: depth 2 == depth 1, bitwise"
+must_run rleg 4 --steps $steps $DS3 $R ici_expert_parallelism=2 --gather legacy && same rf2e2 rleg 0 "recipe: legacy == co-axis, bitwise"
+must_run rshq 4 --steps $steps $DS3 $R ici_expert_parallelism=2 --shared-queue && same rf2e2 rshq 0 "recipe: shared queue == dedicated, bitwise"
+RAW="override_model_config=true routed_score_func=\"\" routed_bias=true"
+must_run wref 1 --steps $steps $R $RAW per_device_batch_size=16
+must_run wf2e2 4 --steps $steps $R $RAW ici_expert_parallelism=2 && same wref wf2e2 1e-5 "recipe (raw router, bias in the weights): fsdp=2 x expert=2 vs single rank"
+must_run we4 4 --steps $steps $R $RAW ici_expert_parallelism=4 && same wref we4 1e-5 "recipe (raw router, bias in the weights): expert=4 vs single rank"
+
+# the recipe is visible: warmup (lr 0 first), clipping binds, both losses
+recipe_seen() { # NAME
+  j="$dir/$1.json"
+  lr0=$(grep -m1 '"lr"' "$j" | tr -dc '0-9.e-')
+  gn=$(grep -m1 '"grad_norm"' "$j" | tr -dc '0-9.e-')
+  aux=$(grep -m1 '"aux_loss"' "$j" | tr -dc '0-9.e-')
+  zl=$(grep -m1 '"z_loss"' "$j" | tr -dc '0-9.e-')
+  if awk "BEGIN { exit !($lr0 == 0 && $gn > 0.5 && $aux > 0 && $zl > 0) }"; then
+    pass=$((pass + 1))
+    echo "ok: $1: first lr $lr0, grad_norm $gn (clipped to 0.5), aux_loss $aux, z_loss $zl"
+  else
+    fail=$((fail + 1))
+    echo "FAIL: $1: first lr $lr0, grad_norm $gn, aux_loss $aux, z_loss $zl" >&2
+  fi
+}
+recipe_seen rf2e2
+recipe_seen wf2e2
+
 # peak gathered-buffer bytes within (depth + 1) layers forward and
 # (depth + 2) backward
 bound() { # NAME DEPTH

@@ -100,6 +100,24 @@ void smoe_sigmoid(float *y, const float *x, int64_t n);
  * larger to rotate a slice of a wider row in place (pass the slice start). */
 void smoe_rope(float *x, const int32_t *pos, int64_t t, int64_t h, int64_t d,
                int64_t stride, float theta, int inverse);
+/* MaxText's rotary embeddings (rope.c): the inverse frequencies (d/2) of
+ * RotaryEmbedding (yarn = 0: 1 / (min * (max/min)^(2i/d) * linear_scale))
+ * or YarnRotaryEmbedding (yarn = 1: theta = max_timescale, blended by
+ * rope_factor between the correction dims of beta_fast and beta_slow),
+ * then the rotation by angle pos * inv_freq[i] of the pairs (2i, 2i+1)
+ * (halves = 0) or (i, i + d/2) (halves = 1), times scale. */
+typedef struct smoe_rope_cfg {
+    int yarn;
+    double min_timescale, max_timescale, linear_scale; /* rope_min/max_timescale, */
+                                                       /* rope_linear_scaling_factor */
+    double factor, beta_fast, beta_slow, orig_max;     /* rope_factor, beta_*, */
+                                                       /* original_max_position_embeddings */
+    int truncate;                                      /* rope_truncate */
+} smoe_rope_cfg;
+void smoe_rope_freqs(double *inv_freq, int64_t d, const smoe_rope_cfg *c);
+void smoe_rope_apply(float *x, const int32_t *pos, int64_t t, int64_t h, int64_t d,
+                     int64_t stride, const double *inv_freq, int halves, float scale,
+                     int inverse);
 
 /* ---- causal attention for one sequence ----
  * q (s, h, dk), k (s, h, dk), v (s, h, dv) with row strides qs, ks, vs
@@ -129,6 +147,12 @@ void smoe_attention_bwd(float *dq, float *dk, float *dv, const float *dout,
 double smoe_cross_entropy(float *dlogits, const float *logits,
                           const int32_t *targets, int64_t t, int64_t v,
                           float scale);
+/* The same with MaxText's z-loss: each row adds z * lse^2 to the loss
+ * (lse = log-sum-exp of the row) and dlogits = ((1 + 2 z lse) softmax -
+ * onehot(y)) * scale; *zsum (if not NULL) = sum of the z * lse^2 terms. */
+double smoe_cross_entropy_z(float *dlogits, const float *logits,
+                            const int32_t *targets, int64_t t, int64_t v,
+                            float scale, float z, double *zsum);
 
 /* ---- optimizer ----
  * AdamW step on n elements (bias-corrected, decoupled weight decay):
@@ -136,6 +160,17 @@ double smoe_cross_entropy(float *dlogits, const float *logits,
  * p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p), t = 1-based step. */
 void smoe_adamw(float *p, float *m, float *v, const float *g, int64_t n,
                 float lr, float b1, float b2, float eps, float wd, int64_t t);
+/* The same as optax.adamw after optax.clip_by_global_norm (adamw.c):
+ * g -> (g / clip_norm) * clip_max first when clip_norm > 0; eps_root
+ * inside the square root; wd = 0 for a parameter the mask leaves out. */
+typedef struct smoe_adamw_cfg {
+    float lr, b1, b2, eps, eps_root, wd;
+    int64_t t;              /* 1-based update count */
+    float clip_norm;        /* > 0: the global norm the gradient is clipped from */
+    float clip_max;         /* ... to this norm */
+} smoe_adamw_cfg;
+void smoe_adamw_step(float *p, float *m, float *v, const float *g, int64_t n,
+                     const smoe_adamw_cfg *c);
 
 /* ---- small vector helpers ---- */
 void smoe_vec_add(float *y, const float *x, int64_t n);          /* y += x */

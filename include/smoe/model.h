@@ -11,16 +11,24 @@
  *     MLA: q = (q_lora ? rmsnorm(h @ wq_a) * q_norm @ wq_b : h @ query)
  *          kv_a = h @ wkv_a = [c_kv | k_pe]; kv = rmsnorm(c_kv) * kv_norm @ wkv_b
  *          = [k_nope | v] per head; RoPE on q_pe and the shared k_pe;
- *          causal softmax attention per sequence and head, scale 1/sqrt(nope+rope);
+ *          causal softmax attention per sequence and head, scale
+ *          attn_scale_mult/sqrt(nope+rope); RoPE as MaxText's rotary embeddings;
  *          x += o @ out
  *     h2 = rmsnorm(x) * post_norm
  *     dense: x += (silu(h2 @ wi_0) * (h2 @ wi_1)) @ wo
  *     MoE:   x += shared SwiGLU(h2) + sum_k w_k * expert_{e_k}(h2)
- *            router: s = softmax|sigmoid(h2 @ gate); top-k on s (+ bias if
- *            routed_bias, selection only); w = s[top-k] (renormalised to sum 1
- *            for sigmoid) * routed_scale; tokens go to the rank owning their
+ *            router (MaxText moe.py GateLogit, get_topk, deepseek_routing,
+ *            deepseek_scale_weights): s = softmax|sigmoid|identity(h2 @ gate),
+ *            gate values g = s (+ bias if routed_bias); top-k on g; w = g[top-k]
+ *            (bias_in_weights) or s[top-k], divided by (sum + 1e-20) for
+ *            sigmoid, times routed_scale; tokens go to the rank owning their
  *            expert through an all-to-all over the expert group and back.
- *   loss = sum_t CE(rmsnorm(x) * final_norm @ logits, target) * loss_scale
+ *            Load-balance loss (lb_weight > 0, moe.py load_balance_loss, per
+ *            sequence): lb_weight * E / lb_batch * sum_{seq, e} density * prob
+ *            (density: mean over the sequence of "e is in the top-k", prob:
+ *            mean of softmax(g)), averaged over the MoE layers.
+ *   loss = sum_t [CE + z_loss * lse_t^2](rmsnorm(x) * final_norm @ logits,
+ *          target) * loss_scale + the load-balance loss
  *
  * Thread-safety: a smoe_model is used by one thread at a time. */
 #ifndef SMOE_MODEL_H
@@ -29,6 +37,7 @@
 #include <stdint.h>
 
 #include "smoe/core.h"
+#include "smoe/kernels.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -93,10 +102,23 @@ typedef struct smoe_model_cfg {
     int64_t vocab;
     int64_t n_dense, n_moe;     /* layers: n_dense dense first, then n_moe MoE */
     int score_sigmoid;          /* 0: softmax scores; 1: sigmoid, top-k renormalised */
-    int routed_bias;            /* gate/bias added to the scores for selection only */
+    int score_raw;              /* 1: routed_score_func "": the raw logits are the scores */
+    int routed_bias;            /* gate/bias added to the scores (gate values) */
+    int bias_in_weights;        /* 1: the combine weights are the gate values (bias
+                                   included, so it is trained); 0: the pre-bias scores
+                                   (MaxText's DeepSeek-V3/V4 model names) */
     float routed_scale;         /* routed_scaling_factor */
+    float lb_weight;            /* load_balance_loss_weight (0: none) */
+    int64_t lb_batch;           /* sequences the load-balance mean runs over (the
+                                   global batch); 0 = batch */
+    float z_loss;               /* z_loss_multiplier (0: none) */
     float eps;                  /* RMSNorm epsilon */
-    float rope_theta;           /* RoPE base */
+    float rope_theta;           /* RoPE base (used when rope.max_timescale == 0:
+                                   interleaved theta^(-2i/d)) */
+    smoe_rope_cfg rope;         /* MaxText's rotary embedding (rope.max_timescale > 0) */
+    int rope_halves;            /* 1: pairs (i, i + d/2); 0: (2i, 2i + 1) */
+    float rope_scale;           /* rope output multiplier (0 = 1) */
+    float attn_scale_mult;      /* multiplies 1/sqrt(nope + rope) (0 = 1) */
     float capacity_factor;      /* <= 0: dropless; else per-expert capacity per
                                    sending rank = ceil(T * topk / experts * cf) */
     int64_t seq;                /* sequence length */
@@ -134,6 +156,9 @@ typedef struct smoe_model_stats {
     double a2a_seconds;        /* time inside the expert all-to-alls */
     int64_t dropped;           /* (token, expert) pairs over capacity (forward) */
     int64_t routed;            /* (token, expert) pairs routed (forward) */
+    double aux_loss;           /* load-balance loss of this rank's sequences, already
+                                  scaled (forward; the global one sums over ranks) */
+    double z_loss;             /* z-loss of this rank's tokens, times loss_scale (head) */
 } smoe_model_stats;
 
 typedef struct smoe_model smoe_model;
@@ -181,9 +206,11 @@ smoe_status smoe_model_layer_bwd(smoe_model *m, int l,
                                  float *const dw[SMOE_W_NSLOTS], float *dx,
                                  smoe_ep_comm *comm, smoe_err *err);
 
-/* Head: loss = loss_scale * sum_t CE(rmsnorm(x) * final_norm @ logits_w,
- * targets[t]); returns the loss. If dx is not NULL, writes dx (T, emb) and
- * accumulates dnorm (emb) and dlogits (emb, vocab). */
+/* Head: loss = loss_scale * sum_t [CE + z_loss * lse^2](rmsnorm(x) *
+ * final_norm @ logits_w, targets[t]); returns the loss (the z-loss part is
+ * also added to the stats). If dx is not NULL, writes dx (T, emb) and
+ * accumulates dnorm (emb) and dlogits (emb, vocab). The load-balance loss
+ * is not included (it is in the stats after the MoE forwards). */
 double smoe_model_head(smoe_model *m, const float *final_norm,
                        const float *logits_w, const int32_t *targets,
                        const float *x, float *dx, float *dnorm,

@@ -2,9 +2,9 @@
  * its FSDP-prefetch gather plan, co-axis and legacy side by side.
  *
  * The parameter inventory comes either from a MaxText logical_shardings.json
- * (--params) or from the built-in enumeration of a model file (deepseek,
- * llama2/mistral, mixtral, qwen3_moe decoder blocks), with MaxText's key
- * strings, shapes and logical axes. Resolution uses the config's rules
+ * (--params) or from the built-in enumeration of a model file (every
+ * decoder block of MaxText's model files; see src/plan/inventory.c), with
+ * MaxText's key strings, shapes and logical axes. Resolution uses the config's rules
  * (Flax semantics, size-1 axes kept: the state sharding). The gather plan
  * follows the change description:
  *   LEGACY: gather only the FSDP axes (fsdp, fsdp_transpose) of a dim; if

@@ -30,8 +30,13 @@ extern "C" {
 
 typedef struct smoe_train_step {
     int64_t step;
+    double loss;            /* global mean cross-entropy + z-loss + load-balance loss
+                               (MaxText's learning/loss) */
+    double lr;              /* learning rate of this update (the schedule) */
+    double grad_norm;       /* global norm of the raw gradient, before clipping */
+    double aux_loss;        /* load-balance loss (mean over MoE layers) */
+    double z_loss;          /* z-loss (global mean) */
     int mode;               /* index into smoe_train_opts.modes (0 with one mode) */
-    double loss;            /* global mean cross-entropy */
     double step_ms;         /* max over ranks */
     double exposed_gather_ms; /* time blocked on gathers (incl. residual), max over ranks */
     double residual_ms;     /* of which blocking residual gathers (legacy) */
@@ -103,6 +108,7 @@ typedef struct smoe_train_result {
     int64_t params, tokens_per_step;
     double model_flops_per_step;     /* forward + backward, all ranks */
     char params_sha256[65];
+    char recipe[640];                /* the MaxText recipe features in effect */
     smoe_blas_info blas;
 } smoe_train_result;
 

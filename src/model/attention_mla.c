@@ -3,12 +3,17 @@
  *
  *   h    = rmsnorm(x) * pre_norm
  *   q    = q_lora ? (rmsnorm(h @ wq_a) * q_norm) @ wq_b : h @ query
- *          (T, H, nope+rope); RoPE on the last `rope` dims of each head
+ *          (T, H, nope+rope); RoPE (rope.c, MaxText's embedding) on the
+ *          last `rope` dims of each head
  *   kv_a = h @ wkv_a = [c_kv (kv_lora) | k_pe (rope)], the two column
  *          blocks computed as two strided products; RoPE on k_pe
  *   kv   = (rmsnorm(c_kv) * kv_norm) @ wkv_b = [k_nope | v] per head
  *   k    = [k_nope(head) | k_pe] (k_pe shared by all heads)
- *   o    = causal softmax(q k^T / sqrt(nope+rope)) v per sequence and head
+ *   o    = causal softmax(q k^T * scale) v per sequence and head, scale =
+ *          attn_scale_mult / sqrt(nope+rope) (MaxText attention_mla.py
+ *          MLA.__init__/mla_query_projection: softmax_scale = qk_head_dim^-0.5,
+ *          times mscale^2 with mscale = 0.1 * mscale * ln(rope_factor) + 1
+ *          whenever max_position_embeddings > original_max_position_embeddings)
  *   x   += o (T, H*v) @ out (H*v, D)
  *
  * The backward runs the same chain in reverse; the gradient of the shared
@@ -21,9 +26,12 @@
 #include <math.h>
 #include <string.h>
 
-static float attn_scale(const smoe_model_cfg *g)
+/* RoPE on a rope slice (t tokens, h heads of dr, row stride), MaxText's
+ * embedding of the model (smoe_rope_apply); inverse = 1 in the backward. */
+static void rope(const smoe_model *m, float *x, int64_t h, int64_t stride, int inverse)
 {
-    return (float)(1.0 / sqrt((double)(g->qk_nope + g->qk_rope)));
+    smoe_rope_apply(x, m->pos, m->T, h, m->cfg.qk_rope, stride, m->rope_inv,
+                    m->cfg.rope_halves, m->rope_scale, inverse);
 }
 
 static void zero(float *p, int64_t n) { memset(p, 0, (size_t)n * sizeof *p); }
@@ -51,7 +59,7 @@ void mla_fwd(smoe_model *m, attn_act *a, const float *const w[SMOE_W_NSLOTS],
     }
     model_progress(comm);
     for (int64_t hh = 0; hh < H; hh++)
-        smoe_rope(a->q + hh * dq + dn, m->pos, T, 1, dr, H * dq, g->rope_theta, 0);
+        rope(m, a->q + hh * dq + dn, 1, H * dq, 0);
 
     /* compressed kv and the shared rotary key */
     const float *wkv_a = w[SMOE_W_WKV_A];
@@ -59,7 +67,7 @@ void mla_fwd(smoe_model *m, attn_act *a, const float *const w[SMOE_W_NSLOTS],
     model_progress(comm);
     smoe_gemm(0, 0, T, dr, D, 1.0f, a->h, D, wkv_a + R, R + dr, 0.0f, s->kpe, dr);
     model_progress(comm);
-    smoe_rope(s->kpe, m->pos, T, 1, dr, dr, g->rope_theta, 0);
+    rope(m, s->kpe, 1, dr, 0);
     smoe_rmsnorm(a->ckvn, a->rstd_kv, a->ckv, w[SMOE_W_KV_NORM], T, R, g->eps);
     smoe_matmul(s->kv, a->ckvn, w[SMOE_W_WKV_B], T, R, H * (dn + dv), 0.0f);
     model_progress(comm);
@@ -73,7 +81,7 @@ void mla_fwd(smoe_model *m, attn_act *a, const float *const w[SMOE_W_NSLOTS],
         }
 
     /* causal attention, one sequence at a time */
-    const float scale = attn_scale(g);
+    const float scale = m->attn_scale;
     for (int64_t b = 0; b < g->batch; b++) {
         const int64_t t0 = b * S;
         smoe_attention(a->o + t0 * H * dv, a->p + b * H * S * S,
@@ -108,7 +116,7 @@ void mla_bwd(smoe_model *m, const attn_act *a,
     zero(s->dq, T * H * dq);
     zero(s->dk, T * H * dq);
     zero(s->dv, T * H * dv);
-    const float scale = attn_scale(g);
+    const float scale = m->attn_scale;
     for (int64_t b = 0; b < g->batch; b++) {
         const int64_t t0 = b * S;
         smoe_attention_bwd(s->dq + t0 * H * dq, s->dk + t0 * H * dq,
@@ -129,9 +137,9 @@ void mla_bwd(smoe_model *m, const attn_act *a,
             memcpy(d + dn, s->dv + (t * H + hh) * dv, (size_t)dv * sizeof *d);
             smoe_vec_add(dkpe + t * dr, dk + dn, dr);
         }
-    smoe_rope(dkpe, m->pos, T, 1, dr, dr, g->rope_theta, 1);
+    rope(m, dkpe, 1, dr, 1);
     for (int64_t hh = 0; hh < H; hh++)
-        smoe_rope(s->dq + hh * dq + dn, m->pos, T, 1, dr, H * dq, g->rope_theta, 1);
+        rope(m, s->dq + hh * dq + dn, 1, H * dq, 1);
 
     /* kv = ckvn @ wkv_b, ckvn = rmsnorm(ckv) * kv_norm */
     zero(s->dckvn, T * R);

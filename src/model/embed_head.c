@@ -1,6 +1,6 @@
 /* The ends of the model: the token embedding (a row gather, and its
  * scatter-add backward) and the head, loss = loss_scale * sum_t
- * CE(rmsnorm(x_t) * final_norm @ logits_w, target_t). The head runs over
+ * [CE + z_loss * lse^2](rmsnorm(x_t) * final_norm @ logits_w, target_t). The head runs over
  * HEAD_CHUNK rows at a time so its logits buffer is (HEAD_CHUNK, vocab)
  * rather than (T, vocab), which for a 100k+ vocabulary would dominate the
  * activation memory.
@@ -43,8 +43,10 @@ double smoe_model_head(smoe_model *m, const float *final_norm,
         smoe_rmsnorm(s->hn, s->hrstd, xr, final_norm, n, D, m->cfg.eps);
         smoe_matmul(s->lg, s->hn, logits_w, n, D, V, 0.0f);
         /* the logits' gradient overwrites them */
-        loss += smoe_cross_entropy(dx ? s->lg : NULL, s->lg, targets + r0, n, V,
-                                   loss_scale);
+        double zsum = 0.0; /* z-loss (MaxText max_utils.cross_entropy_with_logits) */
+        loss += smoe_cross_entropy_z(dx ? s->lg : NULL, s->lg, targets + r0, n, V, loss_scale,
+                                     m->cfg.z_loss, &zsum);
+        m->stats.z_loss += zsum * (double)loss_scale;
         if (!dx)
             continue;
         smoe_gemm(0, 1, n, D, V, 1.0f, s->lg, V, logits_w, V, 0.0f, s->dhn, D);

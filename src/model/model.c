@@ -67,9 +67,34 @@ static smoe_status check_cfg(const smoe_model_cfg *c, smoe_err *err)
     if (!(c->eps >= 0.0f) || !isfinite(c->eps))
         return smoe_err_set(err, SMOE_EINVAL, "model: eps = %g must be >= 0",
                             (double)c->eps);
-    if (!(c->rope_theta > 0.0f) || !isfinite(c->rope_theta))
+    if (c->rope.max_timescale == 0.0 && (!(c->rope_theta > 0.0f) || !isfinite(c->rope_theta)))
         return smoe_err_set(err, SMOE_EINVAL, "model: rope_theta = %g must be > 0",
                             (double)c->rope_theta);
+    if (c->rope.max_timescale != 0.0) {
+        const smoe_rope_cfg *r = &c->rope;
+        if (!(r->max_timescale > 0.0) || !isfinite(r->max_timescale) ||
+            (!r->yarn && (!(r->min_timescale > 0.0) || !isfinite(r->min_timescale) ||
+                          !(r->linear_scale > 0.0) || !isfinite(r->linear_scale))) ||
+            (r->yarn && (!(r->factor > 0.0) || !isfinite(r->factor) ||
+                         !(r->beta_fast > 0.0) || !(r->beta_slow > 0.0) ||
+                         !isfinite(r->beta_fast) || !isfinite(r->beta_slow) ||
+                         !(r->orig_max > 0.0) || !isfinite(r->orig_max) ||
+                         r->max_timescale == 1.0)))
+            return smoe_err_set(err, SMOE_EINVAL,
+                                "model: rope timescales, factor, betas and original length "
+                                "must be finite and > 0 (base != 1 for YaRN)");
+    }
+    if (!isfinite(c->rope_scale) || c->rope_scale < 0.0f || !isfinite(c->attn_scale_mult) ||
+        c->attn_scale_mult < 0.0f)
+        return smoe_err_set(err, SMOE_EINVAL, "model: rope_scale and attn_scale_mult must be "
+                                              "finite and >= 0");
+    if (!isfinite(c->lb_weight) || c->lb_weight < 0.0f || !isfinite(c->z_loss) ||
+        c->lb_batch < 0)
+        return smoe_err_set(err, SMOE_EINVAL, "model: lb_weight, lb_batch and z_loss must be "
+                                              "finite and >= 0");
+    if (c->score_raw && c->score_sigmoid)
+        return smoe_err_set(err, SMOE_EINVAL, "model: score_raw and score_sigmoid exclude "
+                                              "each other");
     if (c->batch > INT32_MAX / c->seq)
         return smoe_err_set(err, SMOE_EINVAL,
                             "model: batch * seq = %lld * %lld tokens is too many",
@@ -145,6 +170,8 @@ static void carve_all(smoe_model *m, carver *c)
         }
         moe_act *e = &la->moe;
         e->scores = CF(c, mulc(c, T, E));
+        if (g->lb_weight > 0.0f)
+            e->lbp = CF(c, mulc(c, T, E));
         e->topk = carve(c, mulc(c, T, K), (int64_t)sizeof(int32_t));
         e->wts = CF(c, mulc(c, T, K));
         e->pos = carve(c, mulc(c, T, K), (int64_t)sizeof(int64_t));
@@ -181,6 +208,10 @@ static void carve_all(smoe_model *m, carver *c)
     s->db = CF(c, mulc(c, T, wmax));
     s->dsc = CF(c, mulc(c, T, E));
     s->dwk = CF(c, mulc(c, T, K));
+    if (g->lb_weight > 0.0f && g->n_moe) {
+        s->lbd = carve(c, E, (int64_t)sizeof(double));
+        s->lbr = CF(c, E);
+    }
     s->send = CF(c, mulc(c, mulc(c, T, K), D));
     s->dxk = CF(c, mulc(c, mulc(c, T, K), D));
     s->eoff = carve(c, E, (int64_t)sizeof(int64_t));
@@ -331,6 +362,18 @@ smoe_status smoe_model_new(const smoe_model_cfg *cfg, smoe_model **out,
     SMOE_ASSERT(c.off == m->slab_bytes);
     for (int64_t t = 0; t < m->T; t++)
         m->pos[t] = (int32_t)(t % g->seq);
+    m->rope_inv = smoe_malloc(sizeof(double) * (size_t)(g->qk_rope / 2));
+    if (!m->rope_inv)
+        goto nomem;
+    if (g->rope.max_timescale != 0.0) {
+        smoe_rope_freqs(m->rope_inv, g->qk_rope, &g->rope);
+    } else { /* the interleaved theta form */
+        smoe_rope_cfg r = { 0, 1.0, (double)g->rope_theta, 1.0, 0, 0, 0, 0, 0 };
+        smoe_rope_freqs(m->rope_inv, g->qk_rope, &r);
+    }
+    m->rope_scale = g->rope_scale > 0.0f ? g->rope_scale : 1.0f;
+    m->attn_scale = (float)((g->attn_scale_mult > 0.0f ? (double)g->attn_scale_mult : 1.0) /
+                            sqrt((double)(g->qk_nope + g->qk_rope)));
 
     if (g->n_moe) {
         /* Balanced load up front (every case for ep == 1); grown on demand. */
@@ -357,6 +400,7 @@ void smoe_model_free(smoe_model *m)
         for (int64_t l = 0; l < m->n_layers; l++)
             smoe_free(m->layers[l].moe.store);
     smoe_free(m->own.buf);
+    smoe_free(m->rope_inv);
     smoe_free(m->slab);
     smoe_free(m->layers);
     smoe_free(m);

@@ -44,7 +44,8 @@ typedef struct mlp_act {
  * activations of the local experts) depend on the routing and live in a
  * store grown on demand (amortised, bounded by route_max rows). */
 typedef struct moe_act {
-    float *scores;     /* (T, E) router scores: softmax or sigmoid of h2 @ gate */
+    float *scores;     /* (T, E) router scores: softmax, sigmoid or identity of h2 @ gate */
+    float *lbp;        /* (T, E) softmax of the gate values (load-balance loss only) */
     int32_t *topk;     /* (T, K) chosen experts, best first */
     float *wts;        /* (T, K) combine weights (renorm, routed_scale applied) */
     int64_t *pos;      /* (T, K) row of the pair in the send order; -1 dropped */
@@ -93,6 +94,8 @@ typedef struct model_scratch {
     float *db;    /* (T, wmax) grad of b */
     float *dsc;   /* (T, E) grad of the router scores, then of the logits */
     float *dwk;   /* (T, K) grad of the combine weights */
+    double *lbd;  /* (E) load-balance densities of a sequence (lb_weight > 0) */
+    float *lbr;   /* (E) grad of a token's load-balance probabilities */
     float *send;  /* (T*K, D) fwd: dispatched rows; bwd: gradient rows */
     float *dxk;   /* (T*K, D) bwd: input grads returned by the owners */
     int64_t *eoff;  /* (E) = (ep, E_l) row offsets per (peer, local expert) */
@@ -129,6 +132,9 @@ struct smoe_model {
     int64_t wmax;      /* widest MLP: max(mlp, shared * moe_mlp) */
     int64_t route_max; /* bound on N, the rows received per MoE layer */
     int32_t *pos;      /* (T) position of each token in its sequence */
+    double *rope_inv;  /* (qk_rope / 2) RoPE inverse frequencies (owned) */
+    float rope_scale;  /* rope output multiplier */
+    float attn_scale;  /* softmax scale of the attention scores */
     void *slab;        /* the activation slab (saved + scratch) */
     int64_t slab_bytes;
     layer_act *layers; /* (n_layers) */

@@ -97,7 +97,12 @@ static int picked(const int32_t *idx, int64_t k, int64_t e)
     return 0;
 }
 
-/* Top-k and combine weights of every token from the saved scores. */
+/* Top-k and combine weights of every token from the saved scores s (T, E).
+ * MaxText moe.py: GateLogit.__call__ (g = score_func(logits) + bias; the
+ * pre-bias scores kept for deepseek3/deepseek4 model names), get_topk /
+ * deepseek_routing (top-k of g, ties to the lower index as lax.top_k;
+ * weights from the pre-bias scores when kept, else from g),
+ * deepseek_scale_weights (sigmoid: w /= sum(w) + 1e-20; w *= routed_scale). */
 static void route(smoe_model *m, moe_act *a, const float *bias)
 {
     const smoe_model_cfg *g = &m->cfg;
@@ -117,15 +122,54 @@ static void route(smoe_model *m, moe_act *a, const float *bias)
             }
             idx[k] = (int32_t)best;
         }
+        const int with_bias = bias && g->bias_in_weights;
+        float *wk = a->wts + t * K;
         float sum = 0.0f;
+        for (int64_t k = 0; k < K; k++) {
+            wk[k] = with_bias ? sc[idx[k]] + bias[idx[k]] : sc[idx[k]];
+            sum += wk[k];
+        }
+        if (g->score_sigmoid) {
+            const float z = sum + 1e-20f;
+            for (int64_t k = 0; k < K; k++)
+                wk[k] /= z;
+        }
         for (int64_t k = 0; k < K; k++)
-            sum += sc[idx[k]];
-        float f = g->routed_scale;
-        if (g->score_sigmoid && sum > 0.0f)
-            f /= sum;
-        for (int64_t k = 0; k < K; k++)
-            a->wts[t * K + k] = sc[idx[k]] * f;
+            wk[k] *= g->routed_scale;
     }
+}
+
+/* The load-balance loss of this layer over the local sequences (moe.py
+ * load_balance_loss): prob = softmax(g) saved in a->lbp (T, E); density of
+ * (sequence b, expert e) = (1/S) #{t in b: e in top-k(t)}; the layer's
+ * loss = lb_weight * E^2 * mean over (global batch, E) of density * prob,
+ * i.e. lb_weight * E / B * sum_{b, e} density * mean_t prob; the model's
+ * share of the mean over MoE layers (train.py loss_fn) is 1 / n_moe of it.
+ * Returns that share; dens (E) is scratch. */
+static double lb_loss(smoe_model *m, const moe_act *a, const float *bias, double *dens)
+{
+    const smoe_model_cfg *g = &m->cfg;
+    const int64_t E = g->experts, K = g->topk, S = g->seq;
+    float *p = a->lbp;
+    for (int64_t i = 0; i < m->T * E; i++)
+        p[i] = a->scores[i] + (bias ? bias[i % E] : 0.0f);
+    smoe_softmax_rows(p, m->T, E);
+    const double B = (double)(g->lb_batch ? g->lb_batch : g->batch);
+    const double c = (double)g->lb_weight * (double)E / (B * (double)g->n_moe);
+    double total = 0.0;
+    for (int64_t b = 0; b < g->batch; b++) {
+        for (int64_t e = 0; e < E; e++)
+            dens[e] = 0.0;
+        double prob_dot = 0.0;
+        for (int64_t t = b * S; t < (b + 1) * S; t++)
+            for (int64_t k = 0; k < K; k++)
+                dens[a->topk[t * K + k]] += 1.0 / (double)S;
+        for (int64_t t = b * S; t < (b + 1) * S; t++)
+            for (int64_t e = 0; e < E; e++)
+                prob_dot += dens[e] * (double)p[t * E + e];
+        total += prob_dot / (double)S;
+    }
+    return c * total;
 }
 
 static smoe_status check_comm(const smoe_model *m, const smoe_ep_comm *c,
@@ -162,9 +206,12 @@ smoe_status moe_fwd(smoe_model *m, layer_act *la,
     model_progress(comm);
     if (g->score_sigmoid)
         smoe_sigmoid(a->scores, a->scores, T * E);
-    else
+    else if (!g->score_raw)
         smoe_softmax_rows(a->scores, T, E);
-    route(m, a, g->routed_bias ? w[SMOE_W_GATE_BIAS] : NULL);
+    const float *bias = g->routed_bias ? w[SMOE_W_GATE_BIAS] : NULL;
+    route(m, a, bias);
+    if (g->lb_weight > 0.0f)
+        m->stats.aux_loss += lb_loss(m, a, bias, s->lbd);
 
     /* shared experts: x += SwiGLU(h2) */
     if (sw)
@@ -238,40 +285,81 @@ smoe_status moe_fwd(smoe_model *m, layer_act *la,
     return SMOE_OK;
 }
 
-/* dsc (T, E) = grad of the router logits from dwk (T, K), the grads of the
- * combine weights. */
-static void router_bwd(smoe_model *m, const moe_act *a)
+/* dsc (T, E) = grad of the router logits, and dbias (E) += grad of the
+ * gate bias (when not NULL), from dwk (T, K), the grads of the combine
+ * weights, and the load-balance loss. g = s + bias: the weights take dwk
+ * into g (bias_in_weights) or s, the load-balance loss d(loss)/d(prob)
+ * through softmax(g) into g; ds = dg (+ the weights' part), dbias =
+ * sum_t dg, dlogits = score'(ds). */
+static void router_bwd(smoe_model *m, const moe_act *a, const float *bias, float *dbias)
 {
     const smoe_model_cfg *g = &m->cfg;
-    const int64_t T = m->T, E = g->experts, K = g->topk;
+    const int64_t T = m->T, E = g->experts, K = g->topk, S = g->seq;
     const float rs = g->routed_scale;
     float *dsc = m->s.dsc;
     memset(dsc, 0, (size_t)(T * E) * sizeof *dsc);
+    const int with_bias = bias && g->bias_in_weights;
     for (int64_t t = 0; t < T; t++) {
         const float *sc = a->scores + t * E;
         const int32_t *idx = a->topk + t * K;
         const float *dwk = m->s.dwk + t * K;
         float *d = dsc + t * E;
-        if (!g->score_sigmoid) { /* w_k = rs * s_k */
+        if (!g->score_sigmoid) { /* w_k = rs * v_k */
             for (int64_t k = 0; k < K; k++)
                 d[idx[k]] += rs * dwk[k];
             continue;
         }
-        /* w_k = rs * s_k / Z, Z = sum_j s_j: dL/ds_j = rs (dw_j / Z - sum_k dw_k s_k / Z^2) */
+        /* w_k = rs * v_k / (Z + 1e-20), Z = sum_j v_j:
+         * dL/dv_j = rs (dw_j / Z' - sum_k dw_k v_k / Z'^2) */
         double z = 0.0, sdot = 0.0;
         for (int64_t k = 0; k < K; k++) {
-            z += (double)sc[idx[k]];
-            sdot += (double)dwk[k] * (double)sc[idx[k]];
+            double v = (double)sc[idx[k]] + (with_bias ? (double)bias[idx[k]] : 0.0);
+            z += v;
+            sdot += (double)dwk[k] * v;
         }
-        if (z <= 0.0)
-            continue;
+        z += 1e-20;
         for (int64_t k = 0; k < K; k++)
             d[idx[k]] += (float)((double)rs * ((double)dwk[k] / z - sdot / (z * z)));
     }
+    /* the gate values' gradient dg: the weights' part when they use g, plus
+     * the load-balance part; the bias gets sum_t dg */
+    float *dg = with_bias ? dsc : NULL;
+    if (g->lb_weight > 0.0f) {
+        const double B = (double)(g->lb_batch ? g->lb_batch : g->batch);
+        const double c = (double)g->lb_weight * (double)E / (B * (double)g->n_moe);
+        double *dens = m->s.lbd;
+        float *row = m->s.lbr;
+        for (int64_t b = 0; b < g->batch; b++) {
+            for (int64_t e = 0; e < E; e++)
+                dens[e] = 0.0;
+            for (int64_t t = b * S; t < (b + 1) * S; t++)
+                for (int64_t k = 0; k < K; k++)
+                    dens[a->topk[t * K + k]] += 1.0 / (double)S;
+            for (int64_t t = b * S; t < (b + 1) * S; t++) {
+                /* d(loss)/d(prob[t, e]) = c * dens[e] / S, through softmax */
+                const float *p = a->lbp + t * E;
+                double dot = 0.0;
+                for (int64_t e = 0; e < E; e++) {
+                    row[e] = (float)(c * dens[e] / (double)S);
+                    dot += (double)row[e] * (double)p[e];
+                }
+                float *d = dsc + t * E;
+                for (int64_t e = 0; e < E; e++) {
+                    float v = (float)((double)p[e] * ((double)row[e] - dot));
+                    d[e] += v;
+                    if (bias && dbias && !with_bias)
+                        dbias[e] += v;
+                }
+            }
+        }
+    }
+    if (dg && dbias)
+        for (int64_t t = 0; t < T; t++)
+            smoe_vec_add(dbias, dg + t * E, E);
     if (g->score_sigmoid) {
         for (int64_t i = 0; i < T * E; i++)
             dsc[i] *= a->scores[i] * (1.0f - a->scores[i]);
-    } else {
+    } else if (!g->score_raw) {
         smoe_softmax_rows_bwd(dsc, dsc, a->scores, T, E);
     }
 }
@@ -344,7 +432,8 @@ smoe_status moe_bwd(smoe_model *m, layer_act *la,
             smoe_vec_add(dh2 + (i / K) * D, s->dxk + a->pos[i] * D, D);
 
     /* router: logits = h2 @ gate */
-    router_bwd(m, a);
+    router_bwd(m, a, g->routed_bias ? w[SMOE_W_GATE_BIAS] : NULL,
+               g->routed_bias ? dw[SMOE_W_GATE_BIAS] : NULL);
     smoe_matmul_bwd(dh2, dw[SMOE_W_GATE], s->dsc, la->h2, w[SMOE_W_GATE], T, D, E);
     model_progress(comm);
     return SMOE_OK;

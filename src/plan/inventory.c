@@ -1,31 +1,27 @@
 /* Built-in parameter inventory: the state tree MaxText builds for a model
- * file, with its key strings, shapes and logical axes, for the deepseek,
- * llama2/mistral, mixtral and qwen3_moe decoder blocks. Decoder weights are
- * stacked per scanned stack with the stack's logical name inserted at
- * param_scan_axis. The order is tree-flatten order: .step, params (dict
- * keys sorted), the AdamW count, mu, nu, and the schedule count. */
-#include "dims.h"
-#include "smoe/plan.h"
+ * file, with its key strings, shapes and logical axes. This file holds the
+ * machinery (entries, layer placement, tree-flatten order) and the table of
+ * decoder blocks; each family lives in its own inv_<family>.c and cites the
+ * MaxText model code it follows. The order is tree-flatten order: .step,
+ * params (dict keys sorted), the AdamW count, mu, nu, and the schedule
+ * count. */
+#include "inv_impl.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct inv {
-    smoe_arena *a;
-    smoe_logical_entry *e;
-    const char **path; /* params path of e[i] */
-    int n, cap;
-    int64_t scan_axis;
-    smoe_err *err;
-} inv;
+const inv_at inv_top = { "", NULL, 0, NULL, 0 };
 
-/* Add params/<path> with per-layer shape/names; stack != NULL inserts the
- * stacked-layer dim (size layers) at the scan axis. */
-static smoe_status add(inv *v, const char *path, int rank,
-                       const int64_t *shape, const char *const *names,
-                       const char *stack, int64_t layers)
+smoe_status inv_add(inv *v, const inv_at *at, const char *rest, int rank,
+                    const int64_t *shape, const char *const *names)
 {
+    if (!at->prefix || !rest)
+        return smoe_err_set(v->err, SMOE_ENOMEM, "out of memory");
+    const char *path = at->prefix[0] ? inv_fmt(v, "%s/%s", at->prefix, rest) : rest;
+    if (!path)
+        return smoe_err_set(v->err, SMOE_ENOMEM, "out of memory");
     if (v->n == v->cap) {
         int cap = v->cap ? v->cap * 2 : 64;
         smoe_logical_entry *e = smoe_arena_alloc(v->a, sizeof *e * (size_t)cap);
@@ -42,217 +38,208 @@ static smoe_status add(inv *v, const char *path, int rank,
     }
     smoe_logical_entry *e = &v->e[v->n];
     memset(e, 0, sizeof *e);
-    int at = stack ? (int)(v->scan_axis < rank ? v->scan_axis : rank) : -1;
-    int r = 0;
-    for (int i = 0; i <= rank; i++) {
-        if (i == at) {
-            e->shape[r] = layers;
-            e->names[r++] = stack;
+    int nstack = (at->L > 0) + (at->L_in > 0);
+    if (rank + nstack > SMOE_MAX_RANK)
+        return smoe_err_set(v->err, SMOE_EINTERNAL, "rank too large for %s", path);
+    int r = rank;
+    for (int i = 0; i < rank; i++) {
+        e->shape[i] = shape[i];
+        e->names[i] = names[i];
+    }
+    /* inner stack first, then the outer one, each at the scan axis */
+    for (int k = 0; k < 2; k++) {
+        int64_t len = k ? at->L : at->L_in;
+        const char *nm = k ? at->stack : at->inner;
+        if (len <= 0)
+            continue;
+        int d = (int)(v->scan_axis < r ? v->scan_axis : r);
+        for (int i = r; i > d; i--) {
+            e->shape[i] = e->shape[i - 1];
+            e->names[i] = e->names[i - 1];
         }
-        if (i < rank) {
-            e->shape[r] = shape[i];
-            e->names[r++] = names[i];
-        }
+        e->shape[d] = len;
+        e->names[d] = nm;
+        r++;
     }
     e->rank = r;
-    if (r > SMOE_MAX_RANK)
-        return smoe_err_set(v->err, SMOE_EINTERNAL, "rank too large for %s", path);
     v->path[v->n++] = path;
     return SMOE_OK;
 }
 
-#define ADD(path, stack, L, ...)                                               \
-    do {                                                                       \
-        const struct { int64_t s; const char *n; } d_[] = { __VA_ARGS__ };    \
-        int64_t sh_[SMOE_MAX_RANK];                                            \
-        const char *nm_[SMOE_MAX_RANK];                                        \
-        int r_ = (int)(sizeof d_ / sizeof d_[0]);                              \
-        for (int i_ = 0; i_ < r_; i_++) {                                      \
-            sh_[i_] = d_[i_].s;                                                \
-            nm_[i_] = d_[i_].n;                                                \
-        }                                                                      \
-        smoe_status s_ = add(v, (path), r_, sh_, nm_, (stack), (L));           \
-        if (s_)                                                                \
-            return s_;                                                         \
-    } while (0)
-#define D(size, name) { (size), (name) }
-
-static const char *P(inv *v, const char *stack, const char *rest)
+const char *inv_fmt(inv *v, const char *fmt, ...)
 {
-    return smoe_arena_printf(v->a, "decoder/%s/%s", stack, rest);
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof buf)
+        return NULL;
+    return smoe_arena_printf(v->a, "%s", buf);
 }
 
-static smoe_status add_top(inv *v, const model_dims *m)
+inv_at inv_sub(inv *v, const inv_at *at, const char *name)
 {
-    ADD("token_embedder/embedding", NULL, 0, D(m->vocab, "vocab"), D(m->emb, "embed_vocab"));
-    ADD("decoder/decoder_norm/scale", NULL, 0, D(m->emb, "norm"));
-    if (!m->logits_via_embedding)
-        ADD("decoder/logits_dense/kernel", NULL, 0, D(m->emb, "embed_vocab"), D(m->vocab, "vocab"));
+    inv_at s = *at;
+    s.prefix = at->prefix && name ? (at->prefix[0] ? inv_fmt(v, "%s/%s", at->prefix, name)
+                                                   : name)
+                                  : NULL;
+    return s;
+}
+
+/* Bounds of a config value the enumeration reads: products of two stay
+ * inside int64 (hostile configs), -1 is MaxText's "unset". */
+#define INV_MAX_VALUE 2147483647LL
+
+smoe_status inv_int(inv *v, const char *key, int64_t def, int64_t *out)
+{
+    if (!smoe_config_get(v->cfg, key)) {
+        *out = def;
+        return SMOE_OK;
+    }
+    TRY(smoe_config_int(v->cfg, key, out, v->err));
+    if (*out < -1 || *out > INV_MAX_VALUE)
+        return smoe_err_at(v->err, SMOE_EINVAL, smoe_config_loc(v->cfg, key),
+                           "'%s' must be between -1 and %lld, got %lld", key, INV_MAX_VALUE,
+                           (long long)*out);
     return SMOE_OK;
 }
 
-static smoe_status add_norms(inv *v, const char *st, int64_t L, int64_t emb)
+smoe_status inv_bool(inv *v, const char *key, int *out)
 {
-    ADD(P(v, st, "pre_self_attention_layer_norm/scale"), st, L, D(emb, "norm"));
-    ADD(P(v, st, "post_self_attention_layer_norm/scale"), st, L, D(emb, "norm"));
+    *out = 0;
+    if (!smoe_config_get(v->cfg, key))
+        return SMOE_OK;
+    return smoe_config_bool(v->cfg, key, out, v->err);
+}
+
+int64_t inv_list_len(inv *v, const char *key)
+{
+    const smoe_node *n = smoe_config_get(v->cfg, key);
+    return n && n->kind == SMOE_NODE_SEQ ? n->n : 0;
+}
+
+smoe_status inv_list_int(inv *v, const char *key, int64_t i, int64_t *out)
+{
+    const smoe_node *n = smoe_config_get(v->cfg, key);
+    if (!n || n->kind != SMOE_NODE_SEQ || i < 0 || i >= n->n)
+        return smoe_err_set(v->err, SMOE_EINTERNAL, "'%s' has no item %lld", key,
+                            (long long)i);
+    const smoe_node *x = n->items[i];
+    char digits[32];
+    size_t k = 0;
+    for (const char *p = x->str; p && *p && k + 1 < sizeof digits; p++)
+        if (*p != '_')
+            digits[k++] = *p;
+    digits[k] = 0;
+    char *end = NULL;
+    long long val = k ? strtoll(digits, &end, 10) : 0;
+    if (x->kind != SMOE_NODE_SCALAR || !k || *end || val < -1 || val > INV_MAX_VALUE)
+        return smoe_err_at(v->err, SMOE_EINVAL, x->loc,
+                           "'%s' must list integers between -1 and %lld", key, INV_MAX_VALUE);
+    *out = val;
     return SMOE_OK;
 }
 
-/* Dense SwiGLU (or single-activation) MLP under <st>/<mod>. */
-static smoe_status add_mlp(inv *v, const model_dims *m, const char *st,
-                           int64_t L, const char *mod, int64_t in, int64_t width)
+smoe_status inv_layers(inv *v, const model_dims *m, const char *name, int64_t n,
+                       int64_t first_idx, inv_layer_fn fn)
 {
-    char buf[128];
-    if (m->fused_mlp) {
-        snprintf(buf, sizeof buf, "%s/wi/kernel", mod);
-        ADD(P(v, st, buf), st, L, D(in, "embed"), D(m->n_activations, "num_activations"),
-            D(width, "mlp"));
-    } else if (m->n_activations == 1) {
-        snprintf(buf, sizeof buf, "%s/wi/kernel", mod);
-        ADD(P(v, st, buf), st, L, D(in, "embed"), D(width, "mlp"));
-    } else {
-        for (int64_t i = 0; i < m->n_activations; i++) {
-            snprintf(buf, sizeof buf, "%s/wi_%lld/kernel", mod, (long long)i);
-            ADD(P(v, st, buf), st, L, D(in, "embed"), D(width, "mlp"));
+    if (n <= 0)
+        return SMOE_OK;
+    if (m->scan_layers) {
+        inv_at at = { inv_fmt(v, "decoder/%s", name), name, n, NULL, 0 };
+        return fn(v, m, &at, -1);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        inv_at at = { inv_fmt(v, "decoder/%s_%lld", name, (long long)i), NULL, 0, NULL, 0 };
+        TRY(fn(v, m, &at, first_idx + i));
+    }
+    return SMOE_OK;
+}
+
+smoe_status inv_decoder(inv *v, const model_dims *m, inv_layer_fn fn)
+{
+    TRY(inv_top_weights(v, m, 0));
+    return inv_layers(v, m, "layers", m->layers, 0, fn);
+}
+
+smoe_status inv_cycle(inv *v, const model_dims *m, int64_t n, int64_t cycle,
+                      const char *sub, inv_layer_fn fn)
+{
+    if (!m->scan_layers) {
+        for (int64_t i = 0; i < n; i++) {
+            inv_at at = { inv_fmt(v, "decoder/layers_%lld", (long long)i), NULL, 0, NULL, 0 };
+            TRY(fn(v, m, &at, i));
         }
+        return SMOE_OK;
     }
-    snprintf(buf, sizeof buf, "%s/wo/kernel", mod);
-    ADD(P(v, st, buf), st, L, D(width, "mlp"), D(m->emb, "embed"));
-    return SMOE_OK;
-}
-
-/* Routed experts <st>/<mod>/{gate,wi_*,wo} (moe.py RoutedMoE). */
-static smoe_status add_routed(inv *v, const model_dims *m, const char *st,
-                              int64_t L, const char *mod, const char *gate_axis,
-                              int64_t width)
-{
-    char buf[128];
-    const int64_t E = m->experts, in = m->moe_in;
-    const char *wi[3] = { "exp", "embed_moe", "mlp_moe" };
-    const char *wo[3] = { "exp", "mlp_moe", "embed_moe" };
-    if (m->shard_exp_on_fsdp) {
-        wi[0] = "embed_moe"; wi[1] = NULL; wi[2] = "mlp_moe";
-        wo[0] = "embed_moe"; wo[1] = "mlp_moe"; wo[2] = NULL;
-    } else if (m->use_2d_fsdp) {
-        wi[0] = wo[0] = "embed_moe"; wi[1] = wo[1] = "mlp_moe"; wi[2] = wo[2] = NULL;
-    } else if (m->batch_split) {
-        wi[0] = "expert_only"; wi[1] = "embed_moe"; wi[2] = NULL;
-        wo[0] = "expert_only"; wo[1] = NULL; wo[2] = "embed_moe";
-    }
-    snprintf(buf, sizeof buf, "%s/gate/kernel", mod);
-    ADD(P(v, st, buf), st, L, D(in, gate_axis), D(E, NULL));
-    if (m->routed_bias) {
-        snprintf(buf, sizeof buf, "%s/gate/bias", mod);
-        ADD(P(v, st, buf), st, L, D(E, NULL));
-    }
-    for (int64_t i = 0; i < (m->n_activations > 1 ? m->n_activations : 1); i++) {
-        if (m->n_activations > 1)
-            snprintf(buf, sizeof buf, "%s/wi_%lld", mod, (long long)i);
-        else
-            snprintf(buf, sizeof buf, "%s/wi", mod);
-        ADD(P(v, st, buf), st, L, D(E, wi[0]), D(in, wi[1]), D(width, wi[2]));
-    }
-    snprintf(buf, sizeof buf, "%s/wo", mod);
-    ADD(P(v, st, buf), st, L, D(E, wo[0]), D(width, wo[1]), D(in, wo[2]));
-    return SMOE_OK;
-}
-
-/* GQA attention (attentions.py) under <st>/self_attention. */
-static smoe_status add_gqa(inv *v, const model_dims *m, const char *st, int64_t L)
-{
-    const int ar = m->context_autoregressive;
-    const int64_t H = m->heads, K = m->kv_heads, hd = m->head_dim, e = m->emb;
-    if (m->fused_qkv) {
-        ADD(P(v, st, "self_attention/qkv_proj/kernel"), st, L, D(e, "embed"),
-            D(3, "qkv"), D(H, "heads"), D(hd, "kv"));
-    } else {
-        ADD(P(v, st, "self_attention/query/kernel"), st, L, D(e, ar ? NULL : "embed"),
-            D(H, ar ? NULL : "q_heads"), D(hd, ar ? NULL : "kv"));
-        ADD(P(v, st, "self_attention/key/kernel"), st, L, D(e, ar ? NULL : "embed"),
-            D(K, ar ? NULL : "kv_heads"), D(hd, ar ? NULL : "kv_head_dim"));
-        ADD(P(v, st, "self_attention/value/kernel"), st, L, D(e, ar ? NULL : "embed"),
-            D(K, ar ? NULL : "kv_heads"), D(hd, ar ? NULL : "kv_head_dim"));
-    }
-    ADD(P(v, st, "self_attention/out/kernel"), st, L, D(H, ar ? NULL : "heads"),
-        D(hd, ar ? NULL : "kv"), D(e, ar ? NULL : "embed"));
-    if (m->use_qk_norm) {
-        ADD(P(v, st, "self_attention/query_norm/scale"), st, L, D(hd, "norm"));
-        ADD(P(v, st, "self_attention/key_norm/scale"), st, L, D(hd, "norm"));
+    inv_at blk = { "decoder/layers", "layers", n / cycle, NULL, 0 };
+    for (int64_t k = 0; k < cycle; k++) {
+        inv_at at = inv_sub(v, &blk, inv_fmt(v, "%s_%lld", sub, (long long)k));
+        TRY(fn(v, m, &at, k));
     }
     return SMOE_OK;
 }
 
-/* MLA attention (attention_mla.py) under <st>/self_attention. */
-static smoe_status add_mla(inv *v, const model_dims *m, const char *st, int64_t L)
+const char *inv_model_name(inv *v)
 {
-    const int64_t H = m->heads, e = m->emb, qk = m->qk_nope + m->qk_rope;
-    const int ar = m->context_autoregressive;
-    if (m->q_lora == 0) {
-        ADD(P(v, st, "self_attention/query/kernel"), st, L, D(e, "embed"), D(H, "q_heads"),
-            D(qk, "kv"));
-    } else {
-        ADD(P(v, st, "self_attention/wq_a/kernel"), st, L, D(e, "embed"),
-            D(m->q_lora, "q_lora_up_proj"));
-        ADD(P(v, st, "self_attention/q_norm/scale"), st, L, D(m->q_lora, "norm"));
-        ADD(P(v, st, "self_attention/wq_b/kernel"), st, L, D(m->q_lora, "q_lora"),
-            D(H, "q_heads"), D(qk, "kv"));
-    }
-    ADD(P(v, st, "self_attention/wkv_a/kernel"), st, L, D(e, "embed"),
-        D(m->kv_lora + m->qk_rope, "kv_lora_up_proj"));
-    ADD(P(v, st, "self_attention/kv_norm/scale"), st, L, D(m->kv_lora, "norm"));
-    ADD(P(v, st, "self_attention/wkv_b/kernel"), st, L, D(m->kv_lora, "kv_lora"),
-        D(H, "kv_heads"), D(m->qk_nope + m->v_head, "kv_head_dim"));
-    ADD(P(v, st, "self_attention/out/kernel"), st, L, D(H, ar ? NULL : "heads"),
-        D(m->v_head, ar ? NULL : "kv"), D(e, ar ? NULL : "embed"));
+    const smoe_node *n = smoe_config_get(v->cfg, "model_name");
+    if (n && n->kind == SMOE_NODE_SCALAR && n->str && strcmp(n->str, "default") != 0 &&
+        n->str[0])
+        return n->str;
+    /* a model given as a file: decoder_block comes from it, not from the
+     * file that says model_name (the base file) */
+    smoe_loc l = smoe_config_loc(v->cfg, "decoder_block");
+    smoe_loc nl = smoe_config_loc(v->cfg, "model_name");
+    if (!l.file || (nl.file && strcmp(nl.file, l.file) == 0))
+        return NULL;
+    const char *b = strrchr(l.file, '/');
+    b = b ? b + 1 : l.file;
+    size_t len = strlen(b);
+    if (len > 4 && strcmp(b + len - 4, ".yml") == 0)
+        len -= 4;
+    return smoe_arena_printf(v->a, "%.*s", (int)len, b);
+}
+
+smoe_status inv_cycle_len(inv *v, const model_dims *m, int64_t *cycle)
+{
+    TRY(inv_int(v, "inhomogeneous_layer_cycle_interval", 1, cycle));
+    if (*cycle < 1 || (m->scan_layers && m->layers % *cycle != 0))
+        return smoe_err_at(v->err, SMOE_EINVAL,
+                           smoe_config_loc(v->cfg, "inhomogeneous_layer_cycle_interval"),
+                           "inhomogeneous_layer_cycle_interval (%lld) must be >= 1 and divide "
+                           "the number of decoder layers (%lld) when layers are scanned",
+                           (long long)*cycle, (long long)m->layers);
     return SMOE_OK;
 }
 
-static smoe_status enum_deepseek(inv *v, const model_dims *m)
-{
-    smoe_status s;
-    const int64_t nd = m->first_dense, nm = m->layers - m->first_dense;
-    if ((s = add_top(v, m)))
-        return s;
-    if (nd > 0) {
-        if ((s = add_norms(v, "dense_layers", nd, m->emb)) ||
-            (s = add_mla(v, m, "dense_layers", nd)) ||
-            (s = add_mlp(v, m, "dense_layers", nd, "mlp", m->emb, m->mlp)))
-            return s;
-    }
-    if (nm > 0) {
-        if ((s = add_norms(v, "moe_layers", nm, m->emb)) ||
-            (s = add_mla(v, m, "moe_layers", nm)) ||
-            (s = add_routed(v, m, "moe_layers", nm, "DeepSeekMoeBlock_0/MoeBlock_0",
-                            "embed_moe", m->moe_mlp)))
-            return s;
-        if (m->shared_experts > 0 &&
-            (s = add_mlp(v, m, "moe_layers", nm, "DeepSeekMoeBlock_0/shared_experts",
-                         m->moe_in, m->shared_experts * m->moe_mlp)))
-            return s;
-    }
-    return SMOE_OK;
-}
-
-static smoe_status enum_llama(inv *v, const model_dims *m)
-{
-    smoe_status s;
-    if ((s = add_top(v, m)) || (s = add_norms(v, "layers", m->layers, m->emb)) ||
-        (s = add_gqa(v, m, "layers", m->layers)) ||
-        (s = add_mlp(v, m, "layers", m->layers, "mlp", m->emb, m->mlp)))
-        return s;
-    return SMOE_OK;
-}
-
-static smoe_status enum_mixtral(inv *v, const model_dims *m, int qwen)
-{
-    smoe_status s;
-    if ((s = add_top(v, m)) || (s = add_norms(v, "layers", m->layers, m->emb)) ||
-        (s = add_gqa(v, m, "layers", m->layers)) ||
-        (s = add_routed(v, m, "layers", m->layers, qwen ? "moe_block" : "MoeBlock_0",
-                        "embed", qwen ? m->moe_mlp : m->mlp)))
-        return s;
-    return SMOE_OK;
-}
+/* The decoder blocks with a built-in enumeration. */
+static const struct {
+    const char *block;
+    smoe_status (*fn)(inv *v, const model_dims *m);
+} k_blocks[] = {
+    { "deepseek", inv_deepseek },
+    { "deepseek4", inv_deepseek4 },
+    { "envy", inv_envy },
+    { "gemma", inv_gemma },
+    { "gemma2", inv_gemma2 },
+    { "gemma3", inv_gemma3 },
+    { "gemma4", inv_gemma4 },
+    { "gemma4_small", inv_gemma4_small },
+    { "gpt3", inv_gpt3 },
+    { "gpt_oss", inv_gpt_oss },
+    { "llama2", inv_llama },
+    { "llama4", inv_llama4 },
+    { "mistral", inv_llama },
+    { "mixtral", inv_mixtral },
+    { "olmo3", inv_olmo3 },
+    { "qwen2", inv_qwen2 },
+    { "qwen3", inv_qwen3 },
+    { "qwen3_5", inv_qwen_hybrid },
+    { "qwen3_custom_moe", inv_qwen3_custom_moe },
+    { "qwen3_moe", inv_qwen3_moe },
+    { "qwen3_next", inv_qwen_hybrid },
+};
 
 /* Compare two params paths component by component (tree-flatten order). */
 static int path_cmp(const void *pa, const void *pb)
@@ -298,33 +285,64 @@ smoe_status smoe_inventory_build(const smoe_config *cfg, smoe_arena *a,
     smoe_status s = plan_read_dims(cfg, &m, err);
     if (s)
         return s;
-    inv v = { a, NULL, NULL, 0, 0, m.scan_axis, err };
+    inv v = { a, cfg, NULL, NULL, 0, 0, m.scan_axis, 0, err };
     smoe_loc db = smoe_config_loc(cfg, "decoder_block");
-    if (!m.scan_layers)
-        return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "scan_layers"),
-                           "the built-in enumeration (and FSDP prefetch) needs "
-                           "scan_layers=true");
-    if (m.mtp_layers > 0)
+    if (m.mtp_layers > 0 && strcmp(m.decoder_block, "deepseek") != 0)
         return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "mtp_num_layers"),
-                           "multi-token prediction layers are not in the built-in "
-                           "enumeration; pass --params with MaxText's "
+                           "multi-token prediction layers are in the built-in enumeration "
+                           "for decoder_block deepseek only; pass --params with MaxText's "
                            "logical_shardings.json");
+    int mm = 0, audio = 0;
+    if ((smoe_config_get(cfg, "use_multimodal") &&
+         (s = smoe_config_bool(cfg, "use_multimodal", &mm, err))) ||
+        (smoe_config_get(cfg, "use_audio") && (s = smoe_config_bool(cfg, "use_audio", &audio, err))))
+        return s;
+    const char *venc = NULL;
+    if (mm) {
+        const smoe_node *vb = smoe_config_get(cfg, "vision_encoder_block");
+        venc = vb && vb->kind == SMOE_NODE_SCALAR && vb->str ? vb->str : "";
+        if (strcmp(venc, "qwen3_vl") != 0 && strcmp(venc, "qwen3_omni") != 0)
+            return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "use_multimodal"),
+                               "the vision encoder '%s' is not in the built-in enumeration "
+                               "(known: qwen3_vl, qwen3_omni); pass --params with MaxText's "
+                               "logical_shardings.json", venc);
+        if ((s = inv_qwen3_vision(&v, &m, venc)))
+            return s;
+    }
+    if (audio && (s = inv_qwen3_audio(&v, &m)))
+        return s;
     const char *blk = m.decoder_block;
-    if (strcmp(blk, "deepseek") == 0)
-        s = enum_deepseek(&v, &m);
-    else if (strcmp(blk, "llama2") == 0 || strcmp(blk, "mistral") == 0)
-        s = enum_llama(&v, &m);
-    else if (strcmp(blk, "mixtral") == 0)
-        s = enum_mixtral(&v, &m, 0);
-    else if (strcmp(blk, "qwen3_moe") == 0)
-        s = enum_mixtral(&v, &m, 1);
-    else
+    size_t nb = sizeof k_blocks / sizeof k_blocks[0], b = 0;
+    while (b < nb && strcmp(blk, k_blocks[b].block) != 0)
+        b++;
+    if (b == nb) {
+        char known[512];
+        size_t j = 0;
+        for (size_t i = 0; i < nb; i++)
+            j += (size_t)snprintf(known + j, sizeof known - j, "%s%s", i ? ", " : "",
+                                  k_blocks[i].block);
         return smoe_err_at(err, SMOE_EINVAL, db,
                            "decoder_block '%s' has no built-in enumeration (known: "
-                           "deepseek, llama2, mistral, mixtral, qwen3_moe); pass "
-                           "--params with MaxText's logical_shardings.json", blk);
+                           "%s); pass --params with MaxText's logical_shardings.json",
+                           blk, known);
+    }
+    s = k_blocks[b].fn(&v, &m);
     if (s)
         return s;
+    /* every weight a real tensor whose bytes fit in int64 (dims from hostile
+     * configs: a negative or zero width, a product of several large ones) */
+    for (int i = 0; i < v.n; i++) {
+        int64_t elems = 1;
+        for (int d = 0; d < v.e[i].rank; d++) {
+            int64_t x = v.e[i].shape[d];
+            if (x < 1 || elems > (INT64_MAX / 16) / x)
+                return smoe_err_at(err, SMOE_EINVAL, db,
+                                   "weight %s: dimension %d is %lld: the model's dimensions "
+                                   "give no tensor smoe can hold (each >= 1, at most 2^59 "
+                                   "bytes)", v.path[i], d, (long long)x);
+            elems *= x;
+        }
+    }
     /* sort params by path, carrying entries along */
     int np = v.n;
     int *idx = smoe_arena_alloc(a, sizeof *idx * (size_t)(np ? np : 1));

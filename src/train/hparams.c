@@ -87,8 +87,9 @@ smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
         return s;
     if (strcmp(score, "sigmoid") == 0)
         mc->score_sigmoid = 1;
-    else if (strcmp(score, "softmax") != 0 && score[0])
-        return bad(c, "routed_score_func", err, "must be softmax or sigmoid");
+    else if (strcmp(score, "softmax") != 0 && strcmp(score, "linear") != 0 && score[0])
+        return bad(c, "routed_score_func", err,
+                   "smoe train implements \"\" and linear (raw logits), softmax and sigmoid");
     if ((s = smoe_config_bool(c, "routed_bias", &mc->routed_bias, err)))
         return s;
     if ((s = get_f(c, "routed_scaling_factor", &f, err)))
@@ -137,6 +138,13 @@ smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
                            "num_experts (%lld) is not divisible by the expert axis (%lld)",
                            (long long)mc->experts, (long long)mc->ep);
     }
+    /* the recipe's model-side keys (recipe.c); the load-balance mean runs
+     * over the global batch: every mesh axis shards it */
+    if ((s = tr_model_recipe(c, mc, err)))
+        return s;
+    mc->lb_batch = mc->batch;
+    for (int i = 0; i < mesh->n; i++)
+        mc->lb_batch *= mesh->size[i];
     return SMOE_OK;
 }
 

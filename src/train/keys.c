@@ -65,6 +65,32 @@ static const smoe_train_key k_keys[] = {
     { "adam_eps", 'f', 0, INF, F32 | LO_OPEN | HI_OPEN, 0,
       "a finite number > 0 after rounding to float32" },
     { "adam_weight_decay", 'f', 0, INF, F32 | HI_OPEN, 0, "a finite number >= 0 (in float32)" },
+    { "adam_eps_root", 'f', 0, INF, F32 | HI_OPEN, 0, "a finite number >= 0 (in float32)" },
+    /* MaxText's recipe (recipe.c): schedule, clipping, losses, RoPE; the
+     * conditions that depend on other keys are checked there */
+    { "learning_rate_final_fraction", 'f', -INF, INF, LO_OPEN | HI_OPEN, 0, "a finite number" },
+    { "cosine_learning_rate_final_fraction", 'f', -INF, INF, LO_OPEN | HI_OPEN, 0,
+      "a finite number (or null)" },
+    { "warmup_steps_fraction", 'f', 0, INF, HI_OPEN, 0, "a finite number >= 0" },
+    { "wsd_decay_steps_fraction", 'f', 0, INF, HI_OPEN, 0, "a finite number >= 0" },
+    { "learning_rate_schedule_steps", 'i', -1, BIG, 0, 0, "-1 (the run's steps) or >= 1" },
+    { "gradient_clipping_threshold", 'f', -INF, INF, F32 | LO_OPEN | HI_OPEN, 0,
+      "a finite number (<= 0: no clipping)" },
+    { "routed_bias_update_rate", 'f', -INF, INF, F32 | LO_OPEN | HI_OPEN, 0,
+      "a finite number (<= 0: no update)" },
+    { "load_balance_loss_weight", 'f', 0, INF, F32 | HI_OPEN, 0,
+      "a finite number >= 0 (in float32)" },
+    { "z_loss_multiplier", 'f', -INF, INF, F32 | LO_OPEN | HI_OPEN, 0,
+      "a finite number (in float32)" },
+    { "rope_min_timescale", 'f', 0, INF, LO_OPEN | HI_OPEN, 0, "a finite number > 0" },
+    { "rope_linear_scaling_factor", 'f', 0, INF, LO_OPEN | HI_OPEN, 0, "a finite number > 0" },
+    { "rope_factor", 'f', -INF, INF, LO_OPEN | HI_OPEN, 0,
+      "a finite number (> 0 where YaRN or the MLA softmax factor uses it)" },
+    { "beta_fast", 'f', -INF, INF, LO_OPEN | HI_OPEN, 0, "a finite number (> 0 for YaRN)" },
+    { "beta_slow", 'f', -INF, INF, LO_OPEN | HI_OPEN, 0, "a finite number (> 0 for YaRN)" },
+    { "mscale", 'f', -INF, INF, LO_OPEN | HI_OPEN, 0, "a finite number" },
+    { "original_max_position_embeddings", 'i', 1, BIG, 0, 0, ">= 1" },
+    { "max_position_embeddings", 'i', 1, BIG, 0, 0, ">= 1" },
 };
 
 const smoe_train_key *smoe_train_keys(int *n)

@@ -68,6 +68,7 @@ struct tr_state {
     smoe_trace *trace;
     double model_s;                      /* time inside model calls this step */
     tr_hparams hp;
+    tr_optim *optim;                     /* clipping, AdamW, bias update */
     int64_t run_peak_fwd, run_peak_bwd;  /* over all steps */
     int64_t fail_step;                   /* test hook: this rank fails in this step (1-based) */
 };
@@ -409,21 +410,23 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
     rs->reduce_wait_s += smoe_now() - tr;
     span(S, SMOE_LANE_WAIT, "drain reductions", tr, smoe_now());
     tm = smoe_now();
-    const tr_hparams *hp = &S->hp;
-    for (int i = 0; i < S->st->n; i++) {
-        tr_weight *x = &S->st->w[i];
-        int64_t n = x->layers * x->info.shard_numel, o = x->shard_off;
-        smoe_adamw(S->st->params + o, S->st->m + o, S->st->v + o, S->st->grads + o, n,
-                   (float)hp->lr, (float)hp->b1, (float)hp->b2, (float)hp->eps, (float)hp->wd,
-                   step + 1);
-    }
+    double lr = 0, gnorm = 0;
+    if ((s = tr_optim_step(S->optim, rt, S->st, S->model, mc, &S->hp, step, &lr, &gnorm, err)))
+        return s;
     double t_end = smoe_now();
     span(S, SMOE_LANE_COMPUTE, "adamw", tm, t_end);
 
     smoe_rt_set_phase(rt, "step %lld: metrics", (long long)step + 1);
-    /* the record: loss summed over ranks, times maxed over ranks */
-    double sum[1] = { loss };
-    smoe_rt_allreduce_sum_f64(rt, sum, 1);
+    /* the record: losses summed over ranks, times maxed over ranks; the
+     * loss is MaxText's learning/loss (cross-entropy + z-loss + the
+     * load-balance loss) */
+    smoe_model_stats ms = smoe_model_stats_get(S->model);
+    double sum[3] = { loss + ms.aux_loss, ms.aux_loss, ms.z_loss };
+    smoe_rt_allreduce_sum_f64(rt, sum, 3);
+    rec->lr = lr;
+    rec->grad_norm = gnorm;
+    rec->aux_loss = sum[1];
+    rec->z_loss = sum[2];
     double a2a = rs->a2a_s;
     double v[8] = { t_end - t0, rs->gather_wait_s + rs->residual_s, rs->residual_s, a2a,
                     S->model_s - a2a, rs->gather_busy_s, rs->reduce_wait_s,
@@ -516,7 +519,7 @@ smoe_status tr_loop_new(smoe_rt *rt, const smoe_model_cfg *mc, const tr_hparams 
                             S->ep_rt.size, (long long)mc->ep);
     if (trace)
         smoe_rt_set_span_hook(rt, rt_span_hook, S);
-    return SMOE_OK;
+    return tr_optim_new(st, hp, mc, smoe_rt_size(rt), &S->optim, err);
 }
 
 void tr_loop_set_mode(tr_state *S, int depth, int legacy)
@@ -543,6 +546,7 @@ void tr_loop_free(tr_state *S)
     if (!S)
         return;
     smoe_rt_set_span_hook(S->rt, NULL, NULL);
+    tr_optim_free(S->optim);
     for (int i = 0; S->slots && i < S->nslots; i++)
         smoe_free(S->slots[i].buf);
     smoe_free(S->slots);

@@ -237,6 +237,8 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
     s = smoe_train_model_cfg(cfg, smoe_rt_mesh(rt), &mc, err);
     if (!s)
         s = tr_read_hparams(cfg, &hp, err);
+    if (!s) /* MaxText's recipe (recipe.c) */
+        s = tr_read_recipe(cfg, o->steps, &hp.rc, err);
     if (!s && o->steps < 1)
         s = smoe_err_in(err, SMOE_EINVAL, "argument '--steps'", "must be >= 1");
     if (!s && (o->nmodes < 0 || o->nmodes > SMOE_TRAIN_MAX_MODES))
@@ -255,6 +257,7 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
         return s;
     hp.batch = mc.batch;
     hp.seq = mc.seq;
+    tr_recipe_describe(&hp, &mc, res->recipe, sizeof res->recipe);
     smoe_blas_init(1, &res->blas);
     /* data: every rank reads the file (a host may lack it) */
     s = tr_data_load(o->data_path, mc.seq + 2, &data, err);

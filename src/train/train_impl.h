@@ -5,9 +5,27 @@
 #include "smoe/sched.h"
 #include "smoe/train.h"
 
+/* MaxText's training recipe (recipe.c): schedule, clipping, optimizer
+ * extras, bias update. */
+#define TR_MAX_MASK 16
+typedef struct tr_recipe {
+    int legacy;             /* cosine_learning_rate_final_fraction: MaxText's
+                               schedule before e886dd212 */
+    int wsd, wsd_linear;    /* lr_schedule_type wsd, wsd_decay_style linear */
+    double lr, final_frac, warmup_frac, wsd_frac;
+    int64_t sched_steps;    /* learning_rate_schedule_steps (-1 resolved) */
+    int64_t steps;          /* the run's steps (--steps) */
+    double clip;            /* gradient_clipping_threshold; <= 0: no clipping */
+    double eps_root;        /* adam_eps_root */
+    int nmask;              /* adamw_mask patterns (point into the config) */
+    const char *mask[TR_MAX_MASK];
+    double bias_rate;       /* routed_bias_update_rate */
+} tr_recipe;
+
 typedef struct tr_hparams {
     double lr, b1, b2, eps, wd;
     int64_t batch, seq;
+    tr_recipe rc;
     int abort_on_nan, abort_on_inf; /* MaxText's abort_on_nan_loss / abort_on_inf_loss */
 } tr_hparams;
 
@@ -53,6 +71,22 @@ typedef struct tr_store {
 /* model config + hyperparameters from the smoe config */
 smoe_status tr_read_hparams(const smoe_config *cfg, tr_hparams *hp, smoe_err *err);
 
+/* recipe.c: the recipe for a run of `steps` steps (also refuses the keys
+ * smoe train does not implement, recipe_keys.c) */
+smoe_status tr_read_recipe(const smoe_config *cfg, int64_t steps, tr_recipe *r, smoe_err *err);
+/* The learning rate of the update with 0-based count `count` (MaxText's
+ * schedule is evaluated at the optimizer's update count). */
+float tr_lr_at(const tr_recipe *r, int64_t count);
+/* Does the parameter at `path` ("decoder/...") decay (adamw_mask)? */
+int tr_recipe_decays(const tr_recipe *r, const char *path);
+/* One line saying which recipe features are active. */
+void tr_recipe_describe(const tr_hparams *hp, const smoe_model_cfg *mc, char *buf, size_t n);
+/* The model-side keys: RoPE / YaRN, MLA softmax scale, router, losses. */
+smoe_status tr_model_recipe(const smoe_config *cfg, smoe_model_cfg *mc, smoe_err *err);
+/* recipe_keys.c: SMOE_EINVAL naming the first MaxText key set to a value
+ * smoe train does not implement, and the value(s) it does. */
+smoe_status tr_refuse_keys(const smoe_config *cfg, smoe_err *err);
+
 /* store.c: tr_store_build lays the weights out (offsets, gathers, sizes);
  * tr_store_alloc then allocates the four slabs of st->total floats. */
 smoe_status tr_store_build(smoe_rt *rt, const smoe_plan *plan, const smoe_model_cfg *mc,
@@ -82,6 +116,17 @@ typedef struct tr_sha tr_sha;
 tr_sha *tr_sha_new(void);
 void tr_sha_update(tr_sha *s, const void *p, size_t n);
 void tr_sha_final(tr_sha *s, char hex[65]);
+
+/* optim.c: gradient norm, clipping, AdamW with the schedule, bias update */
+typedef struct tr_optim tr_optim;
+smoe_status tr_optim_new(const tr_store *st, const tr_hparams *hp, const smoe_model_cfg *mc,
+                         int ranks, tr_optim **out, smoe_err *err);
+/* After the gradient reductions of step `step` (0-based): *lr the rate
+ * applied, *grad_norm the raw gradient's global norm. Collective. */
+smoe_status tr_optim_step(tr_optim *o, smoe_rt *rt, tr_store *st, smoe_model *model,
+                          const smoe_model_cfg *mc, const tr_hparams *hp, int64_t step,
+                          double *lr, double *grad_norm, smoe_err *err);
+void tr_optim_free(tr_optim *o);
 
 /* loop.c: the step loop (gather pool, forward, backward, AdamW) */
 typedef struct tr_state tr_state;

@@ -1,0 +1,156 @@
+/* The update of a training step, after the gradient reductions, as MaxText's
+ * train.py train_step does it: the global norm of the raw gradient, clipping
+ * by it (optax.clip_by_global_norm through maxtext_utils.apply_gradient_
+ * clipping, when gradient_clipping_threshold > 0), optax AdamW with the
+ * learning rate of the schedule at the update count (adamw.c, recipe.c),
+ * then the aux-loss-free bias update (routed_bias with
+ * routed_bias_update_rate > 0: maxtext_utils.update_state_param adds
+ * moe.py calculate_load_balance_updates to the gate bias after
+ * apply_gradients).
+ *
+ * Sharded: every rank holds a shard of every weight; a weight replicated on
+ * r of the ranks (the mesh axes its spec leaves out) has r identical copies
+ * of each shard after the reductions, so the squared norm sums each rank's
+ * local squares divided by r over all ranks: each element counted once.
+ * The bias update counts the experts chosen by every token of the global
+ * batch (MaxText's top_k_indices cover the whole batch): the local counts
+ * summed over all ranks, since the batch is sharded over every mesh axis.
+ */
+#include "train_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+struct tr_optim {
+    int n;
+    float *wd;            /* (n) weight decay of each weight (0 where masked) */
+    double *inv_rep;      /* (n) 1 / ranks holding each shard */
+    int nbias;            /* MoE layers with a gate bias to update */
+    double *counts;       /* (n_moe * E) expert counts of the step */
+    int bias_w;           /* store index of the gate bias, or -1 */
+};
+
+smoe_status tr_optim_new(const tr_store *st, const tr_hparams *hp, const smoe_model_cfg *mc,
+                         int ranks, tr_optim **out, smoe_err *err)
+{
+    tr_optim *o = smoe_calloc(1, sizeof *o);
+    *out = o;
+    if (!o)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    o->n = st->n;
+    o->bias_w = -1;
+    o->wd = smoe_calloc((size_t)(st->n ? st->n : 1), sizeof *o->wd);
+    o->inv_rep = smoe_calloc((size_t)(st->n ? st->n : 1), sizeof *o->inv_rep);
+    if (!o->wd || !o->inv_rep)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    for (int i = 0; i < st->n; i++) {
+        const tr_weight *w = &st->w[i];
+        int64_t full = 1;
+        for (int d = 0; d < w->lrank; d++)
+            full *= w->lshape[d];
+        /* shards per layer = full / shard_numel; each held by ranks / shards */
+        double copies = (double)ranks * (double)w->info.shard_numel / (double)full;
+        o->inv_rep[i] = copies > 0 ? 1.0 / copies : 0.0;
+        o->wd[i] = tr_recipe_decays(&hp->rc, w->pw->path) ? (float)hp->wd : 0.0f;
+        if (!w->top && w->moe && w->slot == SMOE_W_GATE_BIAS)
+            o->bias_w = i;
+    }
+    if (mc->routed_bias && hp->rc.bias_rate > 0.0 && mc->n_moe > 0) {
+        if (o->bias_w < 0)
+            return smoe_err_set(err, SMOE_EINTERNAL, "routed_bias without a gate bias weight");
+        o->nbias = (int)mc->n_moe;
+        o->counts = smoe_calloc((size_t)(mc->n_moe * mc->experts), sizeof *o->counts);
+        if (!o->counts)
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    }
+    return SMOE_OK;
+}
+
+void tr_optim_free(tr_optim *o)
+{
+    if (!o)
+        return;
+    smoe_free(o->wd);
+    smoe_free(o->inv_rep);
+    smoe_free(o->counts);
+    smoe_free(o);
+}
+
+/* calculate_load_balance_updates: sign(average load - count) * rate per
+ * expert, average = tokens * topk / experts, counts over the global batch. */
+static smoe_status bias_update(tr_optim *o, smoe_rt *rt, tr_store *st, smoe_model *model,
+                               const smoe_model_cfg *mc, double rate, smoe_err *err)
+{
+    const int64_t E = mc->experts, K = mc->topk, T = mc->batch * mc->seq;
+    memset(o->counts, 0, sizeof(double) * (size_t)(o->nbias * E));
+    for (int j = 0; j < o->nbias; j++) {
+        const int32_t *idx = smoe_model_topk(model, (int)(mc->n_dense + j));
+        if (!idx)
+            return smoe_err_set(err, SMOE_EINTERNAL, "no routing of MoE layer %d", j);
+        for (int64_t i = 0; i < T * K; i++)
+            o->counts[j * E + idx[i]] += 1.0;
+    }
+    smoe_status s = smoe_rt_allreduce_sum_f64(rt, o->counts, (int)(o->nbias * E));
+    if (s)
+        return smoe_err_set(err, s, "the expert counts of the bias update: %s",
+                            smoe_status_name(s));
+    const double avg = (double)T * (double)smoe_rt_size(rt) * (double)K / (double)E;
+    const tr_weight *w = &st->w[o->bias_w];
+    const int64_t n = w->info.shard_numel, e0 = w->info.offset[0];
+    for (int j = 0; j < o->nbias; j++) {
+        int64_t l = mc->n_dense + j - w->layer0;
+        float *b = st->params + w->shard_off + l * n;
+        for (int64_t e = 0; e < n; e++) {
+            double d = avg - o->counts[j * E + e0 + e];
+            float u = (float)((d > 0) - (d < 0)) * (float)rate;
+            b[e] = b[e] + u;
+        }
+    }
+    return SMOE_OK;
+}
+
+smoe_status tr_optim_step(tr_optim *o, smoe_rt *rt, tr_store *st, smoe_model *model,
+                          const smoe_model_cfg *mc, const tr_hparams *hp, int64_t step,
+                          double *lr_out, double *norm_out, smoe_err *err)
+{
+    const tr_recipe *rc = &hp->rc;
+    /* the global norm of the raw gradient (max_utils.l2norm_pytree) */
+    double sq[1] = { 0.0 };
+    for (int i = 0; i < st->n; i++) {
+        const tr_weight *w = &st->w[i];
+        const float *g = st->grads + w->shard_off;
+        int64_t n = w->layers * w->info.shard_numel;
+        double a = 0.0;
+        for (int64_t k = 0; k < n; k++)
+            a += (double)g[k] * (double)g[k];
+        sq[0] += a * o->inv_rep[i];
+    }
+    smoe_status s = smoe_rt_allreduce_sum_f64(rt, sq, 1);
+    if (s)
+        return smoe_err_set(err, s, "the gradient norm: %s", smoe_status_name(s));
+    const float norm = (float)sqrt(sq[0]);
+    /* clip_by_global_norm: unchanged when norm < threshold, else
+     * (g / norm) * threshold */
+    smoe_adamw_cfg c = { 0 };
+    c.lr = tr_lr_at(rc, step); /* scale_by_learning_rate: the schedule at the count */
+    c.b1 = (float)hp->b1;
+    c.b2 = (float)hp->b2;
+    c.eps = (float)hp->eps;
+    c.eps_root = (float)rc->eps_root;
+    c.t = step + 1;
+    if (rc->clip > 0 && !(norm < (float)rc->clip)) {
+        c.clip_norm = norm;
+        c.clip_max = (float)rc->clip;
+    }
+    for (int i = 0; i < st->n; i++) {
+        const tr_weight *w = &st->w[i];
+        int64_t n = w->layers * w->info.shard_numel, off = w->shard_off;
+        c.wd = o->wd[i];
+        smoe_adamw_step(st->params + off, st->m + off, st->v + off, st->grads + off, n, &c);
+    }
+    *lr_out = (double)c.lr;
+    *norm_out = (double)norm;
+    if (o->nbias)
+        return bias_update(o, rt, st, model, mc, rc->bias_rate, err);
+    return SMOE_OK;
+}
