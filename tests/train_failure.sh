@@ -45,9 +45,17 @@ else
   bad "data file missing on rank 1 only -> exit $rc, expected rank 1's message"
 fi
 
-# the pid of a rank (Open MPI or MPICH launch environment)
+# the pid of rank $1 of the job whose launcher is $2 (Open MPI or MPICH
+# launch environment): only among that job's descendants, so a job of a
+# concurrent test run is never touched
+descendants() {
+  for c in $(pgrep -P "$1"); do
+    echo "$c"
+    descendants "$c"
+  done
+}
 rank_pid() {
-  for p in $(pgrep -f "smoe train --steps 1000"); do
+  for p in $(descendants "$2"); do
     if tr '\0' '\n' </proc/"$p"/environ 2>/dev/null |
       grep -Eqx "(OMPI_COMM_WORLD_RANK|PMI_RANK)=$1"; then
       echo "$p"
@@ -84,7 +92,7 @@ hit() { # SIGNAL PATTERN [PATTERN2] ARGS...: every pattern must match
     i=$((i + 1))
   done
   i=0
-  while [ $i -lt 100 ] && ! pid=$(rank_pid 2); do
+  while [ $i -lt 100 ] && ! pid=$(rank_pid 2 "$job"); do
     sleep 0.1
     i=$((i + 1))
   done
