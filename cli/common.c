@@ -47,8 +47,13 @@ void *cli_alloc(size_t n)
 void cli_check_stdout(void)
 {
     errno = 0;
-    if (fflush(stdout) != 0 || ferror(stdout))
-        cli_io_error("standard output", "write error");
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        if (errno) /* this flush failed: its reason */
+            cli_io_error("standard output", "write error");
+        /* an earlier buffered write failed; its errno is gone */
+        fprintf(stderr, "smoe: standard output: write error (the output is incomplete)\n");
+        exit(1);
+    }
 }
 
 int64_t cli_int(const char *opt, const char *val, int64_t lo, int64_t hi)
