@@ -69,4 +69,7 @@ smoe_status cfg_field_coerce(smoe_arena *a, const cfg_fields *t, const cfg_field
 /* The upstream commit the table was derived from (short). */
 #define SMOE_MAXTEXT_FIELDS_COMMIT "e591f30"
 
+/* pipeline.c: the pipeline post-fixups on the assembled config c. */
+smoe_status cfg_pipeline_fixups(smoe_config *c, smoe_arena *a, smoe_err *err);
+
 #endif
