@@ -40,16 +40,24 @@ static smoe_config *load(const char *model, const char *const *ov, int nov, smoe
     return c;
 }
 
-/* the recipe of `steps` steps with the overrides, or NULL-status */
+/* the recipe of `steps` steps with the overrides, or NULL-status; the
+ * recipe points into its config (adamw_mask), which lives until the next
+ * call (or recipe_done) */
+static smoe_config *g_recipe_cfg;
+static void recipe_done(void)
+{
+    smoe_config_free(g_recipe_cfg);
+    g_recipe_cfg = NULL;
+}
 static smoe_status recipe(const char *const *ov, int nov, int64_t steps, tr_recipe *r,
                           smoe_err *err)
 {
+    recipe_done();
     smoe_config *c = load(NULL, ov, nov, err);
     if (!c)
         return SMOE_EINVAL;
-    smoe_status s = tr_read_recipe(c, steps, r, err);
-    smoe_config_free(c);
-    return s;
+    g_recipe_cfg = c;
+    return tr_read_recipe(c, steps, r, err);
 }
 
 #define NEAR(a, b) CHECKF(fabs((double)(a) - (double)(b)) <= 1e-6 * fabs((double)(b)) + 1e-12, \
@@ -434,5 +442,6 @@ int main(int argc, char **argv)
     test_zloss();
     test_bias_update();
     test_refused();
+    recipe_done();
     return check_report();
 }

@@ -12,8 +12,11 @@
 if [ "$1" = --one ]; then
   mpiexec=$2 smoe=$3 dir=$4 key=$5 v=$6
   out=$dir/$key=$v.out err=$dir/$key=$v.err
-  timeout 120 "$mpiexec" -n 1 "$smoe" train --steps 2 --quiet --json "$key=$v" \
-    override_model_config=true </dev/null >"$out" 2>"$err"
+  # each launch its own TMPDIR: two launchers starting at once must not race
+  # for the same session directory
+  mkdir -p "$dir/tmp-$key=$v"
+  TMPDIR=$dir/tmp-$key=$v timeout 120 "$mpiexec" -n 1 "$smoe" train --steps 2 --quiet --json \
+    "$key=$v" override_model_config=true </dev/null >"$out" 2>"$err"
   rc=$?
   lines=$(grep -c '^smoe:' "$err")
   if [ "$rc" -eq 2 ] && [ "$lines" -eq 1 ] && grep -q "$key" "$err"; then
