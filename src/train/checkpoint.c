@@ -515,6 +515,26 @@ static smoe_status load_all(smoe_rt *rt, tr_store *st, reader *r)
     return s;
 }
 
+static char *copy_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = smoe_malloc(n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+/* One entry of res->changes (room for it was allocated); `to` is taken
+ * over. 0 when out of memory (the entry's strings are freed with res). */
+static int add_change(smoe_train_result *res, const char *key, const char *from, char *to)
+{
+    smoe_train_change *c = &res->changes[res->nchanges++];
+    c->key = copy_str(key);
+    c->from = copy_str(from ? from : "(not set)");
+    c->to = to;
+    return c->key && c->from && c->to;
+}
+
 /* The config keys that differ between the checkpoint's run and this one. */
 static smoe_status config_changes(const tr_manifest *m, const smoe_config *cfg,
                                   smoe_train_result *res, smoe_err *err)
@@ -527,47 +547,25 @@ static smoe_status config_changes(const tr_manifest *m, const smoe_config *cfg,
     res->changes = smoe_calloc((size_t)(cap ? cap : 1), sizeof *res->changes);
     if (!res->changes)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    char *now = NULL;
     for (int i = 0; i < n; i++) { /* changed or new keys */
         const char *k = smoe_config_key_at(cfg, i, &v);
-        now = tr_node_text(v);
+        char *now = tr_node_text(v);
         const char *old = NULL;
         for (int j = 0; j < m->ncfg && !old; j++)
             if (strcmp(m->cfg_keys[j], k) == 0)
                 old = m->cfg_vals[j];
-        if (!now)
-            goto nomem;
-        if (old && strcmp(old, now) == 0) {
+        if (now && old && strcmp(old, now) == 0) {
             smoe_free(now);
             continue;
         }
-        smoe_train_change *c = &res->changes[res->nchanges++];
-        c->key = smoe_malloc(strlen(k) + 1);
-        c->from = smoe_malloc(strlen(old ? old : "(not set)") + 1);
-        c->to = now;
-        now = NULL;
-        if (!c->key || !c->from)
-            goto nomem;
-        strcpy(c->key, k);
-        strcpy(c->from, old ? old : "(not set)");
+        if (!add_change(res, k, old, now))
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     }
-    for (int j = 0; j < m->ncfg; j++) { /* keys gone */
-        if (smoe_config_get(cfg, m->cfg_keys[j]))
-            continue;
-        smoe_train_change *c = &res->changes[res->nchanges++];
-        c->key = smoe_malloc(strlen(m->cfg_keys[j]) + 1);
-        c->from = smoe_malloc(strlen(m->cfg_vals[j]) + 1);
-        c->to = smoe_malloc(sizeof "(not set)");
-        if (!c->key || !c->from || !c->to)
-            goto nomem;
-        strcpy(c->key, m->cfg_keys[j]);
-        strcpy(c->from, m->cfg_vals[j]);
-        strcpy(c->to, "(not set)");
-    }
+    for (int j = 0; j < m->ncfg; j++) /* keys gone */
+        if (!smoe_config_get(cfg, m->cfg_keys[j]) &&
+            !add_change(res, m->cfg_keys[j], m->cfg_vals[j], copy_str("(not set)")))
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     return SMOE_OK;
-nomem:
-    smoe_free(now);
-    return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
 }
 
 /* The checkpoint's run must be this one's in model, data and seed. */
