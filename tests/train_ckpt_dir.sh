@@ -80,19 +80,25 @@ refused ".*manifest.json: the checkpoint .* is of model_name tiny, this run's is
   override_model_config=true --checkpoint-dir "$dir/p" --resume
 
 # --- a second job on the same directory (flock held by another process)
+# The holder's sleep gets no stdout: an inherited pipe would keep ctest
+# waiting for its end. It writes its own pid once it holds the lock, and
+# that pid (the sleep, after exec) is what is killed, so nothing outlives
+# the case.
 mkdir -p "$dir/locked"
 : >"$dir/lockready"
-flock "$dir/locked" sh -c "echo held >'$dir/lockready'; sleep 120" &
-lockpid=$!
+flock "$dir/locked" sh -c "echo \$\$ >'$dir/lockready.tmp' && mv '$dir/lockready.tmp' '$dir/lockready'; exec sleep 120" \
+  </dev/null >/dev/null 2>&1 &
+flockpid=$!
 i=0
-while [ $i -lt 600 ] && [ "$(cat "$dir/lockready")" != held ]; do
+while [ $i -lt 600 ] && [ ! -s "$dir/lockready" ]; do
   sleep 0.1
   i=$((i + 1))
 done
+lockpid=$(cat "$dir/lockready")
 refused "$dir/locked: another job is using this checkpoint directory" 2 --steps 1 \
   --checkpoint-dir "$dir/locked"
-kill "$lockpid" 2>/dev/null
-wait "$lockpid" 2>/dev/null
+[ -n "$lockpid" ] && kill "$lockpid" 2>/dev/null
+wait "$flockpid" 2>/dev/null
 lockpid=
 
 # --- an unwritable directory: found before step 1 (a read-only mount)
