@@ -109,6 +109,14 @@ int cli_read_trace(const char *trace_path, struct smoe_trace **t, int max);
  * exchanges inside them): the median seconds med[pass][kind] (pass 0
  * forward, 1 backward; kind 0 dense, 1 MoE) over count[pass][kind] spans. */
 void cli_trace_layer_times(const char *trace_path, double med[2][2], int count[2][2]);
+/* Prefetch schedule files (schedule_json.c; schema in the README): write
+ * dies with one line on error; read returns SMOE_EINVAL with where = the
+ * file and the first bad field in the message. */
+struct smoe_schedule;
+void cli_schedule_write(const char *path, const struct smoe_schedule *s, const char *hardware);
+smoe_status cli_schedule_read(const char *path, struct smoe_schedule **out, smoe_err *err);
+/* A byte count such as 4096, 512M, 16G or 16GB: 0, or -1 when malformed. */
+int cli_parse_bytes(const char *val, int64_t *out);
 /* JSON output of smoe sim (sim_json.c). */
 struct smoe_sim_shape;
 void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw,

@@ -17,7 +17,8 @@
 
 enum {
     OPT_SCENARIO = OPT_COMMON_END, OPT_HARDWARE, OPT_BATCH, OPT_SEQ, OPT_REMAT, OPT_DEPTH,
-    OPT_BUDGET, OPT_SWEEP, OPT_TRACE, OPT_CALIBRATE, OPT_OUT, OPT_HELP, OPT_PLOT, OPT_PROFILE
+    OPT_BUDGET, OPT_SWEEP, OPT_TRACE, OPT_CALIBRATE, OPT_OUT, OPT_HELP, OPT_PLOT, OPT_PROFILE,
+    OPT_SCHED_OUT, OPT_WHOLE
 };
 
 #define MAX_RUNS 12
@@ -32,6 +33,7 @@ static void usage(FILE *f)
             "                [--remat full|none|save-dot-products] [--dtype-bytes N]\n"
             "                [--prefetch-depth N] [--hbm-budget BYTES] [--sweep] [--trace FILE]\n"
             "                [--plot FILE.svg] [--profile TRACE.json] [--json]\n"
+            "                [--schedule-out FILE] [--whole-weights]\n"
             "       mpirun -np N smoe sim --calibrate [--out FILE]\n"
             "\n"
             "  --scenario NAME|FILE  bundled scenario (configs/scenarios/NAME.yml), e.g. seed:\n"
@@ -43,6 +45,10 @@ static void usage(FILE *f)
             "  --dtype-bytes N       bytes of stored weights (default: the config's weight_dtype)\n"
             "  --prefetch-depth N    layers ahead for smoe's own schedules (default 1)\n"
             "  --hbm-budget BYTES    add the memory-budgeted plan (per device, e.g. 32G)\n"
+            "  --whole-weights       the budgeted plan prefetches whole weights only (what\n"
+            "                        smoe train executes; default: quarters of a weight)\n"
+            "  --schedule-out FILE   write smoe's schedule as JSON: the budgeted plan with\n"
+            "                        --hbm-budget, else --prefetch-depth (smoe train --schedule)\n"
             "  --sweep               print the Pareto curve of exposed wait vs peak HBM\n"
             "  --trace FILE          Chrome/Perfetto trace, one process row per schedule\n"
             "  --plot FILE.svg       picture: Pareto curve and the schedules' timelines\n"
@@ -219,14 +225,16 @@ static smoe_trace *new_trace(int pid, const char *name)
     return t;
 }
 
-/* --plot: the Pareto curve with smoe's uniform depths 0..SMOE_SIM_MAX_DEPTH
+#define PLOT_DEPTHS 4 /* the marks drawn (a picture's choice, not a limit) */
+
+/* --plot: the Pareto curve with smoe's uniform depths 0..PLOT_DEPTHS
  * marked, over every schedule's timeline. */
 static void write_plot(const char *path, const smoe_sim_model *m, smoe_trace *const *traces, int n,
                        const smoe_sim_point *curve, int ncurve)
 {
-    smoe_plot_mark marks[SMOE_SIM_MAX_DEPTH + 1];
-    char labels[SMOE_SIM_MAX_DEPTH + 1][24];
-    for (int d = 0; d <= SMOE_SIM_MAX_DEPTH; d++) {
+    smoe_plot_mark marks[PLOT_DEPTHS + 1];
+    char labels[PLOT_DEPTHS + 1][24];
+    for (int d = 0; d <= PLOT_DEPTHS; d++) {
         smoe_sim_sched sd;
         smoe_sim_result r;
         memset(&sd, 0, sizeof sd);
@@ -244,7 +252,7 @@ static void write_plot(const char *path, const smoe_sim_model *m, smoe_trace *co
     if (!f)
         cli_io_error(where, "cannot write the file");
     smoe_err err;
-    smoe_status s = smoe_plot_svg(f, traces, n, curve, ncurve, marks, SMOE_SIM_MAX_DEPTH + 1, &err);
+    smoe_status s = smoe_plot_svg(f, traces, n, curve, ncurve, marks, PLOT_DEPTHS + 1, &err);
     if (fclose(f) != 0 && !s)
         s = smoe_err_set(&err, SMOE_EIO, "error writing the picture");
     if (s) {
@@ -300,6 +308,31 @@ static int calibrate(int argc, char **argv, cli_common *c, const char *out)
     return 0;
 }
 
+/* --schedule-out: the budgeted plan (with --hbm-budget) or the uniform
+ * depth, with the simulator's prediction of it. */
+static void write_schedule(const char *path, const smoe_sim_model *m, const smoe_hw *hw,
+                           int64_t budget, const unsigned char dist[][SMOE_SIM_MAX_WEIGHTS],
+                           int depth)
+{
+    smoe_schedule *s;
+    smoe_err err;
+    if (smoe_schedule_for_model(m, depth, budget >= 0 ? dist : NULL, &s, &err))
+        cli_die(&err);
+    if (budget >= 0)
+        s->budget = (double)budget;
+    smoe_sim_sched sd;
+    smoe_sim_result r;
+    memset(&sd, 0, sizeof sd);
+    sd.schedule = s;
+    if (smoe_sim_run(m, &sd, &r, NULL))
+        cli_usage_error(NULL, "out of memory in the simulation");
+    s->peak_bytes = r.peak_hbm_bytes;
+    s->exposed_s = r.exposed_gather_s;
+    s->step_s = r.step_s;
+    cli_schedule_write(path, s, hw->name);
+    smoe_schedule_free(s);
+}
+
 int cmd_sim(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -317,6 +350,8 @@ int cmd_sim(int argc, char **argv)
         { "profile", required_argument, 0, OPT_PROFILE },
         { "calibrate", no_argument, 0, OPT_CALIBRATE },
         { "out", required_argument, 0, OPT_OUT },
+        { "schedule-out", required_argument, 0, OPT_SCHED_OUT },
+        { "whole-weights", no_argument, 0, OPT_WHOLE },
         { "help", no_argument, 0, OPT_HELP },
         { 0, 0, 0, 0 },
     };
@@ -324,7 +359,8 @@ int cmd_sim(int argc, char **argv)
     cli_common_init(&c);
     c.dtype_bytes = 0;
     const char *scenario = NULL, *hardware = NULL, *remat = NULL, *trace_path = NULL, *out = NULL;
-    const char *plot_path = NULL, *profile = NULL;
+    const char *plot_path = NULL, *profile = NULL, *sched_out = NULL;
+    int whole = 0;
     int64_t batch = 0, seq = 0, budget = -1;
     int depth = -1, sweep = 0, calib = 0, opt, li = -1;
     opterr = 0;
@@ -352,6 +388,8 @@ int cmd_sim(int argc, char **argv)
         case OPT_PROFILE: profile = optarg; break;
         case OPT_CALIBRATE: calib = 1; break;
         case OPT_OUT: out = optarg; break;
+        case OPT_SCHED_OUT: sched_out = optarg; break;
+        case OPT_WHOLE: whole = 1; break;
         case 'h':
         case OPT_HELP: usage(stdout); return 0;
         default:
@@ -506,11 +544,13 @@ int cmd_sim(int argc, char **argv)
     }
     smoe_sim_point curve[512];
     int ncurve = 0, feasible = 1;
+    unsigned char dist[2][SMOE_SIM_MAX_WEIGHTS];
+    smoe_sim_result best;
     if (budget >= 0 || sweep || plot_path) {
-        unsigned char dist[2][SMOE_SIM_MAX_WEIGHTS];
-        smoe_sim_result best;
         double b = budget >= 0 ? (double)budget : INFINITY;
         if (smoe_sim_plan_budget(m, 0, b, dist, &best, &feasible, curve, 512, &ncurve))
+            cli_usage_error(NULL, "out of memory in the planner");
+        if (whole && budget >= 0 && smoe_sim_plan_budget_whole(m, 0, b, dist, &best, &feasible))
             cli_usage_error(NULL, "out of memory in the planner");
         if (budget >= 0) {
             runs[n].name = "budgeted";
@@ -591,6 +631,8 @@ int cmd_sim(int argc, char **argv)
     }
     if (plot_path)
         write_plot(plot_path, m, traces, n, curve, ncurve);
+    if (sched_out)
+        write_schedule(sched_out, m, &hw, budget, dist, depth);
     if (trace_path) {
         const char *frags[MAX_RUNS];
         size_t lens[MAX_RUNS];

@@ -81,13 +81,12 @@ double cli_float(const char *opt, const char *val, double lo, double hi)
     return v;
 }
 
-int64_t cli_bytes(const char *opt, const char *val)
+int cli_parse_bytes(const char *val, int64_t *out)
 {
-    char num[64], where[256];
-    snprintf(where, sizeof where, "argument '%s %s'", opt, val ? val : "");
+    char num[64];
     size_t n = val ? strlen(val) : 0;
     if (n == 0 || n >= sizeof num)
-        cli_usage_error(where, "expected a byte count such as 4096, 512M or 16G");
+        return -1;
     memcpy(num, val, n + 1);
     int64_t mult = 1;
     char *last = &num[n - 1];
@@ -102,8 +101,19 @@ int64_t cli_bytes(const char *opt, const char *val)
     }
     double v;
     if (smoe_parse_f64(num, &v) || v < 0 || v * (double)mult > 9.0e18)
+        return -1;
+    *out = (int64_t)llround(v * (double)mult);
+    return 0;
+}
+
+int64_t cli_bytes(const char *opt, const char *val)
+{
+    char where[256];
+    int64_t v;
+    snprintf(where, sizeof where, "argument '%s %s'", opt, val ? val : "");
+    if (cli_parse_bytes(val, &v))
         cli_usage_error(where, "expected a byte count such as 4096, 512M or 16G");
-    return (int64_t)llround(v * (double)mult);
+    return v;
 }
 
 const char *cli_fmt_bytes(double b, char *buf, size_t n)

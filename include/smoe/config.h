@@ -214,7 +214,9 @@ smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, s
 #define SMOE_SIM_MAX_SLICES (1LL << 20)
 #define SMOE_SIM_MAX_BATCH (1LL << 20)
 #define SMOE_SIM_MAX_SEQ (1LL << 24)
-#define SMOE_SIM_MAX_DEPTH 4
+/* The prefetch depth (layers ahead) of scenario files, smoe sim's and
+ * smoe train's --prefetch-depth and schedule files: the one bound. */
+#define SMOE_SIM_MAX_DEPTH 64
 
 typedef struct smoe_scn_numbers { /* reported figures, < 0 = not reported */
     double step_ms, exposed_gather_ms, peak_hbm_gib;

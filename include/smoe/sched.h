@@ -106,7 +106,8 @@ void smoe_sim_model_set_compute(smoe_sim_model *m, int kind, double fwd, double 
  * prefetch level: 0 = gathered just before use; level L > 0 prefetches
  * (L - 1) % 4 + 1 quarters of the weight (L - 1) / 4 + 1 layers ahead, the
  * rest just before use. With distance NULL every weight is prefetched
- * prefetch_depth layers ahead. */
+ * prefetch_depth layers ahead (0..SMOE_SIM_MAX_DEPTH). Either is turned
+ * into a smoe_schedule (below) unless `schedule` is given. */
 #define SMOE_SIM_MAX_WEIGHTS 48
 #define SMOE_SIM_MAX_LEVEL 16
 /* Schedule families:
@@ -134,11 +135,15 @@ typedef struct smoe_sim_sched {
     const unsigned char (*distance)[SMOE_SIM_MAX_WEIGHTS]; /* [kind][weight] */
     smoe_sched_family family;
     int stream_grads;     /* UNIFORM: per-weight gradient reductions (XLA) */
+    /* UNIFORM: the schedule to run (built for the same model; may be
+     * NULL: then built from distance or prefetch_depth) */
+    const struct smoe_schedule *schedule;
 } smoe_sim_sched;
 
 typedef struct smoe_sim_result {
     double step_s, compute_s, exposed_gather_s, residual_s, a2a_s, gather_busy_s;
     double reduce_wait_s;
+    double issued_bytes;  /* gathered bytes issued by the schedule (layers) */
     double peak_hbm_bytes;
     /* the peak's breakdown */
     double mem_params, mem_grads, mem_optimizer, mem_gathered, mem_activations;
@@ -162,6 +167,72 @@ smoe_status smoe_sim_plan_budget(const smoe_sim_model *m, int shared_engine, dou
                                  unsigned char distance[][SMOE_SIM_MAX_WEIGHTS],
                                  smoe_sim_result *best, int *feasible,
                                  smoe_sim_point *curve, int max_points, int *n_points);
+/* The same with whole weights only (levels 0, 4, 8: no quarter chunks), as
+ * smoe train executes them. */
+smoe_status smoe_sim_plan_budget_whole(const smoe_sim_model *m, int shared, double budget,
+                                       unsigned char distance[][SMOE_SIM_MAX_WEIGHTS],
+                                       smoe_sim_result *best, int *feasible);
+
+/* ---- the prefetch schedule as data ----
+ * Units are layers in use order: forward 0..L-1, then backward L..2L-1
+ * (unit u is layer 2L-1-u); layers 0..n_dense-1 are dense (kind 0), the
+ * rest MoE (kind 1). For each (unit, weight, chunk range) the schedule says
+ * when its gather is issued and when its buffer frees; chunks are quarters
+ * of a weight (SMOE_SCHED_CHUNKS). Entries are in issue order: by issue
+ * point, then unit, weight and chunk. The simulator consumes a schedule,
+ * smoe train executes one, and both come from the same builders: a uniform
+ * depth (every weight `depth` layers ahead) or the planner's levels. */
+#define SMOE_SCHED_CHUNKS 4
+#define SMOE_SCHED_NAME 160
+
+typedef struct smoe_sched_gather {
+    int unit;    /* the unit that uses it */
+    int weight;  /* index into the unit's kind's names */
+    int chunk0, nchunks; /* chunks [chunk0, chunk0 + nchunks) of SMOE_SCHED_CHUNKS */
+    int issue;   /* -1: at the step's start; u < unit: when unit u's compute
+                    starts; == unit: just before use */
+    int free;    /* the unit after whose compute the buffer frees (the
+                    backward: once that unit's gradient reductions end) */
+} smoe_sched_gather;
+
+typedef struct smoe_schedule {
+    int L, n_dense;
+    int nweights[2];                                  /* per kind */
+    char names[2][SMOE_SIM_MAX_WEIGHTS][SMOE_SCHED_NAME]; /* plan paths */
+    int depth;          /* the uniform depth it was built from, or -1 (levels) */
+    double budget;      /* the planner's budget (bytes), or 0 */
+    /* the simulator's prediction (0: none) */
+    double peak_bytes, exposed_s, step_s;
+    int n;
+    smoe_sched_gather *g; /* (n) in issue order; owned */
+} smoe_schedule;
+
+/* Build a schedule for L layers (n_dense dense first) with the weights
+ * `names[kind][0..nweights[kind])`: from levels when not NULL (per kind
+ * and weight: 0 = gathered just before use; level v > 0 prefetches
+ * (v - 1) % 4 + 1 chunks (v - 1) / 4 + 1 layers ahead, the rest at use),
+ * else every weight whole `depth` layers ahead (0 = at use; a prefetch
+ * point before the step's first unit is the step's start). SMOE_EINVAL for
+ * a depth outside 0..SMOE_SIM_MAX_DEPTH or bad sizes, SMOE_ENOMEM.
+ * *out is freed with smoe_schedule_free. */
+smoe_status smoe_schedule_build(int L, int n_dense, const int nweights[2],
+                                const char *const *names[2], int depth,
+                                const unsigned char (*levels)[SMOE_SIM_MAX_WEIGHTS],
+                                smoe_schedule **out, smoe_err *err);
+/* The same for the layers and weights of a step model. */
+smoe_status smoe_schedule_for_model(const smoe_sim_model *m, int depth,
+                                    const unsigned char (*levels)[SMOE_SIM_MAX_WEIGHTS],
+                                    smoe_schedule **out, smoe_err *err);
+/* An empty schedule with n entries (zeroed) for a reader to fill. */
+smoe_schedule *smoe_schedule_alloc(int n);
+/* Check a schedule read from a file: sizes, every (unit, weight) covered
+ * once by chunk ranges that tile [0, SMOE_SCHED_CHUNKS), issue points in
+ * -1..unit, free == unit, entries in issue order. SMOE_EINVAL names the
+ * field ("gathers[12].issue"). */
+smoe_status smoe_schedule_check(const smoe_schedule *s, smoe_err *err);
+/* The farthest issue distance in layers (a point -1 counts as unit + 1). */
+int smoe_schedule_max_distance(const smoe_schedule *s);
+void smoe_schedule_free(smoe_schedule *s);
 
 /* ---- pictures ----
  * An SVG: a Pareto panel (when ncurve + nmarks > 0: the points of curve

@@ -6,7 +6,9 @@
  * memory, as long as the peak stays within the budget; each accepted step
  * is a point of the Pareto curve (peak HBM, exposed wait). The uniform
  * depths 1..4 are checked too, so an unlimited budget does at least as
- * well as unlimited depth. */
+ * well as unlimited depth. The whole-weight variant raises levels four at
+ * a time (a weight is prefetched whole or not at all), which is what smoe
+ * train executes. */
 #include "sched_impl.h"
 
 #include <math.h>
@@ -35,10 +37,9 @@ static void add_point(smoe_sim_point *curve, int max, int *n, const smoe_sim_res
     (*n)++;
 }
 
-smoe_status smoe_sim_plan_budget(const smoe_sim_model *m, int shared, double budget,
-                                 unsigned char distance[][SMOE_SIM_MAX_WEIGHTS],
-                                 smoe_sim_result *best, int *feasible,
-                                 smoe_sim_point *curve, int max_points, int *n_points)
+static smoe_status plan(const smoe_sim_model *m, int shared, double budget, int quantum,
+                        unsigned char distance[][SMOE_SIM_MAX_WEIGHTS], smoe_sim_result *best,
+                        int *feasible, smoe_sim_point *curve, int max_points, int *n_points)
 {
     levels cur, trial;
     memset(cur, 0, sizeof cur);
@@ -60,10 +61,10 @@ smoe_status smoe_sim_plan_budget(const smoe_sim_model *m, int shared, double bud
         memset(&best_r, 0, sizeof best_r);
         for (int k = 0; k < m->nkinds; k++)
             for (int w = 0; w < m->k[k].nw; w++) {
-                if (cur[k][w] >= MAX_LEVEL || m->k[k].w[w].pre_s <= 0)
+                if (cur[k][w] + quantum > MAX_LEVEL || m->k[k].w[w].pre_s <= 0)
                     continue;
                 memcpy(trial, cur, sizeof trial);
-                trial[k][w]++;
+                trial[k][w] = (unsigned char)(trial[k][w] + quantum);
                 if ((s = eval(m, shared, trial, &r)))
                     return s;
                 double saved = now.exposed_gather_s - r.exposed_gather_s;
@@ -80,7 +81,7 @@ smoe_status smoe_sim_plan_budget(const smoe_sim_model *m, int shared, double bud
             }
         if (bk < 0)
             break;
-        cur[bk][bw]++;
+        cur[bk][bw] = (unsigned char)(cur[bk][bw] + quantum);
         now = best_r;
         add_point(curve, max_points, &np, &now);
     }
@@ -109,4 +110,19 @@ smoe_status smoe_sim_plan_budget(const smoe_sim_model *m, int shared, double bud
     if (n_points)
         *n_points = np;
     return SMOE_OK;
+}
+
+smoe_status smoe_sim_plan_budget(const smoe_sim_model *m, int shared, double budget,
+                                 unsigned char distance[][SMOE_SIM_MAX_WEIGHTS],
+                                 smoe_sim_result *best, int *feasible,
+                                 smoe_sim_point *curve, int max_points, int *n_points)
+{
+    return plan(m, shared, budget, 1, distance, best, feasible, curve, max_points, n_points);
+}
+
+smoe_status smoe_sim_plan_budget_whole(const smoe_sim_model *m, int shared, double budget,
+                                       unsigned char distance[][SMOE_SIM_MAX_WEIGHTS],
+                                       smoe_sim_result *best, int *feasible)
+{
+    return plan(m, shared, budget, 4, distance, best, feasible, NULL, 0, NULL);
 }

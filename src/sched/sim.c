@@ -53,6 +53,8 @@ typedef struct sim {
     const char **qn;
     int *ql;
     int nq, capq;
+    const smoe_schedule *sc; /* UNIFORM: the gathers, in issue order */
+    int *at;                 /* (2L + 2) entries of issue point p start at at[p + 1] */
 } sim;
 
 static void mem(sim *x, double t, double bytes)
@@ -179,13 +181,6 @@ static double exchange(sim *x, double t, double dur)
 
 static int unit_layer(const smoe_sim_model *m, int u) { return u < m->L ? u : 2 * m->L - 1 - u; }
 
-static int level_of(const sim *x, int kind, int w)
-{
-    if (x->s->distance)
-        return x->s->distance[kind][w];
-    return x->s->prefetch_depth > 0 ? (x->s->prefetch_depth - 1) * 4 + 4 : 0;
-}
-
 static double pre_time(const sim *x, const sim_w *w)
 {
     return x->s->legacy ? w->pre_legacy_s : x->mx ? w->pre_stored_s : w->pre_s;
@@ -236,6 +231,7 @@ static void issue(sim *x, int u, int w, double frac, double t)
     if (end > *ge)
         *ge = end;
     mem(x, t, w_bytes(x, &k->w[w]) * frac);
+    x->r.issued_bytes += w_bytes(x, &k->w[w]) * frac;
 }
 
 /* Issue all of unit u's weights at t: those the layer uses first (the
@@ -249,6 +245,23 @@ static void issue_unit(sim *x, int u, double t)
                 issue(x, u, w, 1, t);
 }
 
+/* The schedule's gathers issued at point p (-1: the step's start) for
+ * units `ahead` of p (1) or for p itself (0: just before use, the weights
+ * the layer uses first, the non-routed ones, ahead of the routed experts'). */
+static void issue_point(sim *x, int p, int ahead, double t)
+{
+    const smoe_sched_gather *g = x->sc->g;
+    for (int routed = 0; routed < 2 - ahead; routed++)
+        for (int i = x->at[p + 1]; i < x->at[p + 2]; i++) {
+            if ((g[i].unit > p) != ahead)
+                continue;
+            const sim_kind *k = &x->m->k[x->m->kind_of[unit_layer(x->m, g[i].unit)]];
+            if (!ahead && k->w[g[i].weight].routed != routed)
+                continue;
+            issue(x, g[i].unit, g[i].weight, (double)g[i].nchunks / SMOE_SCHED_CHUNKS, t);
+        }
+}
+
 /* At the start of unit k's compute: prefetches whose issue point it is. */
 static void issue_ahead(sim *x, int k, double t)
 {
@@ -258,17 +271,7 @@ static void issue_ahead(sim *x, int k, double t)
             issue_unit(x, k + 1, t);
         return;
     }
-    for (int d = 1; d <= SMOE_SIM_MAX_LEVEL / 4; d++) {
-        int u = k + d;
-        if (u >= 2 * m->L)
-            break;
-        int kind = m->kind_of[unit_layer(m, u)];
-        for (int w = 0; w < m->k[kind].nw; w++) {
-            int lv = level_of(x, kind, w);
-            if (lv > 0 && (lv - 1) / 4 + 1 == d)
-                issue(x, u, w, (double)((lv - 1) % 4 + 1) / 4.0, t);
-        }
-    }
+    issue_point(x, k, 1, t);
 }
 
 static int cmp_mev(const void *a, const void *b)
@@ -332,19 +335,8 @@ static void run_unit(sim *x, int u)
             if (u + 1 < 2 * m->L && mx_point(m, u + 1) == MX_WITH_FENCED)
                 issue_unit(x, u + 1, ready);
         }
-    } else {
-        for (int routed = 0; routed < 2; routed++)
-            for (int w = 0; w < k->nw; w++) { /* what was not prefetched */
-                if (k->w[w].routed != routed)
-                    continue;
-                int lv = level_of(x, m->kind_of[l], w);
-                double pre = lv > 0 && (u - ((lv - 1) / 4 + 1)) >= 0
-                                 ? (double)((lv - 1) % 4 + 1) / 4 : 0;
-                if (lv > 0 && u < (lv - 1) / 4 + 1) /* inside the first window */
-                    pre = (double)((lv - 1) % 4 + 1) / 4;
-                if (pre < 1)
-                    issue(x, u, w, 1 - pre, ready);
-            }
+    } else { /* what was not prefetched */
+        issue_point(x, u, 0, ready);
     }
     x->comp = wait_gathers(x, ready, x->gend[u], "wait gathers");
     if (x->s->legacy) { /* the second, un-prefetched gather before use */
@@ -424,13 +416,27 @@ static void run_unit(sim *x, int u)
         reduce(x, k, start, t);
 }
 
-smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_sim_result *r,
-                         smoe_trace *trace)
+/* Index the schedule's entries by issue point: at[p + 1] .. at[p + 2]. */
+static int *index_points(const smoe_schedule *sc, int nu)
+{
+    int *at = smoe_calloc((size_t)nu + 3, sizeof *at);
+    if (!at)
+        return NULL;
+    for (int i = 0; i < sc->n; i++)
+        at[sc->g[i].issue + 2]++;
+    for (int p = 1; p < nu + 3; p++)
+        at[p] += at[p - 1];
+    return at;
+}
+
+static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const smoe_schedule *sc,
+                       smoe_sim_result *r, smoe_trace *trace)
 {
     sim x;
     memset(&x, 0, sizeof x);
     x.m = m;
     x.s = s;
+    x.sc = sc;
     x.trace = trace;
     /* engines: with one collective engine everything queues on it; with
      * two, exchanges share one with the reductions; with three or more each
@@ -472,7 +478,9 @@ smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_
         if (x.qu)
             x.ql = x.qu + x.capq;
     }
-    if (!x.ev || !x.gend || (x.capbusy && !x.busy0) || !x.qs || !x.qu || !x.qn) {
+    x.at = index_points(sc, nu);
+    if (!x.ev || !x.gend || (x.capbusy && !x.busy0) || !x.qs || !x.qu || !x.qn || !x.at) {
+        smoe_free(x.at);
         smoe_free(x.ev);
         smoe_free(x.gend);
         smoe_free(x.busy0);
@@ -488,14 +496,8 @@ smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_
     for (int u = 0; x.mx && u < nu; u++)
         if (mx_point(m, u) == MX_START)
             issue_unit(&x, u, 0);
-    for (int u = 0; !x.mx && u < nu; u++) {
-        int kind = m->kind_of[unit_layer(m, u)];
-        for (int w = 0; w < m->k[kind].nw; w++) {
-            int lv = level_of(&x, kind, w);
-            if (lv > 0 && u < (lv - 1) / 4 + 1)
-                issue(&x, u, w, (double)((lv - 1) % 4 + 1) / 4.0, 0);
-        }
-    }
+    if (!x.mx)
+        issue_point(&x, -1, 1, 0);
     if (top > 0) {
         x.r.exposed_gather_s += top;
         span(&x, LANE_WAIT, "wait top-level gathers", 0, top);
@@ -541,6 +543,7 @@ smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_
     for (int i = 0; i < x.nq; i++)
         span(&x, x.ql[i], x.qn[i], x.qt[i], x.qe[i]);
     *r = x.r;
+    smoe_free(x.at);
     smoe_free(x.ev);
     smoe_free(x.gend);
     smoe_free(x.busy0);
@@ -548,4 +551,32 @@ smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_
     smoe_free(x.qu);
     smoe_free(x.qn);
     return SMOE_OK;
+}
+
+smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_sim_result *r,
+                         smoe_trace *trace)
+{
+    smoe_schedule *own = NULL;
+    const smoe_schedule *sc = s->schedule;
+    if (!sc) {
+        if (!s->distance && (s->prefetch_depth < 0 || s->prefetch_depth > SMOE_SIM_MAX_DEPTH))
+            return SMOE_EINVAL;
+        smoe_status st = smoe_schedule_for_model(m, s->prefetch_depth, s->distance, &own, NULL);
+        if (st)
+            return st;
+        sc = own;
+    }
+    smoe_status st = SMOE_OK;
+    if (sc->L != m->L)
+        st = SMOE_EINVAL;
+    for (int i = 0; i < sc->n && !st; i++) {
+        const smoe_sched_gather *g = &sc->g[i];
+        if (g->unit < 0 || g->unit >= 2 * m->L || g->issue < -1 || g->issue > g->unit ||
+            g->weight < 0 || g->weight >= m->k[m->kind_of[unit_layer(m, g->unit)]].nw)
+            st = SMOE_EINVAL;
+    }
+    if (!st)
+        st = run(m, s, sc, r, trace);
+    smoe_schedule_free(own);
+    return st;
 }
