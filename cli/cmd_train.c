@@ -5,6 +5,7 @@
  * same initial state and prints them side by side. */
 #include "cli.h"
 #include "smoe/runtime.h"
+#include "smoe/sched.h"
 #include "smoe/train.h"
 
 #include <stdlib.h>
@@ -13,7 +14,8 @@
 enum {
     OPT_STEPS = OPT_COMMON_END, OPT_SEED, OPT_DATA, OPT_DEPTH, OPT_GATHER, OPT_SHARED,
     OPT_PTHREAD, OPT_MAXMEM, OPT_TRACE, OPT_DUMP, OPT_COMPARE, OPT_QUIET, OPT_HELP,
-    OPT_TIMEOUT, OPT_CKPT_DIR, OPT_CKPT_EVERY, OPT_CKPT_KEEP, OPT_RESUME, OPT_LIST_KEYS, OPT_PLOT
+    OPT_TIMEOUT, OPT_CKPT_DIR, OPT_CKPT_EVERY, OPT_CKPT_KEEP, OPT_RESUME, OPT_LIST_KEYS, OPT_PLOT,
+    OPT_SCHEDULE, OPT_HBM_BUDGET, OPT_HARDWARE
 };
 
 static void usage(FILE *f)
@@ -26,6 +28,7 @@ static void usage(FILE *f)
             "                  [--dump-params FILE] [--compare] [--json] [--quiet]\n"
             "                  [--comm-timeout SECONDS] [--checkpoint-dir DIR]\n"
             "                  [--checkpoint-every N] [--checkpoint-keep N] [--resume]\n"
+            "                  [--schedule FILE | --hbm-budget BYTES [--hardware NAME|FILE]]\n"
             "\n"
             "  the mesh: mesh_axes and ici_* from the config (one -1 filled from the\n"
             "  number of ranks); defaults: --base configs/train.yml (base.yml plus\n"
@@ -34,6 +37,12 @@ static void usage(FILE *f)
             "  --seed N             initialisation and data seed (default 1)\n"
             "  --data FILE          training text (default: the bundled data/gpl-3.0.txt)\n"
             "  --prefetch-depth N   gather N layers ahead (default 1; 0 = just before use)\n"
+            "  --schedule FILE      execute a prefetch schedule (smoe sim --schedule-out)\n"
+            "  --hbm-budget BYTES   plan the schedule for this memory per rank (smoe sim's\n"
+            "                       planner, whole weights) and hold every tracked class\n"
+            "                       under it: a gather waits for memory rather than exceed it\n"
+            "  --hardware NAME|FILE the profile --hbm-budget plans on (default cpu-mpi:\n"
+            "                       configs/hardware/cpu-mpi.yml, from smoe sim --calibrate)\n"
             "  --gather MODE        coaxis (default) or legacy (pre-fix: co-axes gathered by\n"
             "                       a second, blocking all-gather just before use)\n"
             "  --shared-queue       gathers share one queue with the all-to-all and\n"
@@ -166,6 +175,9 @@ int cmd_train(int argc, char **argv)
         { "checkpoint-keep", required_argument, 0, OPT_CKPT_KEEP },
         { "resume", no_argument, 0, OPT_RESUME },
         { "list-keys", no_argument, 0, OPT_LIST_KEYS },
+        { "schedule", required_argument, 0, OPT_SCHEDULE },
+        { "hbm-budget", required_argument, 0, OPT_HBM_BUDGET },
+        { "hardware", required_argument, 0, OPT_HARDWARE },
         { 0, 0, 0, 0 },
     };
     smoe_rt *rt;
@@ -189,7 +201,7 @@ int cmd_train(int argc, char **argv)
     opterr = 0;
     optind = 1;
     int li = -1;
-    const char *maxmem_arg = NULL;
+    const char *maxmem_arg = NULL, *sched_path = NULL, *hw_arg = NULL;
     while ((opt = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
         char where[300];
         if (li >= 0 && optarg)
@@ -205,9 +217,11 @@ int cmd_train(int argc, char **argv)
         case OPT_SEED:
         case OPT_DEPTH:
             if (smoe_parse_i64(optarg, &v) || v < (opt == OPT_STEPS) ||
-                v > (opt == OPT_DEPTH ? 64 : (int64_t)1 << 40))
-                fail_arg(rt, where, opt == OPT_DEPTH ? "expected an integer from 0 to 64"
-                                                     : "expected a positive integer");
+                v > (opt == OPT_DEPTH ? SMOE_SIM_MAX_DEPTH : (int64_t)1 << 40)) {
+                char msg[64];
+                snprintf(msg, sizeof msg, "expected an integer from 0 to %d", SMOE_SIM_MAX_DEPTH);
+                fail_arg(rt, where, opt == OPT_DEPTH ? msg : "expected a positive integer");
+            }
             if (opt == OPT_STEPS)
                 o.steps = v;
             else if (opt == OPT_SEED)
@@ -265,6 +279,13 @@ int cmd_train(int argc, char **argv)
             o.ckpt_keep = (int)v;
             break;
         case OPT_RESUME: o.resume = 1; break;
+        case OPT_SCHEDULE: sched_path = optarg; break;
+        case OPT_HARDWARE: hw_arg = optarg; break;
+        case OPT_HBM_BUDGET:
+            if (cli_parse_bytes(optarg, &v) || v < 1)
+                fail_arg(rt, where, "expected a byte count such as 4096, 512M or 16G");
+            o.hbm_budget = v;
+            break;
         case OPT_TRACE: o.trace_path = optarg; break;
         case OPT_PLOT: plot_path = optarg; break;
         case OPT_DUMP: o.dump_path = optarg; break;
@@ -316,6 +337,30 @@ int cmd_train(int argc, char **argv)
         fail_arg(rt, o.resume ? "argument '--resume'" : o.ckpt_keep ? "argument '--checkpoint-keep'"
                                                       : "argument '--checkpoint-every'",
                  "needs --checkpoint-dir DIR");
+    if (hw_arg && !o.hbm_budget)
+        fail_arg(rt, "argument '--hardware'", "is read only with --hbm-budget");
+    smoe_schedule *sched = NULL;
+    if (sched_path) {
+        if (cli_schedule_read(sched_path, &sched, &err))
+            fail(rt, &err);
+        o.schedule = sched;
+    }
+    smoe_hw hw;
+    if (o.hbm_budget) {
+        char hwp[4200];
+        if (!hw_arg)
+            hw_arg = "cpu-mpi";
+        if (!strchr(hw_arg, '/') && !strstr(hw_arg, ".yml") && cdir)
+            snprintf(hwp, sizeof hwp, "%s/hardware/%s.yml", cdir, hw_arg);
+        else
+            snprintf(hwp, sizeof hwp, "%s", hw_arg);
+        if (smoe_hw_load(hwp, &hw, &err)) {
+            if (err.code == SMOE_ENOTFOUND || !err.where[0])
+                snprintf(err.where, sizeof err.where, "argument '--hardware %s'", hw_arg);
+            fail(rt, &err);
+        }
+        o.hw = &hw;
+    }
     if (!o.data_path) {
         snprintf(data_default, sizeof data_default, "%s/../data/gpl-3.0.txt", cdir ? cdir : ".");
         o.data_path = data_default;
@@ -380,6 +425,7 @@ int cmd_train(int argc, char **argv)
             print_result(&o, rt, &res, compare, depth);
     }
     smoe_train_result_free(&res);
+    smoe_schedule_free(sched);
     smoe_plan_free(plan);
     smoe_config_free(cfg);
     smoe_rt_finalize(rt);

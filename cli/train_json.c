@@ -58,6 +58,8 @@ static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r, int mode,
         cJSON_AddNumberToObject(x, "gather_ms", s->gather_ms);
         cJSON_AddNumberToObject(x, "reduce_wait_ms", s->reduce_wait_ms);
         cJSON_AddNumberToObject(x, "peak_gathered_bytes", (double)s->peak_gathered_bytes);
+        cJSON_AddNumberToObject(x, "peak_tracked_bytes", (double)s->peak_tracked_bytes);
+        cJSON_AddNumberToObject(x, "gathers_at_use", (double)s->gathers_at_use);
         cJSON_AddItemToArray(steps, x);
     }
     smoe_train_summary sm;
@@ -77,6 +79,18 @@ static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r, int mode,
     cJSON_AddNumberToObject(sum, "peak_gathered_bwd_bytes", (double)r->peak_gathered_bwd_bytes);
     cJSON_AddNumberToObject(sum, "layer_gathered_bytes", (double)r->layer_gathered_bytes);
     cJSON_AddNumberToObject(sum, "peak_rss_bytes", (double)r->peak_rss_bytes);
+    cJSON_AddNumberToObject(sum, "peak_tracked_bytes", (double)r->peak_tracked_bytes);
+    cJSON *pt = cJSON_AddObjectToObject(sum, "peak_tracked");
+    const smoe_train_mem *m = &r->peak_tracked;
+    cJSON_AddNumberToObject(pt, "params", (double)m->params);
+    cJSON_AddNumberToObject(pt, "grads", (double)m->grads);
+    cJSON_AddNumberToObject(pt, "optimizer", (double)m->optimizer);
+    cJSON_AddNumberToObject(pt, "gathered", (double)m->gathered);
+    cJSON_AddNumberToObject(pt, "activations", (double)m->activations);
+    cJSON_AddNumberToObject(pt, "comm", (double)m->comm);
+    cJSON_AddNumberToObject(sum, "budget_overruns", (double)r->budget_overruns);
+    cJSON_AddNumberToObject(sum, "gathers_at_use", (double)r->gathers_at_use);
+    cJSON_AddStringToObject(sum, "schedule", r->schedule_note);
     cJSON_AddNumberToObject(sum, "memory_estimate_bytes", (double)r->memory_estimate_bytes);
     cJSON_AddNumberToObject(sum, "params", (double)r->params);
     cJSON_AddNumberToObject(sum, "tokens_per_step", (double)r->tokens_per_step);

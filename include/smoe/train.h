@@ -45,7 +45,20 @@ typedef struct smoe_train_step {
     double gather_ms;       /* gather ops from start to completion (busy), max over ranks */
     double reduce_wait_ms;  /* waiting for gradient reductions at the end */
     int64_t peak_gathered_bytes; /* max over ranks */
+    int64_t peak_tracked_bytes;  /* every tracked class at the step's peak, max over ranks */
+    int64_t budget_overruns;     /* gathers issued past --hbm-budget (0 when it held) */
+    int64_t gathers_at_use;      /* layer gathers not yet issued when their layer was
+                                  * about to run (the compute then waits), max over ranks */
 } smoe_train_step;
+
+/* Memory smoe train tracks per rank, by class (as smoe sim counts it). */
+typedef struct smoe_train_mem {
+    int64_t params, grads, optimizer; /* the slabs */
+    int64_t gathered;                 /* top-level buffers + gathered layers and their
+                                         gradients in use at the peak */
+    int64_t activations;              /* the model's slab, routed-row stores, residuals */
+    int64_t comm;                     /* communication buffers (none: in place) */
+} smoe_train_mem;
 
 /* A schedule a step can run: prefetch depth and plan. */
 typedef struct smoe_train_mode {
@@ -69,6 +82,14 @@ typedef struct smoe_train_opts {
     int nmodes;
     smoe_train_mode modes[SMOE_TRAIN_MAX_MODES];
     int64_t max_memory;     /* bytes per rank, 0 = no limit */
+    /* the prefetch schedule to execute (smoe sim --schedule-out; whole
+     * weights), instead of prefetch_depth; one mode only. Not owned. */
+    const struct smoe_schedule *schedule;
+    /* memory budget per rank (0 = none): the budgeted planner on `hw`
+     * chooses the schedule and the run holds every tracked class under it
+     * (a gather waits for memory rather than exceed it); one mode only */
+    int64_t hbm_budget;
+    const smoe_hw *hw;
     const char *trace_path; /* Chrome trace file (rank 0 writes), or NULL */
     const char *dump_path;  /* final parameters, canonical order, or NULL */
     /* checkpoints (see checkpoint.c): every ckpt_every steps (0: only at
@@ -104,6 +125,11 @@ typedef struct smoe_train_result {
     int64_t layer_gathered_bytes;    /* largest layer's gathered weights */
     int64_t top_gathered_bytes;      /* embedding/head buffers (not layers) */
     int64_t peak_rss_bytes;          /* max over ranks */
+    int64_t peak_tracked_bytes;      /* max over steps and ranks */
+    smoe_train_mem peak_tracked;     /* its breakdown (rank 0 at its own peak) */
+    int64_t budget_overruns;         /* over the run */
+    int64_t gathers_at_use;          /* over the run */
+    char schedule_note[200];         /* how the schedule was chosen */
     int64_t memory_estimate_bytes;   /* per rank, what --max-memory is checked against */
     int64_t params, tokens_per_step;
     double model_flops_per_step;     /* forward + backward, all ranks */

@@ -103,7 +103,7 @@ static smoe_status check_memory(smoe_rt *rt, const smoe_config *cfg, const smoe_
 {
     int64_t act = 0;
     smoe_status s = smoe_model_need_bytes(mc, &act, err);
-    double slabs = 4.0 * (double)st->total * 4, pool = (double)tr_loop_pool_bytes(mc, st, max_depth);
+    double slabs = 4.0 * (double)st->total * 4, pool = (double)tr_pf_pool_bytes(st, max_depth);
     double top = 2.0 * (double)st->top_floats * 4;
     double need = slabs + pool + top + (double)act + (double)data->n;
     int64_t est[1] = { s ? 0 : (need < 9e18 ? (int64_t)need : INT64_MAX) };
@@ -197,8 +197,18 @@ static void summarize_run(smoe_rt *rt, const tr_store *st, const tr_state *S,
         (st->unit_floats[0] > st->unit_floats[1] ? st->unit_floats[0] : st->unit_floats[1]) * 4;
     res->top_gathered_bytes = 2 * st->top_floats * 4;
     int64_t pk[2];
-    tr_loop_peaks(S, &pk[0], &pk[1]);
+    tr_mem tm;
+    tr_loop_peaks(S, &pk[0], &pk[1], &tm);
     smoe_rt_allreduce_max_i64(rt, pk, 2);
+    smoe_train_mem pt = { tm.params, tm.grads, tm.optimizer, tm.gathered, tm.activations, tm.comm };
+    res->peak_tracked = pt;
+    for (int64_t i = 0; i < res->nsteps; i++) {
+        const smoe_train_step *r = &res->steps[i];
+        if (r->peak_tracked_bytes > res->peak_tracked_bytes)
+            res->peak_tracked_bytes = r->peak_tracked_bytes;
+        res->budget_overruns += r->budget_overruns;
+        res->gathers_at_use += r->gathers_at_use;
+    }
     res->peak_gathered_fwd_bytes = pk[0];
     res->peak_gathered_bwd_bytes = pk[1];
     struct rusage ru;
@@ -229,6 +239,8 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
     smoe_trace *trace = NULL;
     tr_ckpt *ck = NULL;
     smoe_train_mode modes[SMOE_TRAIN_MAX_MODES];
+    smoe_schedule *own[SMOE_TRAIN_MAX_MODES] = { NULL };
+    const smoe_schedule *sched[SMOE_TRAIN_MAX_MODES] = { NULL };
     memset(res, 0, sizeof *res);
     memset(&data, 0, sizeof data);
     memset(&st, 0, sizeof st);
@@ -250,6 +262,12 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
         max_depth = modes[i].prefetch_depth > max_depth ? modes[i].prefetch_depth : max_depth;
         plans[modes[i].legacy ? 1 : 0] = 1;
     }
+    if (!s && nmodes > 1 && (o->schedule || o->hbm_budget))
+        s = smoe_err_in(err, SMOE_EINVAL, o->schedule ? "argument '--schedule'"
+                        : "argument '--hbm-budget'", "runs one schedule (not with --compare)");
+    if (!s && o->schedule && o->hbm_budget)
+        s = smoe_err_in(err, SMOE_EINVAL, "argument '--schedule'",
+                        "cannot be combined with --hbm-budget (which plans its own)");
     if (!s && o->ckpt_dir && !o->ckpt_dir[0])
         s = smoe_err_in(err, SMOE_EINVAL, "argument '--checkpoint-dir'",
                         "is empty: name a directory");
@@ -279,6 +297,24 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
         size_t n = strlen(err->msg);
         snprintf(err->msg + n, sizeof err->msg - n, " (the model: %s)", dims);
     }
+    if ((s = smoe_rt_agree_err(rt, s, err)))
+        goto fail;
+    /* the schedules: given, planned for the budget, or of each mode's depth */
+    for (int i = 0; i < nmodes && !s; i++) {
+        if (o->schedule)
+            sched[i] = o->schedule;
+        else if (o->hbm_budget)
+            s = tr_schedule_budget(cfg, plan, o->hw, &st, &mc, o->hbm_budget, &own[i],
+                                   res->schedule_note, sizeof res->schedule_note, err);
+        else
+            s = tr_schedule_depth(&st, &mc, modes[i].prefetch_depth, &own[i], err);
+        if (own[i])
+            sched[i] = own[i];
+    }
+    max_depth = 0;
+    for (int i = 0; i < nmodes && !s; i++)
+        if (smoe_schedule_max_distance(sched[i]) > max_depth)
+            max_depth = smoe_schedule_max_distance(sched[i]);
     if ((s = smoe_rt_agree_err(rt, s, err)) ||
         (s = check_memory(rt, cfg, &mc, &st, max_depth, &data, o, res, err)))
         goto fail;
@@ -299,6 +335,8 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
         smoe_trace_lane(trace, SMOE_LANE_WAIT, "waits");
     }
     s = tr_loop_new(rt, &mc, &hp, max_depth, model, &st, trace, &S, err);
+    for (int i = nmodes - 1; i >= 0 && !s; i--) /* each checked; mode 0 set */
+        s = tr_loop_set_mode(S, sched[i], modes[i].legacy, o->hbm_budget, err);
     if ((s = smoe_rt_agree_err(rt, s, err)))
         goto fail;
     tr_ckpt_opts co = { o->ckpt_dir, 0, o->steps, o->seed, o->ckpt_keep, &fp,
@@ -318,7 +356,8 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
             goto fail;
         smoe_train_step *rec = &res->steps[res->nsteps];
         int mi = step_mode(step, nmodes);
-        tr_loop_set_mode(S, modes[mi].prefetch_depth, modes[mi].legacy);
+        if (nmodes > 1 && (s = tr_loop_set_mode(S, sched[mi], modes[mi].legacy, 0, err)))
+            goto fail;
         tr_data_batch(&data, o->seed, step, first, mc.batch, mc.seq, tokens, targets);
         if ((s = tr_loop_step(S, step, rec, err)))
             step_failed(rt, s, err);
@@ -342,6 +381,8 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
     if (trace && (s = write_trace(rt, trace, o->trace_path, err)))
         goto fail;
 fail:
+    for (int i = 0; i < SMOE_TRAIN_MAX_MODES; i++)
+        smoe_schedule_free(own[i]);
     tr_ckpt_close(ck);
     tr_loop_free(S);
     smoe_trace_free(trace);

@@ -131,24 +131,84 @@ void tr_optim_free(tr_optim *o);
  * bias[e] += sign(avg - counts[e]) * rate, avg = tokens * topk / experts. */
 void tr_bias_step(float *bias, const double *counts, int64_t n, double avg, double rate);
 
-/* loop.c: the step loop (gather pool, forward, backward, AdamW) */
+static inline const float *tr_shard_of(const tr_store *st, const tr_weight *w, int l)
+{
+    int64_t local = w->top ? 0 : l - w->layer0;
+    return st->params + w->shard_off + local * w->info.shard_numel;
+}
+
+static inline float *tr_grad_of(const tr_store *st, const tr_weight *w, int l)
+{
+    int64_t local = w->top ? 0 : l - w->layer0;
+    return st->grads + w->shard_off + local * w->info.shard_numel;
+}
+
+/* prefetch.c: the executor of a smoe_schedule over a pool of gathered-
+ * layer buffers (DESIGN there). Units: forward 0..L-1, backward L..2L-1. */
+#define TR_MAX_LAYER_WEIGHTS 32
+typedef struct tr_prefetch tr_prefetch;
+typedef struct tr_pf_stats {
+    int64_t cur_bytes, peak_bytes, peak_fwd, peak_bwd; /* gathered layers + gradient buffers */
+    int64_t overruns;  /* gathers issued past the budget (nothing in flight could free) */
+    int64_t at_use;    /* gathers still to issue when their unit was about to run */
+} tr_pf_stats;
+/* The pool holds max_distance + 2 units. */
+smoe_status tr_pf_new(smoe_rt *rt, tr_store *st, int L, int n_dense, int max_distance,
+                      tr_prefetch **out, smoe_err *err);
+void tr_pf_free(tr_prefetch *P);
+/* The schedule the next steps run (names matched to the store's weights;
+ * whole weights only; distance <= the pool's), the plan (legacy: its
+ * gathers built) and a budget of gathered bytes (0: none). SMOE_EINVAL
+ * names the schedule's field. */
+smoe_status tr_pf_set_schedule(tr_prefetch *P, const smoe_schedule *s, int legacy,
+                               int64_t budget, smoe_err *err);
+void tr_pf_begin(tr_prefetch *P);                 /* the step's start */
+float *tr_pf_acquire(tr_prefetch *P, int u, smoe_err *err); /* unit u's weights, gathered */
+void tr_pf_release(tr_prefetch *P, int u);        /* after a forward unit */
+float *tr_pf_grad_buffer(tr_prefetch *P, int u, int *gslot); /* zeroed */
+void tr_pf_reduce(tr_prefetch *P, int u, int gslot); /* after a backward unit */
+void tr_pf_progress(tr_prefetch *P);
+void tr_pf_set_budget(tr_prefetch *P, int64_t budget); /* gathered bytes, 0 = none */
+void tr_pf_drained(tr_prefetch *P);               /* after smoe_rt_drain */
+const tr_pf_stats *tr_pf_stats_get(const tr_prefetch *P);
+int64_t tr_pf_pool_bytes(const tr_store *st, int max_distance);
+
+/* budget.c: the schedule of a uniform depth for the store's weights, and
+ * the budgeted planner's (whole weights) on hw for `budget` bytes per rank
+ * (*note says what it chose). *out: smoe_schedule_free. */
+smoe_status tr_schedule_depth(const tr_store *st, const smoe_model_cfg *mc, int depth,
+                              smoe_schedule **out, smoe_err *err);
+smoe_status tr_schedule_budget(const smoe_config *cfg, const smoe_plan *plan, const smoe_hw *hw,
+                               const tr_store *st, const smoe_model_cfg *mc, int64_t budget,
+                               smoe_schedule **out, char *note, size_t cap, smoe_err *err);
+
+/* loop.c: the step loop (forward, backward, AdamW) over the executor */
 typedef struct tr_state tr_state;
-/* The pool holds max_depth + 2 layers; every step runs in the mode last
- * set by tr_loop_set_mode (default: max_depth, co-axis). */
+/* Memory tracked by class (bytes per rank; the step's peak for gathered). */
+typedef struct tr_mem {
+    int64_t params, grads, optimizer, gathered, activations, comm, top;
+} tr_mem;
 smoe_status tr_loop_new(smoe_rt *rt, const smoe_model_cfg *mc, const tr_hparams *hp,
-                        int max_depth, smoe_model *model, tr_store *st,
+                        int max_distance, smoe_model *model, tr_store *st,
                         smoe_trace *trace, tr_state **out, smoe_err *err);
-/* The next steps' prefetch depth (<= max_depth) and plan (legacy: its
- * gathers must have been built, see tr_store_build). */
-void tr_loop_set_mode(tr_state *S, int depth, int legacy);
+/* The next steps' schedule, plan and memory budget (bytes per rank for
+ * everything tracked; 0 = none). SMOE_EINVAL when the schedule does not
+ * fit the model or the budget cannot hold one layer without prefetch. */
+smoe_status tr_loop_set_mode(tr_state *S, const smoe_schedule *sched, int legacy,
+                             int64_t budget, smoe_err *err);
 smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_err *err);
 /* This rank's token and target buffers, filled before each step. */
 int32_t *tr_loop_tokens(tr_state *S, int32_t **targets);
-/* Bytes of the gathered-layer pool at prefetch depth `depth`. */
-int64_t tr_loop_pool_bytes(const smoe_model_cfg *mc, const tr_store *st, int depth);
-/* Peak gathered bytes of the run so far, forward and backward. */
-void tr_loop_peaks(const tr_state *S, int64_t *fwd, int64_t *bwd);
+/* Peak gathered bytes of the run so far, forward and backward; the
+ * tracked memory at the run's peak. */
+void tr_loop_peaks(const tr_state *S, int64_t *fwd, int64_t *bwd, tr_mem *peak);
 void tr_loop_free(tr_state *S);
+/* The memory tracked outside the gathered-layer pool (every class, the
+ * top-level buffers included), for budgets. */
+int64_t tr_mem_static(const tr_mem *m);
+/* The classes for a store, model and the model's activation bytes, with
+ * `pool` gathered-layer bytes in use. */
+tr_mem tr_mem_of(const tr_store *st, const smoe_model_cfg *mc, int64_t act_bytes, int64_t pool);
 
 /* fingerprint.c: digests every rank must agree on */
 typedef struct tr_fingerprint_t {
