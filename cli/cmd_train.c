@@ -344,6 +344,7 @@ int cmd_train(int argc, char **argv)
         if (cli_schedule_read(sched_path, &sched, &err))
             fail(rt, &err);
         o.schedule = sched;
+        o.schedule_name = sched_path;
     }
     smoe_hw hw;
     if (o.hbm_budget) {

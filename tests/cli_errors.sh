@@ -102,7 +102,7 @@ expect "'compute_efficiency' = 7 must be 0 or in" sim --scenario seed --hardware
 hw_edit dcn_latency -1
 expect "'dcn_latency' = -1 must be in" sim --scenario seed --hardware "$simtmp/hw.yml"
 scn_edit prefetch_depth 1e12
-expect "scn.yml:[0-9]+:17: 'prefetch_depth' = 1e12 must be in \\[0, 4\\]" sim --scenario "$simtmp/scn.yml"
+expect "scn.yml:[0-9]+:17: 'prefetch_depth' = 1e12 must be in \\[0, 64\\]" sim --scenario "$simtmp/scn.yml"
 scn_edit seq_len 1e300
 expect "'seq_len' = 1e300 must be in" sim --scenario "$simtmp/scn.yml"
 scn_edit devices 130
@@ -110,7 +110,7 @@ expect "scn.yml:[0-9]+:10 \\(devices: 130\\): cannot fill ici_fsdp_parallelism" 
 (cat "$cfg/scenarios/seed.yml"; echo "slices: 1e300") >"$simtmp/scn.yml"
 expect "'slices' = 1e300 must be in" sim --scenario "$simtmp/scn.yml"
 expect "argument 'num_experts_per_tok=300': num_experts_per_tok = 300 exceeds num_experts = 256" sim --scenario seed num_experts_per_tok=300
-expect "argument '--prefetch-depth 5': must be between 0 and 4" sim --scenario seed --prefetch-depth 5
+expect "argument '--prefetch-depth 65': must be between 0 and 64" sim --scenario seed --prefetch-depth 65
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -85,6 +85,7 @@ typedef struct smoe_train_opts {
     /* the prefetch schedule to execute (smoe sim --schedule-out; whole
      * weights), instead of prefetch_depth; one mode only. Not owned. */
     const struct smoe_schedule *schedule;
+    const char *schedule_name; /* its file, named in errors (may be NULL) */
     /* memory budget per rank (0 = none): the budgeted planner on `hw`
      * chooses the schedule and the run holds every tracked class under it
      * (a gather waits for memory rather than exceed it); one mode only */

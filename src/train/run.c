@@ -337,6 +337,9 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
     s = tr_loop_new(rt, &mc, &hp, max_depth, model, &st, trace, &S, err);
     for (int i = nmodes - 1; i >= 0 && !s; i--) /* each checked; mode 0 set */
         s = tr_loop_set_mode(S, sched[i], modes[i].legacy, o->hbm_budget, err);
+    if (s && err && o->schedule && !err->where[0]) /* the file did not fit */
+        snprintf(err->where, sizeof err->where, "%s", o->schedule_name ? o->schedule_name
+                                                                       : "the schedule");
     if ((s = smoe_rt_agree_err(rt, s, err)))
         goto fail;
     tr_ckpt_opts co = { o->ckpt_dir, 0, o->steps, o->seed, o->ckpt_keep, &fp,

@@ -1,0 +1,132 @@
+#!/bin/sh
+# The prefetch schedule as data, from smoe sim to smoe train, and the
+# memory budget. Oracles: the depth-1 run (every schedule trains bitwise
+# the same: gathers are exact copies, only their timing differs); the
+# runs' own tracked peaks (depth 0 and depth 2 bracket the budget); the
+# budget itself.
+#  - depths 0..8 in train (the tiny model has 8 units: depth 8 prefetches
+#    the whole step), bitwise equal to depth 1;
+#  - a schedule written by `smoe sim --schedule-out` (depth 3, depth 8, a
+#    budgeted whole-weight plan) run by `smoe train --schedule`: bitwise
+#    equal to `--prefetch-depth D` directly;
+#  - `--hbm-budget B` with B halfway between the depth-0 and depth-2 peaks:
+#    its tracked peak <= B < the depth-2 peak, no gather past the budget,
+#    bitwise the same numerics, fewer gathers left for their layer to
+#    issue than without prefetch (a count, so a loaded machine cannot flip
+#    it; the exposed wait in ms is compared only with a generous margin,
+#    as a liveness bound: on this shared machine a step's timing can move
+#    by tens of ms);
+#  - bad schedule files and flags: one line naming the file and the field,
+#    exit 2.
+# usage: train_schedule.sh MPIEXEC SMOE CMP_RUNS TEST_DATA
+mpiexec=$1
+smoe=$2
+cmp=$3
+data=$4
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+pass=0
+fail=0
+steps=3
+hw="$data/hardware/cpu-mpi.yml"
+M="ici_expert_parallelism=2"
+
+. "$(dirname "$0")/runs_lib.sh"
+
+# the last value of a numeric JSON member in a run's output (the summary's)
+num() { sed -n "s/.*\"$2\":[[:space:]]*\([-0-9.e+]*\).*/\1/p" "$dir/$1.json" | tail -1; }
+
+# exit 2 and one line naming what (refused() checks the line)
+refused2() { # PATTERN ARGS...
+  refused "$@"
+  check "$([ "$rc" -eq 2 ] && echo 0 || echo 1)" "exit status 2 (got $rc)"
+}
+
+sim_out() { # FILE ARGS...: smoe sim --schedule-out FILE for the 4-rank run
+  f=$1
+  shift
+  if "$smoe" sim --base "$SMOE_CONFIG_DIR/train.yml" --model tiny --devices 4 $M --remat none \
+    --hardware "$hw" --schedule-out "$f" "$@" \
+    >/dev/null 2>"$dir/sim.err"; then
+    pass=$((pass + 1))
+    echo "ok: smoe sim --schedule-out $*"
+  else
+    fail=$((fail + 1))
+    echo "FAIL: smoe sim --schedule-out $*:" >&2
+    cat "$dir/sim.err" >&2
+  fi
+}
+
+# depths 0..8
+must_run d1 4 --steps $steps $M --prefetch-depth 1
+for d in 0 2 3 4 5 6 7 8; do
+  must_run "d$d" 4 --steps $steps $M --prefetch-depth $d && same d1 "d$d" 0 "depth $d == depth 1, bitwise"
+done
+
+# schedules from smoe sim
+sim_out "$dir/sched3.json" --prefetch-depth 3
+must_run s3 4 --steps $steps $M --schedule "$dir/sched3.json" && same d3 s3 0 "sim's depth-3 schedule == --prefetch-depth 3, bitwise"
+sim_out "$dir/sched8.json" --prefetch-depth 8
+must_run s8 4 --steps $steps $M --schedule "$dir/sched8.json" && same d8 s8 0 "sim's depth-8 schedule == --prefetch-depth 8, bitwise"
+sim_out "$dir/schedb.json" --hbm-budget 34M --whole-weights
+grep -q '"issue":[[:space:]]*-1' "$dir/schedb.json"
+check $? "the budgeted plan prefetches"
+must_run sb 4 --steps $steps $M --schedule "$dir/schedb.json" && same d1 sb 0 "sim's budgeted whole-weight schedule, bitwise"
+
+# the budget: halfway between the no-prefetch and the depth-2 peaks
+p0=$(num d0 peak_tracked_bytes)
+p2=$(num d2 peak_tracked_bytes)
+b=$(awk -v a="$p0" -v c="$p2" 'BEGIN { printf "%.0f", (a + c) / 2 }')
+echo "tracked peaks: depth 0 $p0, depth 2 $p2; budget $b"
+check "$(awk -v a="$p0" -v c="$p2" 'BEGIN { print (c > a) ? 0 : 1 }')" "depth 2 peak $p2 > depth 0 peak $p0"
+if must_run bud 4 --steps $steps $M --hbm-budget "$b" --hardware "$hw"; then
+  same d1 bud 0 "budget run, bitwise"
+  pb=$(num bud peak_tracked_bytes)
+  check "$(awk -v p="$pb" -v b="$b" 'BEGIN { print (p <= b) ? 0 : 1 }')" "budget run's peak $pb <= budget $b"
+  check "$(awk -v p="$pb" -v c="$p2" 'BEGIN { print (c > p) ? 0 : 1 }')" "depth 2 peak $p2 > budget run's peak $pb"
+  check "$([ "$(num bud budget_overruns)" = 0 ] && echo 0 || echo 1)" "no gather past the budget"
+  u0=$(num d0 gathers_at_use)
+  ub=$(num bud gathers_at_use)
+  check "$(awk -v a="$u0" -v b="$ub" 'BEGIN { print (b < a) ? 0 : 1 }')" "gathers left to their layer: budget $ub < no prefetch $u0"
+  e0=$(num d0 mean_exposed_gather_ms)
+  eb=$(num bud mean_exposed_gather_ms)
+  check "$(awk -v a="$e0" -v b="$eb" 'BEGIN { print (b <= 2 * a + 50) ? 0 : 1 }')" "exposed wait: budget $eb ms <= 2 x no prefetch $e0 ms + 50 ms"
+  grep -q '"schedule":.*planned for' "$dir/bud.json"
+  check $? "the summary says what the planner chose"
+fi
+
+# bad files and flags
+printf 'not json' >"$dir/bad1.json"
+refused2 "$dir/bad1.json: not JSON" 4 $M --steps 1 --schedule "$dir/bad1.json"
+refused2 "$dir/missing.json: cannot read" 4 $M --steps 1 --schedule "$dir/missing.json"
+sed 's/"format":.*/"format": "other",/' "$dir/sched3.json" >"$dir/bad2.json"
+refused2 "$dir/bad2.json: format" 4 $M --steps 1 --schedule "$dir/bad2.json"
+awk '/"issue":/ && !done { sub(/-?[0-9]+/, "99"); done = 1 } { print }' "$dir/sched3.json" >"$dir/bad3.json"
+refused2 "$dir/bad3.json: gathers\[0\]\.issue" 4 $M --steps 1 --schedule "$dir/bad3.json"
+awk '/"unit":/ && !done { sub(/[0-9]+/, "1"); done = 1 } { print }' "$dir/sched3.json" >"$dir/bad4.json"
+refused2 "$dir/bad4.json: gathers\[0\]\.(pass|layer|issue|unit)" 4 $M --steps 1 --schedule "$dir/bad4.json"
+grep -v "\"chunk0\":" "$dir/sched3.json" >"$dir/bad5.json"
+refused2 "$dir/bad5.json: gathers\[0\]\.chunk0" 4 $M --steps 1 --schedule "$dir/bad5.json"
+sim_out "$dir/schedq.json" --hbm-budget 34M
+grep -q '"nchunks":[[:space:]]*[123],' "$dir/schedq.json"
+check $? "the quarter-chunk plan splits a weight"
+refused2 "(argument '--schedule'|$dir/schedq.json).*whole weights" 4 $M --steps 1 --schedule "$dir/schedq.json"
+sim_out "$dir/sched6.json" override_model_config=true base_num_decoder_layers=6
+refused2 ".*layers: a schedule of 6 layers" 4 $M --steps 1 --schedule "$dir/sched6.json"
+refused2 "argument '--schedule'.*one schedule" 4 $M --steps 1 --schedule "$dir/sched3.json" --compare
+refused2 "argument '--schedule'.*--hbm-budget" 4 $M --steps 1 --schedule "$dir/sched3.json" --hbm-budget 1G --hardware "$hw"
+refused2 "argument '--hbm-budget 12Q'" 4 $M --steps 1 --hbm-budget 12Q
+refused2 ".*a budget of 1000000 bytes leaves" 4 $M --steps 1 --hbm-budget 1000000 --hardware "$hw"
+refused2 "argument '--hardware'.*only with --hbm-budget" 4 $M --steps 1 --hardware "$hw"
+refused2 "argument '--prefetch-depth 65'.*0 to 64" 4 $M --steps 1 --prefetch-depth 65
+if "$smoe" sim --model tiny --devices 4 --hardware "$hw" --schedule-out /nonexistent/dir/s.json \
+  >/dev/null 2>"$dir/err"; then
+  rc=0
+else
+  rc=$?
+fi
+check "$([ "$rc" -ne 0 ] && [ "$(grep -c '^smoe:' "$dir/err")" -eq 1 ] && grep -q "schedule-out" "$dir/err" && echo 0 || echo 1)" \
+  "smoe sim --schedule-out into a missing directory: one line, exit $rc"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
