@@ -429,6 +429,17 @@ static int *index_points(const smoe_schedule *sc, int nu)
     return at;
 }
 
+static void sim_free(sim *x)
+{
+    smoe_free(x->at);
+    smoe_free(x->ev);
+    smoe_free(x->gend);
+    smoe_free(x->busy0);
+    smoe_free(x->qs);
+    smoe_free(x->qu);
+    smoe_free(x->qn);
+}
+
 static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const smoe_schedule *sc,
                        smoe_sim_result *r, smoe_trace *trace)
 {
@@ -480,13 +491,7 @@ static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const s
     }
     x.at = index_points(sc, nu);
     if (!x.ev || !x.gend || (x.capbusy && !x.busy0) || !x.qs || !x.qu || !x.qn || !x.at) {
-        smoe_free(x.at);
-        smoe_free(x.ev);
-        smoe_free(x.gend);
-        smoe_free(x.busy0);
-        smoe_free(x.qs);
-        smoe_free(x.qu);
-        smoe_free(x.qn);
+        sim_free(&x);
         return SMOE_ENOMEM;
     }
     /* top-level weights, then the units whose prefetch window starts at 0 */
@@ -543,13 +548,7 @@ static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const s
     for (int i = 0; i < x.nq; i++)
         span(&x, x.ql[i], x.qn[i], x.qt[i], x.qe[i]);
     *r = x.r;
-    smoe_free(x.at);
-    smoe_free(x.ev);
-    smoe_free(x.gend);
-    smoe_free(x.busy0);
-    smoe_free(x.qs);
-    smoe_free(x.qu);
-    smoe_free(x.qn);
+    sim_free(&x);
     return SMOE_OK;
 }
 

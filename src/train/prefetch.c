@@ -219,14 +219,15 @@ smoe_status tr_pf_set_schedule(tr_prefetch *P, const smoe_schedule *s, int legac
                                     s->names[k][w], k ? "MoE" : "dense");
         }
     }
-    if (s->n > P->cap)
+    for (int i = 0; i < s->n; i++)
+        if (s->g[i].chunk0 != 0 || s->g[i].nchunks != SMOE_SCHED_CHUNKS)
+            return smoe_err_set(err, SMOE_EINVAL, "gathers[%d].nchunks: smoe train gathers whole "
+                                "weights (plan with smoe sim --whole-weights)", i);
+    if (s->n != P->cap)
         return smoe_err_set(err, SMOE_EINVAL, "gathers: %d entries, the model has %d gathers",
                             s->n, P->cap);
     for (int i = 0; i < s->n; i++) {
         const smoe_sched_gather *g = &s->g[i];
-        if (g->chunk0 != 0 || g->nchunks != SMOE_SCHED_CHUNKS)
-            return smoe_err_set(err, SMOE_EINVAL, "gathers[%d].chunks: smoe train gathers whole "
-                                "weights (plan with smoe sim --whole-weights)", i);
         int k = unit_kind(P, g->unit);
         P->e[i].unit = g->unit;
         P->e[i].j = map[k][g->weight];
