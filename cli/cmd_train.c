@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum {
     OPT_STEPS = OPT_COMMON_END, OPT_SEED, OPT_DATA, OPT_DEPTH, OPT_GATHER, OPT_SHARED,
@@ -145,9 +146,17 @@ static void print_banner(const smoe_config *cfg, const smoe_plan *p, smoe_rt *rt
            "%d\n",
            p->coaxis.tagged, p->coaxis.fallback, p->coaxis.noop, p->legacy.tagged,
            p->legacy.fallback, p->legacy.noop);
-    printf("schedule: prefetch depth %d, %s gathers, %s queue, data %s, seed %llu\n",
-           o->prefetch_depth, o->legacy ? "legacy" : "co-axis", shared ? "shared" : "dedicated",
-           o->data_path, (unsigned long long)o->seed);
+    char sched[4300];
+    if (o->schedule)
+        snprintf(sched, sizeof sched, "the schedule %s", o->schedule_name);
+    else if (o->hbm_budget)
+        snprintf(sched, sizeof sched, "planned for --hbm-budget %lld on %s",
+                 (long long)o->hbm_budget, o->hw->name);
+    else
+        snprintf(sched, sizeof sched, "prefetch depth %d", o->prefetch_depth);
+    printf("schedule: %s, %s gathers, %s queue, data %s, seed %llu\n", sched,
+           o->legacy ? "legacy" : "co-axis", shared ? "shared" : "dedicated", o->data_path,
+           (unsigned long long)o->seed);
     fflush(stdout);
 }
 
@@ -194,7 +203,7 @@ int cmd_train(int argc, char **argv)
     o.steps = 10;
     o.seed = 1;
     o.prefetch_depth = 1;
-    int compare = 0, quiet = 0, opt;
+    int compare = 0, quiet = 0, opt, depth_given = 0;
     const char *plot_path = NULL;
     smoe_rt_opts ro = { 0, 0 };
     char data_default[4200];
@@ -226,8 +235,10 @@ int cmd_train(int argc, char **argv)
                 o.steps = v;
             else if (opt == OPT_SEED)
                 o.seed = (uint64_t)v;
-            else
+            else {
                 o.prefetch_depth = (int)v;
+                depth_given = 1;
+            }
             break;
         case OPT_DATA: o.data_path = optarg; break;
         case OPT_GATHER:
@@ -337,6 +348,10 @@ int cmd_train(int argc, char **argv)
         fail_arg(rt, o.resume ? "argument '--resume'" : o.ckpt_keep ? "argument '--checkpoint-keep'"
                                                       : "argument '--checkpoint-every'",
                  "needs --checkpoint-dir DIR");
+    if (depth_given && (sched_path || o.hbm_budget))
+        fail_arg(rt, "argument '--prefetch-depth'",
+                 sched_path ? "cannot be combined with --schedule (the file says when)"
+                            : "cannot be combined with --hbm-budget (the planner chooses)");
     if (hw_arg && !o.hbm_budget)
         fail_arg(rt, "argument '--hardware'", "is read only with --hbm-budget");
     smoe_schedule *sched = NULL;
@@ -349,15 +364,21 @@ int cmd_train(int argc, char **argv)
     smoe_hw hw;
     if (o.hbm_budget) {
         char hwp[4200];
-        if (!hw_arg)
-            hw_arg = "cpu-mpi";
-        if (!strchr(hw_arg, '/') && !strstr(hw_arg, ".yml") && cdir)
-            snprintf(hwp, sizeof hwp, "%s/hardware/%s.yml", cdir, hw_arg);
+        const char *name = hw_arg ? hw_arg : "cpu-mpi";
+        if (!strchr(name, '/') && !strstr(name, ".yml") && cdir)
+            snprintf(hwp, sizeof hwp, "%s/hardware/%s.yml", cdir, name);
         else
-            snprintf(hwp, sizeof hwp, "%s", hw_arg);
+            snprintf(hwp, sizeof hwp, "%s", name);
+        if (!hw_arg && access(hwp, R_OK) != 0) {
+            char msg[9000];
+            snprintf(msg, sizeof msg, "plans on the cpu-mpi profile %s, which cannot be read: "
+                     "measure it with 'mpirun -np N smoe sim --calibrate --out %s' or pass "
+                     "--hardware FILE", hwp, hwp);
+            fail_arg(rt, "argument '--hbm-budget'", msg);
+        }
         if (smoe_hw_load(hwp, &hw, &err)) {
-            if (err.code == SMOE_ENOTFOUND || !err.where[0])
-                snprintf(err.where, sizeof err.where, "argument '--hardware %s'", hw_arg);
+            if (!err.where[0] || strstr(err.msg, "cannot open"))
+                snprintf(err.where, sizeof err.where, "argument '--hardware %s'", name);
             fail(rt, &err);
         }
         o.hw = &hw;
@@ -423,7 +444,7 @@ int cmd_train(int argc, char **argv)
         if (c.json)
             train_print_json(stdout, plan, &res, compare);
         else
-            print_result(&o, rt, &res, compare, depth);
+            print_result(&o, rt, &res, compare, compare ? depth : res.prefetch_distance);
     }
     smoe_train_result_free(&res);
     smoe_schedule_free(sched);

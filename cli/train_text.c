@@ -122,6 +122,15 @@ void print_result(const smoe_train_opts *o, smoe_rt *rt, const smoe_train_result
            "%lld B; bound %d and %d layers at depth %d)\n",
            (long long)r->peak_gathered_fwd_bytes, (long long)r->peak_gathered_bwd_bytes,
            (long long)r->layer_gathered_bytes, depth + 1, depth + 2, depth);
+    const smoe_train_mem *m = &r->peak_tracked;
+    printf("tracked memory per rank at its peak: %lld B (parameters %lld, gradients %lld, "
+           "optimizer %lld, gathered %lld, activations %lld, communication %lld)\n",
+           (long long)r->peak_tracked_bytes, (long long)m->params, (long long)m->grads,
+           (long long)m->optimizer, (long long)m->gathered, (long long)m->activations,
+           (long long)m->comm);
+    if (r->schedule_note[0])
+        printf("schedule: %s; %lld gathers past the budget\n", r->schedule_note,
+               (long long)r->budget_overruns);
     double mf = r->model_flops_per_step / (r->mean_compute_ms * 1e-3) / smoe_rt_size(rt) / 1e9;
     printf("model FLOP/s per rank in compute: %.2f GFLOP/s\n", mf);
 }

@@ -116,9 +116,16 @@ refused2 ".*layers: a schedule of 6 layers" 4 $M --steps 1 --schedule "$dir/sche
 refused2 "argument '--schedule'.*one schedule" 4 $M --steps 1 --schedule "$dir/sched3.json" --compare
 refused2 "argument '--schedule'.*--hbm-budget" 4 $M --steps 1 --schedule "$dir/sched3.json" --hbm-budget 1G --hardware "$hw"
 refused2 "argument '--hbm-budget 12Q'" 4 $M --steps 1 --hbm-budget 12Q
-refused2 ".*a budget of 1000000 bytes leaves" 4 $M --steps 1 --hbm-budget 1000000 --hardware "$hw"
+refused2 "argument '--hbm-budget 1000000': leaves" 4 $M --steps 1 --hbm-budget 1000000 --hardware "$hw"
 refused2 "argument '--hardware'.*only with --hbm-budget" 4 $M --steps 1 --hardware "$hw"
 refused2 "argument '--prefetch-depth 65'.*0 to 64" 4 $M --steps 1 --prefetch-depth 65
+refused2 "argument '--prefetch-depth'.*--schedule" 4 $M --steps 1 --schedule "$dir/sched3.json" --prefetch-depth 2
+refused2 "argument '--prefetch-depth'.*--hbm-budget" 4 $M --steps 1 --hbm-budget 1G --hardware "$hw" --prefetch-depth 2
+keep=$SMOE_CONFIG_DIR
+export SMOE_CONFIG_DIR="$dir" # no cpu-mpi profile there
+refused2 "argument '--hbm-budget'.*cpu-mpi profile $dir/hardware/cpu-mpi.yml" 4 $M --steps 1 --hbm-budget 1G
+SMOE_CONFIG_DIR=$keep
+refused2 "argument '--hardware $dir/nohw.yml'" 4 $M --steps 1 --hbm-budget 1G --hardware "$dir/nohw.yml"
 if "$smoe" sim --model tiny --devices 4 --hardware "$hw" --schedule-out /nonexistent/dir/s.json \
   >/dev/null 2>"$dir/err"; then
   rc=0

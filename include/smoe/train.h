@@ -131,6 +131,7 @@ typedef struct smoe_train_result {
     int64_t budget_overruns;         /* over the run */
     int64_t gathers_at_use;          /* over the run */
     char schedule_note[200];         /* how the schedule was chosen */
+    int prefetch_distance;           /* the farthest issue distance of the run's schedules */
     int64_t memory_estimate_bytes;   /* per rank, what --max-memory is checked against */
     int64_t params, tokens_per_step;
     double model_flops_per_step;     /* forward + backward, all ranks */

@@ -291,7 +291,8 @@ static void step_record(tr_state *S, int64_t step, double loss, double dt, smoe_
 
 /* The gathered-layer bytes a budget leaves once the other classes (as
  * they are now: the routed-row stores grow with skewed routing) are
- * counted; SMOE_EINVAL when that cannot hold one layer and its gradients. */
+ * counted. When that cannot hold one layer and its gradients: SMOE_EINVAL
+ * with err, else (a step, after growth) one layer's worth. */
 static smoe_status pool_budget(const tr_state *S, int64_t *pool, smoe_err *err)
 {
     *pool = 0;
@@ -302,13 +303,17 @@ static smoe_status pool_budget(const tr_state *S, int64_t *pool, smoe_err *err)
     int64_t f = S->st->unit_floats[0] > S->st->unit_floats[1] ? S->st->unit_floats[0]
                                                               : S->st->unit_floats[1];
     int64_t need = 2 * f * (int64_t)sizeof(float);
-    if (*pool < need)
-        return smoe_err_set(err, SMOE_EINVAL,
-                            "a budget of %lld bytes leaves %lld for gathered layers; one layer "
-                            "and its gradients need %lld (parameters, gradients, optimizer, "
-                            "activations and top-level buffers take %lld)",
-                            (long long)S->budget, (long long)*pool, (long long)need,
-                            (long long)tr_mem_static(&m));
+    if (*pool < need && err) {
+        char where[64];
+        snprintf(where, sizeof where, "argument '--hbm-budget %lld'", (long long)S->budget);
+        return smoe_err_in(err, SMOE_EINVAL, where,
+                           "leaves %lld bytes for gathered layers; one layer and its gradients "
+                           "need %lld (parameters, gradients, optimizer, activations and "
+                           "top-level buffers take %lld)",
+                           (long long)*pool, (long long)need, (long long)tr_mem_static(&m));
+    }
+    if (*pool < need) /* the activations grew since the start: hold one layer */
+        *pool = need;
     return SMOE_OK;
 }
 
@@ -322,8 +327,7 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
     smoe_model_stats_reset(S->model);
     double t0 = smoe_now();
     int64_t pool;
-    if ((s = pool_budget(S, &pool, err)))
-        return s;
+    pool_budget(S, &pool, NULL);
     tr_pf_set_budget(S->pf, pool);
     step_begin(S, step, err);
     if ((s = step_forward(S, step, err)))

@@ -315,6 +315,7 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
     for (int i = 0; i < nmodes && !s; i++)
         if (smoe_schedule_max_distance(sched[i]) > max_depth)
             max_depth = smoe_schedule_max_distance(sched[i]);
+    res->prefetch_distance = max_depth;
     if ((s = smoe_rt_agree_err(rt, s, err)) ||
         (s = check_memory(rt, cfg, &mc, &st, max_depth, &data, o, res, err)))
         goto fail;
