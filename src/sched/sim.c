@@ -321,13 +321,11 @@ static void reduce(sim *x, const sim_kind *k, double start, double end)
     }
 }
 
-/* One unit: gathers, residual gathers (legacy), compute around the expert
- * exchange, and in the backward the gradient reductions. */
-static void run_unit(sim *x, int u)
+/* A unit's gathers up to the start of its compute: what is issued at its
+ * point, the wait for them, the legacy residual gathers; returns the start. */
+static double unit_gathers(sim *x, int u, const sim_kind *k)
 {
     const smoe_sim_model *m = x->m;
-    int l = unit_layer(m, u), bwd = u >= m->L;
-    const sim_kind *k = &m->k[m->kind_of[l]];
     double ready = x->comp;
     if (x->mx) {
         if (mx_point(m, u) == MX_FENCED) { /* behind the stack's incoming gradient */
@@ -350,53 +348,69 @@ static void run_unit(sim *x, int u)
             x->r.exposed_gather_s += t1 - t0;
         }
     }
-    double start = x->comp;
+    return x->comp;
+}
+
+/* XLA's backward in op order: the recomputed forward (pre, experts,
+ * combine, each exchange carrying a dispatch or combine), then the
+ * transposes in reverse (combine, experts, pre) at 2x the forward; the
+ * routed weights are first needed by the experts' recompute (or, without
+ * recompute, by their backward). c[3]: the backward's phases. */
+static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const double c[3])
+{
+    double rc = x->mx ? 1 : k->recompute;
+    const char *nm[3] = { x->name, "experts", "combine" };
+    /* the passes follow the forward's phases, scaled so that they sum to
+     * the backward's total (1 unless a profile set it) */
+    double fsum = k->fwd_pre + k->fwd_exp + k->fwd_post, bsum = c[0] + c[1] + c[2];
+    double sc = fsum > 0 ? bsum / ((rc + 2) * fsum) : 1;
+    double fw[3] = { k->fwd_pre * sc, k->fwd_exp * sc, k->fwd_post * sc };
+    double t = start;
+    int waited = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        double f = pass == 0 ? rc : 2;
+        if (f <= 0)
+            continue;
+        for (int j = 0; j < 3; j++) {
+            int ph = pass == 0 ? j : 2 - j; /* 0 pre, 1 experts, 2 combine */
+            if (ph == 1 && !waited) {
+                t = x->comp = wait_gathers(x, t, x->gend_exp[u], "wait expert gathers");
+                waited = 1;
+            }
+            if (j > 0 && k->moe && k->a2a_s + k->permute_s > 0) {
+                double a1 = exchange(x, t, k->a2a_s + k->permute_s / 2 + x->m->skew);
+                x->r.a2a_s += a1 - t;
+                t = x->comp = fmax(x->comp, a1);
+            }
+            if (fw[ph] > 0 || ph == 0)
+                t = compute(x, t, fw[ph] * f, nm[ph]);
+        }
+    }
+    return t;
+}
+
+/* One unit: gathers, residual gathers (legacy), compute around the expert
+ * exchange, and in the backward the gradient reductions. */
+static void run_unit(sim *x, int u)
+{
+    const smoe_sim_model *m = x->m;
+    int l = unit_layer(m, u), bwd = u >= m->L;
+    const sim_kind *k = &m->k[m->kind_of[l]];
+    double start = unit_gathers(x, u, k);
     issue_ahead(x, u, start);
     int full = x->mx; /* MaxText's path rematerialises fully */
-    double c_pre = !bwd ? k->fwd_pre : full ? k->bwd_full_pre : k->bwd_pre;
-    double c_exp = !bwd ? k->fwd_exp : full ? k->bwd_full_exp : k->bwd_exp;
-    double c_post = !bwd ? k->fwd_post : full ? k->bwd_full_post : k->bwd_post;
+    double c[3] = { !bwd ? k->fwd_pre : full ? k->bwd_full_pre : k->bwd_pre,
+                    !bwd ? k->fwd_exp : full ? k->bwd_full_exp : k->bwd_exp,
+                    !bwd ? k->fwd_post : full ? k->bwd_full_post : k->bwd_post };
     /* dispatch + combine: once per forward, again per recompute and for
      * the backward's transposes; half with each exchange */
     double perm = k->permute_s * (!bwd ? 1 : 1 + (full ? 1 : k->recompute)) / 2;
     snprintf(x->name, sizeof x->name, "%s L%d %s", bwd ? "bwd" : "fwd", l, k->moe ? "moe" : "dense");
     double t;
     if (bwd && x->split) {
-        /* XLA's backward in op order: the recomputed forward (pre, experts,
-         * combine, each exchange carrying a dispatch or combine), then the
-         * transposes in reverse (combine, experts, pre) at 2x the forward;
-         * the routed weights are first needed by the experts' recompute
-         * (or, without recompute, by their backward) */
-        double rc = full ? 1 : k->recompute;
-        const char *nm[3] = { x->name, "experts", "combine" };
-        /* the passes follow the forward's phases, scaled so that they sum
-         * to the backward's total (1 unless a profile set it) */
-        double fsum = k->fwd_pre + k->fwd_exp + k->fwd_post, bsum = c_pre + c_exp + c_post;
-        double sc = fsum > 0 ? bsum / ((rc + 2) * fsum) : 1;
-        double fw[3] = { k->fwd_pre * sc, k->fwd_exp * sc, k->fwd_post * sc };
-        t = start;
-        int waited = 0;
-        for (int pass = 0; pass < 2; pass++) {
-            double f = pass == 0 ? rc : 2;
-            if (f <= 0)
-                continue;
-            for (int j = 0; j < 3; j++) {
-                int ph = pass == 0 ? j : 2 - j; /* 0 pre, 1 experts, 2 combine */
-                if (ph == 1 && !waited) {
-                    t = x->comp = wait_gathers(x, t, x->gend_exp[u], "wait expert gathers");
-                    waited = 1;
-                }
-                if (j > 0 && k->moe && k->a2a_s + k->permute_s > 0) {
-                    double a1 = exchange(x, t, k->a2a_s + k->permute_s / 2 + x->m->skew);
-                    x->r.a2a_s += a1 - t;
-                    t = x->comp = fmax(x->comp, a1);
-                }
-                if (fw[ph] > 0 || ph == 0)
-                    t = compute(x, t, fw[ph] * f, nm[ph]);
-            }
-        }
+        t = bwd_op_order(x, u, k, start, c);
     } else {
-        t = compute(x, start, c_pre, x->name);
+        t = compute(x, start, c[0], x->name);
         if (k->moe && k->a2a_s + perm > 0) {
             for (int half = 0; half < 2; half++) {
                 double a0 = t, a1 = exchange(x, t, k->a2a_s + perm + x->m->skew);
@@ -404,11 +418,11 @@ static void run_unit(sim *x, int u)
                 x->comp = fmax(x->comp, a1);
                 if (half == 0)
                     a1 = x->comp = wait_gathers(x, a1, x->gend_exp[u], "wait expert gathers");
-                t = compute(x, a1, half == 0 ? c_exp : c_post, half == 0 ? "experts" : "combine");
+                t = compute(x, a1, half == 0 ? c[1] : c[2], half == 0 ? "experts" : "combine");
             }
         } else if (k->moe) {
             t = x->comp = wait_gathers(x, t, x->gend_exp[u], "wait expert gathers");
-            t = compute(x, t, c_exp + c_post, "experts");
+            t = compute(x, t, c[1] + c[2], "experts");
         }
     }
     mem(x, t, -k_bytes(x, k)); /* the gathered weights */
@@ -440,60 +454,90 @@ static void sim_free(sim *x)
     smoe_free(x->qn);
 }
 
+/* The engines and buffers of one run. Engines: with one collective engine
+ * everything queues on it; with two, exchanges share one with the
+ * reductions; with three or more each kind has its own. A shared schedule
+ * puts the gathers on the exchanges' engine (no dedicated gather engine).
+ * A profile gives the engines per chip; a device has its share. */
+static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sched *s,
+                            const smoe_schedule *sc, smoe_trace *trace)
+{
+    memset(x, 0, sizeof *x);
+    x->m = m;
+    x->s = s;
+    x->sc = sc;
+    x->trace = trace;
+    int engines = (int)(m->hw.collective_engines / fmax(1, m->hw.devices_per_chip));
+    if (engines <= 1) {
+        x->aeng = x->reng = &x->geng;
+    } else {
+        x->aeng = &x->aeng_own;
+        x->reng = engines >= 3 ? &x->reng_own : &x->aeng_own;
+        if (s->shared_engine) {
+            if (x->reng == x->aeng)
+                x->reng = &x->geng;
+            x->aeng = &x->geng;
+        }
+    }
+    x->prio = x->aeng == &x->geng && strcmp(m->hw.kind, "cpu") != 0; /* smoe's runtime is FIFO */
+    x->split = strcmp(m->hw.kind, "cpu") != 0;
+    x->mx = s->family == SMOE_SCHED_MAXTEXT;
+    int nu = 2 * m->L;
+    x->cap = nu * (4 * SMOE_SIM_MAX_WEIGHTS + 8) + 16;
+    x->capbusy = m->use_compute ? nu * (2 * SMOE_SIM_MAX_WEIGHTS + 4) + 16 : 0;
+    x->ev = smoe_malloc(sizeof *x->ev * (size_t)x->cap);
+    x->gend = smoe_calloc(2 * (size_t)nu, sizeof *x->gend);
+    x->gend_exp = x->gend ? x->gend + nu : NULL;
+    x->busy0 = x->capbusy ? smoe_malloc(sizeof(double) * 2 * (size_t)x->capbusy) : NULL;
+    x->busy1 = x->busy0 ? x->busy0 + x->capbusy : NULL;
+    x->capq = nu * (2 * SMOE_SIM_MAX_WEIGHTS + 8) + 16;
+    x->qs = smoe_malloc(sizeof(double) * 3 * (size_t)x->capq);
+    x->qu = smoe_malloc(sizeof(int) * 2 * (size_t)x->capq);
+    x->qn = smoe_malloc(sizeof(const char *) * (size_t)x->capq);
+    if (x->qs) {
+        x->qe = x->qs + x->capq;
+        x->qt = x->qs + 2 * x->capq;
+    }
+    if (x->qu)
+        x->ql = x->qu + x->capq;
+    x->at = index_points(sc, nu);
+    if (!x->ev || !x->gend || (x->capbusy && !x->busy0) || !x->qs || !x->qu || !x->qn || !x->at) {
+        sim_free(x);
+        return SMOE_ENOMEM;
+    }
+    return SMOE_OK;
+}
+
+/* The peak: the live gathered bytes at their peak plus the static parts. */
+static void sim_memory(sim *x)
+{
+    const smoe_sim_model *m = x->m;
+    qsort(x->ev, (size_t)x->nev, sizeof *x->ev, cmp_mev);
+    double live = 0, peak = 0;
+    for (int i = 0; i < x->nev; i++) {
+        live += x->ev[i].bytes;
+        peak = fmax(peak, live);
+    }
+    double act = 0, act_peak = 0;
+    for (int l = 0; l < m->L; l++) {
+        act += x->mx ? m->k[m->kind_of[l]].act_input : m->k[m->kind_of[l]].act_saved;
+        act_peak = fmax(act_peak, m->k[m->kind_of[l]].act_peak);
+    }
+    x->r.mem_params = m->mem_params;
+    x->r.mem_grads = m->mem_grads;
+    x->r.mem_optimizer = m->mem_optimizer;
+    x->r.mem_gathered = peak;
+    x->r.mem_activations = act + act_peak;
+    x->r.peak_hbm_bytes = m->mem_params + m->mem_grads + m->mem_optimizer + peak + act + act_peak;
+}
+
 static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const smoe_schedule *sc,
                        smoe_sim_result *r, smoe_trace *trace)
 {
     sim x;
-    memset(&x, 0, sizeof x);
-    x.m = m;
-    x.s = s;
-    x.sc = sc;
-    x.trace = trace;
-    /* engines: with one collective engine everything queues on it; with
-     * two, exchanges share one with the reductions; with three or more each
-     * kind has its own. A shared schedule puts the gathers on the
-     * exchanges' engine (no dedicated gather engine). A profile gives the
-     * engines per chip; a device has its share. */
-    int engines = (int)(m->hw.collective_engines / fmax(1, m->hw.devices_per_chip));
-    if (engines <= 1) {
-        x.aeng = x.reng = &x.geng;
-    } else {
-        x.aeng = &x.aeng_own;
-        x.reng = engines >= 3 ? &x.reng_own : &x.aeng_own;
-        if (s->shared_engine) {
-            if (x.reng == x.aeng)
-                x.reng = &x.geng;
-            x.aeng = &x.geng;
-        }
-    }
-    x.prio = x.aeng == &x.geng && strcmp(m->hw.kind, "cpu") != 0; /* smoe's runtime is FIFO */
-    x.split = strcmp(m->hw.kind, "cpu") != 0;
-    x.mx = s->family == SMOE_SCHED_MAXTEXT;
-    int nu = 2 * m->L;
-    x.cap = nu * (4 * SMOE_SIM_MAX_WEIGHTS + 8) + 16;
-    x.capbusy = m->use_compute ? nu * (2 * SMOE_SIM_MAX_WEIGHTS + 4) + 16 : 0;
-    x.ev = smoe_malloc(sizeof *x.ev * (size_t)x.cap);
-    x.gend = smoe_calloc(2 * (size_t)nu, sizeof *x.gend);
-    x.gend_exp = x.gend ? x.gend + nu : NULL;
-    x.busy0 = x.capbusy ? smoe_malloc(sizeof(double) * 2 * (size_t)x.capbusy) : NULL;
-    x.busy1 = x.busy0 ? x.busy0 + x.capbusy : NULL;
-    {
-        x.capq = nu * (2 * SMOE_SIM_MAX_WEIGHTS + 8) + 16;
-        x.qs = smoe_malloc(sizeof(double) * 3 * (size_t)x.capq);
-        x.qu = smoe_malloc(sizeof(int) * 2 * (size_t)x.capq);
-        x.qn = smoe_malloc(sizeof(const char *) * (size_t)x.capq);
-        if (x.qs) {
-            x.qe = x.qs + x.capq;
-            x.qt = x.qs + 2 * x.capq;
-        }
-        if (x.qu)
-            x.ql = x.qu + x.capq;
-    }
-    x.at = index_points(sc, nu);
-    if (!x.ev || !x.gend || (x.capbusy && !x.busy0) || !x.qs || !x.qu || !x.qn || !x.at) {
-        sim_free(&x);
+    if (sim_init(&x, m, s, sc, trace))
         return SMOE_ENOMEM;
-    }
+    int nu = 2 * m->L;
     /* top-level weights, then the units whose prefetch window starts at 0 */
     double top = engine(&x, &x.geng, 0, m->top_gather_s, LANE_GATHER, "top-level weights");
     x.r.gather_busy_s += m->top_gather_s;
@@ -518,7 +562,6 @@ static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const s
     mem(&x, x.comp, m->top_bytes); /* the embedding's gradient */
     double e = compute(&x, x.comp, m->embed_bwd_s, "embed bwd");
     engine(&x, x.reng, e, m->top_rs_s, LANE_COMM, "reduce-scatter top");
-    (void)h;
     double wait = fmax(0, fmax(*x.reng, *x.aeng) - x.comp);
     x.r.reduce_wait_s = wait;
     if (wait > 0)
@@ -526,25 +569,8 @@ static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const s
     x.comp += wait;
     compute(&x, x.comp, m->optimizer_s, "adamw");
     x.r.step_s = x.comp;
-    /* memory: the live gathered bytes at their peak */
     mem(&x, x.comp, -m->top_bytes);
-    qsort(x.ev, (size_t)x.nev, sizeof *x.ev, cmp_mev);
-    double live = 0, peak = 0;
-    for (int i = 0; i < x.nev; i++) {
-        live += x.ev[i].bytes;
-        peak = fmax(peak, live);
-    }
-    double act = 0, act_peak = 0;
-    for (int l = 0; l < m->L; l++) {
-        act += x.mx ? m->k[m->kind_of[l]].act_input : m->k[m->kind_of[l]].act_saved;
-        act_peak = fmax(act_peak, m->k[m->kind_of[l]].act_peak);
-    }
-    x.r.mem_params = m->mem_params;
-    x.r.mem_grads = m->mem_grads;
-    x.r.mem_optimizer = m->mem_optimizer;
-    x.r.mem_gathered = peak;
-    x.r.mem_activations = act + act_peak;
-    x.r.peak_hbm_bytes = m->mem_params + m->mem_grads + m->mem_optimizer + peak + act + act_peak;
+    sim_memory(&x);
     for (int i = 0; i < x.nq; i++)
         span(&x, x.ql[i], x.qn[i], x.qt[i], x.qe[i]);
     *r = x.r;
