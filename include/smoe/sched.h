@@ -1,6 +1,9 @@
 /* smoe sched: the pure (no MPI) side of scheduling: the timeline trace
  * format shared by the simulator and the runtime, so that a predicted and
- * a measured timeline open side by side in Perfetto / chrome://tracing. */
+ * a measured timeline open side by side in Perfetto / chrome://tracing;
+ * the step model and its event simulator; the prefetch schedule as data
+ * (smoe_schedule), which the simulator consumes and smoe train executes;
+ * the memory-budgeted planner that chooses one. */
 #ifndef SMOE_SCHED_H
 #define SMOE_SCHED_H
 

@@ -2,7 +2,8 @@
  * exactly as the plan says (one slab per state class: parameters,
  * gradients, AdamW moments); each step gathers every weight by its plan
  * (one nonblocking all-gather per gathered dim over its joint axes, issued
- * `prefetch_depth` layers ahead, into buffers of a bounded pool), runs the
+ * `prefetch_depth` layers ahead or as a smoe_schedule says, into buffers of
+ * a bounded pool, under a memory budget when one is given), runs the
  * model layer by layer, re-gathers in reverse for the backward, reduce-
  * scatters gradients back to the shards, all-reduces them over the axes a
  * weight is replicated on, and applies AdamW to the local shards.

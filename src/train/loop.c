@@ -158,6 +158,41 @@ static void timed(tr_state *S, const char *name, double tm)
     span(S, SMOE_LANE_COMPUTE, name, tm, t1);
 }
 
+/* The gathered-layer bytes a budget leaves once the other classes (as
+ * they are now: the routed-row stores grow with skewed routing) are
+ * counted. When that cannot hold one layer and its gradients: SMOE_EINVAL
+ * with err, else (a step, after growth) one layer's worth. */
+static smoe_status pool_budget(const tr_state *S, int64_t *pool, smoe_err *err)
+{
+    *pool = 0;
+    if (S->budget <= 0)
+        return SMOE_OK;
+    tr_mem m = mem_now(S, 0);
+    *pool = S->budget - tr_mem_static(&m);
+    int64_t f = S->st->unit_floats[0] > S->st->unit_floats[1] ? S->st->unit_floats[0]
+                                                              : S->st->unit_floats[1];
+    int64_t need = 2 * f * (int64_t)sizeof(float);
+    if (*pool < need && err) {
+        char where[64];
+        snprintf(where, sizeof where, "argument '--hbm-budget %lld'", (long long)S->budget);
+        return smoe_err_in(err, SMOE_EINVAL, where,
+                           "leaves %lld bytes for gathered layers; one layer and its gradients "
+                           "need %lld (parameters, gradients, optimizer, activations and "
+                           "top-level buffers take %lld)",
+                           (long long)*pool, (long long)need, (long long)tr_mem_static(&m));
+    }
+    if (*pool < need) /* the activations grew since the start: hold one layer */
+        *pool = need;
+    return SMOE_OK;
+}
+
+static void refresh_budget(tr_state *S)
+{
+    int64_t pool;
+    pool_budget(S, &pool, NULL);
+    tr_pf_set_budget(S->pf, pool);
+}
+
 /* The step's start: top-level gathers, the schedule's first gathers, the
  * embedding. */
 static void step_begin(tr_state *S, int64_t step, smoe_err *err)
@@ -189,6 +224,8 @@ static smoe_status step_forward(tr_state *S, int64_t step, smoe_err *err)
             return s;
         snprintf(name, sizeof name, "fwd L%d %s", u, layer_moe(S, u) ? "moe" : "dense");
         timed(S, name, tm);
+        if (S->budget > 0) /* the layer may have grown the routed-row stores */
+            refresh_budget(S);
         tr_pf_release(S->pf, u);
     }
     return SMOE_OK;
@@ -289,34 +326,6 @@ static void step_record(tr_state *S, int64_t step, double loss, double dt, smoe_
     }
 }
 
-/* The gathered-layer bytes a budget leaves once the other classes (as
- * they are now: the routed-row stores grow with skewed routing) are
- * counted. When that cannot hold one layer and its gradients: SMOE_EINVAL
- * with err, else (a step, after growth) one layer's worth. */
-static smoe_status pool_budget(const tr_state *S, int64_t *pool, smoe_err *err)
-{
-    *pool = 0;
-    if (S->budget <= 0)
-        return SMOE_OK;
-    tr_mem m = mem_now(S, 0);
-    *pool = S->budget - tr_mem_static(&m);
-    int64_t f = S->st->unit_floats[0] > S->st->unit_floats[1] ? S->st->unit_floats[0]
-                                                              : S->st->unit_floats[1];
-    int64_t need = 2 * f * (int64_t)sizeof(float);
-    if (*pool < need && err) {
-        char where[64];
-        snprintf(where, sizeof where, "argument '--hbm-budget %lld'", (long long)S->budget);
-        return smoe_err_in(err, SMOE_EINVAL, where,
-                           "leaves %lld bytes for gathered layers; one layer and its gradients "
-                           "need %lld (parameters, gradients, optimizer, activations and "
-                           "top-level buffers take %lld)",
-                           (long long)*pool, (long long)need, (long long)tr_mem_static(&m));
-    }
-    if (*pool < need) /* the activations grew since the start: hold one layer */
-        *pool = need;
-    return SMOE_OK;
-}
-
 smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_err *err)
 {
     smoe_rt *rt = S->rt;
@@ -326,9 +335,7 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
     S->model_s = 0;
     smoe_model_stats_reset(S->model);
     double t0 = smoe_now();
-    int64_t pool;
-    pool_budget(S, &pool, NULL);
-    tr_pf_set_budget(S->pf, pool);
+    refresh_budget(S);
     step_begin(S, step, err);
     if ((s = step_forward(S, step, err)))
         return s;
