@@ -126,6 +126,12 @@ export SMOE_CONFIG_DIR="$dir" # no cpu-mpi profile there
 refused2 "argument '--hbm-budget'.*cpu-mpi profile $dir/hardware/cpu-mpi.yml" 4 $M --steps 1 --hbm-budget 1G
 SMOE_CONFIG_DIR=$keep
 refused2 "argument '--hardware $dir/nohw.yml'" 4 $M --steps 1 --hbm-budget 1G --hardware "$dir/nohw.yml"
+# ranks given different schedules stop before step 1 (their gathers would not match)
+timeout 120 "$mpiexec" -n 1 "$smoe" train --steps 1 --quiet --schedule "$dir/sched3.json" : \
+  -n 1 "$smoe" train --steps 1 --quiet --schedule "$dir/sched8.json" >"$dir/mm.out" 2>&1
+rc=$?
+check "$([ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q '^smoe: rank 1 runs a different prefetch schedule' "$dir/mm.out" && echo 0 || echo 1)" \
+  "ranks with different schedules refused before step 1 (exit $rc)"
 if "$smoe" sim --model tiny --devices 4 --hardware "$hw" --schedule-out /nonexistent/dir/s.json \
   >/dev/null 2>"$dir/err"; then
   rc=0

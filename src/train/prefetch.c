@@ -10,10 +10,14 @@
  *   left among the schedule's max distance + 2, and (b) with a memory budget,
  *   the gathered bytes in use plus this gather plus what the units before
  *   it still need (and one gradient buffer in the backward) fit the budget.
- *   An entry that cannot go waits; the model's progress hook (between
- *   kernels) retries, so it starts as soon as a slot or memory frees. A
- *   unit about to run may issue its own gathers ahead of a blocked earlier
- *   entry, so a prefetch held back by the budget never blocks the compute.
+ *   An entry that cannot go waits, and so do the entries after it: every
+ *   rank starts its gathers in the list's order (collectives on a
+ *   communicator must start in the same order on all ranks; memory and
+ *   timing may differ between ranks, the order may not). The model's
+ *   progress hook (between kernels) retries, so a gather starts as soon as
+ *   a slot or memory frees. When the unit about to run waits behind an
+ *   entry the budget holds back and nothing in flight can free memory, that
+ *   entry goes anyway, counted as an overrun (never seen in the tests).
  *   Backward: the layer's gradients get their own buffer (taken under the
  *   same budget), are copied or packed into the weight slot, and reduced
  *   from there; the slot frees when the reductions complete. Gathered bytes
@@ -258,15 +262,6 @@ void tr_pf_begin(tr_prefetch *P)
     try_issue(P);
 }
 
-/* Issue unit u's own entries that are still pending (ahead of blocked
- * earlier ones); force when nothing in flight can free memory. */
-static void issue_own(tr_prefetch *P, int u, int force)
-{
-    for (int i = P->next; i < P->ne && P->left[u] > 0; i++)
-        if (!P->done[i] && P->e[i].unit == u && P->e[i].issue <= P->reached)
-            try_one(P, i, force);
-}
-
 float *tr_pf_acquire(tr_prefetch *P, int u, smoe_err *err)
 {
     P->cur = u;
@@ -276,12 +271,13 @@ float *tr_pf_acquire(tr_prefetch *P, int u, smoe_err *err)
     P->stats.at_use += P->left[u];
     try_issue(P);
     while (P->left[u] > 0) {
-        int before = P->left[u];
+        int before = P->next;
         tr_pf_progress(P);
-        issue_own(P, u, 0);
-        if (P->left[u] == before && !reductions_pending(P)) /* nothing will free */
-            issue_own(P, u, 1);
-        if (P->left[u] == before)
+        if (P->next == before && !reductions_pending(P) && P->next < P->ne &&
+            P->e[P->next].issue <= P->reached &&
+            try_one(P, P->next, 1)) /* nothing in flight will free memory */
+            P->next++;
+        if (P->next == before)
             smoe_rt_wait_step(P->rt, &sw);
     }
     int k = unit_kind(P, u);

@@ -262,12 +262,6 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
         max_depth = modes[i].prefetch_depth > max_depth ? modes[i].prefetch_depth : max_depth;
         plans[modes[i].legacy ? 1 : 0] = 1;
     }
-    if (!s && nmodes > 1 && (o->schedule || o->hbm_budget))
-        s = smoe_err_in(err, SMOE_EINVAL, o->schedule ? "argument '--schedule'"
-                        : "argument '--hbm-budget'", "runs one schedule (not with --compare)");
-    if (!s && o->schedule && o->hbm_budget)
-        s = smoe_err_in(err, SMOE_EINVAL, "argument '--schedule'",
-                        "cannot be combined with --hbm-budget (which plans its own)");
     if (!s && o->ckpt_dir && !o->ckpt_dir[0])
         s = smoe_err_in(err, SMOE_EINVAL, "argument '--checkpoint-dir'",
                         "is empty: name a directory");
@@ -297,26 +291,9 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
         size_t n = strlen(err->msg);
         snprintf(err->msg + n, sizeof err->msg - n, " (the model: %s)", dims);
     }
-    if ((s = smoe_rt_agree_err(rt, s, err)))
-        goto fail;
-    /* the schedules: given, planned for the budget, or of each mode's depth */
-    for (int i = 0; i < nmodes && !s; i++) {
-        if (o->schedule)
-            sched[i] = o->schedule;
-        else if (o->hbm_budget)
-            s = tr_schedule_budget(cfg, plan, o->hw, &st, &mc, o->hbm_budget, &own[i],
-                                   res->schedule_note, sizeof res->schedule_note, err);
-        else
-            s = tr_schedule_depth(&st, &mc, modes[i].prefetch_depth, &own[i], err);
-        if (own[i])
-            sched[i] = own[i];
-    }
-    max_depth = 0;
-    for (int i = 0; i < nmodes && !s; i++)
-        if (smoe_schedule_max_distance(sched[i]) > max_depth)
-            max_depth = smoe_schedule_max_distance(sched[i]);
-    res->prefetch_distance = max_depth;
-    if ((s = smoe_rt_agree_err(rt, s, err)) ||
+    if ((s = smoe_rt_agree_err(rt, s, err)) || /* the schedules, then what they need */
+        (s = tr_schedules(rt, cfg, plan, o, &st, &mc, modes, nmodes, own, sched, &max_depth, res,
+                          err)) ||
         (s = check_memory(rt, cfg, &mc, &st, max_depth, &data, o, res, err)))
         goto fail;
     s = tr_store_alloc(&st, err);

@@ -173,14 +173,16 @@ void tr_pf_drained(tr_prefetch *P);               /* after smoe_rt_drain */
 const tr_pf_stats *tr_pf_stats_get(const tr_prefetch *P);
 int64_t tr_pf_pool_bytes(const tr_store *st, int max_distance);
 
-/* budget.c: the schedule of a uniform depth for the store's weights, and
- * the budgeted planner's (whole weights) on hw for `budget` bytes per rank
- * (*note says what it chose). *out: smoe_schedule_free. */
-smoe_status tr_schedule_depth(const tr_store *st, const smoe_model_cfg *mc, int depth,
-                              smoe_schedule **out, smoe_err *err);
-smoe_status tr_schedule_budget(const smoe_config *cfg, const smoe_plan *plan, const smoe_hw *hw,
-                               const tr_store *st, const smoe_model_cfg *mc, int64_t budget,
-                               smoe_schedule **out, char *note, size_t cap, smoe_err *err);
+/* schedules.c: the schedule of each mode (sched[i]; those built here in
+ * own[i], smoe_schedule_free): o->schedule, the budgeted planner's (whole
+ * weights, on o->hw) for o->hbm_budget, or the mode's depth; the farthest
+ * issue distance; checked the same on every rank. Collective; errors
+ * agreed. */
+smoe_status tr_schedules(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
+                         const smoe_train_opts *o, const tr_store *st, const smoe_model_cfg *mc,
+                         const smoe_train_mode *modes, int nmodes, smoe_schedule *own[],
+                         const smoe_schedule *sched[], int *max_distance, smoe_train_result *res,
+                         smoe_err *err);
 
 /* loop.c: the step loop (forward, backward, AdamW) over the executor */
 typedef struct tr_state tr_state;

@@ -1,13 +1,14 @@
-/* The schedules smoe train runs: a uniform depth, or the budgeted planner
- * (smoe sim's, whole weights) on a hardware profile for a memory budget,
- * both through the sched module's builders, so a depth or a budget means
- * the same schedule in smoe sim and smoe train. */
+/* The schedules smoe train runs: a file's, a uniform depth's, or the
+ * budgeted planner's (smoe sim's, whole weights) on a hardware profile for
+ * a memory budget, through the sched module's builders, so a depth or a
+ * budget means the same schedule in smoe sim and smoe train; and the check
+ * that every rank runs the same ones. */
 #include "train_impl.h"
 
 #include <stdio.h>
 #include <string.h>
 
-smoe_status tr_schedule_depth(const tr_store *st, const smoe_model_cfg *mc, int depth,
+static smoe_status tr_schedule_depth(const tr_store *st, const smoe_model_cfg *mc, int depth,
                               smoe_schedule **out, smoe_err *err)
 {
     const char *nm[2][SMOE_SIM_MAX_WEIGHTS];
@@ -29,7 +30,7 @@ smoe_status tr_schedule_depth(const tr_store *st, const smoe_model_cfg *mc, int 
  * top-level copy); smoe train holds its own tracked classes under the
  * budget. So the planner gets the budget moved by the difference of the
  * two no-prefetch peaks: it spends on prefetch what the run can spend. */
-smoe_status tr_schedule_budget(const smoe_config *cfg, const smoe_plan *plan, const smoe_hw *hw,
+static smoe_status tr_schedule_budget(const smoe_config *cfg, const smoe_plan *plan, const smoe_hw *hw,
                                const tr_store *st, const smoe_model_cfg *mc, int64_t budget,
                                smoe_schedule **out, char *note, size_t cap, smoe_err *err)
 {
@@ -80,4 +81,63 @@ smoe_status tr_schedule_budget(const smoe_config *cfg, const smoe_plan *plan, co
              pre, (*out)->n, smoe_schedule_max_distance(*out),
              feasible ? "" : "; below the no-prefetch peak");
     return SMOE_OK;
+}
+
+/* Every rank must issue the same gathers in the same order, or the
+ * collectives stop matching: the schedules' digests agreed. */
+static smoe_status check_same(smoe_rt *rt, const smoe_schedule *const *sched, int n,
+                              smoe_err *err)
+{
+    tr_sha *h = tr_sha_new();
+    if (!h)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    for (int m = 0; m < n; m++) {
+        const smoe_schedule *s = sched[m];
+        for (int k = 0; k < 2; k++)
+            for (int w = 0; w < s->nweights[k]; w++)
+                tr_sha_update(h, s->names[k][w], strlen(s->names[k][w]) + 1);
+        for (int i = 0; i < s->n; i++) {
+            const smoe_sched_gather *g = &s->g[i];
+            int v[5] = { g->unit, g->weight, g->chunk0, g->nchunks, g->issue };
+            tr_sha_update(h, v, sizeof v);
+        }
+    }
+    char hex[65];
+    tr_sha_final(h, hex);
+    const char *names[1] = { "prefetch schedule" }, *dig[1] = { hex };
+    return smoe_rt_check_same(rt, 1, names, dig, err);
+}
+
+smoe_status tr_schedules(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
+                         const smoe_train_opts *o, const tr_store *st, const smoe_model_cfg *mc,
+                         const smoe_train_mode *modes, int nmodes, smoe_schedule *own[],
+                         const smoe_schedule *sched[], int *max_distance, smoe_train_result *res,
+                         smoe_err *err)
+{
+    smoe_status s = SMOE_OK;
+    if (nmodes > 1 && (o->schedule || o->hbm_budget))
+        s = smoe_err_in(err, SMOE_EINVAL, o->schedule ? "argument '--schedule'"
+                        : "argument '--hbm-budget'", "runs one schedule (not with --compare)");
+    if (!s && o->schedule && o->hbm_budget)
+        s = smoe_err_in(err, SMOE_EINVAL, "argument '--schedule'",
+                        "cannot be combined with --hbm-budget (which plans its own)");
+    for (int i = 0; i < nmodes && !s; i++) {
+        if (o->schedule)
+            sched[i] = o->schedule;
+        else if (o->hbm_budget)
+            s = tr_schedule_budget(cfg, plan, o->hw, st, mc, o->hbm_budget, &own[i],
+                                   res->schedule_note, sizeof res->schedule_note, err);
+        else
+            s = tr_schedule_depth(st, mc, modes[i].prefetch_depth, &own[i], err);
+        if (own[i])
+            sched[i] = own[i];
+    }
+    *max_distance = 0;
+    for (int i = 0; i < nmodes && !s; i++)
+        if (smoe_schedule_max_distance(sched[i]) > *max_distance)
+            *max_distance = smoe_schedule_max_distance(sched[i]);
+    res->prefetch_distance = *max_distance;
+    if ((s = smoe_rt_agree_err(rt, s, err)))
+        return s;
+    return check_same(rt, sched, nmodes, err);
 }
