@@ -115,6 +115,9 @@ void cli_trace_layer_times(const char *trace_path, double med[2][2], int count[2
 struct smoe_schedule;
 void cli_schedule_write(const char *path, const struct smoe_schedule *s, const char *hardware);
 smoe_status cli_schedule_read(const char *path, struct smoe_schedule **out, smoe_err *err);
+/* Close a file just written (bad: a write failed, errno set by it); on any
+ * failure one line naming `where` (with errno's text) and exit. */
+void cli_close_written(FILE *f, int bad, const char *where);
 /* A byte count such as 4096, 512M, 16G or 16GB: 0, or -1 when malformed. */
 int cli_parse_bytes(const char *val, int64_t *out);
 /* JSON output of smoe sim (sim_json.c). */

@@ -652,14 +652,7 @@ int cmd_sim(int argc, char **argv)
         snprintf(where, sizeof where, "argument '--trace %s'", trace_path);
         errno = 0;
         int bad = smoe_trace_write(f, frags, lens, nt, &err) != SMOE_OK;
-        int e = errno;
-        if (fclose(f) != 0 && !bad) {
-            bad = 1;
-            e = errno;
-        }
-        errno = e;
-        if (bad)
-            cli_io_error(where, "cannot write the file");
+        cli_close_written(f, bad, where);
         for (int i = 0; i < n; i++)
             smoe_trace_free(traces[i]);
     }

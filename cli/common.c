@@ -116,6 +116,18 @@ int64_t cli_bytes(const char *opt, const char *val)
     return v;
 }
 
+void cli_close_written(FILE *f, int bad, const char *where)
+{
+    int e = errno;
+    if (fclose(f) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    errno = e;
+    if (bad)
+        cli_io_error(where, "cannot write the file");
+}
+
 const char *cli_fmt_bytes(double b, char *buf, size_t n)
 {
     static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };

@@ -71,13 +71,8 @@ void cli_schedule_write(const char *path, const smoe_schedule *s, const char *ha
     int bad = fputs(text, f) < 0 || fputc('\n', f) == EOF;
     int e = errno;
     free(text);
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
     errno = e;
-    if (bad)
-        cli_io_error(where, "cannot write the file");
+    cli_close_written(f, bad, where);
 }
 
 /* An integer member `key` of o in [lo, hi]: 0, or 1 with *err set. */

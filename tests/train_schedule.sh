@@ -141,5 +141,15 @@ fi
 check "$([ "$rc" -ne 0 ] && [ "$(grep -c '^smoe:' "$dir/err")" -eq 1 ] && grep -q "schedule-out" "$dir/err" && echo 0 || echo 1)" \
   "smoe sim --schedule-out into a missing directory: one line, exit $rc"
 
+if [ -w /dev/full ]; then
+  if "$smoe" sim --model tiny --devices 4 --hardware "$hw" --schedule-out /dev/full >/dev/null 2>"$dir/err"; then
+    rc=0
+  else
+    rc=$?
+  fi
+  check "$([ "$rc" -ne 0 ] && [ "$(grep -c '^smoe:' "$dir/err")" -eq 1 ] && grep -q "/dev/full" "$dir/err" && echo 0 || echo 1)" \
+    "smoe sim --schedule-out /dev/full: one line, exit $rc"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
