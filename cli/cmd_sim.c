@@ -43,7 +43,7 @@ static void usage(FILE *f)
             "  --batch N, --seq N    sequences per device and their length\n"
             "  --remat POLICY        full (recompute the layer), none, save-dot-products\n"
             "  --dtype-bytes N       bytes of stored weights (default: the config's weight_dtype)\n"
-            "  --prefetch-depth N    layers ahead for smoe's own schedules (default 1)\n"
+            "  --prefetch-depth N    layers ahead for smoe's own schedules (0-64, default 1)\n"
             "  --hbm-budget BYTES    add the memory-budgeted plan (per device, e.g. 32G)\n"
             "  --whole-weights       the budgeted plan prefetches whole weights only (what\n"
             "                        smoe train executes; default: quarters of a weight)\n"
