@@ -307,6 +307,7 @@ float *tr_pf_grad_buffer(tr_prefetch *P, int u, int *gslot)
         smoe_rt_wait_step(P->rt, &gw);
         poll_slots(P);
     }
+    P->stats.overruns += P->budget && P->stats.cur_bytes + bytes > P->budget;
     pf_slot *g = slot_take(P, gi, -1);
     g->bytes = bytes;
     note(P, bytes);
