@@ -2,7 +2,7 @@
  * local tensors of one rank (fp32). It knows nothing about MPI: weights
  * arrive already gathered (natural row-major layout, MaxText shapes with the
  * scan dim removed), and the expert all-to-all goes through the
- * smoe_ep_comm interface (a single-rank implementation is provided).
+ * smoe_ep_comm interface (comm.h; a single-rank implementation is provided).
  *
  * Structure (per token t of the local batch, T = batch * seq):
  *   x = embed[token]
@@ -36,6 +36,7 @@
 
 #include <stdint.h>
 
+#include "smoe/comm.h"
 #include "smoe/core.h"
 #include "smoe/kernels.h"
 
@@ -126,29 +127,6 @@ typedef struct smoe_model_cfg {
     int64_t ep;                 /* expert-parallel size; experts % ep == 0 */
 } smoe_model_cfg;
 
-/* Expert-parallel communication, supplied by the runtime. Peers are the
- * ranks of the expert group (0..size-1); this rank is `rank` and owns
- * experts [rank*E_l, (rank+1)*E_l). */
-typedef struct smoe_ep_comm {
-    int size, rank;
-    void *ctx;
-    /* Exchange n int64 per peer: send[p*n .. p*n+n) goes to peer p,
-     * recv[p*n ..) comes from peer p. Blocking. */
-    smoe_status (*exchange_counts)(void *ctx, const int64_t *send,
-                                   int64_t *recv, int64_t n);
-    /* Variable all-to-all of rows of `row` floats: send holds
-     * send_rows[p] rows for peer p (peer order), recv gets recv_rows[p]
-     * rows from peer p (peer order). Blocking. */
-    smoe_status (*alltoallv)(void *ctx, const float *send,
-                             const int64_t *send_rows, float *recv,
-                             const int64_t *recv_rows, int64_t row);
-    /* Called between kernels so the runtime can advance its nonblocking
-     * collectives (may be NULL). */
-    void (*progress)(void *ctx);
-} smoe_ep_comm;
-
-/* The expert group of one rank: exchange = memcpy. */
-smoe_ep_comm smoe_ep_comm_self(void);
 
 /* Statistics of the forwards/backwards since the last reset, for the
  * progress line. */

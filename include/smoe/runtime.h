@@ -5,7 +5,7 @@
  * their transposes (reduce-scatter of gradients, all-reduce over the axes a
  * weight is replicated on), the expert all-to-all, and the queues that
  * order them. Only src/runtime/ includes <mpi.h>; the model never sees MPI
- * (it talks to smoe_ep_comm, which also has a single-rank implementation),
+ * (it talks to smoe_ep_comm, comm.h, which also has a single-rank implementation),
  * and a process started without an MPI launcher runs as one rank.
  *
  * DESIGN (queues and progress)
@@ -29,8 +29,8 @@
 
 #include <stdint.h>
 
+#include "smoe/comm.h"
 #include "smoe/core.h"
-#include "smoe/model.h"
 #include "smoe/plan.h"
 #include "smoe/shard.h"
 
