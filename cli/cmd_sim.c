@@ -5,6 +5,7 @@
  * hardware profile; with a scenario, side by side with reported figures.
  * --calibrate (under mpirun) measures a cpu-mpi profile instead. */
 #include "cli.h"
+#include "smoe/calib.h"
 #include "smoe/runtime.h"
 #include "smoe/sched.h"
 #include "smoe/train.h"
@@ -288,7 +289,7 @@ static int calibrate(int argc, char **argv, cli_common *c, const char *out)
     if (!s)
         s = smoe_plan_build(cfg, &po, &plan, &err);
     if (!s)
-        s = smoe_train_calibrate(rt, cfg, plan, out, &err);
+        s = smoe_calib_measure(rt, cfg, plan, out, &err);
     smoe_plan_free(plan);
     smoe_config_free(cfg);
     smoe_rt_finalize(rt);

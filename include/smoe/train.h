@@ -160,19 +160,6 @@ void smoe_train_summarize(const smoe_train_result *r, int mode, int64_t skip,
 smoe_status smoe_train_model_cfg(const smoe_config *cfg, const smoe_mesh *mesh,
                                  smoe_model_cfg *mc, smoe_err *err);
 
-/* Measure this machine's cpu-mpi hardware profile with every rank busy at
- * once (as in training): matmul rates (64- and 512-wide), memory bandwidth,
- * per-kernel overhead, all-gather and all-to-all latency and bandwidth
- * over all ranks, the spread of the ranks' arrival at a collective entered
- * after a stretch of compute (sync_skew), and the
- * ratio of smoe's model kernels to the cost model's roofline for the
- * model of cfg at its training shape (compute_scale, as XLA's profile-
- * guided latency estimator measures op costs). Rank 0 writes the profile
- * (YAML, the keys of configs/hardware/ files) to `path`, or stdout when
- * NULL. Collective; the mesh of rt must not be set yet. */
-smoe_status smoe_train_calibrate(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
-                                 const char *path, smoe_err *err);
-
 #ifdef __cplusplus
 }
 #endif

@@ -9,8 +9,9 @@
  * model at its training shape (measured op costs feeding the schedule
  * simulation, as XLA's profile-guided latency estimator does). */
 #define _GNU_SOURCE
+#include "smoe/calib.h"
 #include "smoe/sched.h"
-#include "train_impl.h"
+#include "smoe/train.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -307,8 +308,8 @@ static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe
     return SMOE_OK;
 }
 
-smoe_status smoe_train_calibrate(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
-                                 const char *path, smoe_err *err)
+smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
+                               const char *path, smoe_err *err)
 {
     smoe_status s;
     int size = smoe_rt_size(rt);
