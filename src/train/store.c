@@ -252,6 +252,37 @@ static void dump_put(dump_out *d, const void *p, size_t size, size_t n)
     }
 }
 
+/* Weight w whole into full on rank 0 (all: shard_numel * ranks floats of
+ * scratch there; both unused on the other ranks). Collective. */
+static void gather_weight(smoe_rt *rt, const tr_store *st, const tr_weight *w, float *all,
+                          float *full)
+{
+    for (int64_t l = 0; l < w->layers; l++) {
+        smoe_rt_gather_bytes(rt, st->params + w->shard_off + l * w->info.shard_numel, all,
+                             w->info.shard_numel * (int64_t)sizeof(float));
+        if (smoe_rt_rank(rt) == 0)
+            place_layer(rt, w, l, all, full);
+    }
+}
+
+smoe_status tr_store_gather(smoe_rt *rt, const tr_store *st, int i, float *full, smoe_err *err)
+{
+    const tr_weight *w = &st->w[i];
+    float *all = NULL;
+    smoe_status s = SMOE_OK;
+    if (smoe_rt_rank(rt) == 0) {
+        all = smoe_malloc(sizeof *all * (size_t)(w->info.shard_numel * smoe_rt_size(rt)));
+        if (!full)
+            s = smoe_err_set(err, SMOE_EINVAL, "no buffer for %s on rank 0", w->pw->key);
+        else if (!all)
+            s = smoe_err_set(err, SMOE_ENOMEM, "out of memory gathering %s", w->pw->key);
+    }
+    if (!(s = smoe_rt_agree_err(rt, s, err)))
+        gather_weight(rt, st, w, all, full);
+    smoe_free(all);
+    return s;
+}
+
 smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump, char hex[65],
                             smoe_err *err)
 {
@@ -289,12 +320,7 @@ smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump, c
             if (!all || !full)
                 smoe_rt_abort(rt, 72, "out of memory gathering the parameters");
         }
-        for (int64_t l = 0; l < w->layers; l++) {
-            smoe_rt_gather_bytes(rt, st->params + w->shard_off + l * w->info.shard_numel, all,
-                                 w->info.shard_numel * (int64_t)sizeof(float));
-            if (root)
-                place_layer(rt, w, l, all, full);
-        }
+        gather_weight(rt, st, w, all, full);
         if (root) {
             tr_sha_update(sha, full, sizeof *full * (size_t)total);
             uint32_t kl = (uint32_t)strlen(pw->key), rk = (uint32_t)pw->rank;

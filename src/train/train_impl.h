@@ -98,12 +98,15 @@ void tr_store_init_params(smoe_rt *rt, tr_store *st, uint64_t seed);
  * hash them (and write them to `dump` if not NULL). */
 smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump,
                             char hex[65], smoe_err *err);
+/* Weight i whole, MaxText's layout, into full (rank 0). Collective. */
+smoe_status tr_store_gather(smoe_rt *rt, const tr_store *st, int i, float *full, smoe_err *err);
 
 /* data.c */
-typedef struct tr_data {
+struct smoe_train_data {
     unsigned char *text;
     int64_t n;
-} tr_data;
+};
+typedef struct smoe_train_data tr_data;
 smoe_status tr_data_load(const char *path, int64_t need, tr_data *d, smoe_err *err);
 void tr_data_free(tr_data *d);
 /* Tokens and targets of this rank's `batch` sequences of step `step`;
@@ -149,6 +152,16 @@ int64_t tr_loop_pool_bytes(const smoe_model_cfg *mc, const tr_store *st, int dep
 /* Peak gathered bytes of the run so far, forward and backward. */
 void tr_loop_peaks(const tr_state *S, int64_t *fwd, int64_t *bwd);
 void tr_loop_free(tr_state *S);
+
+/* trainer.c: the checks of smoe_trainer_new that come before any data is
+ * read (model config, hyperparameters and recipe, the options): agreed
+ * across ranks (each rank reaches the same verdict, its own err). */
+smoe_status tr_trainer_check(smoe_rt *rt, const smoe_config *cfg, const smoe_train_opts *o,
+                             smoe_model_cfg *mc, tr_hparams *hp, smoe_err *err);
+/* The set-up facts of a run (recipe, BLAS, memory estimate) into res. */
+void tr_trainer_result(const smoe_trainer *t, smoe_train_result *res);
+/* The summary of res's steps and of the run (peaks, RSS, sizes). Collective. */
+void tr_trainer_summarize(smoe_trainer *t, smoe_train_result *res);
 
 /* fingerprint.c: digests every rank must agree on */
 typedef struct tr_fingerprint_t {
