@@ -5,30 +5,25 @@ set -eu
 cd "${1:-$(dirname "$0")/..}"
 fail=0
 pass=0
-check() { # HEADER ALLOWED_PATH_REGEX
-  stray=$(grep -rlE "#include *<$1>" src include cli 2>/dev/null | grep -vE "$2" || true)
+# INCLUDE_REGEX ALLOWED_PATH_REGEX WHAT: no file outside the allowed paths
+# has a matching #include
+keep() {
+  stray=$(grep -rlE "$1" src include cli 2>/dev/null | grep -vE "$2" || true)
   if [ -n "$stray" ]; then
-    echo "<$1> included outside its module: $stray" >&2
+    echo "$3: $stray" >&2
     fail=$((fail + 1))
   else
     pass=$((pass + 1))
   fi
 }
+check() { keep "#include *<$1>" "$2" "<$1> included outside its module"; }
+# a module's public header is included only by the modules above it
+above() { keep "#include *\"smoe/$1\"" "$2" "smoe/$1 included below its layer"; }
 check 'yaml\.h' '^src/config/'
 check 'mpi\.h' '^src/runtime/'
 check 'cblas\.h' '^src/kernels/'
 check 'cjson/cJSON\.h' '^(src/config/params_json\.c|src/train/manifest\.c|cli/[a-z_]*json[a-z_]*\.c)$'
 check 'openssl/[a-z]*\.h' '^src/train/digest\.c$'
-# A module's public header is included only by the modules above it.
-above() { # HEADER ALLOWED_PATH_REGEX
-  stray=$(grep -rlE "#include *\"smoe/$1\"" src include cli 2>/dev/null | grep -vE "$2" || true)
-  if [ -n "$stray" ]; then
-    echo "smoe/$1 included below its layer: $stray" >&2
-    fail=$((fail + 1))
-  else
-    pass=$((pass + 1))
-  fi
-}
 above 'calib\.h' '^(src/calib/|include/smoe/calib\.h$|cli/)'
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

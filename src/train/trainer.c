@@ -129,10 +129,10 @@ smoe_status tr_trainer_check(smoe_rt *rt, const smoe_config *cfg, const smoe_tra
         s = smoe_train_model_cfg(cfg, smoe_rt_mesh(rt), mc, err);
     if (!s)
         s = tr_read_hparams(cfg, hp, err);
+    if (!s && o->steps < 1) /* before the schedule that depends on it */
+        s = smoe_err_in(err, SMOE_EINVAL, "argument '--steps'", "must be >= 1");
     if (!s) /* MaxText's recipe (recipe.c) */
         s = tr_read_recipe(cfg, o->steps, &hp->rc, err);
-    if (!s && o->steps < 1)
-        s = smoe_err_in(err, SMOE_EINVAL, "argument '--steps'", "must be >= 1");
     if (!s && (o->nmodes < 0 || o->nmodes > SMOE_TRAIN_MAX_MODES))
         s = smoe_err_set(err, SMOE_EINVAL, "at most %d interleaved schedules",
                          SMOE_TRAIN_MAX_MODES);
@@ -166,7 +166,7 @@ static smoe_status param_table(smoe_trainer *t, smoe_err *err)
     for (int i = 0; i < t->st.n; i++) {
         const tr_weight *w = &t->st.w[i];
         smoe_trainer_param *p = &t->params[i];
-        p->name = w->pw->key;
+        p->name = w->pw->path ? w->pw->path : w->pw->key;
         p->rank = w->pw->rank;
         p->numel = 1;
         for (int d = 0; d < p->rank; d++) {
