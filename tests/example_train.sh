@@ -61,5 +61,15 @@ must_run t1 1 --steps "$steps" && same t1 ex1 0 "example (1 rank, no launcher) =
 same t1 ex1m 0 "example (mpiexec -n 1) = smoe train -n 1, bitwise"
 same t1 local 0 "example without MPI (single-rank runtime) = smoe train -n 1, bitwise"
 must_run t2 2 --steps "$steps" && same t2 ex2 0 "example (2 ranks) = smoe train -n 2, bitwise"
+# the comparison can fail: another seed differs
+if must_run t1s 1 --steps "$steps" --seed 2; then
+  if "$cmp" "$dir/t1s.json" "$dir/t1s.bin" "$dir/ex1.json" "$dir/ex1.bin" 0 >/dev/null 2>&1; then
+    fail=$((fail + 1))
+    echo "FAIL: a run with seed 2 compared equal to the example's (seed 1)" >&2
+  else
+    pass=$((pass + 1))
+    echo "ok: a run with another seed is told apart"
+  fi
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
