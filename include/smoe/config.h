@@ -112,9 +112,6 @@ const smoe_rules *smoe_config_rules(const smoe_config *c);
 /* The file names that went into this config, in load order, for the
  * resolved-configuration banner. */
 int smoe_config_sources(const smoe_config *c, const char *const **files);
-/* The directory of the base file (models/ and custom_mesh_and_rule/ are
- * looked up there). */
-const char *smoe_config_dir(const smoe_config *c);
 /* Bundled default configs directory: $SMOE_CONFIG_DIR, else configs/ next
  * to the executable, else ../share/smoe/configs next to it. */
 const char *smoe_config_default_dir(void);
@@ -138,8 +135,6 @@ typedef struct smoe_topology {
 /* Look a name up (exact match). SMOE_ENOTFOUND naming some known sizes of
  * the family otherwise. Thread-safe. */
 smoe_status smoe_topology_find(const char *name, smoe_topology *out, smoe_err *err);
-/* Rows in the table. */
-int smoe_topology_count(void);
 
 /* ---- logical shardings file (--params): MaxText's logical_shardings.json */
 typedef struct smoe_logical_entry {

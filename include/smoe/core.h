@@ -1,5 +1,5 @@
-/* smoe core: status codes, the error struct, the allocation and abort hooks,
- * arenas and logging. Every other module depends on this one and on nothing
+/* smoe core: status codes, the error struct, the allocation path, the abort
+ * hook, arenas and the clock. Every other module depends on this one and on nothing
  * else below it. Nothing here calls exit(); fatal invariants go through the
  * abort hook (the MPI runtime points it at MPI_Abort so no rank hangs).
  */
@@ -58,15 +58,6 @@ const char *smoe_status_name(smoe_status s);
 const char *smoe_loc_format(smoe_loc loc, char *buf, size_t n);
 
 /* ---- allocation: every allocation of the library goes through here ---- */
-typedef struct smoe_alloc_hook {
-    void *(*malloc_fn)(size_t n, void *ud);
-    void *(*realloc_fn)(void *p, size_t n, void *ud);
-    void (*free_fn)(void *p, void *ud);
-    void *ud;
-} smoe_alloc_hook;
-
-/* Install a hook (NULL restores libc). Not thread-safe: call at start-up. */
-void smoe_set_alloc_hook(const smoe_alloc_hook *h);
 void *smoe_malloc(size_t n);
 void *smoe_calloc(size_t count, size_t size); /* overflow-checked */
 void *smoe_realloc(void *p, size_t n);
@@ -94,12 +85,6 @@ char *smoe_arena_strdup(smoe_arena *a, const char *s);
 char *smoe_arena_strndup(smoe_arena *a, const char *s, size_t n);
 char *smoe_arena_printf(smoe_arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-size_t smoe_arena_used(const smoe_arena *a);
-
-/* ---- logging (stderr); level 0 = quiet, 1 = info, 2 = debug ---- */
-void smoe_log_set_level(int level);
-int smoe_log_level(void);
-void smoe_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- small helpers ---- */
 /* Strict integer/float parsing: whole string, no overflow. YAML-style

@@ -171,8 +171,6 @@ smoe_status smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g,
 smoe_status smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf,
                                  smoe_rt_ticket *t, double *wait_s,
                                  smoe_err *err);
-/* Is the prefetched gather of ticket t complete (non-blocking)? */
-int smoe_rt_wgather_ready(smoe_rt *rt, const smoe_rt_ticket *t);
 
 /* Gradient transpose: reduce-scatter `full` (gathered_numel floats, the
  * natural layout) over all the gather axes into `shard_grad` (shard_numel

@@ -30,7 +30,6 @@ smoe_status smoe_trace_span(smoe_trace *t, int tid, const char *name, double t0,
 smoe_status smoe_trace_process(smoe_trace *t, const char *name);
 /* Name a lane (thread row) of this trace's pid. */
 smoe_status smoe_trace_lane(smoe_trace *t, int tid, const char *name);
-int64_t smoe_trace_count(const smoe_trace *t);
 /* The events as JSON objects separated by ",\n" (no brackets), in a
  * buffer owned by the trace (valid until the next call or free). */
 const char *smoe_trace_fragment(smoe_trace *t, size_t *len);
@@ -89,10 +88,6 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
                                  const smoe_hw *hw, const smoe_sim_shape *shape,
                                  smoe_sim_model **out, smoe_err *err);
 void smoe_sim_model_free(smoe_sim_model *m);
-/* Per-layer prefetched weights of a layer kind (0 dense, 1 MoE). */
-int smoe_sim_model_weights(const smoe_sim_model *m, int kind);
-int smoe_sim_model_kinds(const smoe_sim_model *m);
-int64_t smoe_sim_model_layer_bytes(const smoe_sim_model *m);
 /* Modelled compute seconds of one layer of a kind, forward and backward
  * (0 when the model has no layer of that kind). */
 void smoe_sim_model_compute(const smoe_sim_model *m, int kind, double *fwd, double *bwd);

@@ -67,7 +67,6 @@ int smoe_axes_equal(const smoe_axes *a, const smoe_axes *b);
 int64_t smoe_axes_size(const smoe_axes *e, const smoe_mesh *m);
 /* The entry without axes of size 1 (or absent from the mesh). */
 smoe_axes smoe_axes_live(const smoe_axes *e, const smoe_mesh *m);
-int smoe_pspec_equal(const smoe_pspec *a, const smoe_pspec *b);
 /* remove_size_one_mesh_axis: the use-site form of a state spec. */
 void smoe_pspec_drop_size1(const smoe_pspec *in, const smoe_mesh *m,
                            smoe_pspec *out);

@@ -673,8 +673,6 @@ void smoe_config_free(smoe_config *c)
         smoe_arena_free(c->arena);
 }
 
-const char *smoe_config_dir(const smoe_config *c) { return c->dir; }
-
 int smoe_config_sources(const smoe_config *c, const char *const **files)
 {
     *files = c->files;

@@ -1,29 +1,13 @@
-/* Logging, strict number parsing and the clock. */
+/* Strict number parsing and the clock. */
 #define _POSIX_C_SOURCE 200809L
 #include "smoe/core.h"
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static int g_level = 1;
-
-void smoe_log_set_level(int level) { g_level = level; }
-int smoe_log_level(void) { return g_level; }
-
-void smoe_log(int level, const char *fmt, ...)
-{
-    if (level > g_level)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-}
 
 /* Copy s into buf without '_' separators; an underscore must sit between
  * two digits. Returns 0 on success. */

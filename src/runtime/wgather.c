@@ -341,13 +341,6 @@ smoe_status smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *sha
     return SMOE_OK;
 }
 
-int smoe_rt_wgather_ready(smoe_rt *rt, const smoe_rt_ticket *t)
-{
-    if (t->pending)
-        smoe_rt_progress(rt);
-    return t->pending == 0;
-}
-
 smoe_status smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_rt_ticket *t,
                                  double *wait_s, smoe_err *err)
 {

@@ -96,8 +96,6 @@ smoe_status smoe_trace_lane(smoe_trace *t, int tid, const char *name)
     return push(t, &x);
 }
 
-int64_t smoe_trace_count(const smoe_trace *t) { return t->n; }
-
 const char *smoe_trace_fragment(smoe_trace *t, size_t *len)
 {
     size_t need = (size_t)(t->n + 1) * 200 + 200;
