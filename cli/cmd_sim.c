@@ -261,7 +261,7 @@ static int calibrate(int argc, char **argv, cli_common *c, const char *out)
     smoe_err err;
     if (smoe_rt_init(&argc, &argv, &rt, &err)) {
         fprintf(stderr, "smoe: %s\n", err.msg);
-        return 1;
+        return SMOE_EXIT_FAIL;
     }
     int root = smoe_rt_rank(rt) == 0;
     char base[4200];
@@ -297,7 +297,7 @@ static int calibrate(int argc, char **argv, cli_common *c, const char *out)
             cli_die(&err);
         return SMOE_EXIT_USAGE;
     }
-    return 0;
+    return SMOE_EXIT_OK;
 }
 
 int cmd_sim(int argc, char **argv)
@@ -353,7 +353,7 @@ int cmd_sim(int argc, char **argv)
         case OPT_CALIBRATE: calib = 1; break;
         case OPT_OUT: out = optarg; break;
         case 'h':
-        case OPT_HELP: usage(stdout); return 0;
+        case OPT_HELP: usage(stdout); return SMOE_EXIT_OK;
         default:
             cli_usage_error(where, optopt ? "missing value or unknown option"
                                           : "unknown option (see 'smoe sim --help')");
@@ -628,5 +628,5 @@ int cmd_sim(int argc, char **argv)
     smoe_plan_free(plan);
     smoe_arena_free(arena);
     free(scn_over);
-    return 0;
+    return SMOE_EXIT_OK;
 }

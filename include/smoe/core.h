@@ -57,6 +57,20 @@ const char *smoe_status_name(smoe_status s);
 /* Format a location as "file:line:col" into buf. */
 const char *smoe_loc_format(smoe_loc loc, char *buf, size_t n);
 
+/* ---- process exit statuses: the one list. The CLI exits with them; the
+ * runtime hands them to MPI_Abort (so mpirun returns them). ---- */
+typedef enum smoe_exit {
+    SMOE_EXIT_OK = 0,
+    SMOE_EXIT_FAIL = 1,     /* a run or an output failed (I/O, divergence, nan) */
+    SMOE_EXIT_USAGE = 2,    /* bad input: flags, configs, data files, budgets */
+    SMOE_EXIT_ASSERT = 70,  /* an invariant failed (SMOE_ASSERT) under MPI */
+    SMOE_EXIT_MPI = 71,     /* an MPI call failed */
+    SMOE_EXIT_NOMEM = 72,   /* out of memory where every rank must stop */
+    SMOE_EXIT_COMM = 73,    /* a collective phase failed on some rank */
+    SMOE_EXIT_TIMEOUT = 75, /* a wait outlasted the communication timeout */
+    SMOE_EXIT_TERM = 143    /* terminated by the launcher (128 + SIGTERM) */
+} smoe_exit;
+
 /* ---- allocation: every allocation of the library goes through here ---- */
 void *smoe_malloc(size_t n);
 void *smoe_calloc(size_t count, size_t size); /* overflow-checked */
@@ -91,6 +105,12 @@ char *smoe_arena_printf(smoe_arena *a, const char *fmt, ...)
  * underscores between digits ("10_000") are accepted. */
 int smoe_parse_i64(const char *s, int64_t *out);
 int smoe_parse_f64(const char *s, double *out);
+/* A byte count: a non-negative number (integer or decimal, underscores as
+ * above) and an optional binary unit K, M, G or T (powers of 1024), each
+ * also written KB or KiB (any case): "4096", "512M", "16GB", "1.5GiB".
+ * The result is rounded to whole bytes and must stay below 2^63. The one
+ * parser of every byte-count flag. Returns 0 on success, -1 otherwise. */
+int smoe_parse_bytes(const char *s, int64_t *out);
 /* Monotonic clock in seconds. */
 double smoe_now(void);
 /* The 1-based line:col of `at` inside `text` (which starts at line 1). */

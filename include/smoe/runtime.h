@@ -55,8 +55,9 @@ smoe_status smoe_rt_init(int *argc, char ***argv, smoe_rt **out,
 smoe_status smoe_rt_set_mesh(smoe_rt *rt, const smoe_mesh *mesh,
                              const smoe_rt_opts *opts, smoe_err *err);
 void smoe_rt_finalize(smoe_rt *rt);
-/* Abort every rank (MPI_Abort) after printing msg; never returns. */
-_Noreturn void smoe_rt_abort(smoe_rt *rt, int code, const char *msg);
+/* Abort every rank (MPI_Abort with exit status `code`) after printing msg;
+ * never returns. */
+_Noreturn void smoe_rt_abort(smoe_rt *rt, smoe_exit code, const char *msg);
 
 int smoe_rt_rank(const smoe_rt *rt);
 int smoe_rt_size(const smoe_rt *rt);

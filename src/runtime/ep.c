@@ -96,12 +96,12 @@ smoe_ep_comm smoe_rt_ep_comm(smoe_rt *rt)
             ep->self.size = 1;
             ep->comm = &ep->self;
         } else if (rt_comm_get(rt, &ax, RT_Q_COMM, &ep->comm, &err)) {
-            smoe_rt_abort(rt, 73, err.msg);
+            smoe_rt_abort(rt, SMOE_EXIT_COMM, err.msg);
         }
         int n = ep->comm->size;
         ep->sc = smoe_calloc((size_t)n * 4, sizeof(int));
         if (!ep->sc)
-            smoe_rt_abort(rt, 72, "out of memory");
+            smoe_rt_abort(rt, SMOE_EXIT_NOMEM, "out of memory");
         ep->sd = ep->sc + n;
         ep->rc = ep->sc + 2 * n;
         ep->rd = ep->sc + 3 * n;

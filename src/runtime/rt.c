@@ -34,18 +34,18 @@ static void abort_hook(const char *msg)
     rt_exit_deadline();
     fprintf(stderr, "smoe: rank %d: %s\n", g_rt ? g_rt->rank : -1, msg);
     fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 70);
+    MPI_Abort(MPI_COMM_WORLD, SMOE_EXIT_ASSERT);
     abort();
 }
 
-_Noreturn void smoe_rt_abort(smoe_rt *rt, int code, const char *msg)
+_Noreturn void smoe_rt_abort(smoe_rt *rt, smoe_exit code, const char *msg)
 {
     rt_watchdog_fini(); /* the launcher's SIGTERM that follows is no news */
     rt_exit_deadline();
     fprintf(stderr, "smoe: rank %d: %s\n", rt ? rt->rank : -1, msg);
     fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, code ? code : 1);
-    exit(code ? code : 1); /* not reached */
+    MPI_Abort(MPI_COMM_WORLD, code ? (int)code : SMOE_EXIT_FAIL);
+    exit(code ? (int)code : SMOE_EXIT_FAIL); /* not reached */
 }
 
 void rt_check(smoe_rt *rt, int rc, const char *what)
@@ -56,7 +56,7 @@ void rt_check(smoe_rt *rt, int rc, const char *what)
     int len = 0;
     MPI_Error_string(rc, es, &len);
     snprintf(msg, sizeof msg, "MPI error in %s during %s: %s", what, rt_phase(rt), es);
-    smoe_rt_abort(rt, 71, msg);
+    smoe_rt_abort(rt, SMOE_EXIT_MPI, msg);
 }
 
 smoe_status smoe_rt_init(int *argc, char ***argv, smoe_rt **out, smoe_err *err)

@@ -287,7 +287,7 @@ smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump, c
             all = smoe_malloc(sizeof *all * (size_t)(w->info.shard_numel * smoe_rt_size(rt)));
             full = smoe_malloc(sizeof *full * (size_t)total);
             if (!all || !full)
-                smoe_rt_abort(rt, 72, "out of memory gathering the parameters");
+                smoe_rt_abort(rt, SMOE_EXIT_NOMEM, "out of memory gathering the parameters");
         }
         for (int64_t l = 0; l < w->layers; l++) {
             smoe_rt_gather_bytes(rt, st->params + w->shard_off + l * w->info.shard_numel, all,
