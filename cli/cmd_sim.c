@@ -212,10 +212,10 @@ static void apply_profile(smoe_sim_model *m, double med[2][2], int n[2][2])
 static smoe_trace *new_trace(int pid, const char *name)
 {
     smoe_trace *t = smoe_trace_new(pid, 0);
-    if (!t || smoe_trace_process(t, name) || smoe_trace_lane(t, 0, "compute") ||
-        smoe_trace_lane(t, 1, "FSDP gathers") || smoe_trace_lane(t, 2, "all-to-all / reductions") ||
-        smoe_trace_lane(t, 3, "waits"))
+    if (!t)
         cli_usage_error(NULL, "out of memory for the timeline");
+    smoe_trace_process(t, name);
+    smoe_trace_lanes(t);
     return t;
 }
 
@@ -597,7 +597,8 @@ int cmd_sim(int argc, char **argv)
         int nt = 0;
         for (int i = 0; i < n; i++)
             if (traces[i]) {
-                frags[nt] = smoe_trace_fragment(traces[i], &lens[nt]);
+                if (smoe_trace_fragment(traces[i], &frags[nt], &lens[nt], &err))
+                    cli_die(&err);
                 nt++;
             }
         FILE *f = fopen(trace_path, "w");

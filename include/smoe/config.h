@@ -47,10 +47,12 @@ typedef struct smoe_node {
 
 /* Parse a YAML file (one document; a mapping or empty) into an arena.
  * Duplicate mapping keys are an error. Errors carry file:line:col. */
+SMOE_MUST_CHECK
 smoe_status smoe_yaml_load_file(smoe_arena *a, const char *path,
                                 smoe_node **out, smoe_err *err);
 /* Parse YAML text; `name` is used as the file in locations. An empty
  * document gives a plain empty scalar. */
+SMOE_MUST_CHECK
 smoe_status smoe_yaml_load_string(smoe_arena *a, const char *text,
                                   const char *name, smoe_node **out,
                                   smoe_err *err);
@@ -85,6 +87,7 @@ typedef struct smoe_config_opts {
 
 /* Assemble. On error *out is NULL and err names the file:line:col or the
  * argument. Not thread-safe (reads the environment). */
+SMOE_MUST_CHECK
 smoe_status smoe_config_load(const smoe_config_opts *opts, smoe_config **out,
                              smoe_err *err);
 void smoe_config_free(smoe_config *c);
@@ -93,12 +96,16 @@ void smoe_config_free(smoe_config *c);
 const smoe_node *smoe_config_get(const smoe_config *c, const char *key);
 /* Typed getters: SMOE_ENOTFOUND if the key is absent, SMOE_EINVAL with the
  * value's location if it has the wrong type. */
+SMOE_MUST_CHECK
 smoe_status smoe_config_int(const smoe_config *c, const char *key,
                             int64_t *out, smoe_err *err);
+SMOE_MUST_CHECK
 smoe_status smoe_config_float(const smoe_config *c, const char *key,
                               double *out, smoe_err *err);
+SMOE_MUST_CHECK
 smoe_status smoe_config_bool(const smoe_config *c, const char *key, int *out,
                              smoe_err *err);
+SMOE_MUST_CHECK
 smoe_status smoe_config_str(const smoe_config *c, const char *key,
                             const char **out, smoe_err *err);
 /* Keys of the merged configuration in their (deterministic) merge order:
@@ -119,6 +126,7 @@ const char *smoe_config_default_dir(void);
 /* Build the device mesh: axes from mesh_axes, sizes from ici_* (and dcn_*
  * when slices > 1) with one -1 filled. Errors: an axis MaxText does not
  * know (with the mesh_axes item's location), two -1, product != devices. */
+SMOE_MUST_CHECK
 smoe_status smoe_config_mesh(const smoe_config *c, int64_t devices,
                              int64_t slices, smoe_mesh *out, smoe_err *err);
 
@@ -134,6 +142,7 @@ typedef struct smoe_topology {
 } smoe_topology;
 /* Look a name up (exact match). SMOE_ENOTFOUND naming some known sizes of
  * the family otherwise. Thread-safe. */
+SMOE_MUST_CHECK
 smoe_status smoe_topology_find(const char *name, smoe_topology *out, smoe_err *err);
 
 /* ---- logical shardings file (--params): MaxText's logical_shardings.json */
@@ -147,6 +156,7 @@ typedef struct smoe_logical_entry {
 
 /* Read every entry in file order. A spec entry that is a list of names
  * (possible in Flax) is an error here: smoe resolves one name per dim. */
+SMOE_MUST_CHECK
 smoe_status smoe_params_load_json(smoe_arena *a, const char *path,
                                   smoe_logical_entry **out, int *n,
                                   smoe_err *err);
@@ -154,6 +164,7 @@ smoe_status smoe_params_load_json(smoe_arena *a, const char *path,
  * text ends at the first NUL byte, as a file's would); `name` stands for the
  * file in locations. Entries and strings live in the arena; `text` is only
  * read during the call. */
+SMOE_MUST_CHECK
 smoe_status smoe_params_load_json_text(smoe_arena *a, const char *name,
                                        const char *text, size_t len,
                                        smoe_logical_entry **out, int *n,
@@ -196,8 +207,10 @@ typedef struct smoe_hw {
 
 /* Read a profile file: name and kind strings, numbers each in its range
  * (README, "Hardware profiles"). Errors carry file:line:col. */
+SMOE_MUST_CHECK
 smoe_status smoe_hw_load(const char *path, smoe_hw *hw, smoe_err *err);
 /* The same from text; `name` is the file named in locations. */
+SMOE_MUST_CHECK
 smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, smoe_err *err);
 
 /* ---- simulation scenarios (configs/scenarios/NAME.yml) ---- */
@@ -246,8 +259,10 @@ typedef struct smoe_scenario {
 
 /* Read a scenario file into an arena (strings live there); every number
  * is range-checked with its file:line:col. */
+SMOE_MUST_CHECK
 smoe_status smoe_scenario_load(smoe_arena *a, const char *path, smoe_scenario *s,
                                smoe_err *err);
+SMOE_MUST_CHECK
 smoe_status smoe_scenario_load_text(smoe_arena *a, const char *text, const char *name,
                                     smoe_scenario *s, smoe_err *err);
 

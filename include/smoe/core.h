@@ -57,6 +57,14 @@ const char *smoe_status_name(smoe_status s);
 /* Format a location as "file:line:col" into buf. */
 const char *smoe_loc_format(smoe_loc loc, char *buf, size_t n);
 
+/* Every function whose status can report a failure is declared
+ * SMOE_MUST_CHECK: a caller that drops the status gets a warning (an error
+ * under -DSMOE_WERROR=ON; a (void) cast does not silence it). A call that
+ * cannot fail by construction says so with SMOE_ASSERT(call == SMOE_OK)
+ * and a comment. Functions that cannot fail, or that abort the job on
+ * failure (the runtime's collectives), return void instead. */
+#define SMOE_MUST_CHECK __attribute__((warn_unused_result))
+
 /* ---- process exit statuses: the one list. The CLI exits with them; the
  * runtime hands them to MPI_Abort (so mpirun returns them). ---- */
 typedef enum smoe_exit {
@@ -70,6 +78,18 @@ typedef enum smoe_exit {
     SMOE_EXIT_TIMEOUT = 75, /* a wait outlasted the communication timeout */
     SMOE_EXIT_TERM = 143    /* terminated by the launcher (128 + SIGTERM) */
 } smoe_exit;
+
+/* ---- trace lanes: the rows of a timeline, one list for the simulator's
+ * predicted traces and the runtime's measured ones ---- */
+typedef enum smoe_lane {
+    SMOE_LANE_COMPUTE = 0, /* kernels: layers, head, optimizer */
+    SMOE_LANE_GATHER = 1,  /* FSDP all-gathers, issue to completion */
+    SMOE_LANE_COMM = 2,    /* expert all-to-alls, gradient reductions */
+    SMOE_LANE_WAIT = 3,    /* exposed waits and un-prefetched gathers */
+    SMOE_LANES = 4
+} smoe_lane;
+/* A lane's row name in traces ("FSDP gathers"); NULL outside the list. */
+const char *smoe_lane_name(int lane);
 
 /* ---- allocation: every allocation of the library goes through here ---- */
 void *smoe_malloc(size_t n);
@@ -117,9 +137,11 @@ double smoe_now(void);
 smoe_loc smoe_text_loc(const char *file, const char *text, const char *at);
 /* Read a whole file into a NUL-terminated buffer (smoe_free); *len gets
  * its size (may be NULL). SMOE_EIO / SMOE_ENOTFOUND naming the path. */
+SMOE_MUST_CHECK
 smoe_status smoe_read_file(const char *path, char **out, size_t *len, smoe_err *err);
 /* The same, refusing (SMOE_EINVAL, naming the file) one longer than `max`
  * bytes without reading further: /dev/zero or a huge file fails fast. */
+SMOE_MUST_CHECK
 smoe_status smoe_read_file_max(const char *path, size_t max, char **out, size_t *len,
                                smoe_err *err);
 

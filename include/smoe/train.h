@@ -127,6 +127,7 @@ typedef struct smoe_train_key {
 const smoe_train_key *smoe_train_keys(int *n);
 /* Every key of the table that cfg sets, range-checked (SMOE_EINVAL naming
  * the key and its location): before anything is built from them. */
+SMOE_MUST_CHECK
 smoe_status smoe_train_check_keys(const smoe_config *cfg, smoe_err *err);
 
 /* Run the training on the rank set of rt (smoe_rt_set_mesh done with the
@@ -134,6 +135,7 @@ smoe_status smoe_train_check_keys(const smoe_config *cfg, smoe_err *err);
  * Errors (bad data file, unsupported config, memory over max_memory) are
  * agreed across ranks before any step, so every rank returns the same
  * status; rank 0's err carries the message. */
+SMOE_MUST_CHECK
 smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg,
                            const smoe_plan *plan, const smoe_train_opts *o,
                            smoe_train_result *res, smoe_err *err);
@@ -157,6 +159,7 @@ void smoe_train_summarize(const smoe_train_result *r, int mode, int64_t skip,
 
 /* The model configuration a smoe config describes (decoder_block deepseek,
  * MLA attention); SMOE_EINVAL with the key's location otherwise. */
+SMOE_MUST_CHECK
 smoe_status smoe_train_model_cfg(const smoe_config *cfg, const smoe_mesh *mesh,
                                  smoe_model_cfg *mc, smoe_err *err);
 
@@ -170,6 +173,7 @@ smoe_status smoe_train_model_cfg(const smoe_config *cfg, const smoe_mesh *mesh,
  * guided latency estimator measures op costs). Rank 0 writes the profile
  * (YAML, the keys of configs/hardware/ files) to `path`, or stdout when
  * NULL. Collective; the mesh of rt must not be set yet. */
+SMOE_MUST_CHECK
 smoe_status smoe_train_calibrate(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
                                  const char *path, smoe_err *err);
 

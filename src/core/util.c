@@ -97,6 +97,13 @@ int smoe_parse_bytes(const char *s, int64_t *out)
     return 0;
 }
 
+const char *smoe_lane_name(int lane)
+{
+    static const char *const names[SMOE_LANES] = { "compute", "FSDP gathers",
+                                                   "all-to-all / reductions", "waits" };
+    return lane >= 0 && lane < SMOE_LANES ? names[lane] : NULL;
+}
+
 double smoe_now(void)
 {
     struct timespec ts;

@@ -10,7 +10,7 @@
 
 typedef rt_ep ep_ctx;
 
-static void wait_flag(smoe_rt *rt, volatile int *flag)
+static void wait_flag(smoe_rt *rt, _Atomic int *flag)
 {
     smoe_rt_wait w = smoe_rt_wait_begin("the expert all-to-all");
     while (!*flag)
@@ -21,7 +21,7 @@ static smoe_status exchange_counts(void *ctx, const int64_t *send, int64_t *recv
 {
     ep_ctx *e = ctx;
     double t0 = smoe_now();
-    volatile int flag = 0;
+    _Atomic int flag = 0;
     rt_op *op = rt_op_new(e->rt);
     op->kind = OP_ALLTOALL_I64;
     op->comm = e->comm->comm;
@@ -55,7 +55,7 @@ static smoe_status alltoallv(void *ctx, const float *send, const int64_t *send_r
         so += s;
         ro += r;
     }
-    volatile int flag = 0;
+    _Atomic int flag = 0;
     rt_op *op = rt_op_new(e->rt);
     op->kind = OP_ALLTOALLV;
     op->comm = e->comm->comm;

@@ -137,7 +137,9 @@ static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, mm_args *wor
         smoe_gather_compute(&spec, shape, mesh, SMOE_MODE_COAXIS, 4, &plan);
         ag_args x;
         x.rt = rt;
-        if ((s = smoe_rt_wgather_new(rt, &plan, 0, "calibrate", &x.g, err)))
+        smoe_gather_exec ex;
+        if ((s = smoe_gather_exec_of(&plan, 0, "calibrate", &ex, err)) ||
+            (s = smoe_rt_wgather_new(rt, &ex, "calibrate", &x.g, err)))
             return s;
         x.shard = smoe_calloc((size_t)per, sizeof(float));
         x.buf = smoe_calloc((size_t)(per * size), sizeof(float));
@@ -203,7 +205,9 @@ static smoe_status calib_skew(smoe_rt *rt, const smoe_mesh *mesh, mm_args *work,
     x.buf = all;
     if (!all)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    if ((s = smoe_rt_wgather_new(rt, &plan, 0, "calibrate", &x.g, err)))
+    smoe_gather_exec ex;
+    if ((s = smoe_gather_exec_of(&plan, 0, "calibrate", &ex, err)) ||
+        (s = smoe_rt_wgather_new(rt, &ex, "calibrate", &x.g, err)))
         return s;
     double tight = timed(rt, run_ag, &x, 50, 4);
     double after = after_compute(rt, work, run_ag, &x, 16);

@@ -31,12 +31,14 @@ static double forward_flops_per_token(const smoe_model_cfg *m)
 static smoe_status write_trace(smoe_rt *rt, smoe_trace *t, const char *path, smoe_err *err)
 {
     size_t len = 0;
-    const char *frag = smoe_trace_fragment(t, &len);
+    const char *frag;
+    smoe_status s = smoe_trace_fragment(t, &frag, &len, err);
     int size = smoe_rt_size(rt);
     int64_t *lens = smoe_calloc((size_t)size, sizeof *lens);
     char *all = NULL;
-    smoe_status s = lens ? SMOE_OK : SMOE_ENOMEM;
-    s = smoe_rt_agree(rt, s);
+    if (!s && !lens)
+        s = smoe_err_set(err, SMOE_ENOMEM, "out of memory for the trace");
+    s = smoe_rt_agree_err(rt, s, err);
     if (!s)
         s = smoe_rt_gatherv_bytes(rt, frag, (int64_t)len, &all, lens);
     if (!s && smoe_rt_rank(rt) == 0) {
@@ -293,10 +295,7 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
             s = smoe_err_set(err, SMOE_ENOMEM, "out of memory for the trace");
             goto fail;
         }
-        smoe_trace_lane(trace, SMOE_LANE_COMPUTE, "compute");
-        smoe_trace_lane(trace, SMOE_LANE_GATHER, "FSDP gathers");
-        smoe_trace_lane(trace, SMOE_LANE_COMM, "all-to-all / reductions");
-        smoe_trace_lane(trace, SMOE_LANE_WAIT, "waits");
+        smoe_trace_lanes(trace);
     }
     s = tr_loop_new(rt, &mc, &hp, max_depth, model, &st, trace, &S, err);
     if ((s = smoe_rt_agree_err(rt, s, err)))
