@@ -36,6 +36,11 @@ SMOE_MUST_CHECK
 smoe_status tr_key_int(const smoe_config *c, const char *key, int64_t *out, smoe_err *err);
 SMOE_MUST_CHECK
 smoe_status tr_key_float(const smoe_config *c, const char *key, double *out, smoe_err *err);
+/* An integer key already read elsewhere (the model dimensions, read once by
+ * the plan: smoe_plan_dims) checked against smoe train's range: v is the
+ * value read; an absent key gets the config's own error. */
+SMOE_MUST_CHECK
+smoe_status tr_key_check_int(const smoe_config *c, const char *key, int64_t v, smoe_err *err);
 /* The refusal of `key` (its rule from the table), `got` the value as text. */
 SMOE_MUST_CHECK
 smoe_status tr_key_refuse(const smoe_config *c, const char *key, const char *got,
