@@ -20,6 +20,8 @@
 #ifndef SMOE_CONFIG_H
 #define SMOE_CONFIG_H
 
+#include <stdio.h>
+
 #include "smoe/core.h"
 #include "smoe/shard.h"
 
@@ -212,6 +214,17 @@ smoe_status smoe_hw_load(const char *path, smoe_hw *hw, smoe_err *err);
 /* The same from text; `name` is the file named in locations. */
 SMOE_MUST_CHECK
 smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, smoe_err *err);
+/* A comment written after a profile key (what was measured). */
+typedef struct smoe_hw_note {
+    const char *key, *text;
+} smoe_hw_note;
+/* Write hw as a profile file that smoe_hw_load reads back to the same
+ * values (6 significant digits): name, kind, every required key, and each
+ * optional key that is set (non-zero), in the loader's order, with the note
+ * of `notes` (an array ended by a NULL key; may be NULL) that names the key.
+ * The one schema is the loader's key table. SMOE_EIO when f has an error. */
+SMOE_MUST_CHECK
+smoe_status smoe_hw_write(FILE *f, const smoe_hw *hw, const smoe_hw_note *notes, smoe_err *err);
 
 /* ---- simulation scenarios (configs/scenarios/NAME.yml) ---- */
 #define SMOE_SCN_MAX_OVERRIDES 32
