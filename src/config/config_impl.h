@@ -34,7 +34,7 @@ struct smoe_config {
     cfg_map values;
     smoe_rules rules;
     const char *dir;          /* directory of the base file */
-    const char *files[16];    /* base chain, model, custom rule file */
+    const char *files[24];    /* base chain (up to 17 deep), model, custom rule file */
     int n_files;
 };
 
