@@ -33,6 +33,8 @@ expect "argument '--devices 6': cannot fill ici_fsdp_parallelism" plan --devices
 expect "argument '--model nope': unknown model 'nope'" plan --devices 4 --model nope
 expect "argument 'model_name=nope': unknown model 'nope'" plan --devices 4 model_name=nope
 expect "argument '--rules nope': unknown rule set 'nope'" plan --devices 4 --rules nope
+expect "$data/bad: is a directory, not a YAML file" plan --devices 4 --rules "$data/bad"
+expect "$data/bad: is a directory, not a YAML file" plan --devices 4 --base "$data/bad"
 expect "argument 'custom_mesh_and_rule=nope': unknown rule set" plan --devices 4 custom_mesh_and_rule=nope
 expect "dup_logical.json:6:[0-9]+: .*logical axis 'mlp' is used twice" plan --devices 4 --params "$data/bad/dup_logical.json"
 expect "broken.json:3:[0-9]+: malformed JSON" plan --devices 4 --params "$data/bad/broken.json"

@@ -8,8 +8,10 @@
  * walk over the tree is bounded too ("billion laughs"). */
 #include "config_impl.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <yaml.h>
 
 #define MAX_DEPTH 64
@@ -332,9 +334,12 @@ static smoe_status run(smoe_arena *a, const char *name, FILE *f,
 smoe_status smoe_yaml_load_file(smoe_arena *a, const char *path,
                                 smoe_node **out, smoe_err *err)
 {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) /* pipes stay allowed */
+        return smoe_err_in(err, SMOE_EINVAL, path, "is a directory, not a YAML file");
     FILE *f = fopen(path, "rb");
     if (!f)
-        return smoe_err_in(err, SMOE_ENOTFOUND, path, "cannot open file");
+        return smoe_err_in(err, SMOE_ENOTFOUND, path, "cannot open file: %s", strerror(errno));
     smoe_status s = run(a, path, f, NULL, out, err);
     fclose(f);
     return s;
