@@ -177,7 +177,8 @@ static smoe_status check_loss(const tr_hparams *hp, const smoe_train_step *rec, 
 static _Noreturn void step_failed(smoe_rt *rt, smoe_status s, const smoe_err *err)
 {
     char buf[1200];
-    smoe_rt_abort(rt, s == SMOE_ENOMEM ? SMOE_EXIT_NOMEM : SMOE_EXIT_COMM, smoe_err_format(err, buf, sizeof buf));
+    smoe_rt_abort(rt, s == SMOE_ENOMEM ? SMOE_EXIT_NOMEM : SMOE_EXIT_COMM,
+                  smoe_err_format(err, buf, sizeof buf));
 }
 
 static void summarize_run(smoe_rt *rt, const tr_store *st, const tr_state *S,
