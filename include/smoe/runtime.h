@@ -101,7 +101,9 @@ void smoe_rt_set_timeout(smoe_rt *rt, double seconds);
  * 3"); the text is copied. When another rank fails and the launcher
  * terminates this one, it prints this phase before exiting. */
 void smoe_rt_set_phase(smoe_rt *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Wait until every queued op has completed. */
+/* Wait until every queued op has completed. Returns SMOE_OK: a wait past
+ * the timeout aborts the job (the status stays for the step loop's caller,
+ * to become void with the loop's schedule executor). */
 SMOE_MUST_CHECK
 smoe_status smoe_rt_drain(smoe_rt *rt, smoe_err *err);
 
