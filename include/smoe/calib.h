@@ -24,6 +24,7 @@ extern "C" {
  * guided latency estimator measures op costs). Rank 0 writes the profile
  * (YAML, the keys of configs/hardware/ files) to `path`, or stdout when
  * NULL. Collective; the mesh of rt must not be set yet. */
+SMOE_MUST_CHECK
 smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
                                const char *path, smoe_err *err);
 

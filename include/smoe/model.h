@@ -143,12 +143,14 @@ typedef struct smoe_model smoe_model;
 
 /* Validate cfg and allocate the activation slab for one step (all layers'
  * saved activations). SMOE_EINVAL names the bad dimension. */
+SMOE_MUST_CHECK
 smoe_status smoe_model_new(const smoe_model_cfg *cfg, smoe_model **out,
                            smoe_err *err);
 void smoe_model_free(smoe_model *m);
 const smoe_model_cfg *smoe_model_config(const smoe_model *m);
 /* The bytes smoe_model_new(cfg) will allocate, without allocating them
  * (the same checks: SMOE_EINVAL for a config it refuses). */
+SMOE_MUST_CHECK
 smoe_status smoe_model_need_bytes(const struct smoe_model_cfg *cfg, int64_t *bytes,
                                   smoe_err *err);
 /* Bytes of activation memory: the slab, plus the MoE routed-row stores as
@@ -172,6 +174,7 @@ void smoe_model_embed_bwd(smoe_model *m, float *dembed, const int32_t *tokens,
                           const float *dx);
 
 /* Layer l forward: x (T, emb) in, out; saves what the backward needs. */
+SMOE_MUST_CHECK
 smoe_status smoe_model_layer_fwd(smoe_model *m, int l,
                                  const float *const w[SMOE_W_NSLOTS], float *x,
                                  smoe_ep_comm *comm, smoe_err *err);
@@ -179,6 +182,7 @@ smoe_status smoe_model_layer_fwd(smoe_model *m, int l,
  * its input); dw[slot] (same shapes as w, may be NULL for unused slots)
  * are ACCUMULATED into. Must follow the forward of the same step, layers
  * in reverse order. */
+SMOE_MUST_CHECK
 smoe_status smoe_model_layer_bwd(smoe_model *m, int l,
                                  const float *const w[SMOE_W_NSLOTS],
                                  float *const dw[SMOE_W_NSLOTS], float *dx,

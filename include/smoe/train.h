@@ -127,6 +127,7 @@ typedef struct smoe_train_key {
 const smoe_train_key *smoe_train_keys(int *n);
 /* Every key of the table that cfg sets, range-checked (SMOE_EINVAL naming
  * the key and its location): before anything is built from them. */
+SMOE_MUST_CHECK
 smoe_status smoe_train_check_keys(const smoe_config *cfg, smoe_err *err);
 
 /* Run the training on the rank set of rt (smoe_rt_set_mesh done with the
@@ -134,6 +135,7 @@ smoe_status smoe_train_check_keys(const smoe_config *cfg, smoe_err *err);
  * Errors (bad data file, unsupported config, memory over max_memory) are
  * agreed across ranks before any step, so every rank returns the same
  * status; rank 0's err carries the message. */
+SMOE_MUST_CHECK
 smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg,
                            const smoe_plan *plan, const smoe_train_opts *o,
                            smoe_train_result *res, smoe_err *err);
@@ -159,6 +161,7 @@ void smoe_train_result_free(smoe_train_result *r);
 typedef struct smoe_train_data smoe_train_data;
 /* Read the file whole; SMOE_EINVAL/SMOE_EIO naming it when it is not a
  * regular file or holds fewer than seq + 2 bytes. Not collective. */
+SMOE_MUST_CHECK
 smoe_status smoe_train_data_load(const char *path, int64_t seq, smoe_train_data **out,
                                  smoe_err *err);
 void smoe_train_data_free(smoe_train_data *d);
@@ -188,6 +191,7 @@ typedef struct smoe_trainer smoe_trainer;
  * plan and the strings of o must outlive the trainer. Errors are agreed:
  * every rank returns the same status, rank 0's err the failing rank's
  * message; *out is NULL on error. */
+SMOE_MUST_CHECK
 smoe_status smoe_trainer_new(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
                              const smoe_train_opts *o, const smoe_train_data *data,
                              smoe_trainer **out, smoe_err *err);
@@ -211,11 +215,13 @@ void smoe_trainer_set_mode(smoe_trainer *t, int prefetch_depth, int legacy);
  * inside the step is one rank's alone while its peers wait in a
  * collective: the job is ended (smoe_rt_abort, exit 72 out of memory,
  * 73 otherwise) with that rank's message. */
+SMOE_MUST_CHECK
 smoe_status smoe_trainer_step(smoe_trainer *t, const int32_t *tokens, const int32_t *targets,
                               smoe_train_step *rec, smoe_err *err);
 /* Save the state after the steps done into o->ckpt_dir (SMOE_EINVAL when
  * the trainer has none): step_NNNNNNNN/ and LATEST, pruned to the newest
  * o->ckpt_keep of this run; refuses non-finite parameters. */
+SMOE_MUST_CHECK
 smoe_status smoe_trainer_save(smoe_trainer *t, smoe_err *err);
 /* Resume from the checkpoint o->ckpt_dir's LATEST names (or the newest
  * complete one), re-cut for this mesh: parameters, AdamW moments and the
@@ -223,6 +229,7 @@ smoe_status smoe_trainer_save(smoe_trainer *t, smoe_err *err);
  * changes (the config keys that differ); leaves the trainer as it was and
  * res->resumed_from "" when the directory holds no checkpoint. Refuses
  * another model, data file or seed, and a checkpoint at or after o->steps. */
+SMOE_MUST_CHECK
 smoe_status smoe_trainer_load(smoe_trainer *t, smoe_train_result *res, smoe_err *err);
 /* The parameters in plan order: MaxText's path and global shape (the scan
  * dim of a stacked weight included), and this rank's shard of it (layers
@@ -242,13 +249,16 @@ const smoe_trainer_param *smoe_trainer_params(const smoe_trainer *t, int *n);
 int smoe_trainer_param_find(const smoe_trainer *t, const char *name);
 /* Parameter i whole, in MaxText's layout, into full (numel floats) on
  * rank 0 (full is not touched, may be NULL, on the other ranks). */
+SMOE_MUST_CHECK
 smoe_status smoe_trainer_gather(smoe_trainer *t, int i, float *full, smoe_err *err);
 /* SHA-256 of every parameter whole in plan order (what smoe train reports
  * as params_sha256), into hex on rank 0; with dump != NULL rank 0 also
  * writes them there (the --dump-params format). */
+SMOE_MUST_CHECK
 smoe_status smoe_trainer_digest(smoe_trainer *t, const char *dump, char hex[65], smoe_err *err);
 /* Write the trace recorded so far (o->trace_path set) to path: every
  * rank's spans, rank 0 writes. */
+SMOE_MUST_CHECK
 smoe_status smoe_trainer_write_trace(smoe_trainer *t, const char *path, smoe_err *err);
 
 /* Quartiles of one quantity over a set of steps. */
@@ -269,6 +279,7 @@ void smoe_train_summarize(const smoe_train_result *r, int mode, int64_t skip,
 
 /* The model configuration a smoe config describes (decoder_block deepseek,
  * MLA attention); SMOE_EINVAL with the key's location otherwise. */
+SMOE_MUST_CHECK
 smoe_status smoe_train_model_cfg(const smoe_config *cfg, const smoe_mesh *mesh,
                                  smoe_model_cfg *mc, smoe_err *err);
 

@@ -79,13 +79,13 @@ void smoe_rt_finalize(smoe_rt *rt)
     smoe_free(rt);
 }
 
-_Noreturn void smoe_rt_abort(smoe_rt *rt, int code, const char *msg)
+_Noreturn void smoe_rt_abort(smoe_rt *rt, smoe_exit code, const char *msg)
 {
     (void)rt;
     fprintf(stderr, "smoe: rank 0: %s\n", msg);
     fflush(stderr);
     fflush(stdout);
-    _exit(code ? code : 1);
+    _exit(code ? (int)code : 1);
 }
 
 int smoe_rt_rank(const smoe_rt *rt) { (void)rt; return 0; }
@@ -112,7 +112,7 @@ void smoe_rt_wait_step(smoe_rt *rt, smoe_rt_wait *w)
         char msg[512];
         snprintf(msg, sizeof msg, "waited %.0f s for %s during %s, which nothing on one rank "
                  "can complete", rt->timeout, w->what, rt->phase);
-        smoe_rt_abort(rt, 70, msg);
+        smoe_rt_abort(rt, SMOE_EXIT_TIMEOUT, msg);
     }
 }
 
@@ -134,33 +134,25 @@ smoe_status smoe_rt_drain(smoe_rt *rt, smoe_err *err)
 }
 
 /* ---- collectives over a world of one ---- */
-smoe_status smoe_rt_allreduce_sum_f64(smoe_rt *rt, double *v, int n)
+void smoe_rt_allreduce_sum_f64(smoe_rt *rt, double *v, int n)
 {
     (void)rt, (void)v, (void)n;
-    return SMOE_OK;
 }
-smoe_status smoe_rt_allreduce_max_f64(smoe_rt *rt, double *v, int n)
+void smoe_rt_allreduce_max_f64(smoe_rt *rt, double *v, int n)
 {
     (void)rt, (void)v, (void)n;
-    return SMOE_OK;
 }
-smoe_status smoe_rt_allreduce_max_i64(smoe_rt *rt, int64_t *v, int n)
+void smoe_rt_allreduce_max_i64(smoe_rt *rt, int64_t *v, int n)
 {
     (void)rt, (void)v, (void)n;
-    return SMOE_OK;
 }
-smoe_status smoe_rt_barrier(smoe_rt *rt)
-{
-    (void)rt;
-    return SMOE_OK;
-}
+void smoe_rt_barrier(smoe_rt *rt) { (void)rt; }
 
-smoe_status smoe_rt_gather_bytes(smoe_rt *rt, const void *send, void *recv, int64_t n)
+void smoe_rt_gather_bytes(smoe_rt *rt, const void *send, void *recv, int64_t n)
 {
     (void)rt;
     if (n > 0 && send != recv)
         memmove(recv, send, (size_t)n);
-    return SMOE_OK;
 }
 
 smoe_status smoe_rt_gatherv_bytes(smoe_rt *rt, const void *send, int64_t n, char **out,
@@ -176,10 +168,9 @@ smoe_status smoe_rt_gatherv_bytes(smoe_rt *rt, const void *send, int64_t n, char
     return SMOE_OK;
 }
 
-smoe_status smoe_rt_bcast_bytes(smoe_rt *rt, void *buf, int64_t n)
+void smoe_rt_bcast_bytes(smoe_rt *rt, void *buf, int64_t n)
 {
     (void)rt, (void)buf, (void)n;
-    return SMOE_OK;
 }
 
 smoe_status smoe_rt_agree(smoe_rt *rt, smoe_status local)
@@ -204,10 +195,9 @@ smoe_status smoe_rt_check_same(smoe_rt *rt, int n, const char *const names[],
 smoe_rt_opts smoe_rt_get_opts(const smoe_rt *rt) { return rt->opts; }
 
 /* ---- FSDP weight gathers: the shard is the whole weight ---- */
-smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather *plan, int keep_expert,
-                                const char *name, smoe_wgather **out, smoe_err *err)
+smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *plan, const char *name,
+                                smoe_wgather **out, smoe_err *err)
 {
-    (void)keep_expert;
     smoe_wgather *g = smoe_calloc(1, sizeof *g);
     if (!g)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
@@ -233,34 +223,26 @@ void smoe_rt_wgather_info(const smoe_wgather *g, smoe_wgather_info *info)
     info->rank = g->rank;
 }
 
-smoe_status smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard, float *buf,
-                                  smoe_rt_ticket *t)
+void smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard, float *buf,
+                           smoe_rt_ticket *t)
 {
     (void)rt;
     if (buf != shard)
         memcpy(buf, shard, sizeof *buf * (size_t)g->numel);
     t->pending = 0;
     t->res_pending = 0;
-    return SMOE_OK;
 }
 
-smoe_status smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_rt_ticket *t,
-                                 double *wait_s, smoe_err *err)
+void smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_rt_ticket *t,
+                          double *wait_s, smoe_err *err)
 {
     (void)rt, (void)g, (void)buf, (void)t, (void)err;
     if (wait_s)
         *wait_s = 0;
-    return SMOE_OK;
 }
 
-int smoe_rt_wgather_ready(smoe_rt *rt, const smoe_rt_ticket *t)
-{
-    (void)rt, (void)t;
-    return 1;
-}
-
-smoe_status smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *scratch,
-                                   float *shard_grad, volatile int *done, int *used_scratch)
+void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *scratch,
+                            float *shard_grad, _Atomic int *done, int *used_scratch)
 {
     (void)rt, (void)scratch;
     if (shard_grad != full)
@@ -269,7 +251,6 @@ smoe_status smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, fl
         *used_scratch = 0;
     if (done)
         *done = 1;
-    return SMOE_OK;
 }
 
 int smoe_rt_wgather_needs_pack(const smoe_wgather *g)

@@ -36,7 +36,7 @@ typedef struct tr_slot {
     int64_t bytes;                       /* bytes in use */
     int rs_pending;                      /* gradient reductions in flight */
     smoe_rt_ticket tickets[MAX_LAYER_WEIGHTS]; /* the unit's gathers in flight */
-    volatile int flags[MAX_LAYER_WEIGHTS];
+    _Atomic int flags[MAX_LAYER_WEIGHTS];
     int nflags;
 } tr_slot;
 
@@ -60,7 +60,7 @@ struct tr_state {
     int phase;                           /* 0 forward, 1 backward */
     int64_t cur_bytes, peak_bytes, peak_fwd, peak_bwd;
     float *top_w, *top_dw;               /* (top_floats) top-level gathered / grads */
-    volatile int top_flags[SMOE_T_NSLOTS];
+    _Atomic int top_flags[SMOE_T_NSLOTS];
     smoe_rt_ticket top_tickets[SMOE_T_NSLOTS];
     float *x, *dx;                       /* (T, emb) residual stream and its grad */
     int32_t *tokens, *targets;           /* (T) */

@@ -104,10 +104,13 @@ smoe_status tr_store_build(smoe_rt *rt, const smoe_plan *plan, const smoe_model_
         int routed = !w->top && (w->slot == SMOE_W_EXP_WI0 || w->slot == SMOE_W_EXP_WI1 ||
                                  w->slot == SMOE_W_EXP_WO);
         /* the gathers of each plan the run uses (same shard, same buffer) */
-        for (int k = 0; k < 2; k++)
-            if (plans[k] && (s = smoe_rt_wgather_new(rt, k ? &pw->legacy : &pw->gather, routed,
-                                                     name, &w->wg[k], err)))
+        for (int k = 0; k < 2; k++) {
+            smoe_gather_exec x;
+            if (plans[k] && ((s = smoe_gather_exec_of(k ? &pw->legacy : &pw->gather, routed, name,
+                                                      &x, err)) ||
+                             (s = smoe_rt_wgather_new(rt, &x, name, &w->wg[k], err))))
                 return s;
+        }
         smoe_rt_wgather_info(w->wg[plans[0] ? 0 : 1], &w->info);
         int64_t want = w->top ? smoe_tslot_numel(mc, (smoe_tslot)w->slot)
                               : smoe_wslot_numel(mc, (smoe_wslot)w->slot);
@@ -194,8 +197,9 @@ void tr_store_init_params(smoe_rt *rt, tr_store *st, uint64_t seed)
     for (int i = 0; i < st->n; i++) {
         tr_weight *w = &st->w[i];
         int64_t loc[SMOE_MAX_RANK], off[SMOE_MAX_RANK];
-        smoe_layout_local(&w->lspec, w->lshape, smoe_rt_mesh(rt), smoe_rt_coords(rt), loc, off,
-                          NULL);
+        /* an invariant: tr_store_build checked that every dim divides */
+        SMOE_ASSERT(smoe_layout_local(&w->lspec, w->lshape, smoe_rt_mesh(rt), smoe_rt_coords(rt),
+                                      loc, off, NULL) == SMOE_OK);
         /* the key depends on (seed, parameter index, layer) only */
         for (int64_t l = 0; l < w->layers; l++) {
             uint64_t key = tr_mix(tr_mix(seed, (uint64_t)i), (uint64_t)l);
@@ -215,7 +219,7 @@ static void place_layer(smoe_rt *rt, const tr_weight *w, int64_t l, const float 
         int64_t c[SMOE_MAX_AXES], loc[SMOE_MAX_RANK], off[SMOE_MAX_RANK];
         int64_t gl[SMOE_MAX_RANK], go[SMOE_MAX_RANK];
         smoe_mesh_coords(m, q, c);
-        smoe_layout_local(&w->lspec, w->lshape, m, c, loc, off, NULL);
+        SMOE_ASSERT(smoe_layout_local(&w->lspec, w->lshape, m, c, loc, off, NULL) == SMOE_OK);
         int r = 0;
         for (int d = 0; d < pw->rank; d++) {
             if (d == pw->scan_axis) {
@@ -318,7 +322,7 @@ smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump, c
             all = smoe_malloc(sizeof *all * (size_t)(w->info.shard_numel * smoe_rt_size(rt)));
             full = smoe_malloc(sizeof *full * (size_t)total);
             if (!all || !full)
-                smoe_rt_abort(rt, 72, "out of memory gathering the parameters");
+                smoe_rt_abort(rt, SMOE_EXIT_NOMEM, "out of memory gathering the parameters");
         }
         gather_weight(rt, st, w, all, full);
         if (root) {

@@ -151,10 +151,7 @@ static smoe_status new_trace(smoe_trainer *t, smoe_err *err)
     t->trace = smoe_trace_new(smoe_rt_rank(t->rt), smoe_now());
     if (!t->trace)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory for the trace");
-    smoe_trace_lane(t->trace, SMOE_LANE_COMPUTE, "compute");
-    smoe_trace_lane(t->trace, SMOE_LANE_GATHER, "FSDP gathers");
-    smoe_trace_lane(t->trace, SMOE_LANE_COMM, "all-to-all / reductions");
-    smoe_trace_lane(t->trace, SMOE_LANE_WAIT, "waits");
+    smoe_trace_lanes(t->trace);
     return SMOE_OK;
 }
 
@@ -298,7 +295,8 @@ static smoe_status check_loss(const tr_hparams *hp, const smoe_train_step *rec, 
 static _Noreturn void step_failed(smoe_rt *rt, smoe_status s, const smoe_err *err)
 {
     char buf[1200];
-    smoe_rt_abort(rt, s == SMOE_ENOMEM ? 72 : 73, smoe_err_format(err, buf, sizeof buf));
+    smoe_rt_abort(rt, s == SMOE_ENOMEM ? SMOE_EXIT_NOMEM : SMOE_EXIT_COMM,
+                  smoe_err_format(err, buf, sizeof buf));
 }
 
 smoe_status smoe_trainer_step(smoe_trainer *t, const int32_t *tokens, const int32_t *targets,
@@ -380,12 +378,14 @@ smoe_status smoe_trainer_write_trace(smoe_trainer *t, const char *path, smoe_err
     if (!t->trace)
         return smoe_err_set(err, SMOE_EINVAL, "the trainer records no trace (no trace_path)");
     size_t len = 0;
-    const char *frag = smoe_trace_fragment(t->trace, &len);
+    const char *frag;
+    smoe_status s = smoe_trace_fragment(t->trace, &frag, &len, err);
     int size = smoe_rt_size(rt);
     int64_t *lens = smoe_calloc((size_t)size, sizeof *lens);
     char *all = NULL;
-    smoe_status s = lens ? SMOE_OK : SMOE_ENOMEM;
-    s = smoe_rt_agree(rt, s);
+    if (!s && !lens)
+        s = smoe_err_set(err, SMOE_ENOMEM, "out of memory for the trace");
+    s = smoe_rt_agree_err(rt, s, err);
     if (!s)
         s = smoe_rt_gatherv_bytes(rt, frag, (int64_t)len, &all, lens);
     if (!s && smoe_rt_rank(rt) == 0) {
