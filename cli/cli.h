@@ -1,6 +1,7 @@
 /* smoe command-line interface: shared helpers of the subcommands. The CLI
  * is the only code that calls exit(); errors print one line
- * "smoe: <where>: <message>" and exit with status 2 (bad input) or 1. */
+ * "smoe: <where>: <message>" and exit with status SMOE_EXIT_USAGE (bad
+ * input) or SMOE_EXIT_FAIL (smoe_exit in core.h lists every status). */
 #ifndef SMOE_CLI_H
 #define SMOE_CLI_H
 
@@ -10,8 +11,6 @@
 
 #include <getopt.h>
 #include <stdio.h>
-
-#define SMOE_EXIT_USAGE 2
 
 /* Options shared by plan, sim and train. */
 typedef struct cli_common {
@@ -59,8 +58,11 @@ void cli_check_stdout(void);
 /* Strict integer option value in [lo, hi]; dies naming the option. */
 int64_t cli_int(const char *opt, const char *val, int64_t lo, int64_t hi);
 double cli_float(const char *opt, const char *val, double lo, double hi);
-/* Byte counts: integers with an optional K/M/G/T (binary) suffix. */
+/* Byte counts (smoe_parse_bytes: 4096, 512M, 16GB, 1.5GiB), exiting with a
+ * usage error naming the argument otherwise. */
 int64_t cli_bytes(const char *opt, const char *val);
+/* What every byte-count flag says when its value does not parse. */
+#define CLI_BYTES_EXPECTED "expected a byte count such as 4096, 512M, 16GB or 1.5GiB"
 /* Format a byte count as "1.5 GiB". */
 const char *cli_fmt_bytes(double b, char *buf, size_t n);
 
@@ -118,8 +120,6 @@ smoe_status cli_schedule_read(const char *path, struct smoe_schedule **out, smoe
 /* Close a file just written (bad: a write failed, errno set by it); on any
  * failure one line naming `where` (with errno's text) and exit. */
 void cli_close_written(FILE *f, int bad, const char *where);
-/* A byte count such as 4096, 512M, 16G or 16GB: 0, or -1 when malformed. */
-int cli_parse_bytes(const char *val, int64_t *out);
 /* JSON output of smoe sim (sim_json.c). */
 struct smoe_sim_shape;
 void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw,

@@ -200,7 +200,7 @@ int cmd_plan(int argc, char **argv)
         case OPT_WHY: why = 1; break;
         case OPT_TOPOLOGY: topology = optarg; break;
         case 'h':
-        case OPT_HELP: usage(stdout); return 0;
+        case OPT_HELP: usage(stdout); return SMOE_EXIT_OK;
         default: {
             char where[256];
             snprintf(where, sizeof where, "argument '%s'", argv[optind - 1]);
@@ -250,5 +250,5 @@ int cmd_plan(int argc, char **argv)
     }
     smoe_plan_free(p);
     smoe_config_free(cfg);
-    return 0;
+    return SMOE_EXIT_OK;
 }

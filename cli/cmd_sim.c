@@ -5,6 +5,7 @@
  * hardware profile; with a scenario, side by side with reported figures.
  * --calibrate (under mpirun) measures a cpu-mpi profile instead. */
 #include "cli.h"
+#include "smoe/calib.h"
 #include "smoe/runtime.h"
 #include "smoe/sched.h"
 #include "smoe/train.h"
@@ -218,10 +219,10 @@ static void apply_profile(smoe_sim_model *m, double med[2][2], int n[2][2])
 static smoe_trace *new_trace(int pid, const char *name)
 {
     smoe_trace *t = smoe_trace_new(pid, 0);
-    if (!t || smoe_trace_process(t, name) || smoe_trace_lane(t, 0, "compute") ||
-        smoe_trace_lane(t, 1, "FSDP gathers") || smoe_trace_lane(t, 2, "all-to-all / reductions") ||
-        smoe_trace_lane(t, 3, "waits"))
+    if (!t)
         cli_usage_error(NULL, "out of memory for the timeline");
+    smoe_trace_process(t, name);
+    smoe_trace_lanes(t);
     return t;
 }
 
@@ -269,7 +270,7 @@ static int calibrate(int argc, char **argv, cli_common *c, const char *out)
     smoe_err err;
     if (smoe_rt_init(&argc, &argv, &rt, &err)) {
         fprintf(stderr, "smoe: %s\n", err.msg);
-        return 1;
+        return SMOE_EXIT_FAIL;
     }
     int root = smoe_rt_rank(rt) == 0;
     char base[4200];
@@ -296,7 +297,7 @@ static int calibrate(int argc, char **argv, cli_common *c, const char *out)
     if (!s)
         s = smoe_plan_build(cfg, &po, &plan, &err);
     if (!s)
-        s = smoe_train_calibrate(rt, cfg, plan, out, &err);
+        s = smoe_calib_measure(rt, cfg, plan, out, &err);
     smoe_plan_free(plan);
     smoe_config_free(cfg);
     smoe_rt_finalize(rt);
@@ -305,7 +306,7 @@ static int calibrate(int argc, char **argv, cli_common *c, const char *out)
             cli_die(&err);
         return SMOE_EXIT_USAGE;
     }
-    return 0;
+    return SMOE_EXIT_OK;
 }
 
 /* --schedule-out: the budgeted plan (with --hbm-budget) or the uniform
@@ -391,7 +392,7 @@ int cmd_sim(int argc, char **argv)
         case OPT_SCHED_OUT: sched_out = optarg; break;
         case OPT_WHOLE: whole = 1; break;
         case 'h':
-        case OPT_HELP: usage(stdout); return 0;
+        case OPT_HELP: usage(stdout); return SMOE_EXIT_OK;
         default:
             cli_usage_error(where, optopt ? "missing value or unknown option"
                                           : "unknown option (see 'smoe sim --help')");
@@ -639,7 +640,8 @@ int cmd_sim(int argc, char **argv)
         int nt = 0;
         for (int i = 0; i < n; i++)
             if (traces[i]) {
-                frags[nt] = smoe_trace_fragment(traces[i], &lens[nt]);
+                if (smoe_trace_fragment(traces[i], &frags[nt], &lens[nt], &err))
+                    cli_die(&err);
                 nt++;
             }
         FILE *f = fopen(trace_path, "w");
@@ -663,5 +665,5 @@ int cmd_sim(int argc, char **argv)
     smoe_plan_free(plan);
     smoe_arena_free(arena);
     free(scn_over);
-    return 0;
+    return SMOE_EXIT_OK;
 }

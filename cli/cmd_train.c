@@ -111,7 +111,7 @@ static _Noreturn void fail(smoe_rt *rt, const smoe_err *err)
     int code = err->code == SMOE_EINVAL || err->code == SMOE_ENOTFOUND ||
                        err->code == SMOE_ENOMEM
                    ? SMOE_EXIT_USAGE
-                   : 1;
+                   : SMOE_EXIT_FAIL;
     smoe_rt_finalize(rt);
     exit(code);
 }
@@ -193,7 +193,7 @@ int cmd_train(int argc, char **argv)
     smoe_err err;
     if (smoe_rt_init(&argc, &argv, &rt, &err)) {
         fprintf(stderr, "smoe: %s\n", err.msg);
-        return 1;
+        return SMOE_EXIT_FAIL;
     }
     int root = smoe_rt_rank(rt) == 0;
     cli_common c;
@@ -251,22 +251,11 @@ int cmd_train(int argc, char **argv)
             break;
         case OPT_SHARED: ro.shared_queue = 1; break;
         case OPT_PTHREAD: ro.progress_thread = 1; break;
-        case OPT_MAXMEM: {
-            char num[64];
-            size_t n = strlen(optarg);
-            int64_t mult = 1;
-            snprintf(num, sizeof num, "%s", optarg);
-            if (n && strchr("KkMmGgTt", num[n - 1])) {
-                mult = strchr("Kk", num[n - 1]) ? 1LL << 10 : strchr("Mm", num[n - 1]) ? 1LL << 20
-                       : strchr("Gg", num[n - 1]) ? 1LL << 30 : 1LL << 40;
-                num[n - 1] = 0;
-            }
-            if (smoe_parse_i64(num, &v) || v < 1 || v > (INT64_MAX >> 41))
-                fail_arg(rt, where, "expected a byte count such as 4096, 512M or 16G");
-            o.max_memory = v * mult;
+        case OPT_MAXMEM:
+            if (smoe_parse_bytes(optarg, &o.max_memory) || o.max_memory < 1)
+                fail_arg(rt, where, CLI_BYTES_EXPECTED);
             maxmem_arg = optarg;
             break;
-        }
         case OPT_TIMEOUT: {
             double t;
             if (smoe_parse_f64(optarg, &t) || !(t >= 0) || t > 1e6)
@@ -293,8 +282,8 @@ int cmd_train(int argc, char **argv)
         case OPT_SCHEDULE: sched_path = optarg; break;
         case OPT_HARDWARE: hw_arg = optarg; break;
         case OPT_HBM_BUDGET:
-            if (cli_parse_bytes(optarg, &v) || v < 1)
-                fail_arg(rt, where, "expected a byte count such as 4096, 512M or 16G");
+            if (smoe_parse_bytes(optarg, &v) || v < 1)
+                fail_arg(rt, where, CLI_BYTES_EXPECTED);
             o.hbm_budget = v;
             break;
         case OPT_TRACE: o.trace_path = optarg; break;
@@ -306,13 +295,13 @@ int cmd_train(int argc, char **argv)
             if (root)
                 list_keys(stdout);
             smoe_rt_finalize(rt);
-            return 0;
+            return SMOE_EXIT_OK;
         case 'h':
         case OPT_HELP:
             if (root)
                 usage(stdout);
             smoe_rt_finalize(rt);
-            return 0;
+            return SMOE_EXIT_OK;
         default:
             if (cli_common_opt(&c, opt, optarg))
                 break;
@@ -451,5 +440,5 @@ int cmd_train(int argc, char **argv)
     smoe_plan_free(plan);
     smoe_config_free(cfg);
     smoe_rt_finalize(rt);
-    return 0;
+    return SMOE_EXIT_OK;
 }

@@ -12,7 +12,7 @@ _Noreturn void cli_die(const smoe_err *err)
 {
     char buf[1200];
     fprintf(stderr, "smoe: %s\n", smoe_err_format(err, buf, sizeof buf));
-    exit(err->code == SMOE_EINVAL || err->code == SMOE_ENOTFOUND ? SMOE_EXIT_USAGE : 1);
+    exit(err->code == SMOE_EINVAL || err->code == SMOE_ENOTFOUND ? SMOE_EXIT_USAGE : SMOE_EXIT_FAIL);
 }
 
 _Noreturn void cli_usage_error(const char *where, const char *fmt, ...)
@@ -31,7 +31,7 @@ _Noreturn void cli_usage_error(const char *where, const char *fmt, ...)
 _Noreturn void cli_io_error(const char *where, const char *what)
 {
     fprintf(stderr, "smoe: %s: %s: %s\n", where, what, strerror(errno ? errno : EIO));
-    exit(1);
+    exit(SMOE_EXIT_FAIL);
 }
 
 void *cli_alloc(size_t n)
@@ -39,7 +39,7 @@ void *cli_alloc(size_t n)
     void *p = malloc(n ? n : 1);
     if (!p) {
         fprintf(stderr, "smoe: out of memory (%zu bytes for the command line)\n", n);
-        exit(1);
+        exit(SMOE_EXIT_FAIL);
     }
     return p;
 }
@@ -52,7 +52,7 @@ void cli_check_stdout(void)
             cli_io_error("standard output", "write error");
         /* an earlier buffered write failed; its errno is gone */
         fprintf(stderr, "smoe: standard output: write error (the output is incomplete)\n");
-        exit(1);
+        exit(SMOE_EXIT_FAIL);
     }
 }
 
@@ -81,38 +81,13 @@ double cli_float(const char *opt, const char *val, double lo, double hi)
     return v;
 }
 
-int cli_parse_bytes(const char *val, int64_t *out)
-{
-    char num[64];
-    size_t n = val ? strlen(val) : 0;
-    if (n == 0 || n >= sizeof num)
-        return -1;
-    memcpy(num, val, n + 1);
-    int64_t mult = 1;
-    char *last = &num[n - 1];
-    if (*last == 'B' && n > 1 && strchr("KMGTkmgt", last[-1])) /* "16GB" */
-        *last-- = 0;
-    switch (*last) {
-    case 'K': case 'k': mult = 1LL << 10; *last = 0; break;
-    case 'M': case 'm': mult = 1LL << 20; *last = 0; break;
-    case 'G': case 'g': mult = 1LL << 30; *last = 0; break;
-    case 'T': case 't': mult = 1LL << 40; *last = 0; break;
-    default: break;
-    }
-    double v;
-    if (smoe_parse_f64(num, &v) || v < 0 || v * (double)mult > 9.0e18)
-        return -1;
-    *out = (int64_t)llround(v * (double)mult);
-    return 0;
-}
-
 int64_t cli_bytes(const char *opt, const char *val)
 {
     char where[256];
-    int64_t v;
     snprintf(where, sizeof where, "argument '%s %s'", opt, val ? val : "");
-    if (cli_parse_bytes(val, &v))
-        cli_usage_error(where, "expected a byte count such as 4096, 512M or 16G");
+    int64_t v;
+    if (smoe_parse_bytes(val, &v))
+        cli_usage_error(where, "%s", CLI_BYTES_EXPECTED);
     return v;
 }
 

@@ -25,7 +25,7 @@ void cli_json_print(FILE *f, struct cJSON *root)
     cJSON_Delete(root);
     if (!text) {
         fprintf(stderr, "smoe: out of memory formatting the JSON output\n");
-        exit(1);
+        exit(SMOE_EXIT_FAIL);
     }
     fputs(text, f);
     fputc('\n', f);

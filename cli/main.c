@@ -49,11 +49,11 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
-        return done(0);
+        return done(SMOE_EXIT_OK);
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
         printf("smoe %s\n", SMOE_VERSION);
-        return done(0);
+        return done(SMOE_EXIT_OK);
     }
     fprintf(stderr, "smoe: argument '%s': unknown command (see 'smoe --help')\n", cmd);
     return SMOE_EXIT_USAGE;

@@ -63,17 +63,15 @@ int cli_read_trace(const char *trace_path, smoe_trace **t, int max)
                 continue;
             if (strcmp(name->valuestring, "process_name") == 0)
                 smoe_trace_process(t[r], an->valuestring);
-            else if (strcmp(name->valuestring, "thread_name") == 0 &&
-                     smoe_trace_lane(t[r], lane, an->valuestring))
-                cli_usage_error(NULL, "out of memory for the timeline");
+            else if (strcmp(name->valuestring, "thread_name") == 0)
+                smoe_trace_lane(t[r], lane, an->valuestring);
         } else if (strcmp(ph->valuestring, "X") == 0) {
             const cJSON *ts = cJSON_GetObjectItemCaseSensitive(e, "ts");
             const cJSON *dur = cJSON_GetObjectItemCaseSensitive(e, "dur");
             if (!cJSON_IsNumber(ts) || !cJSON_IsNumber(dur))
                 continue;
             double t0 = ts->valuedouble * 1e-6;
-            if (smoe_trace_span(t[r], lane, name->valuestring, t0, t0 + dur->valuedouble * 1e-6))
-                cli_usage_error(NULL, "out of memory for the timeline");
+            smoe_trace_span(t[r], lane, name->valuestring, t0, t0 + dur->valuedouble * 1e-6);
         }
     }
     cJSON_Delete(root);

@@ -8,6 +8,7 @@
 #include "check.h"
 #include "spec_text.h"
 #include "smoe/runtime.h"
+#include "smoe/plan.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,10 @@ static void run_case(const smoe_mesh *m, const wcase *wc, int legacy)
     int keep = keeps_expert(&spec, m);
     smoe_wgather *w = NULL;
     smoe_err err;
-    smoe_status s = smoe_rt_wgather_new(rt, &g, keep, what, &w, &err);
+    smoe_gather_exec x;
+    smoe_status s = smoe_gather_exec_of(&g, keep, what, &x, &err);
+    if (!s)
+        s = smoe_rt_wgather_new(rt, &x, what, &w, &err);
     CHECKF(s == SMOE_OK, "%s: %s", what, err.msg);
     if (s)
         return;
@@ -71,7 +75,7 @@ static void run_case(const smoe_mesh *m, const wcase *wc, int legacy)
         kept.dim[0].ax[0] = "expert";
     }
     int64_t bl[SMOE_MAX_RANK], bo[SMOE_MAX_RANK];
-    smoe_layout_local(&kept, wc->shape, m, smoe_rt_coords(rt), bl, bo, NULL);
+    CHECK(smoe_layout_local(&kept, wc->shape, m, smoe_rt_coords(rt), bl, bo, NULL) == SMOE_OK);
     CHECK_INT(numel(bl, wc->rank), info.gathered_numel);
     float *want = malloc(sizeof *want * (size_t)info.gathered_numel);
     smoe_layout_copy(wc->rank, wc->shape, bl, bo, 4, G, want, 0);
@@ -96,7 +100,7 @@ static void run_case(const smoe_mesh *m, const wcase *wc, int legacy)
     float *gs = malloc(sizeof *gs * (size_t)info.shard_numel);
     for (int64_t i = 0; i < info.gathered_numel; i++)
         full[i] = want[i] * (float)(me + 1);
-    volatile int done = 0;
+    _Atomic int done = 0;
     smoe_rt_wgather_reduce(rt, w, full, scratch, gs, &done, NULL);
     while (!done)
         smoe_rt_progress(rt);

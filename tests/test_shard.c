@@ -119,8 +119,35 @@ static void test_layout(void)
     CHECK(smoe_layout_local(&specs[0], bad, &m, c, loc, off, &e) == SMOE_EINVAL);
 }
 
+/* smoe_parse_bytes: the byte-count parser of every flag (train
+ * --max-memory, sim --hbm-budget); values by hand from the unit table. */
+static void test_bytes(void)
+{
+    static const struct { const char *s; int64_t v; } ok[] = {
+        { "0", 0 }, { "4096", 4096 }, { "4096B", 4096 }, { "512M", 512LL << 20 },
+        { "512m", 512LL << 20 }, { "16G", 16LL << 30 }, { "16GB", 16LL << 30 },
+        { "16GiB", 16LL << 30 }, { "16gib", 16LL << 30 }, { "1.5GiB", 3LL << 29 },
+        { "2K", 2048 }, { "2KB", 2048 }, { "1T", 1LL << 40 }, { "10_000", 10000 },
+        { "0.5K", 512 },
+    };
+    static const char *const bad[] = { "", "G", "GB", "iB", "16iB", "-1", "1Q", "16 G",
+                                       "nan", "1e30", "16GG", "0x10", "8E" };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        int64_t v = -1;
+        CHECKF(smoe_parse_bytes(ok[i].s, &v) == 0 && v == ok[i].v, "'%s' -> %lld, want %lld",
+               ok[i].s, (long long)v, (long long)ok[i].v);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int64_t v = 0;
+        CHECKF(smoe_parse_bytes(bad[i], &v) != 0, "'%s' accepted as %lld", bad[i], (long long)v);
+    }
+    int64_t v;
+    CHECK(smoe_parse_bytes(NULL, &v) != 0);
+}
+
 int main(void)
 {
+    test_bytes();
     test_format();
     test_mesh();
     test_layout();

@@ -371,6 +371,75 @@ static void test_local_members(void)
     CHECK(sim_local_members(&big, &e, 18432, &g) == 4 && g == 4);
 }
 
+/* The profile schema is one table: what smoe_hw_write writes (smoe sim
+ * --calibrate's output), smoe_hw_load reads back to the same values, for
+ * every bundled profile and for a cpu profile with every optional key set. */
+static int close_to(double a, double b) { return fabs(a - b) <= 1e-5 * fabs(b); }
+
+static void hw_roundtrip(const smoe_hw *hw, const char *what)
+{
+    char text[8192];
+    FILE *f = tmpfile();
+    smoe_err err;
+    CHECKF(f && smoe_hw_write(f, hw, NULL, &err) == SMOE_OK, "%s: write", what);
+    if (!f)
+        return;
+    rewind(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+    smoe_hw back;
+    smoe_status s = smoe_hw_load_text(text, what, &back, &err);
+    CHECKF(s == SMOE_OK, "%s: reads back: %s", what, s ? err.msg : "");
+    if (s)
+        return;
+    CHECK_STR(back.name, hw->name);
+    CHECK_STR(back.kind, hw->kind);
+    const double a[] = { hw->devices_per_chip, hw->peak_flops, hw->hbm_bytes,
+                         hw->hbm_bandwidth, hw->ici_bandwidth, hw->ici_links, hw->ici_latency,
+                         hw->devices_per_node, hw->dcn_bandwidth, hw->dcn_latency,
+                         hw->collective_engines, hw->a2a_bandwidth, hw->a2a_latency,
+                         hw->collectives_use_compute, hw->elementwise_bandwidth,
+                         hw->op_overhead, hw->compute_bytes, hw->gemm_small_flops,
+                         hw->compute_scale, hw->sync_skew, hw->compute_efficiency,
+                         hw->permute_bandwidth };
+    const double b[] = { back.devices_per_chip, back.peak_flops, back.hbm_bytes,
+                         back.hbm_bandwidth, back.ici_bandwidth, back.ici_links, back.ici_latency,
+                         back.devices_per_node, back.dcn_bandwidth, back.dcn_latency,
+                         back.collective_engines, back.a2a_bandwidth, back.a2a_latency,
+                         back.collectives_use_compute, back.elementwise_bandwidth,
+                         back.op_overhead, back.compute_bytes, back.gemm_small_flops,
+                         back.compute_scale, back.sync_skew, back.compute_efficiency,
+                         back.permute_bandwidth };
+    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
+        CHECKF(close_to(b[i], a[i]), "%s: field %zu: %g read back as %g", what, i, a[i], b[i]);
+}
+
+static void test_hw_schema(const char *cfgdir)
+{
+    static const char *const names[] = { "h100", "h200", "tpu-v5p", "tpu7x" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/hardware/%s.yml", cfgdir, names[i]);
+        smoe_hw hw;
+        smoe_err err;
+        smoe_status s = smoe_hw_load(path, &hw, &err);
+        CHECKF(s == SMOE_OK, "%s: %s", path, s ? err.msg : "");
+        if (!s)
+            hw_roundtrip(&hw, path);
+    }
+    smoe_hw cpu = { .name = "cpu-mpi", .kind = "cpu", .devices_per_chip = 1,
+                    .peak_flops = 3.25e10, .hbm_bytes = 6e9, .hbm_bandwidth = 1.1e10,
+                    .ici_bandwidth = 4.5e9, .ici_links = 1, .ici_latency = 2.5e-6,
+                    .devices_per_node = 4, .dcn_bandwidth = 4.5e9, .dcn_latency = 2.5e-6,
+                    .collective_engines = 2, .a2a_bandwidth = 3e9, .a2a_latency = 1e-6,
+                    .collectives_use_compute = 1, .elementwise_bandwidth = 1.1e10,
+                    .op_overhead = 1.5e-7, .compute_bytes = 4, .gemm_small_flops = 8e9,
+                    .compute_scale = 1.7, .sync_skew = 1e-4, .compute_efficiency = 0.5,
+                    .permute_bandwidth = 2e9 };
+    hw_roundtrip(&cpu, "cpu profile, every key set");
+}
+
 int main(int argc, char **argv)
 {
     test_local_members();
@@ -379,6 +448,7 @@ int main(int argc, char **argv)
     test_split_waits();
     test_planner();
     if (argc > 1) {
+        test_hw_schema(argv[1]);
         const char *ep[] = { "ici_expert_parallelism=2" };
         test_memory(argv[1], ep, 1, 4, 4, 4, 4);
         const char *bf[] = { "ici_expert_parallelism=2", "weight_dtype=bfloat16",

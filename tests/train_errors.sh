@@ -37,6 +37,9 @@ expect 4 "4 MPI ranks: the mesh has 3 devices" ici_fsdp_parallelism=3
 expect 3 "3 MPI ranks: cannot fill ici_fsdp_parallelism" ici_expert_parallelism=2
 expect 3 "decoder/[a-z_]+/[a-z_/0-9]+ cannot be prefetched: uneven: layer dim [0-9] \(128\) does not divide into its 3 shards"
 expect 4 "argument '--max-memory 1M': the plan needs [0-9]+ bytes per rank" --max-memory 1M ici_expert_parallelism=2
+# the same byte-count forms as sim --hbm-budget (one parser)
+expect 4 "argument '--max-memory 1MB': the plan needs [0-9]+ bytes per rank" --max-memory 1MB
+expect 4 "argument '--max-memory 1Q': expected a byte count" --max-memory 1Q
 expect 4 "/nonexistent/data.txt: cannot open the data file" --data /nonexistent/data.txt
 expect 4 "argument 'num_experts=6': num_experts \(6\) is not divisible by the expert axis \(4\)" \
   ici_expert_parallelism=4 num_experts=6 override_model_config=true

@@ -20,6 +20,8 @@
 #ifndef SMOE_CONFIG_H
 #define SMOE_CONFIG_H
 
+#include <stdio.h>
+
 #include "smoe/core.h"
 #include "smoe/shard.h"
 
@@ -47,10 +49,12 @@ typedef struct smoe_node {
 
 /* Parse a YAML file (one document; a mapping or empty) into an arena.
  * Duplicate mapping keys are an error. Errors carry file:line:col. */
+SMOE_MUST_CHECK
 smoe_status smoe_yaml_load_file(smoe_arena *a, const char *path,
                                 smoe_node **out, smoe_err *err);
 /* Parse YAML text; `name` is used as the file in locations. An empty
  * document gives a plain empty scalar. */
+SMOE_MUST_CHECK
 smoe_status smoe_yaml_load_string(smoe_arena *a, const char *text,
                                   const char *name, smoe_node **out,
                                   smoe_err *err);
@@ -85,6 +89,7 @@ typedef struct smoe_config_opts {
 
 /* Assemble. On error *out is NULL and err names the file:line:col or the
  * argument. Not thread-safe (reads the environment). */
+SMOE_MUST_CHECK
 smoe_status smoe_config_load(const smoe_config_opts *opts, smoe_config **out,
                              smoe_err *err);
 void smoe_config_free(smoe_config *c);
@@ -93,12 +98,16 @@ void smoe_config_free(smoe_config *c);
 const smoe_node *smoe_config_get(const smoe_config *c, const char *key);
 /* Typed getters: SMOE_ENOTFOUND if the key is absent, SMOE_EINVAL with the
  * value's location if it has the wrong type. */
+SMOE_MUST_CHECK
 smoe_status smoe_config_int(const smoe_config *c, const char *key,
                             int64_t *out, smoe_err *err);
+SMOE_MUST_CHECK
 smoe_status smoe_config_float(const smoe_config *c, const char *key,
                               double *out, smoe_err *err);
+SMOE_MUST_CHECK
 smoe_status smoe_config_bool(const smoe_config *c, const char *key, int *out,
                              smoe_err *err);
+SMOE_MUST_CHECK
 smoe_status smoe_config_str(const smoe_config *c, const char *key,
                             const char **out, smoe_err *err);
 /* Keys of the merged configuration in their (deterministic) merge order:
@@ -112,9 +121,6 @@ const smoe_rules *smoe_config_rules(const smoe_config *c);
 /* The file names that went into this config, in load order, for the
  * resolved-configuration banner. */
 int smoe_config_sources(const smoe_config *c, const char *const **files);
-/* The directory of the base file (models/ and custom_mesh_and_rule/ are
- * looked up there). */
-const char *smoe_config_dir(const smoe_config *c);
 /* Bundled default configs directory: $SMOE_CONFIG_DIR, else configs/ next
  * to the executable, else ../share/smoe/configs next to it. */
 const char *smoe_config_default_dir(void);
@@ -122,6 +128,7 @@ const char *smoe_config_default_dir(void);
 /* Build the device mesh: axes from mesh_axes, sizes from ici_* (and dcn_*
  * when slices > 1) with one -1 filled. Errors: an axis MaxText does not
  * know (with the mesh_axes item's location), two -1, product != devices. */
+SMOE_MUST_CHECK
 smoe_status smoe_config_mesh(const smoe_config *c, int64_t devices,
                              int64_t slices, smoe_mesh *out, smoe_err *err);
 
@@ -137,9 +144,8 @@ typedef struct smoe_topology {
 } smoe_topology;
 /* Look a name up (exact match). SMOE_ENOTFOUND naming some known sizes of
  * the family otherwise. Thread-safe. */
+SMOE_MUST_CHECK
 smoe_status smoe_topology_find(const char *name, smoe_topology *out, smoe_err *err);
-/* Rows in the table. */
-int smoe_topology_count(void);
 
 /* ---- logical shardings file (--params): MaxText's logical_shardings.json */
 typedef struct smoe_logical_entry {
@@ -152,6 +158,7 @@ typedef struct smoe_logical_entry {
 
 /* Read every entry in file order. A spec entry that is a list of names
  * (possible in Flax) is an error here: smoe resolves one name per dim. */
+SMOE_MUST_CHECK
 smoe_status smoe_params_load_json(smoe_arena *a, const char *path,
                                   smoe_logical_entry **out, int *n,
                                   smoe_err *err);
@@ -159,6 +166,7 @@ smoe_status smoe_params_load_json(smoe_arena *a, const char *path,
  * text ends at the first NUL byte, as a file's would); `name` stands for the
  * file in locations. Entries and strings live in the arena; `text` is only
  * read during the call. */
+SMOE_MUST_CHECK
 smoe_status smoe_params_load_json_text(smoe_arena *a, const char *name,
                                        const char *text, size_t len,
                                        smoe_logical_entry **out, int *n,
@@ -201,9 +209,22 @@ typedef struct smoe_hw {
 
 /* Read a profile file: name and kind strings, numbers each in its range
  * (README, "Hardware profiles"). Errors carry file:line:col. */
+SMOE_MUST_CHECK
 smoe_status smoe_hw_load(const char *path, smoe_hw *hw, smoe_err *err);
 /* The same from text; `name` is the file named in locations. */
+SMOE_MUST_CHECK
 smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, smoe_err *err);
+/* A comment written after a profile key (what was measured). */
+typedef struct smoe_hw_note {
+    const char *key, *text;
+} smoe_hw_note;
+/* Write hw as a profile file that smoe_hw_load reads back to the same
+ * values (6 significant digits): name, kind, every required key, and each
+ * optional key that is set (non-zero), in the loader's order, with the note
+ * of `notes` (an array ended by a NULL key; may be NULL) that names the key.
+ * The one schema is the loader's key table. SMOE_EIO when f has an error. */
+SMOE_MUST_CHECK
+smoe_status smoe_hw_write(FILE *f, const smoe_hw *hw, const smoe_hw_note *notes, smoe_err *err);
 
 /* ---- simulation scenarios (configs/scenarios/NAME.yml) ---- */
 #define SMOE_SCN_MAX_OVERRIDES 32
@@ -253,8 +274,10 @@ typedef struct smoe_scenario {
 
 /* Read a scenario file into an arena (strings live there); every number
  * is range-checked with its file:line:col. */
+SMOE_MUST_CHECK
 smoe_status smoe_scenario_load(smoe_arena *a, const char *path, smoe_scenario *s,
                                smoe_err *err);
+SMOE_MUST_CHECK
 smoe_status smoe_scenario_load_text(smoe_arena *a, const char *text, const char *name,
                                     smoe_scenario *s, smoe_err *err);
 

@@ -1,5 +1,5 @@
-/* smoe core: status codes, the error struct, the allocation and abort hooks,
- * arenas and logging. Every other module depends on this one and on nothing
+/* smoe core: status codes, the error struct, the allocation path, the abort
+ * hook, arenas and the clock. Every other module depends on this one and on nothing
  * else below it. Nothing here calls exit(); fatal invariants go through the
  * abort hook (the MPI runtime points it at MPI_Abort so no rank hangs).
  */
@@ -57,16 +57,41 @@ const char *smoe_status_name(smoe_status s);
 /* Format a location as "file:line:col" into buf. */
 const char *smoe_loc_format(smoe_loc loc, char *buf, size_t n);
 
-/* ---- allocation: every allocation of the library goes through here ---- */
-typedef struct smoe_alloc_hook {
-    void *(*malloc_fn)(size_t n, void *ud);
-    void *(*realloc_fn)(void *p, size_t n, void *ud);
-    void (*free_fn)(void *p, void *ud);
-    void *ud;
-} smoe_alloc_hook;
+/* Every function whose status can report a failure is declared
+ * SMOE_MUST_CHECK: a caller that drops the status gets a warning (an error
+ * under -DSMOE_WERROR=ON; a (void) cast does not silence it). A call that
+ * cannot fail by construction says so with SMOE_ASSERT(call == SMOE_OK)
+ * and a comment. Functions that cannot fail, or that abort the job on
+ * failure (the runtime's collectives), return void instead. */
+#define SMOE_MUST_CHECK __attribute__((warn_unused_result))
 
-/* Install a hook (NULL restores libc). Not thread-safe: call at start-up. */
-void smoe_set_alloc_hook(const smoe_alloc_hook *h);
+/* ---- process exit statuses: the one list. The CLI exits with them; the
+ * runtime hands them to MPI_Abort (so mpirun returns them). ---- */
+typedef enum smoe_exit {
+    SMOE_EXIT_OK = 0,
+    SMOE_EXIT_FAIL = 1,     /* a run or an output failed (I/O, divergence, nan) */
+    SMOE_EXIT_USAGE = 2,    /* bad input: flags, configs, data files, budgets */
+    SMOE_EXIT_ASSERT = 70,  /* an invariant failed (SMOE_ASSERT) under MPI */
+    SMOE_EXIT_MPI = 71,     /* an MPI call failed */
+    SMOE_EXIT_NOMEM = 72,   /* out of memory where every rank must stop */
+    SMOE_EXIT_COMM = 73,    /* a collective phase failed on some rank */
+    SMOE_EXIT_TIMEOUT = 75, /* a wait outlasted the communication timeout */
+    SMOE_EXIT_TERM = 143    /* terminated by the launcher (128 + SIGTERM) */
+} smoe_exit;
+
+/* ---- trace lanes: the rows of a timeline, one list for the simulator's
+ * predicted traces and the runtime's measured ones ---- */
+typedef enum smoe_lane {
+    SMOE_LANE_COMPUTE = 0, /* kernels: layers, head, optimizer */
+    SMOE_LANE_GATHER = 1,  /* FSDP all-gathers, issue to completion */
+    SMOE_LANE_COMM = 2,    /* expert all-to-alls, gradient reductions */
+    SMOE_LANE_WAIT = 3,    /* exposed waits and un-prefetched gathers */
+    SMOE_LANES = 4
+} smoe_lane;
+/* A lane's row name in traces ("FSDP gathers"); NULL outside the list. */
+const char *smoe_lane_name(int lane);
+
+/* ---- allocation: every allocation of the library goes through here ---- */
 void *smoe_malloc(size_t n);
 void *smoe_calloc(size_t count, size_t size); /* overflow-checked */
 void *smoe_realloc(void *p, size_t n);
@@ -94,27 +119,29 @@ char *smoe_arena_strdup(smoe_arena *a, const char *s);
 char *smoe_arena_strndup(smoe_arena *a, const char *s, size_t n);
 char *smoe_arena_printf(smoe_arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-size_t smoe_arena_used(const smoe_arena *a);
-
-/* ---- logging (stderr); level 0 = quiet, 1 = info, 2 = debug ---- */
-void smoe_log_set_level(int level);
-int smoe_log_level(void);
-void smoe_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- small helpers ---- */
 /* Strict integer/float parsing: whole string, no overflow. YAML-style
  * underscores between digits ("10_000") are accepted. */
 int smoe_parse_i64(const char *s, int64_t *out);
 int smoe_parse_f64(const char *s, double *out);
+/* A byte count: a non-negative number (integer or decimal, underscores as
+ * above) and an optional binary unit K, M, G or T (powers of 1024), each
+ * also written KB or KiB (any case): "4096", "512M", "16GB", "1.5GiB".
+ * The result is rounded to whole bytes and must stay below 2^63. The one
+ * parser of every byte-count flag. Returns 0 on success, -1 otherwise. */
+int smoe_parse_bytes(const char *s, int64_t *out);
 /* Monotonic clock in seconds. */
 double smoe_now(void);
 /* The 1-based line:col of `at` inside `text` (which starts at line 1). */
 smoe_loc smoe_text_loc(const char *file, const char *text, const char *at);
 /* Read a whole file into a NUL-terminated buffer (smoe_free); *len gets
  * its size (may be NULL). SMOE_EIO / SMOE_ENOTFOUND naming the path. */
+SMOE_MUST_CHECK
 smoe_status smoe_read_file(const char *path, char **out, size_t *len, smoe_err *err);
 /* The same, refusing (SMOE_EINVAL, naming the file) one longer than `max`
  * bytes without reading further: /dev/zero or a huge file fails fast. */
+SMOE_MUST_CHECK
 smoe_status smoe_read_file_max(const char *path, size_t max, char **out, size_t *len,
                                smoe_err *err);
 

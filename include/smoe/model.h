@@ -2,7 +2,7 @@
  * local tensors of one rank (fp32). It knows nothing about MPI: weights
  * arrive already gathered (natural row-major layout, MaxText shapes with the
  * scan dim removed), and the expert all-to-all goes through the
- * smoe_ep_comm interface (a single-rank implementation is provided).
+ * smoe_ep_comm interface (comm.h; a single-rank implementation is provided).
  *
  * Structure (per token t of the local batch, T = batch * seq):
  *   x = embed[token]
@@ -36,6 +36,7 @@
 
 #include <stdint.h>
 
+#include "smoe/comm.h"
 #include "smoe/core.h"
 #include "smoe/kernels.h"
 
@@ -126,29 +127,6 @@ typedef struct smoe_model_cfg {
     int64_t ep;                 /* expert-parallel size; experts % ep == 0 */
 } smoe_model_cfg;
 
-/* Expert-parallel communication, supplied by the runtime. Peers are the
- * ranks of the expert group (0..size-1); this rank is `rank` and owns
- * experts [rank*E_l, (rank+1)*E_l). */
-typedef struct smoe_ep_comm {
-    int size, rank;
-    void *ctx;
-    /* Exchange n int64 per peer: send[p*n .. p*n+n) goes to peer p,
-     * recv[p*n ..) comes from peer p. Blocking. */
-    smoe_status (*exchange_counts)(void *ctx, const int64_t *send,
-                                   int64_t *recv, int64_t n);
-    /* Variable all-to-all of rows of `row` floats: send holds
-     * send_rows[p] rows for peer p (peer order), recv gets recv_rows[p]
-     * rows from peer p (peer order). Blocking. */
-    smoe_status (*alltoallv)(void *ctx, const float *send,
-                             const int64_t *send_rows, float *recv,
-                             const int64_t *recv_rows, int64_t row);
-    /* Called between kernels so the runtime can advance its nonblocking
-     * collectives (may be NULL). */
-    void (*progress)(void *ctx);
-} smoe_ep_comm;
-
-/* The expert group of one rank: exchange = memcpy. */
-smoe_ep_comm smoe_ep_comm_self(void);
 
 /* Statistics of the forwards/backwards since the last reset, for the
  * progress line. */
@@ -165,12 +143,14 @@ typedef struct smoe_model smoe_model;
 
 /* Validate cfg and allocate the activation slab for one step (all layers'
  * saved activations). SMOE_EINVAL names the bad dimension. */
+SMOE_MUST_CHECK
 smoe_status smoe_model_new(const smoe_model_cfg *cfg, smoe_model **out,
                            smoe_err *err);
 void smoe_model_free(smoe_model *m);
 const smoe_model_cfg *smoe_model_config(const smoe_model *m);
 /* The bytes smoe_model_new(cfg) will allocate, without allocating them
  * (the same checks: SMOE_EINVAL for a config it refuses). */
+SMOE_MUST_CHECK
 smoe_status smoe_model_need_bytes(const struct smoe_model_cfg *cfg, int64_t *bytes,
                                   smoe_err *err);
 /* Bytes of activation memory: the slab, plus the MoE routed-row stores as
@@ -194,6 +174,7 @@ void smoe_model_embed_bwd(smoe_model *m, float *dembed, const int32_t *tokens,
                           const float *dx);
 
 /* Layer l forward: x (T, emb) in, out; saves what the backward needs. */
+SMOE_MUST_CHECK
 smoe_status smoe_model_layer_fwd(smoe_model *m, int l,
                                  const float *const w[SMOE_W_NSLOTS], float *x,
                                  smoe_ep_comm *comm, smoe_err *err);
@@ -201,6 +182,7 @@ smoe_status smoe_model_layer_fwd(smoe_model *m, int l,
  * its input); dw[slot] (same shapes as w, may be NULL for unused slots)
  * are ACCUMULATED into. Must follow the forward of the same step, layers
  * in reverse order. */
+SMOE_MUST_CHECK
 smoe_status smoe_model_layer_bwd(smoe_model *m, int l,
                                  const float *const w[SMOE_W_NSLOTS],
                                  float *const dw[SMOE_W_NSLOTS], float *dx,

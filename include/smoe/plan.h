@@ -147,11 +147,13 @@ typedef struct smoe_plan_opts {
  * (smoe_plan_free). Errors: mesh (see smoe_config_mesh), inventory
  * (unknown decoder block, bad --params file), resolution (a logical name
  * used twice in one weight, with its file:line:col). */
+SMOE_MUST_CHECK
 smoe_status smoe_plan_build(const smoe_config *cfg, const smoe_plan_opts *o,
                             smoe_plan **out, smoe_err *err);
 /* The same with MaxText's logical_shardings.json already in memory: `len`
  * bytes of `json` (read during the call only) instead of o->params_file,
  * which, if not NULL, names the text in messages. */
+SMOE_MUST_CHECK
 smoe_status smoe_plan_build_json(const smoe_config *cfg, const smoe_plan_opts *o,
                                  const char *json, size_t len, smoe_plan **out,
                                  smoe_err *err);
@@ -159,6 +161,7 @@ void smoe_plan_free(smoe_plan *p);
 
 /* The built-in enumeration: the full state tree (step, params, AdamW
  * moments, counts) in MaxText's tree-flatten order. Arena-allocated. */
+SMOE_MUST_CHECK
 smoe_status smoe_inventory_build(const smoe_config *cfg, smoe_arena *a,
                                  smoe_logical_entry **out, int *n,
                                  smoe_err *err);
@@ -176,7 +179,18 @@ int smoe_gather_reason(const smoe_gather *g, smoe_gather_mode mode, const smoe_m
                        char *buf, size_t n);
 /* The first prefetched weight whose gather in `mode` is uneven: an error
  * naming it and the reason (smoe train refuses such plans); SMOE_OK if none. */
+SMOE_MUST_CHECK
 smoe_status smoe_plan_check_even(const smoe_plan *p, smoe_gather_mode mode, smoe_err *err);
+/* The executable form of gather plan g (see smoe_gather_exec in shard.h):
+ * the plan's gather axes are prefetched; every other live axis is gathered
+ * at use (the plan's legacy residual co-axes among them), so the weight
+ * ends fully replicated, except that a routed-expert weight (keep_expert =
+ * 1) keeps an `expert` axis leading its dim 0. SMOE_EINVAL, naming `name`,
+ * when a dim is indivisible (g->indivisible) or `expert` would be both
+ * kept and gathered. Pure. */
+SMOE_MUST_CHECK
+smoe_status smoe_gather_exec_of(const smoe_gather *g, int keep_expert, const char *name,
+                                smoe_gather_exec *out, smoe_err *err);
 /* remove_fsdp_from_partition_spec (co-axis form) on a raw spec. */
 void smoe_remove_fsdp_from_spec(const smoe_pspec *in, const smoe_mesh *m,
                                 smoe_pspec *out);
@@ -201,6 +215,7 @@ typedef struct smoe_dims {
     int scan_layers;
     int mla;                 /* attention_type mla */
 } smoe_dims;
+SMOE_MUST_CHECK
 smoe_status smoe_plan_dims(const smoe_config *cfg, smoe_dims *d, smoe_err *err);
 
 /* Find a weight by its params path ("decoder/dense_layers/mlp/wo/kernel"). */

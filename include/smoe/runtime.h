@@ -5,8 +5,19 @@
  * their transposes (reduce-scatter of gradients, all-reduce over the axes a
  * weight is replicated on), the expert all-to-all, and the queues that
  * order them. Only src/runtime/ includes <mpi.h>; the model never sees MPI
- * (it talks to smoe_ep_comm, which also has a single-rank implementation),
+ * (it talks to smoe_ep_comm, comm.h, which also has a single-rank implementation),
  * and a process started without an MPI launcher runs as one rank.
+ *
+ * DESIGN (layering)
+ *   The runtime stands on core and shard only (it links neither libyaml
+ *   nor cJSON, and no plan code): it executes gathers, it never plans them.
+ *   The plan turns each weight's gather plan into plain data,
+ *   smoe_gather_exec (shard.h: per dim the live axes; the prefetched axes,
+ *   i.e. the plan's gather axes; the axes gathered at use, i.e. the plan's
+ *   legacy residual and axes no FSDP axis leads; the plan's indivisible
+ *   bits) through smoe_gather_exec_of, and train passes it down. Refusals
+ *   that depend on the plan's status (an uneven tagged gather:
+ *   smoe_plan_check_even) happen in train before the runtime sees a weight.
  *
  * DESIGN (queues and progress)
  *   Every collective is an op on a queue. A queue runs its ops one at a time
@@ -29,9 +40,8 @@
 
 #include <stdint.h>
 
+#include "smoe/comm.h"
 #include "smoe/core.h"
-#include "smoe/model.h"
-#include "smoe/plan.h"
 #include "smoe/shard.h"
 
 #ifdef __cplusplus
@@ -48,15 +58,18 @@ typedef struct smoe_rt_opts {
 /* MPI_Init_thread (asks for MPI_THREAD_MULTIPLE), errors returned (not
  * fatal), the abort hook pointed at MPI_Abort. Call once. When the process
  * was not started by an MPI launcher it runs as a single rank. */
+SMOE_MUST_CHECK
 smoe_status smoe_rt_init(int *argc, char ***argv, smoe_rt **out,
                          smoe_err *err);
 /* Build the Cartesian communicator of the mesh; the product of the sizes
  * must equal the number of ranks. */
+SMOE_MUST_CHECK
 smoe_status smoe_rt_set_mesh(smoe_rt *rt, const smoe_mesh *mesh,
                              const smoe_rt_opts *opts, smoe_err *err);
 void smoe_rt_finalize(smoe_rt *rt);
-/* Abort every rank (MPI_Abort) after printing msg; never returns. */
-_Noreturn void smoe_rt_abort(smoe_rt *rt, int code, const char *msg);
+/* Abort every rank (MPI_Abort with exit status `code`) after printing msg;
+ * never returns. */
+_Noreturn void smoe_rt_abort(smoe_rt *rt, smoe_exit code, const char *msg);
 
 int smoe_rt_rank(const smoe_rt *rt);
 int smoe_rt_size(const smoe_rt *rt);
@@ -88,34 +101,44 @@ void smoe_rt_set_timeout(smoe_rt *rt, double seconds);
  * 3"); the text is copied. When another rank fails and the launcher
  * terminates this one, it prints this phase before exiting. */
 void smoe_rt_set_phase(smoe_rt *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Wait until every queued op has completed. */
+/* Wait until every queued op has completed. Returns SMOE_OK: a wait past
+ * the timeout aborts the job (the status stays for the step loop's caller,
+ * to become void with the loop's schedule executor). */
+SMOE_MUST_CHECK
 smoe_status smoe_rt_drain(smoe_rt *rt, smoe_err *err);
 
-/* ---- small blocking collectives over the whole world ---- */
-smoe_status smoe_rt_allreduce_sum_f64(smoe_rt *rt, double *v, int n);
-smoe_status smoe_rt_allreduce_max_f64(smoe_rt *rt, double *v, int n);
-smoe_status smoe_rt_allreduce_max_i64(smoe_rt *rt, int64_t *v, int n);
-smoe_status smoe_rt_barrier(smoe_rt *rt);
-/* Gather `n` bytes from every rank to rank 0 (recv: size * n bytes). */
-smoe_status smoe_rt_gather_bytes(smoe_rt *rt, const void *send, void *recv,
-                                 int64_t n);
+/* ---- small blocking collectives over the whole world ----
+ * These return nothing: an MPI error or a wait past the timeout aborts the
+ * whole job (smoe_rt_abort), so no rank is left waiting in a collective its
+ * peers have given up on, and there is no status to ignore. */
+void smoe_rt_allreduce_sum_f64(smoe_rt *rt, double *v, int n);
+void smoe_rt_allreduce_max_f64(smoe_rt *rt, double *v, int n);
+void smoe_rt_allreduce_max_i64(smoe_rt *rt, int64_t *v, int n);
+void smoe_rt_barrier(smoe_rt *rt);
+/* Gather `n` bytes (n < 2^31) from every rank to rank 0 (recv: size * n
+ * bytes). */
+void smoe_rt_gather_bytes(smoe_rt *rt, const void *send, void *recv, int64_t n);
 /* Gather a variable number of bytes from every rank to rank 0: on rank 0
  * *out receives a buffer (smoe_free) with the ranks' data back to back and
  * lens[r] their sizes (lens: size entries, rank 0 only). */
+SMOE_MUST_CHECK
 smoe_status smoe_rt_gatherv_bytes(smoe_rt *rt, const void *send, int64_t n, char **out,
                                   int64_t *lens);
-/* Broadcast from rank 0. */
-smoe_status smoe_rt_bcast_bytes(smoe_rt *rt, void *buf, int64_t n);
+/* Broadcast n bytes (n < 2^31) from rank 0. */
+void smoe_rt_bcast_bytes(smoe_rt *rt, void *buf, int64_t n);
 /* Agree on a status: returns the worst (highest) status over all ranks. */
+SMOE_MUST_CHECK
 smoe_status smoe_rt_agree(smoe_rt *rt, smoe_status local);
 /* Agree on a status and its message: every rank returns the worst status
  * and, when it is an error, the err of the lowest-numbered rank that
  * failed (so rank 0 can print what went wrong on rank 5). */
+SMOE_MUST_CHECK
 smoe_status smoe_rt_agree_err(smoe_rt *rt, smoe_status local, smoe_err *err);
 /* Check that every rank holds the same n digests (hex strings of up to 64
  * characters; names[i] says what digest i covers). On a mismatch every
  * rank returns SMOE_EINVAL and rank 0's err names the first differing
  * rank, what differs and both digests. Collective. */
+SMOE_MUST_CHECK
 smoe_status smoe_rt_check_same(smoe_rt *rt, int n, const char *const names[],
                                const char *const digests[], smoe_err *err);
 /* The options the mesh was set with. */
@@ -136,43 +159,43 @@ typedef struct smoe_wgather_info {
     int reduce_axes;       /* mesh axes (size > 1) the weight is replicated on */
 } smoe_wgather_info;
 
-/* Prepare the gathers of one per-layer weight from its plan entry (the
- * co-axis or the legacy plan). The weight is gathered until it is fully
- * replicated, except that a routed-expert weight (keep_expert = 1) keeps an
- * `expert` axis leading its dim 0. The plan's gather axes are prefetched;
- * whatever else must be gathered (the legacy residual co-axes, or axes the
- * plan leaves alone, e.g. `expert` on a mesh without fsdp) is gathered by a
- * second all-gather at use, which the caller waits for (un-prefetched, as
- * XLA's gather before the consumer). SMOE_EINVAL when the axes of one stage
- * are not adjacent in the dim's sharding, or a dim does not divide. `name`
- * is used in traces and messages. Owned by rt (freed by smoe_rt_finalize). */
-smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather *plan,
-                                int keep_expert, const char *name,
+/* Prepare the gathers of one per-layer weight from the executable form of
+ * its plan entry (smoe_gather_exec, made by the plan: smoe_gather_exec_of).
+ * Each dim's prefetch axes are one prefetched all-gather; its at_use axes
+ * (the legacy residual co-axes, or axes the plan leaves alone, e.g.
+ * `expert` on a mesh without fsdp) a second all-gather at use, which the
+ * caller waits for (un-prefetched, as XLA's gather before the consumer);
+ * live axes in neither are kept. SMOE_EINVAL when the axes of one stage are
+ * not adjacent in the dim's sharding, or a dim is marked indivisible.
+ * `name` is used in traces and messages. Owned by rt (freed by
+ * smoe_rt_finalize). */
+SMOE_MUST_CHECK
+smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *x, const char *name,
                                 smoe_wgather **out, smoe_err *err);
 void smoe_rt_wgather_info(const smoe_wgather *g, smoe_wgather_info *info);
 
 /* One gather in flight: the caller owns it (one per weight per buffer),
- * since several layers of the same weight may be gathered at once. */
+ * since several layers of the same weight may be gathered at once. The
+ * counters are _Atomic: the progress thread decrements them while the
+ * application thread reads them (volatile orders nothing between threads). */
 typedef struct smoe_rt_ticket {
-    volatile int pending;     /* prefetched ops outstanding */
-    volatile int res_pending; /* residual ops outstanding */
+    _Atomic int pending;      /* prefetched ops outstanding */
+    _Atomic int res_pending;  /* residual ops outstanding */
 } smoe_rt_ticket;
 
 /* Copy `shard` into its place in `buf` (gathered_numel floats) and enqueue
- * the prefetched all-gathers on the gather queue; `t` tracks them. */
-smoe_status smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g,
-                                  const float *shard, float *buf,
-                                  smoe_rt_ticket *t);
+ * the prefetched all-gathers on the gather queue; `t` tracks them. Cannot
+ * fail (an MPI error aborts the job when the op runs). */
+void smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard, float *buf,
+                           smoe_rt_ticket *t);
 /* Block until the prefetched gathers of this weight are complete, then run
  * the residual gathers (if any) and wait for them, driving every queue all
  * along (a blocking MPI collective here could deadlock against peers whose
  * queued ops this rank has not started). Returns the seconds spent waiting
- * (exposed) in *wait_s. */
-smoe_status smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf,
-                                 smoe_rt_ticket *t, double *wait_s,
-                                 smoe_err *err);
-/* Is the prefetched gather of ticket t complete (non-blocking)? */
-int smoe_rt_wgather_ready(smoe_rt *rt, const smoe_rt_ticket *t);
+ * (exposed) in *wait_s (may be NULL). Cannot fail: a wait past the
+ * timeout aborts the job; `err` is unused (kept for the callers). */
+void smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_rt_ticket *t,
+                          double *wait_s, smoe_err *err);
 
 /* Gradient transpose: reduce-scatter `full` (gathered_numel floats, the
  * natural layout) over all the gather axes into `shard_grad` (shard_numel
@@ -183,10 +206,9 @@ int smoe_rt_wgather_ready(smoe_rt *rt, const smoe_rt_ticket *t);
  * `full` is sent as is. Enqueued on the reduction queue; `full` and
  * `scratch` must stay alive, and `*done` (may be NULL) is set to 1, when
  * shard_grad holds the result. Returns whether scratch was used in
- * *used_scratch (may be NULL). */
-smoe_status smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full,
-                                   float *scratch, float *shard_grad,
-                                   volatile int *done, int *used_scratch);
+ * *used_scratch (may be NULL). Cannot fail (as smoe_rt_wgather_start). */
+void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *scratch,
+                            float *shard_grad, _Atomic int *done, int *used_scratch);
 /* Does the reduction of this weight need the scratch buffer? */
 int smoe_rt_wgather_needs_pack(const smoe_wgather *g);
 
@@ -208,9 +230,7 @@ typedef struct smoe_rt_stats {
 smoe_rt_stats *smoe_rt_stats_get(smoe_rt *rt);
 
 /* ---- trace: spans recorded by the runtime and the train loop ---- */
-/* Lanes of the trace, one thread row per lane in the viewer. */
-enum { SMOE_LANE_COMPUTE = 0, SMOE_LANE_GATHER = 1, SMOE_LANE_COMM = 2,
-       SMOE_LANE_WAIT = 3 };
+/* Spans go to the lanes of smoe_lane (core.h). */
 typedef void (*smoe_rt_span_fn)(void *ud, int lane, const char *name,
                                 double t0, double t1);
 /* Install a span recorder (NULL: none). Times are smoe_now() seconds. */

@@ -26,23 +26,28 @@ typedef struct smoe_trace smoe_trace;
 smoe_trace *smoe_trace_new(int pid, double origin);
 void smoe_trace_free(smoe_trace *t);
 /* Record a span [t0, t1] (seconds, same clock as origin) on lane `tid`.
- * The name is copied. Returns SMOE_ENOMEM if the event could not be kept. */
-smoe_status smoe_trace_span(smoe_trace *t, int tid, const char *name, double t0,
-                            double t1);
+ * The name is copied. An event that cannot be kept (out of memory) marks
+ * the trace incomplete: smoe_trace_fragment reports it. */
+void smoe_trace_span(smoe_trace *t, int tid, const char *name, double t0, double t1);
 /* Name this trace's process row (default "rank <pid>"). */
-smoe_status smoe_trace_process(smoe_trace *t, const char *name);
-/* Name a lane (thread row) of this trace's pid. */
-smoe_status smoe_trace_lane(smoe_trace *t, int tid, const char *name);
-int64_t smoe_trace_count(const smoe_trace *t);
-/* The events as JSON objects separated by ",\n" (no brackets), in a
- * buffer owned by the trace (valid until the next call or free). */
-const char *smoe_trace_fragment(smoe_trace *t, size_t *len);
+void smoe_trace_process(smoe_trace *t, const char *name);
+/* Name a lane (thread row) of this trace's pid (as smoe_trace_span). */
+void smoe_trace_lane(smoe_trace *t, int tid, const char *name);
+/* Name every lane of smoe_lane (core.h) as smoe's traces name them. */
+void smoe_trace_lanes(smoe_trace *t);
+/* The events as JSON objects separated by ",\n" (no brackets) in *out, a
+ * buffer owned by the trace (valid until the next call or free).
+ * SMOE_ENOMEM (and *out = "") when an event was lost or the text does not
+ * fit in memory: never a truncated timeline. */
+SMOE_MUST_CHECK
+smoe_status smoe_trace_fragment(smoe_trace *t, const char **out, size_t *len, smoe_err *err);
 /* The process row's name, and event i: 0 = a span (times in seconds from
  * the origin), 1 = a lane's name (tid, name), -1 = no such event. */
 const char *smoe_trace_name(const smoe_trace *t);
 int smoe_trace_event(const smoe_trace *t, int64_t i, int *tid, double *t0, double *t1,
                      const char **name);
 /* Write a whole trace file from per-rank fragments. */
+SMOE_MUST_CHECK
 smoe_status smoe_trace_write(FILE *f, const char *const *fragments, const size_t *lens,
                              int n, smoe_err *err);
 
@@ -83,19 +88,17 @@ typedef struct smoe_sim_shape {
  * dtype) and opt_type (adamw, adam_pax: two moments; sgd: none; others are
  * refused). A cpu profile with compute_bytes computes in that size (smoe's
  * kernels). Errors name the key's file:line:col. */
+SMOE_MUST_CHECK
 smoe_status smoe_sim_dtypes(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_shape *sh,
                             smoe_err *err);
 
 typedef struct smoe_sim_model smoe_sim_model;
 
+SMOE_MUST_CHECK
 smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
                                  const smoe_hw *hw, const smoe_sim_shape *shape,
                                  smoe_sim_model **out, smoe_err *err);
 void smoe_sim_model_free(smoe_sim_model *m);
-/* Per-layer prefetched weights of a layer kind (0 dense, 1 MoE). */
-int smoe_sim_model_weights(const smoe_sim_model *m, int kind);
-int smoe_sim_model_kinds(const smoe_sim_model *m);
-int64_t smoe_sim_model_layer_bytes(const smoe_sim_model *m);
 /* Modelled compute seconds of one layer of a kind, forward and backward
  * (0 when the model has no layer of that kind). */
 void smoe_sim_model_compute(const smoe_sim_model *m, int kind, double *fwd, double *bwd);
@@ -154,6 +157,7 @@ typedef struct smoe_sim_result {
 
 /* Simulate one step. trace (may be NULL) receives the timeline: lanes as
  * in smoe train's traces (compute, gathers, all-to-all/reductions, waits). */
+SMOE_MUST_CHECK
 smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s,
                          smoe_sim_result *r, smoe_trace *trace);
 
@@ -166,6 +170,7 @@ smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s,
 typedef struct smoe_sim_point {
     double peak_hbm_bytes, exposed_gather_s, step_s;
 } smoe_sim_point;
+SMOE_MUST_CHECK
 smoe_status smoe_sim_plan_budget(const smoe_sim_model *m, int shared_engine, double budget,
                                  unsigned char distance[][SMOE_SIM_MAX_WEIGHTS],
                                  smoe_sim_result *best, int *feasible,
@@ -248,6 +253,7 @@ typedef struct smoe_plot_mark {
     double peak_hbm_bytes, exposed_gather_s;
     const char *label;
 } smoe_plot_mark;
+SMOE_MUST_CHECK
 smoe_status smoe_plot_svg(FILE *f, smoe_trace *const *traces, int n, const smoe_sim_point *curve,
                           int ncurve, const smoe_plot_mark *marks, int nmarks, smoe_err *err);
 

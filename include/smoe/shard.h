@@ -56,6 +56,7 @@ int64_t smoe_mesh_rank_of(const smoe_mesh *m, const int64_t coords[]);
  * per slice"). Errors (SMOE_EINVAL): two -1, a value < 1 other than -1, a
  * non-integer fill, product != target. *bad (may be NULL) is set to the
  * offending index, or -1 when the product as a whole is wrong. */
+SMOE_MUST_CHECK
 smoe_status smoe_mesh_fill(int64_t vals[], int n, int64_t target,
                            const char *const labels[], const char *what,
                            int *bad, smoe_err *err);
@@ -67,7 +68,6 @@ int smoe_axes_equal(const smoe_axes *a, const smoe_axes *b);
 int64_t smoe_axes_size(const smoe_axes *e, const smoe_mesh *m);
 /* The entry without axes of size 1 (or absent from the mesh). */
 smoe_axes smoe_axes_live(const smoe_axes *e, const smoe_mesh *m);
-int smoe_pspec_equal(const smoe_pspec *a, const smoe_pspec *b);
 /* remove_size_one_mesh_axis: the use-site form of a state spec. */
 void smoe_pspec_drop_size1(const smoe_pspec *in, const smoe_mesh *m,
                            smoe_pspec *out);
@@ -99,6 +99,7 @@ typedef struct smoe_rules {
  * Unassigned names become None. Size-1 axes are kept (state shardings).
  * Error (SMOE_EINVAL) when a logical name occurs twice; `where` (may be
  * NULL) names the tensor in the message. */
+SMOE_MUST_CHECK
 smoe_status smoe_shard_resolve(const smoe_rules *rules, int rank,
                                const char *const names[], smoe_pspec *out,
                                const char *where, smoe_err *err);
@@ -113,10 +114,28 @@ int64_t smoe_axes_block(const smoe_axes *e, const smoe_mesh *m,
 /* Local block of `shape` under `spec` for the device at `coords`:
  * local[d] = shape[d] / n_blocks(d), offset[d] = block(d) * local[d].
  * SMOE_EINVAL when a dim does not divide evenly (shard_map needs it). */
+SMOE_MUST_CHECK
 smoe_status smoe_layout_local(const smoe_pspec *spec, const int64_t shape[],
                               const smoe_mesh *m, const int64_t coords[],
                               int64_t local[], int64_t offset[],
                               smoe_err *err);
+
+/* How one weight is gathered, as the runtime executes it: plain data made
+ * by the plan (smoe_gather_exec_of in plan.h), so the runtime, which stands
+ * on core and shard only, never re-derives a gather plan. Per dim of the
+ * per-layer weight, prefetch and at_use are disjoint runs of live (in its
+ * order); live axes in neither are kept (a routed weight's `expert`). */
+typedef struct smoe_gather_exec {
+    int rank;
+    int64_t shape[SMOE_MAX_RANK];      /* per-layer global shape */
+    smoe_axes live[SMOE_MAX_RANK];     /* source sharding, size-1 axes dropped */
+    smoe_axes prefetch[SMOE_MAX_RANK]; /* gathered ahead of use: the plan's axes */
+    smoe_axes at_use[SMOE_MAX_RANK];   /* gathered at use and waited at once: the
+                                          plan's legacy residual, and live axes
+                                          no FSDP axis leads */
+    unsigned indivisible;              /* the plan's bit d: shape[d] does not
+                                          divide into its shards */
+} smoe_gather_exec;
 
 /* Copy between a global row-major tensor and a local block of it.
  * dir = 0: global -> local; dir = 1: local -> global. elem is the element

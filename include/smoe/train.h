@@ -156,6 +156,7 @@ typedef struct smoe_train_key {
 const smoe_train_key *smoe_train_keys(int *n);
 /* Every key of the table that cfg sets, range-checked (SMOE_EINVAL naming
  * the key and its location): before anything is built from them. */
+SMOE_MUST_CHECK
 smoe_status smoe_train_check_keys(const smoe_config *cfg, smoe_err *err);
 
 /* Run the training on the rank set of rt (smoe_rt_set_mesh done with the
@@ -163,10 +164,132 @@ smoe_status smoe_train_check_keys(const smoe_config *cfg, smoe_err *err);
  * Errors (bad data file, unsupported config, memory over max_memory) are
  * agreed across ranks before any step, so every rank returns the same
  * status; rank 0's err carries the message. */
+SMOE_MUST_CHECK
 smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg,
                            const smoe_plan *plan, const smoe_train_opts *o,
                            smoe_train_result *res, smoe_err *err);
 void smoe_train_result_free(smoe_train_result *r);
+
+/* ---- training as a library ----
+ * A trainer holds one model's sharded state on the ranks of rt (every rank
+ * creates one with the same arguments: the calls below are collective
+ * unless said otherwise) and trains it one batch at a time; smoe_train_run
+ * is a loop over it. Thread-safety: one thread drives a trainer.
+ *
+ *   smoe_train_data_load(path, seq, &data, &err);        the batches' source
+ *   smoe_trainer_new(rt, cfg, plan, &opts, data, &t, &err);
+ *   for (step = 0; step < opts.steps; step++) {
+ *       smoe_train_data_batch(data, opts.seed, step, rank * batch, batch, seq,
+ *                             tokens, targets);
+ *       smoe_trainer_step(t, tokens, targets, &rec, &err);
+ *   }
+ *   smoe_trainer_gather(t, i, full, &err);               parameter i, whole
+ *   smoe_trainer_free(t); */
+
+/* Training text: a regular file whose bytes are the tokens (vocab 256). */
+typedef struct smoe_train_data smoe_train_data;
+/* Read the file whole; SMOE_EINVAL/SMOE_EIO naming it when it is not a
+ * regular file or holds fewer than seq + 2 bytes. Not collective. */
+SMOE_MUST_CHECK
+smoe_status smoe_train_data_load(const char *path, int64_t seq, smoe_train_data **out,
+                                 smoe_err *err);
+void smoe_train_data_free(smoe_train_data *d);
+/* The tokens (batch * seq) and next-byte targets of the global batch's
+ * sequences first .. first + batch - 1 of step `step` (0-based): sequence
+ * i starts at an offset drawn from (seed, step, i), so every mesh sees the
+ * same global batch. Rank r of a trainer holds sequences
+ * r * batch .. (r + 1) * batch - 1 (batch: smoe_trainer_model(t)->batch).
+ * Pure. */
+void smoe_train_data_batch(const smoe_train_data *d, uint64_t seed, int64_t step, int64_t first,
+                           int64_t batch, int64_t seq, int32_t *tokens, int32_t *targets);
+
+typedef struct smoe_trainer smoe_trainer;
+/* Build the trainer: the model configuration, the recipe and the numeric
+ * keys of cfg (refused with their location), every rank's config, plan,
+ * options and data compared (smoe_train_run's fingerprint), the sharded
+ * layout, the memory estimate (against o->max_memory and this machine),
+ * the slabs, and the parameters initialised from o->seed. From o it reads:
+ * steps (the length of the run, >= 1: the learning-rate schedule), seed,
+ * the schedules (prefetch_depth and legacy, or nmodes/modes: the pool is
+ * sized for the deepest), max_memory, trace_path (a trace is recorded when
+ * set; smoe_trainer_write_trace), and ckpt_dir / ckpt_keep / ckpt_every /
+ * resume (the checkpoint directory is opened for this run when set, see
+ * smoe_trainer_save). data (may be NULL) is the batches' source, digested
+ * into the fingerprint and counted in the memory estimate; the trainer
+ * keeps no pointer to it. The mesh of rt must be set to plan's mesh. cfg,
+ * plan and the strings of o must outlive the trainer. Errors are agreed:
+ * every rank returns the same status, rank 0's err the failing rank's
+ * message; *out is NULL on error. */
+SMOE_MUST_CHECK
+smoe_status smoe_trainer_new(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
+                             const smoe_train_opts *o, const smoe_train_data *data,
+                             smoe_trainer **out, smoe_err *err);
+void smoe_trainer_free(smoe_trainer *t);
+/* The model as this rank runs it (batch: local sequences; seq; vocab). */
+const smoe_model_cfg *smoe_trainer_model(const smoe_trainer *t);
+/* Steps done so far (the next step's 0-based index). */
+int64_t smoe_trainer_steps_done(const smoe_trainer *t);
+/* The schedule of the next steps: prefetch depth (at most the deepest of
+ * o's schedules) and plan (legacy: o must have named a legacy schedule);
+ * a trainer made with o->schedule or o->hbm_budget keeps that schedule
+ * (the depth is not used). Numerically every schedule is the same
+ * (bitwise). Not collective, but every rank must set the same. */
+void smoe_trainer_set_mode(smoe_trainer *t, int prefetch_depth, int legacy);
+/* One training step on this rank's batch: tokens and targets (batch *
+ * seq, values in [0, vocab)), this rank's sequences of the global batch.
+ * Gathers, forward, backward, gradient reductions, AdamW with the
+ * schedule; *rec gets the agreed record (loss, lr, grad norm, timings;
+ * rec->mode is 0). After the step, a non-finite loss with MaxText's
+ * abort_on_nan_loss / abort_on_inf_loss set returns SMOE_ENONFINITE on
+ * every rank (the update is applied; save nothing after it). An error
+ * inside the step is one rank's alone while its peers wait in a
+ * collective: the job is ended (smoe_rt_abort, exit 72 out of memory,
+ * 73 otherwise) with that rank's message. */
+SMOE_MUST_CHECK
+smoe_status smoe_trainer_step(smoe_trainer *t, const int32_t *tokens, const int32_t *targets,
+                              smoe_train_step *rec, smoe_err *err);
+/* Save the state after the steps done into o->ckpt_dir (SMOE_EINVAL when
+ * the trainer has none): step_NNNNNNNN/ and LATEST, pruned to the newest
+ * o->ckpt_keep of this run; refuses non-finite parameters. */
+SMOE_MUST_CHECK
+smoe_status smoe_trainer_save(smoe_trainer *t, smoe_err *err);
+/* Resume from the checkpoint o->ckpt_dir's LATEST names (or the newest
+ * complete one), re-cut for this mesh: parameters, AdamW moments and the
+ * step count. Fills res->first_step, resumed_from, resume_note and
+ * changes (the config keys that differ); leaves the trainer as it was and
+ * res->resumed_from "" when the directory holds no checkpoint. Refuses
+ * another model, data file or seed, and a checkpoint at or after o->steps. */
+SMOE_MUST_CHECK
+smoe_status smoe_trainer_load(smoe_trainer *t, smoe_train_result *res, smoe_err *err);
+/* The parameters in plan order: MaxText's path and global shape (the scan
+ * dim of a stacked weight included), and this rank's shard of it (layers
+ * one after another, each shard_numel / layers floats in the shard's
+ * natural layout; live, changed by every step). Not collective. */
+typedef struct smoe_trainer_param {
+    const char *name;            /* "decoder/moe_layers/self_attention/wq_a/kernel" */
+    int rank;
+    int64_t shape[SMOE_MAX_RANK];
+    int64_t numel;               /* of the whole tensor */
+    int64_t layers;              /* 1 for a top-level weight */
+    const float *shard;          /* (shard_numel) this rank's shards, layer-major */
+    int64_t shard_numel;
+} smoe_trainer_param;
+const smoe_trainer_param *smoe_trainer_params(const smoe_trainer *t, int *n);
+/* Index of the parameter `name`, or -1. Not collective. */
+int smoe_trainer_param_find(const smoe_trainer *t, const char *name);
+/* Parameter i whole, in MaxText's layout, into full (numel floats) on
+ * rank 0 (full is not touched, may be NULL, on the other ranks). */
+SMOE_MUST_CHECK
+smoe_status smoe_trainer_gather(smoe_trainer *t, int i, float *full, smoe_err *err);
+/* SHA-256 of every parameter whole in plan order (what smoe train reports
+ * as params_sha256), into hex on rank 0; with dump != NULL rank 0 also
+ * writes them there (the --dump-params format). */
+SMOE_MUST_CHECK
+smoe_status smoe_trainer_digest(smoe_trainer *t, const char *dump, char hex[65], smoe_err *err);
+/* Write the trace recorded so far (o->trace_path set) to path: every
+ * rank's spans, rank 0 writes. */
+SMOE_MUST_CHECK
+smoe_status smoe_trainer_write_trace(smoe_trainer *t, const char *path, smoe_err *err);
 
 /* Quartiles of one quantity over a set of steps. */
 typedef struct smoe_train_stat {
@@ -186,21 +309,9 @@ void smoe_train_summarize(const smoe_train_result *r, int mode, int64_t skip,
 
 /* The model configuration a smoe config describes (decoder_block deepseek,
  * MLA attention); SMOE_EINVAL with the key's location otherwise. */
+SMOE_MUST_CHECK
 smoe_status smoe_train_model_cfg(const smoe_config *cfg, const smoe_mesh *mesh,
                                  smoe_model_cfg *mc, smoe_err *err);
-
-/* Measure this machine's cpu-mpi hardware profile with every rank busy at
- * once (as in training): matmul rates (64- and 512-wide), memory bandwidth,
- * per-kernel overhead, all-gather and all-to-all latency and bandwidth
- * over all ranks, the spread of the ranks' arrival at a collective entered
- * after a stretch of compute (sync_skew), and the
- * ratio of smoe's model kernels to the cost model's roofline for the
- * model of cfg at its training shape (compute_scale, as XLA's profile-
- * guided latency estimator measures op costs). Rank 0 writes the profile
- * (YAML, the keys of configs/hardware/ files) to `path`, or stdout when
- * NULL. Collective; the mesh of rt must not be set yet. */
-smoe_status smoe_train_calibrate(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
-                                 const char *path, smoe_err *err);
 
 #ifdef __cplusplus
 }

@@ -45,10 +45,17 @@ static const char *dir_of(smoe_arena *a, const char *path)
     return smoe_arena_strndup(a, path, (size_t)(slash - path));
 }
 
-static smoe_status add_source(loader *L, const char *file)
+/* Record a file the config was read from (the list smoe_config_sources
+ * returns): never dropped silently. */
+static smoe_status add_source(loader *L, const char *path, smoe_err *err)
 {
-    if (L->c->n_files < (int)(sizeof L->c->files / sizeof L->c->files[0]))
-        L->c->files[L->c->n_files++] = file;
+    const char *file = smoe_arena_strdup(L->a, path);
+    if (!file)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    if (L->c->n_files == (int)(sizeof L->c->files / sizeof L->c->files[0]))
+        return smoe_err_in(err, SMOE_EINVAL, path, "more than %d config files in one config",
+                           (int)(sizeof L->c->files / sizeof L->c->files[0]));
+    L->c->files[L->c->n_files++] = file;
     return SMOE_OK;
 }
 
@@ -91,7 +98,8 @@ static smoe_status load_chain(loader *L, const char *path, int depth,
         if ((s = load_chain(L, p, depth + 1, out, parent->loc, err)))
             return s;
     }
-    add_source(L, smoe_arena_strdup(L->a, path));
+    if ((s = add_source(L, path, err)))
+        return s;
     for (int i = 0; i < root->n; i++)
         if (strcmp(root->keys[i], "base_config") != 0 &&
             cfg_map_set(L->a, out, root->keys[i], root->items[i]))
@@ -387,7 +395,8 @@ static smoe_status load_model(loader *L, const smoe_config_opts *o,
     smoe_status s = smoe_yaml_load_file(L->a, path, &root, err);
     if (s)
         return s;
-    add_source(L, smoe_arena_strdup(L->a, path));
+    if ((s = add_source(L, path, err)))
+        return s;
     L->model_file = path;
     L->model_where = where;
     if (root->kind == SMOE_NODE_SCALAR && root->str[0] == 0)
@@ -579,7 +588,8 @@ static smoe_status apply_custom(loader *L, const smoe_config_opts *o,
     smoe_node *root;
     if ((s = smoe_yaml_load_file(L->a, path, &root, err)))
         return s;
-    add_source(L, smoe_arena_strdup(L->a, path));
+    if ((s = add_source(L, path, err)))
+        return s;
     if (root->kind != SMOE_NODE_MAP)
         return smoe_err_at(err, SMOE_EINVAL, root->loc,
                            "a custom_mesh_and_rule file must be a mapping");
@@ -672,8 +682,6 @@ void smoe_config_free(smoe_config *c)
     if (c)
         smoe_arena_free(c->arena);
 }
-
-const char *smoe_config_dir(const smoe_config *c) { return c->dir; }
 
 int smoe_config_sources(const smoe_config *c, const char *const **files)
 {

@@ -23,6 +23,7 @@ typedef struct cfg_map {
 /* FNV-1a hash of a string (the config module's hash indexes). */
 uint32_t cfg_hash(const char *s);
 
+SMOE_MUST_CHECK
 smoe_status cfg_map_set(smoe_arena *a, cfg_map *m, const char *key,
                         const smoe_node *v);
 const smoe_node *cfg_map_get(const cfg_map *m, const char *key);
@@ -33,11 +34,12 @@ struct smoe_config {
     cfg_map values;
     smoe_rules rules;
     const char *dir;          /* directory of the base file */
-    const char *files[16];    /* base chain, model, custom rule file */
+    const char *files[24];    /* base chain (up to 17 deep), model, custom rule file */
     int n_files;
 };
 
 /* Convert a logical_axis_rules node into rules (arena-allocated). */
+SMOE_MUST_CHECK
 smoe_status cfg_rules_from_node(smoe_arena *a, const smoe_node *n,
                                 smoe_rules *out, smoe_err *err);
 /* 1 if n is a boolean scalar that reads true. */
@@ -56,6 +58,7 @@ typedef struct cfg_field {
 typedef struct cfg_fields cfg_fields;
 
 /* The built-in table, parsed into the arena. */
+SMOE_MUST_CHECK
 smoe_status cfg_fields_open(smoe_arena *a, const cfg_fields **out, smoe_err *err);
 const cfg_field *cfg_field_find(const cfg_fields *t, const char *name);
 int cfg_fields_count(const cfg_fields *t);
@@ -63,6 +66,7 @@ const cfg_field *cfg_field_at(const cfg_fields *t, int i);
 /* Coerce v to f's type as pydantic's lax mode does (after pyconfig's
  * "none" -> None); *out is v or a new node at v's location. Errors name
  * `where` (an argument) or v's file:line:col. */
+SMOE_MUST_CHECK
 smoe_status cfg_field_coerce(smoe_arena *a, const cfg_fields *t, const cfg_field *f,
                              const smoe_node *v, const char *where,
                              const smoe_node **out, smoe_err *err);
@@ -70,6 +74,7 @@ smoe_status cfg_field_coerce(smoe_arena *a, const cfg_fields *t, const cfg_field
 #define SMOE_MAXTEXT_FIELDS_COMMIT "e591f30"
 
 /* pipeline.c: the pipeline post-fixups on the assembled config c. */
+SMOE_MUST_CHECK
 smoe_status cfg_pipeline_fixups(smoe_config *c, smoe_arena *a, smoe_err *err);
 
 #endif

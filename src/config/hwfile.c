@@ -1,7 +1,11 @@
 /* Hardware profiles and simulation scenarios: small YAML files read through
- * the config module's YAML tree, each value checked with its file:line:col. */
+ * the config module's YAML tree, each value checked with its file:line:col.
+ * A profile's schema (its keys, where each lands in smoe_hw, its range) is
+ * the one table k_hw below: the loader and the writer (smoe sim
+ * --calibrate's output) both walk it. */
 #include "config_impl.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -63,12 +67,84 @@ static smoe_status known_keys(const smoe_node *root, const char *const *keys, sm
     return SMOE_OK;
 }
 
-/* Each profile key with the range it must be in: a number outside gives
- * an error at its file:line:col, never an overflow or an inf later. */
+/* Each profile key (after name and kind), where it lands in smoe_hw, and
+ * the range it must be in: a number outside gives an error at its
+ * file:line:col, never an overflow or an inf later. `flag` marks the one
+ * int field; every other is a double. */
 #define BW { 1e6, 1e17, 0, 0 }      /* bytes/s */
 #define BW0 { 1e6, 1e17, 0, 1 }     /* bytes/s, 0 = not set */
 #define SECS { 0, 10, 0, 0 }        /* seconds */
 #define FLOPS { 1e6, 1e19, 0, 0 }   /* FLOP/s */
+#define HW(field) offsetof(smoe_hw, field)
+static const struct hw_key {
+    const char *k;
+    size_t off;
+    int req, flag;
+    range r;
+} k_hw[] = {
+    { "devices_per_chip", HW(devices_per_chip), 1, 0, { 1, 64, 1, 0 } },
+    { "peak_flops", HW(peak_flops), 1, 0, FLOPS },
+    { "hbm_bytes", HW(hbm_bytes), 1, 0, { 1e6, 1e16, 0, 0 } },
+    { "hbm_bandwidth", HW(hbm_bandwidth), 1, 0, BW },
+    { "ici_bandwidth", HW(ici_bandwidth), 1, 0, BW },
+    { "ici_links", HW(ici_links), 1, 0, { 0, 1024, 1, 0 } },
+    { "ici_latency", HW(ici_latency), 1, 0, SECS },
+    { "devices_per_node", HW(devices_per_node), 1, 0, { 1, 1LL << 40, 1, 0 } },
+    { "dcn_bandwidth", HW(dcn_bandwidth), 1, 0, BW },
+    { "dcn_latency", HW(dcn_latency), 1, 0, SECS },
+    { "collective_engines", HW(collective_engines), 1, 0, { 0, 64, 1, 0 } },
+    { "a2a_bandwidth", HW(a2a_bandwidth), 0, 0, BW0 },
+    { "a2a_latency", HW(a2a_latency), 0, 0, SECS },
+    { "collectives_use_compute", HW(collectives_use_compute), 0, 1, { 0, 1, 1, 0 } },
+    { "elementwise_bandwidth", HW(elementwise_bandwidth), 0, 0, BW0 },
+    { "op_overhead", HW(op_overhead), 0, 0, SECS },
+    { "compute_bytes", HW(compute_bytes), 0, 0, { 1, 8, 1, 1 } },
+    { "gemm_small_flops", HW(gemm_small_flops), 0, 0, { 1e6, 1e19, 0, 1 } },
+    { "compute_scale", HW(compute_scale), 0, 0, { 1e-3, 1e4, 0, 1 } },
+    { "sync_skew", HW(sync_skew), 0, 0, SECS },
+    { "compute_efficiency", HW(compute_efficiency), 0, 0, { 1e-3, 1, 0, 1 } },
+    { "permute_bandwidth", HW(permute_bandwidth), 0, 0, BW0 },
+};
+#define N_HW ((int)(sizeof k_hw / sizeof k_hw[0]))
+
+static double hw_get(const smoe_hw *hw, const struct hw_key *k)
+{
+    const char *p = (const char *)hw + k->off;
+    return k->flag ? (double)*(const int *)p : *(const double *)p;
+}
+
+static void hw_put(smoe_hw *hw, const struct hw_key *k, double v)
+{
+    char *p = (char *)hw + k->off;
+    if (k->flag)
+        *(int *)p = v != 0;
+    else
+        *(double *)p = v;
+}
+
+smoe_status smoe_hw_write(FILE *f, const smoe_hw *hw, const smoe_hw_note *notes, smoe_err *err)
+{
+    fprintf(f, "name: %s\nkind: %s\n", hw->name, hw->kind);
+    for (int i = 0; i < N_HW; i++) {
+        double v = hw_get(hw, &k_hw[i]);
+        if (!k_hw[i].req && v == 0)
+            continue; /* optional and not set */
+        const char *note = NULL;
+        for (const smoe_hw_note *n = notes; n && n->key && !note; n++)
+            if (strcmp(n->key, k_hw[i].k) == 0)
+                note = n->text;
+        char num[40];
+        snprintf(num, sizeof num, "%.6g", v);
+        if (note)
+            fprintf(f, "%s: %-14s # %s\n", k_hw[i].k, num, note);
+        else
+            fprintf(f, "%s: %s\n", k_hw[i].k, num);
+    }
+    if (ferror(f))
+        return smoe_err_set(err, SMOE_EIO, "error writing the profile");
+    return SMOE_OK;
+}
+
 smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, smoe_err *err)
 {
     smoe_arena *a = smoe_arena_new(16 * 1024);
@@ -76,37 +152,12 @@ smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, s
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     smoe_node *root;
     memset(hw, 0, sizeof *hw);
-    double use_compute = 0;
-    struct { const char *k; double *v; int req; range r; } f[] = {
-        { "devices_per_chip", &hw->devices_per_chip, 1, { 1, 64, 1, 0 } },
-        { "peak_flops", &hw->peak_flops, 1, FLOPS },
-        { "hbm_bytes", &hw->hbm_bytes, 1, { 1e6, 1e16, 0, 0 } },
-        { "hbm_bandwidth", &hw->hbm_bandwidth, 1, BW },
-        { "ici_bandwidth", &hw->ici_bandwidth, 1, BW },
-        { "ici_links", &hw->ici_links, 1, { 0, 1024, 1, 0 } },
-        { "ici_latency", &hw->ici_latency, 1, SECS },
-        { "devices_per_node", &hw->devices_per_node, 1, { 1, 1LL << 40, 1, 0 } },
-        { "dcn_bandwidth", &hw->dcn_bandwidth, 1, BW },
-        { "dcn_latency", &hw->dcn_latency, 1, SECS },
-        { "collective_engines", &hw->collective_engines, 1, { 0, 64, 1, 0 } },
-        { "a2a_bandwidth", &hw->a2a_bandwidth, 0, BW0 },
-        { "a2a_latency", &hw->a2a_latency, 0, SECS },
-        { "collectives_use_compute", &use_compute, 0, { 0, 1, 1, 0 } },
-        { "elementwise_bandwidth", &hw->elementwise_bandwidth, 0, BW0 },
-        { "op_overhead", &hw->op_overhead, 0, SECS },
-        { "compute_bytes", &hw->compute_bytes, 0, { 1, 8, 1, 1 } },
-        { "gemm_small_flops", &hw->gemm_small_flops, 0, { 1e6, 1e19, 0, 1 } },
-        { "compute_scale", &hw->compute_scale, 0, { 1e-3, 1e4, 0, 1 } },
-        { "sync_skew", &hw->sync_skew, 0, SECS },
-        { "compute_efficiency", &hw->compute_efficiency, 0, { 1e-3, 1, 0, 1 } },
-        { "permute_bandwidth", &hw->permute_bandwidth, 0, BW0 },
-    };
-    const char *keys[sizeof f / sizeof f[0] + 3];
+    const char *keys[N_HW + 3];
     keys[0] = "name";
     keys[1] = "kind";
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-        keys[i + 2] = f[i].k;
-    keys[sizeof f / sizeof f[0] + 2] = NULL;
+    for (int i = 0; i < N_HW; i++)
+        keys[i + 2] = k_hw[i].k;
+    keys[N_HW + 2] = NULL;
     smoe_status s = smoe_yaml_load_string(a, text, name, &root, err);
     if (!s && root->kind != SMOE_NODE_MAP)
         s = smoe_err_at(err, SMOE_EINVAL, root->loc, "expected a mapping of keys to values");
@@ -119,9 +170,11 @@ smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, s
     if (!s && strcmp(hw->kind, "tpu") && strcmp(hw->kind, "gpu") && strcmp(hw->kind, "cpu"))
         s = smoe_err_at(err, SMOE_EINVAL, smoe_node_get(root, "kind")->loc,
                         "'kind' must be tpu, gpu or cpu");
-    for (size_t i = 0; !s && i < sizeof f / sizeof f[0]; i++)
-        s = num_in(root, f[i].k, f[i].v, f[i].req, &f[i].r, err);
-    hw->collectives_use_compute = use_compute != 0;
+    for (int i = 0; !s && i < N_HW; i++) {
+        double v = 0;
+        if (!(s = num_in(root, k_hw[i].k, &v, k_hw[i].req, &k_hw[i].r, err)))
+            hw_put(hw, &k_hw[i], v);
+    }
     if (!s && hw->compute_bytes == 0 && strcmp(hw->kind, "cpu") == 0)
         hw->compute_bytes = 4; /* smoe's kernels; accelerators: the config's dtype */
     smoe_arena_free(a);

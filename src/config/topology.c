@@ -76,5 +76,3 @@ smoe_status smoe_topology_find(const char *name, smoe_topology *out, smoe_err *e
                         "unknown topology '%s' (not in MaxText's accelerator_to_spec_map: "
                         "names such as v5p-256, v6e-16, tpu7x-8, a3)", name);
 }
-
-int smoe_topology_count(void) { return (int)smoe_maxtext_topologies_n; }

@@ -1,26 +1,15 @@
-/* The one allocation hook of the library, and the abort hook behind
- * SMOE_ASSERT. Tests use smoe_alloc_fail_after() to make the N-th
- * allocation fail and check that every path cleans up (as Lua and SQLite
- * do). The counters are process-global and not thread-safe: hooks are
- * installed at start-up, before any worker thread exists. */
+/* The one allocation path of the library (every allocation goes through
+ * smoe_malloc & co.), and the abort hook behind SMOE_ASSERT. Tests use
+ * smoe_alloc_fail_after() to make the N-th allocation fail and check that
+ * every path cleans up (as Lua and SQLite do). The counter is
+ * process-global and not thread-safe: it is set at start-up, before any
+ * worker thread exists. */
 #include "smoe/core.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-static smoe_alloc_hook g_hook;
-static int g_have_hook;
 static long g_fail_after; /* 0 = never fail */
-
-void smoe_set_alloc_hook(const smoe_alloc_hook *h)
-{
-    if (h) {
-        g_hook = *h;
-        g_have_hook = 1;
-    } else {
-        g_have_hook = 0;
-    }
-}
 
 void smoe_alloc_fail_after(long n) { g_fail_after = n; }
 
@@ -40,7 +29,7 @@ void *smoe_malloc(size_t n)
         return NULL;
     if (n == 0)
         n = 1;
-    return g_have_hook ? g_hook.malloc_fn(n, g_hook.ud) : malloc(n);
+    return malloc(n);
 }
 
 void *smoe_calloc(size_t count, size_t size)
@@ -61,17 +50,12 @@ void *smoe_realloc(void *p, size_t n)
         return NULL;
     if (n == 0)
         n = 1;
-    return g_have_hook ? g_hook.realloc_fn(p, n, g_hook.ud) : realloc(p, n);
+    return realloc(p, n);
 }
 
 void smoe_free(void *p)
 {
-    if (!p)
-        return;
-    if (g_have_hook)
-        g_hook.free_fn(p, g_hook.ud);
-    else
-        free(p);
+    free(p);
 }
 
 static void default_abort(const char *msg)

@@ -15,7 +15,6 @@ typedef struct chunk {
 struct smoe_arena {
     chunk *head;
     size_t chunk_bytes;
-    size_t total;
 };
 
 smoe_arena *smoe_arena_new(size_t chunk_bytes)
@@ -25,7 +24,6 @@ smoe_arena *smoe_arena_new(size_t chunk_bytes)
         return NULL;
     a->head = NULL;
     a->chunk_bytes = chunk_bytes ? chunk_bytes : 64 * 1024;
-    a->total = 0;
     return a;
 }
 
@@ -61,7 +59,6 @@ void *smoe_arena_alloc(smoe_arena *a, size_t n)
     }
     void *p = c->data + c->used;
     c->used += need;
-    a->total += need;
     memset(p, 0, need);
     return p;
 }
@@ -94,5 +91,3 @@ char *smoe_arena_printf(smoe_arena *a, const char *fmt, ...)
     va_end(ap2);
     return p;
 }
-
-size_t smoe_arena_used(const smoe_arena *a) { return a->total; }

@@ -1,29 +1,13 @@
-/* Logging, strict number parsing and the clock. */
+/* Strict number parsing (integers, floats, byte counts) and the clock. */
 #define _POSIX_C_SOURCE 200809L
 #include "smoe/core.h"
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static int g_level = 1;
-
-void smoe_log_set_level(int level) { g_level = level; }
-int smoe_log_level(void) { return g_level; }
-
-void smoe_log(int level, const char *fmt, ...)
-{
-    if (level > g_level)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-}
 
 /* Copy s into buf without '_' separators; an underscore must sit between
  * two digits. Returns 0 on success. */
@@ -83,6 +67,41 @@ int smoe_parse_f64(const char *s, double *out)
         return -1;
     *out = v;
     return 0;
+}
+
+int smoe_parse_bytes(const char *s, int64_t *out)
+{
+    static const char units[] = "kmgt";
+    char num[64];
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n >= sizeof num)
+        return -1;
+    memcpy(num, s, n + 1);
+    /* strip "B" or "iB" after a unit letter, then the unit letter */
+    if (n > 2 && (num[n - 1] == 'B' || num[n - 1] == 'b') && num[n - 2] == 'i')
+        num[n -= 2] = 0;
+    else if (n > 1 && (num[n - 1] == 'B' || num[n - 1] == 'b'))
+        num[--n] = 0;
+    double mult = 1;
+    const char *u = n > 0 ? strchr(units, num[n - 1] | 0x20) : NULL;
+    if (u && *u) {
+        mult = ldexp(1.0, 10 * (int)(u - units + 1));
+        num[--n] = 0;
+    } else if (n < strlen(s) && strlen(s) - n == 2) {
+        return -1; /* "iB" without a unit letter */
+    }
+    double v;
+    if (smoe_parse_f64(num, &v) || !(v >= 0) || v * mult >= 9.2e18)
+        return -1;
+    *out = (int64_t)llround(v * mult);
+    return 0;
+}
+
+const char *smoe_lane_name(int lane)
+{
+    static const char *const names[SMOE_LANES] = { "compute", "FSDP gathers",
+                                                   "all-to-all / reductions", "waits" };
+    return lane >= 0 && lane < SMOE_LANES ? names[lane] : NULL;
 }
 
 double smoe_now(void)

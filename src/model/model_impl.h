@@ -145,6 +145,7 @@ struct smoe_model {
 
 /* ---- model.c ---- */
 /* Make sure the MoE store of `a` and the owner scratch hold n rows. */
+SMOE_MUST_CHECK
 smoe_status model_reserve_routed(smoe_model *m, moe_act *a, int64_t n,
                                  smoe_err *err);
 static inline void model_progress(smoe_ep_comm *comm)
@@ -177,10 +178,12 @@ void mla_bwd(smoe_model *m, const attn_act *a,
 
 /* ---- moe.c ---- */
 /* x (T, D) += shared(h2) + routed(h2) for the layer's saved h2. */
+SMOE_MUST_CHECK
 smoe_status moe_fwd(smoe_model *m, layer_act *la,
                     const float *const w[SMOE_W_NSLOTS], float *x,
                     smoe_ep_comm *comm, smoe_err *err);
 /* dy (T, D): grad of the block output; dh2 (T, D) += grad of h2. */
+SMOE_MUST_CHECK
 smoe_status moe_bwd(smoe_model *m, layer_act *la,
                     const float *const w[SMOE_W_NSLOTS],
                     float *const dw[SMOE_W_NSLOTS], const float *dy,

@@ -1,8 +1,7 @@
 /* The weight slots of the model: their MaxText paths (relative to the
  * layer stack "decoder/dense_layers/" or "decoder/moe_layers/", or absolute
  * for the top-level weights), which slots each layer kind uses, and their
- * per-layer element counts. Also the single-rank expert "group", whose
- * all-to-alls are plain copies. Pure functions, thread-safe.
+ * per-layer element counts. Pure functions, thread-safe.
  */
 #include "model_impl.h"
 
@@ -143,43 +142,4 @@ int64_t smoe_tslot_numel(const smoe_model_cfg *c, smoe_tslot s)
         break;
     }
     return 0;
-}
-
-/* ---- the expert group of one rank ---- */
-
-static smoe_status self_exchange_counts(void *ctx, const int64_t *send,
-                                        int64_t *recv, int64_t n)
-{
-    (void)ctx;
-    if (n < 0)
-        return SMOE_EINVAL;
-    if (n > 0 && send != recv)
-        memmove(recv, send, (size_t)n * sizeof *send);
-    return SMOE_OK;
-}
-
-static smoe_status self_alltoallv(void *ctx, const float *send,
-                                  const int64_t *send_rows, float *recv,
-                                  const int64_t *recv_rows, int64_t row)
-{
-    (void)ctx;
-    if (send_rows[0] != recv_rows[0] || send_rows[0] < 0 || row < 0)
-        return SMOE_ECOMM;
-    size_t n = (size_t)(send_rows[0] * row);
-    if (n > 0 && send != recv)
-        memmove(recv, send, n * sizeof *send);
-    return SMOE_OK;
-}
-
-smoe_ep_comm smoe_ep_comm_self(void)
-{
-    smoe_ep_comm c;
-    memset(&c, 0, sizeof c);
-    c.size = 1;
-    c.rank = 0;
-    c.ctx = NULL;
-    c.exchange_counts = self_exchange_counts;
-    c.alltoallv = self_alltoallv;
-    c.progress = NULL;
-    return c;
 }

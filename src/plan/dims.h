@@ -8,6 +8,7 @@
 
 typedef smoe_dims model_dims;
 
+SMOE_MUST_CHECK
 smoe_status plan_read_dims(const smoe_config *c, model_dims *d, smoe_err *err);
 
 #endif

@@ -193,6 +193,33 @@ int smoe_gather_reason(const smoe_gather *g, smoe_gather_mode mode, const smoe_m
     return 0;
 }
 
+smoe_status smoe_gather_exec_of(const smoe_gather *g, int keep_expert, const char *name,
+                                smoe_gather_exec *out, smoe_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->rank = g->rank;
+    out->indivisible = g->indivisible;
+    for (int d = 0; d < g->rank; d++) {
+        out->shape[d] = g->shape[d];
+        out->live[d] = g->live[d];
+        out->prefetch[d] = g->axes[d];
+        int keep = keep_expert && d == 0 && g->live[0].n && strcmp(g->live[0].ax[0], "expert") == 0;
+        if (keep && smoe_axes_has(&g->axes[0], "expert"))
+            return smoe_err_set(err, SMOE_EINVAL, "%s: 'expert' both kept and gathered", name);
+        for (int i = keep; i < g->live[d].n; i++)
+            if (!smoe_axes_has(&g->axes[d], g->live[d].ax[i]))
+                out->at_use[d].ax[out->at_use[d].n++] = g->live[d].ax[i];
+        /* the plan's residual is part of what is gathered at use */
+        for (int i = 0; i < g->residual[d].n; i++)
+            SMOE_ASSERT(smoe_axes_has(&out->at_use[d], g->residual[d].ax[i]));
+        if (g->indivisible & (1u << d))
+            return smoe_err_set(err, SMOE_EINVAL, "%s: layer dim %d (%lld) does not divide into "
+                                "its shards over %d mesh axes", name, d, (long long)g->shape[d],
+                                g->live[d].n);
+    }
+    return SMOE_OK;
+}
+
 void smoe_remove_fsdp_from_spec(const smoe_pspec *in, const smoe_mesh *m,
                                 smoe_pspec *out)
 {

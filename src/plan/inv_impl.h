@@ -45,6 +45,7 @@ typedef struct inv_at {
 extern const inv_at inv_top;
 
 /* Add <at->prefix>/<rest> with per-layer shape/names (rank dims). */
+SMOE_MUST_CHECK
 smoe_status inv_add(inv *v, const inv_at *at, const char *rest, int rank,
                     const int64_t *shape, const char *const *names);
 /* A sub-module of at: prefix/<name>, same stack. NULL on out of memory. */
@@ -68,11 +69,14 @@ static inline int64_t inv_plus(int64_t a, int64_t b)
 }
 
 /* Optional config values (between -1 and 2^31-1): absent keys take def. Bad values are errors. */
+SMOE_MUST_CHECK
 smoe_status inv_int(inv *v, const char *key, int64_t def, int64_t *out);
+SMOE_MUST_CHECK
 smoe_status inv_bool(inv *v, const char *key, int *out);
 /* The length of a list-valued key (0 when absent or not a list). */
 int64_t inv_list_len(inv *v, const char *key);
 /* Integer element i of a list-valued key. */
+SMOE_MUST_CHECK
 smoe_status inv_list_int(inv *v, const char *key, int64_t i, int64_t *out);
 
 /* MaxText's model_name: the model_name key, or for a model given as a
@@ -86,19 +90,23 @@ typedef smoe_status (*inv_layer_fn)(inv *v, const model_dims *m, const inv_at *a
                                     int64_t idx);
 /* n layers named `name` under decoder/: scanned, one stacked call at
  * decoder/<name> (idx -1); unscanned, calls at decoder/<name>_<i> (idx i). */
+SMOE_MUST_CHECK
 smoe_status inv_layers(inv *v, const model_dims *m, const char *name, int64_t n,
                        int64_t first_idx, inv_layer_fn fn);
 /* The common model shape: top-level weights and n scanned (or unscanned)
  * "layers" of one kind. */
+SMOE_MUST_CHECK
 smoe_status inv_decoder(inv *v, const model_dims *m, inv_layer_fn fn);
 /* A scannable block of `cycle` layers (llama4, gpt_oss, olmo3, ...):
  * scanned, fn at decoder/layers/<sub>_<k> (idx k) stacked n/cycle times;
  * unscanned, fn at decoder/layers_<i> (idx i), i < n. */
+SMOE_MUST_CHECK
 smoe_status inv_cycle(inv *v, const model_dims *m, int64_t n, int64_t cycle,
                       const char *sub, inv_layer_fn fn);
 
 /* inhomogeneous_layer_cycle_interval, checked to divide the layer count
  * when layers are scanned. */
+SMOE_MUST_CHECK
 smoe_status inv_cycle_len(inv *v, const model_dims *m, int64_t *cycle);
 
 #define INV_ADD(at, rest, ...)                                                 \
@@ -135,24 +143,30 @@ smoe_status inv_cycle_len(inv *v, const model_dims *m, int64_t *cycle);
 /* --- shared blocks (inv_blocks.c) --- */
 /* token_embedder, decoder_norm (scale; + bias for LayerNorm families),
  * logits_dense unless logits_via_embedding. */
+SMOE_MUST_CHECK
 smoe_status inv_top_weights(inv *v, const model_dims *m, int norm_bias);
 /* An RMSNorm <mod>/scale of `features` on axis "norm". */
+SMOE_MUST_CHECK
 smoe_status inv_norm(inv *v, const inv_at *at, const char *mod, int64_t features);
 /* Dense MLP (linears.py MlpBlock) under <mod>: wi / wi_<k> / fused wi, wo;
  * bias adds <dense>/bias. */
+SMOE_MUST_CHECK
 smoe_status inv_mlp(inv *v, const model_dims *m, const inv_at *at, const char *mod,
                     int64_t in, int64_t width, int bias);
 /* Routed experts (moe.py RoutedMoE) under <mod>: gate (kernel, bias with
  * routed_bias), wi_<k>/wi, wo; gate_axis is the gate kernel's input axis. */
+SMOE_MUST_CHECK
 smoe_status inv_routed(inv *v, const model_dims *m, const inv_at *at, const char *mod,
                        const char *gate_axis, int64_t width);
 /* RoutedAndSharedMoE (moe.py) under <mod>: MoeBlock_0 (gate axes
  * (embed_moe, None), width moe_mlp_dim) and shared_experts, an MlpBlock of
  * shared_experts * shared_width. */
+SMOE_MUST_CHECK
 smoe_status inv_routed_shared(inv *v, const model_dims *m, const inv_at *at, const char *mod,
                               int64_t shared_width);
 /* ManifoldConstrainedHyperConnections (mhc.py) under <mod> with
  * mhc_expansion_rate k: mhc_norm, alpha/beta weights and scales. */
+SMOE_MUST_CHECK
 smoe_status inv_mhc(inv *v, const model_dims *m, const inv_at *at, const char *mod);
 /* Options of the GQA attention (attentions.py Attention). */
 typedef struct inv_attn {
@@ -170,44 +184,70 @@ typedef struct inv_attn {
 } inv_attn;
 /* The default options from the config (heads, kv heads, head_dim, fused
  * qkv, use_qk_norm with per-head norms, attention_bias, attention_sink). */
+SMOE_MUST_CHECK
 smoe_status inv_attn_default(inv *v, const model_dims *m, inv_attn *o);
 /* GQA attention weights under <mod>. */
+SMOE_MUST_CHECK
 smoe_status inv_gqa(inv *v, const model_dims *m, const inv_at *at, const char *mod,
                     const inv_attn *o);
 
 /* --- families, one file each group --- */
+SMOE_MUST_CHECK
 smoe_status inv_deepseek(inv *v, const model_dims *m);
+SMOE_MUST_CHECK
 smoe_status inv_llama(inv *v, const model_dims *m);      /* llama2, mistral */
+SMOE_MUST_CHECK
 smoe_status inv_mixtral(inv *v, const model_dims *m);
+SMOE_MUST_CHECK
 smoe_status inv_qwen3(inv *v, const model_dims *m);      /* qwen3 */
+SMOE_MUST_CHECK
 smoe_status inv_qwen3_moe(inv *v, const model_dims *m);
+SMOE_MUST_CHECK
 smoe_status inv_qwen2(inv *v, const model_dims *m);
+SMOE_MUST_CHECK
 smoe_status inv_gemma(inv *v, const model_dims *m);
+SMOE_MUST_CHECK
 smoe_status inv_gemma2(inv *v, const model_dims *m);
+SMOE_MUST_CHECK
 smoe_status inv_gemma3(inv *v, const model_dims *m);
+SMOE_MUST_CHECK
 smoe_status inv_gpt3(inv *v, const model_dims *m);
+SMOE_MUST_CHECK
 smoe_status inv_gpt_oss(inv *v, const model_dims *m);
+SMOE_MUST_CHECK
 smoe_status inv_olmo3(inv *v, const model_dims *m);
+SMOE_MUST_CHECK
 smoe_status inv_llama4(inv *v, const model_dims *m);
+SMOE_MUST_CHECK
 smoe_status inv_envy(inv *v, const model_dims *m);
+SMOE_MUST_CHECK
 smoe_status inv_qwen_hybrid(inv *v, const model_dims *m); /* qwen3_next, qwen3_5 */
+SMOE_MUST_CHECK
 smoe_status inv_qwen3_custom_moe(inv *v, const model_dims *m);
+SMOE_MUST_CHECK
 smoe_status inv_gemma4(inv *v, const model_dims *m);
+SMOE_MUST_CHECK
 smoe_status inv_gemma4_small(inv *v, const model_dims *m);
+SMOE_MUST_CHECK
 smoe_status inv_deepseek4(inv *v, const model_dims *m);
 /* The vision encoder of vision_encoder_block qwen3_vl / qwen3_omni. */
+SMOE_MUST_CHECK
 smoe_status inv_qwen3_vision(inv *v, const model_dims *m, const char *block);
 /* The audio encoder of qwen3-omni-30b-a3b (use_audio). */
+SMOE_MUST_CHECK
 smoe_status inv_qwen3_audio(inv *v, const model_dims *m);
 /* deepseek.py DeepSeekGenericLayer: pre/post_self_attention_layer_norm and
  * mhc_attention/mhc_mlp with mhc_expansion_rate > 1. */
+SMOE_MUST_CHECK
 smoe_status inv_deepseek_generic(inv *v, const model_dims *m, const inv_at *at);
 /* engram.py (inv_engram.c): whether layer idx is in engram_layers; the
  * engram weights of layer idx (none for other layers or idx < 0); a
  * deepseek stack [start, end) with engram layers unscanned, the runs
  * between them scanned (scan_layers) as decoders.py names them. */
 int inv_is_engram_layer(inv *v, int64_t idx);
+SMOE_MUST_CHECK
 smoe_status inv_engram(inv *v, const model_dims *m, const inv_at *at, int64_t idx);
+SMOE_MUST_CHECK
 smoe_status inv_engram_stack(inv *v, const model_dims *m, const char *name, int64_t start,
                              int64_t end, inv_layer_fn fn);
 

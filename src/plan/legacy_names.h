@@ -7,6 +7,7 @@
 /* Rewrite the built-in enumeration's logical names e[0..n) to those of the
  * release whose rules these are (data/maxtext/logical_renames.tsv); names
  * live in the arena. *renamed counts the rewritten dims. */
+SMOE_MUST_CHECK
 smoe_status plan_legacy_names(smoe_arena *a, const smoe_rules *rules,
                               smoe_logical_entry *e, int n, int *renamed, smoe_err *err);
 

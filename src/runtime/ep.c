@@ -10,7 +10,7 @@
 
 typedef rt_ep ep_ctx;
 
-static void wait_flag(smoe_rt *rt, volatile int *flag)
+static void wait_flag(smoe_rt *rt, _Atomic int *flag)
 {
     smoe_rt_wait w = smoe_rt_wait_begin("the expert all-to-all");
     while (!*flag)
@@ -21,7 +21,7 @@ static smoe_status exchange_counts(void *ctx, const int64_t *send, int64_t *recv
 {
     ep_ctx *e = ctx;
     double t0 = smoe_now();
-    volatile int flag = 0;
+    _Atomic int flag = 0;
     rt_op *op = rt_op_new(e->rt);
     op->kind = OP_ALLTOALL_I64;
     op->comm = e->comm->comm;
@@ -55,7 +55,7 @@ static smoe_status alltoallv(void *ctx, const float *send, const int64_t *send_r
         so += s;
         ro += r;
     }
-    volatile int flag = 0;
+    _Atomic int flag = 0;
     rt_op *op = rt_op_new(e->rt);
     op->kind = OP_ALLTOALLV;
     op->comm = e->comm->comm;
@@ -96,12 +96,12 @@ smoe_ep_comm smoe_rt_ep_comm(smoe_rt *rt)
             ep->self.size = 1;
             ep->comm = &ep->self;
         } else if (rt_comm_get(rt, &ax, RT_Q_COMM, &ep->comm, &err)) {
-            smoe_rt_abort(rt, 73, err.msg);
+            smoe_rt_abort(rt, SMOE_EXIT_COMM, err.msg);
         }
         int n = ep->comm->size;
         ep->sc = smoe_calloc((size_t)n * 4, sizeof(int));
         if (!ep->sc)
-            smoe_rt_abort(rt, 72, "out of memory");
+            smoe_rt_abort(rt, SMOE_EXIT_NOMEM, "out of memory");
         ep->sd = ep->sc + n;
         ep->rc = ep->sc + 2 * n;
         ep->rd = ep->sc + 3 * n;

@@ -28,7 +28,7 @@ rt_op *rt_op_new(smoe_rt *rt)
     if (!op)
         op = smoe_malloc(sizeof *op);
     if (!op)
-        smoe_rt_abort(rt, 72, "out of memory allocating a communication op");
+        smoe_rt_abort(rt, SMOE_EXIT_NOMEM, "out of memory allocating a communication op");
     memset(op, 0, sizeof *op);
     return op;
 }

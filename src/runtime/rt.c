@@ -24,8 +24,6 @@ void rt_mpi_unlock(smoe_rt *rt)
         pthread_mutex_unlock(&rt->lock);
 }
 
-#define LOCKED(rt, call) (rt_mpi_lock(rt), rc_ = (call), rt_mpi_unlock(rt), rc_)
-
 static smoe_rt *g_rt; /* for the abort hook */
 
 static void abort_hook(const char *msg)
@@ -34,18 +32,18 @@ static void abort_hook(const char *msg)
     rt_exit_deadline();
     fprintf(stderr, "smoe: rank %d: %s\n", g_rt ? g_rt->rank : -1, msg);
     fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 70);
+    MPI_Abort(MPI_COMM_WORLD, SMOE_EXIT_ASSERT);
     abort();
 }
 
-_Noreturn void smoe_rt_abort(smoe_rt *rt, int code, const char *msg)
+_Noreturn void smoe_rt_abort(smoe_rt *rt, smoe_exit code, const char *msg)
 {
     rt_watchdog_fini(); /* the launcher's SIGTERM that follows is no news */
     rt_exit_deadline();
     fprintf(stderr, "smoe: rank %d: %s\n", rt ? rt->rank : -1, msg);
     fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, code ? code : 1);
-    exit(code ? code : 1); /* not reached */
+    MPI_Abort(MPI_COMM_WORLD, code ? (int)code : SMOE_EXIT_FAIL);
+    exit(code ? (int)code : SMOE_EXIT_FAIL); /* not reached */
 }
 
 void rt_check(smoe_rt *rt, int rc, const char *what)
@@ -56,7 +54,7 @@ void rt_check(smoe_rt *rt, int rc, const char *what)
     int len = 0;
     MPI_Error_string(rc, es, &len);
     snprintf(msg, sizeof msg, "MPI error in %s during %s: %s", what, rt_phase(rt), es);
-    smoe_rt_abort(rt, 71, msg);
+    smoe_rt_abort(rt, SMOE_EXIT_MPI, msg);
 }
 
 smoe_status smoe_rt_init(int *argc, char ***argv, smoe_rt **out, smoe_err *err)
@@ -166,9 +164,10 @@ smoe_status rt_comm_get(smoe_rt *rt, const smoe_axes *axes, int q, rt_comm **out
     }
     c->queue = q;
     /* collective over the world: every rank creates comms in the same order */
-    int rc_;
-    rt_check(rt, LOCKED(rt, MPI_Comm_split(rt->cart, (int)color, (int)key, &c->comm)),
-             "MPI_Comm_split");
+    rt_mpi_lock(rt);
+    int rc = MPI_Comm_split(rt->cart, (int)color, (int)key, &c->comm);
+    rt_mpi_unlock(rt);
+    rt_check(rt, rc, "MPI_Comm_split");
     MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
     MPI_Comm_size(c->comm, &c->size);
     MPI_Comm_rank(c->comm, &c->rank);
@@ -230,53 +229,53 @@ void rt_span(smoe_rt *rt, int lane, const char *name, double t0, double t1)
 /* The small collectives are nonblocking under the hood, waited for with
  * the watchdog, so a dead peer or a cut link ends the job with a message
  * instead of a hang. */
-static smoe_status wait_coll(smoe_rt *rt, int rc, MPI_Request *req, const char *what)
+static void wait_coll(smoe_rt *rt, int rc, MPI_Request *req, const char *what)
 {
     rt_check(rt, rc, what);
     rt_wait_request(rt, req, what);
-    return SMOE_OK;
 }
 
-static smoe_status allreduce(smoe_rt *rt, void *v, int n, MPI_Datatype t, MPI_Op op)
+static void allreduce(smoe_rt *rt, void *v, int n, MPI_Datatype t, MPI_Op op)
 {
     MPI_Request req;
-    int rc_;
-    return wait_coll(rt, LOCKED(rt, MPI_Iallreduce(MPI_IN_PLACE, v, n, t, op, rt->world, &req)),
-                     &req, "an all-reduce over all ranks");
+    rt_mpi_lock(rt);
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, v, n, t, op, rt->world, &req);
+    rt_mpi_unlock(rt);
+    wait_coll(rt, rc, &req, "an all-reduce over all ranks");
 }
 
-smoe_status smoe_rt_allreduce_sum_f64(smoe_rt *rt, double *v, int n)
+void smoe_rt_allreduce_sum_f64(smoe_rt *rt, double *v, int n)
 {
-    return allreduce(rt, v, n, MPI_DOUBLE, MPI_SUM);
+    allreduce(rt, v, n, MPI_DOUBLE, MPI_SUM);
 }
 
-smoe_status smoe_rt_allreduce_max_f64(smoe_rt *rt, double *v, int n)
+void smoe_rt_allreduce_max_f64(smoe_rt *rt, double *v, int n)
 {
-    return allreduce(rt, v, n, MPI_DOUBLE, MPI_MAX);
+    allreduce(rt, v, n, MPI_DOUBLE, MPI_MAX);
 }
 
-smoe_status smoe_rt_allreduce_max_i64(smoe_rt *rt, int64_t *v, int n)
+void smoe_rt_allreduce_max_i64(smoe_rt *rt, int64_t *v, int n)
 {
-    return allreduce(rt, v, n, MPI_INT64_T, MPI_MAX);
+    allreduce(rt, v, n, MPI_INT64_T, MPI_MAX);
 }
 
-smoe_status smoe_rt_barrier(smoe_rt *rt)
+void smoe_rt_barrier(smoe_rt *rt)
 {
     MPI_Request req;
-    int rc_;
-    return wait_coll(rt, LOCKED(rt, MPI_Ibarrier(rt->world, &req)), &req, "a barrier");
+    rt_mpi_lock(rt);
+    int rc = MPI_Ibarrier(rt->world, &req);
+    rt_mpi_unlock(rt);
+    wait_coll(rt, rc, &req, "a barrier");
 }
 
-smoe_status smoe_rt_gather_bytes(smoe_rt *rt, const void *send, void *recv, int64_t n)
+void smoe_rt_gather_bytes(smoe_rt *rt, const void *send, void *recv, int64_t n)
 {
-    if (n > 0x7fffffff)
-        return SMOE_EINVAL;
+    SMOE_ASSERT(n >= 0 && n <= 0x7fffffff);
     MPI_Request req;
-    int rc_;
-    return wait_coll(rt,
-                     LOCKED(rt, MPI_Igather(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, 0,
-                                            rt->world, &req)),
-                     &req, "a gather to rank 0");
+    rt_mpi_lock(rt);
+    int rc = MPI_Igather(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, 0, rt->world, &req);
+    rt_mpi_unlock(rt);
+    wait_coll(rt, rc, &req, "a gather to rank 0");
 }
 
 smoe_status smoe_rt_gatherv_bytes(smoe_rt *rt, const void *send, int64_t n, char **out,
@@ -284,10 +283,10 @@ smoe_status smoe_rt_gatherv_bytes(smoe_rt *rt, const void *send, int64_t n, char
 {
     int64_t *all = rt->rank == 0 ? lens : NULL;
     MPI_Request req;
-    int rc_;
-    wait_coll(rt, LOCKED(rt, MPI_Igather(&n, 1, MPI_INT64_T, all, 1, MPI_INT64_T, 0, rt->world,
-                                         &req)),
-              &req, "a gather to rank 0");
+    rt_mpi_lock(rt);
+    int rc = MPI_Igather(&n, 1, MPI_INT64_T, all, 1, MPI_INT64_T, 0, rt->world, &req);
+    rt_mpi_unlock(rt);
+    wait_coll(rt, rc, &req, "a gather to rank 0");
     int *counts = NULL, *displs = NULL;
     char *buf = NULL;
     smoe_status s = SMOE_OK;
@@ -307,10 +306,13 @@ smoe_status smoe_rt_gatherv_bytes(smoe_rt *rt, const void *send, int64_t n, char
             s = SMOE_ENOMEM;
     }
     s = smoe_rt_agree(rt, s);
-    if (!s)
-        wait_coll(rt, LOCKED(rt, MPI_Igatherv(send, (int)n, MPI_BYTE, buf, counts, displs,
-                                              MPI_BYTE, 0, rt->world, &req)),
-                  &req, "a gather to rank 0");
+    if (!s) {
+        rt_mpi_lock(rt);
+        rc = MPI_Igatherv(send, (int)n, MPI_BYTE, buf, counts, displs, MPI_BYTE, 0, rt->world,
+                          &req);
+        rt_mpi_unlock(rt);
+        wait_coll(rt, rc, &req, "a gather to rank 0");
+    }
     smoe_free(counts);
     if (s || rt->rank != 0) {
         smoe_free(buf);
@@ -321,20 +323,17 @@ smoe_status smoe_rt_gatherv_bytes(smoe_rt *rt, const void *send, int64_t n, char
     return s;
 }
 
-smoe_status rt_bcast_from(smoe_rt *rt, void *buf, int64_t n, int root)
+void rt_bcast_from(smoe_rt *rt, void *buf, int64_t n, int root)
 {
-    if (n > 0x7fffffff)
-        return SMOE_EINVAL;
+    SMOE_ASSERT(n >= 0 && n <= 0x7fffffff);
     MPI_Request req;
-    int rc_;
-    return wait_coll(rt, LOCKED(rt, MPI_Ibcast(buf, (int)n, MPI_BYTE, root, rt->world, &req)),
-                     &req, "a broadcast");
+    rt_mpi_lock(rt);
+    int rc = MPI_Ibcast(buf, (int)n, MPI_BYTE, root, rt->world, &req);
+    rt_mpi_unlock(rt);
+    wait_coll(rt, rc, &req, "a broadcast");
 }
 
-smoe_status smoe_rt_bcast_bytes(smoe_rt *rt, void *buf, int64_t n)
-{
-    return rt_bcast_from(rt, buf, n, 0);
-}
+void smoe_rt_bcast_bytes(smoe_rt *rt, void *buf, int64_t n) { rt_bcast_from(rt, buf, n, 0); }
 
 smoe_status smoe_rt_agree(smoe_rt *rt, smoe_status local)
 {

@@ -51,9 +51,10 @@ struct rt_op {
     const char *name;
     int lane;
     int64_t bytes;
-    /* completion: decrement *pending (if set), set *flag = 1 (if set) */
-    volatile int *pending;
-    volatile int *flag;
+    /* completion: decrement *pending (if set), set *flag = 1 (if set); both
+     * atomic, since the progress thread may complete the op */
+    _Atomic int *pending;
+    _Atomic int *flag;
     double *busy_acc;  /* += duration on completion (if set) */
     rt_op *next;
 };
@@ -87,7 +88,7 @@ struct smoe_rt {
     pthread_mutex_t lock;
     pthread_t progress_thread;
     int have_thread, want_thread;
-    volatile int stop_thread;
+    _Atomic int stop_thread;
     smoe_rt_stats stats;
     smoe_rt_span_fn span;
     void *span_ud;
@@ -112,6 +113,7 @@ void rt_exit_deadline(void);
 const char *rt_phase(const smoe_rt *rt);
 
 /* The communicator over `axes` (order matters) for queue q. */
+SMOE_MUST_CHECK
 smoe_status rt_comm_get(smoe_rt *rt, const smoe_axes *axes, int q,
                         rt_comm **out, smoe_err *err);
 /* Queue index to use for a logical queue (shared mode maps both to one). */
@@ -125,8 +127,9 @@ void rt_progress_locked(smoe_rt *rt);
 /* Check an MPI return code; aborts all ranks with `what` on failure. */
 void rt_check(smoe_rt *rt, int rc, const char *what);
 void rt_span(smoe_rt *rt, int lane, const char *name, double t0, double t1);
-/* Broadcast n bytes from rank `root` over the world (rt.c). */
-smoe_status rt_bcast_from(smoe_rt *rt, void *buf, int64_t n, int root);
+/* Broadcast n bytes (n < 2^31) from rank `root` over the world (rt.c);
+ * aborts the job on failure. */
+void rt_bcast_from(smoe_rt *rt, void *buf, int64_t n, int root);
 /* Free every weight gather of rt (wgather.c; at finalize). */
 void rt_wgather_free_all(smoe_rt *rt);
 /* Serialise the application thread's direct MPI calls with the progress

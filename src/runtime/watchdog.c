@@ -28,7 +28,7 @@ static void on_term(int sig)
         ssize_t w = write(STDERR_FILENO, g_term_line[c], g_term_len[c]);
         (void)w;
     }
-    _exit(143);
+    _exit(SMOE_EXIT_TERM);
 }
 
 static void refresh_term_line(const smoe_rt *rt)
@@ -101,7 +101,7 @@ void smoe_rt_wait_step(smoe_rt *rt, smoe_rt_wait *w)
                  "no progress for %.0f s waiting for %s during %s: a rank may have died "
                  "or a link is down; aborting the job",
                  rt->timeout, w->what ? w->what : "a collective", g_phase);
-        smoe_rt_abort(rt, 75, msg);
+        smoe_rt_abort(rt, SMOE_EXIT_TIMEOUT, msg);
     }
 }
 

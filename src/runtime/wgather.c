@@ -182,35 +182,26 @@ void rt_wgather_free_all(smoe_rt *rt)
     rt->nwg = rt->capwg = 0;
 }
 
-/* A_d: every live axis except a leading 'expert' kept by routed weights. */
-static smoe_status check_plan(smoe_rt *rt, const smoe_gather *p, int keep_expert,
-                              smoe_wgather *g, smoe_axes res[], smoe_err *err)
+/* A_d: the live axes the weight gathers (prefetched or at use), in live
+ * order; the plan has already refused an indivisible dim. */
+static smoe_status gathered_axes(const smoe_gather_exec *p, smoe_wgather *g, smoe_err *err)
 {
     for (int d = 0; d < p->rank; d++) {
-        int keep = keep_expert && d == 0 && p->live[0].n &&
-                   strcmp(p->live[0].ax[0], "expert") == 0;
+        if (p->indivisible & (1u << d))
+            return smoe_err_set(err, SMOE_EINVAL, "%s: dim %d (%lld) does not divide into its "
+                                "shards", g->name, d, (long long)p->shape[d]);
         g->A[d].n = 0;
-        res[d].n = 0;
-        for (int i = keep; i < p->live[d].n; i++) {
+        for (int i = 0; i < p->live[d].n; i++) {
             const char *a = p->live[d].ax[i];
-            g->A[d].ax[g->A[d].n++] = a;
-            if (!smoe_axes_has(&p->axes[d], a))
-                res[d].ax[res[d].n++] = a;
-            else if (keep && strcmp(a, "expert") == 0)
-                return smoe_err_set(err, SMOE_EINVAL, "%s: 'expert' both kept and gathered",
-                                    g->name);
+            if (smoe_axes_has(&p->prefetch[d], a) || smoe_axes_has(&p->at_use[d], a))
+                g->A[d].ax[g->A[d].n++] = a;
         }
-        if (p->shape[d] % smoe_axes_size(&p->live[d], &rt->mesh) != 0)
-            return smoe_err_set(err, SMOE_EINVAL,
-                                "%s: dim %d (%lld) does not divide into its %lld shards",
-                                g->name, d, (long long)p->shape[d],
-                                (long long)smoe_axes_size(&p->live[d], &rt->mesh));
     }
     return SMOE_OK;
 }
 
-smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather *p, int keep_expert,
-                                const char *name, smoe_wgather **out, smoe_err *err)
+smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *p, const char *name,
+                                smoe_wgather **out, smoe_err *err)
 {
     smoe_status s;
     smoe_wgather *g = smoe_calloc(1, sizeof *g);
@@ -218,8 +209,7 @@ smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather *p, int keep_expe
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     snprintf(g->name, sizeof g->name, "%s", name);
     g->rank = p->rank;
-    smoe_axes res[SMOE_MAX_RANK];
-    if ((s = check_plan(rt, p, keep_expert, g, res, err)))
+    if ((s = gathered_axes(p, g, err)))
         goto fail;
     g->shard_numel = g->gathered_numel = 1;
     for (int d = 0; d < p->rank; d++) {
@@ -245,7 +235,7 @@ smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather *p, int keep_expe
         done[d].n = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int d = 0; d < p->rank; d++) {
-            const smoe_axes *S = pass == 0 ? &p->axes[d] : &res[d];
+            const smoe_axes *S = pass == 0 ? &p->prefetch[d] : &p->at_use[d];
             if (S->n == 0)
                 continue;
             wg_stage *st = pass == 0 ? &g->st[g->nst] : &g->res[g->nres];
@@ -318,8 +308,8 @@ void smoe_rt_wgather_info(const smoe_wgather *g, smoe_wgather_info *info)
 
 int smoe_rt_wgather_needs_pack(const smoe_wgather *g) { return g->pack; }
 
-smoe_status smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard,
-                                  float *buf, smoe_rt_ticket *t)
+void smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard, float *buf,
+                           smoe_rt_ticket *t)
 {
     smoe_layout_copy(g->rank, g->B, g->blk, g->off, sizeof(float), buf, (void *)shard, 1);
     t->pending = g->nst;
@@ -338,18 +328,10 @@ smoe_status smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *sha
         op->busy_acc = &rt->stats.gather_busy_s;
         rt_enqueue(rt, RT_Q_GATHER, op);
     }
-    return SMOE_OK;
 }
 
-int smoe_rt_wgather_ready(smoe_rt *rt, const smoe_rt_ticket *t)
-{
-    if (t->pending)
-        smoe_rt_progress(rt);
-    return t->pending == 0;
-}
-
-smoe_status smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_rt_ticket *t,
-                                 double *wait_s, smoe_err *err)
+void smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_rt_ticket *t,
+                          double *wait_s, smoe_err *err)
 {
     (void)err;
     double t0 = smoe_now();
@@ -386,7 +368,6 @@ smoe_status smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_
     }
     if (wait_s)
         *wait_s = smoe_now() - t0;
-    return SMOE_OK;
 }
 
 /* Member m's shard block of `full` copied to dst (contiguous). */
@@ -406,8 +387,8 @@ static void pack_member(const smoe_rt *rt, const smoe_wgather *g, int64_t m, con
     smoe_layout_copy(g->rank, g->B, g->blk, off, sizeof(float), (void *)full, dst, 0);
 }
 
-smoe_status smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *scratch,
-                                   float *shard_grad, volatile int *done, int *used_scratch)
+void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *scratch,
+                            float *shard_grad, _Atomic int *done, int *used_scratch)
 {
     if (done)
         *done = 0;
@@ -449,5 +430,4 @@ smoe_status smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, fl
     } else if (!g->rs_comm && done) {
         *done = 1;
     }
-    return SMOE_OK;
 }

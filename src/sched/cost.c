@@ -430,14 +430,6 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
 
 void smoe_sim_model_free(smoe_sim_model *m) { smoe_free(m); }
 
-int smoe_sim_model_weights(const smoe_sim_model *m, int kind) { return m->k[kind].nw; }
-int smoe_sim_model_kinds(const smoe_sim_model *m) { return m->nkinds; }
-
-int64_t smoe_sim_model_layer_bytes(const smoe_sim_model *m)
-{
-    return (int64_t)fmax(m->k[0].bytes, m->k[1].bytes);
-}
-
 void smoe_sim_model_compute(const smoe_sim_model *m, int kind, double *fwd, double *bwd)
 {
     const sim_kind *k = &m->k[kind];

@@ -20,7 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { LANE_COMPUTE = 0, LANE_GATHER = 1, LANE_COMM = 2, LANE_WAIT = 3 };
+enum { LANE_COMPUTE = SMOE_LANE_COMPUTE, LANE_GATHER = SMOE_LANE_GATHER, LANE_COMM = SMOE_LANE_COMM,
+       LANE_WAIT = SMOE_LANE_WAIT };
 
 typedef struct mev {
     double t, bytes;

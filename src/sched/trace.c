@@ -1,7 +1,10 @@
 /* Timeline traces in the Chrome trace event format: complete ("X") events
  * with microsecond timestamps, one process per rank and one thread per
  * lane, plus metadata events naming them. Events are kept in a growable
- * array (amortised doubling) and serialised on demand. */
+ * array (amortised doubling) and serialised on demand. Recording never
+ * fails in the caller's path: an event that cannot be kept marks the trace
+ * as incomplete (like a FILE's error flag), and smoe_trace_fragment then
+ * refuses to hand out a truncated timeline. */
 #include "smoe/sched.h"
 
 #include <stdio.h>
@@ -22,6 +25,7 @@ struct smoe_trace {
     int64_t n, cap;
     char *text;
     size_t text_cap;
+    int64_t lost;   /* events that could not be kept (out of memory) */
 };
 
 smoe_trace *smoe_trace_new(int pid, double origin)
@@ -44,18 +48,19 @@ void smoe_trace_free(smoe_trace *t)
     smoe_free(t);
 }
 
-static smoe_status push(smoe_trace *t, const ev *x)
+static void push(smoe_trace *t, const ev *x)
 {
     if (t->n == t->cap) {
         int64_t cap = t->cap ? t->cap * 2 : 1024;
         ev *n = smoe_realloc(t->e, sizeof *n * (size_t)cap);
-        if (!n)
-            return SMOE_ENOMEM;
+        if (!n) {
+            t->lost++;
+            return;
+        }
         t->e = n;
         t->cap = cap;
     }
     t->e[t->n++] = *x;
-    return SMOE_OK;
 }
 
 /* Copy a name keeping only characters that need no JSON escaping. */
@@ -69,7 +74,7 @@ static void copy_name(char *dst, size_t n, const char *src)
     dst[j] = 0;
 }
 
-smoe_status smoe_trace_span(smoe_trace *t, int tid, const char *name, double t0, double t1)
+void smoe_trace_span(smoe_trace *t, int tid, const char *name, double t0, double t1)
 {
     ev x;
     x.t0 = t0;
@@ -77,36 +82,43 @@ smoe_status smoe_trace_span(smoe_trace *t, int tid, const char *name, double t0,
     x.tid = tid;
     x.meta = 0;
     copy_name(x.name, sizeof x.name, name);
-    return push(t, &x);
+    push(t, &x);
 }
 
-smoe_status smoe_trace_process(smoe_trace *t, const char *name)
+void smoe_trace_process(smoe_trace *t, const char *name)
 {
     copy_name(t->pname, sizeof t->pname, name);
-    return SMOE_OK;
 }
 
-smoe_status smoe_trace_lane(smoe_trace *t, int tid, const char *name)
+void smoe_trace_lane(smoe_trace *t, int tid, const char *name)
 {
     ev x;
     memset(&x, 0, sizeof x);
     x.tid = tid;
     x.meta = 1;
     copy_name(x.name, sizeof x.name, name);
-    return push(t, &x);
+    push(t, &x);
 }
 
-int64_t smoe_trace_count(const smoe_trace *t) { return t->n; }
-
-const char *smoe_trace_fragment(smoe_trace *t, size_t *len)
+void smoe_trace_lanes(smoe_trace *t)
 {
+    for (int l = 0; l < SMOE_LANES; l++)
+        smoe_trace_lane(t, l, smoe_lane_name(l));
+}
+
+smoe_status smoe_trace_fragment(smoe_trace *t, const char **out, size_t *len, smoe_err *err)
+{
+    *out = "";
+    *len = 0;
+    if (t->lost)
+        return smoe_err_set(err, SMOE_ENOMEM,
+                            "out of memory for the trace: %lld events could not be kept",
+                            (long long)t->lost);
     size_t need = (size_t)(t->n + 1) * 200 + 200;
     if (need > t->text_cap) {
         char *n = smoe_realloc(t->text, need);
-        if (!n) {
-            *len = 0;
-            return "";
-        }
+        if (!n)
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory formatting the trace");
         t->text = n;
         t->text_cap = need;
     }
@@ -130,7 +142,8 @@ const char *smoe_trace_fragment(smoe_trace *t, size_t *len)
                                   (x->t1 - x->t0) * 1e6);
     }
     *len = k < need ? k : need - 1;
-    return t->text;
+    *out = t->text;
+    return SMOE_OK;
 }
 
 smoe_status smoe_trace_write(FILE *f, const char *const *fragments, const size_t *lens, int n,

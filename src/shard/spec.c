@@ -41,16 +41,6 @@ smoe_axes smoe_axes_live(const smoe_axes *e, const smoe_mesh *m)
     return out;
 }
 
-int smoe_pspec_equal(const smoe_pspec *a, const smoe_pspec *b)
-{
-    if (a->rank != b->rank)
-        return 0;
-    for (int d = 0; d < a->rank; d++)
-        if (!smoe_axes_equal(&a->dim[d], &b->dim[d]))
-            return 0;
-    return 1;
-}
-
 void smoe_pspec_drop_size1(const smoe_pspec *in, const smoe_mesh *m,
                            smoe_pspec *out)
 {

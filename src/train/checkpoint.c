@@ -503,8 +503,8 @@ static smoe_status load_all(smoe_rt *rt, tr_store *st, reader *r)
     for (int i = 0; i < st->n && !s; i++) {
         const tr_weight *w = &st->w[i];
         int64_t nloc[SMOE_MAX_RANK], noff[SMOE_MAX_RANK];
-        smoe_layout_local(&w->lspec, w->lshape, smoe_rt_mesh(rt), smoe_rt_coords(rt), nloc, noff,
-                          NULL);
+        s = smoe_layout_local(&w->lspec, w->lshape, smoe_rt_mesh(rt), smoe_rt_coords(rt), nloc,
+                              noff, r->err);
         for (int c = 0; c < 3 && !s; c++)
             for (int64_t l = 0; l < w->layers && !s; l++)
                 s = load_block(r, &m->w[i], c, l, w, nloc, noff, full,

@@ -332,8 +332,7 @@ smoe_status tr_ckpt_open(smoe_rt *rt, tr_ckpt_opts *co, int resume, tr_ckpt **ou
     char id[33] = "";
     if (root)
         new_run_id(id);
-    if ((s = smoe_rt_bcast_bytes(rt, id, sizeof id)))
-        goto fail;
+    smoe_rt_bcast_bytes(rt, id, sizeof id);
     memcpy(co->run_id, id, sizeof id);
     *out = ck;
     return SMOE_OK;

@@ -106,3 +106,33 @@ void tr_data_batch(const tr_data *d, uint64_t seed, int64_t step, int64_t first,
         }
     }
 }
+
+smoe_status smoe_train_data_load(const char *path, int64_t seq, smoe_train_data **out,
+                                 smoe_err *err)
+{
+    *out = NULL;
+    smoe_train_data *d = smoe_calloc(1, sizeof *d);
+    if (!d)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    smoe_status s = tr_data_load(path, seq + 2, d, err);
+    if (s) {
+        smoe_free(d);
+        return s;
+    }
+    *out = d;
+    return SMOE_OK;
+}
+
+void smoe_train_data_free(smoe_train_data *d)
+{
+    if (!d)
+        return;
+    tr_data_free(d);
+    smoe_free(d);
+}
+
+void smoe_train_data_batch(const smoe_train_data *d, uint64_t seed, int64_t step, int64_t first,
+                           int64_t batch, int64_t seq, int32_t *tokens, int32_t *targets)
+{
+    tr_data_batch(d, seed, step, first, batch, seq, tokens, targets);
+}

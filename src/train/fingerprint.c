@@ -77,8 +77,9 @@ smoe_status tr_fingerprint(const smoe_config *cfg, const smoe_plan *plan,
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         put_i64(h[2], opts[i]);
     put_str(h[2], o->ckpt_dir);
-    put_i64(h[3], data->n);
-    tr_sha_update(h[3], data->text, (size_t)data->n);
+    put_i64(h[3], data ? data->n : -1); /* NULL: batches from the caller */
+    if (data)
+        tr_sha_update(h[3], data->text, (size_t)data->n);
     tr_sha_final(h[0], fp->config);
     tr_sha_final(h[1], fp->plan);
     tr_sha_final(h[2], fp->options);

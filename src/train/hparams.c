@@ -1,7 +1,9 @@
 /* The model configuration and training hyperparameters a smoe config
  * describes. smoe train runs decoder_block "deepseek" with MLA attention
  * and SwiGLU MLPs; anything else is refused with the key's location.
- * Every numeric key is read through keys.c (its accepted range lives
+ * The model dimensions are the plan's (smoe_plan_dims reads them once, as
+ * MaxText derives them), checked against smoe train's ranges in keys.c;
+ * every other numeric key is read through keys.c (its accepted range lives
  * there); the checks between keys are here. */
 #include "train_impl.h"
 
@@ -29,51 +31,53 @@ smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
 {
     smoe_status s;
     memset(mc, 0, sizeof *mc);
-    const char *blk, *att, *score;
+    const char *att, *score;
     int64_t scale, layers;
     double f;
-    if ((s = smoe_config_str(c, "decoder_block", &blk, err)))
+    /* smoe train does not scale the model: checked before the dimensions
+     * are derived, so they are the config's base_* values */
+    if ((s = get_i(c, "global_parameter_scale", &scale, err)))
         return s;
-    if (strcmp(blk, "deepseek") != 0)
+    smoe_dims d;
+    if ((s = smoe_plan_dims(c, &d, err)))
+        return s;
+    if (strcmp(d.decoder_block, "deepseek") != 0)
         return bad(c, "decoder_block", err, "smoe train runs the deepseek decoder block");
     if ((s = smoe_config_str(c, "attention_type", &att, err)))
         return s;
     if (strcmp(att, "mla") != 0)
         return bad(c, "attention_type", err, "smoe train runs MLA attention (mla)");
-    if ((s = get_i(c, "global_parameter_scale", &scale, err)))
-        return s;
     const smoe_node *acts = smoe_config_get(c, "mlp_activations");
     if (!acts || acts->kind != SMOE_NODE_SEQ || acts->n != 2 ||
         strcmp(acts->items[0]->str, "silu") != 0 || strcmp(acts->items[1]->str, "linear") != 0)
         return bad(c, "mlp_activations", err, "smoe train needs [silu, linear] (SwiGLU)");
-    int flag = 0;
-    static const char *const off[] = { "fused_mlp", "fused_qkv", "shard_exp_on_fsdp",
-                                       "use_2d_fsdp_sharding", "use_batch_split_schedule",
-                                       "logits_via_embedding" };
-    for (size_t i = 0; i < sizeof off / sizeof off[0]; i++) {
-        if (!smoe_config_get(c, off[i]))
-            continue;
-        if ((s = smoe_config_bool(c, off[i], &flag, err)))
+    const struct { const char *key; int on; } off[] = {
+        { "fused_mlp", d.fused_mlp }, { "fused_qkv", d.fused_qkv },
+        { "shard_exp_on_fsdp", d.shard_exp_on_fsdp }, { "use_2d_fsdp_sharding", d.use_2d_fsdp },
+        { "use_batch_split_schedule", d.batch_split },
+        { "logits_via_embedding", d.logits_via_embedding },
+    };
+    for (size_t i = 0; i < sizeof off / sizeof off[0]; i++)
+        if (off[i].on)
+            return bad(c, off[i].key, err, "not supported by smoe train");
+    /* the plan's dimensions, each inside smoe train's range (keys.c) */
+    const struct { const char *key; int64_t v; int64_t *dst; } dim[] = {
+        { "base_emb_dim", d.emb, &mc->emb }, { "base_num_query_heads", d.heads, &mc->heads },
+        { "q_lora_rank", d.q_lora, &mc->q_lora }, { "kv_lora_rank", d.kv_lora, &mc->kv_lora },
+        { "qk_nope_head_dim", d.qk_nope, &mc->qk_nope },
+        { "qk_rope_head_dim", d.qk_rope, &mc->qk_rope }, { "v_head_dim", d.v_head, &mc->v_head },
+        { "base_mlp_dim", d.mlp, &mc->mlp }, { "base_moe_mlp_dim", d.moe_mlp, &mc->moe_mlp },
+        { "num_experts", d.experts, &mc->experts }, { "num_experts_per_tok", d.topk, &mc->topk },
+        { "shared_experts", d.shared_experts, &mc->shared }, { "vocab_size", d.vocab, &mc->vocab },
+        { "base_num_decoder_layers", d.layers, &layers },
+        { "first_num_dense_layers", d.first_dense, &mc->n_dense },
+    };
+    for (size_t i = 0; i < sizeof dim / sizeof dim[0]; i++) {
+        if ((s = tr_key_check_int(c, dim[i].key, dim[i].v, err)))
             return s;
-        if (flag)
-            return bad(c, off[i], err, "not supported by smoe train");
+        *dim[i].dst = dim[i].v;
     }
-    if ((s = get_i(c, "base_emb_dim", &mc->emb, err)) ||
-        (s = get_i(c, "base_num_query_heads", &mc->heads, err)) ||
-        (s = get_i(c, "q_lora_rank", &mc->q_lora, err)) ||
-        (s = get_i(c, "kv_lora_rank", &mc->kv_lora, err)) ||
-        (s = get_i(c, "qk_nope_head_dim", &mc->qk_nope, err)) ||
-        (s = get_i(c, "qk_rope_head_dim", &mc->qk_rope, err)) ||
-        (s = get_i(c, "v_head_dim", &mc->v_head, err)) ||
-        (s = get_i(c, "base_mlp_dim", &mc->mlp, err)) ||
-        (s = get_i(c, "base_moe_mlp_dim", &mc->moe_mlp, err)) ||
-        (s = get_i(c, "num_experts", &mc->experts, err)) ||
-        (s = get_i(c, "num_experts_per_tok", &mc->topk, err)) ||
-        (s = get_i(c, "shared_experts", &mc->shared, err)) ||
-        (s = get_i(c, "vocab_size", &mc->vocab, err)) ||
-        (s = get_i(c, "base_num_decoder_layers", &layers, err)) ||
-        (s = get_i(c, "first_num_dense_layers", &mc->n_dense, err)) ||
-        (s = get_i(c, "max_target_length", &mc->seq, err)))
+    if ((s = get_i(c, "max_target_length", &mc->seq, err)))
         return s;
     if (mc->n_dense > layers)
         return bad(c, "first_num_dense_layers", err,
@@ -90,8 +94,7 @@ smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
     else if (strcmp(score, "softmax") != 0 && strcmp(score, "linear") != 0 && score[0])
         return bad(c, "routed_score_func", err,
                    "smoe train implements \"\" and linear (raw logits), softmax and sigmoid");
-    if ((s = smoe_config_bool(c, "routed_bias", &mc->routed_bias, err)))
-        return s;
+    mc->routed_bias = d.routed_bias;
     if ((s = get_f(c, "routed_scaling_factor", &f, err)))
         return s;
     mc->routed_scale = (float)f;

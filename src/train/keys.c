@@ -153,6 +153,22 @@ smoe_status tr_key_int(const smoe_config *c, const char *key, int64_t *out, smoe
     return SMOE_OK;
 }
 
+smoe_status tr_key_check_int(const smoe_config *c, const char *key, int64_t v, smoe_err *err)
+{
+    const smoe_train_key *k = tr_key_find(key);
+    SMOE_ASSERT(k && k->type == 'i');
+    if (!smoe_config_get(c, key)) {
+        int64_t unused;
+        return tr_key_int(c, key, &unused, err); /* the config's "missing key" */
+    }
+    if (!in_range(k, (double)v)) {
+        char got[32];
+        snprintf(got, sizeof got, "%lld", (long long)v);
+        return tr_key_refuse(c, key, got, err);
+    }
+    return SMOE_OK;
+}
+
 smoe_status tr_key_float(const smoe_config *c, const char *key, double *out, smoe_err *err)
 {
     const smoe_train_key *k = tr_key_find(key);

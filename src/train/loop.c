@@ -34,9 +34,10 @@ struct tr_state {
     int L, nunits, max_distance;
     int legacy;                          /* this step's plan: 0 co-axis, 1 legacy */
     int64_t budget;                      /* tracked bytes allowed, 0 = none */
+    const smoe_schedule *sched;          /* this step's schedule */
     int top_idx[SMOE_T_NSLOTS];
     float *top_w, *top_dw;               /* (top_floats) top-level gathered / grads */
-    volatile int top_flags[SMOE_T_NSLOTS];
+    _Atomic int top_flags[SMOE_T_NSLOTS];
     smoe_rt_ticket top_tickets[SMOE_T_NSLOTS];
     float *x, *dx;                       /* (T, emb) residual stream and its grad */
     int32_t *tokens, *targets;           /* (T) */
@@ -418,6 +419,9 @@ smoe_status tr_loop_new(smoe_rt *rt, const smoe_model_cfg *mc, const tr_hparams 
 smoe_status tr_loop_set_mode(tr_state *S, const smoe_schedule *sched, int legacy,
                              int64_t budget, smoe_err *err)
 {
+    if (sched == S->sched && (legacy ? 1 : 0) == S->legacy && budget == S->budget)
+        return SMOE_OK; /* set already */
+    S->sched = NULL;
     S->legacy = legacy ? 1 : 0;
     S->budget = budget;
     if (smoe_schedule_max_distance(sched) > S->max_distance)
@@ -425,7 +429,10 @@ smoe_status tr_loop_set_mode(tr_state *S, const smoe_schedule *sched, int legacy
                             smoe_schedule_max_distance(sched), S->max_distance);
     int64_t pool;
     smoe_status s = pool_budget(S, &pool, err);
-    return s ? s : tr_pf_set_schedule(S->pf, sched, legacy, pool, err);
+    if (!s)
+        s = tr_pf_set_schedule(S->pf, sched, legacy, pool, err);
+    S->sched = s ? NULL : sched;
+    return s;
 }
 
 int32_t *tr_loop_tokens(tr_state *S, int32_t **targets)

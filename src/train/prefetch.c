@@ -41,7 +41,7 @@ typedef struct pf_slot {
     int rs_pending;                        /* gradient reductions in flight */
     int pending;                           /* the unit's gathers not yet issued */
     smoe_rt_ticket tickets[TR_MAX_LAYER_WEIGHTS];
-    volatile int flags[TR_MAX_LAYER_WEIGHTS];
+    _Atomic int flags[TR_MAX_LAYER_WEIGHTS];
     int nflags;
 } pf_slot;
 

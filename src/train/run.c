@@ -1,68 +1,11 @@
-/* smoe_train_run: set-up (every check agreed across ranks before the first
- * step, so that all ranks stop together on bad input), the step loop, the
- * summary, the trace and the parameter digest. */
-#define _GNU_SOURCE
+/* smoe_train_run: a loop over the trainer (trainer.c): the options
+ * checked, the data read, the schedules taking turns, the checkpoint
+ * cadence, the summary, the digest and the trace. Also the summaries over
+ * a subset of steps. */
 #include "train_impl.h"
 
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <unistd.h>
-
-
-static double forward_flops_per_token(const smoe_model_cfg *m)
-{
-    double e = (double)m->emb, h = (double)m->heads, qk = (double)(m->qk_nope + m->qk_rope);
-    double att = m->q_lora ? 2 * (e * (double)m->q_lora + (double)m->q_lora * h * qk)
-                           : 2 * e * h * qk;
-    att += 2 * e * (double)(m->kv_lora + m->qk_rope);
-    att += 2 * (double)m->kv_lora * h * (double)(m->qk_nope + m->v_head);
-    att += 2 * h * (double)m->v_head * e;
-    att += 2 * h * (qk + (double)m->v_head) * (double)(m->seq + 1) / 2; /* causal core */
-    double dense = 6 * e * (double)m->mlp;
-    double moe = 2 * e * (double)m->experts + 6 * e * (double)(m->shared * m->moe_mlp) +
-                 6 * e * (double)m->moe_mlp * (double)m->topk;
-    return (double)(m->n_dense + m->n_moe) * att + (double)m->n_dense * dense +
-           (double)m->n_moe * moe + 2 * e * (double)m->vocab;
-}
-
-static smoe_status write_trace(smoe_rt *rt, smoe_trace *t, const char *path, smoe_err *err)
-{
-    size_t len = 0;
-    const char *frag = smoe_trace_fragment(t, &len);
-    int size = smoe_rt_size(rt);
-    int64_t *lens = smoe_calloc((size_t)size, sizeof *lens);
-    char *all = NULL;
-    smoe_status s = lens ? SMOE_OK : SMOE_ENOMEM;
-    s = smoe_rt_agree(rt, s);
-    if (!s)
-        s = smoe_rt_gatherv_bytes(rt, frag, (int64_t)len, &all, lens);
-    if (!s && smoe_rt_rank(rt) == 0) {
-        const char **frags = smoe_calloc((size_t)size, sizeof *frags);
-        size_t *fl = smoe_calloc((size_t)size, sizeof *fl);
-        FILE *f = fopen(path, "w");
-        if (!frags || !fl || !f) {
-            s = smoe_err_in(err, SMOE_EIO, path, "cannot write the trace");
-        } else {
-            int64_t off = 0;
-            for (int r = 0; r < size; r++) {
-                frags[r] = all + off;
-                fl[r] = (size_t)lens[r];
-                off += lens[r];
-            }
-            s = smoe_trace_write(f, frags, fl, size, err);
-        }
-        if (f && fclose(f) != 0 && !s)
-            s = smoe_err_in(err, SMOE_EIO, path, "cannot write the trace");
-        smoe_free(frags);
-        smoe_free(fl);
-    }
-    smoe_free(all);
-    smoe_free(lens);
-    return smoe_rt_agree(rt, s);
-}
 
 /* The modes of the run: o->modes when interleaved, else the one schedule. */
 static int run_modes(const smoe_train_opts *o, smoe_train_mode *m)
@@ -79,59 +22,6 @@ static int run_modes(const smoe_train_opts *o, smoe_train_mode *m)
 static int step_mode(int64_t step, int n)
 {
     return n > 1 ? (int)((step + step / n) % n) : 0;
-}
-
-/* The keys of the model's size, as "k=v, ...", for messages about memory. */
-static void size_keys(const smoe_config *cfg, char *buf, size_t cap)
-{
-    int nk;
-    const smoe_train_key *k = smoe_train_keys(&nk);
-    size_t o = 0;
-    buf[0] = 0;
-    for (int i = 0; i < nk && o + 64 < cap; i++) {
-        const smoe_node *v = smoe_config_get(cfg, k[i].name);
-        if ((k[i].kind & SMOE_TRAIN_KEY_SIZE) && v && v->kind == SMOE_NODE_SCALAR)
-            o += (size_t)snprintf(buf + o, cap - o, "%s%s=%s", o ? ", " : "", k[i].name, v->str);
-    }
-}
-
-/* What this rank will need, checked before anything large is allocated:
- * against --max-memory, and against the machine's memory. */
-static smoe_status check_memory(smoe_rt *rt, const smoe_config *cfg, const smoe_model_cfg *mc,
-                                const tr_store *st, int max_depth, const tr_data *data,
-                                const smoe_train_opts *o, smoe_train_result *res, smoe_err *err)
-{
-    int64_t act = 0;
-    smoe_status s = smoe_model_need_bytes(mc, &act, err);
-    double slabs = 4.0 * (double)st->total * 4, pool = (double)tr_pf_pool_bytes(st, max_depth);
-    double top = 2.0 * (double)st->top_floats * 4;
-    double need = slabs + pool + top + (double)act + (double)data->n;
-    int64_t est[1] = { s ? 0 : (need < 9e18 ? (int64_t)need : INT64_MAX) };
-    if ((s = smoe_rt_agree_err(rt, s, err)))
-        return s;
-    smoe_rt_allreduce_max_i64(rt, est, 1);
-    res->memory_estimate_bytes = est[0];
-    char what[400], dims[1400];
-    snprintf(what, sizeof what,
-             "shards, gradients and AdamW moments %.0f, gathered-layer pool %.0f, top-level "
-             "buffers %.0f, activations %lld, data %lld",
-             slabs, pool, top, (long long)act, (long long)data->n);
-    if (o->max_memory > 0 && est[0] > o->max_memory) {
-        char where[64];
-        snprintf(where, sizeof where, "argument '--max-memory %lld'", (long long)o->max_memory);
-        return smoe_err_in(err, SMOE_ENOMEM, where, "the plan needs %lld bytes per rank (%s)",
-                           (long long)est[0], what);
-    }
-    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-    double ram = pages > 0 && psize > 0 ? (double)pages * (double)psize : 0;
-    if (ram > 0 && (double)est[0] > ram) {
-        size_keys(cfg, dims, sizeof dims);
-        return smoe_err_set(err, SMOE_EINVAL,
-                            "the model needs %.3g GiB per rank (%s), more than this machine's "
-                            "%.3g GiB of memory: the model is too large for this mesh (%s)",
-                            (double)est[0] / 1073741824.0, what, ram / 1073741824.0, dims);
-    }
-    return SMOE_OK;
 }
 
 /* The per-step records grow geometrically (a run of 10^9 steps does not
@@ -151,225 +41,76 @@ static smoe_status grow_steps(smoe_train_result *res, int64_t *cap, smoe_err *er
     return SMOE_OK;
 }
 
-/* MaxText's abort_on_nan_loss / abort_on_inf_loss (train.py checks the
- * loss of each step); the loss is the same on every rank (all-reduced),
- * so every rank returns the same status. */
-static smoe_status check_loss(const tr_hparams *hp, const smoe_train_step *rec, smoe_err *err)
+/* Steps res->first_step .. o->steps - 1 on this rank's slice of each
+ * global batch, checkpoints at the cadence of o. */
+static smoe_status run_steps(smoe_rt *rt, smoe_trainer *t, const smoe_train_opts *o,
+                             const smoe_train_data *data, smoe_train_result *res, smoe_err *err)
 {
-    double l = rec->loss;
-    if (isnan(l) && hp->abort_on_nan)
-        return smoe_err_set(err, SMOE_ENONFINITE,
-                            "step %lld: the loss is nan (abort_on_nan_loss: true); stopped "
-                            "before saving anything of this step",
-                            (long long)rec->step + 1);
-    if (isinf(l) && hp->abort_on_inf)
-        return smoe_err_set(err, SMOE_ENONFINITE,
-                            "step %lld: the loss is %s (abort_on_inf_loss: true); stopped "
-                            "before saving anything of this step",
-                            (long long)rec->step + 1, l > 0 ? "inf" : "-inf");
-    return SMOE_OK;
-}
-
-/* An error inside a step is this rank's alone (the others wait in the
- * next collective): end the whole job now, with this rank's message. */
-static _Noreturn void step_failed(smoe_rt *rt, smoe_status s, const smoe_err *err)
-{
-    char buf[1200];
-    smoe_rt_abort(rt, s == SMOE_ENOMEM ? 72 : 73, smoe_err_format(err, buf, sizeof buf));
-}
-
-static void summarize_run(smoe_rt *rt, const tr_store *st, const tr_state *S,
-                          const smoe_model_cfg *mc, smoe_train_result *res)
-{
-    double n = (double)res->nsteps;
-    for (int64_t i = 0; i < res->nsteps; i++) {
-        const smoe_train_step *r = &res->steps[i];
-        res->mean_step_ms += r->step_ms / n;
-        res->mean_exposed_gather_ms += r->exposed_gather_ms / n;
-        res->mean_compute_ms += r->compute_ms / n;
-        res->mean_gather_ms += r->gather_ms / n;
-        res->mean_a2a_ms += r->a2a_ms / n;
-        res->mean_residual_ms += r->residual_ms / n;
-        if (r->peak_gathered_bytes > res->peak_gathered_bytes)
-            res->peak_gathered_bytes = r->peak_gathered_bytes;
+    smoe_train_mode modes[SMOE_TRAIN_MAX_MODES];
+    int nmodes = run_modes(o, modes);
+    const smoe_model_cfg *mc = smoe_trainer_model(t);
+    int64_t T = mc->batch * mc->seq, first = (int64_t)smoe_rt_rank(rt) * mc->batch, cap = 0;
+    int32_t *tokens = smoe_malloc(sizeof *tokens * (size_t)T);
+    int32_t *targets = smoe_malloc(sizeof *targets * (size_t)T);
+    smoe_status s = tokens && targets ? SMOE_OK : smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    s = smoe_rt_agree_err(rt, s, err);
+    for (int64_t step = res->first_step; step < o->steps && !s; step++) {
+        s = grow_steps(res, &cap, err);
+        if ((s = smoe_rt_agree_err(rt, s, err)))
+            break;
+        smoe_train_step *rec = &res->steps[res->nsteps];
+        int mi = step_mode(step, nmodes);
+        smoe_trainer_set_mode(t, modes[mi].prefetch_depth, modes[mi].legacy);
+        smoe_train_data_batch(data, o->seed, step, first, mc->batch, mc->seq, tokens, targets);
+        s = smoe_trainer_step(t, tokens, targets, rec, err);
+        rec->mode = mi;
+        res->nsteps++;
+        if (s)
+            break;
+        if (o->on_step)
+            o->on_step(o->ud, rec);
+        int64_t done = step + 1;
+        if (o->ckpt_dir && (done == o->steps || (o->ckpt_every && done % o->ckpt_every == 0)))
+            s = smoe_trainer_save(t, err);
     }
-    res->layer_gathered_bytes =
-        (st->unit_floats[0] > st->unit_floats[1] ? st->unit_floats[0] : st->unit_floats[1]) * 4;
-    res->top_gathered_bytes = 2 * st->top_floats * 4;
-    int64_t pk[2];
-    tr_mem tm;
-    tr_loop_peaks(S, &pk[0], &pk[1], &tm);
-    smoe_rt_allreduce_max_i64(rt, pk, 2);
-    smoe_train_mem pt = { tm.params, tm.grads, tm.optimizer, tm.gathered, tm.activations, tm.comm };
-    res->peak_tracked = pt;
-    for (int64_t i = 0; i < res->nsteps; i++) {
-        const smoe_train_step *r = &res->steps[i];
-        if (r->peak_tracked_bytes > res->peak_tracked_bytes)
-            res->peak_tracked_bytes = r->peak_tracked_bytes;
-        res->budget_overruns += r->budget_overruns;
-        res->gathers_at_use += r->gathers_at_use;
-    }
-    res->peak_gathered_fwd_bytes = pk[0];
-    res->peak_gathered_bwd_bytes = pk[1];
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    int64_t rss[1] = { (int64_t)ru.ru_maxrss * 1024 };
-    smoe_rt_allreduce_max_i64(rt, rss, 1);
-    res->peak_rss_bytes = rss[0];
-    res->tokens_per_step = mc->batch * mc->seq * smoe_rt_size(rt);
-    res->model_flops_per_step = 3 * forward_flops_per_token(mc) * (double)res->tokens_per_step;
-    for (int i = 0; i < st->n; i++) {
-        int64_t e = st->w[i].layers;
-        for (int d = 0; d < st->w[i].lrank; d++)
-            e *= st->w[i].lshape[d];
-        res->params += e;
-    }
+    smoe_free(tokens);
+    smoe_free(targets);
+    return s;
 }
 
 smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
                            const smoe_train_opts *o, smoe_train_result *res, smoe_err *err)
 {
-    smoe_status s;
     smoe_model_cfg mc;
     tr_hparams hp;
-    tr_data data;
-    tr_store st;
-    smoe_model *model = NULL;
-    tr_state *S = NULL;
-    smoe_trace *trace = NULL;
-    tr_ckpt *ck = NULL;
-    smoe_train_mode modes[SMOE_TRAIN_MAX_MODES];
-    smoe_schedule *own[SMOE_TRAIN_MAX_MODES] = { NULL };
-    const smoe_schedule *sched[SMOE_TRAIN_MAX_MODES] = { NULL };
+    smoe_train_data *data = NULL;
+    smoe_trainer *t = NULL;
     memset(res, 0, sizeof *res);
-    memset(&data, 0, sizeof data);
-    memset(&st, 0, sizeof st);
-
-    int nmodes = run_modes(o, modes), max_depth = 0, plans[2] = { 0, 0 };
-    s = smoe_train_model_cfg(cfg, smoe_rt_mesh(rt), &mc, err);
-    if (!s)
-        s = tr_read_hparams(cfg, &hp, err);
-    if (!s) /* MaxText's recipe (recipe.c) */
-        s = tr_read_recipe(cfg, o->steps, &hp.rc, err);
-    if (!s && o->steps < 1)
-        s = smoe_err_in(err, SMOE_EINVAL, "argument '--steps'", "must be >= 1");
-    if (!s && (o->nmodes < 0 || o->nmodes > SMOE_TRAIN_MAX_MODES))
-        s = smoe_err_set(err, SMOE_EINVAL, "at most %d interleaved schedules",
-                         SMOE_TRAIN_MAX_MODES);
-    for (int i = 0; i < nmodes && !s; i++) {
-        if (modes[i].prefetch_depth < 0)
-            s = smoe_err_in(err, SMOE_EINVAL, "argument '--prefetch-depth'", "must be >= 0");
-        max_depth = modes[i].prefetch_depth > max_depth ? modes[i].prefetch_depth : max_depth;
-        plans[modes[i].legacy ? 1 : 0] = 1;
-    }
-    if (!s && o->ckpt_dir && !o->ckpt_dir[0])
-        s = smoe_err_in(err, SMOE_EINVAL, "argument '--checkpoint-dir'",
-                        "is empty: name a directory");
-    if ((s = smoe_rt_agree(rt, s)))
+    /* the options and the config first (every rank's own verdict), then the
+     * data: every rank reads the file (a host may lack it) */
+    smoe_status s = tr_trainer_check(rt, cfg, o, &mc, &hp, err);
+    if (s)
         return s;
-    hp.batch = mc.batch;
-    hp.seq = mc.seq;
     tr_recipe_describe(&hp, &mc, res->recipe, sizeof res->recipe);
-    smoe_blas_init(1, &res->blas);
-    /* data: every rank reads the file (a host may lack it) */
-    s = tr_data_load(o->data_path, mc.seq + 2, &data, err);
+    s = smoe_train_data_load(o->data_path, mc.seq, &data, err);
     if ((s = smoe_rt_agree_err(rt, s, err))) /* the failing rank's message */
         goto fail;
-    /* every rank runs the same configuration, plan, options and data, or
-     * the collectives stop matching: check before the first of them */
-    smoe_rt_set_phase(rt, "the cross-rank consistency check");
-    tr_fingerprint_t fp;
-    s = tr_fingerprint(cfg, plan, o, smoe_rt_get_opts(rt), &data, &fp, err);
-    if ((s = smoe_rt_agree(rt, s)) || (s = tr_fingerprint_check(rt, &fp, err)))
+    if ((s = smoe_trainer_new(rt, cfg, plan, o, data, &t, err)))
         goto fail;
-    smoe_rt_set_phase(rt, "set-up");
-    /* the layout, then what it needs, then the allocations */
-    s = tr_store_build(rt, plan, &mc, plans, &st, err);
-    if (s == SMOE_EINVAL && err) { /* a weight the runtime cannot move: name the sizes */
-        char dims[1400];
-        size_keys(cfg, dims, sizeof dims);
-        size_t n = strlen(err->msg);
-        snprintf(err->msg + n, sizeof err->msg - n, " (the model: %s)", dims);
-    }
-    if ((s = smoe_rt_agree_err(rt, s, err)) || /* the schedules, then what they need */
-        (s = tr_schedules(rt, cfg, plan, o, &st, &mc, modes, nmodes, own, sched, &max_depth, res,
-                          err)) ||
-        (s = check_memory(rt, cfg, &mc, &st, max_depth, &data, o, res, err)))
+    tr_trainer_result(t, res);
+    if (o->ckpt_dir && o->resume && (s = smoe_trainer_load(t, res, err)))
         goto fail;
-    s = tr_store_alloc(&st, err);
-    if (!s)
-        s = smoe_model_new(&mc, &model, err);
-    if ((s = smoe_rt_agree_err(rt, s, err)))
+    if ((s = run_steps(rt, t, o, data, res, err)))
         goto fail;
-    if (o->trace_path) {
-        trace = smoe_trace_new(smoe_rt_rank(rt), smoe_now());
-        if (!trace) {
-            s = smoe_err_set(err, SMOE_ENOMEM, "out of memory for the trace");
-            goto fail;
-        }
-        smoe_trace_lane(trace, SMOE_LANE_COMPUTE, "compute");
-        smoe_trace_lane(trace, SMOE_LANE_GATHER, "FSDP gathers");
-        smoe_trace_lane(trace, SMOE_LANE_COMM, "all-to-all / reductions");
-        smoe_trace_lane(trace, SMOE_LANE_WAIT, "waits");
-    }
-    s = tr_loop_new(rt, &mc, &hp, max_depth, model, &st, trace, &S, err);
-    for (int i = nmodes - 1; i >= 0 && !s; i--) /* each checked; mode 0 set */
-        s = tr_loop_set_mode(S, sched[i], modes[i].legacy, o->hbm_budget, err);
-    if (s && err && o->schedule && !err->where[0]) /* the file did not fit */
-        snprintf(err->where, sizeof err->where, "%s", o->schedule_name ? o->schedule_name
-                                                                       : "the schedule");
-    if ((s = smoe_rt_agree_err(rt, s, err)))
-        goto fail;
-    tr_ckpt_opts co = { o->ckpt_dir, 0, o->steps, o->seed, o->ckpt_keep, &fp,
-                        smoe_config_rules(cfg), cfg, "" };
-    /* the checkpoint directory: this run's, writable on every rank */
-    if (o->ckpt_dir && (s = tr_ckpt_open(rt, &co, o->resume, &ck, err)))
-        goto fail;
-    if (ck && o->resume && (s = tr_ckpt_load(rt, &st, &co, res, err)))
-        goto fail;
-    if (!res->resumed_from[0]) /* a fresh start (or nothing to resume) */
-        tr_store_init_params(rt, &st, o->seed);
-    int32_t *targets, *tokens = tr_loop_tokens(S, &targets);
-    int64_t first = (int64_t)smoe_rt_rank(rt) * mc.batch, cap = 0;
-    for (int64_t step = res->first_step; step < o->steps; step++) {
-        s = grow_steps(res, &cap, err);
-        if ((s = smoe_rt_agree_err(rt, s, err)))
-            goto fail;
-        smoe_train_step *rec = &res->steps[res->nsteps];
-        int mi = step_mode(step, nmodes);
-        if (nmodes > 1 && (s = tr_loop_set_mode(S, sched[mi], modes[mi].legacy, 0, err)))
-            goto fail;
-        tr_data_batch(&data, o->seed, step, first, mc.batch, mc.seq, tokens, targets);
-        if ((s = tr_loop_step(S, step, rec, err)))
-            step_failed(rt, s, err);
-        rec->mode = mi;
-        res->nsteps++;
-        if ((s = check_loss(&hp, rec, err)))
-            goto fail;
-        if (o->on_step)
-            o->on_step(o->ud, rec);
-        int64_t done = step + 1;
-        if (ck && (done == o->steps || (o->ckpt_every && done % o->ckpt_every == 0))) {
-            co.step = done;
-            if ((s = tr_ckpt_save(rt, ck, &st, &co, err)))
-                goto fail;
-        }
-    }
     smoe_rt_set_phase(rt, "the summary");
-    summarize_run(rt, &st, S, &mc, res);
-    if ((s = tr_store_digest(rt, &st, o->dump_path, res->params_sha256, err)))
+    tr_trainer_summarize(t, res);
+    if ((s = smoe_trainer_digest(t, o->dump_path, res->params_sha256, err)))
         goto fail;
-    if (trace && (s = write_trace(rt, trace, o->trace_path, err)))
+    if (o->trace_path && (s = smoe_trainer_write_trace(t, o->trace_path, err)))
         goto fail;
 fail:
-    for (int i = 0; i < SMOE_TRAIN_MAX_MODES; i++)
-        smoe_schedule_free(own[i]);
-    tr_ckpt_close(ck);
-    tr_loop_free(S);
-    smoe_trace_free(trace);
-    tr_store_free(&st);
-    smoe_model_free(model);
-    tr_data_free(&data);
+    smoe_trainer_free(t);
+    smoe_train_data_free(data);
     return s;
 }
 

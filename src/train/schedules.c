@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static smoe_status tr_schedule_depth(const tr_store *st, const smoe_model_cfg *mc, int depth,
+smoe_status tr_schedule_depth(const tr_store *st, const smoe_model_cfg *mc, int depth,
                               smoe_schedule **out, smoe_err *err)
 {
     const char *nm[2][SMOE_SIM_MAX_WEIGHTS];
@@ -111,7 +111,7 @@ static smoe_status check_same(smoe_rt *rt, const smoe_schedule *const *sched, in
 smoe_status tr_schedules(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
                          const smoe_train_opts *o, const tr_store *st, const smoe_model_cfg *mc,
                          const smoe_train_mode *modes, int nmodes, smoe_schedule *own[],
-                         const smoe_schedule *sched[], int *max_distance, smoe_train_result *res,
+                         const smoe_schedule *sched[], int *max_distance, char *note, size_t cap,
                          smoe_err *err)
 {
     smoe_status s = SMOE_OK;
@@ -125,8 +125,8 @@ smoe_status tr_schedules(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *p
         if (o->schedule)
             sched[i] = o->schedule;
         else if (o->hbm_budget)
-            s = tr_schedule_budget(cfg, plan, o->hw, st, mc, o->hbm_budget, &own[i],
-                                   res->schedule_note, sizeof res->schedule_note, err);
+            s = tr_schedule_budget(cfg, plan, o->hw, st, mc, o->hbm_budget, &own[i], note, cap,
+                                   err);
         else
             s = tr_schedule_depth(st, mc, modes[i].prefetch_depth, &own[i], err);
         if (own[i])
@@ -136,7 +136,6 @@ smoe_status tr_schedules(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *p
     for (int i = 0; i < nmodes && !s; i++)
         if (smoe_schedule_max_distance(sched[i]) > *max_distance)
             *max_distance = smoe_schedule_max_distance(sched[i]);
-    res->prefetch_distance = *max_distance;
     if ((s = smoe_rt_agree_err(rt, s, err)))
         return s;
     return check_same(rt, sched, nmodes, err);

@@ -104,10 +104,13 @@ smoe_status tr_store_build(smoe_rt *rt, const smoe_plan *plan, const smoe_model_
         int routed = !w->top && (w->slot == SMOE_W_EXP_WI0 || w->slot == SMOE_W_EXP_WI1 ||
                                  w->slot == SMOE_W_EXP_WO);
         /* the gathers of each plan the run uses (same shard, same buffer) */
-        for (int k = 0; k < 2; k++)
-            if (plans[k] && (s = smoe_rt_wgather_new(rt, k ? &pw->legacy : &pw->gather, routed,
-                                                     name, &w->wg[k], err)))
+        for (int k = 0; k < 2; k++) {
+            smoe_gather_exec x;
+            if (plans[k] && ((s = smoe_gather_exec_of(k ? &pw->legacy : &pw->gather, routed, name,
+                                                      &x, err)) ||
+                             (s = smoe_rt_wgather_new(rt, &x, name, &w->wg[k], err))))
                 return s;
+        }
         smoe_rt_wgather_info(w->wg[plans[0] ? 0 : 1], &w->info);
         int64_t want = w->top ? smoe_tslot_numel(mc, (smoe_tslot)w->slot)
                               : smoe_wslot_numel(mc, (smoe_wslot)w->slot);
@@ -194,8 +197,9 @@ void tr_store_init_params(smoe_rt *rt, tr_store *st, uint64_t seed)
     for (int i = 0; i < st->n; i++) {
         tr_weight *w = &st->w[i];
         int64_t loc[SMOE_MAX_RANK], off[SMOE_MAX_RANK];
-        smoe_layout_local(&w->lspec, w->lshape, smoe_rt_mesh(rt), smoe_rt_coords(rt), loc, off,
-                          NULL);
+        /* an invariant: tr_store_build checked that every dim divides */
+        SMOE_ASSERT(smoe_layout_local(&w->lspec, w->lshape, smoe_rt_mesh(rt), smoe_rt_coords(rt),
+                                      loc, off, NULL) == SMOE_OK);
         /* the key depends on (seed, parameter index, layer) only */
         for (int64_t l = 0; l < w->layers; l++) {
             uint64_t key = tr_mix(tr_mix(seed, (uint64_t)i), (uint64_t)l);
@@ -215,7 +219,7 @@ static void place_layer(smoe_rt *rt, const tr_weight *w, int64_t l, const float 
         int64_t c[SMOE_MAX_AXES], loc[SMOE_MAX_RANK], off[SMOE_MAX_RANK];
         int64_t gl[SMOE_MAX_RANK], go[SMOE_MAX_RANK];
         smoe_mesh_coords(m, q, c);
-        smoe_layout_local(&w->lspec, w->lshape, m, c, loc, off, NULL);
+        SMOE_ASSERT(smoe_layout_local(&w->lspec, w->lshape, m, c, loc, off, NULL) == SMOE_OK);
         int r = 0;
         for (int d = 0; d < pw->rank; d++) {
             if (d == pw->scan_axis) {
@@ -250,6 +254,37 @@ static void dump_put(dump_out *d, const void *p, size_t size, size_t n)
         d->bad = 1;
         d->err = errno ? errno : EIO;
     }
+}
+
+/* Weight w whole into full on rank 0 (all: shard_numel * ranks floats of
+ * scratch there; both unused on the other ranks). Collective. */
+static void gather_weight(smoe_rt *rt, const tr_store *st, const tr_weight *w, float *all,
+                          float *full)
+{
+    for (int64_t l = 0; l < w->layers; l++) {
+        smoe_rt_gather_bytes(rt, st->params + w->shard_off + l * w->info.shard_numel, all,
+                             w->info.shard_numel * (int64_t)sizeof(float));
+        if (smoe_rt_rank(rt) == 0)
+            place_layer(rt, w, l, all, full);
+    }
+}
+
+smoe_status tr_store_gather(smoe_rt *rt, const tr_store *st, int i, float *full, smoe_err *err)
+{
+    const tr_weight *w = &st->w[i];
+    float *all = NULL;
+    smoe_status s = SMOE_OK;
+    if (smoe_rt_rank(rt) == 0) {
+        all = smoe_malloc(sizeof *all * (size_t)(w->info.shard_numel * smoe_rt_size(rt)));
+        if (!full)
+            s = smoe_err_set(err, SMOE_EINVAL, "no buffer for %s on rank 0", w->pw->key);
+        else if (!all)
+            s = smoe_err_set(err, SMOE_ENOMEM, "out of memory gathering %s", w->pw->key);
+    }
+    if (!(s = smoe_rt_agree_err(rt, s, err)))
+        gather_weight(rt, st, w, all, full);
+    smoe_free(all);
+    return s;
 }
 
 smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump, char hex[65],
@@ -287,14 +322,9 @@ smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump, c
             all = smoe_malloc(sizeof *all * (size_t)(w->info.shard_numel * smoe_rt_size(rt)));
             full = smoe_malloc(sizeof *full * (size_t)total);
             if (!all || !full)
-                smoe_rt_abort(rt, 72, "out of memory gathering the parameters");
+                smoe_rt_abort(rt, SMOE_EXIT_NOMEM, "out of memory gathering the parameters");
         }
-        for (int64_t l = 0; l < w->layers; l++) {
-            smoe_rt_gather_bytes(rt, st->params + w->shard_off + l * w->info.shard_numel, all,
-                                 w->info.shard_numel * (int64_t)sizeof(float));
-            if (root)
-                place_layer(rt, w, l, all, full);
-        }
+        gather_weight(rt, st, w, all, full);
         if (root) {
             tr_sha_update(sha, full, sizeof *full * (size_t)total);
             uint32_t kl = (uint32_t)strlen(pw->key), rk = (uint32_t)pw->rank;

@@ -32,9 +32,17 @@ typedef struct tr_hparams {
 /* keys.c: every numeric key smoe train reads, read and range-checked
  * (SMOE_EINVAL with the key's location and the accepted values) */
 const smoe_train_key *tr_key_find(const char *name);
+SMOE_MUST_CHECK
 smoe_status tr_key_int(const smoe_config *c, const char *key, int64_t *out, smoe_err *err);
+SMOE_MUST_CHECK
 smoe_status tr_key_float(const smoe_config *c, const char *key, double *out, smoe_err *err);
+/* An integer key already read elsewhere (the model dimensions, read once by
+ * the plan: smoe_plan_dims) checked against smoe train's range: v is the
+ * value read; an absent key gets the config's own error. */
+SMOE_MUST_CHECK
+smoe_status tr_key_check_int(const smoe_config *c, const char *key, int64_t v, smoe_err *err);
 /* The refusal of `key` (its rule from the table), `got` the value as text. */
+SMOE_MUST_CHECK
 smoe_status tr_key_refuse(const smoe_config *c, const char *key, const char *got,
                           smoe_err *err);
 
@@ -69,10 +77,12 @@ typedef struct tr_store {
 } tr_store;
 
 /* model config + hyperparameters from the smoe config */
+SMOE_MUST_CHECK
 smoe_status tr_read_hparams(const smoe_config *cfg, tr_hparams *hp, smoe_err *err);
 
 /* recipe.c: the recipe for a run of `steps` steps (also refuses the keys
  * smoe train does not implement, recipe_keys.c) */
+SMOE_MUST_CHECK
 smoe_status tr_read_recipe(const smoe_config *cfg, int64_t steps, tr_recipe *r, smoe_err *err);
 /* The learning rate of the update with 0-based count `count` (MaxText's
  * schedule is evaluated at the optimizer's update count). */
@@ -82,28 +92,37 @@ int tr_recipe_decays(const tr_recipe *r, const char *path);
 /* One line saying which recipe features are active. */
 void tr_recipe_describe(const tr_hparams *hp, const smoe_model_cfg *mc, char *buf, size_t n);
 /* The model-side keys: RoPE / YaRN, MLA softmax scale, router, losses. */
+SMOE_MUST_CHECK
 smoe_status tr_model_recipe(const smoe_config *cfg, smoe_model_cfg *mc, smoe_err *err);
 /* recipe_keys.c: SMOE_EINVAL naming the first MaxText key set to a value
  * smoe train does not implement, and the value(s) it does. */
+SMOE_MUST_CHECK
 smoe_status tr_refuse_keys(const smoe_config *cfg, smoe_err *err);
 
 /* store.c: tr_store_build lays the weights out (offsets, gathers, sizes);
  * tr_store_alloc then allocates the four slabs of st->total floats. */
+SMOE_MUST_CHECK
 smoe_status tr_store_build(smoe_rt *rt, const smoe_plan *plan, const smoe_model_cfg *mc,
                            const int plans[2], tr_store *st, smoe_err *err);
+SMOE_MUST_CHECK
 smoe_status tr_store_alloc(tr_store *st, smoe_err *err);
 void tr_store_free(tr_store *st);
 void tr_store_init_params(smoe_rt *rt, tr_store *st, uint64_t seed);
 /* Gather the parameters to rank 0 in MaxText's layout, in plan order:
  * hash them (and write them to `dump` if not NULL). */
+SMOE_MUST_CHECK
 smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump,
                             char hex[65], smoe_err *err);
+/* Weight i whole, MaxText's layout, into full (rank 0). Collective. */
+smoe_status tr_store_gather(smoe_rt *rt, const tr_store *st, int i, float *full, smoe_err *err);
 
 /* data.c */
-typedef struct tr_data {
+struct smoe_train_data {
     unsigned char *text;
     int64_t n;
-} tr_data;
+};
+typedef struct smoe_train_data tr_data;
+SMOE_MUST_CHECK
 smoe_status tr_data_load(const char *path, int64_t need, tr_data *d, smoe_err *err);
 void tr_data_free(tr_data *d);
 /* Tokens and targets of this rank's `batch` sequences of step `step`;
@@ -119,10 +138,12 @@ void tr_sha_final(tr_sha *s, char hex[65]);
 
 /* optim.c: gradient norm, clipping, AdamW with the schedule, bias update */
 typedef struct tr_optim tr_optim;
+SMOE_MUST_CHECK
 smoe_status tr_optim_new(const tr_store *st, const tr_hparams *hp, const smoe_model_cfg *mc,
                          int ranks, tr_optim **out, smoe_err *err);
 /* After the gradient reductions of step `step` (0-based): *lr the rate
  * applied, *grad_norm the raw gradient's global norm. Collective. */
+SMOE_MUST_CHECK
 smoe_status tr_optim_step(tr_optim *o, smoe_rt *rt, tr_store *st, smoe_model *model,
                           const smoe_model_cfg *mc, const tr_hparams *hp, int64_t step,
                           double *lr, double *grad_norm, smoe_err *err);
@@ -153,6 +174,7 @@ typedef struct tr_pf_stats {
     int64_t at_use;    /* gathers still to issue when their unit was about to run */
 } tr_pf_stats;
 /* The pool holds max_distance + 2 units. */
+SMOE_MUST_CHECK
 smoe_status tr_pf_new(smoe_rt *rt, tr_store *st, int L, int n_dense, int max_distance,
                       tr_prefetch **out, smoe_err *err);
 void tr_pf_free(tr_prefetch *P);
@@ -160,6 +182,7 @@ void tr_pf_free(tr_prefetch *P);
  * whole weights only; distance <= the pool's), the plan (legacy: its
  * gathers built) and a budget of gathered bytes (0: none). SMOE_EINVAL
  * names the schedule's field. */
+SMOE_MUST_CHECK
 smoe_status tr_pf_set_schedule(tr_prefetch *P, const smoe_schedule *s, int legacy,
                                int64_t budget, smoe_err *err);
 void tr_pf_begin(tr_prefetch *P);                 /* the step's start */
@@ -178,11 +201,16 @@ int64_t tr_pf_pool_bytes(const tr_store *st, int max_distance);
  * weights, on o->hw) for o->hbm_budget, or the mode's depth; the farthest
  * issue distance; checked the same on every rank. Collective; errors
  * agreed. */
+SMOE_MUST_CHECK
 smoe_status tr_schedules(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
                          const smoe_train_opts *o, const tr_store *st, const smoe_model_cfg *mc,
                          const smoe_train_mode *modes, int nmodes, smoe_schedule *own[],
-                         const smoe_schedule *sched[], int *max_distance, smoe_train_result *res,
+                         const smoe_schedule *sched[], int *max_distance, char *note, size_t cap,
                          smoe_err *err);
+/* The schedule of a uniform depth for the store's weights. */
+SMOE_MUST_CHECK
+smoe_status tr_schedule_depth(const tr_store *st, const smoe_model_cfg *mc, int depth,
+                              smoe_schedule **out, smoe_err *err);
 
 /* loop.c: the step loop (forward, backward, AdamW) over the executor */
 typedef struct tr_state tr_state;
@@ -190,14 +218,17 @@ typedef struct tr_state tr_state;
 typedef struct tr_mem {
     int64_t params, grads, optimizer, gathered, activations, comm, top;
 } tr_mem;
+SMOE_MUST_CHECK
 smoe_status tr_loop_new(smoe_rt *rt, const smoe_model_cfg *mc, const tr_hparams *hp,
                         int max_distance, smoe_model *model, tr_store *st,
                         smoe_trace *trace, tr_state **out, smoe_err *err);
 /* The next steps' schedule, plan and memory budget (bytes per rank for
  * everything tracked; 0 = none). SMOE_EINVAL when the schedule does not
  * fit the model or the budget cannot hold one layer without prefetch. */
+SMOE_MUST_CHECK
 smoe_status tr_loop_set_mode(tr_state *S, const smoe_schedule *sched, int legacy,
                              int64_t budget, smoe_err *err);
+SMOE_MUST_CHECK
 smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_err *err);
 /* This rank's token and target buffers, filled before each step. */
 int32_t *tr_loop_tokens(tr_state *S, int32_t **targets);
@@ -212,15 +243,27 @@ int64_t tr_mem_static(const tr_mem *m);
  * `pool` gathered-layer bytes in use. */
 tr_mem tr_mem_of(const tr_store *st, const smoe_model_cfg *mc, int64_t act_bytes, int64_t pool);
 
+/* trainer.c: the checks of smoe_trainer_new that come before any data is
+ * read (model config, hyperparameters and recipe, the options): agreed
+ * across ranks (each rank reaches the same verdict, its own err). */
+smoe_status tr_trainer_check(smoe_rt *rt, const smoe_config *cfg, const smoe_train_opts *o,
+                             smoe_model_cfg *mc, tr_hparams *hp, smoe_err *err);
+/* The set-up facts of a run (recipe, BLAS, memory estimate) into res. */
+void tr_trainer_result(const smoe_trainer *t, smoe_train_result *res);
+/* The summary of res's steps and of the run (peaks, RSS, sizes). Collective. */
+void tr_trainer_summarize(smoe_trainer *t, smoe_train_result *res);
+
 /* fingerprint.c: digests every rank must agree on */
 typedef struct tr_fingerprint_t {
     char config[65], plan[65], options[65], data[65];
 } tr_fingerprint_t;
+SMOE_MUST_CHECK
 smoe_status tr_fingerprint(const smoe_config *cfg, const smoe_plan *plan,
                            const smoe_train_opts *o, smoe_rt_opts ro, const tr_data *data,
                            tr_fingerprint_t *fp, smoe_err *err);
 /* SMOE_EINVAL on every rank (rank 0's err names rank, part and digests)
  * when some rank's fingerprint differs from rank 0's. */
+SMOE_MUST_CHECK
 smoe_status tr_fingerprint_check(smoe_rt *rt, const tr_fingerprint_t *fp, smoe_err *err);
 
 /* manifest.c: the checkpoint manifest (JSON, schema in the README) */
@@ -260,9 +303,11 @@ typedef struct tr_manifest {
 /* JSON text of m (smoe_free), or NULL when out of memory. */
 char *tr_manifest_text(const tr_manifest *m);
 /* Parse `text` of `file`; errors name file:line:col or the JSON member. */
+SMOE_MUST_CHECK
 smoe_status tr_manifest_parse(const char *file, const char *text, tr_manifest *m,
                               smoe_err *err);
 /* Only the run id of a manifest's text (SMOE_EINVAL if it has none). */
+SMOE_MUST_CHECK
 smoe_status tr_manifest_run_id(const char *text, char id[33]);
 void tr_manifest_free(tr_manifest *m);
 
@@ -287,12 +332,14 @@ typedef struct tr_ckpt tr_ckpt;
  * it can write there; a fresh run (resume 0) into a directory that already
  * holds checkpoints is refused (nothing is deleted); a fresh run gets a new
  * run id. Collective; errors agreed (the failing rank's message). */
+SMOE_MUST_CHECK
 smoe_status tr_ckpt_open(smoe_rt *rt, tr_ckpt_opts *co, int resume, tr_ckpt **out,
                          smoe_err *err);
 void tr_ckpt_close(tr_ckpt *ck);
 /* Save the state after co->step steps. Refuses non-finite parameters.
  * Prunes to the newest co->keep checkpoints of this run (never the one just
  * written, never another run's). Collective. */
+SMOE_MUST_CHECK
 smoe_status tr_ckpt_save(smoe_rt *rt, tr_ckpt *ck, const tr_store *st, const tr_ckpt_opts *co,
                          smoe_err *err);
 /* Load the checkpoint LATEST names (or, with no LATEST, the newest complete
@@ -301,17 +348,21 @@ smoe_status tr_ckpt_save(smoe_rt *rt, tr_ckpt *ck, const tr_store *st, const tr_
  * lists the other config keys that changed in res->changes; sets
  * res->first_step and res->resumed_from (untouched when the directory holds
  * none) and co->run_id. Collective; errors agreed. */
+SMOE_MUST_CHECK
 smoe_status tr_ckpt_load(smoe_rt *rt, tr_store *st, tr_ckpt_opts *co, smoe_train_result *res,
                          smoe_err *err);
 
 /* ckpt_dir.c: helpers shared with checkpoint.c */
+SMOE_MUST_CHECK
 smoe_status tr_io_err(smoe_err *err, const char *path, const char *what);
 int tr_write_all(int fd, const void *p, size_t n);
 int tr_fsync_dir(const char *path);
+SMOE_MUST_CHECK
 smoe_status tr_write_text(const char *path, const char *text, smoe_err *err);
 void tr_remove_dir(const char *path);
 int64_t tr_step_of(const char *name);
 /* The checkpoint to resume from in dir (name "" when none). */
+SMOE_MUST_CHECK
 smoe_status tr_ckpt_find(const char *dir, char name[32], char *note, size_t note_cap,
                          smoe_err *err);
 /* After publishing step `newest`: remove this run's checkpoints beyond the

@@ -9,8 +9,9 @@
  * model at its training shape (measured op costs feeding the schedule
  * simulation, as XLA's profile-guided latency estimator does). */
 #define _GNU_SOURCE
+#include "smoe/calib.h"
 #include "smoe/sched.h"
-#include "train_impl.h"
+#include "smoe/train.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -137,7 +138,9 @@ static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, mm_args *wor
         smoe_gather_compute(&spec, shape, mesh, SMOE_MODE_COAXIS, 4, &plan);
         ag_args x;
         x.rt = rt;
-        if ((s = smoe_rt_wgather_new(rt, &plan, 0, "calibrate", &x.g, err)))
+        smoe_gather_exec ex;
+        if ((s = smoe_gather_exec_of(&plan, 0, "calibrate", &ex, err)) ||
+            (s = smoe_rt_wgather_new(rt, &ex, "calibrate", &x.g, err)))
             return s;
         x.shard = smoe_calloc((size_t)per, sizeof(float));
         x.buf = smoe_calloc((size_t)(per * size), sizeof(float));
@@ -203,7 +206,9 @@ static smoe_status calib_skew(smoe_rt *rt, const smoe_mesh *mesh, mm_args *work,
     x.buf = all;
     if (!all)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    if ((s = smoe_rt_wgather_new(rt, &plan, 0, "calibrate", &x.g, err)))
+    smoe_gather_exec ex;
+    if ((s = smoe_gather_exec_of(&plan, 0, "calibrate", &ex, err)) ||
+        (s = smoe_rt_wgather_new(rt, &ex, "calibrate", &x.g, err)))
         return s;
     double tight = timed(rt, run_ag, &x, 50, 4);
     double after = after_compute(rt, work, run_ag, &x, 16);
@@ -307,8 +312,8 @@ static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe
     return SMOE_OK;
 }
 
-smoe_status smoe_train_calibrate(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
-                                 const char *path, smoe_err *err)
+smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
+                               const char *path, smoe_err *err)
 {
     smoe_status s;
     int size = smoe_rt_size(rt);
@@ -371,37 +376,31 @@ smoe_status smoe_train_calibrate(smoe_rt *rt, const smoe_config *cfg, const smoe
     FILE *f = path ? fopen(path, "w") : stdout;
     if (!f)
         return smoe_err_in(err, SMOE_EIO, path, "cannot write the profile");
+    static const smoe_hw_note notes[] = {
+        { "peak_flops", "512-wide sgemm, FLOP/s per rank" },
+        { "hbm_bytes", "RAM per rank" },
+        { "hbm_bandwidth", "elementwise y += x, bytes/s per rank" },
+        { "ici_bandwidth", "2 x all-gather bytes received per second" },
+        { "ici_latency", "all-gather fixed cost / (ranks - 1), s" },
+        { "collective_engines", "smoe's runtime: a gather queue, an exchange/reduction queue" },
+        { "a2a_bandwidth", "all-to-all bytes sent to the others per second" },
+        { "a2a_latency", "all-to-all fixed cost / (ranks - 1), s" },
+        { "op_overhead", "one tiny kernel call, s" },
+        { "gemm_small_flops", "64-wide sgemm, FLOP/s per rank" },
+        { "compute_scale", "smoe's layer kernels / the roofline, this model and shape" },
+        { "sync_skew", "wait for the last rank at a collective after compute, s" },
+        { NULL, NULL },
+    };
     fprintf(f,
             "# cpu-mpi: this machine measured by `smoe sim --calibrate` under %d MPI ranks, every\n"
             "# rank busy at once as in training (OpenBLAS core %s, 1 thread per rank).\n"
-            "# A device is one rank; collectives over shared memory are work of the same cores.\n"
-            "name: cpu-mpi\n"
-            "kind: cpu\n"
-            "devices_per_chip: 1\n"
-            "peak_flops: %.6g          # 512-wide sgemm, FLOP/s per rank\n"
-            "hbm_bytes: %.6g           # RAM per rank\n"
-            "hbm_bandwidth: %.6g       # elementwise y += x, bytes/s per rank\n"
-            "ici_bandwidth: %.6g       # 2 x all-gather bytes received per second\n"
-            "ici_links: 1\n"
-            "ici_latency: %.6g         # all-gather fixed cost / (ranks - 1), s\n"
-            "devices_per_node: %d\n"
-            "dcn_bandwidth: %.6g\n"
-            "dcn_latency: %.6g\n"
-            "collective_engines: 2       # smoe's runtime: a gather queue, an exchange/reduction queue\n"
-            "a2a_bandwidth: %.6g       # all-to-all bytes sent to the others per second\n"
-            "a2a_latency: %.6g         # all-to-all fixed cost / (ranks - 1), s\n"
-            "collectives_use_compute: 1\n"
-            "elementwise_bandwidth: %.6g\n"
-            "op_overhead: %.6g         # one tiny kernel call, s\n"
-            "compute_bytes: 4\n"
-            "gemm_small_flops: %.6g    # 64-wide sgemm, FLOP/s per rank\n"
-            "compute_scale: %.6g       # smoe's layer kernels / the roofline, this model and shape\n"
-            "sync_skew: %.6g           # wait for the last rank at a collective after compute, s\n",
-            size, info.corename, hw.peak_flops, hw.hbm_bytes, hw.hbm_bandwidth, hw.ici_bandwidth,
-            hw.ici_latency, size, hw.dcn_bandwidth, hw.dcn_latency, hw.a2a_bandwidth,
-            hw.a2a_latency, hw.elementwise_bandwidth, hw.op_overhead, hw.gemm_small_flops,
-            hw.compute_scale, hw.sync_skew);
+            "# A device is one rank; collectives over shared memory are work of the same cores.\n",
+            size, info.corename);
+    smoe_status ws = smoe_hw_write(f, &hw, notes, NULL);
     if (path && fclose(f) != 0)
-        return smoe_err_in(err, SMOE_EIO, path, "cannot write the profile");
+        ws = SMOE_EIO;
+    if (ws)
+        return smoe_err_in(err, SMOE_EIO, path ? path : "standard output",
+                           "cannot write the profile");
     return SMOE_OK;
 }

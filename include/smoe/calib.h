@@ -1,0 +1,34 @@
+/* smoe calib: this machine measured as a hardware profile for the
+ * simulator (`smoe sim --calibrate`). It stands on the trainer's model
+ * configuration and kernels (train) and on the cost model (sched), and on
+ * the MPI runtime for the collectives it times; nothing below it includes
+ * this header. */
+#ifndef SMOE_CALIB_H
+#define SMOE_CALIB_H
+
+#include "smoe/config.h"
+#include "smoe/plan.h"
+#include "smoe/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Measure this machine's cpu-mpi hardware profile with every rank busy at
+ * once (as in training): matmul rates (64- and 512-wide), memory bandwidth,
+ * per-kernel overhead, all-gather and all-to-all latency and bandwidth
+ * over all ranks, the spread of the ranks' arrival at a collective entered
+ * after a stretch of compute (sync_skew), and the
+ * ratio of smoe's model kernels to the cost model's roofline for the
+ * model of cfg at its training shape (compute_scale, as XLA's profile-
+ * guided latency estimator measures op costs). Rank 0 writes the profile
+ * (YAML, the keys of configs/hardware/ files) to `path`, or stdout when
+ * NULL. Collective; the mesh of rt must not be set yet. */
+SMOE_MUST_CHECK
+smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
+                               const char *path, smoe_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

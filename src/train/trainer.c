@@ -1,0 +1,509 @@
+/* The trainer: one model's sharded state on the ranks of a runtime, built
+ * once (every check agreed across ranks before anything large is
+ * allocated, so that all ranks stop together on bad input), then stepped
+ * one batch at a time; checkpoints, the parameters whole, their digest and
+ * the trace on request. smoe_train_run (run.c) is a loop over it. */
+#define _GNU_SOURCE
+#include "train_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+struct smoe_trainer {
+    smoe_rt *rt;
+    const smoe_config *cfg;
+    const smoe_plan *plan;
+    smoe_train_opts o;           /* a copy; its strings are the caller's */
+    smoe_model_cfg mc;
+    tr_hparams hp;
+    tr_store st;
+    smoe_model *model;
+    tr_state *S;                 /* the step loop (loop.c) */
+    smoe_trace *trace;           /* NULL unless o.trace_path */
+    tr_fingerprint_t fp;
+    tr_ckpt *ck;                 /* NULL unless o.ckpt_dir */
+    tr_ckpt_opts co;
+    int64_t step;                /* steps done */
+    int64_t memory_estimate;     /* bytes per rank, max over ranks */
+    smoe_trainer_param *params;  /* (st.n) */
+    char recipe[640];
+    smoe_blas_info blas;
+    /* the prefetch schedules (schedules.c): one per mode of o, those built
+     * here owned; `extra` one of another depth asked by set_mode */
+    int nmodes, max_distance;
+    smoe_train_mode modes[SMOE_TRAIN_MAX_MODES];
+    smoe_schedule *own[SMOE_TRAIN_MAX_MODES], *extra;
+    const smoe_schedule *sched[SMOE_TRAIN_MAX_MODES];
+    char schedule_note[200];
+};
+
+static double forward_flops_per_token(const smoe_model_cfg *m)
+{
+    double e = (double)m->emb, h = (double)m->heads, qk = (double)(m->qk_nope + m->qk_rope);
+    double att = m->q_lora ? 2 * (e * (double)m->q_lora + (double)m->q_lora * h * qk)
+                           : 2 * e * h * qk;
+    att += 2 * e * (double)(m->kv_lora + m->qk_rope);
+    att += 2 * (double)m->kv_lora * h * (double)(m->qk_nope + m->v_head);
+    att += 2 * h * (double)m->v_head * e;
+    att += 2 * h * (qk + (double)m->v_head) * (double)(m->seq + 1) / 2; /* causal core */
+    double dense = 6 * e * (double)m->mlp;
+    double moe = 2 * e * (double)m->experts + 6 * e * (double)(m->shared * m->moe_mlp) +
+                 6 * e * (double)m->moe_mlp * (double)m->topk;
+    return (double)(m->n_dense + m->n_moe) * att + (double)m->n_dense * dense +
+           (double)m->n_moe * moe + 2 * e * (double)m->vocab;
+}
+
+/* The keys of the model's size, as "k=v, ...", for messages about memory. */
+static void size_keys(const smoe_config *cfg, char *buf, size_t cap)
+{
+    int nk;
+    const smoe_train_key *k = smoe_train_keys(&nk);
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < nk && o + 64 < cap; i++) {
+        const smoe_node *v = smoe_config_get(cfg, k[i].name);
+        if ((k[i].kind & SMOE_TRAIN_KEY_SIZE) && v && v->kind == SMOE_NODE_SCALAR)
+            o += (size_t)snprintf(buf + o, cap - o, "%s%s=%s", o ? ", " : "", k[i].name, v->str);
+    }
+}
+
+/* What this rank will need, checked before anything large is allocated:
+ * against --max-memory, and against the machine's memory. */
+static smoe_status check_memory(smoe_trainer *t, int max_depth, int64_t data_bytes,
+                                smoe_err *err)
+{
+    const smoe_model_cfg *mc = &t->mc;
+    const tr_store *st = &t->st;
+    int64_t act = 0;
+    smoe_status s = smoe_model_need_bytes(mc, &act, err);
+    double slabs = 4.0 * (double)st->total * 4, pool = (double)tr_pf_pool_bytes(st, max_depth);
+    double top = 2.0 * (double)st->top_floats * 4;
+    double need = slabs + pool + top + (double)act + (double)data_bytes;
+    int64_t est[1] = { s ? 0 : (need < 9e18 ? (int64_t)need : INT64_MAX) };
+    if ((s = smoe_rt_agree_err(t->rt, s, err)))
+        return s;
+    smoe_rt_allreduce_max_i64(t->rt, est, 1);
+    t->memory_estimate = est[0];
+    char what[400], dims[1400];
+    snprintf(what, sizeof what,
+             "shards, gradients and AdamW moments %.0f, gathered-layer pool %.0f, top-level "
+             "buffers %.0f, activations %lld, data %lld",
+             slabs, pool, top, (long long)act, (long long)data_bytes);
+    if (t->o.max_memory > 0 && est[0] > t->o.max_memory) {
+        char where[64];
+        snprintf(where, sizeof where, "argument '--max-memory %lld'", (long long)t->o.max_memory);
+        return smoe_err_in(err, SMOE_ENOMEM, where, "the plan needs %lld bytes per rank (%s)",
+                           (long long)est[0], what);
+    }
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    double ram = pages > 0 && psize > 0 ? (double)pages * (double)psize : 0;
+    if (ram > 0 && (double)est[0] > ram) {
+        size_keys(t->cfg, dims, sizeof dims);
+        return smoe_err_set(err, SMOE_EINVAL,
+                            "the model needs %.3g GiB per rank (%s), more than this machine's "
+                            "%.3g GiB of memory: the model is too large for this mesh (%s)",
+                            (double)est[0] / 1073741824.0, what, ram / 1073741824.0, dims);
+    }
+    return SMOE_OK;
+}
+
+/* The schedules of o: the deepest prefetch depth and the plans they use. */
+static int schedules(const smoe_train_opts *o, int *max_depth, int plans[2])
+{
+    int n = o->nmodes > 1 ? o->nmodes : 1, bad = 0;
+    *max_depth = 0;
+    plans[0] = plans[1] = 0;
+    for (int i = 0; i < n; i++) {
+        int d = o->nmodes > 1 ? o->modes[i].prefetch_depth : o->prefetch_depth;
+        int legacy = o->nmodes > 1 ? o->modes[i].legacy : o->legacy;
+        bad |= d < 0;
+        *max_depth = d > *max_depth ? d : *max_depth;
+        plans[legacy ? 1 : 0] = 1;
+    }
+    return bad;
+}
+
+smoe_status tr_trainer_check(smoe_rt *rt, const smoe_config *cfg, const smoe_train_opts *o,
+                             smoe_model_cfg *mc, tr_hparams *hp, smoe_err *err)
+{
+    int max_depth, plans[2];
+    smoe_status s = smoe_train_check_keys(cfg, err);
+    if (!s)
+        s = smoe_train_model_cfg(cfg, smoe_rt_mesh(rt), mc, err);
+    if (!s)
+        s = tr_read_hparams(cfg, hp, err);
+    if (!s && o->steps < 1) /* before the schedule that depends on it */
+        s = smoe_err_in(err, SMOE_EINVAL, "argument '--steps'", "must be >= 1");
+    if (!s) /* MaxText's recipe (recipe.c) */
+        s = tr_read_recipe(cfg, o->steps, &hp->rc, err);
+    if (!s && (o->nmodes < 0 || o->nmodes > SMOE_TRAIN_MAX_MODES))
+        s = smoe_err_set(err, SMOE_EINVAL, "at most %d interleaved schedules",
+                         SMOE_TRAIN_MAX_MODES);
+    if (!s && schedules(o, &max_depth, plans))
+        s = smoe_err_in(err, SMOE_EINVAL, "argument '--prefetch-depth'", "must be >= 0");
+    if (!s && o->ckpt_dir && !o->ckpt_dir[0])
+        s = smoe_err_in(err, SMOE_EINVAL, "argument '--checkpoint-dir'",
+                        "is empty: name a directory");
+    hp->batch = mc->batch;
+    hp->seq = mc->seq;
+    return smoe_rt_agree(rt, s);
+}
+
+static smoe_status new_trace(smoe_trainer *t, smoe_err *err)
+{
+    t->trace = smoe_trace_new(smoe_rt_rank(t->rt), smoe_now());
+    if (!t->trace)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory for the trace");
+    smoe_trace_lanes(t->trace);
+    return SMOE_OK;
+}
+
+static smoe_status param_table(smoe_trainer *t, smoe_err *err)
+{
+    t->params = smoe_calloc((size_t)(t->st.n ? t->st.n : 1), sizeof *t->params);
+    if (!t->params)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    for (int i = 0; i < t->st.n; i++) {
+        const tr_weight *w = &t->st.w[i];
+        smoe_trainer_param *p = &t->params[i];
+        p->name = w->pw->path ? w->pw->path : w->pw->key;
+        p->rank = w->pw->rank;
+        p->numel = 1;
+        for (int d = 0; d < p->rank; d++) {
+            p->shape[d] = w->pw->shape[d];
+            p->numel *= p->shape[d];
+        }
+        p->layers = w->layers;
+        p->shard = t->st.params + w->shard_off;
+        p->shard_numel = w->layers * w->info.shard_numel;
+    }
+    return SMOE_OK;
+}
+
+/* The layout, then what it needs, then the allocations. */
+static smoe_status build(smoe_trainer *t, const smoe_train_data *data, smoe_err *err)
+{
+    smoe_rt *rt = t->rt;
+    int max_depth, plans[2];
+    schedules(&t->o, &max_depth, plans);
+    smoe_status s = tr_store_build(rt, t->plan, &t->mc, plans, &t->st, err);
+    if (s == SMOE_EINVAL && err) { /* a weight the runtime cannot move: name the sizes */
+        char dims[1400];
+        size_keys(t->cfg, dims, sizeof dims);
+        size_t n = strlen(err->msg);
+        snprintf(err->msg + n, sizeof err->msg - n, " (the model: %s)", dims);
+    }
+    t->nmodes = t->o.nmodes > 1 ? t->o.nmodes : 1;
+    for (int i = 0; i < t->nmodes; i++) {
+        t->modes[i].prefetch_depth = t->o.nmodes > 1 ? t->o.modes[i].prefetch_depth
+                                                     : t->o.prefetch_depth;
+        t->modes[i].legacy = t->o.nmodes > 1 ? t->o.modes[i].legacy : t->o.legacy;
+    }
+    if ((s = smoe_rt_agree_err(rt, s, err)) || /* the schedules, then what they need */
+        (s = tr_schedules(rt, t->cfg, t->plan, &t->o, &t->st, &t->mc, t->modes, t->nmodes, t->own,
+                          t->sched, &max_depth, t->schedule_note, sizeof t->schedule_note,
+                          err)) ||
+        (s = check_memory(t, max_depth, data ? data->n : 0, err)))
+        return s;
+    t->max_distance = max_depth;
+    s = tr_store_alloc(&t->st, err);
+    if (!s)
+        s = smoe_model_new(&t->mc, &t->model, err);
+    if (!s && t->o.trace_path)
+        s = new_trace(t, err);
+    if (!s)
+        s = param_table(t, err);
+    if ((s = smoe_rt_agree_err(rt, s, err)))
+        return s;
+    s = tr_loop_new(rt, &t->mc, &t->hp, max_depth, t->model, &t->st, t->trace, &t->S, err);
+    /* each schedule checked against the model; the first one runs until
+     * smoe_trainer_set_mode */
+    for (int i = t->nmodes - 1; i >= 0 && !s; i--)
+        s = tr_loop_set_mode(t->S, t->sched[i], t->modes[i].legacy, t->o.hbm_budget, err);
+    if (s && err && t->o.schedule && !err->where[0]) /* the file did not fit */
+        snprintf(err->where, sizeof err->where, "%s",
+                 t->o.schedule_name ? t->o.schedule_name : "the schedule");
+    return smoe_rt_agree_err(rt, s, err);
+}
+
+smoe_status smoe_trainer_new(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
+                             const smoe_train_opts *o, const smoe_train_data *data,
+                             smoe_trainer **out, smoe_err *err)
+{
+    *out = NULL;
+    smoe_trainer *t = smoe_calloc(1, sizeof *t);
+    smoe_status s = t ? SMOE_OK : smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    if ((s = smoe_rt_agree_err(rt, s, err)))
+        return s;
+    t->rt = rt;
+    t->cfg = cfg;
+    t->plan = plan;
+    t->o = *o;
+    if ((s = tr_trainer_check(rt, cfg, o, &t->mc, &t->hp, err)))
+        goto fail;
+    tr_recipe_describe(&t->hp, &t->mc, t->recipe, sizeof t->recipe);
+    smoe_blas_init(1, &t->blas);
+    /* every rank runs the same configuration, plan, options and data, or
+     * the collectives stop matching: check before the first of them */
+    smoe_rt_set_phase(rt, "the cross-rank consistency check");
+    s = tr_fingerprint(cfg, plan, o, smoe_rt_get_opts(rt), data, &t->fp, err);
+    if ((s = smoe_rt_agree(rt, s)) || (s = tr_fingerprint_check(rt, &t->fp, err)))
+        goto fail;
+    smoe_rt_set_phase(rt, "set-up");
+    if ((s = build(t, data, err)))
+        goto fail;
+    tr_ckpt_opts co = { o->ckpt_dir, 0, o->steps, o->seed, o->ckpt_keep, &t->fp,
+                        smoe_config_rules(cfg), cfg, "" };
+    t->co = co;
+    /* the checkpoint directory: this run's, writable on every rank */
+    if (o->ckpt_dir && (s = tr_ckpt_open(rt, &t->co, o->resume, &t->ck, err)))
+        goto fail;
+    tr_store_init_params(rt, &t->st, o->seed);
+    *out = t;
+    return SMOE_OK;
+fail:
+    smoe_trainer_free(t);
+    return s;
+}
+
+void smoe_trainer_free(smoe_trainer *t)
+{
+    if (!t)
+        return;
+    tr_ckpt_close(t->ck);
+    tr_loop_free(t->S);
+    for (int i = 0; i < SMOE_TRAIN_MAX_MODES; i++)
+        smoe_schedule_free(t->own[i]);
+    smoe_schedule_free(t->extra);
+    smoe_trace_free(t->trace);
+    tr_store_free(&t->st);
+    smoe_model_free(t->model);
+    smoe_free(t->params);
+    smoe_free(t);
+}
+
+const smoe_model_cfg *smoe_trainer_model(const smoe_trainer *t) { return &t->mc; }
+
+int64_t smoe_trainer_steps_done(const smoe_trainer *t) { return t->step; }
+
+void smoe_trainer_set_mode(smoe_trainer *t, int prefetch_depth, int legacy)
+{
+    int d = prefetch_depth < t->max_distance ? prefetch_depth : t->max_distance;
+    const smoe_schedule *s = t->sched[0]; /* o's file or budget plan: the one schedule */
+    for (int i = 0; i < t->nmodes && !t->o.schedule && !t->o.hbm_budget; i++)
+        if (t->modes[i].prefetch_depth == d)
+            s = t->sched[i];
+    if (!t->o.schedule && !t->o.hbm_budget && s->depth != d) { /* another depth: build it */
+        if (!t->extra || t->extra->depth != d) {
+            smoe_schedule_free(t->extra);
+            t->extra = NULL;
+            SMOE_ASSERT(tr_schedule_depth(&t->st, &t->mc, d, &t->extra, NULL) == SMOE_OK);
+        }
+        s = t->extra;
+    }
+    SMOE_ASSERT(tr_loop_set_mode(t->S, s, legacy, t->o.hbm_budget, NULL) == SMOE_OK);
+}
+
+/* MaxText's abort_on_nan_loss / abort_on_inf_loss (train.py checks the
+ * loss of each step); the loss is the same on every rank (all-reduced),
+ * so every rank returns the same status. */
+static smoe_status check_loss(const tr_hparams *hp, const smoe_train_step *rec, smoe_err *err)
+{
+    double l = rec->loss;
+    if (isnan(l) && hp->abort_on_nan)
+        return smoe_err_set(err, SMOE_ENONFINITE,
+                            "step %lld: the loss is nan (abort_on_nan_loss: true); stopped "
+                            "before saving anything of this step",
+                            (long long)rec->step + 1);
+    if (isinf(l) && hp->abort_on_inf)
+        return smoe_err_set(err, SMOE_ENONFINITE,
+                            "step %lld: the loss is %s (abort_on_inf_loss: true); stopped "
+                            "before saving anything of this step",
+                            (long long)rec->step + 1, l > 0 ? "inf" : "-inf");
+    return SMOE_OK;
+}
+
+/* An error inside a step is this rank's alone (the others wait in the
+ * next collective): end the whole job now, with this rank's message. */
+static _Noreturn void step_failed(smoe_rt *rt, smoe_status s, const smoe_err *err)
+{
+    char buf[1200];
+    smoe_rt_abort(rt, s == SMOE_ENOMEM ? SMOE_EXIT_NOMEM : SMOE_EXIT_COMM,
+                  smoe_err_format(err, buf, sizeof buf));
+}
+
+smoe_status smoe_trainer_step(smoe_trainer *t, const int32_t *tokens, const int32_t *targets,
+                              smoe_train_step *rec, smoe_err *err)
+{
+    int32_t *tgt, *tok = tr_loop_tokens(t->S, &tgt);
+    int64_t T = t->mc.batch * t->mc.seq, bad = -1;
+    for (int64_t i = 0; i < T && bad < 0; i++)
+        if (tokens[i] < 0 || tokens[i] >= t->mc.vocab || targets[i] < 0 ||
+            targets[i] >= t->mc.vocab)
+            bad = i;
+    smoe_status s = SMOE_OK;
+    if (bad >= 0)
+        s = smoe_err_set(err, SMOE_EINVAL,
+                         "step %lld: token or target %lld of rank %d is outside [0, %lld)",
+                         (long long)t->step + 1, (long long)bad, smoe_rt_rank(t->rt),
+                         (long long)t->mc.vocab);
+    if ((s = smoe_rt_agree_err(t->rt, s, err)))
+        return s;
+    if (tok != tokens)
+        memcpy(tok, tokens, sizeof *tok * (size_t)T);
+    if (tgt != targets)
+        memcpy(tgt, targets, sizeof *tgt * (size_t)T);
+    memset(rec, 0, sizeof *rec);
+    if ((s = tr_loop_step(t->S, t->step, rec, err)))
+        step_failed(t->rt, s, err);
+    t->step++;
+    return check_loss(&t->hp, rec, err);
+}
+
+smoe_status smoe_trainer_save(smoe_trainer *t, smoe_err *err)
+{
+    if (!t->ck)
+        return smoe_err_set(err, SMOE_EINVAL, "the trainer has no checkpoint directory");
+    t->co.step = t->step;
+    return tr_ckpt_save(t->rt, t->ck, &t->st, &t->co, err);
+}
+
+smoe_status smoe_trainer_load(smoe_trainer *t, smoe_train_result *res, smoe_err *err)
+{
+    if (!t->ck)
+        return smoe_err_set(err, SMOE_EINVAL, "the trainer has no checkpoint directory");
+    smoe_status s = tr_ckpt_load(t->rt, &t->st, &t->co, res, err);
+    if (!s && res->resumed_from[0])
+        t->step = res->first_step;
+    return s;
+}
+
+const smoe_trainer_param *smoe_trainer_params(const smoe_trainer *t, int *n)
+{
+    *n = t->st.n;
+    return t->params;
+}
+
+int smoe_trainer_param_find(const smoe_trainer *t, const char *name)
+{
+    for (int i = 0; i < t->st.n; i++)
+        if (strcmp(t->params[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+smoe_status smoe_trainer_gather(smoe_trainer *t, int i, float *full, smoe_err *err)
+{
+    if (i < 0 || i >= t->st.n)
+        return smoe_err_set(err, SMOE_EINVAL, "no parameter %d (the trainer has %d)", i,
+                            t->st.n);
+    return tr_store_gather(t->rt, &t->st, i, full, err);
+}
+
+smoe_status smoe_trainer_digest(smoe_trainer *t, const char *dump, char hex[65], smoe_err *err)
+{
+    return tr_store_digest(t->rt, &t->st, dump, hex, err);
+}
+
+smoe_status smoe_trainer_write_trace(smoe_trainer *t, const char *path, smoe_err *err)
+{
+    smoe_rt *rt = t->rt;
+    if (!t->trace)
+        return smoe_err_set(err, SMOE_EINVAL, "the trainer records no trace (no trace_path)");
+    size_t len = 0;
+    const char *frag;
+    smoe_status s = smoe_trace_fragment(t->trace, &frag, &len, err);
+    int size = smoe_rt_size(rt);
+    int64_t *lens = smoe_calloc((size_t)size, sizeof *lens);
+    char *all = NULL;
+    if (!s && !lens)
+        s = smoe_err_set(err, SMOE_ENOMEM, "out of memory for the trace");
+    s = smoe_rt_agree_err(rt, s, err);
+    if (!s)
+        s = smoe_rt_gatherv_bytes(rt, frag, (int64_t)len, &all, lens);
+    if (!s && smoe_rt_rank(rt) == 0) {
+        const char **frags = smoe_calloc((size_t)size, sizeof *frags);
+        size_t *fl = smoe_calloc((size_t)size, sizeof *fl);
+        FILE *f = fopen(path, "w");
+        if (!frags || !fl || !f) {
+            s = smoe_err_in(err, SMOE_EIO, path, "cannot write the trace");
+        } else {
+            int64_t off = 0;
+            for (int r = 0; r < size; r++) {
+                frags[r] = all + off;
+                fl[r] = (size_t)lens[r];
+                off += lens[r];
+            }
+            s = smoe_trace_write(f, frags, fl, size, err);
+        }
+        if (f && fclose(f) != 0 && !s)
+            s = smoe_err_in(err, SMOE_EIO, path, "cannot write the trace");
+        smoe_free(frags);
+        smoe_free(fl);
+    }
+    smoe_free(all);
+    smoe_free(lens);
+    return smoe_rt_agree(rt, s);
+}
+
+void tr_trainer_result(const smoe_trainer *t, smoe_train_result *res)
+{
+    snprintf(res->recipe, sizeof res->recipe, "%s", t->recipe);
+    res->blas = t->blas;
+    res->memory_estimate_bytes = t->memory_estimate;
+    snprintf(res->schedule_note, sizeof res->schedule_note, "%s", t->schedule_note);
+    res->prefetch_distance = t->max_distance;
+}
+
+void tr_trainer_summarize(smoe_trainer *t, smoe_train_result *res)
+{
+    smoe_rt *rt = t->rt;
+    const tr_store *st = &t->st;
+    double n = (double)res->nsteps;
+    for (int64_t i = 0; i < res->nsteps; i++) {
+        const smoe_train_step *r = &res->steps[i];
+        res->mean_step_ms += r->step_ms / n;
+        res->mean_exposed_gather_ms += r->exposed_gather_ms / n;
+        res->mean_compute_ms += r->compute_ms / n;
+        res->mean_gather_ms += r->gather_ms / n;
+        res->mean_a2a_ms += r->a2a_ms / n;
+        res->mean_residual_ms += r->residual_ms / n;
+        if (r->peak_gathered_bytes > res->peak_gathered_bytes)
+            res->peak_gathered_bytes = r->peak_gathered_bytes;
+    }
+    res->layer_gathered_bytes =
+        (st->unit_floats[0] > st->unit_floats[1] ? st->unit_floats[0] : st->unit_floats[1]) * 4;
+    res->top_gathered_bytes = 2 * st->top_floats * 4;
+    int64_t pk[2];
+    tr_mem tm;
+    tr_loop_peaks(t->S, &pk[0], &pk[1], &tm);
+    smoe_rt_allreduce_max_i64(rt, pk, 2);
+    smoe_train_mem pt = { tm.params, tm.grads, tm.optimizer, tm.gathered, tm.activations, tm.comm };
+    res->peak_tracked = pt;
+    for (int64_t i = 0; i < res->nsteps; i++) {
+        const smoe_train_step *r = &res->steps[i];
+        if (r->peak_tracked_bytes > res->peak_tracked_bytes)
+            res->peak_tracked_bytes = r->peak_tracked_bytes;
+        res->budget_overruns += r->budget_overruns;
+        res->gathers_at_use += r->gathers_at_use;
+    }
+    res->peak_gathered_fwd_bytes = pk[0];
+    res->peak_gathered_bwd_bytes = pk[1];
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    int64_t rss[1] = { (int64_t)ru.ru_maxrss * 1024 };
+    smoe_rt_allreduce_max_i64(rt, rss, 1);
+    res->peak_rss_bytes = rss[0];
+    res->tokens_per_step = t->mc.batch * t->mc.seq * smoe_rt_size(rt);
+    res->model_flops_per_step = 3 * forward_flops_per_token(&t->mc) * (double)res->tokens_per_step;
+    for (int i = 0; i < st->n; i++) {
+        int64_t e = st->w[i].layers;
+        for (int d = 0; d < st->w[i].lrank; d++)
+            e *= st->w[i].lshape[d];
+        res->params += e;
+    }
+}

@@ -1,0 +1,45 @@
+#!/bin/sh
+# smoe sim --calibrate under 2 ranks: the profile it writes is one the
+# simulator loads (--hardware FILE), every measured rate is a positive
+# finite number, and a profile that cannot be written is one error line and
+# a non-zero exit.
+# usage: sim_calibrate.sh MPIEXEC SMOE
+mpiexec=$1
+smoe=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok: $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL: $1" >&2; }
+if timeout 300 "$mpiexec" -n 2 "$smoe" sim --calibrate --out "$dir/hw.yml" >"$dir/out" 2>"$dir/err"; then
+  ok "calibrate ran"
+else
+  bad "calibrate failed: $(tail -3 "$dir/err")"
+fi
+for k in peak_flops gemm_small_flops hbm_bandwidth ici_bandwidth a2a_bandwidth op_overhead \
+         compute_scale; do
+  v=$(sed -n "s/^$k: *\([^ ]*\).*/\1/p" "$dir/hw.yml")
+  if awk -v v="$v" 'BEGIN { exit !(v + 0 > 0 && v + 0 < 1e300) }'; then
+    ok "$k = $v"
+  else
+    bad "$k is '$v'"
+  fi
+done
+if "$smoe" sim --base "$SMOE_CONFIG_DIR/train.yml" --model tiny --devices 2 \
+     --hardware "$dir/hw.yml" --json >"$dir/sim.json" 2>"$dir/err" &&
+   grep -q '"step_ms"' "$dir/sim.json"; then
+  ok "the simulator loads the measured profile"
+else
+  bad "the simulator refused the profile: $(head -2 "$dir/err")"
+fi
+timeout 300 "$mpiexec" -n 2 "$smoe" sim --calibrate --out "$dir/no/such/dir/hw.yml" \
+  >/dev/null 2>"$dir/err"
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$(grep -c '^smoe:' "$dir/err")" -eq 1 ]; then
+  ok "an unwritable profile refused: $(grep '^smoe:' "$dir/err")"
+else
+  bad "unwritable profile: exit $rc, $(cat "$dir/err")"
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

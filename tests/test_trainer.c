@@ -1,0 +1,205 @@
+/* The trainer API (train.h) on one rank, over the single-rank runtime (no
+ * MPI): a run saved after 3 of 6 steps through smoe_trainer_save and
+ * resumed by a new trainer through smoe_trainer_load is bitwise the
+ * uninterrupted run (losses, lr, grad norms, parameter digest); a
+ * top-level parameter gathered whole equals this rank's shard (one rank
+ * holds it all), a stacked one holds the same values; the parameter table
+ * names every weight by its MaxText path; out-of-range tokens, a save
+ * without a checkpoint directory, an unknown parameter and zero steps are
+ * refused with an error (and the trainer still steps after a refusal).
+ * usage: test_trainer CONFIG_DIR DATA_FILE */
+#define _GNU_SOURCE
+#include "check.h"
+#include "smoe/runtime.h"
+#include "smoe/train.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static smoe_rt *rt;
+static smoe_config *cfg;
+static smoe_plan *plan;
+static smoe_train_data *data;
+
+static smoe_train_opts opts(int64_t steps, const char *ckpt, int resume)
+{
+    smoe_train_opts o;
+    memset(&o, 0, sizeof o);
+    o.steps = steps;
+    o.seed = 7;
+    o.prefetch_depth = 1;
+    o.ckpt_dir = ckpt;
+    o.resume = resume;
+    return o;
+}
+
+/* Steps [from, to) of trainer t on the data's batches. */
+static int run(smoe_trainer *t, int64_t from, int64_t to, smoe_train_step *rec)
+{
+    const smoe_model_cfg *mc = smoe_trainer_model(t);
+    int64_t T = mc->batch * mc->seq;
+    int32_t *tok = malloc(sizeof *tok * (size_t)T), *tgt = malloc(sizeof *tgt * (size_t)T);
+    smoe_err err;
+    int bad = 0;
+    for (int64_t s = from; s < to && !bad; s++) {
+        smoe_train_data_batch(data, 7, s, 0, mc->batch, mc->seq, tok, tgt);
+        bad = smoe_trainer_step(t, tok, tgt, &rec[s], &err) != SMOE_OK;
+        CHECKF(!bad, "step %lld: %s", (long long)s + 1, err.msg);
+    }
+    free(tok);
+    free(tgt);
+    return bad;
+}
+
+static void test_resume(const char *dir)
+{
+    smoe_err err;
+    smoe_train_step a[6], b[6];
+    memset(a, 0, sizeof a);
+    memset(b, 0, sizeof b);
+    char ha[65] = "", hb[65] = "", ckpt[4200];
+    smoe_train_opts o = opts(6, NULL, 0);
+    smoe_trainer *t;
+    CHECKF(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    if (!t)
+        return;
+    run(t, 0, 6, a);
+    CHECK(smoe_trainer_digest(t, NULL, ha, &err) == SMOE_OK);
+    CHECK(a[5].loss < a[0].loss);
+    /* a save without a directory is refused */
+    CHECK(smoe_trainer_save(t, &err) == SMOE_EINVAL);
+    smoe_trainer_free(t);
+
+    snprintf(ckpt, sizeof ckpt, "%s/ckpt", dir);
+    o = opts(6, ckpt, 0);
+    CHECKF(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    if (!t)
+        return;
+    run(t, 0, 3, b);
+    CHECK_INT(smoe_trainer_steps_done(t), 3);
+    CHECKF(smoe_trainer_save(t, &err) == SMOE_OK, "%s", err.msg);
+    smoe_trainer_free(t);
+
+    o = opts(6, ckpt, 1);
+    CHECKF(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    if (!t)
+        return;
+    smoe_train_result res;
+    memset(&res, 0, sizeof res);
+    CHECKF(smoe_trainer_load(t, &res, &err) == SMOE_OK, "%s", err.msg);
+    CHECK_INT(res.first_step, 3);
+    CHECK(res.resumed_from[0] != 0);
+    CHECK_INT(smoe_trainer_steps_done(t), 3);
+    run(t, 3, 6, b);
+    CHECK(smoe_trainer_digest(t, NULL, hb, &err) == SMOE_OK);
+    for (int s = 0; s < 6; s++)
+        CHECKF(a[s].loss == b[s].loss && a[s].lr == b[s].lr && a[s].grad_norm == b[s].grad_norm,
+               "step %d: loss %.17g vs %.17g", s + 1, a[s].loss, b[s].loss);
+    CHECK_STR(ha, hb);
+    smoe_train_result_free(&res);
+    smoe_trainer_free(t);
+}
+
+static void test_params_and_refusals(void)
+{
+    smoe_err err;
+    smoe_train_opts o = opts(2, NULL, 0);
+    smoe_trainer *t;
+    CHECKF(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    if (!t)
+        return;
+    int n;
+    const smoe_trainer_param *p = smoe_trainer_params(t, &n);
+    CHECK(n > 0);
+    int top = smoe_trainer_param_find(t, "token_embedder/embedding");
+    int stacked = -1;
+    for (int i = 0; i < n; i++)
+        if (p[i].layers > 1 && stacked < 0)
+            stacked = i;
+    CHECKF(top >= 0, "no token_embedder/embedding among %d parameters (first %s)", n,
+           n ? p[0].name : "");
+    CHECK(stacked >= 0);
+    CHECK_INT(smoe_trainer_param_find(t, "no/such/weight"), -1);
+    CHECK(smoe_trainer_gather(t, n, NULL, &err) == SMOE_EINVAL);
+    smoe_train_step rec[2];
+    run(t, 0, 1, rec);
+    for (int k = 0; k < 2; k++) {
+        int i = k ? stacked : top;
+        if (i < 0)
+            continue;
+        float *full = malloc(sizeof *full * (size_t)p[i].numel);
+        CHECK_INT(p[i].shard_numel, p[i].numel); /* one rank holds it all */
+        CHECKF(smoe_trainer_gather(t, i, full, &err) == SMOE_OK, "%s", err.msg);
+        double sf = 0, ss = 0;
+        int same = 1, finite = 1;
+        for (int64_t e = 0; e < p[i].numel; e++) {
+            same &= full[e] == p[i].shard[e];
+            finite &= isfinite(full[e]) != 0;
+            sf += fabs((double)full[e]);
+            ss += fabs((double)p[i].shard[e]);
+        }
+        CHECK(finite);
+        if (k == 0)
+            CHECKF(same, "%s gathered differs from its shard", p[i].name);
+        else
+            CHECKF(fabs(sf - ss) <= 1e-9 * ss, "%s: sum |x| %.17g vs %.17g", p[i].name, sf, ss);
+        free(full);
+    }
+    /* tokens outside the vocabulary: refused, nothing stepped */
+    const smoe_model_cfg *mc = smoe_trainer_model(t);
+    int64_t T = mc->batch * mc->seq;
+    int32_t *tok = calloc((size_t)T, sizeof *tok), *tgt = calloc((size_t)T, sizeof *tgt);
+    tok[T - 1] = (int32_t)mc->vocab;
+    CHECK(smoe_trainer_step(t, tok, tgt, &rec[1], &err) == SMOE_EINVAL);
+    CHECKF(strstr(err.msg, "outside") != NULL, "%s", err.msg);
+    tok[T - 1] = 0;
+    tgt[0] = -1;
+    CHECK(smoe_trainer_step(t, tok, tgt, &rec[1], &err) == SMOE_EINVAL);
+    CHECK_INT(smoe_trainer_steps_done(t), 1);
+    tgt[0] = 0;
+    CHECK(smoe_trainer_step(t, tok, tgt, &rec[1], &err) == SMOE_OK);
+    CHECK_INT(smoe_trainer_steps_done(t), 2);
+    free(tok);
+    free(tgt);
+    smoe_trainer_free(t);
+    o = opts(0, NULL, 0);
+    t = (smoe_trainer *)1;
+    CHECK(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_EINVAL);
+    CHECK(t == NULL);
+    CHECKF(strstr(err.where, "--steps") != NULL, "%s: %s", err.where, err.msg);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_trainer CONFIG_DIR DATA_FILE\n");
+        return 2;
+    }
+    smoe_err err;
+    char base[4200], tmpl[] = "/tmp/smoe_trainer_XXXXXX";
+    snprintf(base, sizeof base, "%s/train.yml", argv[1]);
+    smoe_config_opts co;
+    memset(&co, 0, sizeof co);
+    co.base_path = base;
+    co.model = "tiny";
+    smoe_plan_opts po = { 1, 1, NULL, 4 };
+    smoe_rt_opts ro = { 0, 0 };
+    if (smoe_rt_init(&argc, &argv, &rt, &err) || smoe_config_load(&co, &cfg, &err) ||
+        smoe_plan_build(cfg, &po, &plan, &err) || smoe_rt_set_mesh(rt, &plan->mesh, &ro, &err) ||
+        smoe_train_data_load(argv[2], 128, &data, &err) || !mkdtemp(tmpl)) {
+        fprintf(stderr, "test_trainer: set-up: %s\n", err.msg);
+        return 1;
+    }
+    test_resume(tmpl);
+    test_params_and_refusals();
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
+    CHECK(system(cmd) == 0);
+    smoe_train_data_free(data);
+    smoe_plan_free(plan);
+    smoe_config_free(cfg);
+    smoe_rt_finalize(rt);
+    return check_report();
+}
