@@ -6,7 +6,9 @@
  * holds it all), a stacked one holds the same values; the parameter table
  * names every weight by its MaxText path; out-of-range tokens, a save
  * without a checkpoint directory, an unknown parameter and zero steps are
- * refused with an error (and the trainer still steps after a refusal).
+ * refused with an error (and the trainer still steps after a refusal);
+ * the schedule changed between steps (smoe_trainer_set_mode: depths 3, 0,
+ * 2 built on demand, 9 clamped) trains bitwise as depth 1.
  * usage: test_trainer CONFIG_DIR DATA_FILE */
 #define _GNU_SOURCE
 #include "check.h"
@@ -171,6 +173,42 @@ static void test_params_and_refusals(void)
     CHECKF(strstr(err.where, "--steps") != NULL, "%s: %s", err.where, err.msg);
 }
 
+/* The schedule changed between steps through smoe_trainer_set_mode: the
+ * trainer's own depth, depth 0, a depth it was not made with (a schedule
+ * built on demand) and one past its pool (clamped) train bitwise as depth 1
+ * throughout (gathers are exact copies; only their timing differs). */
+static void test_set_mode(void)
+{
+    smoe_err err;
+    smoe_train_step a[6], b[6];
+    memset(a, 0, sizeof a);
+    memset(b, 0, sizeof b);
+    char ha[65] = "", hb[65] = "";
+    smoe_train_opts o = opts(6, NULL, 0);
+    smoe_trainer *t;
+    CHECKF(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    if (!t)
+        return;
+    run(t, 0, 6, a);
+    CHECK(smoe_trainer_digest(t, NULL, ha, &err) == SMOE_OK);
+    smoe_trainer_free(t);
+    o.prefetch_depth = 3;
+    CHECKF(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    if (!t)
+        return;
+    static const int depth[6] = { 3, 0, 2, 2, 9, 1 };
+    for (int s = 0; s < 6; s++) {
+        smoe_trainer_set_mode(t, depth[s], 0);
+        run(t, s, s + 1, b);
+    }
+    CHECK(smoe_trainer_digest(t, NULL, hb, &err) == SMOE_OK);
+    for (int s = 0; s < 6; s++)
+        CHECKF(a[s].loss == b[s].loss && a[s].grad_norm == b[s].grad_norm,
+               "step %d at depth %d: loss %.17g vs %.17g", s + 1, depth[s], b[s].loss, a[s].loss);
+    CHECK_STR(ha, hb);
+    smoe_trainer_free(t);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -194,6 +232,7 @@ int main(int argc, char **argv)
     }
     test_resume(tmpl);
     test_params_and_refusals();
+    test_set_mode();
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
     CHECK(system(cmd) == 0);
