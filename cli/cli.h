@@ -111,12 +111,20 @@ int cli_read_trace(const char *trace_path, struct smoe_trace **t, int max);
  * exchanges inside them): the median seconds med[pass][kind] (pass 0
  * forward, 1 backward; kind 0 dense, 1 MoE) over count[pass][kind] spans. */
 void cli_trace_layer_times(const char *trace_path, double med[2][2], int count[2][2]);
-/* Prefetch schedule files (schedule_json.c; schema in the README): write
- * dies with one line on error; read returns SMOE_EINVAL with where = the
- * file and the first bad field in the message. */
+/* Prefetch schedule files (schema in the README): write (schedule_json.c)
+ * dies with one line on error; read and parse (schedule_json_read.c)
+ * return SMOE_EINVAL with where = the file (or `name`) and the first bad
+ * field in the message. */
+#define CLI_SCHEDULE_FORMAT "smoe-schedule"
+#define CLI_SCHEDULE_VERSION 1
+extern const char *const cli_schedule_kinds[2]; /* weights.dense, weights.moe */
 struct smoe_schedule;
 void cli_schedule_write(const char *path, const struct smoe_schedule *s, const char *hardware);
+SMOE_MUST_CHECK
 smoe_status cli_schedule_read(const char *path, struct smoe_schedule **out, smoe_err *err);
+SMOE_MUST_CHECK
+smoe_status cli_schedule_parse_text(const char *text, size_t n, const char *name,
+                                    struct smoe_schedule **out, smoe_err *err);
 /* Close a file just written (bad: a write failed, errno set by it); on any
  * failure one line naming `where` (with errno's text) and exit. */
 void cli_close_written(FILE *f, int bad, const char *where);

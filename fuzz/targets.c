@@ -301,6 +301,7 @@ smoe_fuzz_fn smoe_fuzz_target(const char *name)
         { "manifest", smoe_fuzz_manifest },
         { "hwfile", smoe_fuzz_hwfile },
         { "scenario", smoe_fuzz_scenario },
+        { "schedule", smoe_fuzz_schedule },
     };
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         if (strcmp(k[i].name, name) == 0)

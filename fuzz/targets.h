@@ -50,9 +50,12 @@ void smoe_fuzz_sim_cleanup(void);
 /* checkpoint manifest.json text -> tr_manifest_parse (target_manifest.c),
  * then its consistency and a write/parse round trip. */
 int smoe_fuzz_manifest(const uint8_t *data, size_t size);
+/* prefetch schedule file text -> cli_schedule_parse_text (target_schedule.c),
+ * then the accepted schedule's bounds. */
+int smoe_fuzz_schedule(const uint8_t *data, size_t size);
 
 /* Target by name ("yaml", "overrides", "rules", "params_json", "manifest",
- * "hwfile", "scenario"), or NULL. */
+ * "hwfile", "scenario", "schedule"), or NULL. */
 smoe_fuzz_fn smoe_fuzz_target(const char *name);
 /* Frees what the targets cache between calls (the rules config). */
 void smoe_fuzz_cleanup(void);

@@ -77,7 +77,8 @@ static int replay_path(smoe_fuzz_fn fn, const char *path)
 int main(int argc, char **argv)
 {
     static const char *const k_targets[] = { "yaml", "overrides", "rules",
-                                             "params_json", "manifest", "hwfile", "scenario" };
+                                             "params_json", "manifest", "hwfile", "scenario",
+                                             "schedule" };
     if (argc == 4 && strcmp(argv[1], "--all") == 0) {
         for (size_t t = 0; t < sizeof k_targets / sizeof k_targets[0]; t++) {
             smoe_fuzz_fn fn = smoe_fuzz_target(k_targets[t]);
@@ -101,7 +102,7 @@ int main(int argc, char **argv)
                 g_fail++;
             }
     } else {
-        fprintf(stderr, "usage: fuzz_replay yaml|overrides|rules|params_json|manifest PATH...\n"
+        fprintf(stderr, "usage: fuzz_replay yaml|overrides|rules|params_json|manifest|hwfile|scenario|schedule PATH...\n"
                         "       fuzz_replay --all REGRESS_DIR CORPUS_DIR\n");
         return 2;
     }

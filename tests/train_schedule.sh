@@ -98,7 +98,7 @@ fi
 # bad files and flags
 printf 'not json' >"$dir/bad1.json"
 refused2 "$dir/bad1.json: not JSON" 4 $M --steps 1 --schedule "$dir/bad1.json"
-refused2 "$dir/missing.json: cannot read" 4 $M --steps 1 --schedule "$dir/missing.json"
+refused2 "$dir/missing.json: cannot open file" 4 $M --steps 1 --schedule "$dir/missing.json"
 sed 's/"format":.*/"format": "other",/' "$dir/sched3.json" >"$dir/bad2.json"
 refused2 "$dir/bad2.json: format" 4 $M --steps 1 --schedule "$dir/bad2.json"
 awk '/"issue":/ && !done { sub(/-?[0-9]+/, "99"); done = 1 } { print }' "$dir/sched3.json" >"$dir/bad3.json"
