@@ -1,5 +1,5 @@
-/* The trainer API (train.h) on one rank, over the single-rank runtime (no
- * MPI): a run saved after 3 of 6 steps through smoe_trainer_save and
+/* The trainer API (train.h) on one rank, over the single-rank communicator
+ * (smoe_comm_local_new: no MPI linked): a run saved after 3 of 6 steps through smoe_trainer_save and
  * resumed by a new trainer through smoe_trainer_load is bitwise the
  * uninterrupted run (losses, lr, grad norms, parameter digest); a
  * top-level parameter gathered whole equals this rank's shard (one rank
@@ -8,11 +8,11 @@
  * without a checkpoint directory, an unknown parameter and zero steps are
  * refused with an error (and the trainer still steps after a refusal);
  * the schedule changed between steps (smoe_trainer_set_mode: depths 3, 0,
- * 2 built on demand, 9 clamped) trains bitwise as depth 1.
+ * 2 built on demand, 9 clamped) trains bitwise as depth 1; a communicator
+ * whose mesh is not the plan's is refused.
  * usage: test_trainer CONFIG_DIR DATA_FILE */
 #define _GNU_SOURCE
 #include "check.h"
-#include "smoe/runtime.h"
 #include "smoe/train.h"
 
 #include <math.h>
@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static smoe_rt *rt;
+static smoe_comm comm;
 static smoe_config *cfg;
 static smoe_plan *plan;
 static smoe_train_data *data;
@@ -64,7 +64,7 @@ static void test_resume(const char *dir)
     char ha[65] = "", hb[65] = "", ckpt[4200];
     smoe_train_opts o = opts(6, NULL, 0);
     smoe_trainer *t;
-    CHECKF(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
     if (!t)
         return;
     run(t, 0, 6, a);
@@ -76,7 +76,7 @@ static void test_resume(const char *dir)
 
     snprintf(ckpt, sizeof ckpt, "%s/ckpt", dir);
     o = opts(6, ckpt, 0);
-    CHECKF(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
     if (!t)
         return;
     run(t, 0, 3, b);
@@ -85,7 +85,7 @@ static void test_resume(const char *dir)
     smoe_trainer_free(t);
 
     o = opts(6, ckpt, 1);
-    CHECKF(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
     if (!t)
         return;
     smoe_train_result res;
@@ -109,7 +109,7 @@ static void test_params_and_refusals(void)
     smoe_err err;
     smoe_train_opts o = opts(2, NULL, 0);
     smoe_trainer *t;
-    CHECKF(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
     if (!t)
         return;
     int n;
@@ -168,9 +168,23 @@ static void test_params_and_refusals(void)
     smoe_trainer_free(t);
     o = opts(0, NULL, 0);
     t = (smoe_trainer *)1;
-    CHECK(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_EINVAL);
+    CHECK(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_EINVAL);
     CHECK(t == NULL);
     CHECKF(strstr(err.where, "--steps") != NULL, "%s: %s", err.where, err.msg);
+    /* the communicator's ranks must form the plan's mesh */
+    smoe_mesh other = { 1, { "data" }, { 1 } };
+    smoe_comm c2;
+    o = opts(2, NULL, 0);
+    CHECK(smoe_comm_local_new(&other, 20, &c2, &err) == SMOE_OK);
+    t = (smoe_trainer *)1;
+    CHECK(smoe_trainer_new(cfg, plan, NULL, &c2, &o, data, &t, &err) == SMOE_EINVAL);
+    CHECK(t == NULL);
+    CHECKF(strstr(err.msg, "is not the plan's") != NULL, "%s", err.msg);
+    smoe_comm_local_free(&c2);
+    /* and the single-rank communicator runs one rank */
+    smoe_mesh two = { 1, { "fsdp" }, { 2 } };
+    CHECK(smoe_comm_local_new(&two, 20, &c2, &err) == SMOE_EINVAL);
+    CHECKF(strstr(err.msg, "2 devices") != NULL, "%s", err.msg);
 }
 
 /* The schedule changed between steps through smoe_trainer_set_mode: the
@@ -186,14 +200,14 @@ static void test_set_mode(void)
     char ha[65] = "", hb[65] = "";
     smoe_train_opts o = opts(6, NULL, 0);
     smoe_trainer *t;
-    CHECKF(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
     if (!t)
         return;
     run(t, 0, 6, a);
     CHECK(smoe_trainer_digest(t, NULL, ha, &err) == SMOE_OK);
     smoe_trainer_free(t);
     o.prefetch_depth = 3;
-    CHECKF(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
     if (!t)
         return;
     static const int depth[6] = { 3, 0, 2, 2, 9, 1 };
@@ -223,9 +237,8 @@ int main(int argc, char **argv)
     co.base_path = base;
     co.model = "tiny";
     smoe_plan_opts po = { 1, 1, NULL, 4 };
-    smoe_rt_opts ro = { 0, 0 };
-    if (smoe_rt_init(&argc, &argv, &rt, &err) || smoe_config_load(&co, &cfg, &err) ||
-        smoe_plan_build(cfg, &po, &plan, &err) || smoe_rt_set_mesh(rt, &plan->mesh, &ro, &err) ||
+    if (smoe_config_load(&co, &cfg, &err) || smoe_plan_build(cfg, &po, &plan, &err) ||
+        smoe_comm_local_new(&plan->mesh, 20, &comm, &err) ||
         smoe_train_data_load(argv[2], 128, &data, &err) || !mkdtemp(tmpl)) {
         fprintf(stderr, "test_trainer: set-up: %s\n", err.msg);
         return 1;
@@ -239,6 +252,6 @@ int main(int argc, char **argv)
     smoe_train_data_free(data);
     smoe_plan_free(plan);
     smoe_config_free(cfg);
-    smoe_rt_finalize(rt);
+    smoe_comm_local_free(&comm);
     return check_report();
 }
