@@ -8,7 +8,10 @@
  * without a checkpoint directory, an unknown parameter and zero steps are
  * refused with an error (and the trainer still steps after a refusal);
  * the schedule changed between steps (smoe_trainer_set_mode: depths 3, 0,
- * 2 built on demand, 9 clamped) trains bitwise as depth 1; a communicator
+ * 2 built on demand, 9 clamped) trains bitwise as depth 1; a schedule
+ * given to smoe_trainer_new (depth 2, built by the sched module) trains
+ * bitwise as depth 1, and one missing a weight or given with interleaved
+ * modes is refused; a communicator
  * whose mesh is not the plan's is refused.
  * usage: test_trainer CONFIG_DIR DATA_FILE */
 #define _GNU_SOURCE
@@ -187,6 +190,49 @@ static void test_params_and_refusals(void)
     CHECKF(strstr(err.msg, "2 devices") != NULL, "%s", err.msg);
 }
 
+/* The depth-1 run of 6 steps (the oracle of the schedule tests below),
+ * and the trainer's layer weights by kind in its order (names into the
+ * plan). */
+static smoe_train_step ref[6];
+static char ref_sha[65];
+static const char *lw_names[2][64];
+static int lw_n[2], n_layers, n_dense;
+
+static void reference(void)
+{
+    smoe_err err;
+    smoe_train_opts o = opts(6, NULL, 0);
+    smoe_trainer *t;
+    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    if (!t)
+        return;
+    run(t, 0, 6, ref);
+    CHECK(smoe_trainer_digest(t, NULL, ref_sha, &err) == SMOE_OK);
+    int n;
+    const smoe_trainer_param *p = smoe_trainer_params(t, &n);
+    for (int i = 0; i < n; i++) {
+        int k = strstr(p[i].name, "moe_layers/") ? 1 : strstr(p[i].name, "dense_layers/") ? 0 : -1;
+        if (k >= 0 && lw_n[k] < 64)
+            lw_names[k][lw_n[k]++] = p[i].name;
+    }
+    const smoe_model_cfg *mc = smoe_trainer_model(t);
+    n_layers = (int)(mc->n_dense + mc->n_moe);
+    n_dense = (int)mc->n_dense;
+    smoe_trainer_free(t);
+}
+
+/* Steps b of trainer t (6 done) and its digest against the reference. */
+static void check_as_reference(smoe_trainer *t, const smoe_train_step *b, const char *what)
+{
+    smoe_err err;
+    char hb[65] = "";
+    CHECK(smoe_trainer_digest(t, NULL, hb, &err) == SMOE_OK);
+    for (int s = 0; s < 6; s++)
+        CHECKF(ref[s].loss == b[s].loss && ref[s].grad_norm == b[s].grad_norm,
+               "%s, step %d: loss %.17g vs %.17g", what, s + 1, b[s].loss, ref[s].loss);
+    CHECKF(strcmp(ref_sha, hb) == 0, "%s: parameters %s vs %s", what, hb, ref_sha);
+}
+
 /* The schedule changed between steps through smoe_trainer_set_mode: the
  * trainer's own depth, depth 0, a depth it was not made with (a schedule
  * built on demand) and one past its pool (clamped) train bitwise as depth 1
@@ -194,19 +240,11 @@ static void test_params_and_refusals(void)
 static void test_set_mode(void)
 {
     smoe_err err;
-    smoe_train_step a[6], b[6];
-    memset(a, 0, sizeof a);
+    smoe_train_step b[6];
     memset(b, 0, sizeof b);
-    char ha[65] = "", hb[65] = "";
     smoe_train_opts o = opts(6, NULL, 0);
-    smoe_trainer *t;
-    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
-    if (!t)
-        return;
-    run(t, 0, 6, a);
-    CHECK(smoe_trainer_digest(t, NULL, ha, &err) == SMOE_OK);
-    smoe_trainer_free(t);
     o.prefetch_depth = 3;
+    smoe_trainer *t;
     CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
     if (!t)
         return;
@@ -215,12 +253,54 @@ static void test_set_mode(void)
         smoe_trainer_set_mode(t, depth[s], 0);
         run(t, s, s + 1, b);
     }
-    CHECK(smoe_trainer_digest(t, NULL, hb, &err) == SMOE_OK);
-    for (int s = 0; s < 6; s++)
-        CHECKF(a[s].loss == b[s].loss && a[s].grad_norm == b[s].grad_norm,
-               "step %d at depth %d: loss %.17g vs %.17g", s + 1, depth[s], b[s].loss, a[s].loss);
-    CHECK_STR(ha, hb);
+    check_as_reference(t, b, "depths 3 0 2 2 9 1");
     smoe_trainer_free(t);
+}
+
+/* A schedule given to smoe_trainer_new (its own argument): a uniform
+ * depth-2 schedule built by the sched module for the trainer's layer
+ * weights trains bitwise as the options' depth 1; one that names a weight
+ * too few, or that is given with interleaved modes, is refused. */
+static void test_given_schedule(void)
+{
+    smoe_err err;
+    smoe_train_step b[6];
+    memset(b, 0, sizeof b);
+    CHECK(lw_n[0] > 0 && lw_n[1] > 0);
+    const char *const *nm[2] = { lw_names[0], lw_names[1] };
+    smoe_schedule *sc = NULL, *few = NULL;
+    CHECKF(smoe_schedule_build(n_layers, n_dense, lw_n, nm, 2, NULL, &sc, &err) == SMOE_OK, "%s",
+           err.msg);
+    if (!sc)
+        return;
+    smoe_train_opts o = opts(6, NULL, 0);
+    o.schedule_name = "depth2.json";
+    smoe_trainer *t;
+    CHECKF(smoe_trainer_new(cfg, plan, sc, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    if (t) {
+        run(t, 0, 6, b);
+        check_as_reference(t, b, "a given depth-2 schedule");
+        smoe_trainer_free(t);
+    }
+    /* interleaved modes run their own schedules */
+    smoe_train_opts o2 = o;
+    o2.nmodes = 2;
+    o2.modes[0].prefetch_depth = 0;
+    o2.modes[1].prefetch_depth = 1;
+    t = (smoe_trainer *)1;
+    CHECK(smoe_trainer_new(cfg, plan, sc, &comm, &o2, data, &t, &err) == SMOE_EINVAL);
+    CHECK(t == NULL);
+    CHECKF(strstr(err.where, "--schedule") != NULL, "%s: %s", err.where, err.msg);
+    /* a schedule that misses a weight of the model */
+    int nf[2] = { lw_n[0], lw_n[1] - 1 };
+    CHECKF(smoe_schedule_build(n_layers, n_dense, nf, nm, 1, NULL, &few, &err) == SMOE_OK, "%s",
+           err.msg);
+    t = (smoe_trainer *)1;
+    CHECK(few && smoe_trainer_new(cfg, plan, few, &comm, &o, data, &t, &err) == SMOE_EINVAL);
+    CHECK(t == NULL);
+    CHECKF(strstr(err.where, "depth2.json") != NULL, "%s: %s", err.where, err.msg);
+    smoe_schedule_free(few);
+    smoe_schedule_free(sc);
 }
 
 int main(int argc, char **argv)
@@ -245,7 +325,9 @@ int main(int argc, char **argv)
     }
     test_resume(tmpl);
     test_params_and_refusals();
+    reference();
     test_set_mode();
+    test_given_schedule();
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
     CHECK(system(cmd) == 0);

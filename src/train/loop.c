@@ -41,7 +41,7 @@ struct tr_state {
     smoe_comm_ticket top_tickets[SMOE_T_NSLOTS];
     float *x, *dx;                       /* (T, emb) residual stream and its grad */
     int32_t *tokens, *targets;           /* (T) */
-    smoe_ep_comm ep_rt;                  /* the runtime's expert comm */
+    smoe_ep_comm ep_rt;                  /* the communicator's expert group */
     smoe_ep_comm ep;                     /* the same, its progress hook driving prefetch */
     smoe_trace *trace;
     double model_s;                      /* time inside model calls this step */

@@ -1,4 +1,4 @@
-/* The trainer: one model's sharded state on the ranks of a runtime, built
+/* The trainer: one model's sharded state on the ranks of a communicator (comm.h), built
  * once (every check agreed across ranks before anything large is
  * allocated, so that all ranks stop together on bad input), then stepped
  * one batch at a time; checkpoints, the parameters whole, their digest and
