@@ -89,7 +89,7 @@ smoe_status smoe_train_run(const smoe_config *cfg, const smoe_plan *plan,
     memset(res, 0, sizeof *res);
     /* the options and the config first (every rank's own verdict), then the
      * data: every rank reads the file (a host may lack it) */
-    smoe_status s = tr_trainer_check(cm, cfg, o, &mc, &hp, err);
+    smoe_status s = tr_trainer_check(cm, cfg, plan, o, &mc, &hp, err);
     if (s)
         return s;
     tr_recipe_describe(&hp, &mc, res->recipe, sizeof res->recipe);

@@ -245,10 +245,12 @@ int64_t tr_mem_static(const tr_mem *m);
 tr_mem tr_mem_of(const tr_store *st, const smoe_model_cfg *mc, int64_t act_bytes, int64_t pool);
 
 /* trainer.c: the checks of smoe_trainer_new that come before any data is
- * read (model config, hyperparameters and recipe, the options): agreed
+ * read (the communicator's mesh against the plan's, model config,
+ * hyperparameters and recipe, the options): agreed
  * across ranks (each rank reaches the same verdict, its own err). */
-smoe_status tr_trainer_check(const smoe_comm *cm, const smoe_config *cfg, const smoe_train_opts *o,
-                             smoe_model_cfg *mc, tr_hparams *hp, smoe_err *err);
+smoe_status tr_trainer_check(const smoe_comm *cm, const smoe_config *cfg, const smoe_plan *plan,
+                             const smoe_train_opts *o, smoe_model_cfg *mc, tr_hparams *hp,
+                             smoe_err *err);
 /* The set-up facts of a run (recipe, BLAS, memory estimate) into res. */
 void tr_trainer_result(const smoe_trainer *t, smoe_train_result *res);
 /* The summary of res's steps and of the run (peaks, RSS, sizes). Collective. */

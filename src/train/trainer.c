@@ -128,11 +128,37 @@ static int schedules(const smoe_train_opts *o, int *max_depth, int plans[2])
     return bad;
 }
 
-smoe_status tr_trainer_check(const smoe_comm *cm, const smoe_config *cfg, const smoe_train_opts *o,
-                             smoe_model_cfg *mc, tr_hparams *hp, smoe_err *err)
+/* The communicator's ranks form the plan's mesh (the layout and every
+ * gather are cut for it). */
+static smoe_status check_mesh(const smoe_comm *cm, const smoe_plan *plan, smoe_err *err)
+{
+    const smoe_mesh *a = smoe_comm_mesh(cm), *b = &plan->mesh;
+    int same = a->n == b->n;
+    for (int i = 0; same && i < a->n; i++)
+        same = a->size[i] == b->size[i] && strcmp(a->name[i], b->name[i]) == 0;
+    if (same)
+        return SMOE_OK;
+    char x[2][256];
+    for (int k = 0; k < 2; k++) {
+        const smoe_mesh *m = k ? b : a;
+        size_t o = 0;
+        x[k][0] = 0;
+        for (int i = 0; i < m->n && o < sizeof x[k]; i++)
+            o += (size_t)snprintf(x[k] + o, sizeof x[k] - o, "%s%s=%lld", i ? " " : "",
+                                  m->name[i], (long long)m->size[i]);
+    }
+    return smoe_err_set(err, SMOE_EINVAL, "the communicator's mesh (%s) is not the plan's (%s)",
+                        x[0], x[1]);
+}
+
+smoe_status tr_trainer_check(const smoe_comm *cm, const smoe_config *cfg, const smoe_plan *plan,
+                             const smoe_train_opts *o, smoe_model_cfg *mc, tr_hparams *hp,
+                             smoe_err *err)
 {
     int max_depth, plans[2];
-    smoe_status s = smoe_train_check_keys(cfg, err);
+    smoe_status s = check_mesh(cm, plan, err);
+    if (!s)
+        s = smoe_train_check_keys(cfg, err);
     if (!s)
         s = smoe_train_model_cfg(cfg, smoe_comm_mesh(cm), mc, err);
     if (!s)
@@ -231,29 +257,6 @@ static smoe_status build(smoe_trainer *t, const smoe_train_data *data, smoe_err 
     return smoe_comm_agree_err(cm, s, err);
 }
 
-/* The communicator's ranks form the plan's mesh (the layout and every
- * gather are cut for it). */
-static smoe_status check_mesh(const smoe_comm *cm, const smoe_plan *plan, smoe_err *err)
-{
-    const smoe_mesh *a = smoe_comm_mesh(cm), *b = &plan->mesh;
-    int same = a->n == b->n;
-    for (int i = 0; same && i < a->n; i++)
-        same = a->size[i] == b->size[i] && strcmp(a->name[i], b->name[i]) == 0;
-    if (same)
-        return SMOE_OK;
-    char x[2][256];
-    for (int k = 0; k < 2; k++) {
-        const smoe_mesh *m = k ? b : a;
-        size_t o = 0;
-        x[k][0] = 0;
-        for (int i = 0; i < m->n && o < sizeof x[k]; i++)
-            o += (size_t)snprintf(x[k] + o, sizeof x[k] - o, "%s%s=%lld", i ? " " : "",
-                                  m->name[i], (long long)m->size[i]);
-    }
-    return smoe_err_set(err, SMOE_EINVAL, "the communicator's mesh (%s) is not the plan's (%s)",
-                        x[0], x[1]);
-}
-
 smoe_status smoe_trainer_new(const smoe_config *cfg, const smoe_plan *plan,
                              const smoe_schedule *schedule, const smoe_comm *comm,
                              const smoe_train_opts *o, const smoe_train_data *data,
@@ -263,10 +266,8 @@ smoe_status smoe_trainer_new(const smoe_config *cfg, const smoe_plan *plan,
     const smoe_comm *cm = comm;
     smoe_trainer *t = smoe_calloc(1, sizeof *t);
     smoe_status s = t ? SMOE_OK : smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    if (!s)
-        s = check_mesh(cm, plan, err);
     if ((s = smoe_comm_agree_err(cm, s, err))) {
-        smoe_free(t);
+        smoe_free(t); /* another rank's failure */
         return s;
     }
     t->comm = *comm;
@@ -275,7 +276,7 @@ smoe_status smoe_trainer_new(const smoe_config *cfg, const smoe_plan *plan,
     t->cfg = cfg;
     t->plan = plan;
     t->o = *o;
-    if ((s = tr_trainer_check(cm, cfg, o, &t->mc, &t->hp, err)))
+    if ((s = tr_trainer_check(cm, cfg, plan, o, &t->mc, &t->hp, err)))
         goto fail;
     tr_recipe_describe(&t->hp, &t->mc, t->recipe, sizeof t->recipe);
     smoe_blas_init(1, &t->blas);
