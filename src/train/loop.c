@@ -149,7 +149,7 @@ static void reduce_top(tr_state *S, int slot)
 {
     tr_weight *w = &S->st->w[S->top_idx[slot]];
     smoe_comm_gather_reduce(S->cm, wg_of(S, w), top(S, S->top_dw, slot), top(S, S->top_w, slot),
-                           tr_grad_of(S->st, w, 0), &S->top_flags[slot], NULL);
+                            tr_grad_of(S->st, w, 0), &S->top_flags[slot], NULL);
 }
 
 static void timed(tr_state *S, const char *name, double tm)
@@ -202,7 +202,7 @@ static void step_begin(tr_state *S, int64_t step)
     for (int k = 0; k < SMOE_T_NSLOTS; k++) {
         tr_weight *w = &S->st->w[S->top_idx[k]];
         smoe_comm_gather_start(S->cm, wg_of(S, w), tr_shard_of(S->st, w, 0), top(S, S->top_w, k),
-                              &S->top_tickets[k]);
+                               &S->top_tickets[k]);
     }
     tr_pf_begin(S->pf);
     wait_top(S, SMOE_T_EMBED);

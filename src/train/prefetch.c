@@ -173,7 +173,7 @@ static int try_one(tr_prefetch *P, int i, int force)
     tr_weight *w = weight(P, unit_kind(P, e->unit), e->j);
     int l = unit_layer(P, e->unit);
     smoe_comm_gather_start(P->cm, wg_of(P, w), tr_shard_of(P->st, w, l), s->buf + w->unit_off,
-                          &s->tickets[e->j]);
+                           &s->tickets[e->j]);
     s->bytes += e->bytes;
     note(P, e->bytes);
     P->done[i] = 1;
@@ -330,11 +330,11 @@ void tr_pf_reduce(tr_prefetch *P, int u, int gslot)
         ws->flags[j] = 0;
         if (smoe_comm_gather_needs_pack(P->cm, wg_of(P, x))) {
             smoe_comm_gather_reduce(P->cm, wg_of(P, x), g, wb, tr_grad_of(P->st, x, l),
-                                   &ws->flags[j], NULL);
+                                    &ws->flags[j], NULL);
         } else {
             memcpy(wb, g, sizeof(float) * (size_t)x->info.gathered_numel);
             smoe_comm_gather_reduce(P->cm, wg_of(P, x), wb, NULL, tr_grad_of(P->st, x, l),
-                                   &ws->flags[j], NULL);
+                                    &ws->flags[j], NULL);
         }
     }
     ws->rs_pending = 1;

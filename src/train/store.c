@@ -263,7 +263,7 @@ static void gather_weight(const smoe_comm *cm, const tr_store *st, const tr_weig
 {
     for (int64_t l = 0; l < w->layers; l++) {
         smoe_comm_gather_bytes(cm, st->params + w->shard_off + l * w->info.shard_numel, all,
-                             w->info.shard_numel * (int64_t)sizeof(float));
+                               w->info.shard_numel * (int64_t)sizeof(float));
         if (smoe_comm_rank(cm) == 0)
             place_layer(cm, w, l, all, full);
     }

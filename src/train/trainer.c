@@ -366,7 +366,7 @@ static _Noreturn void step_failed(const smoe_comm *cm, smoe_status s, const smoe
 {
     char buf[1200];
     smoe_comm_abort(cm, s == SMOE_ENOMEM ? SMOE_EXIT_NOMEM : SMOE_EXIT_COMM,
-                  smoe_err_format(err, buf, sizeof buf));
+                    smoe_err_format(err, buf, sizeof buf));
 }
 
 smoe_status smoe_trainer_step(smoe_trainer *t, const int32_t *tokens, const int32_t *targets,
