@@ -1,6 +1,6 @@
 /* The trainer API (train.h) on one rank, over the single-rank communicator
- * (smoe_comm_local_new: no MPI linked): a run saved after 3 of 6 steps through smoe_trainer_save and
- * resumed by a new trainer through smoe_trainer_load is bitwise the
+ * (smoe_comm_local_new: no MPI linked): a run saved after 3 of 6 steps
+ * through smoe_trainer_save and resumed by a new trainer through smoe_trainer_load is bitwise the
  * uninterrupted run (losses, lr, grad norms, parameter digest); a
  * top-level parameter gathered whole equals this rank's shard (one rank
  * holds it all), a stacked one holds the same values; the parameter table

@@ -40,7 +40,10 @@ smoe_comm_wait smoe_comm_wait_begin(const char *what)
 }
 
 void smoe_comm_wait_step(const smoe_comm *c, smoe_comm_wait *w) { c->ops->wait_step(c->ctx, w); }
-smoe_status smoe_comm_drain(const smoe_comm *c, smoe_err *err) { return c->ops->drain(c->ctx, err); }
+smoe_status smoe_comm_drain(const smoe_comm *c, smoe_err *err)
+{
+    return c->ops->drain(c->ctx, err);
+}
 
 void smoe_comm_allreduce_sum_f64(const smoe_comm *c, double *v, int n)
 {

@@ -101,8 +101,8 @@ static smoe_status layout_digest(const smoe_mesh *mesh, int nw, const tr_mweight
 
 /* ---- save ---- */
 /* This rank's shard: header and the three slabs, SHA-256 on the way. */
-static smoe_status write_shard(const smoe_comm *cm, const tr_store *st, const char *path, int64_t step,
-                               const char layout[65], char hex[65], smoe_err *err)
+static smoe_status write_shard(const smoe_comm *cm, const tr_store *st, const char *path,
+                               int64_t step, const char layout[65], char hex[65], smoe_err *err)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0)
@@ -268,8 +268,8 @@ static int store_finite(const tr_store *st)
     return 1;
 }
 
-smoe_status tr_ckpt_save(const smoe_comm *cm, tr_ckpt *ck, const tr_store *st, const tr_ckpt_opts *co,
-                         smoe_err *err)
+smoe_status tr_ckpt_save(const smoe_comm *cm, tr_ckpt *ck, const tr_store *st,
+                         const tr_ckpt_opts *co, smoe_err *err)
 {
     (void)ck; /* holds the directory's lock */
     int root = smoe_comm_rank(cm) == 0, size = smoe_comm_size(cm);
@@ -607,8 +607,8 @@ static smoe_status check_run(const tr_manifest *m, const tr_store *st, const tr_
     return SMOE_OK;
 }
 
-smoe_status tr_ckpt_load(const smoe_comm *cm, tr_store *st, tr_ckpt_opts *co, smoe_train_result *res,
-                         smoe_err *err)
+smoe_status tr_ckpt_load(const smoe_comm *cm, tr_store *st, tr_ckpt_opts *co,
+                         smoe_train_result *res, smoe_err *err)
 {
     char name[32], dir[4200], mpath[4400];
     res->resumed_from[0] = 0;

@@ -69,7 +69,10 @@ static int unit_kind(const tr_prefetch *P, int u) { return unit_layer(P, u) >= P
 
 static tr_weight *weight(const tr_prefetch *P, int k, int j) { return &P->st->w[P->idx[k][j]]; }
 
-static smoe_comm_gather *wg_of(const tr_prefetch *P, const tr_weight *w) { return w->wg[P->legacy]; }
+static smoe_comm_gather *wg_of(const tr_prefetch *P, const tr_weight *w)
+{
+    return w->wg[P->legacy];
+}
 
 static void note(tr_prefetch *P, int64_t delta)
 {

@@ -198,8 +198,8 @@ void tr_store_init_params(const smoe_comm *cm, tr_store *st, uint64_t seed)
         tr_weight *w = &st->w[i];
         int64_t loc[SMOE_MAX_RANK], off[SMOE_MAX_RANK];
         /* an invariant: tr_store_build checked that every dim divides */
-        SMOE_ASSERT(smoe_layout_local(&w->lspec, w->lshape, smoe_comm_mesh(cm), smoe_comm_coords(cm),
-                                      loc, off, NULL) == SMOE_OK);
+        SMOE_ASSERT(smoe_layout_local(&w->lspec, w->lshape, smoe_comm_mesh(cm),
+                                      smoe_comm_coords(cm), loc, off, NULL) == SMOE_OK);
         /* the key depends on (seed, parameter index, layer) only */
         for (int64_t l = 0; l < w->layers; l++) {
             uint64_t key = tr_mix(tr_mix(seed, (uint64_t)i), (uint64_t)l);
@@ -269,7 +269,8 @@ static void gather_weight(const smoe_comm *cm, const tr_store *st, const tr_weig
     }
 }
 
-smoe_status tr_store_gather(const smoe_comm *cm, const tr_store *st, int i, float *full, smoe_err *err)
+smoe_status tr_store_gather(const smoe_comm *cm, const tr_store *st, int i, float *full,
+                            smoe_err *err)
 {
     const tr_weight *w = &st->w[i];
     float *all = NULL;

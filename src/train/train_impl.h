@@ -54,7 +54,7 @@ typedef struct tr_weight {
     int slot;               /* smoe_wslot (layers) or smoe_tslot (top) */
     int64_t layers;         /* layers in its stack (1 for top) */
     int64_t layer0;         /* global index of the stack's first layer */
-    smoe_comm_gather *wg[2];    /* its gathers by the co-axis [0] and legacy [1] plan (those built) */
+    smoe_comm_gather *wg[2]; /* its gathers by the co-axis [0] and legacy [1] plan (built) */
     smoe_wgather_info info;
     int64_t shard_off;      /* of layer 0's shard in the slabs (floats) */
     int64_t unit_off;       /* of its gathered buffer inside a unit (floats) */
@@ -114,7 +114,8 @@ SMOE_MUST_CHECK
 smoe_status tr_store_digest(const smoe_comm *cm, const tr_store *st, const char *dump,
                             char hex[65], smoe_err *err);
 /* Weight i whole, MaxText's layout, into full (rank 0). Collective. */
-smoe_status tr_store_gather(const smoe_comm *cm, const tr_store *st, int i, float *full, smoe_err *err);
+smoe_status tr_store_gather(const smoe_comm *cm, const tr_store *st, int i, float *full,
+                            smoe_err *err);
 
 /* data.c */
 struct smoe_train_data {
@@ -343,8 +344,8 @@ void tr_ckpt_close(tr_ckpt *ck);
  * Prunes to the newest co->keep checkpoints of this run (never the one just
  * written, never another run's). Collective. */
 SMOE_MUST_CHECK
-smoe_status tr_ckpt_save(const smoe_comm *cm, tr_ckpt *ck, const tr_store *st, const tr_ckpt_opts *co,
-                         smoe_err *err);
+smoe_status tr_ckpt_save(const smoe_comm *cm, tr_ckpt *ck, const tr_store *st,
+                         const tr_ckpt_opts *co, smoe_err *err);
 /* Load the checkpoint LATEST names (or, with no LATEST, the newest complete
  * one, said in res->resume_note) into st, re-cut for this mesh: refuses a
  * LATEST naming a missing checkpoint, another model, data file or seed;
@@ -352,8 +353,8 @@ smoe_status tr_ckpt_save(const smoe_comm *cm, tr_ckpt *ck, const tr_store *st, c
  * res->first_step and res->resumed_from (untouched when the directory holds
  * none) and co->run_id. Collective; errors agreed. */
 SMOE_MUST_CHECK
-smoe_status tr_ckpt_load(const smoe_comm *cm, tr_store *st, tr_ckpt_opts *co, smoe_train_result *res,
-                         smoe_err *err);
+smoe_status tr_ckpt_load(const smoe_comm *cm, tr_store *st, tr_ckpt_opts *co,
+                         smoe_train_result *res, smoe_err *err);
 
 /* ckpt_dir.c: helpers shared with checkpoint.c */
 SMOE_MUST_CHECK

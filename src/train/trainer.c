@@ -231,9 +231,9 @@ static smoe_status build(smoe_trainer *t, const smoe_train_data *data, smoe_err 
         t->modes[i].legacy = t->o.nmodes > 1 ? t->o.modes[i].legacy : t->o.legacy;
     }
     if ((s = smoe_comm_agree_err(cm, s, err)) || /* the schedules, then what they need */
-        (s = tr_schedules(cm, t->cfg, t->plan, &t->o, t->given, &t->st, &t->mc, t->modes, t->nmodes, t->own,
-                          t->sched, &max_depth, t->schedule_note, sizeof t->schedule_note,
-                          err)) ||
+        (s = tr_schedules(cm, t->cfg, t->plan, &t->o, t->given, &t->st, &t->mc, t->modes,
+                          t->nmodes, t->own, t->sched, &max_depth, t->schedule_note,
+                          sizeof t->schedule_note, err)) ||
         (s = check_memory(t, max_depth, data ? data->n : 0, err)))
         return s;
     t->max_distance = max_depth;
