@@ -6,8 +6,11 @@
  * expert all-to-all. All through the smoe_comm interface (comm.h): the
  * MPI runtime's (smoe_rt_comm), run under mpirun with a timeout, or, built
  * with TEST_COMM_LOCAL, the single-rank communicator's (no MPI) on a mesh
- * of one device, against the same oracles.
+ * of one device, against the same oracles (and there, a wait that nothing
+ * can end aborts after the communicator's timeout with exit 75, naming
+ * what it waited for and the phase).
  * usage: test_runtime FSDP EXPERT [FSDP_TRANSPOSE] */
+#define _GNU_SOURCE
 #include "check.h"
 #include "spec_text.h"
 #ifndef TEST_COMM_LOCAL
@@ -18,6 +21,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef TEST_COMM_LOCAL
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
 
 static smoe_comm comm_;
 static const smoe_comm *cm = &comm_;
@@ -173,6 +180,45 @@ static void test_ep(void)
     free(r);
 }
 
+#ifdef TEST_COMM_LOCAL
+/* Nothing is ever in flight on one rank: a wait that is still waiting
+ * ends the process after the timeout (in a child, its stderr read back). */
+static void test_local_timeout(const smoe_mesh *m)
+{
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], 2);
+        alarm(60); /* a wait that never ends fails the check below */
+        smoe_comm c;
+        smoe_err err;
+        if (smoe_comm_local_new(m, 0.05, &c, &err))
+            _exit(99);
+        smoe_comm_set_phase(&c, "phase %d", 7);
+        smoe_comm_wait w = smoe_comm_wait_begin("a test event");
+        for (;;)
+            smoe_comm_wait_step(&c, &w);
+    }
+    close(fds[1]);
+    char buf[2048];
+    size_t got = 0;
+    ssize_t n;
+    while (got + 1 < sizeof buf && (n = read(fds[0], buf + got, sizeof buf - 1 - got)) > 0)
+        got += (size_t)n;
+    buf[got] = 0;
+    close(fds[0]);
+    int st = 0;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == SMOE_EXIT_TIMEOUT, "wait status %d", st);
+    CHECKF(strstr(buf, "rank 0") && strstr(buf, "a test event") && strstr(buf, "phase 7"),
+           "the timeout's message: %s", buf);
+}
+#endif
+
 int main(int argc, char **argv)
 {
     smoe_err err;
@@ -216,6 +262,9 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
             run_case(&m, &cases[i], legacy);
     test_ep();
+#ifdef TEST_COMM_LOCAL
+    test_local_timeout(&m);
+#endif
     /* every rank reports; rank 0 prints the total */
     double counts[2] = { check_pass_, check_fail_ };
     smoe_comm_allreduce_sum_f64(cm, counts, 2);
