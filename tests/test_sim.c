@@ -187,6 +187,72 @@ static void test_split_waits(void)
     CHECKF(NEAR(r.exposed_gather_s, 2), "profiled exposed %g, expected 2", r.exposed_gather_s);
 }
 
+/* XLA's scan on an accelerator (the baseline): the routed experts' weights
+ * are gathered at the MoE block's entry, after attention and the router
+ * (in program order: moe.py casts them and its sparse-matmul shard_map
+ * gathers them; MaxText's cross-layer-prefetch PERF_NOTES.md: never
+ * hoisted to the attention phase), each gradient reduced in the dtype its
+ * gather moved (cast). One MoE layer: attention weight cast 1 s (stored
+ * 2 s), routed 4 s (stored 8 s), reductions cast 0.5 s (stored 1 s);
+ * forward pre 3 s, experts 2 s; backward: recompute, then the transposes
+ * at 2x. */
+static void test_xla_baseline(void)
+{
+    smoe_sim_model m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.hw.kind, sizeof m.hw.kind, "tpu");
+    m.hw.collective_engines = 4;
+    m.L = 1;
+    m.nkinds = 2;
+    m.kind_of[0] = 1;
+    m.weight_bytes = 4;
+    sim_kind *k = &m.k[1];
+    k->moe = 1;
+    k->nw = 2;
+    k->w[0] = (sim_w){ .name = "attn", .pre_s = 1, .pre_stored_s = 2, .rs_s = 1,
+                       .rs_cast_s = 0.5, .bytes = 10, .bytes_stored = 20 };
+    k->w[1] = (sim_w){ .name = "routed", .pre_s = 4, .pre_stored_s = 8, .rs_s = 1,
+                       .rs_cast_s = 0.5, .bytes = 40, .bytes_stored = 80, .routed = 1 };
+    k->bytes = 50;
+    k->bytes_stored = 100;
+    k->fwd_pre = 3;
+    k->fwd_exp = 2;
+    k->recompute = 1;
+    k->bwd_pre = 9;
+    k->bwd_exp = 6;
+    smoe_sim_sched s;
+    smoe_sim_result r;
+    memset(&s, 0, sizeof s);
+    s.stream_grads = 1;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    /* fwd: attn [0,1] (wait 1), pre [1,4], routed issued at 4 [4,8] (wait
+     * 4), experts [8,10]. bwd: attn [10,11] (wait 1), recompute pre
+     * [11,14], routed [14,18] (wait 4), experts [18,20], the experts' and
+     * pre's transposes [20,24] [24,30]. Gradients: attn's at 11 + 19 / 2 =
+     * 20.5, reduced [20.5,21]; routed's at 30, [30,30.5]: the step. Live:
+     * 50 gathered in [14,30] plus attn's gradient (10) in [20.5,21]. */
+    CHECKF(NEAR(r.step_s, 30.5), "xla step %g, expected 30.5", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 10), "xla exposed %g, expected 10", r.exposed_gather_s);
+    CHECKF(NEAR(r.compute_s, 20), "xla compute %g, expected 20", r.compute_s);
+    CHECKF(NEAR(r.mem_gathered, 60), "xla gathered peak %g, expected 60", r.mem_gathered);
+    /* gather_bytes 1 (of 4 stored, no latency): every gather and reduction
+     * a quarter of the stored one: attn 0.5, routed 2, reductions 0.25,
+     * buffers 5 and 20. fwd: attn [0,0.5], pre [0.5,3.5], routed [3.5,5.5],
+     * experts [5.5,7.5]; bwd: attn [7.5,8], pre [8,11], routed [11,13],
+     * experts [13,15], transposes [15,19] [19,25]; gradients at 16.5
+     * [16.5,16.75] and 25 [25,25.25]. */
+    s.gather_bytes = 1;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 25.25), "1-byte step %g, expected 25.25", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 5), "1-byte exposed %g, expected 5", r.exposed_gather_s);
+    CHECKF(NEAR(r.mem_gathered, 30), "1-byte gathered peak %g, expected 30", r.mem_gathered);
+    /* the same schedule without stream_grads is smoe's runtime: every
+     * gather at the layer's start (routed [1,5] during pre [1,4]) */
+    memset(&s, 0, sizeof s);
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.exposed_gather_s, 4), "runtime exposed %g, expected 4", r.exposed_gather_s);
+}
+
 static void test_planner(void)
 {
     smoe_sim_model m = two_layers(4);
@@ -446,6 +512,7 @@ int main(int argc, char **argv)
     test_hand_schedules();
     test_maxtext_family();
     test_split_waits();
+    test_xla_baseline();
     test_planner();
     if (argc > 1) {
         test_hw_schema(argv[1]);
@@ -454,6 +521,10 @@ int main(int argc, char **argv)
         const char *bf[] = { "ici_expert_parallelism=2", "weight_dtype=bfloat16",
                              "grad_dtype=bfloat16" };
         test_memory(argv[1], bf, 3, 2, 2, 2, 2);
+        /* bf16 weights: MaxText casts only float32 gradients to grad_dtype
+         * (train.py), so they stay bf16; the moments follow the weights */
+        const char *bw[] = { "ici_expert_parallelism=2", "weight_dtype=bfloat16" };
+        test_memory(argv[1], bw, 2, 2, 2, 2, 2);
         const char *mu[] = { "ici_expert_parallelism=2", "mu_dtype=bfloat16" };
         test_memory(argv[1], mu, 2, 4, 4, 2, 4);
         const char *sgd[] = { "ici_expert_parallelism=2", "opt_type=sgd" };

@@ -39,6 +39,10 @@ typedef struct sim {
                       the experts phase for the routed weights, the rest for
                       the others; smoe's runtime waits for the whole layer */
     int mx;        /* MaxText's prefetch family */
+    int xla;       /* XLA's scan (the baseline) on an accelerator: the routed
+                      experts' weights gathered at the MoE block's entry */
+    int gmode;     /* the dtype the gathers move: G_CAST, G_STORED, G_BYTES */
+    double gratio; /* G_BYTES: bytes per element moved / stored */
     mev *ev;
     int nev, cap;
     double *busy0, *busy1; /* comm intervals (cpu profiles) */
@@ -182,21 +186,51 @@ static double exchange(sim *x, double t, double dur)
 
 static int unit_layer(const smoe_sim_model *m, int u) { return u < m->L ? u : 2 * m->L - 1 - u; }
 
-static double pre_time(const sim *x, const sim_w *w)
+/* What the gathers move: the weights cast to the compute dtype (XLA's
+ * scan, smoe's runtime), as stored (MaxText's path, and the legacy plan,
+ * which is that path before the fix), or a schedule's gather_bytes per
+ * element (the bandwidth part scaled from the stored dtype's). */
+enum { G_CAST, G_STORED, G_BYTES };
+
+static double scaled(const sim *x, double t, double lat)
 {
-    return x->s->legacy ? w->pre_legacy_s : x->mx ? w->pre_stored_s : w->pre_s;
+    return lat + (t - lat) * x->gratio;
 }
 
-/* Gathered bytes of a weight and of a layer: as stored on MaxText's path
- * (and the legacy plan, which is that path before the fix), else cast. */
+static double pre_time(const sim *x, const sim_w *w)
+{
+    if (x->s->legacy)
+        return w->pre_legacy_s;
+    return x->gmode == G_CAST ? w->pre_s : x->gmode == G_STORED ? w->pre_stored_s
+                                                                : scaled(x, w->pre_stored_s, w->ag_lat_s);
+}
+
+/* Gathered bytes of a weight and of a layer. */
 static double w_bytes(const sim *x, const sim_w *w)
 {
-    return x->s->legacy || x->mx ? w->bytes_stored : w->bytes;
+    if (x->s->legacy)
+        return w->bytes_stored;
+    return x->gmode == G_CAST ? w->bytes : x->gmode == G_STORED ? w->bytes_stored
+                                                                : w->bytes_stored * x->gratio;
 }
 
 static double k_bytes(const sim *x, const sim_kind *k)
 {
-    return x->s->legacy || x->mx ? k->bytes_stored : k->bytes;
+    if (x->s->legacy)
+        return k->bytes_stored;
+    return x->gmode == G_CAST ? k->bytes : x->gmode == G_STORED ? k->bytes_stored
+                                                                : k->bytes_stored * x->gratio;
+}
+
+/* A weight's gradient reduction: on XLA's scan and MaxText's path in the
+ * dtype its gather moved (the reduce-scatter is the gather's transpose);
+ * smoe's runtime and the legacy plan reduce as stored. */
+static double rs_time(const sim *x, const sim_w *w)
+{
+    if (x->s->legacy || (!x->mx && !x->s->stream_grads))
+        return w->rs_s;
+    return x->gmode == G_CAST ? w->rs_cast_s : x->gmode == G_STORED ? w->rs_s
+                                                                    : scaled(x, w->rs_s, w->rs_lat_s);
 }
 
 /* MaxText's issue points (fsdp_prefetch.py): at the step's start (a
@@ -248,12 +282,13 @@ static void issue_unit(sim *x, int u, double t)
 
 /* The schedule's gathers issued at point p (-1: the step's start) for
  * units `ahead` of p (1) or for p itself (0: just before use, the weights
- * the layer uses first, the non-routed ones, ahead of the routed experts'). */
-static void issue_point(sim *x, int p, int ahead, double t)
+ * the layer uses first, the non-routed ones, ahead of the routed experts';
+ * groups: bit 0 the non-routed, bit 1 the routed ones). */
+static void issue_point(sim *x, int p, int ahead, int groups, double t)
 {
     const smoe_sched_gather *g = x->sc->g;
     for (int routed = 0; routed < 2 - ahead; routed++)
-        for (int i = x->at[p + 1]; i < x->at[p + 2]; i++) {
+        for (int i = x->at[p + 1]; i < x->at[p + 2] && (ahead || groups >> routed & 1); i++) {
             if ((g[i].unit > p) != ahead)
                 continue;
             const sim_kind *k = &x->m->k[x->m->kind_of[unit_layer(x->m, g[i].unit)]];
@@ -272,7 +307,7 @@ static void issue_ahead(sim *x, int k, double t)
             issue_unit(x, k + 1, t);
         return;
     }
-    issue_point(x, k, 1, t);
+    issue_point(x, k, 1, 3, t);
 }
 
 static int cmp_mev(const void *a, const void *b)
@@ -300,18 +335,19 @@ static void reduce(sim *x, const sim_kind *k, double start, double end)
 {
     if (x->mx) { /* dW(k) whole, as stored, until its reduce-scatter ends */
         double rs_end = end;
-        mem(x, end, k->bytes_stored);
+        mem(x, end, k_bytes(x, k));
         for (int w = 0; w < k->nw; w++)
-            rs_end = engine(x, x->reng, end, k->w[w].rs_s, LANE_COMM, "reduce-scatter");
-        mem(x, rs_end, -k->bytes_stored);
+            rs_end = engine(x, x->reng, end, rs_time(x, &k->w[w]), LANE_COMM, "reduce-scatter");
+        mem(x, rs_end, -k_bytes(x, k));
     } else if (x->s->stream_grads) {
         /* XLA's scan: weight w's gradient appears after (w + 1) / nw of the
-         * layer's backward and is reduce-scattered from then */
+         * layer's backward and is reduce-scattered from then, in the dtype
+         * its gather moved */
         for (int w = 0; w < k->nw; w++) {
             double p = start + (end - start) * (w + 1) / k->nw;
-            double e = engine(x, x->reng, p, k->w[w].rs_s, LANE_COMM, "reduce-scatter");
-            mem(x, p, k->w[w].bytes_stored);
-            mem(x, e, -k->w[w].bytes_stored);
+            double e = engine(x, x->reng, p, rs_time(x, &k->w[w]), LANE_COMM, "reduce-scatter");
+            mem(x, p, w_bytes(x, &k->w[w]));
+            mem(x, e, -w_bytes(x, &k->w[w]));
         }
     } else { /* smoe's runtime: the layer's gradients from its start */
         double rs_end = end;
@@ -334,8 +370,9 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
             if (u + 1 < 2 * m->L && mx_point(m, u + 1) == MX_WITH_FENCED)
                 issue_unit(x, u + 1, ready);
         }
-    } else { /* what was not prefetched */
-        issue_point(x, u, 0, ready);
+    } else { /* what was not prefetched (XLA's scan: the routed experts'
+              * weights later, at the MoE block's entry) */
+        issue_point(x, u, 0, x->xla ? 1 : 3, ready);
     }
     x->comp = wait_gathers(x, ready, x->gend[u], "wait gathers");
     if (x->s->legacy) { /* the second, un-prefetched gather before use */
@@ -374,14 +411,16 @@ static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const
             continue;
         for (int j = 0; j < 3; j++) {
             int ph = pass == 0 ? j : 2 - j; /* 0 pre, 1 experts, 2 combine */
-            if (ph == 1 && !waited) {
-                t = x->comp = wait_gathers(x, t, x->gend_exp[u], "wait expert gathers");
-                waited = 1;
-            }
+            if (ph == 1 && !waited && x->xla && k->moe)
+                issue_point(x, u, 0, 2, t); /* the MoE block's entry */
             if (j > 0 && k->moe && k->a2a_s + k->permute_s > 0) {
                 double a1 = exchange(x, t, k->a2a_s + k->permute_s / 2 + x->m->skew);
                 x->r.a2a_s += a1 - t;
                 t = x->comp = fmax(x->comp, a1);
+            }
+            if (ph == 1 && !waited) { /* the exchange needs no weights */
+                t = x->comp = wait_gathers(x, t, x->gend_exp[u], "wait expert gathers");
+                waited = 1;
             }
             if (fw[ph] > 0 || ph == 0)
                 t = compute(x, t, fw[ph] * f, nm[ph]);
@@ -412,6 +451,8 @@ static void run_unit(sim *x, int u)
         t = bwd_op_order(x, u, k, start, c);
     } else {
         t = compute(x, start, c[0], x->name);
+        if (x->xla && k->moe)
+            issue_point(x, u, 0, 2, t); /* the MoE block's entry */
         if (k->moe && k->a2a_s + perm > 0) {
             for (int half = 0; half < 2; half++) {
                 double a0 = t, a1 = exchange(x, t, k->a2a_s + perm + x->m->skew);
@@ -483,6 +524,13 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
     x->prio = x->aeng == &x->geng && strcmp(m->hw.kind, "cpu") != 0; /* smoe's runtime is FIFO */
     x->split = strcmp(m->hw.kind, "cpu") != 0;
     x->mx = s->family == SMOE_SCHED_MAXTEXT;
+    x->xla = !x->mx && s->stream_grads && x->split;
+    if (s->gather_bytes > 0) {
+        x->gmode = G_BYTES;
+        x->gratio = m->weight_bytes > 0 ? s->gather_bytes / m->weight_bytes : 1;
+    } else {
+        x->gmode = x->mx || s->legacy ? G_STORED : G_CAST;
+    }
     int nu = 2 * m->L;
     x->cap = nu * (4 * SMOE_SIM_MAX_WEIGHTS + 8) + 16;
     x->capbusy = m->use_compute ? nu * (2 * SMOE_SIM_MAX_WEIGHTS + 4) + 16 : 0;
@@ -547,7 +595,7 @@ static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const s
         if (mx_point(m, u) == MX_START)
             issue_unit(&x, u, 0);
     if (!x.mx)
-        issue_point(&x, -1, 1, 0);
+        issue_point(&x, -1, 1, 3, 0);
     if (top > 0) {
         x.r.exposed_gather_s += top;
         span(&x, LANE_WAIT, "wait top-level gathers", 0, top);
