@@ -246,6 +246,27 @@ static void test_xla_baseline(void)
     CHECKF(NEAR(r.step_s, 25.25), "1-byte step %g, expected 25.25", r.step_s);
     CHECKF(NEAR(r.exposed_gather_s, 5), "1-byte exposed %g, expected 5", r.exposed_gather_s);
     CHECKF(NEAR(r.mem_gathered, 30), "1-byte gathered peak %g, expected 30", r.mem_gathered);
+    /* the routed down projection (wo) is first needed after the up
+     * projections (2 of the experts' 3 matmuls): up 2 s, wo 3 s, experts
+     * 3 s (up 2, down 1); reductions free. fwd: attn [0,1], pre [1,4], up
+     * [4,6], wo [6,9]; up projections [6,8], wait to 9, down [9,10]. bwd:
+     * attn [10,11], pre [11,14], up [14,16], wo [16,19]; up [16,18], wait
+     * to 19, down [19,20], transposes [20,26] [26,32]. */
+    smoe_sim_model d = m;
+    sim_kind *dk = &d.k[1];
+    dk->nw = 3;
+    dk->w[0].rs_cast_s = dk->w[1].rs_cast_s = 0;
+    dk->w[1].pre_s = 2;
+    dk->w[2] = (sim_w){ .name = "moe/wo", .pre_s = 3, .routed = 1, .down = 1 };
+    dk->fwd_exp = 3;
+    dk->bwd_exp = 9;
+    memset(&s, 0, sizeof s);
+    s.stream_grads = 1;
+    CHECK(smoe_sim_run(&d, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 32), "down-projection step %g, expected 32", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 8), "down-projection exposed %g, expected 8",
+           r.exposed_gather_s);
+    CHECKF(NEAR(r.compute_s, 24), "down-projection compute %g, expected 24", r.compute_s);
     /* the same schedule without stream_grads is smoe's runtime: every
      * gather at the layer's start (routed [1,5] during pre [1,4]) */
     memset(&s, 0, sizeof s);

@@ -364,6 +364,10 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         x.pre_s = gather_time(&c, &w->gather, NULL, 0, cast);
         x.pre_stored_s = gather_time(&c, &w->gather, NULL, 0, 1);
         x.routed = is_routed(w);
+        { /* MaxText's MoeBlock names its down projection wo (moe.py) */
+            size_t n = strlen(w->path);
+            x.down = x.routed && n >= 3 && strcmp(w->path + n - 3, "/wo") == 0;
+        }
         x.pre_legacy_s = gather_time(&c, &w->legacy, NULL, 0, 1);
         /* legacy residual: gathered after the FSDP stages */
         {

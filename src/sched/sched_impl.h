@@ -20,6 +20,8 @@ typedef struct sim_w {
     double bytes;        /* gathered buffer, compute dtype */
     double bytes_stored; /* gathered buffer, stored dtype */
     int routed;          /* a routed expert's weight: used by the experts phase */
+    int down;            /* the routed down projection (wo): first used after
+                            the up projections */
 } sim_w;
 
 /* A layer kind (dense or MoE). Compute is split around the expert

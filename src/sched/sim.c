@@ -35,6 +35,7 @@ typedef struct sim {
     double *aeng, *reng; /* expert exchanges, reductions */
     double *gend;  /* (2L) prefetched gathers of a unit done */
     double *gend_exp; /* (2L) the same for its routed experts' weights (split) */
+    double *gend_down; /* (2L) the same for the routed down projection (split) */
     int split;     /* each op waits only for its own weights (XLA's dataflow):
                       the experts phase for the routed weights, the rest for
                       the others; smoe's runtime waits for the whole layer */
@@ -149,8 +150,9 @@ static double urgent(sim *x, double t, double dur, int lane, const char *name)
         x->qs[j] = fmax(x->qs[j], cur);
         x->qe[j] = x->qs[j] + d;
         cur = x->qe[j];
-        if (x->qu[j] >= 0) { /* a gather: 2 x unit + routed */
-            double *ge = (x->qu[j] & 1 ? x->gend_exp : x->gend) + (x->qu[j] >> 1);
+        if (x->qu[j] >= 0) { /* a gather: 3 x unit + its group (issue()) */
+            int grp = x->qu[j] % 3;
+            double *ge = (grp == 2 ? x->gend_down : grp ? x->gend_exp : x->gend) + x->qu[j] / 3;
             if (x->qe[j] > *ge)
                 *ge = x->qe[j];
         }
@@ -260,9 +262,11 @@ static void issue(sim *x, int u, int w, double frac, double t)
     if (x->gend[u] == 0 && dur > 0)
         dur += x->m->skew;
     x->r.gather_busy_s += dur;
-    int exp = x->split && k->w[w].routed;
-    double end = engine_u(x, &x->geng, t, dur, LANE_GATHER, k->w[w].name, 2 * u + exp);
-    double *ge = exp ? &x->gend_exp[u] : &x->gend[u];
+    /* what waits for it: the layer's start, the experts (their up
+     * projections), or the routed down projection (split) */
+    int grp = !x->split || !k->w[w].routed ? 0 : k->w[w].down ? 2 : 1;
+    double end = engine_u(x, &x->geng, t, dur, LANE_GATHER, k->w[w].name, 3 * u + grp);
+    double *ge = grp == 2 ? &x->gend_down[u] : grp ? &x->gend_exp[u] : &x->gend[u];
     if (end > *ge)
         *ge = end;
     mem(x, t, w_bytes(x, &k->w[w]) * frac);
@@ -389,6 +393,20 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
     return x->comp;
 }
 
+/* The routed experts' forward (or recompute) of `dur` seconds from t: the
+ * up projections (wi_0, wi_1: 2 of its 3 matmuls) need the experts' up
+ * weights, the down projection (wo) only its own, so wo's gather can run
+ * behind them (XLA's dataflow; MaxText's cross-layer-prefetch sketch: wo's
+ * gather "hides behind layer i's own w0/w1 matmuls (as it does today)"). */
+static double experts_fwd(sim *x, int u, double t, double dur, const char *name)
+{
+    if (x->gend_down[u] <= t + dur * 2 / 3)
+        return compute(x, t, dur, name);
+    t = compute(x, t, dur * 2 / 3, name);
+    t = x->comp = wait_gathers(x, t, x->gend_down[u], "wait expert gathers");
+    return compute(x, t, dur / 3, name);
+}
+
 /* XLA's backward in op order: the recomputed forward (pre, experts,
  * combine, each exchange carrying a dispatch or combine), then the
  * transposes in reverse (combine, experts, pre) at 2x the forward; the
@@ -420,7 +438,13 @@ static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const
             }
             if (ph == 1 && !waited) { /* the exchange needs no weights */
                 t = x->comp = wait_gathers(x, t, x->gend_exp[u], "wait expert gathers");
+                if (pass == 1) /* no recompute: the transposes start with wo's */
+                    t = x->comp = wait_gathers(x, t, x->gend_down[u], "wait expert gathers");
                 waited = 1;
+                if (pass == 0) {
+                    t = experts_fwd(x, u, t, fw[ph] * f, nm[ph]);
+                    continue;
+                }
             }
             if (fw[ph] > 0 || ph == 0)
                 t = compute(x, t, fw[ph] * f, nm[ph]);
@@ -460,11 +484,14 @@ static void run_unit(sim *x, int u)
                 x->comp = fmax(x->comp, a1);
                 if (half == 0)
                     a1 = x->comp = wait_gathers(x, a1, x->gend_exp[u], "wait expert gathers");
-                t = compute(x, a1, half == 0 ? c[1] : c[2], half == 0 ? "experts" : "combine");
+                t = half == 0 ? experts_fwd(x, u, a1, c[1], "experts")
+                              : compute(x, a1, c[2], "combine");
             }
         } else if (k->moe) {
             t = x->comp = wait_gathers(x, t, x->gend_exp[u], "wait expert gathers");
-            t = compute(x, t, c[1] + c[2], "experts");
+            t = experts_fwd(x, u, t, c[1], "experts");
+            if (c[2] > 0)
+                t = compute(x, t, c[2], "experts");
         }
     }
     mem(x, t, -k_bytes(x, k)); /* the gathered weights */
@@ -521,9 +548,16 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
             x->aeng = &x->geng;
         }
     }
-    x->prio = x->aeng == &x->geng && strcmp(m->hw.kind, "cpu") != 0; /* smoe's runtime is FIFO */
     x->split = strcmp(m->hw.kind, "cpu") != 0;
     x->mx = s->family == SMOE_SCHED_MAXTEXT;
+    /* On a shared engine XLA's own collectives let an exchange go ahead of
+     * queued gathers (assumed: its scheduler runs first the op the compute
+     * waits for). MaxText's tagged gathers without the dedicated SparseCore
+     * "share the SparseCore queue with the layer's own SparseCore work (e.g.
+     * MoE token gathers) and must finish before that work can"
+     * (fsdp_prefetch.py, _explicit_fsdp_all_gather): issue order, as smoe's
+     * runtime. */
+    x->prio = x->aeng == &x->geng && x->split && !x->mx;
     x->xla = !x->mx && s->stream_grads && x->split;
     if (s->gather_bytes > 0) {
         x->gmode = G_BYTES;
@@ -535,8 +569,9 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
     x->cap = nu * (4 * SMOE_SIM_MAX_WEIGHTS + 8) + 16;
     x->capbusy = m->use_compute ? nu * (2 * SMOE_SIM_MAX_WEIGHTS + 4) + 16 : 0;
     x->ev = smoe_malloc(sizeof *x->ev * (size_t)x->cap);
-    x->gend = smoe_calloc(2 * (size_t)nu, sizeof *x->gend);
+    x->gend = smoe_calloc(3 * (size_t)nu, sizeof *x->gend);
     x->gend_exp = x->gend ? x->gend + nu : NULL;
+    x->gend_down = x->gend ? x->gend + 2 * nu : NULL;
     x->busy0 = x->capbusy ? smoe_malloc(sizeof(double) * 2 * (size_t)x->capbusy) : NULL;
     x->busy1 = x->busy0 ? x->busy0 + x->capbusy : NULL;
     x->capq = nu * (2 * SMOE_SIM_MAX_WEIGHTS + 8) + 16;
