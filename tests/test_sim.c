@@ -228,24 +228,33 @@ static void test_xla_baseline(void)
     /* fwd: attn [0,1] (wait 1), pre [1,4], routed issued at 4 [4,8] (wait
      * 4), experts [8,10]. bwd: attn [10,11] (wait 1), recompute pre
      * [11,14], routed [14,18] (wait 4), experts [18,20], the experts' and
-     * pre's transposes [20,24] [24,30]. Gradients: attn's at 11 + 19 / 2 =
-     * 20.5, reduced [20.5,21]; routed's at 30, [30,30.5]: the step. Live:
-     * 50 gathered in [14,30] plus attn's gradient (10) in [20.5,21]. */
+     * pre's transposes [20,24] [24,30]. Gradients with their transposes:
+     * routed's at 24, reduced [24,24.5] (its 40 gathered bytes free at 24);
+     * attn's at 30, [30,30.5]: the step. Live: at most the 50 gathered in
+     * [14,24]. */
     CHECKF(NEAR(r.step_s, 30.5), "xla step %g, expected 30.5", r.step_s);
     CHECKF(NEAR(r.exposed_gather_s, 10), "xla exposed %g, expected 10", r.exposed_gather_s);
     CHECKF(NEAR(r.compute_s, 20), "xla compute %g, expected 20", r.compute_s);
-    CHECKF(NEAR(r.mem_gathered, 60), "xla gathered peak %g, expected 60", r.mem_gathered);
+    CHECKF(NEAR(r.mem_gathered, 50), "xla gathered peak %g, expected 50", r.mem_gathered);
     /* gather_bytes 1 (of 4 stored, no latency): every gather and reduction
      * a quarter of the stored one: attn 0.5, routed 2, reductions 0.25,
      * buffers 5 and 20. fwd: attn [0,0.5], pre [0.5,3.5], routed [3.5,5.5],
      * experts [5.5,7.5]; bwd: attn [7.5,8], pre [8,11], routed [11,13],
-     * experts [13,15], transposes [15,19] [19,25]; gradients at 16.5
-     * [16.5,16.75] and 25 [25,25.25]. */
+     * experts [13,15], transposes [15,19] [19,25]; gradients at 19
+     * [19,19.25] and 25 [25,25.25]; live at most the 25 gathered. */
     s.gather_bytes = 1;
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 25.25), "1-byte step %g, expected 25.25", r.step_s);
     CHECKF(NEAR(r.exposed_gather_s, 5), "1-byte exposed %g, expected 5", r.exposed_gather_s);
-    CHECKF(NEAR(r.mem_gathered, 30), "1-byte gathered peak %g, expected 30", r.mem_gathered);
+    CHECKF(NEAR(r.mem_gathered, 25), "1-byte gathered peak %g, expected 25", r.mem_gathered);
+    /* the routed gradient's reduction slow (6 s): its 40 bytes live in
+     * [24,30] beside attn's gathered 10 (50), attn's reduction [30,30.5] */
+    k->w[1].rs_cast_s = 6;
+    s.gather_bytes = 0;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 30.5), "slow-reduction step %g, expected 30.5", r.step_s);
+    CHECKF(NEAR(r.mem_gathered, 50), "slow-reduction peak %g, expected 50", r.mem_gathered);
+    k->w[1].rs_cast_s = 0.5;
     /* the routed down projection (wo) is first needed after the up
      * projections (2 of the experts' 3 matmuls): up 2 s, wo 3 s, experts
      * 3 s (up 2, down 1); reductions free. fwd: attn [0,1], pre [1,4], up

@@ -44,6 +44,7 @@ typedef struct sim {
                       experts' weights gathered at the MoE block's entry */
     int gmode;     /* the dtype the gathers move: G_CAST, G_STORED, G_BYTES */
     double gratio; /* G_BYTES: bytes per element moved / stored */
+    double t_exp_grad; /* XLA: when the unit's experts' transposes ended */
     mev *ev;
     int nev, cap;
     double *busy0, *busy1; /* comm intervals (cpu profiles) */
@@ -343,6 +344,23 @@ static void reduce(sim *x, const sim_kind *k, double start, double end)
         for (int w = 0; w < k->nw; w++)
             rs_end = engine(x, x->reng, end, rs_time(x, &k->w[w]), LANE_COMM, "reduce-scatter");
         mem(x, rs_end, -k_bytes(x, k));
+    } else if (x->xla) {
+        /* XLA's scan in op order: a weight's gradient appears with its
+         * transpose, the routed experts' when the experts' transposes end,
+         * the others' at the layer's end; that transpose is the gathered
+         * weight's last use, so its buffer frees then. Reduce-scattered from
+         * then in the dtype its gather moved. */
+        for (int routed = 1; routed >= 0; routed--)
+            for (int w = 0; w < k->nw; w++) {
+                if (k->w[w].routed != routed)
+                    continue;
+                double p = routed && k->moe ? fmin(x->t_exp_grad, end) : end;
+                double b = w_bytes(x, &k->w[w]);
+                double e = engine(x, x->reng, p, rs_time(x, &k->w[w]), LANE_COMM, "reduce-scatter");
+                mem(x, p, -b); /* the gathered weight */
+                mem(x, p, b);
+                mem(x, e, -b);
+            }
     } else if (x->s->stream_grads) {
         /* XLA's scan: weight w's gradient appears after (w + 1) / nw of the
          * layer's backward and is reduce-scattered from then, in the dtype
@@ -448,6 +466,8 @@ static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const
             }
             if (fw[ph] > 0 || ph == 0)
                 t = compute(x, t, fw[ph] * f, nm[ph]);
+            if (pass == 1 && ph == 1)
+                x->t_exp_grad = t;
         }
     }
     return t;
@@ -462,6 +482,7 @@ static void run_unit(sim *x, int u)
     const sim_kind *k = &m->k[m->kind_of[l]];
     double start = unit_gathers(x, u, k);
     issue_ahead(x, u, start);
+    x->t_exp_grad = INFINITY;
     int full = x->mx; /* MaxText's path rematerialises fully */
     double c[3] = { !bwd ? k->fwd_pre : full ? k->bwd_full_pre : k->bwd_pre,
                     !bwd ? k->fwd_exp : full ? k->bwd_full_exp : k->bwd_exp,
@@ -494,7 +515,8 @@ static void run_unit(sim *x, int u)
                 t = compute(x, t, c[2], "experts");
         }
     }
-    mem(x, t, -k_bytes(x, k)); /* the gathered weights */
+    if (!bwd || !x->xla) /* (XLA's backward frees each with its transpose) */
+        mem(x, t, -k_bytes(x, k)); /* the gathered weights */
     if (bwd)
         reduce(x, k, start, t);
 }
