@@ -38,3 +38,5 @@ done
 for s in 2048 4096 8192; do
   row "$s" 1 bfloat16
 done
+row 8192 0.8 bfloat16
+row 8192 1.2 bfloat16
