@@ -197,58 +197,6 @@ static void test_split_waits(void)
     CHECKF(NEAR(r.exposed_gather_s, 2), "profiled exposed %g, expected 2", r.exposed_gather_s);
 }
 
-/* Without the dedicated SparseCore MaxText's tagged gathers keep issue order
- * with the layer's exchange (fsdp_prefetch.py: they must finish before that
- * work can). Two stacks of MoE layers on one engine: the stacks' first
- * gathers W0 [0,4] and W2 [4,8] at the step's start, W1 one layer ahead at
- * 4 [8,12]; layer 0 (pre 1 s) issues its exchange at 5, which runs after
- * them, [12,13] (an exchange going first would run [8,9]). */
-static void test_shared_queue_order(void)
-{
-    smoe_sim_model m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.hw.kind, sizeof m.hw.kind, "tpu");
-    m.hw.collective_engines = 2;
-    m.L = 4;
-    m.nkinds = 2;
-    m.kind_of[2] = m.kind_of[3] = 1;
-    sim_kind *k = &m.k[0];
-    k->moe = 1;
-    k->nw = 1;
-    k->w[0] = (sim_w){ .name = "w", .pre_s = 2, .pre_stored_s = 4, .bytes = 5, .bytes_stored = 10 };
-    k->bytes = 5;
-    k->bytes_stored = 10;
-    k->fwd_pre = 1;
-    k->fwd_exp = 2;
-    k->a2a_s = 1;
-    k->bwd_full_pre = 3;
-    k->bwd_full_exp = 6;
-    m.k[1] = *k;
-    smoe_sim_sched s;
-    smoe_sim_result r;
-    memset(&s, 0, sizeof s);
-    s.family = SMOE_SCHED_MAXTEXT;
-    s.prefetch_depth = 1;
-    s.shared_engine = 1;
-    smoe_trace *t = smoe_trace_new(0, 0);
-    CHECK(t != NULL);
-    if (!t)
-        return;
-    CHECK(smoe_sim_run(&m, &s, &r, t) == SMOE_OK);
-    double t0 = -1, t1 = -1;
-    int tid;
-    const char *name;
-    for (int64_t i = 0; t0 < 0; i++) {
-        int e = smoe_trace_event(t, i, &tid, &t0, &t1, &name);
-        if (e < 0)
-            break;
-        if (e != 0 || strcmp(name, "expert exchange") != 0)
-            t0 = -1;
-    }
-    CHECKF(NEAR(t0, 5) && NEAR(t1, 13), "first exchange [%g,%g], expected [5,13]", t0, t1);
-    smoe_trace_free(t);
-}
-
 /* A run's step, exposed wait, compute and gathered peak against the hand
  * computation (a negative expectation is not checked). */
 static void expect_run(const char *what, const smoe_sim_result *r, double step, double exposed,
@@ -335,6 +283,54 @@ static void test_xla_baseline(void)
     memset(&s, 0, sizeof s);
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
     CHECKF(NEAR(r.exposed_gather_s, 4), "runtime exposed %g, expected 4", r.exposed_gather_s);
+}
+
+/* Without the dedicated SparseCore MaxText's tagged gathers keep issue order
+ * with the layer's exchange (fsdp_prefetch.py: they must finish before that
+ * work can). Two stacks of MoE layers on one engine: the stacks' first
+ * gathers W0 [0,4] and W2 [4,8] at the step's start, W1 one layer ahead at
+ * 4 [8,12]; layer 0 (pre 1 s) issues its exchange at 5, which runs after
+ * them, [12,13] (an exchange going first would run [8,9]). */
+static void test_shared_queue_order(void)
+{
+    smoe_sim_model m = one_moe_layer();
+    m.hw.collective_engines = 2;
+    m.L = 4;
+    m.kind_of[0] = m.kind_of[1] = 0;
+    m.kind_of[2] = m.kind_of[3] = 1;
+    sim_kind *k = &m.k[1];
+    k->nw = 1;
+    k->w[0] = (sim_w){ .name = "w", .pre_s = 2, .pre_stored_s = 4, .bytes = 5, .bytes_stored = 10 };
+    k->bytes = 5;
+    k->bytes_stored = 10;
+    k->fwd_pre = 1;
+    k->a2a_s = 1;
+    k->bwd_full_pre = 3;
+    k->bwd_full_exp = 6;
+    m.k[0] = *k;
+    smoe_sim_sched s;
+    smoe_sim_result r;
+    memset(&s, 0, sizeof s);
+    s.family = SMOE_SCHED_MAXTEXT;
+    s.prefetch_depth = 1;
+    s.shared_engine = 1;
+    smoe_trace *t = smoe_trace_new(0, 0);
+    CHECK(t != NULL);
+    if (!t)
+        return;
+    CHECK(smoe_sim_run(&m, &s, &r, t) == SMOE_OK);
+    double t0 = -1, t1 = -1;
+    int tid;
+    const char *name;
+    for (int64_t i = 0; t0 < 0; i++) {
+        int e = smoe_trace_event(t, i, &tid, &t0, &t1, &name);
+        if (e < 0)
+            break;
+        if (e != 0 || strcmp(name, "expert exchange") != 0)
+            t0 = -1;
+    }
+    CHECKF(NEAR(t0, 5) && NEAR(t1, 13), "first exchange [%g,%g], expected [5,13]", t0, t1);
+    smoe_trace_free(t);
 }
 
 static void test_planner(void)
