@@ -141,6 +141,12 @@ typedef struct smoe_model_stats {
 
 typedef struct smoe_model smoe_model;
 
+/* Model FLOPs of one token's forward (the backward counts twice that):
+ * 2 per multiply-add of every projection, the causal attention core at
+ * (seq + 1) / 2 positions on average, the router, shared and top-k routed
+ * experts, the head. */
+double smoe_model_fwd_flops_per_token(const struct smoe_model_cfg *m);
+
 /* Validate cfg and allocate the activation slab for one step (all layers'
  * saved activations). SMOE_EINVAL names the bad dimension. */
 SMOE_MUST_CHECK

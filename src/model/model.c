@@ -408,6 +408,22 @@ void smoe_model_free(smoe_model *m)
 
 const smoe_model_cfg *smoe_model_config(const smoe_model *m) { return &m->cfg; }
 
+double smoe_model_fwd_flops_per_token(const smoe_model_cfg *m)
+{
+    double e = (double)m->emb, h = (double)m->heads, qk = (double)(m->qk_nope + m->qk_rope);
+    double att = m->q_lora ? 2 * (e * (double)m->q_lora + (double)m->q_lora * h * qk)
+                           : 2 * e * h * qk;
+    att += 2 * e * (double)(m->kv_lora + m->qk_rope);
+    att += 2 * (double)m->kv_lora * h * (double)(m->qk_nope + m->v_head);
+    att += 2 * h * (double)m->v_head * e;
+    att += 2 * h * (qk + (double)m->v_head) * (double)(m->seq + 1) / 2; /* causal core */
+    double dense = 6 * e * (double)m->mlp;
+    double moe = 2 * e * (double)m->experts + 6 * e * (double)(m->shared * m->moe_mlp) +
+                 6 * e * (double)m->moe_mlp * (double)m->topk;
+    return (double)(m->n_dense + m->n_moe) * att + (double)m->n_dense * dense +
+           (double)m->n_moe * moe + 2 * e * (double)m->vocab;
+}
+
 int64_t smoe_model_act_bytes(const smoe_model *m)
 {
     const int64_t D = m->cfg.emb, Mm = m->cfg.moe_mlp;

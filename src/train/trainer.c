@@ -42,22 +42,6 @@ struct smoe_trainer {
     char schedule_note[200];
 };
 
-static double forward_flops_per_token(const smoe_model_cfg *m)
-{
-    double e = (double)m->emb, h = (double)m->heads, qk = (double)(m->qk_nope + m->qk_rope);
-    double att = m->q_lora ? 2 * (e * (double)m->q_lora + (double)m->q_lora * h * qk)
-                           : 2 * e * h * qk;
-    att += 2 * e * (double)(m->kv_lora + m->qk_rope);
-    att += 2 * (double)m->kv_lora * h * (double)(m->qk_nope + m->v_head);
-    att += 2 * h * (double)m->v_head * e;
-    att += 2 * h * (qk + (double)m->v_head) * (double)(m->seq + 1) / 2; /* causal core */
-    double dense = 6 * e * (double)m->mlp;
-    double moe = 2 * e * (double)m->experts + 6 * e * (double)(m->shared * m->moe_mlp) +
-                 6 * e * (double)m->moe_mlp * (double)m->topk;
-    return (double)(m->n_dense + m->n_moe) * att + (double)m->n_dense * dense +
-           (double)m->n_moe * moe + 2 * e * (double)m->vocab;
-}
-
 /* The keys of the model's size, as "k=v, ...", for messages about memory. */
 static void size_keys(const smoe_config *cfg, char *buf, size_t cap)
 {
@@ -532,7 +516,7 @@ void tr_trainer_summarize(smoe_trainer *t, smoe_train_result *res)
     smoe_comm_allreduce_max_i64(cm, rss, 1);
     res->peak_rss_bytes = rss[0];
     res->tokens_per_step = t->mc.batch * t->mc.seq * smoe_comm_size(cm);
-    res->model_flops_per_step = 3 * forward_flops_per_token(&t->mc) * (double)res->tokens_per_step;
+    res->model_flops_per_step = 3 * smoe_model_fwd_flops_per_token(&t->mc) * (double)res->tokens_per_step;
     for (int i = 0; i < st->n; i++) {
         int64_t e = st->w[i].layers;
         for (int d = 0; d < st->w[i].lrank; d++)

@@ -1,0 +1,161 @@
+/* Benchmark: model FLOP/s of one rank's training step inside compute
+ * (embed, layers, head, backward: what `smoe train` counts as compute, with
+ * the expert exchange a local copy) against the single-core sgemm rate at
+ * n = 512, measured in the same process and interleaved round by round, so
+ * a change of the machine's load moves both alike. Each round times one
+ * model step (fwd + bwd) and then three 512^3 sgemms; the figures are
+ * medians over the rounds with the quartiles, and the ratio of every round
+ * (model rate / that round's sgemm median) is summarised the same way.
+ * Figures only; nothing here asserts on time.
+ *
+ * usage: bench_compute tiny|wide [ROUNDS]   (default 15 rounds, 1 warm-up)
+ *   tiny: the bundled 'tiny' model of smoe train's main job (emb 128, 4
+ *         heads, lora 32, nope/rope/v 16/8/16, mlp 256, moe_mlp 64,
+ *         8 experts top-2 + 1 shared, 1 dense + 3 MoE layers, vocab 256),
+ *         4 sequences of 128 (per_device_batch_size = 4);
+ *   wide: the same at emb 512, 8 heads, lora 128, nope/rope/v 64/32/64,
+ *         mlp 1024, moe_mlp 256, 4 sequences of 256.
+ * Both on one rank (ep = 1: all 8 experts local, the routed rows of the
+ * main job's per-rank batch). */
+#include "../tests/model_testlib.h"
+#include "smoe/kernels.h"
+#include "smoe/model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static smoe_model_cfg bench_cfg(int wide)
+{
+    smoe_model_cfg c;
+    memset(&c, 0, sizeof c);
+    c.emb = wide ? 512 : 128;
+    c.heads = wide ? 8 : 4;
+    c.q_lora = wide ? 128 : 32;
+    c.kv_lora = wide ? 128 : 32;
+    c.qk_nope = wide ? 64 : 16;
+    c.qk_rope = wide ? 32 : 8;
+    c.v_head = wide ? 64 : 16;
+    c.mlp = wide ? 1024 : 256;
+    c.moe_mlp = wide ? 256 : 64;
+    c.experts = 8;
+    c.topk = 2;
+    c.shared = 1;
+    c.vocab = 256;
+    c.n_dense = 1;
+    c.n_moe = 3;
+    c.routed_scale = 1.0f;
+    c.eps = 1e-6f;
+    c.rope_theta = 10000.0f;
+    c.rope_halves = 1; /* MaxText's RotaryEmbedding, as smoe train runs it */
+    c.seq = wide ? 256 : 128;
+    c.batch = 4;
+    c.ep = 1;
+    return c;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median and quartiles of v (n), sorted in place. */
+static void quart(double *v, int n, double q[3])
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    q[0] = v[n / 4];
+    q[1] = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    q[2] = v[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1];
+}
+
+static double sgemm512(float *a, float *b, float *c)
+{
+    const int64_t n = 512;
+    double t0 = smoe_now();
+    smoe_gemm(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    return 2.0 * (double)(n * n * n) / (smoe_now() - t0) / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || (strcmp(argv[1], "tiny") && strcmp(argv[1], "wide"))) {
+        fprintf(stderr, "usage: bench_compute tiny|wide [ROUNDS]\n");
+        return 2;
+    }
+    const int wide = strcmp(argv[1], "wide") == 0;
+    const int rounds = argc > 2 ? atoi(argv[2]) : 15;
+    if (rounds < 1 || rounds > 10000) {
+        fprintf(stderr, "bench_compute: ROUNDS must be in [1, 10000]\n");
+        return 2;
+    }
+    smoe_blas_info bi;
+    smoe_blas_select_core(argv);
+    smoe_blas_init(1, &bi);
+
+    smoe_model_cfg c = bench_cfg(wide);
+    smoe_model *m = NULL;
+    smoe_err err;
+    if (smoe_model_new(&c, &m, &err)) {
+        char buf[600];
+        fprintf(stderr, "bench_compute: %s\n", smoe_err_format(&err, buf, sizeof buf));
+        return 1;
+    }
+    rng r = { 7 };
+    wset w, g;
+    wset_alloc(&w, &c);
+    wset_alloc(&g, &c);
+    wset_random(&w, &r);
+    const int64_t T = c.batch * c.seq;
+    int32_t *tok = malloc(sizeof *tok * (size_t)T), *tgt = malloc(sizeof *tgt * (size_t)T);
+    float *ga = malloc(sizeof(float) * 512 * 512), *gb = malloc(sizeof(float) * 512 * 512),
+          *gc = malloc(sizeof(float) * 512 * 512);
+    double *mf = malloc(sizeof *mf * (size_t)rounds), *sg = malloc(sizeof *sg * (size_t)rounds),
+           *ra = malloc(sizeof *ra * (size_t)rounds);
+    if (!tok || !tgt || !ga || !gb || !gc || !mf || !sg || !ra) {
+        fprintf(stderr, "bench_compute: out of memory\n");
+        return 1;
+    }
+    random_tokens(tok, T, c.vocab, &r);
+    random_tokens(tgt, T, c.vocab, &r);
+    fill(ga, 512 * 512, &r, 0.0, 1.0);
+    fill(gb, 512 * 512, &r, 0.0, 1.0);
+    job j;
+    job_init(&j, m, &w, 0, &g, tok, tgt, 1.0f / (float)T);
+    const double flops = 3.0 * smoe_model_fwd_flops_per_token(&c) * (double)T;
+
+    for (int k = -1; k < rounds; k++) { /* round -1: warm-up */
+        double t0 = smoe_now();
+        job_run(&j);
+        double dt = smoe_now() - t0;
+        if (j.st) {
+            char buf[600];
+            fprintf(stderr, "bench_compute: %s\n", smoe_err_format(&j.err, buf, sizeof buf));
+            return 1;
+        }
+        double s3[3];
+        for (int i = 0; i < 3; i++)
+            s3[i] = sgemm512(ga, gb, gc);
+        qsort(s3, 3, sizeof *s3, cmp_d);
+        if (k < 0)
+            continue;
+        mf[k] = flops / dt / 1e9;
+        sg[k] = s3[1];
+        ra[k] = mf[k] / sg[k];
+    }
+    double qm[3], qs[3], qr[3];
+    quart(mf, rounds, qm);
+    quart(sg, rounds, qs);
+    quart(ra, rounds, qr);
+    printf("%s: emb %lld, %lld tokens, %.3f GFLOP per step, BLAS core %s, %d rounds\n",
+           argv[1], (long long)c.emb, (long long)T, flops / 1e9, bi.corename, rounds);
+    printf("  model FLOP/s in compute  %7.2f GFLOP/s [%.2f-%.2f]\n", qm[1], qm[0], qm[2]);
+    printf("  sgemm n=512 (same run)   %7.2f GFLOP/s [%.2f-%.2f]\n", qs[1], qs[0], qs[2]);
+    printf("  ratio per round          %7.3f [%.3f-%.3f]\n", qr[1], qr[0], qr[2]);
+    job_free(&j);
+    wset_free(&w);
+    wset_free(&g);
+    smoe_model_free(m);
+    free(tok), free(tgt), free(ga), free(gb), free(gc), free(mf), free(sg), free(ra);
+    return 0;
+}
