@@ -6,6 +6,9 @@
  * model step (fwd + bwd) and then three 512^3 sgemms; the figures are
  * medians over the rounds with the quartiles, and the ratio of every round
  * (model rate / that round's sgemm median) is summarised the same way.
+ * Both are timed by this thread's CPU time (the figure that load cannot
+ * bias: a long step loses time slices to other processes that a short
+ * sgemm does not) and by wall time.
  * Figures only; nothing here asserts on time.
  *
  * usage: bench_compute tiny|wide [ROUNDS]   (default 15 rounds, 1 warm-up)
@@ -17,6 +20,7 @@
  *         mlp 1024, moe_mlp 256, 4 sequences of 256.
  * Both on one rank (ep = 1: all 8 experts local, the routed rows of the
  * main job's per-rank batch). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "../tests/model_testlib.h"
 #include "smoe/kernels.h"
 #include "smoe/model.h"
@@ -24,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static smoe_model_cfg bench_cfg(int wide)
 {
@@ -54,6 +59,16 @@ static smoe_model_cfg bench_cfg(int wide)
     return c;
 }
 
+/* This thread's CPU seconds: on a loaded machine the scheduler shares the
+ * cores, so a 1 s step loses time slices that a 2 ms sgemm never sees; CPU
+ * time counts only the time the code ran. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -69,12 +84,13 @@ static void quart(double *v, int n, double q[3])
     q[2] = v[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1];
 }
 
-static double sgemm512(float *a, float *b, float *c)
+/* GFLOP/s of one 512^3 sgemm, by CPU time (cpu = 1) or wall time. */
+static double sgemm512(float *a, float *b, float *c, int cpu)
 {
     const int64_t n = 512;
-    double t0 = smoe_now();
+    double t0 = cpu ? cpu_now() : smoe_now();
     smoe_gemm(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-    return 2.0 * (double)(n * n * n) / (smoe_now() - t0) / 1e9;
+    return 2.0 * (double)(n * n * n) / ((cpu ? cpu_now() : smoe_now()) - t0) / 1e9;
 }
 
 int main(int argc, char **argv)
@@ -110,9 +126,16 @@ int main(int argc, char **argv)
     int32_t *tok = malloc(sizeof *tok * (size_t)T), *tgt = malloc(sizeof *tgt * (size_t)T);
     float *ga = malloc(sizeof(float) * 512 * 512), *gb = malloc(sizeof(float) * 512 * 512),
           *gc = malloc(sizeof(float) * 512 * 512);
-    double *mf = malloc(sizeof *mf * (size_t)rounds), *sg = malloc(sizeof *sg * (size_t)rounds),
-           *ra = malloc(sizeof *ra * (size_t)rounds);
-    if (!tok || !tgt || !ga || !gb || !gc || !mf || !sg || !ra) {
+    /* per round, [0] by CPU time, [1] by wall time */
+    double *mf[2], *sg[2], *ra[2];
+    for (int q = 0; q < 2; q++) {
+        mf[q] = malloc(sizeof(double) * (size_t)rounds);
+        sg[q] = malloc(sizeof(double) * (size_t)rounds);
+        ra[q] = malloc(sizeof(double) * (size_t)rounds);
+        if (!mf[q] || !sg[q] || !ra[q])
+            tok = NULL;
+    }
+    if (!tok || !tgt || !ga || !gb || !gc) {
         fprintf(stderr, "bench_compute: out of memory\n");
         return 1;
     }
@@ -125,37 +148,45 @@ int main(int argc, char **argv)
     const double flops = 3.0 * smoe_model_fwd_flops_per_token(&c) * (double)T;
 
     for (int k = -1; k < rounds; k++) { /* round -1: warm-up */
-        double t0 = smoe_now();
+        double c0 = cpu_now(), t0 = smoe_now();
         job_run(&j);
-        double dt = smoe_now() - t0;
+        double dc = cpu_now() - c0, dt = smoe_now() - t0;
         if (j.st) {
             char buf[600];
             fprintf(stderr, "bench_compute: %s\n", smoe_err_format(&j.err, buf, sizeof buf));
             return 1;
         }
-        double s3[3];
-        for (int i = 0; i < 3; i++)
-            s3[i] = sgemm512(ga, gb, gc);
-        qsort(s3, 3, sizeof *s3, cmp_d);
+        double s3[2][3];
+        for (int i = 0; i < 3; i++) {
+            s3[0][i] = sgemm512(ga, gb, gc, 1);
+            s3[1][i] = sgemm512(ga, gb, gc, 0);
+        }
         if (k < 0)
             continue;
-        mf[k] = flops / dt / 1e9;
-        sg[k] = s3[1];
-        ra[k] = mf[k] / sg[k];
+        for (int q = 0; q < 2; q++) {
+            qsort(s3[q], 3, sizeof(double), cmp_d);
+            mf[q][k] = flops / (q ? dt : dc) / 1e9;
+            sg[q][k] = s3[q][1];
+            ra[q][k] = mf[q][k] / sg[q][k];
+        }
     }
-    double qm[3], qs[3], qr[3];
-    quart(mf, rounds, qm);
-    quart(sg, rounds, qs);
-    quart(ra, rounds, qr);
     printf("%s: emb %lld, %lld tokens, %.3f GFLOP per step, BLAS core %s, %d rounds\n",
            argv[1], (long long)c.emb, (long long)T, flops / 1e9, bi.corename, rounds);
-    printf("  model FLOP/s in compute  %7.2f GFLOP/s [%.2f-%.2f]\n", qm[1], qm[0], qm[2]);
-    printf("  sgemm n=512 (same run)   %7.2f GFLOP/s [%.2f-%.2f]\n", qs[1], qs[0], qs[2]);
-    printf("  ratio per round          %7.3f [%.3f-%.3f]\n", qr[1], qr[0], qr[2]);
+    for (int q = 0; q < 2; q++) {
+        double qm[3], qs[3], qr[3];
+        quart(mf[q], rounds, qm);
+        quart(sg[q], rounds, qs);
+        quart(ra[q], rounds, qr);
+        printf("  by %s time: model FLOP/s in compute %7.2f GFLOP/s [%.2f-%.2f], "
+               "sgemm n=512 %7.2f [%.2f-%.2f], ratio %.3f [%.3f-%.3f]\n",
+               q ? "wall" : "CPU ", qm[1], qm[0], qm[2], qs[1], qs[0], qs[2], qr[1], qr[0],
+               qr[2]);
+        free(mf[q]), free(sg[q]), free(ra[q]);
+    }
     job_free(&j);
     wset_free(&w);
     wset_free(&g);
     smoe_model_free(m);
-    free(tok), free(tgt), free(ga), free(gb), free(gc), free(mf), free(sg), free(ra);
+    free(tok), free(tgt), free(ga), free(gb), free(gc);
     return 0;
 }
