@@ -396,6 +396,69 @@ static void test_rope(void)
         smoe_free(all[i]);
 }
 
+/* ---- RoPE from tables: bitwise its naive twin smoe_rope_apply ---- */
+
+typedef struct ropet_ctx {
+    float *x, *y, *wt, *cs, *sn;
+    const int32_t *pos;
+    int64_t t, h, d, npos;
+} ropet_ctx;
+
+static double ropet_loss(void *p)
+{
+    ropet_ctx *c = p;
+    int64_t n = c->t * c->h * c->d;
+    memcpy(c->y, c->x, (size_t)n * sizeof(float));
+    smoe_rope_apply_tab(c->y, c->pos, c->t, c->h, c->d, c->h * c->d, c->d, c->cs, c->sn,
+                        c->npos, 1, 1.25f, 0);
+    return wsum(c->wt, c->y, n);
+}
+
+static void test_rope_table(void)
+{
+    /* 3 heads of 8 rope dims, 10 floats apart, in rows of 37, offset 2 */
+    const int64_t t = 5, h = 3, d = 8, hs = 10, stride = 37, off = 2, npos = 9;
+    const int32_t pos[5] = {0, 1, 8, 3, 3};
+    double inv[4];
+    smoe_rope_cfg rc = { 0, 1.0, 10000.0, 1.0, 0, 0, 0, 0, 0 };
+    smoe_rope_freqs(inv, d, &rc);
+    float *cs = fnew(npos * d / 2), *sn = fnew(npos * d / 2);
+    smoe_rope_table(cs, sn, npos, d, inv);
+    const int64_t n = t * stride;
+    float *x = fnew(n), *y = fnew(n), *z = fnew(n);
+    fill(x, n, 1.0f);
+    int same = 1;
+    for (int halves = 0; halves < 2; halves++)
+        for (int inverse = 0; inverse < 2; inverse++)
+            for (int k = 0; k < 2; k++) {
+                float scale = k ? 1.25f : 1.0f;
+                memcpy(y, x, (size_t)n * sizeof *y);
+                memcpy(z, x, (size_t)n * sizeof *z);
+                smoe_rope_apply_tab(y + off, pos, t, h, d, stride, hs, cs, sn, npos, halves,
+                                    scale, inverse);
+                for (int64_t hi = 0; hi < h; hi++)
+                    smoe_rope_apply(z + off + hi * hs, pos, t, 1, d, stride, inv, halves, scale,
+                                    inverse);
+                same &= memcmp(y, z, (size_t)n * sizeof *y) == 0;
+            }
+    CHECKF(same, "rope from tables == smoe_rope_apply bitwise (halves/interleaved, inverse, "
+                 "scale, head stride, gaps untouched)");
+
+    /* backward = the inverse rotation (times the scale): finite differences */
+    const int64_t nc = t * h * d;
+    float *xc = fnew(nc), *yc = fnew(nc), *w = fnew(nc), *g = fnew(nc);
+    fill(xc, nc, 1.0f);
+    fill(w, nc, 1.0f);
+    memcpy(g, w, (size_t)nc * sizeof *g);
+    smoe_rope_apply_tab(g, pos, t, h, d, h * d, d, cs, sn, npos, 1, 1.25f, 1);
+    ropet_ctx c = {xc, yc, w, cs, sn, pos, t, h, d, npos};
+    fd_check("rope from tables dx (inverse rotation)", xc, nc, g, ropet_loss, &c);
+
+    float *all[] = {cs, sn, x, y, z, xc, yc, w, g};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        smoe_free(all[i]);
+}
+
 /* ---- AdamW: two steps worked by hand ----
  * lr 0.01, b1 0.9, b2 0.999, eps 1e-8, wd 0.1; p = (1, -0.5);
  * g1 = (0.1, -0.2), g2 = (0.3, 0.1).
@@ -450,6 +513,7 @@ int main(int argc, char **argv)
     test_rmsnorm();
     test_activations();
     test_rope();
+    test_rope_table();
     test_adamw();
     test_vec();
     return check_report();

@@ -119,6 +119,17 @@ void smoe_rope_apply(float *x, const int32_t *pos, int64_t t, int64_t h, int64_t
                      int64_t stride, const double *inv_freq, int halves, float scale,
                      int inverse);
 
+/* RoPE from tables (rope_table.c), the naive twin being smoe_rope_apply:
+ * cs, sn (npos, d/2) = cos, sin of p * inv_freq[i] for positions p in
+ * [0, npos), built once by smoe_rope_table; smoe_rope_apply_tab rotates, as
+ * smoe_rope_apply does (bitwise the same), the h heads of each token, head
+ * hi of token ti at x[ti*stride + hi*hstride] (hstride >= d: a rope slice
+ * of every head of a wider row in one call); pos[ti] in [0, npos). */
+void smoe_rope_table(float *cs, float *sn, int64_t npos, int64_t d, const double *inv_freq);
+void smoe_rope_apply_tab(float *x, const int32_t *pos, int64_t t, int64_t h, int64_t d,
+                         int64_t stride, int64_t hstride, const float *cs, const float *sn,
+                         int64_t npos, int halves, float scale, int inverse);
+
 /* ---- causal attention for one sequence ----
  * q (s, h, dk), k (s, h, dk), v (s, h, dv) with row strides qs, ks, vs
  * (elements between consecutive positions): element (position i, head hh,

@@ -26,12 +26,14 @@
 #include <math.h>
 #include <string.h>
 
-/* RoPE on a rope slice (t tokens, h heads of dr, row stride), MaxText's
- * embedding of the model (smoe_rope_apply); inverse = 1 in the backward. */
-static void rope(const smoe_model *m, float *x, int64_t h, int64_t stride, int inverse)
+/* RoPE on the rope slices of h heads (hstride apart) of every token (row
+ * stride), MaxText's embedding of the model from the model's tables
+ * (smoe_rope_apply_tab); inverse = 1 in the backward. */
+static void rope(const smoe_model *m, float *x, int64_t h, int64_t stride, int64_t hstride,
+                 int inverse)
 {
-    smoe_rope_apply(x, m->pos, m->T, h, m->cfg.qk_rope, stride, m->rope_inv,
-                    m->cfg.rope_halves, m->rope_scale, inverse);
+    smoe_rope_apply_tab(x, m->pos, m->T, h, m->cfg.qk_rope, stride, hstride, m->rope_cs,
+                        m->rope_sn, m->cfg.seq, m->cfg.rope_halves, m->rope_scale, inverse);
 }
 
 static void zero(float *p, int64_t n) { memset(p, 0, (size_t)n * sizeof *p); }
@@ -58,8 +60,7 @@ void mla_fwd(smoe_model *m, attn_act *a, const float *const w[SMOE_W_NSLOTS],
         smoe_matmul(a->q, a->h, w[SMOE_W_QUERY], T, D, H * dq, 0.0f);
     }
     model_progress(comm);
-    for (int64_t hh = 0; hh < H; hh++)
-        rope(m, a->q + hh * dq + dn, 1, H * dq, 0);
+    rope(m, a->q + dn, H, H * dq, dq, 0);
 
     /* compressed kv and the shared rotary key */
     const float *wkv_a = w[SMOE_W_WKV_A];
@@ -67,7 +68,7 @@ void mla_fwd(smoe_model *m, attn_act *a, const float *const w[SMOE_W_NSLOTS],
     model_progress(comm);
     smoe_gemm(0, 0, T, dr, D, 1.0f, a->h, D, wkv_a + R, R + dr, 0.0f, s->kpe, dr);
     model_progress(comm);
-    rope(m, s->kpe, 1, dr, 0);
+    rope(m, s->kpe, 1, dr, dr, 0);
     smoe_rmsnorm(a->ckvn, a->rstd_kv, a->ckv, w[SMOE_W_KV_NORM], T, R, g->eps);
     smoe_matmul(s->kv, a->ckvn, w[SMOE_W_WKV_B], T, R, H * (dn + dv), 0.0f);
     model_progress(comm);
@@ -137,9 +138,8 @@ void mla_bwd(smoe_model *m, const attn_act *a,
             memcpy(d + dn, s->dv + (t * H + hh) * dv, (size_t)dv * sizeof *d);
             smoe_vec_add(dkpe + t * dr, dk + dn, dr);
         }
-    rope(m, dkpe, 1, dr, 1);
-    for (int64_t hh = 0; hh < H; hh++)
-        rope(m, s->dq + hh * dq + dn, 1, H * dq, 1);
+    rope(m, dkpe, 1, dr, dr, 1);
+    rope(m, s->dq + dn, H, H * dq, dq, 1);
 
     /* kv = ckvn @ wkv_b, ckvn = rmsnorm(ckv) * kv_norm */
     zero(s->dckvn, T * R);

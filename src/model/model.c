@@ -362,15 +362,21 @@ smoe_status smoe_model_new(const smoe_model_cfg *cfg, smoe_model **out,
     SMOE_ASSERT(c.off == m->slab_bytes);
     for (int64_t t = 0; t < m->T; t++)
         m->pos[t] = (int32_t)(t % g->seq);
-    m->rope_inv = smoe_malloc(sizeof(double) * (size_t)(g->qk_rope / 2));
+    /* the inverse frequencies, then the cos/sin tables of every position */
+    const int64_t rhalf = g->qk_rope / 2;
+    m->rope_inv = smoe_malloc(sizeof(double) * (size_t)rhalf +
+                              2 * sizeof(float) * (size_t)(g->seq * rhalf));
     if (!m->rope_inv)
         goto nomem;
+    m->rope_cs = (float *)(m->rope_inv + rhalf);
+    m->rope_sn = m->rope_cs + g->seq * rhalf;
     if (g->rope.max_timescale != 0.0) {
         smoe_rope_freqs(m->rope_inv, g->qk_rope, &g->rope);
     } else { /* the interleaved theta form */
         smoe_rope_cfg r = { 0, 1.0, (double)g->rope_theta, 1.0, 0, 0, 0, 0, 0 };
         smoe_rope_freqs(m->rope_inv, g->qk_rope, &r);
     }
+    smoe_rope_table(m->rope_cs, m->rope_sn, g->seq, g->qk_rope, m->rope_inv);
     m->rope_scale = g->rope_scale > 0.0f ? g->rope_scale : 1.0f;
     m->attn_scale = (float)((g->attn_scale_mult > 0.0f ? (double)g->attn_scale_mult : 1.0) /
                             sqrt((double)(g->qk_nope + g->qk_rope)));
