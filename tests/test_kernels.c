@@ -323,6 +323,61 @@ static void test_activations(void)
         smoe_free(all[i]);
 }
 
+/* ---- SwiGLU with the sigmoid kept: against its naive twin ---- */
+
+static double swiglu_sig_loss(void *p)
+{
+    act_ctx *c = p;
+    smoe_swiglu_sig(c->h, c->h, c->a, c->b, c->n);
+    return wsum(c->wt, c->h, c->n);
+}
+
+static void test_swiglu_sig(void)
+{
+    const int64_t n = 37;
+    float *a = fnew(n + 3), *b = fnew(n), *h = fnew(n), *s = fnew(n + 3), *dh = fnew(n);
+    float *h0 = fnew(n), *da = fnew(n), *db = fnew(n), *da0 = fnew(n), *db0 = fnew(n);
+    fill(a, n + 3, 6.0f);
+    fill(b, n, 1.0f);
+    fill(dh, n, 1.0f);
+    a[5] = -1e4f, a[6] = -100.0f, a[7] = 100.0f, a[8] = 1e4f, a[9] = 0.0f;
+    smoe_swiglu_sig(h, s, a, b, n);
+    smoe_swiglu(h0, a, b, n);
+    CHECKF(memcmp(h, h0, (size_t)n * sizeof *h) == 0, "swiglu_sig == smoe_swiglu bitwise");
+    int fin = 1;
+    for (int64_t i = 0; i < n; i++)
+        fin &= isfinite(h[i]) && isfinite(s[i]) && s[i] >= 0.0f && s[i] <= 1.0f;
+    CHECKF(fin && h[5] == 0.0f && h[8] == 1e4f * b[8], "swiglu_sig finite at |a| = 1e4");
+    float *s2 = fnew(n + 3), *h2 = fnew(n + 3);
+    /* h may alias s */
+    memcpy(h2, h, (size_t)n * sizeof *h);
+    smoe_swiglu_sig(s2, s2, a, b, n);
+    CHECKF(memcmp(s2, h2, (size_t)n * sizeof *h) == 0, "swiglu_sig with h aliasing s");
+
+    smoe_swiglu_bwd(da0, db0, dh, a, b, n);
+    smoe_swiglu_sig_bwd(da, db, dh, a, b, s, n);
+    CHECKF(memcmp(da, da0, (size_t)n * sizeof *da) == 0 &&
+               memcmp(db, db0, (size_t)n * sizeof *db) == 0,
+           "swiglu_sig_bwd == smoe_swiglu_bwd bitwise");
+    /* db may alias s */
+    memcpy(s2, s, (size_t)n * sizeof *s);
+    smoe_swiglu_sig_bwd(h2, s2, dh, a, b, s2, n);
+    CHECKF(memcmp(h2, da, (size_t)n * sizeof *h) == 0 && memcmp(s2, db, (size_t)n * sizeof *h) == 0,
+           "swiglu_sig_bwd with db aliasing s");
+
+    /* the backward by finite differences (moderate a, away from the clamps) */
+    fill(a, n, 4.0f);
+    smoe_swiglu_sig(h, s, a, b, n);
+    smoe_swiglu_sig_bwd(da, db, dh, a, b, s, n);
+    act_ctx c = {a, b, h, dh, 1, n};
+    fd_check("swiglu_sig da", a, n, da, swiglu_sig_loss, &c);
+    fd_check("swiglu_sig db", b, n, db, swiglu_sig_loss, &c);
+
+    float *all[] = {a, b, h, s, dh, h0, da, db, da0, db0, s2, h2};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        smoe_free(all[i]);
+}
+
 /* ---- RoPE ---- */
 
 typedef struct rope_ctx {
@@ -512,6 +567,7 @@ int main(int argc, char **argv)
     test_matmul();
     test_rmsnorm();
     test_activations();
+    test_swiglu_sig();
     test_rope();
     test_rope_table();
     test_adamw();

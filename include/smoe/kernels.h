@@ -84,6 +84,13 @@ void smoe_swiglu(float *h, const float *a, const float *b, int64_t n);
 void smoe_swiglu_bwd(float *da, float *db, const float *dh, const float *a,
                      const float *b, int64_t n);
 
+/* The same with the sigmoid kept (act_fused.c; naive twins the two above):
+ * h (n) = silu(a) * b and s (n) = sigmoid(a) (h may alias s); then
+ * da (n), db (n) from dh and the forward's s (db may alias s). */
+void smoe_swiglu_sig(float *h, float *s, const float *a, const float *b, int64_t n);
+void smoe_swiglu_sig_bwd(float *da, float *db, const float *dh, const float *a,
+                         const float *b, const float *s, int64_t n);
+
 /* Row softmax in place: x (t,n). */
 void smoe_softmax_rows(float *x, int64_t t, int64_t n);
 /* dx (t,n) = y * (dy - sum(dy * y)) from the softmax output y (overwrite). */

@@ -3,7 +3,9 @@
  * experts of the MoE layers (width shared * moe_mlp) and each routed expert
  * on the rows dispatched to it. The forward saves the two projections a and
  * b; the product g = silu(a) * b is cheap to recompute, so the backward
- * does that instead of keeping it for every layer.
+ * does that instead of keeping it for every layer, keeping the sigmoid
+ * for the derivative (smoe_swiglu_sig: two exp per element and step, not
+ * three).
  */
 #include "model_impl.h"
 
@@ -29,13 +31,13 @@ void mlp_bwd(float *dx, float *dwi0, float *dwi1, float *dwo, const float *dy,
 {
     if (n == 0)
         return;
-    smoe_swiglu(g, a.a, a.b, n * w);
+    smoe_swiglu_sig(g, db, a.a, a.b, n * w); /* the sigmoid kept in db */
     /* dg = dy @ wo^T (overwrite), dwo += g^T @ dy */
     smoe_gemm(0, 1, n, w, d, 1.0f, dy, d, wo, d, 0.0f, dg, w);
     model_progress(comm);
     smoe_matmul_bwd(NULL, dwo, dy, g, wo, n, w, d);
     model_progress(comm);
-    smoe_swiglu_bwd(da, db, dg, a.a, a.b, n * w);
+    smoe_swiglu_sig_bwd(da, db, dg, a.a, a.b, db, n * w);
     smoe_matmul_bwd(dx, dwi0, da, x, wi0, n, d, w);
     model_progress(comm);
     smoe_matmul_bwd(dx, dwi1, db, x, wi1, n, d, w);

@@ -1,0 +1,49 @@
+/* SwiGLU with the sigmoid computed once per backward: the forward can
+ * write the sigmoid s = sigmoid(a) beside the product, and the MLP's
+ * backward, which recomputes the product from the saved projections a and
+ * b, keeps s for the derivative instead of evaluating exp a third time.
+ * Naive twins: smoe_swiglu and smoe_swiglu_bwd (act.c), bitwise the same
+ * (the same sigmoid, the same products; test_kernels compares them, and
+ * finite differences check the backward).
+ *
+ * Not vectorised through glibc's vector expf: its last-ulp differences
+ * from the scalar expf are enough to move the sharded-vs-single-rank
+ * training oracle (train_oracle, 5 steps, relative 1e-5) past its
+ * tolerance on the MoE gate (1.7e-5 measured), as any other rounding
+ * change of the sigmoid did (1 / (1 + exp(-a)) for every a: 1.0e-5).
+ */
+#include "smoe/kernels.h"
+
+#include <math.h>
+
+/* The sigmoid of act.c, bitwise (never exp of a positive number). */
+static void sigmoid_all(float *s, const float *a, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float x = a[i], e = expf(-fabsf(x));
+        s[i] = (x >= 0.0f ? 1.0f : e) / (1.0f + e);
+    }
+}
+
+/* h (n) = silu(a) * b = a * s * b and s (n) = sigmoid(a); h may alias s. */
+void smoe_swiglu_sig(float *h, float *s, const float *a, const float *b, int64_t n)
+{
+    SMOE_ASSERT(n >= 0);
+    sigmoid_all(s, a, n);
+    for (int64_t i = 0; i < n; i++)
+        h[i] = a[i] * s[i] * b[i];
+}
+
+/* da (n) = dh * b * s * (1 + a (1 - s)), db (n) = dh * a * s, from the
+ * forward's s; db may alias s (each element of s is read before it is
+ * overwritten), nothing else aliases. */
+void smoe_swiglu_sig_bwd(float *da, float *db, const float *dh, const float *a,
+                         const float *b, const float *s, int64_t n)
+{
+    SMOE_ASSERT(n >= 0);
+    for (int64_t i = 0; i < n; i++) {
+        float ai = a[i], si = s[i], di = dh[i];
+        da[i] = di * b[i] * si * (1.0f + ai * (1.0f - si));
+        db[i] = di * ai * si;
+    }
+}
