@@ -13,7 +13,7 @@ build=$(cd "${1:-$top/build}" && pwd)
 reps=${2:-3}
 rounds=${3:-15}
 export OPENBLAS_NUM_THREADS=1
-echo "== machine: $(nproc) cores available, $(lscpu | sed -n 's/^Model name: *//p')"
+echo "== machine: $(lscpu | sed -n 's/^CPU(s): *//p') CPUs, $(lscpu | sed -n 's/^Model name: *//p')"
 r=1
 while [ "$r" -le "$reps" ]; do
   echo "== repetition $r, load: $(uptime | sed 's/.*load/load/')"

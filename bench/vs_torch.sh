@@ -26,7 +26,7 @@ export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 export SMOE_CONFIG_DIR="$build/configs"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "== machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
+echo "== machine: $(lscpu | sed -n 's/^CPU(s): *//p') CPUs, $(lscpu | sed -n 's/^Model name: *//p')"
 echo "== load before: $(uptime)"
 echo "== torch $("$py" -c 'import torch; print(torch.__version__)'), one thread each"
 
