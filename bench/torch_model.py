@@ -157,7 +157,7 @@ def main():
     tok = torch.randint(0, c["vocab"], (c["batch"], c["seq"] + 1), generator=g)
     inp, tgt = tok[:, :-1].contiguous(), tok[:, 1:].contiguous()
     times, loss0 = [], None
-    for step in range(steps + 1):
+    for step in range(steps + 1):  # STEPS = 0: the warm-up step only
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         loss = model(inp, tgt)
@@ -170,6 +170,8 @@ def main():
             times.append(dt * 1e3)
     times.sort()
     n = len(times)
+    if n == 0:
+        times, n = [0.0], 1
     med = times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
     print(json.dumps({"params": sum(p.numel() for p in model.parameters()), "median_step_ms": med,
                       "p25_step_ms": times[n // 4], "p75_step_ms": times[(3 * n) // 4],
