@@ -7,6 +7,7 @@
 
 #include "smoe/config.h"
 #include "smoe/core.h"
+#include "smoe/dtype.h"
 #include "smoe/plan.h"
 
 #include <getopt.h>
@@ -17,6 +18,9 @@ typedef struct cli_common {
     const char *base, *model, *rules, *params;
     int64_t devices, slices;
     int dtype_bytes;
+    int dtype_bytes_set;        /* --dtype-bytes given */
+    smoe_dtype gather_dtype;    /* --gather-dtype (default fp32) */
+    int64_t int8_block;         /* --int8-block (0: the default) */
     int json;
     int n_kv;
     const char **kv; /* KEY=VALUE overrides */
@@ -27,7 +31,7 @@ typedef struct cli_common {
 /* getopt_long entries of the common options; ids start at 1000. */
 enum {
     OPT_BASE = 1000, OPT_MODEL, OPT_RULES, OPT_PARAMS, OPT_DEVICES, OPT_SLICES,
-    OPT_DTYPE_BYTES, OPT_JSON, OPT_COMMON_END
+    OPT_DTYPE_BYTES, OPT_JSON, OPT_GATHER_DTYPE, OPT_INT8_BLOCK, OPT_COMMON_END
 };
 #define CLI_COMMON_LONGOPTS                                   \
     { "base", required_argument, 0, OPT_BASE },               \
@@ -38,6 +42,15 @@ enum {
     { "slices", required_argument, 0, OPT_SLICES },           \
     { "dtype-bytes", required_argument, 0, OPT_DTYPE_BYTES }, \
     { "json", no_argument, 0, OPT_JSON }
+/* The gather dtype options, for the subcommands that follow them (handled
+ * by cli_common_opt; cli_build_plan applies them to the plan). */
+#define CLI_GATHER_LONGOPTS                                   \
+    { "gather-dtype", required_argument, 0, OPT_GATHER_DTYPE }, \
+    { "int8-block", required_argument, 0, OPT_INT8_BLOCK }
+#define CLI_GATHER_USAGE                                                          \
+    "  --gather-dtype T   what the prefetched weight gathers move: fp32 (default),\n" \
+    "                     bf16, or int8 (blockwise, one fp32 scale per block)\n"     \
+    "  --int8-block N     int8 elements per scale along the last dim (default 32)\n"
 /* Defaults (devices 0 = not given, slices 1, dtype 4). */
 void cli_common_init(cli_common *c);
 /* Handle one common option; returns 1 if it was one. */

@@ -13,7 +13,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: smoe plan [--base FILE] [--model NAME|FILE] [--rules NAME|FILE]\n"
             "                 [--params FILE] (--devices N | --topology NAME) [--slices N]\n"
-            "                 [--legacy|--compare] [--all] [--why] [--dtype-bytes N] [--json]\n"
+            "                 [--legacy|--compare] [--all] [--why] [--dtype-bytes N]\n"
+            "                 [--gather-dtype fp32|bf16|int8 [--int8-block N]] [--json]\n"
             "                 [KEY=VALUE ...]\n"
             "\n"
             "  --base FILE        base config (default: the bundled configs/base.yml)\n"
@@ -32,6 +33,7 @@ static void usage(FILE *f)
             "  --why              under each weight that is fallback, noop, uneven or\n"
             "                     leaves a legacy residual, one line saying why\n"
             "  --dtype-bytes N    bytes per element of the stored weights (default 4)\n"
+            CLI_GATHER_USAGE
             "  --json             one JSON object (schema in the README)\n"
             "  KEY=VALUE          MaxText config overrides, e.g. ici_expert_parallelism=8\n");
 }
@@ -160,14 +162,22 @@ static void print_header(const smoe_plan *p)
         else
             ones++;
     printf("  (%lld devices; %d axes of size 1)\n", (long long)smoe_mesh_devices(&p->mesh), ones);
-    printf("inventory: %s, %d entries; bytes at %d per element\n\n", p->source, p->n,
+    printf("inventory: %s, %d entries; bytes at %d per element", p->source, p->n,
            p->dtype_bytes);
+    if (p->gather_dtype == SMOE_DT_BF16)
+        printf("; prefetched gathers move bf16 (2 bytes per element)");
+    else if (p->gather_dtype == SMOE_DT_INT8)
+        printf("; prefetched gathers move int8 in blocks of %lld along the last dim, "
+               "each with a 4-byte fp32 scale (%g bytes per element)",
+               (long long)p->int8_block, (double)(p->int8_block + 4) / (double)p->int8_block);
+    printf("\n\n");
 }
 
 int cmd_plan(int argc, char **argv)
 {
     static const struct option longopts[] = {
         CLI_COMMON_LONGOPTS,
+        CLI_GATHER_LONGOPTS,
         { "legacy", no_argument, 0, OPT_LEGACY },
         { "compare", no_argument, 0, OPT_COMPARE },
         { "all", no_argument, 0, OPT_ALL },

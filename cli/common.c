@@ -156,6 +156,16 @@ smoe_plan *cli_build_plan(const cli_common *c, const smoe_config *cfg)
                      (long long)c->devices);
         cli_die(&err);
     }
+    if (c->int8_block && c->gather_dtype != SMOE_DT_INT8)
+        cli_usage_error("argument '--int8-block'", "needs --gather-dtype int8");
+    if (c->gather_dtype != SMOE_DT_FP32 && c->dtype_bytes_set && c->dtype_bytes != 4)
+        cli_usage_error("argument '--dtype-bytes'", "a %s gather converts fp32 master weights: "
+                        "give --dtype-bytes 4 or leave it out", smoe_dtype_name(c->gather_dtype));
+    if (smoe_plan_set_wire(p, c->gather_dtype, c->int8_block, &err)) {
+        snprintf(err.where, sizeof err.where, "argument '--gather-dtype %s'",
+                 smoe_dtype_name(c->gather_dtype));
+        cli_die(&err);
+    }
     return p;
 }
 
@@ -175,7 +185,19 @@ int cli_common_opt(cli_common *c, int opt, const char *arg)
     case OPT_PARAMS: c->params = arg; return 1;
     case OPT_DEVICES: c->devices = cli_int("--devices", arg, 1, 1LL << 30); return 1;
     case OPT_SLICES: c->slices = cli_int("--slices", arg, 1, 1LL << 20); return 1;
-    case OPT_DTYPE_BYTES: c->dtype_bytes = (int)cli_int("--dtype-bytes", arg, 1, 16); return 1;
+    case OPT_DTYPE_BYTES:
+        c->dtype_bytes = (int)cli_int("--dtype-bytes", arg, 1, 16);
+        c->dtype_bytes_set = 1;
+        return 1;
+    case OPT_GATHER_DTYPE: {
+        smoe_err err;
+        if (smoe_dtype_parse("--gather-dtype", arg, 7u, &c->gather_dtype, &err))
+            cli_die(&err);
+        return 1;
+    }
+    case OPT_INT8_BLOCK:
+        c->int8_block = cli_int("--int8-block", arg, SMOE_INT8_BLOCK_MIN, SMOE_INT8_BLOCK_MAX);
+        return 1;
     case OPT_JSON: c->json = 1; return 1;
     default: return 0;
     }

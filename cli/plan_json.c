@@ -129,6 +129,11 @@ void plan_print_json(FILE *f, const smoe_plan *p)
     cJSON_AddItemToObject(sum, "source", cli_json_string(p->source));
     cJSON_AddNumberToObject(sum, "devices", (double)smoe_mesh_devices(&p->mesh));
     cJSON_AddNumberToObject(sum, "dtype_bytes", p->dtype_bytes);
+    cJSON_AddItemToObject(sum, "gather_dtype", cli_json_string(smoe_dtype_name(p->gather_dtype)));
+    if (p->gather_dtype == SMOE_DT_INT8)
+        cJSON_AddNumberToObject(sum, "int8_block", (double)p->int8_block);
+    else
+        cJSON_AddNullToObject(sum, "int8_block");
     cJSON_AddItemToObject(sum, "coaxis", summary_json(&p->coaxis));
     cJSON_AddItemToObject(sum, "legacy", summary_json(&p->legacy));
     cli_json_print(f, root);
