@@ -185,7 +185,13 @@ typedef struct smoe_rt_ticket {
 
 /* Copy `shard` into its place in `buf` (gathered_numel floats) and enqueue
  * the prefetched all-gathers on the gather queue; `t` tracks them. Cannot
- * fail (an MPI error aborts the job when the op runs). */
+ * fail (an MPI error aborts the job when the op runs).
+ * With a compressed wire (smoe_gather_exec.wire bf16 or int8, dtype.h) the
+ * shard is converted first and the records are gathered into the tail of
+ * `buf`; smoe_rt_wgather_wait expands them into buf's floats, so buf holds
+ * what every rank's shard becomes through the wire (smoe_dtype_round_trip),
+ * and nothing of buf may be read before the wait. shard and buf do not
+ * overlap. */
 void smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard, float *buf,
                            smoe_rt_ticket *t);
 /* Block until the prefetched gathers of this weight are complete, then run
@@ -225,7 +231,9 @@ typedef struct smoe_rt_stats {
     double a2a_s;             /* expert all-to-alls */
     double reduce_wait_s;     /* waiting for gradient reductions */
     int64_t gathers;          /* gather ops completed */
-    int64_t gather_bytes;     /* bytes received by gathers */
+    int64_t gather_bytes;     /* bytes received by gathers (as moved: compressed
+                                 gathers count their records) */
+    double convert_s;         /* expanding compressed gathers into fp32 (in wait) */
 } smoe_rt_stats;
 smoe_rt_stats *smoe_rt_stats_get(smoe_rt *rt);
 

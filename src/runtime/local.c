@@ -12,6 +12,8 @@
 #define _GNU_SOURCE
 #include "smoe/runtime.h"
 
+#include "smoe/dtype.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,8 @@ struct smoe_wgather {
     int rank;
     int64_t shape[SMOE_MAX_RANK];
     int64_t numel;
+    smoe_dtype wire;        /* what the gather would move (dtype.h) */
+    int64_t wblock;
     smoe_wgather *next;
 };
 
@@ -208,6 +212,21 @@ smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *plan, const
         g->shape[d] = plan->shape[d];
         g->numel *= plan->shape[d];
     }
+    /* the wire: the shard is the whole weight, so the gathered buffer is
+     * what it becomes through the wire (as every rank's shard does in wgather.c) */
+    g->wire = (smoe_dtype)plan->wire;
+    g->wblock = plan->wire_block;
+    int64_t rec = smoe_dtype_rec_elems(g->wire, g->wblock);
+    if ((g->wire != SMOE_DT_FP32 && g->wire != SMOE_DT_BF16 && g->wire != SMOE_DT_INT8) ||
+        (g->wire == SMOE_DT_INT8 &&
+         (g->wblock < SMOE_INT8_BLOCK_MIN || g->wblock > SMOE_INT8_BLOCK_MAX)) ||
+        g->rank == 0 || g->shape[g->rank - 1] % rec) {
+        smoe_status s = smoe_err_set(err, SMOE_EINVAL, "%s: the last dim is not a whole number "
+                                     "of %s records of %lld elements", name,
+                                     smoe_dtype_name(g->wire), (long long)rec);
+        smoe_free(g);
+        return s;
+    }
     g->next = rt->wg;
     rt->wg = g;
     *out = g;
@@ -229,6 +248,8 @@ void smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard, flo
     (void)rt;
     if (buf != shard)
         memcpy(buf, shard, sizeof *buf * (size_t)g->numel);
+    if (g->wire != SMOE_DT_FP32 && buf != shard)
+        smoe_dtype_round_trip(g->wire, g->wblock, buf, g->numel);
     t->pending = 0;
     t->res_pending = 0;
 }
