@@ -229,6 +229,39 @@ static void test_streams(void)
         }
 }
 
+/* The bf16 sum of the reductions against the twins: one rounding of the
+ * fp32 sum of the two bf16 values; and the in-place head packing. */
+static void test_bf16_add_and_head(void)
+{
+    enum { N = 1000 };
+    uint16_t a[N], b[N], r[N];
+    for (int i = 0; i < N; i++) {
+        float x = grand() * 100.0f, y = grand() * (i % 3 ? 100.0f : 1e-3f);
+        smoe_bf16_from_f32_ref(&a[i], &x, 1);
+        smoe_bf16_from_f32_ref(&b[i], &y, 1);
+        float fx, fy;
+        smoe_bf16_to_f32_ref(&fx, &a[i], 1);
+        smoe_bf16_to_f32_ref(&fy, &b[i], 1);
+        float sum = fx + fy;
+        smoe_bf16_from_f32_ref(&r[i], &sum, 1);
+    }
+    smoe_bf16_add(a, b, N);
+    CHECKF(memcmp(a, r, sizeof a) == 0, "bf16 sums differ from the twins' rounded fp32 sums");
+    smoe_dtype ts[] = { SMOE_DT_BF16, SMOE_DT_INT8 };
+    for (int k = 0; k < 2; k++) {
+        int64_t n = 5000 * 4, B = 4;
+        float *x = malloc(sizeof *x * (size_t)n);
+        unsigned char *want = malloc((size_t)smoe_dtype_bytes(ts[k], B, n));
+        for (int64_t i = 0; i < n; i++)
+            x[i] = grand();
+        smoe_dtype_pack(ts[k], B, want, x, n);
+        smoe_dtype_pack_head(ts[k], B, x, n);
+        CHECKF(memcmp(x, want, (size_t)smoe_dtype_bytes(ts[k], B, n)) == 0,
+               "%s: in-place head packing differs", smoe_dtype_name(ts[k]));
+        free(x), free(want);
+    }
+}
+
 /* The measured round-trip error per dtype on N(0,1)-like weights. */
 static void test_round_trip_error(void)
 {
@@ -307,6 +340,7 @@ int main(void)
     test_int8_hand();
     test_int8_twin();
     test_streams();
+    test_bf16_add_and_head();
     test_round_trip_error();
     return check_report();
 }

@@ -16,6 +16,7 @@
 #include "smoe/plan.h"
 #include "smoe/dtype.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,59 @@ static void naive_wire(float *G, int64_t n, smoe_dtype t, int64_t block)
         smoe_int8_dequant_ref(G, r, n, block);
         free(r);
     }
+}
+
+/* Small integers from a tensor value: every partial sum of up to 4 ranks
+ * of (rank + 1) times them is exact in bf16. */
+static float small_of(float v) { return (float)((int64_t)v % 4 + 1); }
+
+/* The gradient transpose in bf16: exact on small integers (the sums are
+ * exact in bf16 whatever the order), within bf16's rounding on values that
+ * are not (and then, when there is a reduction, not the fp32 result). */
+static void reduce_bf16_case(const smoe_gather *g, int keep,
+                             const char *what, const float *want, const float *shard,
+                             double factor, const smoe_wgather_info *info)
+{
+    smoe_gather_exec x;
+    smoe_err err;
+    smoe_wgather *w = NULL;
+    smoe_status s = smoe_gather_exec_of(g, keep, what, &x, &err);
+    x.reduce_wire = SMOE_DT_BF16;
+    if (!s)
+        s = smoe_rt_wgather_new(rt, &x, what, &w, &err);
+    CHECKF(s == SMOE_OK, "%s bf16 reduce: %s", what, err.msg);
+    if (s)
+        return;
+    int64_t n = info->gathered_numel, k = info->shard_numel;
+    float *full = malloc(sizeof *full * (size_t)n), *scratch = malloc(sizeof *full * (size_t)n);
+    float *gs = malloc(sizeof *gs * (size_t)k);
+    int me = smoe_rt_rank(rt);
+    int reduces = smoe_rt_size(rt) > 1 && (factor != me + 1 || info->reduce_axes > 0);
+    for (int inexact = 0; inexact < 2; inexact++) {
+        float scale = inexact ? 1.0f + 0x1p-9f : 1.0f;
+        for (int64_t i = 0; i < n; i++)
+            full[i] = small_of(want[i]) * (float)(me + 1) * scale;
+        _Atomic int done = 0;
+        smoe_rt_wgather_reduce(rt, w, full, scratch, gs, &done, NULL);
+        while (!done)
+            smoe_rt_progress(rt);
+        int ok = 1, differs = 0;
+        for (int64_t j = 0; j < k; j++) {
+            double exact = (double)small_of(shard[j]) * factor * (double)scale;
+            if (!inexact)
+                ok &= (double)gs[j] == exact;
+            else
+                ok &= fabs((double)gs[j] - exact) <= exact * 4 * 0x1p-8;
+            differs |= (double)gs[j] != exact;
+        }
+        CHECKF(ok, "%s: rank %d bf16 reduce-scatter (%s values) differs", what, me,
+               inexact ? "inexact" : "exact");
+        if (inexact && reduces)
+            CHECKF(differs, "%s: rank %d bf16 reduction gave the fp32 sums", what, me);
+    }
+    free(full);
+    free(scratch);
+    free(gs);
 }
 
 /* Gather one weight over `wire` (block: int8's) and check the buffer; the
@@ -166,6 +220,7 @@ static int64_t run_case(const smoe_mesh *m, const wcase *wc, int legacy, smoe_dt
         if ((double)gs[i] != (double)shard[i] * factor)
             ok = 0;
     CHECKF(ok, "%s: rank %d reduce-scattered gradient differs", what, me);
+    reduce_bf16_case(&g, keep, what, want, shard, factor, &info);
     free(G);
     free(shard);
     free(want);

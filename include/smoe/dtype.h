@@ -95,6 +95,12 @@ void smoe_dtype_unpack(smoe_dtype t, int64_t block, float *dst, const void *src,
 /* Where the records of n elements sit when they fill the tail of an fp32
  * buffer of n elements: (char *)buf + 4 n - smoe_dtype_bytes(n). */
 void *smoe_dtype_tail(smoe_dtype t, int64_t block, float *buf, int64_t n);
+/* Pack in place the n fp32 elements of buf into records at its start
+ * (front to back, through a small stack buffer; fp32: no-op). */
+void smoe_dtype_pack_head(smoe_dtype t, int64_t block, float *buf, int64_t n);
+/* The bf16 sum of MPI reductions: inout[i] = bf16(fp32(in[i]) + fp32(inout[i]))
+ * (round to nearest even), n elements. */
+void smoe_bf16_add(uint16_t *inout, const uint16_t *in, int64_t n);
 /* Expand in place the records held at smoe_dtype_tail(buf) into buf's n
  * fp32 elements (front to back, through a small stack buffer; fp32: no-op). */
 void smoe_dtype_unpack_tail(smoe_dtype t, int64_t block, float *buf, int64_t n);

@@ -112,6 +112,37 @@ void smoe_dtype_unpack_tail(smoe_dtype t, int64_t block, float *buf, int64_t n)
     }
 }
 
+/* Chunk c's floats are copied out before its records are written; the
+ * records end at (c+1) bytes(K), never past the next chunk's first float at
+ * 4 (c+1) K bytes. */
+void smoe_dtype_pack_head(smoe_dtype t, int64_t block, float *buf, int64_t n)
+{
+    if (t == SMOE_DT_FP32)
+        return;
+    _Alignas(8) float tmp[2048];
+    int64_t e = smoe_dtype_rec_elems(t, block);
+    int64_t k = (int64_t)(sizeof tmp / sizeof *tmp) / e * e; /* whole records */
+    unsigned char *dst = (unsigned char *)buf;
+    for (int64_t i = 0; i < n; i += k) {
+        int64_t m = n - i < k ? n - i : k;
+        memcpy(tmp, buf + i, sizeof *tmp * (size_t)m);
+        smoe_dtype_pack(t, block, dst + smoe_dtype_bytes(t, block, i), tmp, m);
+    }
+}
+
+void smoe_bf16_add(uint16_t *inout, const uint16_t *in, int64_t n)
+{
+    float a[256], b[256];
+    for (int64_t i = 0; i < n; i += 256) {
+        int64_t m = n - i < 256 ? n - i : 256;
+        smoe_bf16_to_f32(a, inout + i, m);
+        smoe_bf16_to_f32(b, in + i, m);
+        for (int64_t j = 0; j < m; j++)
+            a[j] += b[j];
+        smoe_bf16_from_f32(inout + i, a, m);
+    }
+}
+
 void smoe_dtype_round_trip(smoe_dtype t, int64_t block, float *x, int64_t n)
 {
     if (t == SMOE_DT_FP32)

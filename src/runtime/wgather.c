@@ -28,7 +28,12 @@
  * The transpose is one reduce-scatter over every gather axis (dims in
  * order): shards are contiguous blocks of `full` when only dim 0 gathers;
  * otherwise they are packed member by member into a scratch buffer first.
- * Then an all-reduce over the mesh axes the weight is replicated on. */
+ * Then an all-reduce over the mesh axes the weight is replicated on. With
+ * a bf16 reduction (smoe_gather_exec.reduce_wire) the send buffer is packed
+ * to bf16 in place, both reductions sum bf16 with fp32 arithmetic (the
+ * user op rt->bf16_sum: each pairwise sum rounds to bf16), land in the
+ * tail of the shard's gradient and are expanded into its floats when the
+ * last one completes. A weight with no reduction stays fp32. */
 #include "rt_impl.h"
 
 #include "smoe/dtype.h"
@@ -70,6 +75,7 @@ struct smoe_wgather {
     MPI_Datatype etype;              /* one record */
     int64_t crow[SMOE_MAX_RANK];     /* records per index step of dim d in B */
     void *cshard;                    /* the shard as records (compressed wires) */
+    int rbf16;                       /* gradient reductions in bf16 */
 };
 
 static int64_t axis_size(const smoe_rt *rt, const char *a)
@@ -238,6 +244,22 @@ static smoe_status gathered_axes(const smoe_gather_exec *p, smoe_wgather *g, smo
     return SMOE_OK;
 }
 
+static void bf16_sum_fn(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    smoe_bf16_add(inout, in, *len);
+}
+
+smoe_status rt_bf16_sum_get(smoe_rt *rt, smoe_err *err)
+{
+    if (rt->have_bf16_sum)
+        return SMOE_OK;
+    if (MPI_Op_create(bf16_sum_fn, 1, &rt->bf16_sum) != MPI_SUCCESS)
+        return smoe_err_set(err, SMOE_EINTERNAL, "MPI_Op_create failed");
+    rt->have_bf16_sum = 1;
+    return SMOE_OK;
+}
+
 /* The wire of p: records, their MPI type, the geometry in records and the
  * shard's record buffer. The plan has checked the int8 block rule; a
  * shard that still does not hold whole records is refused here. */
@@ -353,6 +375,14 @@ smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *p, const ch
     }
     g->n_ar_axes = rep.n;
     if (rep.n && (s = rt_comm_get(rt, &rep, RT_Q_COMM, &g->ar_comm, err)))
+        goto fail;
+    if (p->reduce_wire != SMOE_DT_FP32 && p->reduce_wire != SMOE_DT_BF16) {
+        s = smoe_err_set(err, SMOE_EINVAL, "%s: gradient reductions are fp32 or bf16, not %s",
+                         name, smoe_dtype_name((smoe_dtype)p->reduce_wire));
+        goto fail;
+    }
+    g->rbf16 = p->reduce_wire == SMOE_DT_BF16 && (g->rs_comm || g->ar_comm);
+    if (g->rbf16 && (s = rt_bf16_sum_get(rt, err)))
         goto fail;
     if ((s = add_wg(rt, g, err)))
         goto fail;
@@ -480,6 +510,49 @@ static void pack_member(const smoe_rt *rt, const smoe_wgather *g, int64_t m, con
     smoe_layout_copy(g->rank, g->B, g->blk, off, sizeof(float), (void *)full, dst, 0);
 }
 
+/* The reductions in bf16 (see the head comment): send is full or the
+ * packed scratch, converted in place. */
+static void reduce_bf16(smoe_rt *rt, smoe_wgather *g, const float *full, float *send,
+                        float *shard_grad, _Atomic int *done)
+{
+    uint16_t *tail = smoe_dtype_tail(SMOE_DT_BF16, 0, shard_grad, g->shard_numel);
+    if (g->rs_comm) {
+        smoe_dtype_pack_head(SMOE_DT_BF16, 0, send, g->rs_comm->size * g->shard_numel);
+        rt_op *op = rt_op_new(rt);
+        op->kind = OP_REDUCE_SCATTER;
+        op->comm = g->rs_comm->comm;
+        op->sbuf = send;
+        op->rbuf = tail;
+        op->count = (int)g->shard_numel;
+        op->bf16 = 1;
+        op->name = "RS grad bf16";
+        op->lane = SMOE_LANE_COMM;
+        if (!g->ar_comm) {
+            op->expand = shard_grad;
+            op->expand_n = g->shard_numel;
+            op->flag = done;
+        }
+        rt_enqueue(rt, RT_Q_COMM, op);
+    } else {
+        smoe_dtype_pack(SMOE_DT_BF16, 0, tail, full, g->shard_numel);
+    }
+    if (g->ar_comm) {
+        rt_op *op = rt_op_new(rt);
+        op->kind = OP_ALLREDUCE;
+        op->comm = g->ar_comm->comm;
+        op->rbuf = tail;
+        op->count = (int)g->shard_numel;
+        op->bf16 = 1;
+        op->name = "AR grad bf16";
+        op->serial = g->rs_comm != NULL;
+        op->lane = SMOE_LANE_COMM;
+        op->expand = shard_grad;
+        op->expand_n = g->shard_numel;
+        op->flag = done;
+        rt_enqueue(rt, RT_Q_COMM, op);
+    }
+}
+
 void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *scratch,
                             float *shard_grad, _Atomic int *done, int *used_scratch)
 {
@@ -487,13 +560,17 @@ void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *sc
         *done = 0;
     if (used_scratch)
         *used_scratch = 0;
-    const float *send = full;
+    float *send = full;
     if (g->rs_comm && g->pack) {
         for (int64_t m = 0; m < g->rs_comm->size; m++)
             pack_member(rt, g, m, full, scratch + m * g->shard_numel);
         send = scratch;
         if (used_scratch)
             *used_scratch = 1;
+    }
+    if (g->rbf16) {
+        reduce_bf16(rt, g, full, send, shard_grad, done);
+        return;
     }
     if (g->rs_comm) {
         rt_op *op = rt_op_new(rt);
