@@ -510,49 +510,6 @@ static void pack_member(const smoe_rt *rt, const smoe_wgather *g, int64_t m, con
     smoe_layout_copy(g->rank, g->B, g->blk, off, sizeof(float), (void *)full, dst, 0);
 }
 
-/* The reductions in bf16 (see the head comment): send is full or the
- * packed scratch, converted in place. */
-static void reduce_bf16(smoe_rt *rt, smoe_wgather *g, const float *full, float *send,
-                        float *shard_grad, _Atomic int *done)
-{
-    uint16_t *tail = smoe_dtype_tail(SMOE_DT_BF16, 0, shard_grad, g->shard_numel);
-    if (g->rs_comm) {
-        smoe_dtype_pack_head(SMOE_DT_BF16, 0, send, g->rs_comm->size * g->shard_numel);
-        rt_op *op = rt_op_new(rt);
-        op->kind = OP_REDUCE_SCATTER;
-        op->comm = g->rs_comm->comm;
-        op->sbuf = send;
-        op->rbuf = tail;
-        op->count = (int)g->shard_numel;
-        op->bf16 = 1;
-        op->name = "RS grad bf16";
-        op->lane = SMOE_LANE_COMM;
-        if (!g->ar_comm) {
-            op->expand = shard_grad;
-            op->expand_n = g->shard_numel;
-            op->flag = done;
-        }
-        rt_enqueue(rt, RT_Q_COMM, op);
-    } else {
-        smoe_dtype_pack(SMOE_DT_BF16, 0, tail, full, g->shard_numel);
-    }
-    if (g->ar_comm) {
-        rt_op *op = rt_op_new(rt);
-        op->kind = OP_ALLREDUCE;
-        op->comm = g->ar_comm->comm;
-        op->rbuf = tail;
-        op->count = (int)g->shard_numel;
-        op->bf16 = 1;
-        op->name = "AR grad bf16";
-        op->serial = g->rs_comm != NULL;
-        op->lane = SMOE_LANE_COMM;
-        op->expand = shard_grad;
-        op->expand_n = g->shard_numel;
-        op->flag = done;
-        rt_enqueue(rt, RT_Q_COMM, op);
-    }
-}
-
 void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *scratch,
                             float *shard_grad, _Atomic int *done, int *used_scratch)
 {
@@ -568,21 +525,29 @@ void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *sc
         if (used_scratch)
             *used_scratch = 1;
     }
-    if (g->rbf16) {
-        reduce_bf16(rt, g, full, send, shard_grad, done);
-        return;
-    }
+    /* bf16 (see the head comment): send packed in place, the results in
+     * the tail of shard_grad, expanded when the last op completes */
+    int b = g->rbf16;
+    void *rb = b ? smoe_dtype_tail(SMOE_DT_BF16, 0, shard_grad, g->shard_numel)
+                 : (void *)shard_grad;
     if (g->rs_comm) {
+        if (b)
+            smoe_dtype_pack_head(SMOE_DT_BF16, 0, send, g->rs_comm->size * g->shard_numel);
         rt_op *op = rt_op_new(rt);
         op->kind = OP_REDUCE_SCATTER;
         op->comm = g->rs_comm->comm;
         op->sbuf = send;
-        op->rbuf = shard_grad;
+        op->rbuf = rb;
         op->count = (int)g->shard_numel;
-        op->name = "RS grad";
+        op->bf16 = b;
+        op->name = b ? "RS grad bf16" : "RS grad";
         op->lane = SMOE_LANE_COMM;
         op->flag = g->ar_comm ? NULL : done;
+        op->expand = b && !g->ar_comm ? shard_grad : NULL;
+        op->expand_n = g->shard_numel;
         rt_enqueue(rt, RT_Q_COMM, op);
+    } else if (b) {
+        smoe_dtype_pack(SMOE_DT_BF16, 0, rb, full, g->shard_numel);
     } else {
         memcpy(shard_grad, full, sizeof(float) * (size_t)g->shard_numel);
     }
@@ -590,12 +555,15 @@ void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *sc
         rt_op *op = rt_op_new(rt);
         op->kind = OP_ALLREDUCE;
         op->comm = g->ar_comm->comm;
-        op->rbuf = shard_grad;
+        op->rbuf = rb;
         op->count = (int)g->shard_numel;
-        op->name = "AR grad";
+        op->bf16 = b;
+        op->name = b ? "AR grad bf16" : "AR grad";
         op->serial = g->rs_comm != NULL; /* after this weight's reduce-scatter */
         op->lane = SMOE_LANE_COMM;
         op->flag = done;
+        op->expand = b ? shard_grad : NULL;
+        op->expand_n = g->shard_numel;
         rt_enqueue(rt, RT_Q_COMM, op);
     } else if (!g->rs_comm && done) {
         *done = 1;
