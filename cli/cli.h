@@ -21,6 +21,7 @@ typedef struct cli_common {
     int dtype_bytes_set;        /* --dtype-bytes given */
     smoe_dtype gather_dtype;    /* --gather-dtype (default fp32) */
     int64_t int8_block;         /* --int8-block (0: the default) */
+    smoe_dtype int8_fallback;   /* --int8-fallback (SMOE_DT_INT8: none, refuse) */
     int json;
     int n_kv;
     const char **kv; /* KEY=VALUE overrides */
@@ -31,7 +32,8 @@ typedef struct cli_common {
 /* getopt_long entries of the common options; ids start at 1000. */
 enum {
     OPT_BASE = 1000, OPT_MODEL, OPT_RULES, OPT_PARAMS, OPT_DEVICES, OPT_SLICES,
-    OPT_DTYPE_BYTES, OPT_JSON, OPT_GATHER_DTYPE, OPT_INT8_BLOCK, OPT_COMMON_END
+    OPT_DTYPE_BYTES, OPT_JSON, OPT_GATHER_DTYPE, OPT_INT8_BLOCK, OPT_INT8_FALLBACK,
+    OPT_COMMON_END
 };
 #define CLI_COMMON_LONGOPTS                                   \
     { "base", required_argument, 0, OPT_BASE },               \
@@ -46,11 +48,14 @@ enum {
  * by cli_common_opt; cli_build_plan applies them to the plan). */
 #define CLI_GATHER_LONGOPTS                                   \
     { "gather-dtype", required_argument, 0, OPT_GATHER_DTYPE }, \
-    { "int8-block", required_argument, 0, OPT_INT8_BLOCK }
+    { "int8-block", required_argument, 0, OPT_INT8_BLOCK },     \
+    { "int8-fallback", required_argument, 0, OPT_INT8_FALLBACK }
 #define CLI_GATHER_USAGE                                                          \
-    "  --gather-dtype T   what the prefetched weight gathers move: fp32 (default),\n" \
-    "                     bf16, or int8 (blockwise, one fp32 scale per block)\n"     \
-    "  --int8-block N     int8 elements per scale along the last dim (default 32)\n"
+    "  --gather-dtype T   what the weight gathers move: fp32 (default), bf16, or\n"   \
+    "                     int8 (blockwise, one fp32 scale per block)\n"             \
+    "  --int8-block N     int8 elements per scale along the last dim (default 32)\n" \
+    "  --int8-fallback T  int8: gather a weight whose shards cannot hold whole\n"    \
+    "                     blocks in T (fp32 or bf16) instead of refusing it\n"
 /* Defaults (devices 0 = not given, slices 1, dtype 4). */
 void cli_common_init(cli_common *c);
 /* Handle one common option; returns 1 if it was one. */

@@ -158,10 +158,12 @@ smoe_plan *cli_build_plan(const cli_common *c, const smoe_config *cfg)
     }
     if (c->int8_block && c->gather_dtype != SMOE_DT_INT8)
         cli_usage_error("argument '--int8-block'", "needs --gather-dtype int8");
+    if (c->int8_fallback != SMOE_DT_INT8 && c->gather_dtype != SMOE_DT_INT8)
+        cli_usage_error("argument '--int8-fallback'", "needs --gather-dtype int8");
     if (c->gather_dtype != SMOE_DT_FP32 && c->dtype_bytes_set && c->dtype_bytes != 4)
         cli_usage_error("argument '--dtype-bytes'", "a %s gather converts fp32 master weights: "
                         "give --dtype-bytes 4 or leave it out", smoe_dtype_name(c->gather_dtype));
-    if (smoe_plan_set_wire(p, c->gather_dtype, c->int8_block, &err)) {
+    if (smoe_plan_set_wire(p, c->gather_dtype, c->int8_block, c->int8_fallback, &err)) {
         snprintf(err.where, sizeof err.where, "argument '--gather-dtype %s'",
                  smoe_dtype_name(c->gather_dtype));
         cli_die(&err);
@@ -174,6 +176,7 @@ void cli_common_init(cli_common *c)
     memset(c, 0, sizeof *c);
     c->slices = 1;
     c->dtype_bytes = 4;
+    c->int8_fallback = SMOE_DT_INT8;
 }
 
 int cli_common_opt(cli_common *c, int opt, const char *arg)
@@ -192,6 +195,12 @@ int cli_common_opt(cli_common *c, int opt, const char *arg)
     case OPT_GATHER_DTYPE: {
         smoe_err err;
         if (smoe_dtype_parse("--gather-dtype", arg, 7u, &c->gather_dtype, &err))
+            cli_die(&err);
+        return 1;
+    }
+    case OPT_INT8_FALLBACK: {
+        smoe_err err;
+        if (smoe_dtype_parse("--int8-fallback", arg, 3u, &c->int8_fallback, &err))
             cli_die(&err);
         return 1;
     }

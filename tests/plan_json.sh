@@ -58,8 +58,23 @@ check_eq "int8 quarters plus scales" "$(echo $q)" "$want_q"
 check_eq "int8 block 64" "$(echo $q64)" "$want_q64"
 if "$smoe" plan --json $cfg --gather-dtype int8 | grep -q '"gather_dtype":[[:space:]]*"int8"' &&
    "$smoe" plan --json $cfg | grep -q '"int8_block":[[:space:]]*null' &&
-   "$smoe" plan $cfg --gather-dtype int8 | grep -q 'prefetched gathers move int8 in blocks of 32'; then
+   "$smoe" plan $cfg --gather-dtype int8 | grep -q 'weight gathers move int8 in blocks of 32'; then
   echo "ok: gather_dtype and int8_block reported"
+else
+  echo "FAIL: gather_dtype / int8_block not reported" >&2
+  fail=1
+fi
+# int8 blocks of 4096 fit no shard of this plan's 2048-wide dims: refused
+# without a fallback (cli_errors), every weight in bf16 with one
+# shellcheck disable=SC2086
+qf=$(step_bytes $cfg --gather-dtype int8 --int8-block 4096 --int8-fallback bf16)
+check_eq "int8 block 4096, bf16 fallback" "$(echo $qf)" "$want_b"
+# shellcheck disable=SC2086
+if "$smoe" plan --json $cfg --gather-dtype int8 --int8-block 4096 --int8-fallback bf16 |
+     grep -q '"wire_reason":[[:space:]]*".*int8 gather: ' &&
+   "$smoe" plan $cfg --gather-dtype int8 --int8-block 4096 --int8-fallback bf16 --why |
+     grep -q '^    why bf16: .*int8 gather: '; then
+  echo "ok: the fallback says why"
 else
   echo "FAIL: gather_dtype / int8_block not reported" >&2
   fail=1

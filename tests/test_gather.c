@@ -524,8 +524,8 @@ static void test_wire_plan(const char *cfgdir)
     if (!p || !b || !q)
         goto out;
     smoe_err e;
-    CHECK(smoe_plan_set_wire(b, SMOE_DT_BF16, 0, &e) == SMOE_OK);
-    CHECK(smoe_plan_set_wire(q, SMOE_DT_INT8, 0, &e) == SMOE_OK);
+    CHECK(smoe_plan_set_wire(b, SMOE_DT_BF16, 0, SMOE_DT_INT8, &e) == SMOE_OK);
+    CHECK(smoe_plan_set_wire(q, SMOE_DT_INT8, 0, SMOE_DT_INT8, &e) == SMOE_OK);
     CHECK_INT(q->int8_block, SMOE_INT8_BLOCK_DEFAULT);
     int64_t f = p->coaxis.step_gather_bytes_recv;
     CHECK(f > 0 && f % 128 == 0);
@@ -535,26 +535,51 @@ static void test_wire_plan(const char *cfgdir)
     CHECK_INT(b->legacy.step_residual_bytes_recv, p->legacy.step_residual_bytes_recv / 2);
     CHECK_INT(q->legacy.step_residual_bytes_recv,
               p->legacy.step_residual_bytes_recv / 4 / 32 * 36);
-    /* per weight: prefetched ones follow the dtype, the others keep fp32 */
+    /* per weight: every parameter's gathers follow the dtype */
     for (int i = 0; i < p->n; i++) {
         const smoe_weight *w = &p->w[i];
         if (!w->has_gather)
             continue;
         int64_t out = w->gather.bytes_out;
-        CHECKF(b->w[i].gather.bytes_out == (w->prefetch ? out / 2 : out), "%s bf16", w->path);
-        CHECKF(q->w[i].gather.bytes_out == (w->prefetch ? out / 4 / 32 * 36 : out), "%s int8",
-               w->path);
+        CHECKF(b->w[i].gather.bytes_out == out / 2 && b->w[i].gather.wire == SMOE_DT_BF16,
+               "%s bf16", w->path);
+        CHECKF(q->w[i].gather.bytes_out == out / 4 / 32 * 36 &&
+                   q->w[i].legacy.wire == SMOE_DT_INT8 && !q->w[i].gather.wire_reason,
+               "%s int8", w->path);
     }
+    CHECK_INT(q->wire_fallbacks, 0);
     /* a block the shards cannot hold: refused naming a weight, plan unchanged */
     smoe_plan_free(q);
     q = plan_for(cfgdir, NULL, 16, ov, 2, "deepseek2-16b");
     if (!q)
         goto out;
-    CHECK(smoe_plan_set_wire(q, SMOE_DT_INT8, 4096, &e) == SMOE_EINVAL);
-    CHECKF(strstr(e.msg, "/kernel: int8 gather: ") != NULL, "%s", e.msg);
+    CHECK(smoe_plan_set_wire(q, SMOE_DT_INT8, 4096, SMOE_DT_INT8, &e) == SMOE_EINVAL);
+    CHECKF(strstr(e.msg, ": int8 gather: the shard's last dim") != NULL, "%s", e.msg);
     CHECK_INT(q->coaxis.step_gather_bytes_recv, f);
     CHECK_INT(q->gather_dtype, SMOE_DT_FP32);
-    CHECK(smoe_plan_set_wire(q, SMOE_DT_INT8, 1, &e) == SMOE_EINVAL);
+    CHECK(smoe_plan_set_wire(q, SMOE_DT_INT8, 1, SMOE_DT_INT8, &e) == SMOE_EINVAL);
+    /* with a fallback: the weights the blocks of 2048 do not fit gather in
+     * bf16, saying why; the others in int8 */
+    CHECK(smoe_plan_set_wire(q, SMOE_DT_INT8, 2048, SMOE_DT_BF16, &e) == SMOE_OK);
+    int fb = 0, params = 0;
+    for (int i = 0; i < p->n; i++) {
+        const smoe_weight *w = &p->w[i];
+        if (!w->has_gather)
+            continue;
+        const smoe_gather *g = &q->w[i].gather;
+        int64_t out = w->gather.bytes_out;
+        params++;
+        fb += g->wire_reason != NULL;
+        if (g->wire_reason)
+            CHECKF(g->wire == SMOE_DT_BF16 && g->bytes_out == out / 2 &&
+                       strstr(g->wire_reason, "int8 gather:") != NULL,
+                   "%s fallback", w->path);
+        else
+            CHECKF(g->wire == SMOE_DT_INT8 && g->bytes_out == out / 4 / 2048 * 2052, "%s int8",
+                   w->path);
+    }
+    CHECKF(fb > 0 && fb < params && fb == q->wire_fallbacks, "%d of %d fall back, plan says %d",
+           fb, params, q->wire_fallbacks);
 out:
     smoe_plan_free(p);
     smoe_plan_free(b);

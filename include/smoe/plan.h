@@ -72,6 +72,9 @@ typedef struct smoe_gather {
                                          prefetch all-gather runs in shard_map,
                                          which needs even shards (JAX raises) */
     int n_gathered_dims;              /* dims with axes[d] non-empty */
+    smoe_dtype wire;                  /* what the gather moves (bytes follow it) */
+    const char *wire_reason;          /* why wire is the int8 fallback (the block
+                                         rule's message), else NULL (plan arena) */
     const char *reason;               /* why it is fallback, noop, uneven or
                                          leaves a legacy residual; NULL for an
                                          even tagged gather (plan arena) */
@@ -132,8 +135,11 @@ typedef struct smoe_plan_summary {
 typedef struct smoe_plan {
     smoe_mesh mesh;
     int dtype_bytes;
-    smoe_dtype gather_dtype;  /* what the prefetched gathers move */
+    smoe_dtype gather_dtype;  /* what the weight gathers move */
     int64_t int8_block;
+    smoe_dtype int8_fallback; /* int8: the dtype of weights that cannot hold whole
+                                 blocks (SMOE_DT_INT8: none, they are refused) */
+    int wire_fallbacks;       /* params gathered in int8_fallback instead */
     int n;
     smoe_weight *w;
     smoe_plan_summary coaxis, legacy;
@@ -163,17 +169,19 @@ smoe_status smoe_plan_build_json(const smoe_config *cfg, const smoe_plan_opts *o
                                  const char *json, size_t len, smoe_plan **out,
                                  smoe_err *err);
 void smoe_plan_free(smoe_plan *p);
-/* The wire dtype of the plan's prefetched per-layer gathers (a plan is
+/* The wire dtype of the plan's weight gathers, every parameter's (a plan is
  * built fp32: as stored, dtype_bytes an element). bf16 and int8 convert
  * fp32 master weights, so they need dtype_bytes 4; block is int8's
- * elements per scale (0: SMOE_INT8_BLOCK_DEFAULT). With int8 every
- * prefetched weight must meet the block rule (smoe_gather_check_blocks):
- * otherwise SMOE_EINVAL naming the first that does not, and the plan is
- * unchanged. On success the bytes of every prefetched gather, both modes,
- * and the summaries follow the dtype (the int8 scales included). Call once,
- * on a plan still fp32. */
+ * elements per scale (0: SMOE_INT8_BLOCK_DEFAULT). With int8 a parameter
+ * that does not meet the block rule (smoe_gather_check_blocks) is gathered
+ * in `fallback` (fp32 or bf16; its gathers' wire_reason says why), or, with
+ * fallback SMOE_DT_INT8, refused: SMOE_EINVAL naming the first such weight,
+ * the plan unchanged. On success every parameter's gathers (both modes)
+ * carry their wire and their bytes follow it (the int8 scales included),
+ * and so do the summaries. Call once, on a plan still fp32. */
 SMOE_MUST_CHECK
-smoe_status smoe_plan_set_wire(smoe_plan *p, smoe_dtype t, int64_t block, smoe_err *err);
+smoe_status smoe_plan_set_wire(smoe_plan *p, smoe_dtype t, int64_t block, smoe_dtype fallback,
+                               smoe_err *err);
 
 /* The built-in enumeration: the full state tree (step, params, AdamW
  * moments, counts) in MaxText's tree-flatten order. Arena-allocated. */
@@ -217,9 +225,9 @@ smoe_status smoe_gather_exec_of(const smoe_gather *g, int keep_expert, const cha
 SMOE_MUST_CHECK
 smoe_status smoe_gather_check_blocks(const smoe_gather *g, const smoe_mesh *m,
                                      int64_t block, const char *name, smoe_err *err);
-/* Restate g's byte counts for a gather that moves wire dtype t (fp32:
- * unchanged, as computed; bf16: 2 bytes an element; int8: whole blocks of
- * block + 4 bytes, the scales included). Pure. */
+/* Set g's wire to t and restate its byte counts (fp32: unchanged, as
+ * computed; bf16: 2 bytes an element; int8: whole blocks of block + 4
+ * bytes, the scales included). Pure. */
 void smoe_gather_set_wire(smoe_gather *g, smoe_dtype t, int64_t block);
 /* Mark the executable form x to move wire dtype t (int8: after checking
  * the block rule on g, as smoe_gather_check_blocks). */

@@ -263,6 +263,7 @@ smoe_status smoe_gather_check_blocks(const smoe_gather *g, const smoe_mesh *m,
 
 void smoe_gather_set_wire(smoe_gather *g, smoe_dtype t, int64_t block)
 {
+    g->wire = t;
     if (t == SMOE_DT_FP32)
         return;
     g->bytes_in = smoe_dtype_bytes(t, block, g->numel_in);

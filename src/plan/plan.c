@@ -288,6 +288,8 @@ static smoe_status build(const smoe_config *cfg, const smoe_plan_opts *o,
     p->dtype_bytes = o->dtype_bytes;
     p->gather_dtype = SMOE_DT_FP32;
     p->int8_block = SMOE_INT8_BLOCK_DEFAULT;
+    p->int8_fallback = SMOE_DT_INT8;
+    p->wire_fallbacks = 0;
     if ((s = smoe_config_mesh(cfg, o->devices, o->slices > 0 ? o->slices : 1,
                               &p->mesh, err)))
         goto fail;
@@ -371,7 +373,8 @@ void smoe_plan_free(smoe_plan *p)
         smoe_arena_free(p->arena);
 }
 
-smoe_status smoe_plan_set_wire(smoe_plan *p, smoe_dtype t, int64_t block, smoe_err *err)
+smoe_status smoe_plan_set_wire(smoe_plan *p, smoe_dtype t, int64_t block, smoe_dtype fallback,
+                               smoe_err *err)
 {
     smoe_status s;
     if (!block)
@@ -382,21 +385,37 @@ smoe_status smoe_plan_set_wire(smoe_plan *p, smoe_dtype t, int64_t block, smoe_e
                             p->dtype_bytes);
     if (t == SMOE_DT_INT8 && (s = smoe_dtype_check_block("int8 block", block, err)))
         return s;
-    for (int i = 0; i < p->n && t == SMOE_DT_INT8; i++) {
+    if (fallback != SMOE_DT_INT8 && fallback != SMOE_DT_FP32 && fallback != SMOE_DT_BF16)
+        return smoe_err_set(err, SMOE_EINVAL, "the int8 fallback must be fp32 or bf16");
+    /* first every refusal, so a refused plan stays as it was */
+    for (int i = 0; i < p->n && t == SMOE_DT_INT8 && fallback == SMOE_DT_INT8; i++) {
         const smoe_weight *w = &p->w[i];
-        if (w->prefetch &&
+        if (w->has_gather &&
             (s = smoe_gather_check_blocks(&w->gather, &p->mesh, block, w->path, err)))
             return s;
     }
+    p->wire_fallbacks = 0;
     for (int i = 0; i < p->n; i++) {
         smoe_weight *w = &p->w[i];
-        if (!w->prefetch)
+        if (!w->has_gather)
             continue;
-        smoe_gather_set_wire(&w->gather, t, block);
-        smoe_gather_set_wire(&w->legacy, t, block);
+        smoe_dtype wt = t;
+        const char *why = NULL;
+        smoe_err e;
+        if (t == SMOE_DT_INT8 && smoe_gather_check_blocks(&w->gather, &p->mesh, block, w->path,
+                                                          &e)) {
+            wt = fallback;
+            if (!(why = smoe_arena_strdup(p->arena, e.msg)))
+                return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+            p->wire_fallbacks++;
+        }
+        smoe_gather_set_wire(&w->gather, wt, block);
+        smoe_gather_set_wire(&w->legacy, wt, block);
+        w->gather.wire_reason = w->legacy.wire_reason = why;
     }
     p->gather_dtype = t;
     p->int8_block = block;
+    p->int8_fallback = fallback;
     summarise(p, &p->coaxis, 0);
     summarise(p, &p->legacy, 1);
     return SMOE_OK;
