@@ -220,7 +220,7 @@ smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *plan, const
     if ((g->wire != SMOE_DT_FP32 && g->wire != SMOE_DT_BF16 && g->wire != SMOE_DT_INT8) ||
         (g->wire == SMOE_DT_INT8 &&
          (g->wblock < SMOE_INT8_BLOCK_MIN || g->wblock > SMOE_INT8_BLOCK_MAX)) ||
-        g->rank == 0 || g->shape[g->rank - 1] % rec) {
+        (g->wire != SMOE_DT_FP32 && (g->rank == 0 || g->shape[g->rank - 1] % rec))) {
         smoe_status s = smoe_err_set(err, SMOE_EINVAL, "%s: the last dim is not a whole number "
                                      "of %s records of %lld elements", name,
                                      smoe_dtype_name(g->wire), (long long)rec);

@@ -57,7 +57,6 @@ struct smoe_wgather {
     int64_t B[SMOE_MAX_RANK];        /* gathered shape */
     int64_t blk[SMOE_MAX_RANK];      /* shard shape */
     int64_t off[SMOE_MAX_RANK];      /* shard offset inside B */
-    int64_t rowstride[SMOE_MAX_RANK];/* elements per index step of dim d in B */
     int64_t shard_numel, gathered_numel;
     smoe_axes A[SMOE_MAX_RANK];      /* all gathered axes per dim */
     int nst, nres;
@@ -275,7 +274,7 @@ static smoe_status wire_setup(smoe_wgather *g, const smoe_gather_exec *p, smoe_e
                             (long long)g->wblock);
     g->rec = smoe_dtype_rec_elems(g->wire, g->wblock);
     g->esz = smoe_dtype_rec_bytes(g->wire, g->wblock);
-    if (g->rank == 0 || g->blk[g->rank - 1] % g->rec)
+    if (g->wire != SMOE_DT_FP32 && (g->rank == 0 || g->blk[g->rank - 1] % g->rec))
         return smoe_err_set(err, SMOE_EINVAL, "%s: the shard's last dim (%lld) is not a whole "
                             "number of %s records of %lld elements", g->name,
                             (long long)(g->rank ? g->blk[g->rank - 1] : 0),
@@ -315,8 +314,6 @@ smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *p, const ch
         g->shard_numel *= g->blk[d];
         g->gathered_numel *= g->B[d];
     }
-    for (int d = p->rank - 1; d >= 0; d--)
-        g->rowstride[d] = d == p->rank - 1 ? 1 : g->rowstride[d + 1] * g->B[d + 1];
     for (int d = 0; d < p->rank; d++) {
         g->off[d] = 0;
         for (int k = 0; k < g->A[d].n; k++)
