@@ -82,6 +82,8 @@ expect "rule_missing_axis.yml:3:22: resource axis 'experts' of the rule for 'emb
 expect "argument '--hardware nope': no hardware profile" sim --devices 4 --hardware nope
 expect "argument '--scenario nope': no scenario file" sim --scenario nope
 expect "argument '--hardware': is required" sim --devices 4
+expect "^smoe: --gather-dtype 'fp8': not a gather dtype" sim --scenario seed --gather-dtype fp8
+expect "argument '--gather-dtype int8': decoder/[a-z_/0-9]+: int8 gather: the shard's last dim \\(56 over" sim --scenario seed --gather-dtype int8
 expect "argument '--remat sometimes': expected full, none or save-dot-products" sim --devices 4 --hardware tpu7x --remat sometimes
 expect "bad_hw.yml:4:13: 'peak_flops' must be a number" sim --devices 4 --hardware "$data/bad/bad_hw.yml"
 expect "argument '--hbm-budget lots': expected a byte count" sim --devices 4 --hardware tpu7x --hbm-budget lots
