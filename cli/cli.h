@@ -56,6 +56,13 @@ enum {
     "  --int8-block N     int8 elements per scale along the last dim (default 32)\n" \
     "  --int8-fallback T  int8: gather a weight whose shards cannot hold whole\n"    \
     "                     blocks in T (fp32 or bf16) instead of refusing it\n"
+/* Parse one gather dtype option into c: 1 if it was one, 0 if not, -1 on
+ * a bad value (err says which). */
+int cli_gather_opt(cli_common *c, int opt, const char *arg, smoe_err *err);
+/* Check c's gather dtype options together and apply them to plan p
+ * (smoe_plan_set_wire); err names the argument. */
+SMOE_MUST_CHECK
+smoe_status cli_apply_wire(const cli_common *c, smoe_plan *p, smoe_err *err);
 /* Defaults (devices 0 = not given, slices 1, dtype 4). */
 void cli_common_init(cli_common *c);
 /* Handle one common option; returns 1 if it was one. */
@@ -105,7 +112,7 @@ void cli_json_print(FILE *f, struct cJSON *root);
 /* Output of training runs: JSON (train_json.c) and text (train_text.c);
  * compare: the three interleaved schedules of --compare. */
 void train_print_json(FILE *f, const smoe_plan *p, const struct smoe_train_result *res,
-                      int compare);
+                      int compare, int reduce_dtype);
 struct smoe_train_opts;
 struct smoe_rt;
 void print_result(const struct smoe_train_opts *o, struct smoe_rt *rt,

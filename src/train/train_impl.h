@@ -103,7 +103,7 @@ smoe_status tr_refuse_keys(const smoe_config *cfg, smoe_err *err);
  * tr_store_alloc then allocates the four slabs of st->total floats. */
 SMOE_MUST_CHECK
 smoe_status tr_store_build(const smoe_comm *cm, const smoe_plan *plan, const smoe_model_cfg *mc,
-                           const int plans[2], tr_store *st, smoe_err *err);
+                           const int plans[2], int reduce_dtype, tr_store *st, smoe_err *err);
 SMOE_MUST_CHECK
 smoe_status tr_store_alloc(tr_store *st, smoe_err *err);
 void tr_store_free(tr_store *st);

@@ -217,7 +217,7 @@ static smoe_status build(smoe_trainer *t, const smoe_train_data *data, smoe_err 
     const smoe_comm *cm = &t->comm;
     int max_depth, plans[2];
     schedules(&t->o, &max_depth, plans);
-    smoe_status s = tr_store_build(cm, t->plan, &t->mc, plans, &t->st, err);
+    smoe_status s = tr_store_build(cm, t->plan, &t->mc, plans, t->o.reduce_dtype, &t->st, err);
     if (s == SMOE_EINVAL && err) { /* a weight the runtime cannot move: name the sizes */
         char dims[1400];
         size_keys(t->cfg, dims, sizeof dims);
