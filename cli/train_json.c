@@ -70,6 +70,7 @@ static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r, int mode,
         cJSON_AddNumberToObject(x, "peak_gathered_bytes", (double)s->peak_gathered_bytes);
         cJSON_AddNumberToObject(x, "peak_tracked_bytes", (double)s->peak_tracked_bytes);
         cJSON_AddNumberToObject(x, "gathers_at_use", (double)s->gathers_at_use);
+        cJSON_AddNumberToObject(x, "gather_bytes", (double)s->gather_bytes);
         cJSON_AddItemToArray(steps, x);
     }
     smoe_train_summary sm;

@@ -51,6 +51,8 @@ typedef struct smoe_train_step {
     int64_t budget_overruns;     /* gathers issued past --hbm-budget (0 when it held) */
     int64_t gathers_at_use;      /* layer gathers not yet issued when their layer was
                                   * about to run (the compute then waits), max over ranks */
+    int64_t gather_bytes;        /* received by the rank's weight gathers in the step
+                                    (as moved: compressed records), max over ranks */
 } smoe_train_step;
 
 /* Memory smoe train tracks per rank, by class (as smoe sim counts it). */
