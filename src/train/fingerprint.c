@@ -94,8 +94,8 @@ smoe_status tr_fingerprint(const smoe_config *cfg, const smoe_plan *plan,
 
 smoe_status tr_fingerprint_check(const smoe_comm *cm, const tr_fingerprint_t *fp, smoe_err *err)
 {
-    static const char *const names[] = { "configuration (merged config files, overrides "
-                                         "and MAXTEXT_* environment)",
+    static const char *const names[] = { ("configuration (merged config files, overrides "
+                                          "and MAXTEXT_* environment)"),
                                          "plan (mesh or sharding)", "set of run options",
                                          "training data file" };
     const char *d[] = { fp->config, fp->plan, fp->options, fp->data };
