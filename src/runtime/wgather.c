@@ -20,8 +20,8 @@
  * same stages on records instead of floats: the geometry below in records
  * (the last dim divided by the record's elements, the plan having checked
  * that every shard holds whole ones), the element type a record of
- * rec_bytes. Start packs the shard into records and places them in the
- * tail of the caller's fp32 buffer (smoe_dtype_tail: a record stream is
+ * rec_bytes. Start packs the shard's rows straight into their records in the
+ * tail of the caller's fp32 buffer (no scratch) (smoe_dtype_tail: a record stream is
  * never larger than its floats); the stages land there in place; wait
  * expands the records into the buffer's floats, front to back.
  *
@@ -73,7 +73,6 @@ struct smoe_wgather {
     int64_t esz;                     /* bytes per record */
     MPI_Datatype etype;              /* one record */
     int64_t crow[SMOE_MAX_RANK];     /* records per index step of dim d in B */
-    void *cshard;                    /* the shard as records (compressed wires) */
     int rbf16;                       /* gradient reductions in bf16 */
 };
 
@@ -130,7 +129,6 @@ static void free_wg(smoe_wgather *g)
         free_type(&g->res[k].dtype);
     if (g->etype)
         free_type(&g->etype);
-    smoe_free(g->cshard);
     smoe_free(g);
 }
 
@@ -290,10 +288,24 @@ static smoe_status wire_setup(smoe_wgather *g, const smoe_gather_exec *p, smoe_e
         g->etype = MPI_DATATYPE_NULL;
         return smoe_err_set(err, SMOE_EINVAL, "%s: MPI_Type_contiguous failed", g->name);
     }
-    g->cshard = smoe_malloc((size_t)smoe_dtype_bytes(g->wire, g->wblock, g->shard_numel));
-    if (!g->cshard)
-        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     return SMOE_OK;
+}
+
+/* The shard packed straight into its place among the records at cb, row
+ * by row (a row of the last dim is whole records; no scratch buffer). */
+static void pack_shard(const smoe_wgather *g, const float *shard, char *cb)
+{
+    int r = g->rank;
+    int64_t rows = g->shard_numel / g->blk[r - 1], idx[SMOE_MAX_RANK] = { 0 };
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t rec = (g->off[r - 1] / g->rec) * g->crow[r - 1];
+        for (int d = 0; d < r - 1; d++)
+            rec += (g->off[d] + idx[d]) * g->crow[d];
+        smoe_dtype_pack(g->wire, g->wblock, cb + rec * g->esz, shard + row * g->blk[r - 1],
+                        g->blk[r - 1]);
+        for (int d = r - 2; d >= 0 && ++idx[d] == g->blk[d]; d--) /* next row index */
+            idx[d] = 0;
+    }
 }
 
 smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *p, const char *name,
@@ -415,16 +427,8 @@ void smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard, flo
     if (g->wire == SMOE_DT_FP32) {
         smoe_layout_copy(g->rank, g->B, g->blk, g->off, sizeof(float), buf, (void *)shard, 1);
     } else {
-        int64_t cB[SMOE_MAX_RANK], cblk[SMOE_MAX_RANK], coff[SMOE_MAX_RANK];
-        for (int d = 0; d < g->rank; d++) {
-            int64_t r = d == g->rank - 1 ? g->rec : 1;
-            cB[d] = g->B[d] / r;
-            cblk[d] = g->blk[d] / r;
-            coff[d] = g->off[d] / r;
-        }
-        smoe_dtype_pack(g->wire, g->wblock, g->cshard, shard, g->shard_numel);
         cb = smoe_dtype_tail(g->wire, g->wblock, buf, g->gathered_numel);
-        smoe_layout_copy(g->rank, cB, cblk, coff, (size_t)g->esz, cb, g->cshard, 1);
+        pack_shard(g, shard, cb);
     }
     t->pending = g->nst;
     t->res_pending = 0;
