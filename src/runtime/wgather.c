@@ -21,9 +21,9 @@
  * (the last dim divided by the record's elements, the plan having checked
  * that every shard holds whole ones), the element type a record of
  * rec_bytes. Start packs the shard's rows straight into their records in the
- * tail of the caller's fp32 buffer (no scratch) (smoe_dtype_tail: a record stream is
- * never larger than its floats); the stages land there in place; wait
- * expands the records into the buffer's floats, front to back.
+ * tail of the caller's fp32 buffer (smoe_dtype_tail: a record stream is
+ * never larger than its floats; no scratch); the stages land there in
+ * place; wait expands the records into the buffer's floats, front to back.
  *
  * The transpose is one reduce-scatter over every gather axis (dims in
  * order): shards are contiguous blocks of `full` when only dim 0 gathers;
