@@ -61,9 +61,19 @@ for w in "bf16" "int8 --int8-block 8"; do
   L6="learning_rate_schedule_steps=6"
   must_run "${t}_full" 4 --steps 6 $G $E2 $L6
   must_run "${t}_part" 4 --steps 3 $G $E2 $L6 --checkpoint-dir "$dir/ck_$t"
+  cp -r "$dir/ck_$t" "$dir/ck3_$t"
   must_run "${t}_res" 4 --steps 6 $G $E2 $L6 --checkpoint-dir "$dir/ck_$t" --resume &&
     same "${t}_full" "${t}_res" 0 "$t: resume at step 3 == uninterrupted, bitwise"
 done
+
+# a checkpoint of bf16 gathers resumed with fp32 ones: the change is named
+must_run chg 4 --steps 6 $E2 learning_rate_schedule_steps=6 --checkpoint-dir "$dir/ck3_bf16" \
+  --resume
+grep -q '"checkpoint":[[:space:]]*"gathers bf16, reductions fp32"' "$dir/chg.json" &&
+  grep -q '"now":[[:space:]]*"gathers fp32, reductions fp32"' "$dir/chg.json"
+check $? "resuming bf16 gathers' checkpoint with fp32 ones names the change"
+grep -q '"key":[[:space:]]*"(gather and reduce dtypes)"' "$dir/${t}_res.json"
+check $((1 - $?)) "resuming with the same dtypes names no dtype change"
 
 # the int8 fallback: blocks of 32 do not fit the shards of 40 on 4 ranks
 refused "argument '--gather-dtype int8': .*: int8 gather: the shard's last dim \\(40\\)" 4 \

@@ -92,6 +92,18 @@ smoe_status tr_fingerprint(const smoe_config *cfg, const smoe_plan *plan,
     return SMOE_OK;
 }
 
+void tr_wire_text(const smoe_plan *plan, int reduce_dtype, char *buf, size_t n)
+{
+    if (plan->gather_dtype == SMOE_DT_INT8)
+        snprintf(buf, n, "gathers int8 (block %lld%s%s), reductions %s",
+                 (long long)plan->int8_block, plan->wire_fallbacks ? ", fallback " : "",
+                 plan->wire_fallbacks ? smoe_dtype_name(plan->int8_fallback) : "",
+                 smoe_dtype_name((smoe_dtype)reduce_dtype));
+    else
+        snprintf(buf, n, "gathers %s, reductions %s", smoe_dtype_name(plan->gather_dtype),
+                 smoe_dtype_name((smoe_dtype)reduce_dtype));
+}
+
 smoe_status tr_fingerprint_check(const smoe_comm *cm, const tr_fingerprint_t *fp, smoe_err *err)
 {
     static const char *const names[] = { ("configuration (merged config files, overrides "
