@@ -90,7 +90,9 @@ typedef struct smoe_comm_stats {
     double a2a_s;             /* expert all-to-alls */
     double reduce_wait_s;     /* waiting for gradient reductions */
     int64_t gathers;          /* gather ops completed */
-    int64_t gather_bytes;     /* bytes received by gathers */
+    int64_t gather_bytes;     /* bytes received by gathers (as moved: compressed
+                                 gathers count their records) */
+    double convert_s;         /* expanding compressed gathers into fp32 (in wait) */
 } smoe_comm_stats;
 
 /* A span of the trace (lanes: smoe_lane, core.h; times: smoe_now()). */
@@ -120,6 +122,8 @@ typedef struct smoe_comm_ops {
     const int64_t *(*coords)(void *ctx);       /* this rank's, mesh order */
     void (*settings)(void *ctx, int64_t v[SMOE_COMM_NSETTINGS]);
     void (*set_phase)(void *ctx, const char *text); /* copied; named by failures */
+    /* the seconds a wait may make no progress (<= 0: forever); returns the old */
+    double (*swap_timeout)(void *ctx, double seconds);
     /* print msg, end every rank with exit status `code`; must not return */
     void (*abort)(void *ctx, smoe_exit code, const char *msg);
     void (*progress)(void *ctx);               /* advance nonblocking ops */
@@ -138,7 +142,12 @@ typedef struct smoe_comm_ops {
     smoe_status (*agree_err)(void *ctx, smoe_status local, smoe_err *err);
     smoe_status (*check_same)(void *ctx, int n, const char *const names[],
                               const char *const digests[], smoe_err *err);
-    /* FSDP weight gathers (collective over the ranks of the weight's axes) */
+    /* FSDP weight gathers (collective over the ranks of the weight's axes).
+     * x->wire (dtype.h) compresses the gathers: buf receives what every
+     * shard becomes through the wire (pack then unpack, bitwise the same on
+     * one rank and on many); x->reduce_wire bf16 reduces the gradients in
+     * bf16 (the buffer sent is converted in place). runtime.h has the
+     * contract in full. */
     smoe_status (*gather_new)(void *ctx, const smoe_gather_exec *x, const char *name,
                               smoe_comm_gather **out, smoe_err *err);
     void (*gather_info)(const smoe_comm_gather *g, smoe_wgather_info *info);
@@ -171,6 +180,9 @@ const int64_t *smoe_comm_coords(const smoe_comm *c);
 void smoe_comm_settings(const smoe_comm *c, int64_t v[SMOE_COMM_NSETTINGS]);
 void smoe_comm_set_phase(const smoe_comm *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Set the no-progress timeout of waits to `seconds` (<= 0: never) and
+ * return the one it replaces. Not collective (every rank sets the same). */
+double smoe_comm_swap_timeout(const smoe_comm *c, double seconds);
 _Noreturn void smoe_comm_abort(const smoe_comm *c, smoe_exit code, const char *msg);
 void smoe_comm_progress(const smoe_comm *c);
 smoe_comm_wait smoe_comm_wait_begin(const char *what);

@@ -9,6 +9,8 @@
 #define _GNU_SOURCE
 #include "smoe/comm.h"
 
+#include "smoe/dtype.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,6 +19,8 @@ struct smoe_comm_gather {
     int rank;
     int64_t shape[SMOE_MAX_RANK];
     int64_t numel;
+    smoe_dtype wire;        /* what the gather would move (dtype.h) */
+    int64_t wblock;
     smoe_comm_gather *next;
 };
 
@@ -44,6 +48,12 @@ static void l_settings(void *ctx, int64_t v[SMOE_COMM_NSETTINGS])
 static void l_set_phase(void *ctx, const char *text)
 {
     snprintf(L(ctx)->phase, sizeof L(ctx)->phase, "%s", text);
+}
+static double l_swap_timeout(void *ctx, double s)
+{
+    double old = L(ctx)->timeout;
+    L(ctx)->timeout = s;
+    return old;
 }
 static void l_abort(void *ctx, smoe_exit code, const char *msg)
 {
@@ -119,7 +129,6 @@ static smoe_status l_check_same(void *ctx, int n, const char *const names[],
 static smoe_status l_gather_new(void *ctx, const smoe_gather_exec *x, const char *name,
                                 smoe_comm_gather **out, smoe_err *err)
 {
-    (void)name;
     smoe_comm_gather *g = smoe_calloc(1, sizeof *g);
     if (!g)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
@@ -128,6 +137,23 @@ static smoe_status l_gather_new(void *ctx, const smoe_gather_exec *x, const char
     for (int d = 0; d < x->rank; d++) {
         g->shape[d] = x->shape[d];
         g->numel *= x->shape[d];
+    }
+    /* the wire: the shard is the whole weight, so the gathered buffer is
+     * what it becomes through the wire (as every rank's shard does in the
+     * MPI runtime's wgather.c); reductions: none, so fp32 either way */
+    g->wire = (smoe_dtype)x->wire;
+    g->wblock = x->wire_block;
+    int64_t rec = smoe_dtype_rec_elems(g->wire, g->wblock);
+    if ((g->wire != SMOE_DT_FP32 && g->wire != SMOE_DT_BF16 && g->wire != SMOE_DT_INT8) ||
+        (g->wire == SMOE_DT_INT8 &&
+         (g->wblock < SMOE_INT8_BLOCK_MIN || g->wblock > SMOE_INT8_BLOCK_MAX)) ||
+        (g->wire != SMOE_DT_FP32 && (g->rank == 0 || g->shape[g->rank - 1] % rec)) ||
+        (x->reduce_wire != SMOE_DT_FP32 && x->reduce_wire != SMOE_DT_BF16)) {
+        smoe_status s = smoe_err_set(err, SMOE_EINVAL, "%s: the last dim is not a whole number "
+                                     "of %s records of %lld elements", name,
+                                     smoe_dtype_name(g->wire), (long long)rec);
+        smoe_free(g);
+        return s;
     }
     g->next = L(ctx)->gathers;
     L(ctx)->gathers = g;
@@ -148,6 +174,8 @@ static void l_gather_start(void *ctx, smoe_comm_gather *g, const float *shard, f
     (void)ctx;
     if (buf != shard)
         memcpy(buf, shard, sizeof *buf * (size_t)g->numel);
+    if (g->wire != SMOE_DT_FP32 && buf != shard)
+        smoe_dtype_round_trip(g->wire, g->wblock, buf, g->numel);
     t->pending = 0;
     t->res_pending = 0;
 }
@@ -187,7 +215,7 @@ static void l_span_hook(void *ctx, smoe_comm_span_fn fn, void *ud)
 
 static const smoe_comm_ops local_ops = {
     .name = "single rank, no MPI", .rank = l_rank, .size = l_size, .mesh = l_mesh,
-    .coords = l_coords, .settings = l_settings, .set_phase = l_set_phase, .abort = l_abort,
+    .coords = l_coords, .settings = l_settings, .set_phase = l_set_phase, .swap_timeout = l_swap_timeout, .abort = l_abort,
     .progress = l_progress, .wait_step = l_wait_step, .drain = l_drain,
     .allreduce_sum_f64 = l_f64, .allreduce_max_f64 = l_f64, .allreduce_max_i64 = l_i64,
     .gather_bytes = l_gather_bytes, .gatherv_bytes = l_gatherv_bytes,

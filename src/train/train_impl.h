@@ -103,7 +103,7 @@ smoe_status tr_refuse_keys(const smoe_config *cfg, smoe_err *err);
  * tr_store_alloc then allocates the four slabs of st->total floats. */
 SMOE_MUST_CHECK
 smoe_status tr_store_build(const smoe_comm *cm, const smoe_plan *plan, const smoe_model_cfg *mc,
-                           const int plans[2], tr_store *st, smoe_err *err);
+                           const int plans[2], int reduce_dtype, tr_store *st, smoe_err *err);
 SMOE_MUST_CHECK
 smoe_status tr_store_alloc(tr_store *st, smoe_err *err);
 void tr_store_free(tr_store *st);
@@ -296,6 +296,7 @@ typedef struct tr_manifest {
     smoe_mesh mesh;
     tr_fingerprint_t fp;
     const smoe_rules *rules;/* written only: the logical_axis_rules of the run */
+    const char *wire;       /* tr_wire_text of the run, NULL when not recorded (fp32) */
     int ncfg;               /* the merged config, key by key (YAML flow text) */
     const char *const *cfg_keys, *const *cfg_vals;
     int64_t slab_floats;    /* floats per state slab per rank */
@@ -315,6 +316,10 @@ SMOE_MUST_CHECK
 smoe_status tr_manifest_run_id(const char *text, char id[33]);
 void tr_manifest_free(tr_manifest *m);
 
+/* fingerprint.c: what a run's gathers and reductions move, as one line
+ * ("gathers bf16, reductions fp32"; int8 with its block and fallback) */
+void tr_wire_text(const smoe_plan *plan, int reduce_dtype, char *buf, size_t n);
+#define TR_WIRE_FP32 "gathers fp32, reductions fp32"
 /* fingerprint.c: a config value as one line of YAML flow text (smoe_free) */
 char *tr_node_text(const smoe_node *n);
 
@@ -329,6 +334,8 @@ typedef struct tr_ckpt_opts {
     const smoe_rules *rules;     /* save: recorded in the manifest */
     const smoe_config *cfg;      /* save: recorded key by key; load: compared */
     char run_id[33];             /* this run's id: set by tr_ckpt_open / tr_ckpt_load */
+    const char *wire;            /* what the gathers and reductions move (tr_wire_text):
+                                    save: recorded; load: a difference is a change */
 } tr_ckpt_opts;
 typedef struct tr_ckpt tr_ckpt;
 /* Open co->dir for this run before step 1. Rank 0 creates it and holds an
@@ -355,6 +362,20 @@ smoe_status tr_ckpt_save(const smoe_comm *cm, tr_ckpt *ck, const tr_store *st,
 SMOE_MUST_CHECK
 smoe_status tr_ckpt_load(const smoe_comm *cm, tr_store *st, tr_ckpt_opts *co,
                          smoe_train_result *res, smoe_err *err);
+
+/* Checkpoint I/O (fsync, a busy or network file system) can keep one rank
+ * out of the collectives far longer than any step does while its peers wait
+ * for it, and it is not a dead rank: while a checkpoint directory is
+ * opened, saved or loaded, waits allow TR_IO_TIMEOUT_S seconds (the
+ * configured timeout where it is longer, or 0 = never). tr_io_begin returns
+ * the timeout to restore with smoe_comm_swap_timeout. */
+#define TR_IO_TIMEOUT_S 600.0
+static inline double tr_io_begin(const smoe_comm *cm)
+{
+    double old = smoe_comm_swap_timeout(cm, 0);
+    smoe_comm_swap_timeout(cm, old <= 0 || old >= TR_IO_TIMEOUT_S ? old : TR_IO_TIMEOUT_S);
+    return old;
+}
 
 /* ckpt_dir.c: helpers shared with checkpoint.c */
 SMOE_MUST_CHECK
