@@ -56,6 +56,16 @@ typedef struct sim {
     int nq, capq;
     const smoe_schedule *sc; /* UNIFORM: the gathers, in issue order */
     int *at;                 /* (2L + 2) entries of issue point p start at at[p + 1] */
+    /* smoe's executor (cpu profiles, src/train/prefetch.c): entries start
+     * strictly in list order, once their point is reached and their unit
+     * holds one of `pool` buffers (the schedule's max distance + 2); a
+     * buffer is held from a unit's first gather to the end of its forward
+     * compute, or in the backward to the end of its reductions, and the
+     * backward's gradient buffer takes one for the layer's compute. */
+    int pool, next, reached;
+    double *sfree;           /* (pool) when a buffer frees; INFINITY: held */
+    int *uslot;              /* (2L) a unit's buffer, or -1 */
+    double last;             /* the last entry's start */
 } sim;
 
 static void mem(sim *x, double t, double bytes)
@@ -263,6 +273,62 @@ static void issue_point(sim *x, int p, int ahead, double t)
         }
 }
 
+/* The buffer that frees first: its index and time (INFINITY: all held). */
+static int pool_first(const sim *x, double *when)
+{
+    int b = 0;
+    for (int i = 1; i < x->pool; i++)
+        if (x->sfree[i] < x->sfree[b])
+            b = i;
+    *when = x->sfree[b];
+    return b;
+}
+
+/* smoe's executor at time t: start, in list order, the entries whose
+ * point is reached, each when its unit has a buffer (waiting for one that
+ * frees at a known time); stop at one that must wait for a buffer whose
+ * release is not known yet (a unit still to run). */
+static void pool_issue(sim *x, double t)
+{
+    const smoe_sched_gather *g = x->sc->g;
+    while (x->next < x->sc->n && g[x->next].issue <= x->reached) {
+        const smoe_sched_gather *e = &g[x->next];
+        double at = fmax(t, x->last);
+        if (x->uslot[e->unit] < 0) {
+            double when;
+            int b = pool_first(x, &when);
+            if (when == INFINITY)
+                return;
+            at = fmax(at, when);
+            x->sfree[b] = INFINITY;
+            x->uslot[e->unit] = b;
+        }
+        issue(x, e->unit, e->weight, (double)e->nchunks / SMOE_SCHED_CHUNKS, at);
+        x->last = at;
+        x->next++;
+    }
+}
+
+/* Unit u's buffer frees at t (its compute, or its reductions, ended). */
+static void pool_release(sim *x, int u, double t)
+{
+    if (x->uslot[u] >= 0)
+        x->sfree[x->uslot[u]] = t;
+    x->uslot[u] = -1;
+}
+
+/* The backward's gradient buffer for a layer whose compute is ready at t:
+ * returns when it has one (its index in *b). */
+static double pool_grad(sim *x, double t, int *b)
+{
+    double when;
+    *b = pool_first(x, &when);
+    if (when == INFINITY) /* cannot happen with max distance + 2 buffers */
+        when = t;
+    x->sfree[*b] = INFINITY;
+    return fmax(t, when);
+}
+
 /* At the start of unit k's compute: prefetches whose issue point it is. */
 static void issue_ahead(sim *x, int k, double t)
 {
@@ -272,7 +338,8 @@ static void issue_ahead(sim *x, int k, double t)
             issue_unit(x, k + 1, t);
         return;
     }
-    issue_point(x, k, 1, t);
+    if (!x->pool)
+        issue_point(x, k, 1, t);
 }
 
 static int cmp_mev(const void *a, const void *b)
@@ -295,11 +362,12 @@ static double wait_gathers(sim *x, double ready, double until, const char *name)
     return until;
 }
 
-/* The backward's gradients of a layer whose compute ran [start, end]. */
-static void reduce(sim *x, const sim_kind *k, double start, double end)
+/* The backward's gradients of a layer whose compute ran [start, end];
+ * returns when its reductions end. */
+static double reduce(sim *x, const sim_kind *k, double start, double end)
 {
+    double rs_end = end;
     if (x->mx) { /* dW(k) whole, as stored, until its reduce-scatter ends */
-        double rs_end = end;
         mem(x, end, k->bytes_stored);
         for (int w = 0; w < k->nw; w++)
             rs_end = engine(x, x->reng, end, k->w[w].rs_s, LANE_COMM, "reduce-scatter");
@@ -312,14 +380,15 @@ static void reduce(sim *x, const sim_kind *k, double start, double end)
             double e = engine(x, x->reng, p, k->w[w].rs_s, LANE_COMM, "reduce-scatter");
             mem(x, p, k->w[w].bytes_stored);
             mem(x, e, -k->w[w].bytes_stored);
+            rs_end = fmax(rs_end, e);
         }
     } else { /* smoe's runtime: the layer's gradients from its start */
-        double rs_end = end;
         mem(x, start, k->bytes);
         for (int w = 0; w < k->nw; w++)
             rs_end = engine(x, x->reng, end, k->w[w].rs_s, LANE_COMM, "reduce-scatter");
         mem(x, rs_end, -k->bytes);
     }
+    return rs_end;
 }
 
 /* A unit's gathers up to the start of its compute: what is issued at its
@@ -334,6 +403,9 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
             if (u + 1 < 2 * m->L && mx_point(m, u + 1) == MX_WITH_FENCED)
                 issue_unit(x, u + 1, ready);
         }
+    } else if (x->pool) { /* smoe's executor: the unit's point reached */
+        x->reached = u;
+        pool_issue(x, ready);
     } else { /* what was not prefetched */
         issue_point(x, u, 0, ready);
     }
@@ -395,10 +467,16 @@ static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const
 static void run_unit(sim *x, int u)
 {
     const smoe_sim_model *m = x->m;
-    int l = unit_layer(m, u), bwd = u >= m->L;
+    int l = unit_layer(m, u), bwd = u >= m->L, gb = -1;
     const sim_kind *k = &m->k[m->kind_of[l]];
     double start = unit_gathers(x, u, k);
     issue_ahead(x, u, start);
+    if (x->pool && bwd) { /* the compute waits for a gradient buffer */
+        double t1 = pool_grad(x, start, &gb);
+        if (t1 > start)
+            span(x, LANE_WAIT, "wait gradient buffer", start, t1);
+        start = x->comp = fmax(x->comp, t1);
+    }
     int full = x->mx; /* MaxText's path rematerialises fully */
     double c[3] = { !bwd ? k->fwd_pre : full ? k->bwd_full_pre : k->bwd_pre,
                     !bwd ? k->fwd_exp : full ? k->bwd_full_exp : k->bwd_exp,
@@ -427,8 +505,15 @@ static void run_unit(sim *x, int u)
         }
     }
     mem(x, t, -k_bytes(x, k)); /* the gathered weights */
+    double rs_end = t;
     if (bwd)
-        reduce(x, k, start, t);
+        rs_end = reduce(x, k, start, t);
+    if (x->pool) { /* buffers freed; entries waiting for one go */
+        if (gb >= 0)
+            x->sfree[gb] = t;
+        pool_release(x, u, rs_end);
+        pool_issue(x, t);
+    }
 }
 
 /* Index the schedule's entries by issue point: at[p + 1] .. at[p + 2]. */
@@ -446,6 +531,8 @@ static int *index_points(const smoe_schedule *sc, int nu)
 
 static void sim_free(sim *x)
 {
+    smoe_free(x->sfree);
+    smoe_free(x->uslot);
     smoe_free(x->at);
     smoe_free(x->ev);
     smoe_free(x->gend);
@@ -502,7 +589,16 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
     if (x->qu)
         x->ql = x->qu + x->capq;
     x->at = index_points(sc, nu);
-    if (!x->ev || !x->gend || (x->capbusy && !x->busy0) || !x->qs || !x->qu || !x->qn || !x->at) {
+    if (!x->split && !x->mx) { /* cpu profiles: smoe's own executor */
+        x->pool = smoe_schedule_max_distance(sc) + 2;
+        x->sfree = smoe_calloc((size_t)x->pool, sizeof *x->sfree);
+        x->uslot = smoe_malloc(sizeof *x->uslot * (size_t)nu);
+        for (int u = 0; x->uslot && u < nu; u++)
+            x->uslot[u] = -1;
+        x->reached = -1;
+    }
+    if (!x->ev || !x->gend || (x->capbusy && !x->busy0) || !x->qs || !x->qu || !x->qn || !x->at ||
+        (x->pool && (!x->sfree || !x->uslot))) {
         sim_free(x);
         return SMOE_ENOMEM;
     }
@@ -546,7 +642,9 @@ static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const s
     for (int u = 0; x.mx && u < nu; u++)
         if (mx_point(m, u) == MX_START)
             issue_unit(&x, u, 0);
-    if (!x.mx)
+    if (x.pool)
+        pool_issue(&x, 0);
+    else if (!x.mx)
         issue_point(&x, -1, 1, 0);
     if (top > 0) {
         x.r.exposed_gather_s += top;

@@ -124,6 +124,8 @@ smoe_status tr_schedules(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *p
     for (int i = 0; i < nmodes && !s; i++) {
         if (o->schedule)
             sched[i] = o->schedule;
+        else if (modes[i].schedule)
+            sched[i] = modes[i].schedule;
         else if (o->hbm_budget)
             s = tr_schedule_budget(cfg, plan, o->hw, st, mc, o->hbm_budget, &own[i], note, cap,
                                    err);
