@@ -15,6 +15,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -117,22 +118,30 @@ static void fit(const double *x, const double *t, int n, double *a, double *b)
     double den = n * sxx - sx * sx;
     *b = den != 0 ? (n * sxt - sx * st) / den : 0;
     *a = (st - *b * sx) / n;
+    if (*b <= 0 && n > 0 && x[n - 1] > 0 && t[n - 1] > 0) {
+        /* a noisy small size bent the line: the largest size's rate, the
+         * smallest size's fixed cost (x ascending) */
+        *b = t[n - 1] / x[n - 1];
+        *a = t[0] - *b * x[0];
+    }
     if (*a < 0)
         *a = 0;
     if (*b <= 0)
         *b = 1e-12;
 }
 
-/* The gathers: weights of `per` floats per rank, several sizes. */
-static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, mm_args *work,
+/* The gathers over mesh axis `axis`: weights of `per` floats per rank,
+ * several sizes; *bw in the convention of `half` (1: the cost model takes
+ * one direction of the fast interconnect as half its figure). */
+static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, const char *axis, int half,
                                 double *lat, double *bw, smoe_err *err)
 {
-    int size = smoe_rt_size(rt);
+    int size = (int)smoe_mesh_axis_size(mesh, axis);
     double xs[6], ts[6];
     int n = 0;
     smoe_status s;
     for (int64_t per = 1 << 8; per <= 1 << 18 && n < 6; per *= 8) {
-        smoe_pspec spec = { 2, { { 1, { "expert" } }, { 0, { NULL } } } };
+        smoe_pspec spec = { 2, { { 1, { axis } }, { 0, { NULL } } } };
         int64_t shape[2] = { (int64_t)size * per / 16, 16 };
         smoe_gather plan;
         smoe_gather_compute(&spec, shape, mesh, SMOE_MODE_COAXIS, 4, &plan);
@@ -148,23 +157,54 @@ static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, mm_args *wor
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
         xs[n] = (double)per * 4 * (size - 1); /* bytes received */
         ts[n++] = timed(rt, run_ag, &x, 8, 4);
-        (void)work;
         smoe_free(x.shard);
         smoe_free(x.buf);
     }
     double a, b;
     fit(xs, ts, n, &a, &b);
     *lat = size > 1 ? a / (size - 1) : a;
-    *bw = 2.0 / b; /* the cost model takes one direction as half */
+    *bw = (half ? 2.0 : 1.0) / b;
     return SMOE_OK;
 }
 
-static smoe_status calib_a2a(smoe_rt *rt, mm_args *work, double *lat, double *bw, smoe_err *err)
+/* Ranks per host: every rank's host name compared (they must come in
+ * equal contiguous blocks, as a --host h1:K,h2:K launch places them);
+ * otherwise the ranks are taken as one node. */
+enum { HOSTLEN = 64 };
+
+static const char *host_of(const char *all, int r) { return all + (size_t)r * HOSTLEN; }
+
+static int ranks_per_node(smoe_rt *rt)
 {
     int size = smoe_rt_size(rt);
+    char name[HOSTLEN], *all = smoe_calloc((size_t)size, HOSTLEN);
+    memset(name, 0, sizeof name);
+    gethostname(name, sizeof name - 1);
+    double per[1] = { 0 };
+    if (all)
+        smoe_rt_gather_bytes(rt, name, all, HOSTLEN);
+    if (all && smoe_rt_rank(rt) == 0) {
+        int k = 1;
+        while (k < size && strcmp(host_of(all, k), all) == 0)
+            k++;
+        int ok = size % k == 0;
+        for (int r = 0; r < size && ok; r++) { /* the block's host, and a new one per block */
+            int same_prev = r > 0 && strcmp(host_of(all, r), host_of(all, r - 1)) == 0;
+            ok = strcmp(host_of(all, r), host_of(all, r / k * k)) == 0 && (r % k ? 1 : !same_prev);
+        }
+        per[0] = ok ? k : size;
+    }
+    smoe_free(all);
+    smoe_rt_allreduce_max_f64(rt, per, 1); /* rank 0's verdict (the others 0) */
+    return per[0] >= 1 ? (int)per[0] : size;
+}
+
+static smoe_status calib_a2a(smoe_rt *rt, double *lat, double *bw, smoe_err *err)
+{
     a2a_args y;
     memset(&y, 0, sizeof y);
     y.c = smoe_rt_ep_comm(rt);
+    int size = y.c.size; /* the ranks of one node */
     y.row = 128;
     double xs[5], ts[5];
     int n = 0;
@@ -177,7 +217,6 @@ static smoe_status calib_a2a(smoe_rt *rt, mm_args *work, double *lat, double *bw
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
         xs[n] = (double)(rows * y.row) * 4 * (size - 1); /* bytes to the others */
         ts[n++] = timed(rt, run_a2a, &y, 8, 4);
-        (void)work;
         smoe_free(y.send);
         smoe_free(y.recv);
     }
@@ -188,13 +227,17 @@ static smoe_status calib_a2a(smoe_rt *rt, mm_args *work, double *lat, double *bw
     return SMOE_OK;
 }
 
+static smoe_status calib_reduce_lag(smoe_rt *rt, const smoe_mesh *mesh, double tight,
+                                    ag_args *one, double *bw, smoe_err *err);
+
 /* The arrival spread: a one-float all-gather entered right after a
  * layer's worth of compute, minus the same gather back to back. */
 static smoe_status calib_skew(smoe_rt *rt, const smoe_mesh *mesh, mm_args *work, double *skew,
-                              smoe_err *err)
+                              double *lag_bw_out, smoe_err *err)
 {
+    double lag_bw = 0;
     int size = smoe_rt_size(rt);
-    smoe_pspec spec = { 2, { { 1, { "expert" } }, { 0, { NULL } } } };
+    smoe_pspec spec = { 2, { { 2, { "fsdp", "expert" } }, { 0, { NULL } } } }; /* all ranks */
     int64_t shape[2] = { (int64_t)size, 1 };
     smoe_gather plan;
     smoe_gather_compute(&spec, shape, mesh, SMOE_MODE_COAXIS, 4, &plan);
@@ -213,7 +256,72 @@ static smoe_status calib_skew(smoe_rt *rt, const smoe_mesh *mesh, mm_args *work,
     double tight = timed(rt, run_ag, &x, 50, 4);
     double after = after_compute(rt, work, run_ag, &x, 16);
     *skew = fmax(0, after - tight);
+    s = calib_reduce_lag(rt, mesh, tight, &x, &lag_bw, err);
+    *lag_bw_out = lag_bw;
     smoe_free(all);
+    return s;
+}
+
+/* The reductions' imbalance: Open MPI's nonblocking reduce-scatter
+ * (libnbc, nbc_ireduce_scatter_block.c: a binomial reduce to rank 0, then
+ * a linear scatter from it) leaves its root behind the other ranks by the
+ * reduction work it alone does, so the next collective after a layer's
+ * gradient reductions waits for the root. Measured as in training: a
+ * reduce-scatter of `per` floats per rank enqueued, then at once a
+ * one-float all-gather (the next layer's gathers); the slowest rank's wait
+ * in that gather (median of reps) beyond the gather alone, on several
+ * sizes; *bw = gradient bytes (the full buffer) per second of that wait. */
+static smoe_status calib_reduce_lag(smoe_rt *rt, const smoe_mesh *mesh, double tight,
+                                    ag_args *one, double *bw, smoe_err *err)
+{
+    int size = smoe_rt_size(rt);
+    double xs[4], ts[4];
+    int n = 0;
+    smoe_status s;
+    for (int64_t per = 1 << 12; per <= 1 << 18 && n < 4; per *= 4) {
+        smoe_pspec spec = { 2, { { 2, { "fsdp", "expert" } }, { 0, { NULL } } } };
+        int64_t shape[2] = { (int64_t)size * per / 16, 16 };
+        smoe_gather plan;
+        smoe_gather_compute(&spec, shape, mesh, SMOE_MODE_COAXIS, 4, &plan);
+        smoe_gather_exec ex;
+        smoe_wgather *g;
+        if ((s = smoe_gather_exec_of(&plan, 0, "calibrate", &ex, err)) ||
+            (s = smoe_rt_wgather_new(rt, &ex, "calibrate reduce", &g, err)))
+            return s;
+        float *full = smoe_calloc((size_t)(per * size), sizeof(float));
+        float *shard = smoe_calloc((size_t)per, sizeof(float));
+        if (!full || !shard)
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        double w[9];
+        for (int r = 0; r < 9; r++) {
+            _Atomic int done = 0;
+            smoe_rt_barrier(rt);
+            smoe_rt_wgather_reduce(rt, g, full, NULL, shard, &done, NULL);
+            double t0 = smoe_now();
+            run_ag(one);
+            w[r] = smoe_now() - t0;
+            if ((s = smoe_rt_drain(rt, err)))
+                return s;
+        }
+        for (int i = 1; i < 9; i++) /* median of the 9 */
+            for (int j = i; j > 0 && w[j] < w[j - 1]; j--) {
+                double t = w[j];
+                w[j] = w[j - 1];
+                w[j - 1] = t;
+            }
+        double t[1] = { w[4] };
+        smoe_rt_allreduce_max_f64(rt, t, 1);
+        xs[n] = (double)(per * size) * 4;
+        ts[n++] = fmax(0, t[0] - tight);
+        smoe_free(full);
+        smoe_free(shard);
+    }
+    double a, b;
+    fit(xs, ts, n, &a, &b);
+    if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
+        for (int i = 0; i < n; i++)
+            fprintf(stderr, "reduce lag: %.0f bytes: %.1f us\n", xs[i], ts[i] * 1e6);
+    *bw = size > 1 ? 1.0 / b : 0;
     return SMOE_OK;
 }
 
@@ -316,8 +424,10 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
                                const char *path, smoe_err *err)
 {
     smoe_status s;
-    int size = smoe_rt_size(rt);
-    smoe_mesh mesh = { 1, { "expert" }, { size } };
+    int size = smoe_rt_size(rt), per_node = ranks_per_node(rt), nodes = size / per_node;
+    /* hosts x ranks of a host: gathers within a node and across nodes
+     * measured apart, the expert exchange within a node */
+    smoe_mesh mesh = { 2, { "fsdp", "expert" }, { nodes, per_node } };
     smoe_rt_opts ro = { 0, 0 };
     if ((s = smoe_rt_set_mesh(rt, &mesh, &ro, err)))
         return s;
@@ -354,18 +464,29 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     hw.hbm_bandwidth = hw.elementwise_bandwidth = 3.0 * 4.0 * (double)ew_n / t_add;
     hw.op_overhead = t_call;
     hw.ici_links = 1;
-    hw.devices_per_node = size;
+    hw.devices_per_node = per_node;
     hw.collective_engines = 2;
     hw.collectives_use_compute = 1;
     hw.compute_bytes = 4;
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
     hw.hbm_bytes = (double)pages * (double)psz / size;
-    if ((s = calib_gather(rt, &mesh, &work, &hw.ici_latency, &hw.ici_bandwidth, err)) ||
-        (s = calib_a2a(rt, &work, &hw.a2a_latency, &hw.a2a_bandwidth, err)) ||
-        (s = calib_skew(rt, &mesh, &work, &hw.sync_skew, err)))
+    if (per_node > 1 && (s = calib_gather(rt, &mesh, "expert", 1, &hw.ici_latency,
+                                          &hw.ici_bandwidth, err)))
         return s;
-    hw.dcn_bandwidth = hw.ici_bandwidth;
-    hw.dcn_latency = hw.ici_latency;
+    if (nodes > 1 && (s = calib_gather(rt, &mesh, "fsdp", 0, &hw.dcn_latency, &hw.dcn_bandwidth,
+                                       err)))
+        return s;
+    if (per_node == 1) { /* no fast interconnect: the network's figures */
+        hw.ici_bandwidth = 2 * hw.dcn_bandwidth;
+        hw.ici_latency = hw.dcn_latency;
+    }
+    if (nodes == 1) {
+        hw.dcn_bandwidth = hw.ici_bandwidth;
+        hw.dcn_latency = hw.ici_latency;
+    }
+    if ((per_node > 1 && (s = calib_a2a(rt, &hw.a2a_latency, &hw.a2a_bandwidth, err))) ||
+        (s = calib_skew(rt, &mesh, &work, &hw.sync_skew, &hw.reduce_lag_bandwidth, err)))
+        return s;
     if ((s = calib_compute(rt, cfg, plan, &hw, &hw.compute_scale, err)))
         return s;
     smoe_free(m.a);
@@ -380,8 +501,11 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
         { "peak_flops", "512-wide sgemm, FLOP/s per rank" },
         { "hbm_bytes", "RAM per rank" },
         { "hbm_bandwidth", "elementwise y += x, bytes/s per rank" },
-        { "ici_bandwidth", "2 x all-gather bytes received per second" },
-        { "ici_latency", "all-gather fixed cost / (ranks - 1), s" },
+        { "ici_bandwidth", "2 x all-gather bytes received per second, within a host" },
+        { "ici_latency", "all-gather fixed cost / (ranks - 1), s, within a host" },
+        { "devices_per_node", "ranks per host" },
+        { "dcn_bandwidth", "all-gather bytes received per second, one rank per host" },
+        { "dcn_latency", "all-gather fixed cost / (hosts - 1), s" },
         { "collective_engines", "smoe's runtime: a gather queue, an exchange/reduction queue" },
         { "a2a_bandwidth", "all-to-all bytes sent to the others per second" },
         { "a2a_latency", "all-to-all fixed cost / (ranks - 1), s" },
@@ -389,13 +513,15 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
         { "gemm_small_flops", "64-wide sgemm, FLOP/s per rank" },
         { "compute_scale", "smoe's layer kernels / the roofline, this model and shape" },
         { "sync_skew", "wait for the last rank at a collective after compute, s" },
+        { "reduce_lag_bandwidth", "gradient bytes per s of the wait for a reduce-scatter's root" },
         { NULL, NULL },
     };
     fprintf(f,
             "# cpu-mpi: this machine measured by `smoe sim --calibrate` under %d MPI ranks, every\n"
             "# rank busy at once as in training (OpenBLAS core %s, 1 thread per rank).\n"
-            "# A device is one rank; collectives over shared memory are work of the same cores.\n",
-            size, info.corename);
+            "# A device is one rank; collectives over shared memory are work of the same cores.\n"
+            "# %d host(s) of %d rank(s).\n",
+            size, info.corename, nodes, per_node);
     smoe_status ws = smoe_hw_write(f, &hw, notes, NULL);
     if (path && fclose(f) != 0)
         ws = SMOE_EIO;

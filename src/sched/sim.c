@@ -66,6 +66,7 @@ typedef struct sim {
     double *sfree;           /* (pool) when a buffer frees; INFINITY: held */
     int *uslot;              /* (2L) a unit's buffer, or -1 */
     double last;             /* the last entry's start */
+    double lag;              /* the reductions' root behind the others (cpu) */
 } sim;
 
 static void mem(sim *x, double t, double bytes)
@@ -233,8 +234,10 @@ static void issue(sim *x, int u, int w, double frac, double t)
 {
     const sim_kind *k = &x->m->k[x->m->kind_of[unit_layer(x->m, u)]];
     double dur = pre_time(x, &k->w[w]) * frac;
-    if (x->gend[u] == 0 && dur > 0)
-        dur += x->m->skew;
+    if (x->gend[u] == 0 && dur > 0) { /* a sync point: also waits for a reductions' root */
+        dur += x->m->skew + x->lag;
+        x->lag = 0;
+    }
     x->r.gather_busy_s += dur;
     int exp = x->split && k->w[w].routed;
     double end = engine_u(x, &x->geng, t, dur, LANE_GATHER, k->w[w].name, 2 * u + exp);
@@ -387,6 +390,8 @@ static double reduce(sim *x, const sim_kind *k, double start, double end)
         for (int w = 0; w < k->nw; w++)
             rs_end = engine(x, x->reng, end, k->w[w].rs_s, LANE_COMM, "reduce-scatter");
         mem(x, rs_end, -k->bytes);
+        if (x->pool && x->m->hw.reduce_lag_bandwidth > 0) /* its root reduces alone */
+            x->lag += k->bytes / x->m->hw.reduce_lag_bandwidth;
     }
     return rs_end;
 }
@@ -661,7 +666,7 @@ static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const s
     mem(&x, x.comp, m->top_bytes); /* the embedding's gradient */
     double e = compute(&x, x.comp, m->embed_bwd_s, "embed bwd");
     engine(&x, x.reng, e, m->top_rs_s, LANE_COMM, "reduce-scatter top");
-    double wait = fmax(0, fmax(*x.reng, *x.aeng) - x.comp);
+    double wait = fmax(0, fmax(*x.reng, *x.aeng) - x.comp) + x.lag; /* and the root */
     x.r.reduce_wait_s = wait;
     if (wait > 0)
         span(&x, LANE_WAIT, "wait reductions", x.comp, x.comp + wait);
