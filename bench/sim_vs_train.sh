@@ -2,7 +2,8 @@
 # smoe sim checked against reality: calibrate this machine's cpu-mpi
 # profile under the main job's layout, predict the default smoe train run
 # (tiny model, 4 ranks on a 2x2 fsdp x expert mesh, prefetch off and on),
-# measure it with smoe train --compare, and print predicted vs measured.
+# measure it with smoe train --compare, and print predicted vs measured
+# (medians over the steps after the first round, with quartiles).
 # usage: bench/sim_vs_train.sh [BUILD_DIR] [STEPS] [NP] [KEY=VALUE ...]
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)

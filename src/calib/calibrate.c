@@ -62,18 +62,34 @@ static void run_add(void *ud)
  * rank's. */
 typedef void (*coll_fn)(void *ud);
 
+/* The median of n values (n <= 32; reordered). */
+static double median(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The median over reps, not the mean: training's figures are medians over
+ * steps, which a rare preemption of one rank (a shared machine) leaves
+ * alone. */
 static double after_compute(smoe_rt *rt, mm_args *work, coll_fn fn, void *ud, int reps)
 {
-    double sum = 0;
+    double w[32];
+    reps = reps > 32 ? 32 : reps;
     smoe_rt_barrier(rt);
     for (int r = 0; r < reps; r++) {
         for (int i = 0; i < 4; i++) /* a few ms, a layer's worth */
             run_mm(work);
         double t0 = smoe_now();
         fn(ud);
-        sum += smoe_now() - t0;
+        w[r] = smoe_now() - t0;
     }
-    double t[1] = { sum / reps };
+    double t[1] = { median(w, reps) };
     smoe_rt_allreduce_max_f64(rt, t, 1);
     return t[0];
 }
@@ -303,13 +319,7 @@ static smoe_status calib_reduce_lag(smoe_rt *rt, const smoe_mesh *mesh, double t
             if ((s = smoe_rt_drain(rt, err)))
                 return s;
         }
-        for (int i = 1; i < 9; i++) /* median of the 9 */
-            for (int j = i; j > 0 && w[j] < w[j - 1]; j--) {
-                double t = w[j];
-                w[j] = w[j - 1];
-                w[j - 1] = t;
-            }
-        double t[1] = { w[4] };
+        double t[1] = { median(w, 9) };
         smoe_rt_allreduce_max_f64(rt, t, 1);
         xs[n] = (double)(per * size) * 4;
         ts[n++] = fmax(0, t[0] - tight);
