@@ -121,25 +121,22 @@ static void run_a2a(void *ud)
     x->c.alltoallv(x->c.ctx, x->send, x->rows, x->recv, x->rows, x->row);
 }
 
-/* Least squares t = a + b * x over n points. */
+/* t = a + b * x over n <= 6 points, robustly (Theil-Sen: b the median of
+ * the pairwise slopes, a the median of t - b x): one size slowed by the
+ * shared machine's noise does not bend the line, as it does least squares. */
 static void fit(const double *x, const double *t, int n, double *a, double *b)
 {
-    double sx = 0, st = 0, sxx = 0, sxt = 0;
-    for (int i = 0; i < n; i++) {
-        sx += x[i];
-        st += t[i];
-        sxx += x[i] * x[i];
-        sxt += x[i] * t[i];
-    }
-    double den = n * sxx - sx * sx;
-    *b = den != 0 ? (n * sxt - sx * st) / den : 0;
-    *a = (st - *b * sx) / n;
-    if (*b <= 0 && n > 0 && x[n - 1] > 0 && t[n - 1] > 0) {
-        /* a noisy small size bent the line: the largest size's rate, the
-         * smallest size's fixed cost (x ascending) */
-        *b = t[n - 1] / x[n - 1];
-        *a = t[0] - *b * x[0];
-    }
+    double sl[15], res[6];
+    int k = 0;
+    n = n > 6 ? 6 : n;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (x[j] != x[i])
+                sl[k++] = (t[j] - t[i]) / (x[j] - x[i]);
+    *b = k ? median(sl, k) : 0;
+    for (int i = 0; i < n; i++)
+        res[i] = t[i] - *b * x[i];
+    *a = n ? median(res, n) : 0;
     if (*a < 0)
         *a = 0;
     if (*b <= 0)
@@ -156,7 +153,7 @@ static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, const char *
     double xs[6], ts[6];
     int n = 0;
     smoe_status s;
-    for (int64_t per = 1 << 8; per <= 1 << 18 && n < 6; per *= 8) {
+    for (int64_t per = 1 << 8; per <= 1 << 18 && n < 6; per *= 4) {
         smoe_pspec spec = { 2, { { 1, { axis } }, { 0, { NULL } } } };
         int64_t shape[2] = { (int64_t)size * per / 16, 16 };
         smoe_gather plan;
@@ -172,7 +169,9 @@ static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, const char *
         if (!x.shard || !x.buf)
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
         xs[n] = (double)per * 4 * (size - 1); /* bytes received */
-        ts[n++] = timed(rt, run_ag, &x, 8, 4);
+        ts[n++] = timed(rt, run_ag, &x, 8, 8); /* best of 8: a shared machine's noise */
+        if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
+            fprintf(stderr, "gather %s: %.0f bytes: %.1f us\n", axis, xs[n - 1], ts[n - 1] * 1e6);
         smoe_free(x.shard);
         smoe_free(x.buf);
     }
@@ -285,7 +284,7 @@ static smoe_status calib_skew(smoe_rt *rt, const smoe_mesh *mesh, mm_args *work,
  * gradient reductions waits for the root. Measured as in training: a
  * reduce-scatter of `per` floats per rank enqueued, then at once a
  * one-float all-gather (the next layer's gathers); the slowest rank's wait
- * in that gather (median of reps) beyond the gather alone, on several
+ * in that gather (median of 15 reps) beyond the gather alone, on several
  * sizes; *bw = gradient bytes (the full buffer) per second of that wait. */
 static smoe_status calib_reduce_lag(smoe_rt *rt, const smoe_mesh *mesh, double tight,
                                     ag_args *one, double *bw, smoe_err *err)
@@ -308,8 +307,8 @@ static smoe_status calib_reduce_lag(smoe_rt *rt, const smoe_mesh *mesh, double t
         float *shard = smoe_calloc((size_t)per, sizeof(float));
         if (!full || !shard)
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-        double w[9];
-        for (int r = 0; r < 9; r++) {
+        double w[15];
+        for (int r = 0; r < 15; r++) {
             _Atomic int done = 0;
             smoe_rt_barrier(rt);
             smoe_rt_wgather_reduce(rt, g, full, NULL, shard, &done, NULL);
@@ -319,7 +318,7 @@ static smoe_status calib_reduce_lag(smoe_rt *rt, const smoe_mesh *mesh, double t
             if ((s = smoe_rt_drain(rt, err)))
                 return s;
         }
-        double t[1] = { median(w, 9) };
+        double t[1] = { median(w, 15) };
         smoe_rt_allreduce_max_f64(rt, t, 1);
         xs[n] = (double)(per * size) * 4;
         ts[n++] = fmax(0, t[0] - tight);
