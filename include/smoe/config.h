@@ -209,6 +209,9 @@ typedef struct smoe_hw {
                                     wait the next collective has for a
                                     reduce-scatter's root (which alone
                                     reduces); 0 = none */
+    double optimizer_rate;   /* cpu: parameter elements per second of smoe
+                                train's update (gradient norm + AdamW);
+                                0 = a bandwidth-bound estimate */
 } smoe_hw;
 
 /* Read a profile file: name and kind strings, numbers each in its range

@@ -56,6 +56,19 @@ static void run_add(void *ud)
     smoe_vec_add(x->c, x->a, x->n);
 }
 
+/* smoe train's update of n parameters (optim.c): the gradient's squared
+ * norm in double, then a clipped AdamW step; x->a the gradient, x->c the
+ * parameters, x->b (2n) the moments. */
+static void run_adamw(void *ud)
+{
+    mm_args *x = ud;
+    double sq = 0;
+    for (int64_t k = 0; k < x->n; k++)
+        sq += (double)x->a[k] * (double)x->a[k];
+    smoe_adamw_cfg c = { 1e-3f, 0.9f, 0.95f, 1e-8f, 0, 0.01f, 3, (float)sqrt(sq) + 1, 1 };
+    smoe_adamw_step(x->c, x->b, x->b + x->n, x->a, x->n, &c);
+}
+
 /* A collective entered after `work` (four 256-wide matmuls, a layer's
  * worth of compute) as in training:
  * returns the mean time from entering it to its completion, the slowest
@@ -463,6 +476,11 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     double t_call = timed(rt, run_mm, &m, 2000, 5);
     m.n = ew_n;
     double t_add = timed(rt, run_add, &m, 10, 5);
+    mm_args opt = m; /* 2^18 parameters in c, their moments after them, the gradient in a */
+    opt.n = 1 << 18;
+    opt.b = m.c + opt.n;
+    memset(opt.b, 0, sizeof(float) * (size_t)(2 * opt.n));
+    double t_opt = timed(rt, run_adamw, &opt, 4, 5);
     smoe_hw hw;
     memset(&hw, 0, sizeof hw);
     snprintf(hw.name, sizeof hw.name, "cpu-mpi");
@@ -472,6 +490,7 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     hw.gemm_small_flops = 2.0 * (double)(small * small * small) / t_small;
     hw.hbm_bandwidth = hw.elementwise_bandwidth = 3.0 * 4.0 * (double)ew_n / t_add;
     hw.op_overhead = t_call;
+    hw.optimizer_rate = (double)opt.n / t_opt;
     hw.ici_links = 1;
     hw.devices_per_node = per_node;
     hw.collective_engines = 2;
@@ -523,6 +542,7 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
         { "compute_scale", "smoe's layer kernels / the roofline, this model and shape" },
         { "sync_skew", "wait for the last rank at a collective after compute, s" },
         { "reduce_lag_bandwidth", "gradient bytes per s of the wait for a reduce-scatter's root" },
+        { "optimizer_rate", "parameters per s: smoe train's gradient norm and AdamW step" },
         { NULL, NULL },
     };
     fprintf(f,
