@@ -234,7 +234,9 @@ static void issue(sim *x, int u, int w, double frac, double t)
 {
     const sim_kind *k = &x->m->k[x->m->kind_of[unit_layer(x->m, u)]];
     double dur = pre_time(x, &k->w[w]) * frac;
-    if (x->gend[u] == 0 && dur > 0) { /* a sync point: also waits for a reductions' root */
+    if (x->gend[u] == 0 && dur > 0 && t > 0) {
+        /* a sync point: also waits for a reductions' root (not at the step's
+         * start, which follows the last step's blocking all-reduces) */
         dur += x->m->skew + x->lag;
         x->lag = 0;
     }
