@@ -58,7 +58,7 @@ r=1
 while [ "$r" -le "$repeat" ]; do
   echo "== run $r: calibrate ($np ranks)"
   launch "$build/smoe" sim --calibrate --out "$dir/cpu-mpi.yml" $over
-  grep -E '^(peak_flops|ici_bandwidth|ici_latency|a2a_bandwidth|compute_scale|sync_skew|reduce_root_bandwidth):' \
+  grep -E '^(peak_flops|ici_bandwidth|ici_latency|dcn_bandwidth|dcn_latency|devices_per_node|a2a_bandwidth|compute_scale|sync_skew|reduce_lag_bandwidth|optimizer_rate):' \
     "$dir/cpu-mpi.yml" | sed 's/^/   /'
   p0=$(sim --prefetch-depth 0 --json | peak baseline)
   p2=$(sim --prefetch-depth 2 --json | peak prefetch)
