@@ -13,7 +13,10 @@
 #   shaped to RATE (scripts/netns.sh, needs root): fsdp crosses the link.
 # usage: bench/budget_sim_train.sh [BUILD_DIR] [ROUNDS] [NP] [KEY=VALUE ...]
 #   env: NET=1, RATE (default 2gbit), REPEAT (default 1: whole runs, each
-#   with its own calibration)
+#   with its own calibration). The profile is measured again after each run:
+#   when the machine's rates moved more than 15% (bench/profile_drift.sh:
+#   others' load), that run's comparison is void (exit 3 unless another
+#   run failed outright).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$top/build}" && pwd)
@@ -73,10 +76,17 @@ while [ "$r" -le "$repeat" ]; do
   echo "== measure: the 5 schedules taking turns, $steps steps ($rounds rounds)"
   launch "$build/smoe" train --steps "$steps" --quiet --json $over $args >"$dir/train.json"
   echo "== load after: $(uptime)"
+  launch "$build/smoe" sim --calibrate --out "$dir/after.yml" $over
+  drift=0
+  "$top/bench/profile_drift.sh" "$dir/cpu-mpi.yml" "$dir/after.yml" || drift=1
   echo "== predicted vs measured (run $r)"
   cmpargs=""
   for k in 0 1 2 3 4; do cmpargs="$cmpargs $dir/b$k.json $dir/sim$k.json"; done
-  "$build/bench/cmp_budget" "$dir/train.json" $cmpargs || status=1
+  if "$build/bench/cmp_budget" "$dir/train.json" $cmpargs; then
+    [ "$drift" = 0 ] || status=3
+  else
+    [ "$drift" = 0 ] && status=1 || status=3
+  fi
   r=$((r + 1))
 done
 exit $status
