@@ -12,21 +12,10 @@
  * budget's), within 25% of that no-prefetch wait (a near-zero wait has no
  * meaningful ratio).
  * usage: cmp_budget TRAIN.json SCHED1 SIM1.json [SCHED2 SIM2.json ...] */
-#include <cjson/cJSON.h>
-#include "smoe/core.h"
+#include "json_file.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-static cJSON *load(const char *path)
-{
-    char *b;
-    if (smoe_read_file(path, &b, NULL, NULL))
-        return NULL;
-    cJSON *j = cJSON_Parse(b);
-    smoe_free(b);
-    return j;
-}
 
 static double num(const cJSON *o, const char *k)
 {
@@ -60,7 +49,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: cmp_budget TRAIN.json SCHED1 SIM1.json [SCHED2 SIM2.json ...]\n");
         return 2;
     }
-    cJSON *tr = load(argv[1]);
+    cJSON *tr = json_file_load(argv[1]);
     const cJSON *runs = tr ? cJSON_GetObjectItem(tr, "runs") : NULL;
     if (!runs) {
         fprintf(stderr, "%s: not a smoe train --json output with runs\n", argv[1]);
@@ -71,7 +60,7 @@ int main(int argc, char **argv)
     if (!r)
         return 2;
     for (int i = 0; i < n; i++) {
-        cJSON *sim = load(argv[3 + 2 * i]), *file = load(argv[2 + 2 * i]);
+        cJSON *sim = json_file_load(argv[3 + 2 * i]), *file = json_file_load(argv[2 + 2 * i]);
         const cJSON *b = cJSON_GetObjectItem(cJSON_GetObjectItem(sim, "schedules"), "budgeted");
         const cJSON *run = cJSON_GetObjectItem(runs, argv[2 + 2 * i]);
         const cJSON *sum = cJSON_GetObjectItem(run, "summary");

@@ -7,21 +7,10 @@
  * wait; for the prefetch wait, whose measured value is near zero,
  * |pred - meas| <= 25% of the measured no-prefetch wait.
  * usage: cmp_sim_train SIM.json TRAIN.json */
-#include <cjson/cJSON.h>
-#include "smoe/core.h"
+#include "json_file.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-static cJSON *load(const char *path)
-{
-    char *b;
-    if (smoe_read_file(path, &b, NULL, NULL))
-        return NULL;
-    cJSON *j = cJSON_Parse(b);
-    smoe_free(b);
-    return j;
-}
 
 /* A run's median of `key` (its summary: the steps after the warm-up
  * round), and in *p25, *p75 the quartiles. */
@@ -49,7 +38,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: cmp_sim_train SIM.json TRAIN.json\n");
         return 2;
     }
-    cJSON *sim = load(argv[1]), *tr = load(argv[2]);
+    cJSON *sim = json_file_load(argv[1]), *tr = json_file_load(argv[2]);
     if (!sim || !tr) {
         fprintf(stderr, "cannot read the inputs\n");
         return 2;
