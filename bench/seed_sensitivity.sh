@@ -21,6 +21,7 @@ row() { # seq scale dtype
   "$build/smoe" sim --scenario seed --seq "$1" --hardware "$tmp/hw.yml" "weight_dtype=$3" |
     awk -v seq="$1" -v e="$e" -v dt="$3" '
       /^predicted vs reported/ { on = 1; next }
+      /^where the scenario/ { on = 0 }
       on && $1 == "baseline" { bs = $4; be = $10; bh = $13 }
       on && $1 == "prefetch" { pc = $7; pe = $10; ph = $13 }
       on && $1 == "prefetch_ep_as_dp" { dp = $7 }
@@ -37,3 +38,5 @@ done
 for s in 2048 4096 8192; do
   row "$s" 1 bfloat16
 done
+row 8192 0.8 bfloat16
+row 8192 1.2 bfloat16

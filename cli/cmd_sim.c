@@ -516,7 +516,10 @@ int cmd_sim(int argc, char **argv)
         memset(&sd, 0, sizeof sd);
         sd.prefetch_depth = base[i].depth;
         sd.legacy = base[i].legacy;
-        sd.shared_engine = base[i].shared;
+        /* XLA's baseline runs without the dedicated SparseCore (the
+         * change description gives its flags to the prefetch runs only):
+         * its gathers queue with the exchanges */
+        sd.shared_engine = base[i].shared || (accel && i == 0);
         sd.family = base[i].f;
         sd.stream_grads = accel && i == 0;
         traces[n] = trace_path || plot_path ? new_trace(n, base[i].name) : NULL;

@@ -151,7 +151,7 @@ static void print_banner(const smoe_config *cfg, const smoe_plan *p, smoe_rt *rt
            p->coaxis.tagged, p->coaxis.fallback, p->coaxis.noop, p->legacy.tagged,
            p->legacy.fallback, p->legacy.noop);
     char sched[4300];
-    if (o->schedule)
+    if (o->schedule_name) /* --schedule FILE */
         snprintf(sched, sizeof sched, "the schedule %s", o->schedule_name);
     else if (o->hbm_budget)
         snprintf(sched, sizeof sched, "planned for --hbm-budget %lld on %s",
@@ -366,7 +366,6 @@ int cmd_train(int argc, char **argv)
         if (cli_schedule_read(sched_paths[i], &scheds[i], &err))
             fail(rt, &err);
     if (nsched == 1) {
-        o.schedule = scheds[0];
         o.schedule_name = sched_path;
     } else if (nsched > 1) { /* the files take turns, as --compare's schedules */
         o.nmodes = nsched;
@@ -449,7 +448,8 @@ int cmd_train(int argc, char **argv)
     run_ctx rc = { root, quiet, c.json, &runs, o.steps };
     o.on_step = on_step;
     o.ud = &rc;
-    if (smoe_train_run(rt, cfg, plan, &o, &res, &err)) {
+    smoe_comm comm = smoe_rt_comm(rt);
+    if (smoe_train_run(cfg, plan, nsched == 1 ? scheds[0] : NULL, &comm, &o, &res, &err)) {
         if (err.code == SMOE_ENOMEM && maxmem_arg && strstr(err.where, "--max-memory"))
             snprintf(err.where, sizeof err.where, "argument '--max-memory %s'", maxmem_arg);
         fail(rt, &err);

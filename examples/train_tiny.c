@@ -1,10 +1,13 @@
 /* Training through the library API: the bundled 'tiny' MoE model (smoe
  * train's default run: configs/train.yml, seed 1, prefetch depth 1) for a
  * few steps on the bundled text, one batch at a time, then every parameter
- * gathered whole and checked finite.
+ * gathered whole and checked finite. The trainer talks to a communicator
+ * (comm.h): the MPI runtime's (smoe_rt_comm), or with --local the
+ * single-rank one (smoe_comm_local_new), which never starts MPI; built
+ * with TRAIN_TINY_NO_MPI the program has only the latter and links no MPI.
  *
- *   train_tiny [STEPS [OUT.json [OUT.bin]]]        (default 5 steps)
- *   mpiexec -n N train_tiny ...                    (N ranks; one without a launcher)
+ *   train_tiny [--local] [STEPS [OUT.json [OUT.bin]]]   (default 5 steps)
+ *   mpiexec -n N train_tiny ...                  (N ranks; one without a launcher)
  *
  * It prints one line per step; OUT.json gets the steps and the parameter
  * digest as `smoe train --json` writes them (through cJSON, as it does),
@@ -12,7 +15,10 @@
  * the --dump-params format, so the run can be compared with `smoe train`
  * (tests/example_train.sh does, bitwise). The configs are found as the
  * smoe command finds them (SMOE_CONFIG_DIR, or beside the executable). */
+#ifndef TRAIN_TINY_NO_MPI
 #include "smoe/runtime.h"
+#endif
+#include "smoe/comm.h"
 #include "smoe/train.h"
 
 #include <cjson/cJSON.h>
@@ -21,12 +27,70 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fail(smoe_rt *rt, const smoe_err *err)
+/* The ranks: the MPI runtime, or one rank without it. */
+typedef struct ranks {
+    int local;
+#ifndef TRAIN_TINY_NO_MPI
+    smoe_rt *rt;
+#endif
+    int rank, size;
+    smoe_comm comm;       /* made once the plan's mesh is known */
+} ranks;
+
+static smoe_status ranks_init(ranks *r, int *argc, char ***argv, smoe_err *err)
+{
+    r->rank = 0;
+    r->size = 1;
+    r->comm.ctx = NULL;
+#ifdef TRAIN_TINY_NO_MPI
+    (void)argc, (void)argv, (void)err;
+    r->local = 1;
+    return SMOE_OK;
+#else
+    r->rt = NULL;
+    if (r->local)
+        return SMOE_OK;
+    smoe_status s = smoe_rt_init(argc, argv, &r->rt, err);
+    if (!s) {
+        r->rank = smoe_rt_rank(r->rt);
+        r->size = smoe_rt_size(r->rt);
+    }
+    return s;
+#endif
+}
+
+/* The communicator of the plan's mesh. */
+static smoe_status ranks_comm(ranks *r, const smoe_mesh *mesh, smoe_err *err)
+{
+    if (r->local)
+        return smoe_comm_local_new(mesh, 20, &r->comm, err);
+#ifndef TRAIN_TINY_NO_MPI
+    smoe_rt_opts ro = { 0, 0 };
+    smoe_status s = smoe_rt_set_mesh(r->rt, mesh, &ro, err);
+    if (!s)
+        r->comm = smoe_rt_comm(r->rt);
+    return s;
+#else
+    return SMOE_EINTERNAL;
+#endif
+}
+
+static void ranks_fini(ranks *r)
+{
+    if (r->local)
+        smoe_comm_local_free(&r->comm);
+#ifndef TRAIN_TINY_NO_MPI
+    else
+        smoe_rt_finalize(r->rt);
+#endif
+}
+
+static int fail(ranks *r, const smoe_err *err)
 {
     char buf[1200];
-    if (smoe_rt_rank(rt) == 0)
+    if (r->rank == 0)
         fprintf(stderr, "train_tiny: %s\n", smoe_err_format(err, buf, sizeof buf));
-    smoe_rt_finalize(rt);
+    ranks_fini(r);
     return 1;
 }
 
@@ -80,19 +144,24 @@ static int write_json(const char *path, const smoe_train_step *rec, int64_t step
 
 int main(int argc, char **argv)
 {
-    smoe_rt *rt;
+    ranks r;
     smoe_err err;
-    if (smoe_rt_init(&argc, &argv, &rt, &err)) {
+    r.local = argc > 1 && strcmp(argv[1], "--local") == 0;
+    if (r.local) {
+        argc--;
+        argv++;
+    }
+    if (ranks_init(&r, &argc, &argv, &err)) {
         fprintf(stderr, "train_tiny: %s\n", err.msg);
         return 1;
     }
-    int root = smoe_rt_rank(rt) == 0;
+    int root = r.rank == 0;
     int64_t steps = argc > 1 ? strtoll(argv[1], NULL, 10) : 5;
     const char *json_path = argc > 2 ? argv[2] : NULL, *dump_path = argc > 3 ? argv[3] : NULL;
     const char *cdir = smoe_config_default_dir();
     if (!cdir || steps < 1) {
         smoe_err_set(&err, SMOE_EINVAL, cdir ? "STEPS must be >= 1" : "no configs directory");
-        return fail(rt, &err);
+        return fail(&r, &err);
     }
     char base[4200], data_path[4200];
     snprintf(base, sizeof base, "%s/train.yml", cdir);
@@ -105,14 +174,13 @@ int main(int argc, char **argv)
     co.model = "tiny";
     smoe_config *cfg;
     if (smoe_config_load(&co, &cfg, &err))
-        return fail(rt, &err);
-    smoe_plan_opts po = { smoe_rt_size(rt), 1, NULL, 4 };
+        return fail(&r, &err);
+    smoe_plan_opts po = { r.size, 1, NULL, 4 };
     smoe_plan *plan;
-    smoe_rt_opts ro = { 0, 0 };
     if (smoe_plan_build(cfg, &po, &plan, &err) ||
         smoe_plan_check_even(plan, SMOE_MODE_COAXIS, &err) ||
-        smoe_rt_set_mesh(rt, &plan->mesh, &ro, &err))
-        return fail(rt, &err);
+        ranks_comm(&r, &plan->mesh, &err))
+        return fail(&r, &err);
 
     /* the trainer, and the batches fed to it one step at a time */
     smoe_train_opts o;
@@ -126,8 +194,8 @@ int main(int argc, char **argv)
     smoe_trainer *t;
     if (smoe_train_model_cfg(cfg, &plan->mesh, &shape, &err) ||
         smoe_train_data_load(data_path, shape.seq, &data, &err) ||
-        smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err))
-        return fail(rt, &err);
+        smoe_trainer_new(cfg, plan, NULL, &r.comm, &o, data, &t, &err))
+        return fail(&r, &err);
     const smoe_model_cfg *mc = smoe_trainer_model(t);
     int64_t T = mc->batch * mc->seq;
     int32_t *tokens = malloc(sizeof *tokens * (size_t)T), *targets = malloc(sizeof *targets * (size_t)T);
@@ -135,10 +203,10 @@ int main(int argc, char **argv)
     if (!tokens || !targets || !rec)
         return 1;
     for (int64_t s = 0; s < steps; s++) {
-        smoe_train_data_batch(data, o.seed, s, smoe_rt_rank(rt) * mc->batch, mc->batch, mc->seq,
+        smoe_train_data_batch(data, o.seed, s, r.rank * mc->batch, mc->batch, mc->seq,
                               tokens, targets);
         if (smoe_trainer_step(t, tokens, targets, &rec[s], &err))
-            return fail(rt, &err);
+            return fail(&r, &err);
         if (root)
             printf("step %lld loss %.6f grad_norm %.4f\n", (long long)s + 1, rec[s].loss,
                    rec[s].grad_norm);
@@ -149,7 +217,7 @@ int main(int argc, char **argv)
     int64_t values = check_params(t, root, &finite, &err);
     char sha[65] = "";
     if (values < 0 || smoe_trainer_digest(t, dump_path, sha, &err))
-        return fail(rt, &err);
+        return fail(&r, &err);
     int np;
     smoe_trainer_params(t, &np);
     if (root) {
@@ -170,6 +238,6 @@ int main(int argc, char **argv)
     smoe_train_data_free(data);
     smoe_plan_free(plan);
     smoe_config_free(cfg);
-    smoe_rt_finalize(rt);
+    ranks_fini(&r);
     return finite ? 0 : 1;
 }

@@ -5,7 +5,8 @@
 #     file under src/M/, cli/ or include/smoe/M.h must name a module that M
 #     may depend on (the layer table below; the style guide's
 #     core -> shard -> config -> plan -> sched; kernels -> model;
-#     runtime -> train -> cli), and another module's internal headers are
+#     runtime -> train -> cli, train reaching the runtime only through comm),
+#     and another module's internal headers are
 #     never included (only its include/smoe/ header is API).
 # usage: scripts/check-layering.sh [SOURCE_DIR]
 set -eu
@@ -33,8 +34,10 @@ check 'cjson/cJSON\.h' '^(src/config/params_json\.c|src/train/manifest\.c|cli/[a
 check 'openssl/[a-z]*\.h' '^src/train/digest\.c$'
 
 # The layer table: MODULE: the modules it may include (itself implied).
-# comm is the communication interface the model and the runtime share
-# (a header neither of them owns).
+# comm holds the communication interfaces (the model's expert exchange,
+# the trainer's smoe_comm) that the runtime implements over MPI: a header
+# neither the model nor the runtime owns, so train, which talks to comm,
+# never includes the runtime (and links no MPI).
 layers='
 core:
 shard: core
@@ -42,10 +45,10 @@ config: core shard
 plan: core shard config
 sched: core shard config plan
 kernels: core
-comm: core
+comm: core shard
 model: core kernels comm
 runtime: core shard comm
-train: core shard config plan sched kernels comm model runtime
+train: core shard config plan sched kernels comm model
 calib: core shard config plan sched kernels comm model runtime train
 cli: core shard config plan sched kernels comm model runtime train calib
 '

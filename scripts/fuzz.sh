@@ -23,9 +23,9 @@ targets=${*:-yaml overrides rules params_json manifest hwfile scenario schedule}
 
 build=build-fuzz
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
-flags="$flags -fno-omit-frame-pointer -g -O1 -Wno-unknown-warning-option"
+flags="$flags -fno-omit-frame-pointer -g -O1"
 cmake -S . -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Fuzz \
-      -DCMAKE_C_FLAGS="$flags" -DSMOE_FUZZ=ON -DSMOE_WERROR=OFF >/dev/null
+      -DCMAKE_C_FLAGS="$flags" -DSMOE_FUZZ=ON -DSMOE_WERROR=ON >/dev/null
 cmake --build "$build" --target smoe_fuzzers
 
 export SMOE_CONFIG_DIR="$PWD/$build/configs"

@@ -5,8 +5,10 @@
 # the same per-step loss, lr, grad_norm, aux_loss and z_loss as both write
 # them to JSON (cJSON's shortest round-trip digits; cmp_runs at tolerance
 # 0), on one rank started without a launcher and
-# with `mpiexec -n 1`, on 2 ranks, and built over the single-rank runtime
-# (TRAIN_TINY_LOCAL: no MPI linked, none initialised); the example's own
+# with `mpiexec -n 1`, on 2 ranks (the MPI runtime's communicator), with
+# --local (the single-rank communicator: MPI linked but never started),
+# and built without the runtime (TRAIN_TINY_LOCAL: no MPI linked, none
+# initialised); the example's own
 # checks hold (the loss falls over the steps, every parameter gathered
 # whole is finite).
 # usage: example_train.sh MPIEXEC SMOE CMP_RUNS TRAIN_TINY TRAIN_TINY_LOCAL
@@ -22,11 +24,13 @@ fail=0
 . "$(dirname "$0")/runs_lib.sh"
 steps=6
 
-# NAME LAUNCH...: the example run as LAUNCH; $dir/NAME.{json,bin,out,err}
+# NAME LAUNCH...: the example run as LAUNCH (with $ex_args before its own
+# arguments); $dir/NAME.{json,bin,out,err}
 example_run() {
   name=$1
   shift
-  if timeout 180 "$@" "$example" "$steps" "$dir/$name.json" "$dir/$name.bin" \
+  # shellcheck disable=SC2086
+  if timeout 180 "$@" "$example" ${ex_args:-} "$steps" "$dir/$name.json" "$dir/$name.bin" \
        >"$dir/$name.out" 2>"$dir/$name.err"; then
     pass=$((pass + 1))
     echo "ok: example $name ran"
@@ -40,6 +44,8 @@ example_run() {
 example_run ex1                       # one rank, no launcher
 example_run ex1m "$mpiexec" -n 1
 example_run ex2 "$mpiexec" -n 2
+ex_args=--local example_run exl env  # the single-rank communicator
+ex_args=
 example=$local_example
 example_run local env                 # no MPI at all
 if ldd "$local_example" | grep -qi 'libmpi'; then
@@ -59,7 +65,8 @@ check $? "one line per step ($n)"
 
 must_run t1 1 --steps "$steps" && same t1 ex1 0 "example (1 rank, no launcher) = smoe train -n 1, bitwise"
 same t1 ex1m 0 "example (mpiexec -n 1) = smoe train -n 1, bitwise"
-same t1 local 0 "example without MPI (single-rank runtime) = smoe train -n 1, bitwise"
+same t1 exl 0 "example --local (single-rank communicator) = smoe train -n 1, bitwise"
+same t1 local 0 "example built without MPI (single-rank communicator) = smoe train -n 1, bitwise"
 must_run t2 2 --steps "$steps" && same t2 ex2 0 "example (2 ranks) = smoe train -n 2, bitwise"
 # the comparison can fail: another seed differs
 if must_run t1s 1 --steps "$steps" --seed 2; then

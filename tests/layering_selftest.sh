@@ -35,6 +35,8 @@ plant src/core/err.c '#include "smoe/shard.h"' "src/core/err.c: includes smoe/sh
 plant include/smoe/shard.h '#include "smoe/config.h"' "include/smoe/shard.h: includes smoe/config.h"
 plant src/sched/cost.c '#include "smoe/runtime.h"' "src/sched/cost.c: includes smoe/runtime.h"
 plant src/model/moe.c '#include "smoe/plan.h"' "src/model/moe.c: includes smoe/plan.h"
+plant src/train/loop.c '#include "smoe/runtime.h"' "src/train/loop.c: includes smoe/runtime.h"
+plant include/smoe/train.h '#include "smoe/runtime.h"' "include/smoe/train.h: includes smoe/runtime.h"
 plant src/train/loop.c '#include "../model/model_impl.h"' "an internal header of module 'model'"
 plant src/plan/plan.c '#include "smoe/nosuch.h"' "not in the layer table"
 plant src/sched/sim.c '#include <mpi.h>' "included outside its module: src/sched/sim.c"

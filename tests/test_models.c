@@ -137,8 +137,8 @@ static int known_name(const smoe_rules *rules, const char *n)
     return 0;
 }
 
-static int load_model(const char *base, const char *model, const char *const *ov, int nov,
-                      smoe_config **cfg, smoe_err *err)
+static smoe_status load_model(const char *base, const char *model, const char *const *ov, int nov,
+                              smoe_config **cfg, smoe_err *err)
 {
     smoe_config_opts o;
     memset(&o, 0, sizeof o);

@@ -3,17 +3,31 @@
  * with the runtime (co-axis plan, and legacy with its blocking residual
  * gather), and checks the gathered buffer equals the global tensor's block;
  * then reduce-scatters rank-scaled gradients and checks the sums; then the
- * expert all-to-all. Run under mpirun with a timeout.
+ * expert all-to-all. All through the smoe_comm interface (comm.h): the
+ * MPI runtime's (smoe_rt_comm), run under mpirun with a timeout, or, built
+ * with TEST_COMM_LOCAL, the single-rank communicator's (no MPI) on a mesh
+ * of one device, against the same oracles (and there, a wait that nothing
+ * can end aborts after the communicator's timeout with exit 75, naming
+ * what it waited for and the phase).
  * usage: test_runtime FSDP EXPERT [FSDP_TRANSPOSE] */
+#define _GNU_SOURCE
 #include "check.h"
 #include "spec_text.h"
+#ifndef TEST_COMM_LOCAL
 #include "smoe/runtime.h"
+#endif
+#include "smoe/comm.h"
 #include "smoe/plan.h"
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef TEST_COMM_LOCAL
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
 
-static smoe_rt *rt;
+static smoe_comm comm_;
+static const smoe_comm *cm = &comm_;
 
 typedef struct wcase {
     const char *spec; /* "fsdp,expert|-": dims separated by |, "-" = None */
@@ -45,24 +59,24 @@ static void run_case(const smoe_mesh *m, const wcase *wc, int legacy)
     char what[160];
     snprintf(what, sizeof what, "%s %s", wc->spec, legacy ? "legacy" : "co-axis");
     int keep = keeps_expert(&spec, m);
-    smoe_wgather *w = NULL;
+    smoe_comm_gather *w = NULL;
     smoe_err err;
     smoe_gather_exec x;
     smoe_status s = smoe_gather_exec_of(&g, keep, what, &x, &err);
     if (!s)
-        s = smoe_rt_wgather_new(rt, &x, what, &w, &err);
+        s = smoe_comm_gather_new(cm, &x, what, &w, &err);
     CHECKF(s == SMOE_OK, "%s: %s", what, err.msg);
     if (s)
         return;
     smoe_wgather_info info;
-    smoe_rt_wgather_info(w, &info);
+    smoe_comm_gather_info(cm, w, &info);
     int64_t total = numel(wc->shape, wc->rank);
     float *G = malloc(sizeof *G * (size_t)total);
     for (int64_t i = 0; i < total; i++)
         G[i] = (float)(i + 1);
     /* this rank's shard by the layout algebra */
     int64_t loc[SMOE_MAX_RANK], off[SMOE_MAX_RANK];
-    CHECK(smoe_layout_local(&spec, wc->shape, m, smoe_rt_coords(rt), loc, off, NULL) == SMOE_OK);
+    CHECK(smoe_layout_local(&spec, wc->shape, m, smoe_comm_coords(cm), loc, off, NULL) == SMOE_OK);
     CHECK_INT(numel(loc, wc->rank), info.shard_numel);
     float *shard = malloc(sizeof *shard * (size_t)info.shard_numel);
     smoe_layout_copy(wc->rank, wc->shape, loc, off, 4, G, shard, 0);
@@ -75,42 +89,42 @@ static void run_case(const smoe_mesh *m, const wcase *wc, int legacy)
         kept.dim[0].ax[0] = "expert";
     }
     int64_t bl[SMOE_MAX_RANK], bo[SMOE_MAX_RANK];
-    CHECK(smoe_layout_local(&kept, wc->shape, m, smoe_rt_coords(rt), bl, bo, NULL) == SMOE_OK);
+    CHECK(smoe_layout_local(&kept, wc->shape, m, smoe_comm_coords(cm), bl, bo, NULL) == SMOE_OK);
     CHECK_INT(numel(bl, wc->rank), info.gathered_numel);
     float *want = malloc(sizeof *want * (size_t)info.gathered_numel);
     smoe_layout_copy(wc->rank, wc->shape, bl, bo, 4, G, want, 0);
     float *buf = calloc((size_t)info.gathered_numel, sizeof *buf);
     for (int rep = 0; rep < 2; rep++) { /* twice: persistent types are reusable */
         memset(buf, 0, sizeof *buf * (size_t)info.gathered_numel);
-        smoe_rt_ticket t;
-        smoe_rt_wgather_start(rt, w, shard, buf, &t);
+        smoe_comm_ticket t;
+        smoe_comm_gather_start(cm, w, shard, buf, &t);
         double wait = 0;
-        smoe_rt_wgather_wait(rt, w, buf, &t, &wait, &err);
+        smoe_comm_gather_wait(cm, w, buf, &t, &wait);
         int ok = memcmp(buf, want, sizeof *buf * (size_t)info.gathered_numel) == 0;
-        CHECKF(ok, "%s: rank %d gathered buffer differs", what, smoe_rt_rank(rt));
+        CHECKF(ok, "%s: rank %d gathered buffer differs", what, smoe_comm_rank(cm));
     }
     /* prefetched stages: one per dim the plan gathers */
     CHECK_INT(info.stages, g.n_gathered_dims);
     if (legacy && g.residual_ways > 1)
         CHECK(info.residual_stages > 0);
     /* reduce-scatter of rank-scaled gradients */
-    int me = smoe_rt_rank(rt);
+    int me = smoe_comm_rank(cm);
     float *full = malloc(sizeof *full * (size_t)info.gathered_numel);
     float *scratch = malloc(sizeof *scratch * (size_t)info.gathered_numel);
     float *gs = malloc(sizeof *gs * (size_t)info.shard_numel);
     for (int64_t i = 0; i < info.gathered_numel; i++)
         full[i] = want[i] * (float)(me + 1);
     _Atomic int done = 0;
-    smoe_rt_wgather_reduce(rt, w, full, scratch, gs, &done, NULL);
+    smoe_comm_gather_reduce(cm, w, full, scratch, gs, &done, NULL);
     while (!done)
-        smoe_rt_progress(rt);
+        smoe_comm_progress(cm);
     /* every rank with the same kept coordinates contributed */
     double factor = 0;
     int ea = smoe_mesh_find(m, "expert");
-    for (int q = 0; q < smoe_rt_size(rt); q++) {
+    for (int q = 0; q < smoe_comm_size(cm); q++) {
         int64_t c[SMOE_MAX_AXES];
         smoe_mesh_coords(m, q, c);
-        if (!keep || ea < 0 || c[ea] == smoe_rt_coords(rt)[ea])
+        if (!keep || ea < 0 || c[ea] == smoe_comm_coords(cm)[ea])
             factor += q + 1;
     }
     int ok = 1;
@@ -129,7 +143,7 @@ static void run_case(const smoe_mesh *m, const wcase *wc, int legacy)
 
 static void test_ep(void)
 {
-    smoe_ep_comm c = smoe_rt_ep_comm(rt);
+    smoe_ep_comm c = smoe_comm_ep(cm);
     int n = c.size;
     int64_t *sc = calloc((size_t)n * 2, sizeof *sc), *rc = calloc((size_t)n * 2, sizeof *rc);
     /* send (rank + p + 1) rows of 3 floats to peer p; 2 counts per peer */
@@ -166,22 +180,70 @@ static void test_ep(void)
     free(r);
 }
 
+#ifdef TEST_COMM_LOCAL
+/* Nothing is ever in flight on one rank: a wait that is still waiting
+ * ends the process after the timeout (in a child, its stderr read back). */
+static void test_local_timeout(const smoe_mesh *m)
+{
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], 2);
+        alarm(60); /* a wait that never ends fails the check below */
+        smoe_comm c;
+        smoe_err err;
+        if (smoe_comm_local_new(m, 0.05, &c, &err))
+            _exit(99);
+        smoe_comm_set_phase(&c, "phase %d", 7);
+        smoe_comm_wait w = smoe_comm_wait_begin("a test event");
+        for (;;)
+            smoe_comm_wait_step(&c, &w);
+    }
+    close(fds[1]);
+    char buf[2048];
+    size_t got = 0;
+    ssize_t n;
+    while (got + 1 < sizeof buf && (n = read(fds[0], buf + got, sizeof buf - 1 - got)) > 0)
+        got += (size_t)n;
+    buf[got] = 0;
+    close(fds[0]);
+    int st = 0;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == SMOE_EXIT_TIMEOUT, "wait status %d", st);
+    CHECKF(strstr(buf, "rank 0") && strstr(buf, "a test event") && strstr(buf, "phase 7"),
+           "the timeout's message: %s", buf);
+}
+#endif
+
 int main(int argc, char **argv)
 {
     smoe_err err;
+    int64_t F = argc > 1 ? atoll(argv[1]) : 2, E = argc > 2 ? atoll(argv[2]) : 2;
+    int64_t T = argc > 3 ? atoll(argv[3]) : 1;
+    smoe_mesh m = { 3, { "fsdp", "fsdp_transpose", "expert" }, { F, T, E } };
+#ifdef TEST_COMM_LOCAL
+    if (smoe_comm_local_new(&m, 20, &comm_, &err)) {
+        fprintf(stderr, "mesh: %s\n", err.msg);
+        return 1;
+    }
+#else
+    smoe_rt *rt;
     if (smoe_rt_init(&argc, &argv, &rt, &err)) {
         fprintf(stderr, "init: %s\n", err.msg);
         return 1;
     }
-    int64_t F = argc > 1 ? atoll(argv[1]) : 2, E = argc > 2 ? atoll(argv[2]) : 2;
-    int64_t T = argc > 3 ? atoll(argv[3]) : 1;
-    smoe_mesh m = { 3, { "fsdp", "fsdp_transpose", "expert" }, { F, T, E } };
     smoe_rt_opts o = { 0, 0 };
     if (smoe_rt_set_mesh(rt, &m, &o, &err)) {
         fprintf(stderr, "mesh: %s\n", err.msg);
         smoe_rt_finalize(rt);
         return 1;
     }
+    comm_ = smoe_rt_comm(rt);
+#endif
     static const wcase cases[] = {
         { "fsdp,expert|-", 2, { 16, 6 } },
         { "fsdp,fsdp_transpose,expert|-", 2, { 16, 6 } },
@@ -200,11 +262,18 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
             run_case(&m, &cases[i], legacy);
     test_ep();
+#ifdef TEST_COMM_LOCAL
+    test_local_timeout(&m);
+#endif
     /* every rank reports; rank 0 prints the total */
     double counts[2] = { check_pass_, check_fail_ };
-    smoe_rt_allreduce_sum_f64(rt, counts, 2);
-    int rank = smoe_rt_rank(rt);
+    smoe_comm_allreduce_sum_f64(cm, counts, 2);
+    int rank = smoe_comm_rank(cm);
+#ifdef TEST_COMM_LOCAL
+    smoe_comm_local_free(&comm_);
+#else
     smoe_rt_finalize(rt);
+#endif
     if (rank == 0)
         printf("%d passed, %d failed\n", (int)counts[0], (int)counts[1]);
     return counts[1] > 0 ? 1 : 0;

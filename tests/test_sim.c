@@ -142,11 +142,10 @@ static void test_maxtext_family(void)
     CHECKF(NEAR(r.exposed_gather_s, 8), "scan exposed %g, expected 8", r.exposed_gather_s);
 }
 
-/* Each op waits only for its own weights (accelerators): one MoE layer, an
- * attention weight gathered in 1 s and a routed one in 4 s; forward pre 3 s,
- * experts 2 s; the backward recomputes (pre 3, experts 2) and then runs the
- * transposes at 2x in reverse (experts 4, pre 6). */
-static void test_split_waits(void)
+/* One MoE layer on an accelerator with its own engine per kind: forward
+ * pre 3 s, experts 2 s; the backward recomputes and runs the transposes at
+ * 2x (pre 9, experts 6); two weights for the caller to fill. */
+static smoe_sim_model one_moe_layer(void)
 {
     smoe_sim_model m;
     memset(&m, 0, sizeof m);
@@ -158,14 +157,25 @@ static void test_split_waits(void)
     sim_kind *k = &m.k[1];
     k->moe = 1;
     k->nw = 2;
-    k->w[0] = (sim_w){ .name = "attn", .pre_s = 1, .rs_s = 0.5, .bytes = 10 };
-    k->w[1] = (sim_w){ .name = "routed", .pre_s = 4, .rs_s = 0.5, .bytes = 40, .routed = 1 };
-    k->bytes = 50;
     k->fwd_pre = 3;
     k->fwd_exp = 2;
     k->recompute = 1;
     k->bwd_pre = 9; /* (2 + recompute) x the forward */
     k->bwd_exp = 6;
+    return m;
+}
+
+/* Each op waits only for its own weights (accelerators): one MoE layer, an
+ * attention weight gathered in 1 s and a routed one in 4 s; forward pre 3 s,
+ * experts 2 s; the backward recomputes (pre 3, experts 2) and then runs the
+ * transposes at 2x in reverse (experts 4, pre 6). */
+static void test_split_waits(void)
+{
+    smoe_sim_model m = one_moe_layer();
+    sim_kind *k = &m.k[1];
+    k->w[0] = (sim_w){ .name = "attn", .pre_s = 1, .rs_s = 0.5, .bytes = 10 };
+    k->w[1] = (sim_w){ .name = "routed", .pre_s = 4, .rs_s = 0.5, .bytes = 40, .routed = 1 };
+    k->bytes = 50;
     smoe_sim_sched s;
     smoe_sim_result r;
     memset(&s, 0, sizeof s);
@@ -187,6 +197,142 @@ static void test_split_waits(void)
     CHECKF(NEAR(r.compute_s, 40), "profiled compute %g, expected 40", r.compute_s);
     CHECKF(NEAR(r.step_s, 43), "profiled step %g, expected 43", r.step_s);
     CHECKF(NEAR(r.exposed_gather_s, 2), "profiled exposed %g, expected 2", r.exposed_gather_s);
+}
+
+/* A run's step, exposed wait, compute and gathered peak against the hand
+ * computation (a negative expectation is not checked). */
+static void expect_run(const char *what, const smoe_sim_result *r, double step, double exposed,
+                       double compute, double peak)
+{
+    CHECKF(NEAR(r->step_s, step), "%s step %g, expected %g", what, r->step_s, step);
+    CHECKF(exposed < 0 || NEAR(r->exposed_gather_s, exposed), "%s exposed %g, expected %g", what,
+           r->exposed_gather_s, exposed);
+    CHECKF(compute < 0 || NEAR(r->compute_s, compute), "%s compute %g, expected %g", what,
+           r->compute_s, compute);
+    CHECKF(peak < 0 || NEAR(r->mem_gathered, peak), "%s gathered peak %g, expected %g", what,
+           r->mem_gathered, peak);
+}
+
+/* XLA's scan on an accelerator (the baseline): the routed experts' weights
+ * are gathered at the MoE block's entry, after attention and the router
+ * (in program order: moe.py casts them and its sparse-matmul shard_map
+ * gathers them; MaxText's cross-layer-prefetch PERF_NOTES.md: never
+ * hoisted to the attention phase), each gradient reduced in the dtype its
+ * gather moved (cast). One MoE layer: attention weight cast 1 s (stored
+ * 2 s), routed 4 s (stored 8 s), reductions cast 0.5 s (stored 1 s);
+ * forward pre 3 s, experts 2 s; backward: recompute, then the transposes
+ * at 2x. */
+static void test_xla_baseline(void)
+{
+    smoe_sim_model m = one_moe_layer();
+    m.weight_bytes = 4;
+    sim_kind *k = &m.k[1];
+    k->w[0] = (sim_w){ .name = "attn", .pre_s = 1, .pre_stored_s = 2, .rs_s = 1,
+                       .rs_cast_s = 0.5, .bytes = 10, .bytes_stored = 20 };
+    k->w[1] = (sim_w){ .name = "routed", .pre_s = 4, .pre_stored_s = 8, .rs_s = 1,
+                       .rs_cast_s = 0.5, .bytes = 40, .bytes_stored = 80, .routed = 1 };
+    k->bytes = 50;
+    k->bytes_stored = 100;
+    smoe_sim_sched s;
+    smoe_sim_result r;
+    memset(&s, 0, sizeof s);
+    s.stream_grads = 1;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    /* fwd: attn [0,1] (wait 1), pre [1,4], routed issued at 4 [4,8] (wait
+     * 4), experts [8,10]. bwd: attn [10,11] (wait 1), recompute pre
+     * [11,14], routed [14,18] (wait 4), experts [18,20], the experts' and
+     * pre's transposes [20,24] [24,30]. Gradients with their transposes:
+     * routed's at 24, reduced [24,24.5] (its 40 gathered bytes free at 24);
+     * attn's at 30, [30,30.5]: the step. Live: at most the 50 gathered in
+     * [14,24]. */
+    expect_run("xla", &r, 30.5, 10, 20, 50);
+    /* gather_bytes 1 (of 4 stored, no latency): every gather and reduction
+     * a quarter of the stored one: attn 0.5, routed 2, reductions 0.25,
+     * buffers 5 and 20. fwd: attn [0,0.5], pre [0.5,3.5], routed [3.5,5.5],
+     * experts [5.5,7.5]; bwd: attn [7.5,8], pre [8,11], routed [11,13],
+     * experts [13,15], transposes [15,19] [19,25]; gradients at 19
+     * [19,19.25] and 25 [25,25.25]; live at most the 25 gathered. */
+    s.gather_bytes = 1;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    expect_run("1-byte", &r, 25.25, 5, -1, 25);
+    /* the routed gradient's reduction slow (6 s): its 40 bytes live in
+     * [24,30] beside attn's gathered 10 (50), attn's reduction [30,30.5] */
+    k->w[1].rs_cast_s = 6;
+    s.gather_bytes = 0;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    expect_run("slow-reduction", &r, 30.5, -1, -1, 50);
+    k->w[1].rs_cast_s = 0.5;
+    /* the routed down projection (wo) is first needed after the up
+     * projections (2 of the experts' 3 matmuls): up 2 s, wo 3 s, experts
+     * 3 s (up 2, down 1); reductions free. fwd: attn [0,1], pre [1,4], up
+     * [4,6], wo [6,9]; up projections [6,8], wait to 9, down [9,10]. bwd:
+     * attn [10,11], pre [11,14], up [14,16], wo [16,19]; up [16,18], wait
+     * to 19, down [19,20], transposes [20,26] [26,32]. */
+    smoe_sim_model d = m;
+    sim_kind *dk = &d.k[1];
+    dk->nw = 3;
+    dk->w[0].rs_cast_s = dk->w[1].rs_cast_s = 0;
+    dk->w[1].pre_s = 2;
+    dk->w[2] = (sim_w){ .name = "moe/wo", .pre_s = 3, .routed = 1, .down = 1 };
+    dk->fwd_exp = 3;
+    dk->bwd_exp = 9;
+    memset(&s, 0, sizeof s);
+    s.stream_grads = 1;
+    CHECK(smoe_sim_run(&d, &s, &r, NULL) == SMOE_OK);
+    expect_run("down-projection", &r, 32, 8, 24, -1);
+    /* the same schedule without stream_grads is smoe's runtime: every
+     * gather at the layer's start (routed [1,5] during pre [1,4]) */
+    memset(&s, 0, sizeof s);
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.exposed_gather_s, 4), "runtime exposed %g, expected 4", r.exposed_gather_s);
+}
+
+/* Without the dedicated SparseCore MaxText's tagged gathers keep issue order
+ * with the layer's exchange (fsdp_prefetch.py: they must finish before that
+ * work can). Two stacks of MoE layers on one engine: the stacks' first
+ * gathers W0 [0,4] and W2 [4,8] at the step's start, W1 one layer ahead at
+ * 4 [8,12]; layer 0 (pre 1 s) issues its exchange at 5, which runs after
+ * them, [12,13] (an exchange going first would run [8,9]). */
+static void test_shared_queue_order(void)
+{
+    smoe_sim_model m = one_moe_layer();
+    m.hw.collective_engines = 2;
+    m.L = 4;
+    m.kind_of[0] = m.kind_of[1] = 0;
+    m.kind_of[2] = m.kind_of[3] = 1;
+    sim_kind *k = &m.k[1];
+    k->nw = 1;
+    k->w[0] = (sim_w){ .name = "w", .pre_s = 2, .pre_stored_s = 4, .bytes = 5, .bytes_stored = 10 };
+    k->bytes = 5;
+    k->bytes_stored = 10;
+    k->fwd_pre = 1;
+    k->a2a_s = 1;
+    k->bwd_full_pre = 3;
+    k->bwd_full_exp = 6;
+    m.k[0] = *k;
+    smoe_sim_sched s;
+    smoe_sim_result r;
+    memset(&s, 0, sizeof s);
+    s.family = SMOE_SCHED_MAXTEXT;
+    s.prefetch_depth = 1;
+    s.shared_engine = 1;
+    smoe_trace *t = smoe_trace_new(0, 0);
+    CHECK(t != NULL);
+    if (!t)
+        return;
+    CHECK(smoe_sim_run(&m, &s, &r, t) == SMOE_OK);
+    double t0 = -1, t1 = -1;
+    int tid;
+    const char *name;
+    for (int64_t i = 0; t0 < 0; i++) {
+        int e = smoe_trace_event(t, i, &tid, &t0, &t1, &name);
+        if (e < 0)
+            break;
+        if (e != 0 || strcmp(name, "expert exchange") != 0)
+            t0 = -1;
+    }
+    CHECKF(NEAR(t0, 5) && NEAR(t1, 13), "first exchange [%g,%g], expected [5,13]", t0, t1);
+    smoe_trace_free(t);
 }
 
 static void test_planner(void)
@@ -496,6 +642,8 @@ int main(int argc, char **argv)
     test_hand_schedules();
     test_maxtext_family();
     test_split_waits();
+    test_xla_baseline();
+    test_shared_queue_order();
     test_planner();
     test_cpu_executor();
     if (argc > 1) {
@@ -505,6 +653,10 @@ int main(int argc, char **argv)
         const char *bf[] = { "ici_expert_parallelism=2", "weight_dtype=bfloat16",
                              "grad_dtype=bfloat16" };
         test_memory(argv[1], bf, 3, 2, 2, 2, 2);
+        /* bf16 weights: MaxText casts only float32 gradients to grad_dtype
+         * (train.py), so they stay bf16; the moments follow the weights */
+        const char *bw[] = { "ici_expert_parallelism=2", "weight_dtype=bfloat16" };
+        test_memory(argv[1], bw, 2, 2, 2, 2, 2);
         const char *mu[] = { "ici_expert_parallelism=2", "mu_dtype=bfloat16" };
         test_memory(argv[1], mu, 2, 4, 4, 2, 4);
         const char *sgd[] = { "ici_expert_parallelism=2", "opt_type=sgd" };

@@ -1,6 +1,6 @@
-/* The trainer API (train.h) on one rank, over the single-rank runtime (no
- * MPI): a run saved after 3 of 6 steps through smoe_trainer_save and
- * resumed by a new trainer through smoe_trainer_load is bitwise the
+/* The trainer API (train.h) on one rank, over the single-rank communicator
+ * (smoe_comm_local_new: no MPI linked): a run saved after 3 of 6 steps
+ * through smoe_trainer_save and resumed by a new trainer through smoe_trainer_load is bitwise the
  * uninterrupted run (losses, lr, grad norms, parameter digest); a
  * top-level parameter gathered whole equals this rank's shard (one rank
  * holds it all), a stacked one holds the same values; the parameter table
@@ -8,11 +8,14 @@
  * without a checkpoint directory, an unknown parameter and zero steps are
  * refused with an error (and the trainer still steps after a refusal);
  * the schedule changed between steps (smoe_trainer_set_mode: depths 3, 0,
- * 2 built on demand, 9 clamped) trains bitwise as depth 1.
+ * 2 built on demand, 9 clamped) trains bitwise as depth 1; a schedule
+ * given to smoe_trainer_new (depth 2, built by the sched module) trains
+ * bitwise as depth 1, and one missing a weight or given with interleaved
+ * modes is refused; a communicator
+ * whose mesh is not the plan's is refused.
  * usage: test_trainer CONFIG_DIR DATA_FILE */
 #define _GNU_SOURCE
 #include "check.h"
-#include "smoe/runtime.h"
 #include "smoe/train.h"
 
 #include <math.h>
@@ -20,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static smoe_rt *rt;
+static smoe_comm comm;
 static smoe_config *cfg;
 static smoe_plan *plan;
 static smoe_train_data *data;
@@ -64,7 +67,7 @@ static void test_resume(const char *dir)
     char ha[65] = "", hb[65] = "", ckpt[4200];
     smoe_train_opts o = opts(6, NULL, 0);
     smoe_trainer *t;
-    CHECKF(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
     if (!t)
         return;
     run(t, 0, 6, a);
@@ -76,7 +79,7 @@ static void test_resume(const char *dir)
 
     snprintf(ckpt, sizeof ckpt, "%s/ckpt", dir);
     o = opts(6, ckpt, 0);
-    CHECKF(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
     if (!t)
         return;
     run(t, 0, 3, b);
@@ -85,7 +88,7 @@ static void test_resume(const char *dir)
     smoe_trainer_free(t);
 
     o = opts(6, ckpt, 1);
-    CHECKF(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
     if (!t)
         return;
     smoe_train_result res;
@@ -109,7 +112,7 @@ static void test_params_and_refusals(void)
     smoe_err err;
     smoe_train_opts o = opts(2, NULL, 0);
     smoe_trainer *t;
-    CHECKF(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
     if (!t)
         return;
     int n;
@@ -168,9 +171,66 @@ static void test_params_and_refusals(void)
     smoe_trainer_free(t);
     o = opts(0, NULL, 0);
     t = (smoe_trainer *)1;
-    CHECK(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_EINVAL);
+    CHECK(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_EINVAL);
     CHECK(t == NULL);
     CHECKF(strstr(err.where, "--steps") != NULL, "%s: %s", err.where, err.msg);
+    /* the communicator's ranks must form the plan's mesh */
+    smoe_mesh other = { 1, { "data" }, { 1 } };
+    smoe_comm c2;
+    o = opts(2, NULL, 0);
+    CHECK(smoe_comm_local_new(&other, 20, &c2, &err) == SMOE_OK);
+    t = (smoe_trainer *)1;
+    CHECK(smoe_trainer_new(cfg, plan, NULL, &c2, &o, data, &t, &err) == SMOE_EINVAL);
+    CHECK(t == NULL);
+    CHECKF(strstr(err.msg, "is not the plan's") != NULL, "%s", err.msg);
+    smoe_comm_local_free(&c2);
+    /* and the single-rank communicator runs one rank */
+    smoe_mesh two = { 1, { "fsdp" }, { 2 } };
+    CHECK(smoe_comm_local_new(&two, 20, &c2, &err) == SMOE_EINVAL);
+    CHECKF(strstr(err.msg, "2 devices") != NULL, "%s", err.msg);
+}
+
+/* The depth-1 run of 6 steps (the oracle of the schedule tests below),
+ * and the trainer's layer weights by kind in its order (names into the
+ * plan). */
+static smoe_train_step ref[6];
+static char ref_sha[65];
+static const char *lw_names[2][64];
+static int lw_n[2], n_layers, n_dense;
+
+static void reference(void)
+{
+    smoe_err err;
+    smoe_train_opts o = opts(6, NULL, 0);
+    smoe_trainer *t;
+    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    if (!t)
+        return;
+    run(t, 0, 6, ref);
+    CHECK(smoe_trainer_digest(t, NULL, ref_sha, &err) == SMOE_OK);
+    int n;
+    const smoe_trainer_param *p = smoe_trainer_params(t, &n);
+    for (int i = 0; i < n; i++) {
+        int k = strstr(p[i].name, "moe_layers/") ? 1 : strstr(p[i].name, "dense_layers/") ? 0 : -1;
+        if (k >= 0 && lw_n[k] < 64)
+            lw_names[k][lw_n[k]++] = p[i].name;
+    }
+    const smoe_model_cfg *mc = smoe_trainer_model(t);
+    n_layers = (int)(mc->n_dense + mc->n_moe);
+    n_dense = (int)mc->n_dense;
+    smoe_trainer_free(t);
+}
+
+/* Steps b of trainer t (6 done) and its digest against the reference. */
+static void check_as_reference(smoe_trainer *t, const smoe_train_step *b, const char *what)
+{
+    smoe_err err;
+    char hb[65] = "";
+    CHECK(smoe_trainer_digest(t, NULL, hb, &err) == SMOE_OK);
+    for (int s = 0; s < 6; s++)
+        CHECKF(ref[s].loss == b[s].loss && ref[s].grad_norm == b[s].grad_norm,
+               "%s, step %d: loss %.17g vs %.17g", what, s + 1, b[s].loss, ref[s].loss);
+    CHECKF(strcmp(ref_sha, hb) == 0, "%s: parameters %s vs %s", what, hb, ref_sha);
 }
 
 /* The schedule changed between steps through smoe_trainer_set_mode: the
@@ -180,20 +240,12 @@ static void test_params_and_refusals(void)
 static void test_set_mode(void)
 {
     smoe_err err;
-    smoe_train_step a[6], b[6];
-    memset(a, 0, sizeof a);
+    smoe_train_step b[6];
     memset(b, 0, sizeof b);
-    char ha[65] = "", hb[65] = "";
     smoe_train_opts o = opts(6, NULL, 0);
-    smoe_trainer *t;
-    CHECKF(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
-    if (!t)
-        return;
-    run(t, 0, 6, a);
-    CHECK(smoe_trainer_digest(t, NULL, ha, &err) == SMOE_OK);
-    smoe_trainer_free(t);
     o.prefetch_depth = 3;
-    CHECKF(smoe_trainer_new(rt, cfg, plan, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    smoe_trainer *t;
+    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
     if (!t)
         return;
     static const int depth[6] = { 3, 0, 2, 2, 9, 1 };
@@ -201,12 +253,54 @@ static void test_set_mode(void)
         smoe_trainer_set_mode(t, depth[s], 0);
         run(t, s, s + 1, b);
     }
-    CHECK(smoe_trainer_digest(t, NULL, hb, &err) == SMOE_OK);
-    for (int s = 0; s < 6; s++)
-        CHECKF(a[s].loss == b[s].loss && a[s].grad_norm == b[s].grad_norm,
-               "step %d at depth %d: loss %.17g vs %.17g", s + 1, depth[s], b[s].loss, a[s].loss);
-    CHECK_STR(ha, hb);
+    check_as_reference(t, b, "depths 3 0 2 2 9 1");
     smoe_trainer_free(t);
+}
+
+/* A schedule given to smoe_trainer_new (its own argument): a uniform
+ * depth-2 schedule built by the sched module for the trainer's layer
+ * weights trains bitwise as the options' depth 1; one that names a weight
+ * too few, or that is given with interleaved modes, is refused. */
+static void test_given_schedule(void)
+{
+    smoe_err err;
+    smoe_train_step b[6];
+    memset(b, 0, sizeof b);
+    CHECK(lw_n[0] > 0 && lw_n[1] > 0);
+    const char *const *nm[2] = { lw_names[0], lw_names[1] };
+    smoe_schedule *sc = NULL, *few = NULL;
+    CHECKF(smoe_schedule_build(n_layers, n_dense, lw_n, nm, 2, NULL, &sc, &err) == SMOE_OK, "%s",
+           err.msg);
+    if (!sc)
+        return;
+    smoe_train_opts o = opts(6, NULL, 0);
+    o.schedule_name = "depth2.json";
+    smoe_trainer *t;
+    CHECKF(smoe_trainer_new(cfg, plan, sc, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    if (t) {
+        run(t, 0, 6, b);
+        check_as_reference(t, b, "a given depth-2 schedule");
+        smoe_trainer_free(t);
+    }
+    /* interleaved modes run their own schedules */
+    smoe_train_opts o2 = o;
+    o2.nmodes = 2;
+    o2.modes[0].prefetch_depth = 0;
+    o2.modes[1].prefetch_depth = 1;
+    t = (smoe_trainer *)1;
+    CHECK(smoe_trainer_new(cfg, plan, sc, &comm, &o2, data, &t, &err) == SMOE_EINVAL);
+    CHECK(t == NULL);
+    CHECKF(strstr(err.where, "--schedule") != NULL, "%s: %s", err.where, err.msg);
+    /* a schedule that misses a weight of the model */
+    int nf[2] = { lw_n[0], lw_n[1] - 1 };
+    CHECKF(smoe_schedule_build(n_layers, n_dense, nf, nm, 1, NULL, &few, &err) == SMOE_OK, "%s",
+           err.msg);
+    t = (smoe_trainer *)1;
+    CHECK(few && smoe_trainer_new(cfg, plan, few, &comm, &o, data, &t, &err) == SMOE_EINVAL);
+    CHECK(t == NULL);
+    CHECKF(strstr(err.where, "depth2.json") != NULL, "%s: %s", err.where, err.msg);
+    smoe_schedule_free(few);
+    smoe_schedule_free(sc);
 }
 
 int main(int argc, char **argv)
@@ -223,22 +317,23 @@ int main(int argc, char **argv)
     co.base_path = base;
     co.model = "tiny";
     smoe_plan_opts po = { 1, 1, NULL, 4 };
-    smoe_rt_opts ro = { 0, 0 };
-    if (smoe_rt_init(&argc, &argv, &rt, &err) || smoe_config_load(&co, &cfg, &err) ||
-        smoe_plan_build(cfg, &po, &plan, &err) || smoe_rt_set_mesh(rt, &plan->mesh, &ro, &err) ||
+    if (smoe_config_load(&co, &cfg, &err) || smoe_plan_build(cfg, &po, &plan, &err) ||
+        smoe_comm_local_new(&plan->mesh, 20, &comm, &err) ||
         smoe_train_data_load(argv[2], 128, &data, &err) || !mkdtemp(tmpl)) {
         fprintf(stderr, "test_trainer: set-up: %s\n", err.msg);
         return 1;
     }
     test_resume(tmpl);
     test_params_and_refusals();
+    reference();
     test_set_mode();
+    test_given_schedule();
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
     CHECK(system(cmd) == 0);
     smoe_train_data_free(data);
     smoe_plan_free(plan);
     smoe_config_free(cfg);
-    smoe_rt_finalize(rt);
+    smoe_comm_local_free(&comm);
     return check_report();
 }

@@ -1,18 +1,25 @@
 /* smoe comm: the communication interfaces that the model and the trainer
  * talk to, owned by neither the model nor the runtime. An interface is a
  * small vtable (function pointers and a context); the MPI runtime
- * (runtime.h) supplies one implementation, and a single-rank one that
- * needs no MPI is provided here (src/comm/), so code written against the
- * interface builds and runs without MPI.
+ * (runtime.h: smoe_rt_ep_comm, smoe_rt_comm) supplies one implementation,
+ * and a single-rank one that needs no MPI is provided here (src/comm/), so
+ * code written against the interface builds and runs without MPI.
  *
  * smoe_ep_comm: the expert-parallel exchange of one rank's expert group
- * (the MoE layer's token all-to-all). */
+ * (the MoE layer's token all-to-all).
+ * smoe_comm: everything the trainer (train.h) asks of its ranks: who they
+ * are, the small collectives that agree on statuses and numbers, the FSDP
+ * weight gathers and their gradient transposes, waits that never hang,
+ * and the expert group. The trainer is written against it alone, so one
+ * build of it runs under MPI (smoe_rt_comm) or on one rank without MPI
+ * (smoe_comm_local_new). */
 #ifndef SMOE_COMM_H
 #define SMOE_COMM_H
 
 #include <stdint.h>
 
 #include "smoe/core.h"
+#include "smoe/shard.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,6 +48,188 @@ typedef struct smoe_ep_comm {
 
 /* The expert group of one rank: exchange = memcpy (src/comm/self.c). */
 smoe_ep_comm smoe_ep_comm_self(void);
+
+/* ---- smoe_comm: the trainer's ranks ----
+ * Error contract (the runtime's): the small collectives and the gather
+ * operations return nothing, since a failure in them (an MPI error, a wait
+ * past the timeout) ends the whole job (abort) so that no rank is left in
+ * a collective its peers have given up on; what can fail on one rank
+ * (agree, agree_err, check_same, gather_new, gatherv_bytes) returns a
+ * status that every rank gets the same (agree) or the caller agrees. */
+
+/* One weight's prepared gathers (opaque; owned by the comm, freed with
+ * it). */
+typedef struct smoe_comm_gather smoe_comm_gather;
+
+typedef struct smoe_wgather_info {
+    int64_t shard_numel;   /* local shard, elements */
+    int64_t gathered_numel;/* gathered buffer, elements */
+    int64_t shard_shape[SMOE_MAX_RANK];
+    int64_t gathered_shape[SMOE_MAX_RANK];
+    int64_t offset[SMOE_MAX_RANK]; /* of the shard inside the gathered buffer */
+    int rank;
+    int stages;            /* prefetched all-gathers (one per gathered dim) */
+    int residual_stages;   /* blocking all-gathers at use (legacy) */
+    int reduce_axes;       /* mesh axes (size > 1) the weight is replicated on */
+} smoe_wgather_info;
+
+/* One gather in flight: the caller owns it (one per weight per buffer),
+ * since several layers of the same weight may be gathered at once. The
+ * counters are _Atomic: a progress thread may decrement them while the
+ * application thread reads them. */
+typedef struct smoe_comm_ticket {
+    _Atomic int pending;      /* prefetched ops outstanding */
+    _Atomic int res_pending;  /* residual ops outstanding */
+} smoe_comm_ticket;
+
+/* Timing of this rank's communication, reset by the caller. */
+typedef struct smoe_comm_stats {
+    double gather_wait_s;     /* exposed: inside gather_wait */
+    double residual_s;        /* blocking residual gathers (legacy) */
+    double gather_busy_s;     /* gather ops from start to completion */
+    double a2a_s;             /* expert all-to-alls */
+    double reduce_wait_s;     /* waiting for gradient reductions */
+    int64_t gathers;          /* gather ops completed */
+    int64_t gather_bytes;     /* bytes received by gathers */
+} smoe_comm_stats;
+
+/* A span of the trace (lanes: smoe_lane, core.h; times: smoe_now()). */
+typedef void (*smoe_comm_span_fn)(void *ud, int lane, const char *name, double t0, double t1);
+
+/* A wait loop that never hangs: smoe_comm_wait_begin, then
+ * smoe_comm_wait_step once per round (it drives progress, yields the CPU
+ * after a few hundred fruitless rounds, and past the timeout aborts the job
+ * naming this rank, `what` and the phase). */
+typedef struct smoe_comm_wait {
+    double t0;
+    int spins;
+    const char *what;
+} smoe_comm_wait;
+
+/* The settings every rank must share beyond the mesh (digested into the
+ * trainer's fingerprint): the MPI runtime's shared_queue, progress_thread. */
+#define SMOE_COMM_NSETTINGS 2
+
+/* The operations; ctx is smoe_comm.ctx. Every one is required. Collective
+ * ones are marked (every rank calls them in the same order). */
+typedef struct smoe_comm_ops {
+    const char *name;                          /* "MPI", "single rank" */
+    int (*rank)(void *ctx);
+    int (*size)(void *ctx);
+    const smoe_mesh *(*mesh)(void *ctx);       /* the mesh the ranks form */
+    const int64_t *(*coords)(void *ctx);       /* this rank's, mesh order */
+    void (*settings)(void *ctx, int64_t v[SMOE_COMM_NSETTINGS]);
+    void (*set_phase)(void *ctx, const char *text); /* copied; named by failures */
+    /* print msg, end every rank with exit status `code`; must not return */
+    void (*abort)(void *ctx, smoe_exit code, const char *msg);
+    void (*progress)(void *ctx);               /* advance nonblocking ops */
+    void (*wait_step)(void *ctx, smoe_comm_wait *w);
+    /* wait for every queued op (a wait past the timeout aborts) */
+    smoe_status (*drain)(void *ctx, smoe_err *err);
+    /* collective, over every rank */
+    void (*allreduce_sum_f64)(void *ctx, double *v, int n);
+    void (*allreduce_max_f64)(void *ctx, double *v, int n);
+    void (*allreduce_max_i64)(void *ctx, int64_t *v, int n);
+    void (*gather_bytes)(void *ctx, const void *send, void *recv, int64_t n);
+    smoe_status (*gatherv_bytes)(void *ctx, const void *send, int64_t n, char **out,
+                                 int64_t *lens);
+    void (*bcast_bytes)(void *ctx, void *buf, int64_t n);
+    smoe_status (*agree)(void *ctx, smoe_status local);
+    smoe_status (*agree_err)(void *ctx, smoe_status local, smoe_err *err);
+    smoe_status (*check_same)(void *ctx, int n, const char *const names[],
+                              const char *const digests[], smoe_err *err);
+    /* FSDP weight gathers (collective over the ranks of the weight's axes) */
+    smoe_status (*gather_new)(void *ctx, const smoe_gather_exec *x, const char *name,
+                              smoe_comm_gather **out, smoe_err *err);
+    void (*gather_info)(const smoe_comm_gather *g, smoe_wgather_info *info);
+    void (*gather_start)(void *ctx, smoe_comm_gather *g, const float *shard, float *buf,
+                         smoe_comm_ticket *t);
+    void (*gather_wait)(void *ctx, smoe_comm_gather *g, float *buf, smoe_comm_ticket *t,
+                        double *wait_s);
+    void (*gather_reduce)(void *ctx, smoe_comm_gather *g, float *full, float *scratch,
+                          float *shard_grad, _Atomic int *done, int *used_scratch);
+    int (*gather_needs_pack)(const smoe_comm_gather *g);
+    smoe_ep_comm (*ep)(void *ctx);             /* this rank's expert group */
+    smoe_comm_stats *(*stats)(void *ctx);
+    void (*set_span_hook)(void *ctx, smoe_comm_span_fn fn, void *ud);
+} smoe_comm_ops;
+
+/* A communicator: the operations and their context. A value; the object
+ * behind ctx belongs to whoever made it (the runtime, or
+ * smoe_comm_local_new). */
+typedef struct smoe_comm {
+    const smoe_comm_ops *ops;
+    void *ctx;
+} smoe_comm;
+
+/* ---- the calls (src/comm/comm.c), one per operation; see runtime.h for
+ * the full contract of each (smoe_rt_X is smoe_comm_X over MPI) ---- */
+int smoe_comm_rank(const smoe_comm *c);
+int smoe_comm_size(const smoe_comm *c);
+const smoe_mesh *smoe_comm_mesh(const smoe_comm *c);
+const int64_t *smoe_comm_coords(const smoe_comm *c);
+void smoe_comm_settings(const smoe_comm *c, int64_t v[SMOE_COMM_NSETTINGS]);
+void smoe_comm_set_phase(const smoe_comm *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+_Noreturn void smoe_comm_abort(const smoe_comm *c, smoe_exit code, const char *msg);
+void smoe_comm_progress(const smoe_comm *c);
+smoe_comm_wait smoe_comm_wait_begin(const char *what);
+void smoe_comm_wait_step(const smoe_comm *c, smoe_comm_wait *w);
+SMOE_MUST_CHECK
+smoe_status smoe_comm_drain(const smoe_comm *c, smoe_err *err);
+void smoe_comm_allreduce_sum_f64(const smoe_comm *c, double *v, int n);
+void smoe_comm_allreduce_max_f64(const smoe_comm *c, double *v, int n);
+void smoe_comm_allreduce_max_i64(const smoe_comm *c, int64_t *v, int n);
+/* n bytes from every rank to rank 0 (recv: size * n bytes) */
+void smoe_comm_gather_bytes(const smoe_comm *c, const void *send, void *recv, int64_t n);
+/* variable byte counts to rank 0: *out (smoe_free) back to back, lens[r] */
+SMOE_MUST_CHECK
+smoe_status smoe_comm_gatherv_bytes(const smoe_comm *c, const void *send, int64_t n, char **out,
+                                    int64_t *lens);
+void smoe_comm_bcast_bytes(const smoe_comm *c, void *buf, int64_t n);
+/* the worst status over the ranks */
+SMOE_MUST_CHECK
+smoe_status smoe_comm_agree(const smoe_comm *c, smoe_status local);
+/* the worst status, and the err of the lowest-numbered rank that failed */
+SMOE_MUST_CHECK
+smoe_status smoe_comm_agree_err(const smoe_comm *c, smoe_status local, smoe_err *err);
+/* the same n digests on every rank, or SMOE_EINVAL naming what differs */
+SMOE_MUST_CHECK
+smoe_status smoe_comm_check_same(const smoe_comm *c, int n, const char *const names[],
+                                 const char *const digests[], smoe_err *err);
+SMOE_MUST_CHECK
+smoe_status smoe_comm_gather_new(const smoe_comm *c, const smoe_gather_exec *x, const char *name,
+                                 smoe_comm_gather **out, smoe_err *err);
+void smoe_comm_gather_info(const smoe_comm *c, const smoe_comm_gather *g,
+                           smoe_wgather_info *info);
+void smoe_comm_gather_start(const smoe_comm *c, smoe_comm_gather *g, const float *shard,
+                            float *buf, smoe_comm_ticket *t);
+void smoe_comm_gather_wait(const smoe_comm *c, smoe_comm_gather *g, float *buf,
+                           smoe_comm_ticket *t, double *wait_s);
+void smoe_comm_gather_reduce(const smoe_comm *c, smoe_comm_gather *g, float *full,
+                             float *scratch, float *shard_grad, _Atomic int *done,
+                             int *used_scratch);
+int smoe_comm_gather_needs_pack(const smoe_comm *c, const smoe_comm_gather *g);
+smoe_ep_comm smoe_comm_ep(const smoe_comm *c);
+smoe_comm_stats *smoe_comm_stats_get(const smoe_comm *c);
+void smoe_comm_set_span_hook(const smoe_comm *c, smoe_comm_span_fn fn, void *ud);
+
+/* ---- the single-rank communicator (src/comm/local.c; no MPI) ----
+ * On a mesh of one device nothing is ever sent: a weight's gathered buffer
+ * is its shard, a gradient's reduce-scatter and all-reduce leave it as it
+ * is, the expert all-to-all is a copy (smoe_ep_comm_self), every
+ * collective is the identity and every op completes when it is issued:
+ * the same copies the MPI runtime makes on a one-rank mesh, so a run is
+ * bitwise the same. A wait that waits can never end, so it aborts after
+ * `timeout_s` seconds (<= 0: never), as the MPI runtime's does for a dead
+ * peer; abort prints "smoe: rank 0: MSG" and _exits with the code. One
+ * thread. SMOE_EINVAL when the mesh has more than one device. */
+SMOE_MUST_CHECK
+smoe_status smoe_comm_local_new(const smoe_mesh *mesh, double timeout_s, smoe_comm *out,
+                                smoe_err *err);
+/* Free what smoe_comm_local_new made (its gathers included); c->ctx NULL
+ * after. */
+void smoe_comm_local_free(smoe_comm *c);
 
 #ifdef __cplusplus
 }

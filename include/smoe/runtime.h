@@ -6,7 +6,9 @@
  * weight is replicated on), the expert all-to-all, and the queues that
  * order them. Only src/runtime/ includes <mpi.h>; the model never sees MPI
  * (it talks to smoe_ep_comm, comm.h, which also has a single-rank implementation),
- * and a process started without an MPI launcher runs as one rank.
+ * nor does the trainer (smoe_comm, comm.h: smoe_rt_comm is this runtime
+ * behind it), and a process started without an MPI launcher runs as one
+ * rank.
  *
  * DESIGN (layering)
  *   The runtime stands on core and shard only (it links neither libyaml
@@ -87,11 +89,7 @@ void smoe_rt_progress(smoe_rt *rt);
  * when the wait has lasted longer than the runtime's timeout it aborts the
  * whole job with a message naming this rank, what it waited for and the
  * current phase (a peer died, or a link is down). */
-typedef struct smoe_rt_wait {
-    double t0;
-    int spins;
-    const char *what;
-} smoe_rt_wait;
+typedef smoe_comm_wait smoe_rt_wait; /* comm.h */
 smoe_rt_wait smoe_rt_wait_begin(const char *what);
 void smoe_rt_wait_step(smoe_rt *rt, smoe_rt_wait *w);
 /* Seconds a wait may last before the job is aborted (default 20; <= 0:
@@ -147,17 +145,7 @@ smoe_rt_opts smoe_rt_get_opts(const smoe_rt *rt);
 /* ---- FSDP weight gathers ---- */
 typedef struct smoe_wgather smoe_wgather;
 
-typedef struct smoe_wgather_info {
-    int64_t shard_numel;   /* local shard, elements */
-    int64_t gathered_numel;/* gathered buffer, elements */
-    int64_t shard_shape[SMOE_MAX_RANK];
-    int64_t gathered_shape[SMOE_MAX_RANK];
-    int64_t offset[SMOE_MAX_RANK]; /* of the shard inside the gathered buffer */
-    int rank;
-    int stages;            /* prefetched all-gathers (one per gathered dim) */
-    int residual_stages;   /* blocking all-gathers at use (legacy) */
-    int reduce_axes;       /* mesh axes (size > 1) the weight is replicated on */
-} smoe_wgather_info;
+/* smoe_wgather_info: comm.h (the trainer reads it through smoe_comm). */
 
 /* Prepare the gathers of one per-layer weight from the executable form of
  * its plan entry (smoe_gather_exec, made by the plan: smoe_gather_exec_of).
@@ -178,10 +166,7 @@ void smoe_rt_wgather_info(const smoe_wgather *g, smoe_wgather_info *info);
  * since several layers of the same weight may be gathered at once. The
  * counters are _Atomic: the progress thread decrements them while the
  * application thread reads them (volatile orders nothing between threads). */
-typedef struct smoe_rt_ticket {
-    _Atomic int pending;      /* prefetched ops outstanding */
-    _Atomic int res_pending;  /* residual ops outstanding */
-} smoe_rt_ticket;
+typedef smoe_comm_ticket smoe_rt_ticket; /* comm.h */
 
 /* Copy `shard` into its place in `buf` (gathered_numel floats) and enqueue
  * the prefetched all-gathers on the gather queue; `t` tracks them. Cannot
@@ -218,23 +203,20 @@ int smoe_rt_wgather_needs_pack(const smoe_wgather *g);
 smoe_ep_comm smoe_rt_ep_comm(smoe_rt *rt);
 
 /* ---- timing of this rank's communication, reset by the caller ---- */
-typedef struct smoe_rt_stats {
-    double gather_wait_s;     /* exposed: inside smoe_rt_wgather_wait */
-    double residual_s;        /* blocking residual gathers (legacy) */
-    double gather_busy_s;     /* gather ops from start to completion */
-    double a2a_s;             /* expert all-to-alls */
-    double reduce_wait_s;     /* waiting for gradient reductions */
-    int64_t gathers;          /* gather ops completed */
-    int64_t gather_bytes;     /* bytes received by gathers */
-} smoe_rt_stats;
+typedef smoe_comm_stats smoe_rt_stats; /* comm.h; gather_wait_s: inside smoe_rt_wgather_wait */
 smoe_rt_stats *smoe_rt_stats_get(smoe_rt *rt);
 
 /* ---- trace: spans recorded by the runtime and the train loop ---- */
 /* Spans go to the lanes of smoe_lane (core.h). */
-typedef void (*smoe_rt_span_fn)(void *ud, int lane, const char *name,
-                                double t0, double t1);
+typedef smoe_comm_span_fn smoe_rt_span_fn;
 /* Install a span recorder (NULL: none). Times are smoe_now() seconds. */
 void smoe_rt_set_span_hook(smoe_rt *rt, smoe_rt_span_fn fn, void *ud);
+
+/* ---- the runtime as a smoe_comm (comm.h) ----
+ * The communicator the trainer talks to: every operation is the smoe_rt_X
+ * call above on rt (its gathers are rt's smoe_wgather). Valid from
+ * smoe_rt_set_mesh until smoe_rt_finalize. */
+smoe_comm smoe_rt_comm(smoe_rt *rt);
 
 #ifdef __cplusplus
 }

@@ -121,15 +121,19 @@ void smoe_sim_model_set_compute(smoe_sim_model *m, int kind, double fwd, double 
  *            the planner's levels), gathered in the compute dtype, the
  *            backward's gradients held from the layer's start to its
  *            reductions' end; with depth 0 and stream_grads, XLA's own scan
- *            (the baseline): each weight's gradient reduce-scattered as the
- *            backward produces it.
+ *            (the baseline): each weight's gradient reduce-scattered in the
+ *            compute dtype as the backward produces it, and on accelerators
+ *            the routed experts' weights gathered in program order at the
+ *            MoE block's entry (after attention and the router), not at the
+ *            layer's start.
  *   MAXTEXT  MaxText's prefetch_fsdp_weights (layers/fsdp_prefetch.py), per
  *            layer stack: the forward's first gather issued at the step's
  *            start (it depends only on the parameters), then W(k+1) during
  *            layer k; the backward's first two gathers fenced behind the
  *            stack's incoming gradient (an optimization barrier), then
  *            W(k-1) during layer k; W(k), W(k-1) and dW(k) live until dW(k)'s
- *            reduce-scatter; weights gathered as stored (weight_dtype); the
+ *            reduce-scatter; weights gathered as stored (weight_dtype: the
+ *            pipeline gathers the nnx.Param leaves, the layers cast after); the
  *            backward always rematerialises the layer in full and only layer
  *            inputs are saved. */
 typedef enum smoe_sched_family { SMOE_SCHED_UNIFORM = 0, SMOE_SCHED_MAXTEXT } smoe_sched_family;
@@ -141,6 +145,13 @@ typedef struct smoe_sim_sched {
     const unsigned char (*distance)[SMOE_SIM_MAX_WEIGHTS]; /* [kind][weight] */
     smoe_sched_family family;
     int stream_grads;     /* UNIFORM: per-weight gradient reductions (XLA) */
+    /* Bytes per element the gathers move, and with them the gradients'
+     * reductions (a reduce-scatter is its gather's transpose) on XLA's scan
+     * and MaxText's path: 0 = the family's own (MAXTEXT and legacy: as
+     * stored, weight_dtype; UNIFORM: the compute dtype, the weights cast
+     * before the gather). Other values scale the gathers' bandwidth parts
+     * from the stored dtype's (legacy gathers stay as stored). */
+    int gather_bytes;
     /* UNIFORM: the schedule to run (built for the same model; may be
      * NULL: then built from distance or prefetch_depth) */
     const struct smoe_schedule *schedule;

@@ -22,8 +22,9 @@
 #include "smoe/config.h"
 #include "smoe/kernels.h"
 #include "smoe/model.h"
+#include "smoe/comm.h"
 #include "smoe/plan.h"
-#include "smoe/runtime.h"
+#include "smoe/sched.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -85,10 +86,9 @@ typedef struct smoe_train_opts {
     int nmodes;
     smoe_train_mode modes[SMOE_TRAIN_MAX_MODES];
     int64_t max_memory;     /* bytes per rank, 0 = no limit */
-    /* the prefetch schedule to execute (smoe sim --schedule-out; whole
-     * weights), instead of prefetch_depth; one mode only. Not owned. */
-    const struct smoe_schedule *schedule;
-    const char *schedule_name; /* its file, named in errors (may be NULL) */
+    /* the file of the schedule given to smoe_trainer_new / smoe_train_run
+     * (smoe sim --schedule-out), named in errors (may be NULL) */
+    const char *schedule_name;
     /* memory budget per rank (0 = none): the budgeted planner on `hw`
      * chooses the schedule and the run holds every tracked class under it
      * (a gather waits for memory rather than exceed it); one mode only */
@@ -161,25 +161,29 @@ const smoe_train_key *smoe_train_keys(int *n);
 SMOE_MUST_CHECK
 smoe_status smoe_train_check_keys(const smoe_config *cfg, smoe_err *err);
 
-/* Run the training on the rank set of rt (smoe_rt_set_mesh done with the
- * plan's mesh). Collective: every rank calls it with the same arguments.
- * Errors (bad data file, unsupported config, memory over max_memory) are
- * agreed across ranks before any step, so every rank returns the same
- * status; rank 0's err carries the message. */
+/* Run the training on the ranks of comm (their mesh: the plan's), with
+ * the prefetch schedule `schedule` (NULL: o's depth, modes or budget; see
+ * smoe_trainer_new). Collective: every rank calls it with the same
+ * arguments. Errors (bad data file, unsupported config, memory over
+ * max_memory) are agreed across ranks before any step, so every rank
+ * returns the same status; rank 0's err carries the message. */
 SMOE_MUST_CHECK
-smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg,
-                           const smoe_plan *plan, const smoe_train_opts *o,
-                           smoe_train_result *res, smoe_err *err);
+smoe_status smoe_train_run(const smoe_config *cfg, const smoe_plan *plan,
+                           const smoe_schedule *schedule, const smoe_comm *comm,
+                           const smoe_train_opts *o, smoe_train_result *res, smoe_err *err);
 void smoe_train_result_free(smoe_train_result *r);
 
 /* ---- training as a library ----
- * A trainer holds one model's sharded state on the ranks of rt (every rank
- * creates one with the same arguments: the calls below are collective
- * unless said otherwise) and trains it one batch at a time; smoe_train_run
- * is a loop over it. Thread-safety: one thread drives a trainer.
+ * A trainer holds one model's sharded state on the ranks of a communicator
+ * (comm.h: smoe_rt_comm(rt) over MPI, or smoe_comm_local_new on one rank
+ * without MPI; every rank creates one with the same arguments: the calls
+ * below are collective unless said otherwise) and trains it one batch at a
+ * time; smoe_train_run is a loop over it. The train library links no MPI:
+ * everything it asks of the ranks goes through the smoe_comm it is given.
+ * Thread-safety: one thread drives a trainer.
  *
  *   smoe_train_data_load(path, seq, &data, &err);        the batches' source
- *   smoe_trainer_new(rt, cfg, plan, &opts, data, &t, &err);
+ *   smoe_trainer_new(cfg, plan, NULL, &comm, &opts, data, &t, &err);
  *   for (step = 0; step < opts.steps; step++) {
  *       smoe_train_data_batch(data, opts.seed, step, rank * batch, batch, seq,
  *                             tokens, targets);
@@ -210,20 +214,28 @@ typedef struct smoe_trainer smoe_trainer;
  * keys of cfg (refused with their location), every rank's config, plan,
  * options and data compared (smoe_train_run's fingerprint), the sharded
  * layout, the memory estimate (against o->max_memory and this machine),
- * the slabs, and the parameters initialised from o->seed. From o it reads:
- * steps (the length of the run, >= 1: the learning-rate schedule), seed,
- * the schedules (prefetch_depth and legacy, or nmodes/modes: the pool is
+ * the slabs, and the parameters initialised from o->seed.
+ * schedule: the prefetch schedule to execute (smoe sim --schedule-out, or
+ * smoe_schedule_build; whole weights; checked against the model, the same
+ * on every rank; not owned, must outlive the trainer), or NULL: the
+ * schedules of o (prefetch_depth and legacy, or nmodes/modes, or the
+ * budgeted planner's with o->hbm_budget). A given schedule runs alone
+ * (not with nmodes > 1 or hbm_budget); its plan is o->legacy's.
+ * comm: the ranks (copied; what it points to must outlive the trainer);
+ * its mesh must be plan's. From o it reads: steps (the length of the run,
+ * >= 1: the learning-rate schedule), seed, the schedules (the pool is
  * sized for the deepest), max_memory, trace_path (a trace is recorded when
  * set; smoe_trainer_write_trace), and ckpt_dir / ckpt_keep / ckpt_every /
  * resume (the checkpoint directory is opened for this run when set, see
  * smoe_trainer_save). data (may be NULL) is the batches' source, digested
  * into the fingerprint and counted in the memory estimate; the trainer
- * keeps no pointer to it. The mesh of rt must be set to plan's mesh. cfg,
+ * keeps no pointer to it. cfg,
  * plan and the strings of o must outlive the trainer. Errors are agreed:
  * every rank returns the same status, rank 0's err the failing rank's
  * message; *out is NULL on error. */
 SMOE_MUST_CHECK
-smoe_status smoe_trainer_new(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
+smoe_status smoe_trainer_new(const smoe_config *cfg, const smoe_plan *plan,
+                             const smoe_schedule *schedule, const smoe_comm *comm,
                              const smoe_train_opts *o, const smoe_train_data *data,
                              smoe_trainer **out, smoe_err *err);
 void smoe_trainer_free(smoe_trainer *t);
@@ -233,7 +245,7 @@ const smoe_model_cfg *smoe_trainer_model(const smoe_trainer *t);
 int64_t smoe_trainer_steps_done(const smoe_trainer *t);
 /* The schedule of the next steps: prefetch depth (at most the deepest of
  * o's schedules) and plan (legacy: o must have named a legacy schedule);
- * a trainer made with o->schedule or o->hbm_budget keeps that schedule
+ * a trainer made with a schedule or o->hbm_budget keeps that schedule
  * (the depth is not used). Numerically every schedule is the same
  * (bitwise). Not collective, but every rank must set the same. */
 void smoe_trainer_set_mode(smoe_trainer *t, int prefetch_depth, int legacy);
@@ -245,7 +257,7 @@ void smoe_trainer_set_mode(smoe_trainer *t, int prefetch_depth, int legacy);
  * abort_on_nan_loss / abort_on_inf_loss set returns SMOE_ENONFINITE on
  * every rank (the update is applied; save nothing after it). An error
  * inside the step is one rank's alone while its peers wait in a
- * collective: the job is ended (smoe_rt_abort, exit 72 out of memory,
+ * collective: the job is ended (smoe_comm_abort, exit 72 out of memory,
  * 73 otherwise) with that rank's message. */
 SMOE_MUST_CHECK
 smoe_status smoe_trainer_step(smoe_trainer *t, const int32_t *tokens, const int32_t *targets,

@@ -82,11 +82,7 @@ const char *rt_phase(const smoe_rt *rt)
     return g_phase;
 }
 
-smoe_rt_wait smoe_rt_wait_begin(const char *what)
-{
-    smoe_rt_wait w = { smoe_now(), 0, what };
-    return w;
-}
+smoe_rt_wait smoe_rt_wait_begin(const char *what) { return smoe_comm_wait_begin(what); }
 
 void smoe_rt_wait_step(smoe_rt *rt, smoe_rt_wait *w)
 {

@@ -144,7 +144,7 @@ static double gather_time(const cost *c, const smoe_gather *g, const smoe_axes *
 }
 
 /* Mesh axes (> 1) a weight is replicated on: its gradient all-reduce. */
-static double allreduce_time(const cost *c, const smoe_gather *g)
+static double allreduce_time(const cost *c, const smoe_gather *g, double scale)
 {
     smoe_axes rep;
     rep.n = 0;
@@ -161,7 +161,7 @@ static double allreduce_time(const cost *c, const smoe_gather *g)
         return 0;
     double grp = (double)smoe_axes_size(&rep, c->mesh);
     /* ring all-reduce: a reduce-scatter and an all-gather of the shard */
-    return 2 * coll(c, &rep, (double)g->bytes_in * (grp - 1) / grp, 0);
+    return 2 * coll(c, &rep, (double)g->bytes_in * scale * (grp - 1) / grp, 0);
 }
 
 static int is_routed(const smoe_weight *w)
@@ -302,6 +302,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     const double cast = c.ab / wbytes; /* gathered in the compute dtype / stored */
     c.eff = hw->compute_efficiency;
     m->compute_bytes = c.ab;
+    m->weight_bytes = wbytes;
     c.overhead = hw->op_overhead;
     c.ici = hw->ici_bandwidth / 2 / hw->devices_per_chip;
     c.dcn = hw->dcn_bandwidth / hw->devices_per_chip;
@@ -363,6 +364,10 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         x.pre_s = gather_time(&c, &w->gather, NULL, 0, cast);
         x.pre_stored_s = gather_time(&c, &w->gather, NULL, 0, 1);
         x.routed = is_routed(w);
+        { /* MaxText's MoeBlock names its down projection wo (moe.py) */
+            size_t n = strlen(w->path);
+            x.down = x.routed && n >= 3 && strcmp(w->path + n - 3, "/wo") == 0;
+        }
         x.pre_legacy_s = gather_time(&c, &w->legacy, NULL, 0, 1);
         /* legacy residual: gathered after the FSDP stages */
         {
@@ -370,8 +375,23 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
             tmp.bytes_in = w->legacy.bytes_out;
             x.res_legacy_s = gather_time(&c, &tmp, w->legacy.residual, 1, 1);
         }
-        /* the gradient of the stored parameter, reduced in its dtype */
-        x.rs_s = x.pre_stored_s + allreduce_time(&c, &w->gather);
+        /* a weight's gradient is reduced in the dtype its gather moved (the
+         * reduce-scatter is the gather's transpose): as stored (MaxText's
+         * prefetch path: dW of the gathered parameter) or cast (XLA's scan:
+         * the layers cast before the gather, linears.py / moe.py
+         * jnp.asarray(kernel, self.dtype)); the latency parts (the times
+         * at 2 bytes per element less those at 1) let a run scale both to
+         * the bytes its gathers move */
+        x.rs_s = x.pre_stored_s + allreduce_time(&c, &w->gather, 1);
+        x.rs_cast_s = x.pre_s + allreduce_time(&c, &w->gather, cast);
+        {
+            double g1 = gather_time(&c, &w->gather, NULL, 0, 1 / wbytes);
+            double g2 = gather_time(&c, &w->gather, NULL, 0, 2 / wbytes);
+            double r1 = g1 + allreduce_time(&c, &w->gather, 1 / wbytes);
+            double r2 = g2 + allreduce_time(&c, &w->gather, 2 / wbytes);
+            x.ag_lat_s = fmax(0, 2 * g1 - g2);
+            x.rs_lat_s = fmax(0, 2 * r1 - r2);
+        }
         x.bytes = (double)w->gather.bytes_out * cast;
         x.bytes_stored = (double)w->gather.bytes_out;
         if (!w->prefetch) {

@@ -51,8 +51,11 @@ smoe_status smoe_sim_dtypes(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_
         sh->dtype_bytes = w;
     if (!sh->compute_bytes)
         sh->compute_bytes = hw->compute_bytes > 0 ? (int)hw->compute_bytes : c;
+    /* MaxText casts the gradients to grad_dtype only where they are float32
+     * (train.py train_step: x.astype(config.grad_dtype) if x.dtype ==
+     * jnp.float32): those of bf16 or fp16 weights keep the weights' dtype */
     if (!sh->grad_bytes)
-        sh->grad_bytes = g;
+        sh->grad_bytes = sh->dtype_bytes == 4 ? g : sh->dtype_bytes;
     sh->no_moments = strcmp(opt, "sgd") == 0;
     if (!sh->mu_bytes)
         sh->mu_bytes = sh->no_moments ? 0 : mu ? mu : sh->dtype_bytes;

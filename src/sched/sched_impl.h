@@ -13,9 +13,15 @@ typedef struct sim_w {
     double res_legacy_s; /* legacy: the residual co-axes, at use */
     double pre_stored_s; /* the same gather in the stored dtype */
     double rs_s;         /* gradient reduce-scatter + all-reduce (stored dtype) */
+    double rs_cast_s;    /* the same in the compute dtype: the transpose of a
+                            gather of the cast weight (XLA's scan) */
+    double ag_lat_s, rs_lat_s; /* the latency parts of pre_stored_s and rs_s
+                            (the rest scales with the bytes a gather moves) */
     double bytes;        /* gathered buffer, compute dtype */
     double bytes_stored; /* gathered buffer, stored dtype */
     int routed;          /* a routed expert's weight: used by the experts phase */
+    int down;            /* the routed down projection (wo): first used after
+                            the up projections */
 } sim_w;
 
 /* A layer kind (dense or MoE). Compute is split around the expert
@@ -52,6 +58,7 @@ struct smoe_sim_model {
     double mem_params, mem_grads, mem_optimizer;
     double shard_elems;   /* parameter elements on this device */
     double compute_bytes; /* activation element size */
+    double weight_bytes;  /* stored weight element size (weight_dtype) */
     int use_compute; /* collectives are CPU work (cpu profiles) */
     double skew;     /* a sync point's wait for the last rank (cpu profiles) */
 };

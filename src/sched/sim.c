@@ -35,10 +35,16 @@ typedef struct sim {
     double *aeng, *reng; /* expert exchanges, reductions */
     double *gend;  /* (2L) prefetched gathers of a unit done */
     double *gend_exp; /* (2L) the same for its routed experts' weights (split) */
+    double *gend_down; /* (2L) the same for the routed down projection (split) */
     int split;     /* each op waits only for its own weights (XLA's dataflow):
                       the experts phase for the routed weights, the rest for
                       the others; smoe's runtime waits for the whole layer */
     int mx;        /* MaxText's prefetch family */
+    int xla;       /* XLA's scan (the baseline) on an accelerator: the routed
+                      experts' weights gathered at the MoE block's entry */
+    int gmode;     /* the dtype the gathers move: G_CAST, G_STORED, G_BYTES */
+    double gratio; /* G_BYTES: bytes per element moved / stored */
+    double t_exp_grad; /* XLA: when the unit's experts' transposes ended */
     mev *ev;
     int nev, cap;
     double *busy0, *busy1; /* comm intervals (cpu profiles) */
@@ -156,8 +162,9 @@ static double urgent(sim *x, double t, double dur, int lane, const char *name)
         x->qs[j] = fmax(x->qs[j], cur);
         x->qe[j] = x->qs[j] + d;
         cur = x->qe[j];
-        if (x->qu[j] >= 0) { /* a gather: 2 x unit + routed */
-            double *ge = (x->qu[j] & 1 ? x->gend_exp : x->gend) + (x->qu[j] >> 1);
+        if (x->qu[j] >= 0) { /* a gather: 3 x unit + its group (issue()) */
+            int grp = x->qu[j] % 3;
+            double *ge = (grp == 2 ? x->gend_down : grp ? x->gend_exp : x->gend) + x->qu[j] / 3;
             if (x->qe[j] > *ge)
                 *ge = x->qe[j];
         }
@@ -193,21 +200,51 @@ static double exchange(sim *x, double t, double dur)
 
 static int unit_layer(const smoe_sim_model *m, int u) { return u < m->L ? u : 2 * m->L - 1 - u; }
 
-static double pre_time(const sim *x, const sim_w *w)
+/* What the gathers move: the weights cast to the compute dtype (XLA's
+ * scan, smoe's runtime), as stored (MaxText's path, and the legacy plan,
+ * which is that path before the fix), or a schedule's gather_bytes per
+ * element (the bandwidth part scaled from the stored dtype's). */
+enum { G_CAST, G_STORED, G_BYTES };
+
+static double scaled(const sim *x, double t, double lat)
 {
-    return x->s->legacy ? w->pre_legacy_s : x->mx ? w->pre_stored_s : w->pre_s;
+    return lat + (t - lat) * x->gratio;
 }
 
-/* Gathered bytes of a weight and of a layer: as stored on MaxText's path
- * (and the legacy plan, which is that path before the fix), else cast. */
+static double pre_time(const sim *x, const sim_w *w)
+{
+    if (x->s->legacy)
+        return w->pre_legacy_s;
+    return x->gmode == G_CAST ? w->pre_s : x->gmode == G_STORED ? w->pre_stored_s
+                                                                : scaled(x, w->pre_stored_s, w->ag_lat_s);
+}
+
+/* Gathered bytes of a weight and of a layer. */
 static double w_bytes(const sim *x, const sim_w *w)
 {
-    return x->s->legacy || x->mx ? w->bytes_stored : w->bytes;
+    if (x->s->legacy)
+        return w->bytes_stored;
+    return x->gmode == G_CAST ? w->bytes : x->gmode == G_STORED ? w->bytes_stored
+                                                                : w->bytes_stored * x->gratio;
 }
 
 static double k_bytes(const sim *x, const sim_kind *k)
 {
-    return x->s->legacy || x->mx ? k->bytes_stored : k->bytes;
+    if (x->s->legacy)
+        return k->bytes_stored;
+    return x->gmode == G_CAST ? k->bytes : x->gmode == G_STORED ? k->bytes_stored
+                                                                : k->bytes_stored * x->gratio;
+}
+
+/* A weight's gradient reduction: on XLA's scan and MaxText's path in the
+ * dtype its gather moved (the reduce-scatter is the gather's transpose);
+ * smoe's runtime and the legacy plan reduce as stored. */
+static double rs_time(const sim *x, const sim_w *w)
+{
+    if (x->s->legacy || (!x->mx && !x->s->stream_grads))
+        return w->rs_s;
+    return x->gmode == G_CAST ? w->rs_cast_s : x->gmode == G_STORED ? w->rs_s
+                                                                    : scaled(x, w->rs_s, w->rs_lat_s);
 }
 
 /* MaxText's issue points (fsdp_prefetch.py): at the step's start (a
@@ -241,9 +278,11 @@ static void issue(sim *x, int u, int w, double frac, double t)
         x->lag = 0;
     }
     x->r.gather_busy_s += dur;
-    int exp = x->split && k->w[w].routed;
-    double end = engine_u(x, &x->geng, t, dur, LANE_GATHER, k->w[w].name, 2 * u + exp);
-    double *ge = exp ? &x->gend_exp[u] : &x->gend[u];
+    /* what waits for it: the layer's start, the experts (their up
+     * projections), or the routed down projection (split) */
+    int grp = !x->split || !k->w[w].routed ? 0 : k->w[w].down ? 2 : 1;
+    double end = engine_u(x, &x->geng, t, dur, LANE_GATHER, k->w[w].name, 3 * u + grp);
+    double *ge = grp == 2 ? &x->gend_down[u] : grp ? &x->gend_exp[u] : &x->gend[u];
     if (end > *ge)
         *ge = end;
     mem(x, t, w_bytes(x, &k->w[w]) * frac);
@@ -263,12 +302,13 @@ static void issue_unit(sim *x, int u, double t)
 
 /* The schedule's gathers issued at point p (-1: the step's start) for
  * units `ahead` of p (1) or for p itself (0: just before use, the weights
- * the layer uses first, the non-routed ones, ahead of the routed experts'). */
-static void issue_point(sim *x, int p, int ahead, double t)
+ * the layer uses first, the non-routed ones, ahead of the routed experts';
+ * groups: bit 0 the non-routed, bit 1 the routed ones). */
+static void issue_point(sim *x, int p, int ahead, int groups, double t)
 {
     const smoe_sched_gather *g = x->sc->g;
     for (int routed = 0; routed < 2 - ahead; routed++)
-        for (int i = x->at[p + 1]; i < x->at[p + 2]; i++) {
+        for (int i = x->at[p + 1]; i < x->at[p + 2] && (ahead || groups >> routed & 1); i++) {
             if ((g[i].unit > p) != ahead)
                 continue;
             const sim_kind *k = &x->m->k[x->m->kind_of[unit_layer(x->m, g[i].unit)]];
@@ -344,7 +384,7 @@ static void issue_ahead(sim *x, int k, double t)
         return;
     }
     if (!x->pool)
-        issue_point(x, k, 1, t);
+        issue_point(x, k, 1, 3, t);
 }
 
 static int cmp_mev(const void *a, const void *b)
@@ -373,18 +413,36 @@ static double reduce(sim *x, const sim_kind *k, double start, double end)
 {
     double rs_end = end;
     if (x->mx) { /* dW(k) whole, as stored, until its reduce-scatter ends */
-        mem(x, end, k->bytes_stored);
+        mem(x, end, k_bytes(x, k));
         for (int w = 0; w < k->nw; w++)
-            rs_end = engine(x, x->reng, end, k->w[w].rs_s, LANE_COMM, "reduce-scatter");
-        mem(x, rs_end, -k->bytes_stored);
+            rs_end = engine(x, x->reng, end, rs_time(x, &k->w[w]), LANE_COMM, "reduce-scatter");
+        mem(x, rs_end, -k_bytes(x, k));
+    } else if (x->xla) {
+        /* XLA's scan in op order: a weight's gradient appears with its
+         * transpose, the routed experts' when the experts' transposes end,
+         * the others' at the layer's end; that transpose is the gathered
+         * weight's last use, so its buffer frees then. Reduce-scattered from
+         * then in the dtype its gather moved. */
+        for (int routed = 1; routed >= 0; routed--)
+            for (int w = 0; w < k->nw; w++) {
+                if (k->w[w].routed != routed)
+                    continue;
+                double p = routed && k->moe ? fmin(x->t_exp_grad, end) : end;
+                double b = w_bytes(x, &k->w[w]);
+                double e = engine(x, x->reng, p, rs_time(x, &k->w[w]), LANE_COMM, "reduce-scatter");
+                mem(x, p, -b); /* the gathered weight */
+                mem(x, p, b);
+                mem(x, e, -b);
+            }
     } else if (x->s->stream_grads) {
         /* XLA's scan: weight w's gradient appears after (w + 1) / nw of the
-         * layer's backward and is reduce-scattered from then */
+         * layer's backward and is reduce-scattered from then, in the dtype
+         * its gather moved */
         for (int w = 0; w < k->nw; w++) {
             double p = start + (end - start) * (w + 1) / k->nw;
-            double e = engine(x, x->reng, p, k->w[w].rs_s, LANE_COMM, "reduce-scatter");
-            mem(x, p, k->w[w].bytes_stored);
-            mem(x, e, -k->w[w].bytes_stored);
+            double e = engine(x, x->reng, p, rs_time(x, &k->w[w]), LANE_COMM, "reduce-scatter");
+            mem(x, p, w_bytes(x, &k->w[w]));
+            mem(x, e, -w_bytes(x, &k->w[w]));
             rs_end = fmax(rs_end, e);
         }
     } else { /* smoe's runtime: the layer's gradients from its start */
@@ -413,8 +471,9 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
     } else if (x->pool) { /* smoe's executor: the unit's point reached */
         x->reached = u;
         pool_issue(x, ready);
-    } else { /* what was not prefetched */
-        issue_point(x, u, 0, ready);
+    } else { /* what was not prefetched (XLA's scan: the routed experts'
+              * weights later, at the MoE block's entry) */
+        issue_point(x, u, 0, x->xla ? 1 : 3, ready);
     }
     x->comp = wait_gathers(x, ready, x->gend[u], "wait gathers");
     if (x->s->legacy) { /* the second, un-prefetched gather before use */
@@ -429,6 +488,20 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
         }
     }
     return x->comp;
+}
+
+/* The routed experts' forward (or recompute) of `dur` seconds from t: the
+ * up projections (wi_0, wi_1: 2 of its 3 matmuls) need the experts' up
+ * weights, the down projection (wo) only its own, so wo's gather can run
+ * behind them (XLA's dataflow; MaxText's cross-layer-prefetch sketch: wo's
+ * gather "hides behind layer i's own w0/w1 matmuls (as it does today)"). */
+static double experts_fwd(sim *x, int u, double t, double dur, const char *name)
+{
+    if (x->gend_down[u] <= t + dur * 2 / 3)
+        return compute(x, t, dur, name);
+    t = compute(x, t, dur * 2 / 3, name);
+    t = x->comp = wait_gathers(x, t, x->gend_down[u], "wait expert gathers");
+    return compute(x, t, dur / 3, name);
 }
 
 /* XLA's backward in op order: the recomputed forward (pre, experts,
@@ -453,17 +526,27 @@ static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const
             continue;
         for (int j = 0; j < 3; j++) {
             int ph = pass == 0 ? j : 2 - j; /* 0 pre, 1 experts, 2 combine */
-            if (ph == 1 && !waited) {
-                t = x->comp = wait_gathers(x, t, x->gend_exp[u], "wait expert gathers");
-                waited = 1;
-            }
+            if (ph == 1 && !waited && x->xla && k->moe)
+                issue_point(x, u, 0, 2, t); /* the MoE block's entry */
             if (j > 0 && k->moe && k->a2a_s + k->permute_s > 0) {
                 double a1 = exchange(x, t, k->a2a_s + k->permute_s / 2 + x->m->skew);
                 x->r.a2a_s += a1 - t;
                 t = x->comp = fmax(x->comp, a1);
             }
+            if (ph == 1 && !waited) { /* the exchange needs no weights */
+                t = x->comp = wait_gathers(x, t, x->gend_exp[u], "wait expert gathers");
+                if (pass == 1) /* no recompute: the transposes start with wo's */
+                    t = x->comp = wait_gathers(x, t, x->gend_down[u], "wait expert gathers");
+                waited = 1;
+                if (pass == 0) {
+                    t = experts_fwd(x, u, t, fw[ph] * f, nm[ph]);
+                    continue;
+                }
+            }
             if (fw[ph] > 0 || ph == 0)
                 t = compute(x, t, fw[ph] * f, nm[ph]);
+            if (pass == 1 && ph == 1)
+                x->t_exp_grad = t;
         }
     }
     return t;
@@ -484,6 +567,7 @@ static void run_unit(sim *x, int u)
             span(x, LANE_WAIT, "wait gradient buffer", start, t1);
         start = x->comp = fmax(x->comp, t1);
     }
+    x->t_exp_grad = INFINITY;
     int full = x->mx; /* MaxText's path rematerialises fully */
     double c[3] = { !bwd ? k->fwd_pre : full ? k->bwd_full_pre : k->bwd_pre,
                     !bwd ? k->fwd_exp : full ? k->bwd_full_exp : k->bwd_exp,
@@ -497,6 +581,8 @@ static void run_unit(sim *x, int u)
         t = bwd_op_order(x, u, k, start, c);
     } else {
         t = compute(x, start, c[0], x->name);
+        if (x->xla && k->moe)
+            issue_point(x, u, 0, 2, t); /* the MoE block's entry */
         if (k->moe && k->a2a_s + perm > 0) {
             for (int half = 0; half < 2; half++) {
                 double a0 = t, a1 = exchange(x, t, k->a2a_s + perm + x->m->skew);
@@ -504,14 +590,18 @@ static void run_unit(sim *x, int u)
                 x->comp = fmax(x->comp, a1);
                 if (half == 0)
                     a1 = x->comp = wait_gathers(x, a1, x->gend_exp[u], "wait expert gathers");
-                t = compute(x, a1, half == 0 ? c[1] : c[2], half == 0 ? "experts" : "combine");
+                t = half == 0 ? experts_fwd(x, u, a1, c[1], "experts")
+                              : compute(x, a1, c[2], "combine");
             }
         } else if (k->moe) {
             t = x->comp = wait_gathers(x, t, x->gend_exp[u], "wait expert gathers");
-            t = compute(x, t, c[1] + c[2], "experts");
+            t = experts_fwd(x, u, t, c[1], "experts");
+            if (c[2] > 0)
+                t = compute(x, t, c[2], "experts");
         }
     }
-    mem(x, t, -k_bytes(x, k)); /* the gathered weights */
+    if (!bwd || !x->xla) /* (XLA's backward frees each with its transpose) */
+        mem(x, t, -k_bytes(x, k)); /* the gathered weights */
     double rs_end = t;
     if (bwd)
         rs_end = reduce(x, k, start, t);
@@ -574,15 +664,30 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
             x->aeng = &x->geng;
         }
     }
-    x->prio = x->aeng == &x->geng && strcmp(m->hw.kind, "cpu") != 0; /* smoe's runtime is FIFO */
     x->split = strcmp(m->hw.kind, "cpu") != 0;
     x->mx = s->family == SMOE_SCHED_MAXTEXT;
+    /* On a shared engine XLA's own collectives let an exchange go ahead of
+     * queued gathers (assumed: its scheduler runs first the op the compute
+     * waits for). MaxText's tagged gathers without the dedicated SparseCore
+     * "share the SparseCore queue with the layer's own SparseCore work (e.g.
+     * MoE token gathers) and must finish before that work can"
+     * (fsdp_prefetch.py, _explicit_fsdp_all_gather): issue order, as smoe's
+     * runtime. */
+    x->prio = x->aeng == &x->geng && x->split && !x->mx;
+    x->xla = !x->mx && s->stream_grads && x->split;
+    if (s->gather_bytes > 0) {
+        x->gmode = G_BYTES;
+        x->gratio = m->weight_bytes > 0 ? s->gather_bytes / m->weight_bytes : 1;
+    } else {
+        x->gmode = x->mx || s->legacy ? G_STORED : G_CAST;
+    }
     int nu = 2 * m->L;
     x->cap = nu * (4 * SMOE_SIM_MAX_WEIGHTS + 8) + 16;
     x->capbusy = m->use_compute ? nu * (2 * SMOE_SIM_MAX_WEIGHTS + 4) + 16 : 0;
     x->ev = smoe_malloc(sizeof *x->ev * (size_t)x->cap);
-    x->gend = smoe_calloc(2 * (size_t)nu, sizeof *x->gend);
+    x->gend = smoe_calloc(3 * (size_t)nu, sizeof *x->gend);
     x->gend_exp = x->gend ? x->gend + nu : NULL;
+    x->gend_down = x->gend ? x->gend + 2 * nu : NULL;
     x->busy0 = x->capbusy ? smoe_malloc(sizeof(double) * 2 * (size_t)x->capbusy) : NULL;
     x->busy1 = x->busy0 ? x->busy0 + x->capbusy : NULL;
     x->capq = nu * (2 * SMOE_SIM_MAX_WEIGHTS + 8) + 16;
@@ -652,7 +757,7 @@ static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const s
     if (x.pool)
         pool_issue(&x, 0);
     else if (!x.mx)
-        issue_point(&x, -1, 1, 0);
+        issue_point(&x, -1, 1, 3, 0);
     if (top > 0) {
         x.r.exposed_gather_s += top;
         span(&x, LANE_WAIT, "wait top-level gathers", 0, top);

@@ -101,8 +101,8 @@ static smoe_status layout_digest(const smoe_mesh *mesh, int nw, const tr_mweight
 
 /* ---- save ---- */
 /* This rank's shard: header and the three slabs, SHA-256 on the way. */
-static smoe_status write_shard(smoe_rt *rt, const tr_store *st, const char *path, int64_t step,
-                               const char layout[65], char hex[65], smoe_err *err)
+static smoe_status write_shard(const smoe_comm *cm, const tr_store *st, const char *path,
+                               int64_t step, const char layout[65], char hex[65], smoe_err *err)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0)
@@ -112,7 +112,7 @@ static smoe_status write_shard(smoe_rt *rt, const tr_store *st, const char *path
     memset(&hd, 0, sizeof hd);
     memcpy(hd.magic, k_magic, sizeof k_magic);
     hd.version = TR_CKPT_VERSION;
-    hd.rank = (uint32_t)smoe_rt_rank(rt);
+    hd.rank = (uint32_t)smoe_comm_rank(cm);
     hd.step = step;
     hd.slab_floats = st->total;
     memcpy(hd.layout, layout, sizeof hd.layout);
@@ -125,7 +125,7 @@ static smoe_status write_shard(smoe_rt *rt, const tr_store *st, const char *path
     const char *kill_at = getenv("SMOE_TEST_KILL_IN_SAVE");
     for (int c = 0; c < 3 && !bad; c++) {
         if (c == 1 && kill_at && atoll(kill_at) == step &&
-            smoe_rt_rank(rt) == smoe_rt_size(rt) - 1)
+            smoe_comm_rank(cm) == smoe_comm_size(cm) - 1)
             raise(SIGKILL);
         bad = tr_write_all(fd, slabs[c], bytes) != 0;
         tr_sha_update(h, slabs[c], bytes);
@@ -173,18 +173,18 @@ static smoe_status config_map(const smoe_config *cfg, smoe_arena *a, tr_manifest
 }
 
 /* Rank 0, after every shard is on disk: manifest, rename, LATEST, pruning. */
-static smoe_status publish(smoe_rt *rt, const tr_store *st, const tr_ckpt_opts *co,
+static smoe_status publish(const smoe_comm *cm, const tr_store *st, const tr_ckpt_opts *co,
                            const char *tmp, const char *name, const shard_rec *recs,
                            smoe_err *err)
 {
     smoe_status s = SMOE_OK;
-    int size = smoe_rt_size(rt);
+    int size = smoe_comm_size(cm);
     tr_manifest m;
     memset(&m, 0, sizeof m);
     m.step = co->step;
     m.seed = co->seed;
     memcpy(m.run_id, co->run_id, sizeof m.run_id);
-    m.mesh = *smoe_rt_mesh(rt);
+    m.mesh = *smoe_comm_mesh(cm);
     m.fp = *co->fp;
     m.rules = co->rules;
     m.slab_floats = st->total;
@@ -268,28 +268,28 @@ static int store_finite(const tr_store *st)
     return 1;
 }
 
-smoe_status tr_ckpt_save(smoe_rt *rt, tr_ckpt *ck, const tr_store *st, const tr_ckpt_opts *co,
-                         smoe_err *err)
+smoe_status tr_ckpt_save(const smoe_comm *cm, tr_ckpt *ck, const tr_store *st,
+                         const tr_ckpt_opts *co, smoe_err *err)
 {
     (void)ck; /* holds the directory's lock */
-    int root = smoe_rt_rank(rt) == 0, size = smoe_rt_size(rt);
+    int root = smoe_comm_rank(cm) == 0, size = smoe_comm_size(cm);
     char name[32], tmp[4200], path[4400], layout[65];
     snprintf(name, sizeof name, "step_%08lld", (long long)co->step);
     snprintf(tmp, sizeof tmp, "%s/%s.tmp", co->dir, name);
-    smoe_rt_set_phase(rt, "saving checkpoint %s/%s", co->dir, name);
+    smoe_comm_set_phase(cm, "saving checkpoint %s/%s", co->dir, name);
     smoe_status s = store_finite(st)
                         ? SMOE_OK
                         : smoe_err_set(err, SMOE_ENONFINITE,
                                        "step %lld: the parameters or AdamW moments hold nan or "
                                        "inf; the checkpoint was not written (LATEST still names "
                                        "the previous one)", (long long)co->step);
-    if ((s = smoe_rt_agree_err(rt, s, err)))
+    if ((s = smoe_comm_agree_err(cm, s, err)))
         return s;
     tr_mweight *mw = smoe_calloc((size_t)(st->n ? st->n : 1), sizeof *mw);
     s = mw ? SMOE_OK : smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     if (!s) {
         store_weights(st, mw);
-        s = layout_digest(smoe_rt_mesh(rt), st->n, mw, layout, err);
+        s = layout_digest(smoe_comm_mesh(cm), st->n, mw, layout, err);
     }
     smoe_free(mw);
     if (!s && root) {
@@ -297,24 +297,24 @@ smoe_status tr_ckpt_save(smoe_rt *rt, tr_ckpt *ck, const tr_store *st, const tr_
         if (mkdir(tmp, 0777) != 0)
             s = tr_io_err(err, tmp, "cannot create the checkpoint directory");
     }
-    if ((s = smoe_rt_agree_err(rt, s, err)))
+    if ((s = smoe_comm_agree_err(cm, s, err)))
         return s;
     shard_rec mine;
     memset(&mine, 0, sizeof mine);
-    snprintf(path, sizeof path, "%s/shard_%05d.bin", tmp, smoe_rt_rank(rt));
-    s = write_shard(rt, st, path, co->step, layout, mine.sha, err);
+    snprintf(path, sizeof path, "%s/shard_%05d.bin", tmp, smoe_comm_rank(cm));
+    s = write_shard(cm, st, path, co->step, layout, mine.sha, err);
     mine.bytes = TR_CKPT_HEADER + 3 * st->total * (int64_t)sizeof(float);
-    if ((s = smoe_rt_agree_err(rt, s, err)))
+    if ((s = smoe_comm_agree_err(cm, s, err)))
         return s;
     shard_rec *recs = root ? smoe_calloc((size_t)size, sizeof *recs) : NULL;
     s = root && !recs ? smoe_err_set(err, SMOE_ENOMEM, "out of memory") : SMOE_OK;
-    if ((s = smoe_rt_agree_err(rt, s, err)))
+    if ((s = smoe_comm_agree_err(cm, s, err)))
         return s;
-    smoe_rt_gather_bytes(rt, &mine, recs, (int64_t)sizeof mine);
+    smoe_comm_gather_bytes(cm, &mine, recs, (int64_t)sizeof mine);
     if (root)
-        s = publish(rt, st, co, tmp, name, recs, err);
+        s = publish(cm, st, co, tmp, name, recs, err);
     smoe_free(recs);
-    return smoe_rt_agree_err(rt, s, err);
+    return smoe_comm_agree_err(cm, s, err);
 }
 
 /* ---- resume ---- */
@@ -484,7 +484,7 @@ static smoe_status load_block(reader *r, const tr_mweight *x, int c, int64_t l, 
     return SMOE_OK;
 }
 
-static smoe_status load_all(smoe_rt *rt, tr_store *st, reader *r)
+static smoe_status load_all(const smoe_comm *cm, tr_store *st, reader *r)
 {
     const tr_manifest *m = r->m;
     int64_t biggest = 1, bigshard = 1;
@@ -503,7 +503,7 @@ static smoe_status load_all(smoe_rt *rt, tr_store *st, reader *r)
     for (int i = 0; i < st->n && !s; i++) {
         const tr_weight *w = &st->w[i];
         int64_t nloc[SMOE_MAX_RANK], noff[SMOE_MAX_RANK];
-        s = smoe_layout_local(&w->lspec, w->lshape, smoe_rt_mesh(rt), smoe_rt_coords(rt), nloc,
+        s = smoe_layout_local(&w->lspec, w->lshape, smoe_comm_mesh(cm), smoe_comm_coords(cm), nloc,
                               noff, r->err);
         for (int c = 0; c < 3 && !s; c++)
             for (int64_t l = 0; l < w->layers && !s; l++)
@@ -607,27 +607,27 @@ static smoe_status check_run(const tr_manifest *m, const tr_store *st, const tr_
     return SMOE_OK;
 }
 
-smoe_status tr_ckpt_load(smoe_rt *rt, tr_store *st, tr_ckpt_opts *co, smoe_train_result *res,
-                         smoe_err *err)
+smoe_status tr_ckpt_load(const smoe_comm *cm, tr_store *st, tr_ckpt_opts *co,
+                         smoe_train_result *res, smoe_err *err)
 {
     char name[32], dir[4200], mpath[4400];
     res->resumed_from[0] = 0;
     res->first_step = 0;
     smoe_status s = tr_ckpt_find(co->dir, name, res->resume_note, sizeof res->resume_note, err);
-    if ((s = smoe_rt_agree_err(rt, s, err)))
+    if ((s = smoe_comm_agree_err(cm, s, err)))
         return s;
     /* every rank must see the same checkpoint (a shared file system) */
     double none[1] = { name[0] == 0 };
-    smoe_rt_allreduce_sum_f64(rt, none, 1);
-    if (none[0] == smoe_rt_size(rt))
+    smoe_comm_allreduce_sum_f64(cm, none, 1);
+    if (none[0] == smoe_comm_size(cm))
         return SMOE_OK;
     if (none[0] > 0)
         return smoe_err_in(err, SMOE_EIO, co->dir,
                            "%g of %d ranks see no checkpoint in it: is it on a file system "
-                           "every rank shares?", none[0], smoe_rt_size(rt));
+                           "every rank shares?", none[0], smoe_comm_size(cm));
     snprintf(dir, sizeof dir, "%s/%s", co->dir, name);
     snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
-    smoe_rt_set_phase(rt, "loading checkpoint %s", dir);
+    smoe_comm_set_phase(cm, "loading checkpoint %s", dir);
     tr_manifest m;
     memset(&m, 0, sizeof m);
     char *text = NULL;
@@ -645,20 +645,20 @@ smoe_status tr_ckpt_load(smoe_rt *rt, tr_store *st, tr_ckpt_opts *co, smoe_train
         r.coords = smoe_calloc((size_t)m.ns * SMOE_MAX_AXES, sizeof(int64_t));
         if (!r.fd || !r.coords)
             s = smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-        r.first = smoe_rt_rank(rt) % (m.ns > 0 ? m.ns : 1);
+        r.first = smoe_comm_rank(cm) % (m.ns > 0 ? m.ns : 1);
         for (int q = 0; !s && q < m.ns; q++) {
             r.fd[q] = -1;
             smoe_mesh_coords(&m.mesh, q, r.coords + q * SMOE_MAX_AXES);
         }
     }
     if (!s)
-        s = load_all(rt, st, &r);
+        s = load_all(cm, st, &r);
     for (int q = 0; r.fd && q < m.ns; q++)
         if (r.fd[q] >= 0)
             close(r.fd[q]);
     smoe_free(r.fd);
     smoe_free(r.coords);
-    if (!s && smoe_rt_rank(rt) == 0 && m.version >= 2)
+    if (!s && smoe_comm_rank(cm) == 0 && m.version >= 2)
         s = config_changes(&m, co->cfg, res, err);
     if (!s) {
         res->first_step = m.step;
@@ -667,5 +667,5 @@ smoe_status tr_ckpt_load(smoe_rt *rt, tr_store *st, tr_ckpt_opts *co, smoe_train
             memcpy(co->run_id, m.run_id, sizeof co->run_id);
     }
     tr_manifest_free(&m);
-    return smoe_rt_agree_err(rt, s, err);
+    return smoe_comm_agree_err(cm, s, err);
 }

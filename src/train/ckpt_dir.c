@@ -275,10 +275,10 @@ static void new_run_id(char id[33])
 }
 
 /* Every rank: create, write, sync and remove a file in dir. */
-static smoe_status probe(smoe_rt *rt, const char *dir, smoe_err *err)
+static smoe_status probe(const smoe_comm *cm, const char *dir, smoe_err *err)
 {
     char path[4400];
-    snprintf(path, sizeof path, "%s/.probe-rank%d-%ld", dir, smoe_rt_rank(rt), (long)getpid());
+    snprintf(path, sizeof path, "%s/.probe-rank%d-%ld", dir, smoe_comm_rank(cm), (long)getpid());
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0)
         return tr_io_err(err, dir, "cannot write into the checkpoint directory");
@@ -293,16 +293,16 @@ static smoe_status probe(smoe_rt *rt, const char *dir, smoe_err *err)
     return bad ? tr_io_err(err, dir, "cannot write into the checkpoint directory") : SMOE_OK;
 }
 
-smoe_status tr_ckpt_open(smoe_rt *rt, tr_ckpt_opts *co, int resume, tr_ckpt **out,
+smoe_status tr_ckpt_open(const smoe_comm *cm, tr_ckpt_opts *co, int resume, tr_ckpt **out,
                          smoe_err *err)
 {
     *out = NULL;
-    int root = smoe_rt_rank(rt) == 0;
+    int root = smoe_comm_rank(cm) == 0;
     tr_ckpt *ck = smoe_calloc(1, sizeof *ck);
     smoe_status s = ck ? SMOE_OK : smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     if (ck)
         ck->lock_fd = -1;
-    smoe_rt_set_phase(rt, "opening the checkpoint directory %s", co->dir);
+    smoe_comm_set_phase(cm, "opening the checkpoint directory %s", co->dir);
     if (!s && root) {
         s = mkdirs(co->dir, err);
         if (!s && (ck->lock_fd = open(co->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
@@ -315,24 +315,24 @@ smoe_status tr_ckpt_open(smoe_rt *rt, tr_ckpt_opts *co, int resume, tr_ckpt **ou
                                   "directory")
                     : tr_io_err(err, co->dir, "cannot lock the checkpoint directory");
     }
-    if ((s = smoe_rt_agree_err(rt, s, err)))
+    if ((s = smoe_comm_agree_err(cm, s, err)))
         goto fail;
     /* every rank must be able to write its shard there */
-    s = probe(rt, co->dir, err);
-    if ((s = smoe_rt_agree_err(rt, s, err)))
+    s = probe(cm, co->dir, err);
+    if ((s = smoe_comm_agree_err(cm, s, err)))
         goto fail;
     char what[64];
     if (root && !resume && holds_checkpoints(co->dir, what))
         s = smoe_err_in(err, SMOE_EINVAL, co->dir,
                         "already holds checkpoints (%s): continue that run with --resume, or "
                         "use an empty directory (nothing was changed)", what);
-    if ((s = smoe_rt_agree_err(rt, s, err)))
+    if ((s = smoe_comm_agree_err(cm, s, err)))
         goto fail;
     /* a fresh run's id (a resumed run takes the checkpoint's) */
     char id[33] = "";
     if (root)
         new_run_id(id);
-    smoe_rt_bcast_bytes(rt, id, sizeof id);
+    smoe_comm_bcast_bytes(cm, id, sizeof id);
     memcpy(co->run_id, id, sizeof id);
     *out = ck;
     return SMOE_OK;

@@ -1,6 +1,6 @@
 /* Digests of what every rank must agree on before the first collective:
  * the merged configuration, the plan, the run options and the training
- * data. They are compared across ranks (smoe_rt_check_same) and recorded
+ * data. They are compared across ranks (smoe_comm_check_same) and recorded
  * in checkpoint manifests. */
 #include "train_impl.h"
 
@@ -42,7 +42,7 @@ static void put_spec(tr_sha *h, const smoe_pspec *p)
 }
 
 smoe_status tr_fingerprint(const smoe_config *cfg, const smoe_plan *plan,
-                           const smoe_train_opts *o, smoe_rt_opts ro, const tr_data *data,
+                           const smoe_train_opts *o, const smoe_comm *cm, const tr_data *data,
                            tr_fingerprint_t *fp, smoe_err *err)
 {
     tr_sha *h[4] = { tr_sha_new(), tr_sha_new(), tr_sha_new(), tr_sha_new() };
@@ -72,8 +72,10 @@ smoe_status tr_fingerprint(const smoe_config *cfg, const smoe_plan *plan,
         put_spec(h[1], &w->spec);
         put_spec(h[1], &w->use_spec);
     }
+    int64_t set[SMOE_COMM_NSETTINGS]; /* the runtime's queues and thread */
+    smoe_comm_settings(cm, set);
     int64_t opts[] = { o->steps, (int64_t)o->seed, o->prefetch_depth, o->legacy,
-                       o->ckpt_every, o->resume, ro.shared_queue, ro.progress_thread };
+                       o->ckpt_every, o->resume, set[0], set[1] };
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         put_i64(h[2], opts[i]);
     put_str(h[2], o->ckpt_dir);
@@ -87,14 +89,14 @@ smoe_status tr_fingerprint(const smoe_config *cfg, const smoe_plan *plan,
     return SMOE_OK;
 }
 
-smoe_status tr_fingerprint_check(smoe_rt *rt, const tr_fingerprint_t *fp, smoe_err *err)
+smoe_status tr_fingerprint_check(const smoe_comm *cm, const tr_fingerprint_t *fp, smoe_err *err)
 {
-    static const char *const names[] = { "configuration (merged config files, overrides "
-                                         "and MAXTEXT_* environment)",
+    static const char *const names[] = { ("configuration (merged config files, overrides "
+                                          "and MAXTEXT_* environment)"),
                                          "plan (mesh or sharding)", "set of run options",
                                          "training data file" };
     const char *d[] = { fp->config, fp->plan, fp->options, fp->data };
-    return smoe_rt_check_same(rt, 4, names, d, err);
+    return smoe_comm_check_same(cm, 4, names, d, err);
 }
 
 /* ---- a config value as YAML flow text ---- */

@@ -26,7 +26,7 @@
 #include <string.h>
 
 struct tr_state {
-    smoe_rt *rt;
+    const smoe_comm *cm;
     const smoe_model_cfg *mc;
     smoe_model *model;
     tr_store *st;
@@ -38,10 +38,10 @@ struct tr_state {
     int top_idx[SMOE_T_NSLOTS];
     float *top_w, *top_dw;               /* (top_floats) top-level gathered / grads */
     _Atomic int top_flags[SMOE_T_NSLOTS];
-    smoe_rt_ticket top_tickets[SMOE_T_NSLOTS];
+    smoe_comm_ticket top_tickets[SMOE_T_NSLOTS];
     float *x, *dx;                       /* (T, emb) residual stream and its grad */
     int32_t *tokens, *targets;           /* (T) */
-    smoe_ep_comm ep_rt;                  /* the runtime's expert comm */
+    smoe_ep_comm ep_rt;                  /* the communicator's expert group */
     smoe_ep_comm ep;                     /* the same, its progress hook driving prefetch */
     smoe_trace *trace;
     double model_s;                      /* time inside model calls this step */
@@ -54,7 +54,7 @@ struct tr_state {
 };
 
 /* The weight's gathers in this step's mode (co-axis or legacy plan). */
-static smoe_wgather *wg_of(const tr_state *S, const tr_weight *w) { return w->wg[S->legacy]; }
+static smoe_comm_gather *wg_of(const tr_state *S, const tr_weight *w) { return w->wg[S->legacy]; }
 
 static int unit_layer(const tr_state *S, int u) { return u < S->L ? u : 2 * S->L - 1 - u; }
 static int layer_moe(const tr_state *S, int l) { return l >= S->mc->n_dense; }
@@ -138,18 +138,18 @@ static float *top(tr_state *S, float *base, int slot)
     return base + S->st->w[S->top_idx[slot]].unit_off;
 }
 
-static void wait_top(tr_state *S, int k, smoe_err *err)
+static void wait_top(tr_state *S, int k)
 {
     tr_weight *w = &S->st->w[S->top_idx[k]];
-    smoe_rt_wgather_wait(S->rt, wg_of(S, w), top(S, S->top_w, k), &S->top_tickets[k], NULL, err);
+    smoe_comm_gather_wait(S->cm, wg_of(S, w), top(S, S->top_w, k), &S->top_tickets[k], NULL);
 }
 
 /* Reduce a top-level gradient; scratch is the (dead) gathered weight. */
 static void reduce_top(tr_state *S, int slot)
 {
     tr_weight *w = &S->st->w[S->top_idx[slot]];
-    smoe_rt_wgather_reduce(S->rt, wg_of(S, w), top(S, S->top_dw, slot), top(S, S->top_w, slot),
-                           tr_grad_of(S->st, w, 0), &S->top_flags[slot], NULL);
+    smoe_comm_gather_reduce(S->cm, wg_of(S, w), top(S, S->top_dw, slot), top(S, S->top_w, slot),
+                            tr_grad_of(S->st, w, 0), &S->top_flags[slot], NULL);
 }
 
 static void timed(tr_state *S, const char *name, double tm)
@@ -196,16 +196,16 @@ static void refresh_budget(tr_state *S)
 
 /* The step's start: top-level gathers, the schedule's first gathers, the
  * embedding. */
-static void step_begin(tr_state *S, int64_t step, smoe_err *err)
+static void step_begin(tr_state *S, int64_t step)
 {
-    smoe_rt_set_phase(S->rt, "step %lld: forward, embedding", (long long)step + 1);
+    smoe_comm_set_phase(S->cm, "step %lld: forward, embedding", (long long)step + 1);
     for (int k = 0; k < SMOE_T_NSLOTS; k++) {
         tr_weight *w = &S->st->w[S->top_idx[k]];
-        smoe_rt_wgather_start(S->rt, wg_of(S, w), tr_shard_of(S->st, w, 0), top(S, S->top_w, k),
-                              &S->top_tickets[k]);
+        smoe_comm_gather_start(S->cm, wg_of(S, w), tr_shard_of(S->st, w, 0), top(S, S->top_w, k),
+                               &S->top_tickets[k]);
     }
     tr_pf_begin(S->pf);
-    wait_top(S, SMOE_T_EMBED, err);
+    wait_top(S, SMOE_T_EMBED);
     double tm = smoe_now();
     smoe_model_embed_fwd(S->model, top(S, S->top_w, SMOE_T_EMBED), S->tokens, S->x);
     timed(S, "embed", tm);
@@ -216,8 +216,8 @@ static smoe_status step_forward(tr_state *S, int64_t step, smoe_err *err)
     const float *w[SMOE_W_NSLOTS];
     char name[64];
     for (int u = 0; u < S->L; u++) {
-        smoe_rt_set_phase(S->rt, "step %lld: forward, layer %d", (long long)step + 1, u);
-        float *buf = tr_pf_acquire(S->pf, u, err);
+        smoe_comm_set_phase(S->cm, "step %lld: forward, layer %d", (long long)step + 1, u);
+        float *buf = tr_pf_acquire(S->pf, u);
         layer_ptrs(S, u, buf, w, NULL);
         double tm = smoe_now();
         smoe_status s = smoe_model_layer_fwd(S->model, u, w, S->x, &S->ep, err);
@@ -233,11 +233,11 @@ static smoe_status step_forward(tr_state *S, int64_t step, smoe_err *err)
 }
 
 /* The head: loss and its gradient in one pass. */
-static double step_head(tr_state *S, int64_t step, smoe_err *err)
+static double step_head(tr_state *S, int64_t step)
 {
-    smoe_rt_set_phase(S->rt, "step %lld: loss", (long long)step + 1);
+    smoe_comm_set_phase(S->cm, "step %lld: loss", (long long)step + 1);
     for (int k = SMOE_T_FINAL_NORM; k <= SMOE_T_LOGITS; k++)
-        wait_top(S, k, err);
+        wait_top(S, k);
     memset(S->top_dw, 0, sizeof(float) * (size_t)S->st->top_floats);
     double tm = smoe_now();
     double T = (double)(S->mc->batch * S->mc->seq);
@@ -245,22 +245,22 @@ static double step_head(tr_state *S, int64_t step, smoe_err *err)
                                   top(S, S->top_w, SMOE_T_LOGITS), S->targets, S->x, S->dx,
                                   top(S, S->top_dw, SMOE_T_FINAL_NORM),
                                   top(S, S->top_dw, SMOE_T_LOGITS),
-                                  (float)(1.0 / (T * smoe_rt_size(S->rt))));
+                                  (float)(1.0 / (T * smoe_comm_size(S->cm))));
     timed(S, "head", tm);
     reduce_top(S, SMOE_T_FINAL_NORM);
     reduce_top(S, SMOE_T_LOGITS);
     return loss;
 }
 
-static smoe_status step_backward(tr_state *S, int64_t step, smoe_rt_stats *rs, smoe_err *err)
+static smoe_status step_backward(tr_state *S, int64_t step, smoe_comm_stats *rs, smoe_err *err)
 {
     const float *w[SMOE_W_NSLOTS];
     float *dw[SMOE_W_NSLOTS];
     char name[64];
     for (int u = S->L; u < S->nunits; u++) {
         int l = unit_layer(S, u);
-        smoe_rt_set_phase(S->rt, "step %lld: backward, layer %d", (long long)step + 1, l);
-        float *wb = tr_pf_acquire(S->pf, u, err);
+        smoe_comm_set_phase(S->cm, "step %lld: backward, layer %d", (long long)step + 1, l);
+        float *wb = tr_pf_acquire(S->pf, u);
         double ta = smoe_now();
         int gslot;
         float *gb = tr_pf_grad_buffer(S->pf, u, &gslot);
@@ -288,13 +288,13 @@ static smoe_status step_backward(tr_state *S, int64_t step, smoe_rt_stats *rs, s
 /* The record: losses summed over ranks, times and memory maxed over ranks;
  * the loss is MaxText's learning/loss (cross-entropy + z-loss + the
  * load-balance loss). */
-static void step_record(tr_state *S, int64_t step, double loss, double dt, smoe_rt_stats *rs,
+static void step_record(tr_state *S, int64_t step, double loss, double dt, smoe_comm_stats *rs,
                         smoe_train_step *rec)
 {
     const tr_pf_stats *ps = tr_pf_stats_get(S->pf);
     smoe_model_stats ms = smoe_model_stats_get(S->model);
     double sum[3] = { loss + ms.aux_loss, ms.aux_loss, ms.z_loss };
-    smoe_rt_allreduce_sum_f64(S->rt, sum, 3);
+    smoe_comm_allreduce_sum_f64(S->cm, sum, 3);
     rec->aux_loss = sum[1];
     rec->z_loss = sum[2];
     tr_mem m = mem_now(S, ps->peak_bytes);
@@ -303,7 +303,7 @@ static void step_record(tr_state *S, int64_t step, double loss, double dt, smoe_
                      S->model_s - a2a, rs->gather_busy_s, rs->reduce_wait_s,
                      (double)ps->peak_bytes, (double)(tr_mem_static(&m) + ps->peak_bytes),
                      (double)ps->overruns, (double)ps->at_use };
-    smoe_rt_allreduce_max_f64(S->rt, v, 11);
+    smoe_comm_allreduce_max_f64(S->cm, v, 11);
     rec->step = step;
     rec->loss = sum[0];
     rec->step_ms = v[0] * 1e3;
@@ -329,45 +329,45 @@ static void step_record(tr_state *S, int64_t step, double loss, double dt, smoe_
 
 smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_err *err)
 {
-    smoe_rt *rt = S->rt;
+    const smoe_comm *cm = S->cm;
     smoe_status s;
-    smoe_rt_stats *rs = smoe_rt_stats_get(rt);
+    smoe_comm_stats *rs = smoe_comm_stats_get(cm);
     memset(rs, 0, sizeof *rs);
     S->model_s = 0;
     smoe_model_stats_reset(S->model);
     double t0 = smoe_now();
     refresh_budget(S);
-    step_begin(S, step, err);
+    step_begin(S, step);
     if ((s = step_forward(S, step, err)))
         return s;
     if (step + 1 == S->fail_step) /* test hook: an error on one rank alone */
         return smoe_err_set(err, SMOE_EINTERNAL,
                             "step %lld: an error injected by SMOE_TEST_STEP_ERROR",
                             (long long)step + 1);
-    double loss = step_head(S, step, err);
+    double loss = step_head(S, step);
     if ((s = step_backward(S, step, rs, err)))
         return s;
-    smoe_rt_set_phase(rt, "step %lld: gradient reductions and AdamW", (long long)step + 1);
+    smoe_comm_set_phase(cm, "step %lld: gradient reductions and AdamW", (long long)step + 1);
     /* all reductions, then the optimizer on the local shards */
     double tr = smoe_now();
-    if ((s = smoe_rt_drain(rt, err)))
+    if ((s = smoe_comm_drain(cm, err)))
         return s;
     tr_pf_drained(S->pf);
     rs->reduce_wait_s += smoe_now() - tr;
     span(S, SMOE_LANE_WAIT, "drain reductions", tr, smoe_now());
     double tm = smoe_now(), lr = 0, gnorm = 0;
-    if ((s = tr_optim_step(S->optim, rt, S->st, S->model, S->mc, &S->hp, step, &lr, &gnorm, err)))
+    if ((s = tr_optim_step(S->optim, cm, S->st, S->model, S->mc, &S->hp, step, &lr, &gnorm, err)))
         return s;
     double t_end = smoe_now();
     span(S, SMOE_LANE_COMPUTE, "adamw", tm, t_end);
-    smoe_rt_set_phase(rt, "step %lld: metrics", (long long)step + 1);
+    smoe_comm_set_phase(cm, "step %lld: metrics", (long long)step + 1);
     rec->lr = lr;
     rec->grad_norm = gnorm;
     step_record(S, step, loss, t_end - t0, rs, rec);
     return SMOE_OK;
 }
 
-smoe_status tr_loop_new(smoe_rt *rt, const smoe_model_cfg *mc, const tr_hparams *hp,
+smoe_status tr_loop_new(const smoe_comm *cm, const smoe_model_cfg *mc, const tr_hparams *hp,
                         int max_distance, smoe_model *model, tr_store *st,
                         smoe_trace *trace, tr_state **out, smoe_err *err)
 {
@@ -375,7 +375,7 @@ smoe_status tr_loop_new(smoe_rt *rt, const smoe_model_cfg *mc, const tr_hparams 
     if (!S)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     *out = S;
-    S->rt = rt;
+    S->cm = cm;
     S->mc = mc;
     S->hp = *hp;
     S->model = model;
@@ -389,7 +389,7 @@ smoe_status tr_loop_new(smoe_rt *rt, const smoe_model_cfg *mc, const tr_hparams 
     for (int i = 0; i < st->n; i++)
         if (st->w[i].top)
             S->top_idx[st->w[i].slot] = i;
-    smoe_status s = tr_pf_new(rt, st, S->L, (int)mc->n_dense, S->max_distance, &S->pf, err);
+    smoe_status s = tr_pf_new(cm, st, S->L, (int)mc->n_dense, S->max_distance, &S->pf, err);
     if (s)
         return s;
     int64_t T = mc->batch * mc->seq;
@@ -403,17 +403,17 @@ smoe_status tr_loop_new(smoe_rt *rt, const smoe_model_cfg *mc, const tr_hparams 
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     /* test hook: SMOE_TEST_STEP_ERROR=N makes the last rank fail in step N */
     const char *fs = getenv("SMOE_TEST_STEP_ERROR");
-    if (fs && smoe_rt_rank(rt) == smoe_rt_size(rt) - 1)
+    if (fs && smoe_comm_rank(cm) == smoe_comm_size(cm) - 1)
         S->fail_step = atoll(fs);
-    S->ep_rt = smoe_rt_ep_comm(rt);
+    S->ep_rt = smoe_comm_ep(cm);
     if (S->ep_rt.size != mc->ep)
         return smoe_err_set(err, SMOE_EINTERNAL, "expert group of %d ranks, model ep %lld",
                             S->ep_rt.size, (long long)mc->ep);
     smoe_ep_comm ep = { S->ep_rt.size, S->ep_rt.rank, S, ep_counts, ep_a2av, ep_progress };
     S->ep = ep;
     if (trace)
-        smoe_rt_set_span_hook(rt, rt_span_hook, S);
-    return tr_optim_new(st, hp, mc, smoe_rt_size(rt), &S->optim, err);
+        smoe_comm_set_span_hook(cm, rt_span_hook, S);
+    return tr_optim_new(st, hp, mc, smoe_comm_size(cm), &S->optim, err);
 }
 
 smoe_status tr_loop_set_mode(tr_state *S, const smoe_schedule *sched, int legacy,
@@ -453,7 +453,7 @@ void tr_loop_free(tr_state *S)
 {
     if (!S)
         return;
-    smoe_rt_set_span_hook(S->rt, NULL, NULL);
+    smoe_comm_set_span_hook(S->cm, NULL, NULL);
     tr_optim_free(S->optim);
     tr_pf_free(S->pf);
     smoe_free(S->top_w);

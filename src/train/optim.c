@@ -78,7 +78,7 @@ void tr_optim_free(tr_optim *o)
 
 /* calculate_load_balance_updates: sign(average load - count) * rate per
  * expert, average = tokens * topk / experts, counts over the global batch. */
-static smoe_status bias_update(tr_optim *o, smoe_rt *rt, tr_store *st, smoe_model *model,
+static smoe_status bias_update(tr_optim *o, const smoe_comm *cm, tr_store *st, smoe_model *model,
                                const smoe_model_cfg *mc, double rate, smoe_err *err)
 {
     const int64_t E = mc->experts, K = mc->topk, T = mc->batch * mc->seq;
@@ -90,8 +90,8 @@ static smoe_status bias_update(tr_optim *o, smoe_rt *rt, tr_store *st, smoe_mode
         for (int64_t i = 0; i < T * K; i++)
             o->counts[j * E + idx[i]] += 1.0;
     }
-    smoe_rt_allreduce_sum_f64(rt, o->counts, (int)(o->nbias * E));
-    const double avg = (double)T * (double)smoe_rt_size(rt) * (double)K / (double)E;
+    smoe_comm_allreduce_sum_f64(cm, o->counts, (int)(o->nbias * E));
+    const double avg = (double)T * (double)smoe_comm_size(cm) * (double)K / (double)E;
     const tr_weight *w = &st->w[o->bias_w];
     const int64_t n = w->info.shard_numel, e0 = w->info.offset[0];
     for (int j = 0; j < o->nbias; j++) {
@@ -110,7 +110,7 @@ void tr_bias_step(float *bias, const double *counts, int64_t n, double avg, doub
     }
 }
 
-smoe_status tr_optim_step(tr_optim *o, smoe_rt *rt, tr_store *st, smoe_model *model,
+smoe_status tr_optim_step(tr_optim *o, const smoe_comm *cm, tr_store *st, smoe_model *model,
                           const smoe_model_cfg *mc, const tr_hparams *hp, int64_t step,
                           double *lr_out, double *norm_out, smoe_err *err)
 {
@@ -126,7 +126,7 @@ smoe_status tr_optim_step(tr_optim *o, smoe_rt *rt, tr_store *st, smoe_model *mo
             a += (double)g[k] * (double)g[k];
         sq[0] += a * o->inv_rep[i];
     }
-    smoe_rt_allreduce_sum_f64(rt, sq, 1);
+    smoe_comm_allreduce_sum_f64(cm, sq, 1);
     const float norm = (float)sqrt(sq[0]);
     /* clip_by_global_norm: unchanged when norm < threshold, else
      * (g / norm) * threshold */
@@ -150,6 +150,6 @@ smoe_status tr_optim_step(tr_optim *o, smoe_rt *rt, tr_store *st, smoe_model *mo
     *lr_out = (double)c.lr;
     *norm_out = (double)norm;
     if (o->nbias)
-        return bias_update(o, rt, st, model, mc, rc->bias_rate, err);
+        return bias_update(o, cm, st, model, mc, rc->bias_rate, err);
     return SMOE_OK;
 }

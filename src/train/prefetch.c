@@ -40,13 +40,13 @@ typedef struct pf_slot {
     int64_t bytes;                         /* bytes issued into it */
     int rs_pending;                        /* gradient reductions in flight */
     int pending;                           /* the unit's gathers not yet issued */
-    smoe_rt_ticket tickets[TR_MAX_LAYER_WEIGHTS];
+    smoe_comm_ticket tickets[TR_MAX_LAYER_WEIGHTS];
     _Atomic int flags[TR_MAX_LAYER_WEIGHTS];
     int nflags;
 } pf_slot;
 
 struct tr_prefetch {
-    smoe_rt *rt;
+    const smoe_comm *cm;
     tr_store *st;
     int L, nunits, n_dense;
     int idx[2][TR_MAX_LAYER_WEIGHTS], nidx[2]; /* store indices of a kind's weights */
@@ -69,7 +69,10 @@ static int unit_kind(const tr_prefetch *P, int u) { return unit_layer(P, u) >= P
 
 static tr_weight *weight(const tr_prefetch *P, int k, int j) { return &P->st->w[P->idx[k][j]]; }
 
-static smoe_wgather *wg_of(const tr_prefetch *P, const tr_weight *w) { return w->wg[P->legacy]; }
+static smoe_comm_gather *wg_of(const tr_prefetch *P, const tr_weight *w)
+{
+    return w->wg[P->legacy];
+}
 
 static void note(tr_prefetch *P, int64_t delta)
 {
@@ -172,8 +175,8 @@ static int try_one(tr_prefetch *P, int i, int force)
     pf_slot *s = &P->slots[si];
     tr_weight *w = weight(P, unit_kind(P, e->unit), e->j);
     int l = unit_layer(P, e->unit);
-    smoe_rt_wgather_start(P->rt, wg_of(P, w), tr_shard_of(P->st, w, l), s->buf + w->unit_off,
-                          &s->tickets[e->j]);
+    smoe_comm_gather_start(P->cm, wg_of(P, w), tr_shard_of(P->st, w, l), s->buf + w->unit_off,
+                           &s->tickets[e->j]);
     s->bytes += e->bytes;
     note(P, e->bytes);
     P->done[i] = 1;
@@ -195,7 +198,7 @@ static void try_issue(tr_prefetch *P)
 
 void tr_pf_progress(tr_prefetch *P)
 {
-    smoe_rt_progress(P->rt);
+    smoe_comm_progress(P->cm);
     poll_slots(P);
     try_issue(P);
 }
@@ -262,12 +265,12 @@ void tr_pf_begin(tr_prefetch *P)
     try_issue(P);
 }
 
-float *tr_pf_acquire(tr_prefetch *P, int u, smoe_err *err)
+float *tr_pf_acquire(tr_prefetch *P, int u)
 {
     P->cur = u;
     if (P->reached < u)
         P->reached = u;
-    smoe_rt_wait sw = smoe_rt_wait_begin("a free gathered-layer buffer or memory");
+    smoe_comm_wait sw = smoe_comm_wait_begin("a free gathered-layer buffer or memory");
     P->stats.at_use += P->left[u];
     try_issue(P);
     while (P->left[u] > 0) {
@@ -278,13 +281,13 @@ float *tr_pf_acquire(tr_prefetch *P, int u, smoe_err *err)
             try_one(P, P->next, 1)) /* nothing in flight will free memory */
             P->next++;
         if (P->next == before)
-            smoe_rt_wait_step(P->rt, &sw);
+            smoe_comm_wait_step(P->cm, &sw);
     }
     int k = unit_kind(P, u);
     pf_slot *s = &P->slots[P->unit_slot[u]];
     for (int j = 0; j < P->nidx[k]; j++) {
         tr_weight *w = weight(P, k, j);
-        smoe_rt_wgather_wait(P->rt, wg_of(P, w), s->buf + w->unit_off, &s->tickets[j], NULL, err);
+        smoe_comm_gather_wait(P->cm, wg_of(P, w), s->buf + w->unit_off, &s->tickets[j], NULL);
     }
     try_issue(P);
     return s->buf;
@@ -300,11 +303,11 @@ void tr_pf_release(tr_prefetch *P, int u)
 float *tr_pf_grad_buffer(tr_prefetch *P, int u, int *gslot)
 {
     int64_t bytes = P->st->unit_floats[unit_kind(P, u)] * (int64_t)sizeof(float);
-    smoe_rt_wait gw = smoe_rt_wait_begin("a gradient buffer (reductions in flight)");
+    smoe_comm_wait gw = smoe_comm_wait_begin("a gradient buffer (reductions in flight)");
     int gi;
     while ((gi = free_slot(P)) < 0 ||
            (P->budget && P->stats.cur_bytes + bytes > P->budget && reductions_pending(P))) {
-        smoe_rt_wait_step(P->rt, &gw);
+        smoe_comm_wait_step(P->cm, &gw);
         poll_slots(P);
     }
     P->stats.overruns += P->budget && P->stats.cur_bytes + bytes > P->budget;
@@ -328,13 +331,13 @@ void tr_pf_reduce(tr_prefetch *P, int u, int gslot)
         tr_weight *x = weight(P, k, j);
         float *g = gs->buf + x->unit_off, *wb = ws->buf + x->unit_off;
         ws->flags[j] = 0;
-        if (smoe_rt_wgather_needs_pack(wg_of(P, x))) {
-            smoe_rt_wgather_reduce(P->rt, wg_of(P, x), g, wb, tr_grad_of(P->st, x, l),
-                                   &ws->flags[j], NULL);
+        if (smoe_comm_gather_needs_pack(P->cm, wg_of(P, x))) {
+            smoe_comm_gather_reduce(P->cm, wg_of(P, x), g, wb, tr_grad_of(P->st, x, l),
+                                    &ws->flags[j], NULL);
         } else {
             memcpy(wb, g, sizeof(float) * (size_t)x->info.gathered_numel);
-            smoe_rt_wgather_reduce(P->rt, wg_of(P, x), wb, NULL, tr_grad_of(P->st, x, l),
-                                   &ws->flags[j], NULL);
+            smoe_comm_gather_reduce(P->cm, wg_of(P, x), wb, NULL, tr_grad_of(P->st, x, l),
+                                    &ws->flags[j], NULL);
         }
     }
     ws->rs_pending = 1;
@@ -355,14 +358,14 @@ int64_t tr_pf_pool_bytes(const tr_store *st, int max_distance)
     return (int64_t)(max_distance + 2) * f * (int64_t)sizeof(float);
 }
 
-smoe_status tr_pf_new(smoe_rt *rt, tr_store *st, int L, int n_dense, int max_distance,
+smoe_status tr_pf_new(const smoe_comm *cm, tr_store *st, int L, int n_dense, int max_distance,
                       tr_prefetch **out, smoe_err *err)
 {
     tr_prefetch *P = smoe_calloc(1, sizeof *P);
     if (!P)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     *out = P;
-    P->rt = rt;
+    P->cm = cm;
     P->st = st;
     P->L = L;
     P->n_dense = n_dense;

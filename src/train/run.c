@@ -44,20 +44,20 @@ static smoe_status grow_steps(smoe_train_result *res, int64_t *cap, smoe_err *er
 
 /* Steps res->first_step .. o->steps - 1 on this rank's slice of each
  * global batch, checkpoints at the cadence of o. */
-static smoe_status run_steps(smoe_rt *rt, smoe_trainer *t, const smoe_train_opts *o,
+static smoe_status run_steps(const smoe_comm *cm, smoe_trainer *t, const smoe_train_opts *o,
                              const smoe_train_data *data, smoe_train_result *res, smoe_err *err)
 {
     smoe_train_mode modes[SMOE_TRAIN_MAX_MODES];
     int nmodes = run_modes(o, modes);
     const smoe_model_cfg *mc = smoe_trainer_model(t);
-    int64_t T = mc->batch * mc->seq, first = (int64_t)smoe_rt_rank(rt) * mc->batch, cap = 0;
+    int64_t T = mc->batch * mc->seq, first = (int64_t)smoe_comm_rank(cm) * mc->batch, cap = 0;
     int32_t *tokens = smoe_malloc(sizeof *tokens * (size_t)T);
     int32_t *targets = smoe_malloc(sizeof *targets * (size_t)T);
     smoe_status s = tokens && targets ? SMOE_OK : smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    s = smoe_rt_agree_err(rt, s, err);
+    s = smoe_comm_agree_err(cm, s, err);
     for (int64_t step = res->first_step; step < o->steps && !s; step++) {
         s = grow_steps(res, &cap, err);
-        if ((s = smoe_rt_agree_err(rt, s, err)))
+        if ((s = smoe_comm_agree_err(cm, s, err)))
             break;
         smoe_train_step *rec = &res->steps[res->nsteps];
         int mi = step_mode(step, nmodes);
@@ -82,7 +82,8 @@ static smoe_status run_steps(smoe_rt *rt, smoe_trainer *t, const smoe_train_opts
     return s;
 }
 
-smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
+smoe_status smoe_train_run(const smoe_config *cfg, const smoe_plan *plan,
+                           const smoe_schedule *schedule, const smoe_comm *cm,
                            const smoe_train_opts *o, smoe_train_result *res, smoe_err *err)
 {
     smoe_model_cfg mc;
@@ -92,21 +93,21 @@ smoe_status smoe_train_run(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
     memset(res, 0, sizeof *res);
     /* the options and the config first (every rank's own verdict), then the
      * data: every rank reads the file (a host may lack it) */
-    smoe_status s = tr_trainer_check(rt, cfg, o, &mc, &hp, err);
+    smoe_status s = tr_trainer_check(cm, cfg, plan, o, &mc, &hp, err);
     if (s)
         return s;
     tr_recipe_describe(&hp, &mc, res->recipe, sizeof res->recipe);
     s = smoe_train_data_load(o->data_path, mc.seq, &data, err);
-    if ((s = smoe_rt_agree_err(rt, s, err))) /* the failing rank's message */
+    if ((s = smoe_comm_agree_err(cm, s, err))) /* the failing rank's message */
         goto fail;
-    if ((s = smoe_trainer_new(rt, cfg, plan, o, data, &t, err)))
+    if ((s = smoe_trainer_new(cfg, plan, schedule, cm, o, data, &t, err)))
         goto fail;
     tr_trainer_result(t, res);
     if (o->ckpt_dir && o->resume && (s = smoe_trainer_load(t, res, err)))
         goto fail;
-    if ((s = run_steps(rt, t, o, data, res, err)))
+    if ((s = run_steps(cm, t, o, data, res, err)))
         goto fail;
-    smoe_rt_set_phase(rt, "the summary");
+    smoe_comm_set_phase(cm, "the summary");
     tr_trainer_summarize(t, res);
     if ((s = smoe_trainer_digest(t, o->dump_path, res->params_sha256, err)))
         goto fail;

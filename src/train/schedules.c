@@ -85,7 +85,7 @@ static smoe_status tr_schedule_budget(const smoe_config *cfg, const smoe_plan *p
 
 /* Every rank must issue the same gathers in the same order, or the
  * collectives stop matching: the schedules' digests agreed. */
-static smoe_status check_same(smoe_rt *rt, const smoe_schedule *const *sched, int n,
+static smoe_status check_same(const smoe_comm *cm, const smoe_schedule *const *sched, int n,
                               smoe_err *err)
 {
     tr_sha *h = tr_sha_new();
@@ -105,25 +105,26 @@ static smoe_status check_same(smoe_rt *rt, const smoe_schedule *const *sched, in
     char hex[65];
     tr_sha_final(h, hex);
     const char *names[1] = { "prefetch schedule" }, *dig[1] = { hex };
-    return smoe_rt_check_same(rt, 1, names, dig, err);
+    return smoe_comm_check_same(cm, 1, names, dig, err);
 }
 
-smoe_status tr_schedules(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
-                         const smoe_train_opts *o, const tr_store *st, const smoe_model_cfg *mc,
+smoe_status tr_schedules(const smoe_comm *cm, const smoe_config *cfg, const smoe_plan *plan,
+                         const smoe_train_opts *o, const smoe_schedule *given,
+                         const tr_store *st, const smoe_model_cfg *mc,
                          const smoe_train_mode *modes, int nmodes, smoe_schedule *own[],
                          const smoe_schedule *sched[], int *max_distance, char *note, size_t cap,
                          smoe_err *err)
 {
     smoe_status s = SMOE_OK;
-    if (nmodes > 1 && (o->schedule || o->hbm_budget))
-        s = smoe_err_in(err, SMOE_EINVAL, o->schedule ? "argument '--schedule'"
+    if (nmodes > 1 && (given || o->hbm_budget))
+        s = smoe_err_in(err, SMOE_EINVAL, given ? "argument '--schedule'"
                         : "argument '--hbm-budget'", "runs one schedule (not with --compare)");
-    if (!s && o->schedule && o->hbm_budget)
+    if (!s && given && o->hbm_budget)
         s = smoe_err_in(err, SMOE_EINVAL, "argument '--schedule'",
                         "cannot be combined with --hbm-budget (which plans its own)");
     for (int i = 0; i < nmodes && !s; i++) {
-        if (o->schedule)
-            sched[i] = o->schedule;
+        if (given)
+            sched[i] = given;
         else if (modes[i].schedule)
             sched[i] = modes[i].schedule;
         else if (o->hbm_budget)
@@ -138,7 +139,7 @@ smoe_status tr_schedules(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *p
     for (int i = 0; i < nmodes && !s; i++)
         if (smoe_schedule_max_distance(sched[i]) > *max_distance)
             *max_distance = smoe_schedule_max_distance(sched[i]);
-    if ((s = smoe_rt_agree_err(rt, s, err)))
+    if ((s = smoe_comm_agree_err(cm, s, err)))
         return s;
-    return check_same(rt, sched, nmodes, err);
+    return check_same(cm, sched, nmodes, err);
 }

@@ -50,7 +50,7 @@ static int find_slot(const char *rest, int top)
     return -1;
 }
 
-smoe_status tr_store_build(smoe_rt *rt, const smoe_plan *plan, const smoe_model_cfg *mc,
+smoe_status tr_store_build(const smoe_comm *cm, const smoe_plan *plan, const smoe_model_cfg *mc,
                            const int plans[2], tr_store *st, smoe_err *err)
 {
     smoe_status s;
@@ -108,10 +108,10 @@ smoe_status tr_store_build(smoe_rt *rt, const smoe_plan *plan, const smoe_model_
             smoe_gather_exec x;
             if (plans[k] && ((s = smoe_gather_exec_of(k ? &pw->legacy : &pw->gather, routed, name,
                                                       &x, err)) ||
-                             (s = smoe_rt_wgather_new(rt, &x, name, &w->wg[k], err))))
+                             (s = smoe_comm_gather_new(cm, &x, name, &w->wg[k], err))))
                 return s;
         }
-        smoe_rt_wgather_info(w->wg[plans[0] ? 0 : 1], &w->info);
+        smoe_comm_gather_info(cm, w->wg[plans[0] ? 0 : 1], &w->info);
         int64_t want = w->top ? smoe_tslot_numel(mc, (smoe_tslot)w->slot)
                               : smoe_wslot_numel(mc, (smoe_wslot)w->slot);
         if (w->info.gathered_numel != want)
@@ -192,14 +192,14 @@ static void fill_block(const tr_weight *w, const int64_t *loc, const int64_t *of
     }
 }
 
-void tr_store_init_params(smoe_rt *rt, tr_store *st, uint64_t seed)
+void tr_store_init_params(const smoe_comm *cm, tr_store *st, uint64_t seed)
 {
     for (int i = 0; i < st->n; i++) {
         tr_weight *w = &st->w[i];
         int64_t loc[SMOE_MAX_RANK], off[SMOE_MAX_RANK];
         /* an invariant: tr_store_build checked that every dim divides */
-        SMOE_ASSERT(smoe_layout_local(&w->lspec, w->lshape, smoe_rt_mesh(rt), smoe_rt_coords(rt),
-                                      loc, off, NULL) == SMOE_OK);
+        SMOE_ASSERT(smoe_layout_local(&w->lspec, w->lshape, smoe_comm_mesh(cm),
+                                      smoe_comm_coords(cm), loc, off, NULL) == SMOE_OK);
         /* the key depends on (seed, parameter index, layer) only */
         for (int64_t l = 0; l < w->layers; l++) {
             uint64_t key = tr_mix(tr_mix(seed, (uint64_t)i), (uint64_t)l);
@@ -210,12 +210,12 @@ void tr_store_init_params(smoe_rt *rt, tr_store *st, uint64_t seed)
 
 /* Rank 0: place every rank's shard of one layer into the stacked global
  * tensor `full` (MaxText layout, scan dim at pw->scan_axis). */
-static void place_layer(smoe_rt *rt, const tr_weight *w, int64_t l, const float *all,
+static void place_layer(const smoe_comm *cm, const tr_weight *w, int64_t l, const float *all,
                         float *full)
 {
-    const smoe_mesh *m = smoe_rt_mesh(rt);
+    const smoe_mesh *m = smoe_comm_mesh(cm);
     const smoe_weight *pw = w->pw;
-    for (int q = 0; q < smoe_rt_size(rt); q++) {
+    for (int q = 0; q < smoe_comm_size(cm); q++) {
         int64_t c[SMOE_MAX_AXES], loc[SMOE_MAX_RANK], off[SMOE_MAX_RANK];
         int64_t gl[SMOE_MAX_RANK], go[SMOE_MAX_RANK];
         smoe_mesh_coords(m, q, c);
@@ -258,39 +258,40 @@ static void dump_put(dump_out *d, const void *p, size_t size, size_t n)
 
 /* Weight w whole into full on rank 0 (all: shard_numel * ranks floats of
  * scratch there; both unused on the other ranks). Collective. */
-static void gather_weight(smoe_rt *rt, const tr_store *st, const tr_weight *w, float *all,
+static void gather_weight(const smoe_comm *cm, const tr_store *st, const tr_weight *w, float *all,
                           float *full)
 {
     for (int64_t l = 0; l < w->layers; l++) {
-        smoe_rt_gather_bytes(rt, st->params + w->shard_off + l * w->info.shard_numel, all,
-                             w->info.shard_numel * (int64_t)sizeof(float));
-        if (smoe_rt_rank(rt) == 0)
-            place_layer(rt, w, l, all, full);
+        smoe_comm_gather_bytes(cm, st->params + w->shard_off + l * w->info.shard_numel, all,
+                               w->info.shard_numel * (int64_t)sizeof(float));
+        if (smoe_comm_rank(cm) == 0)
+            place_layer(cm, w, l, all, full);
     }
 }
 
-smoe_status tr_store_gather(smoe_rt *rt, const tr_store *st, int i, float *full, smoe_err *err)
+smoe_status tr_store_gather(const smoe_comm *cm, const tr_store *st, int i, float *full,
+                            smoe_err *err)
 {
     const tr_weight *w = &st->w[i];
     float *all = NULL;
     smoe_status s = SMOE_OK;
-    if (smoe_rt_rank(rt) == 0) {
-        all = smoe_malloc(sizeof *all * (size_t)(w->info.shard_numel * smoe_rt_size(rt)));
+    if (smoe_comm_rank(cm) == 0) {
+        all = smoe_malloc(sizeof *all * (size_t)(w->info.shard_numel * smoe_comm_size(cm)));
         if (!full)
             s = smoe_err_set(err, SMOE_EINVAL, "no buffer for %s on rank 0", w->pw->key);
         else if (!all)
             s = smoe_err_set(err, SMOE_ENOMEM, "out of memory gathering %s", w->pw->key);
     }
-    if (!(s = smoe_rt_agree_err(rt, s, err)))
-        gather_weight(rt, st, w, all, full);
+    if (!(s = smoe_comm_agree_err(cm, s, err)))
+        gather_weight(cm, st, w, all, full);
     smoe_free(all);
     return s;
 }
 
-smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump, char hex[65],
+smoe_status tr_store_digest(const smoe_comm *cm, const tr_store *st, const char *dump, char hex[65],
                             smoe_err *err)
 {
-    int root = smoe_rt_rank(rt) == 0;
+    int root = smoe_comm_rank(cm) == 0;
     dump_out d = { NULL, 0, 0, 0 };
     tr_sha *sha = NULL;
     float *all = NULL, *full = NULL;
@@ -311,7 +312,7 @@ smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump, c
         }
         dump_put(&d, "SMOEPRM1\n", 1, 9);
     }
-    s = smoe_rt_agree(rt, s);
+    s = smoe_comm_agree(cm, s);
     for (int i = 0; i < st->n && !s; i++) {
         const tr_weight *w = &st->w[i];
         const smoe_weight *pw = w->pw;
@@ -319,12 +320,12 @@ smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump, c
         for (int k = 0; k < pw->rank; k++)
             total *= pw->shape[k];
         if (root) {
-            all = smoe_malloc(sizeof *all * (size_t)(w->info.shard_numel * smoe_rt_size(rt)));
+            all = smoe_malloc(sizeof *all * (size_t)(w->info.shard_numel * smoe_comm_size(cm)));
             full = smoe_malloc(sizeof *full * (size_t)total);
             if (!all || !full)
-                smoe_rt_abort(rt, SMOE_EXIT_NOMEM, "out of memory gathering the parameters");
+                smoe_comm_abort(cm, SMOE_EXIT_NOMEM, "out of memory gathering the parameters");
         }
-        gather_weight(rt, st, w, all, full);
+        gather_weight(cm, st, w, all, full);
         if (root) {
             tr_sha_update(sha, full, sizeof *full * (size_t)total);
             uint32_t kl = (uint32_t)strlen(pw->key), rk = (uint32_t)pw->rank;
@@ -365,5 +366,5 @@ smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump, c
             }
         }
     }
-    return smoe_rt_agree(rt, s);
+    return smoe_comm_agree(cm, s);
 }

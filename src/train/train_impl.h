@@ -54,7 +54,7 @@ typedef struct tr_weight {
     int slot;               /* smoe_wslot (layers) or smoe_tslot (top) */
     int64_t layers;         /* layers in its stack (1 for top) */
     int64_t layer0;         /* global index of the stack's first layer */
-    smoe_wgather *wg[2];    /* its gathers by the co-axis [0] and legacy [1] plan (those built) */
+    smoe_comm_gather *wg[2]; /* its gathers by the co-axis [0] and legacy [1] plan (built) */
     smoe_wgather_info info;
     int64_t shard_off;      /* of layer 0's shard in the slabs (floats) */
     int64_t unit_off;       /* of its gathered buffer inside a unit (floats) */
@@ -102,19 +102,20 @@ smoe_status tr_refuse_keys(const smoe_config *cfg, smoe_err *err);
 /* store.c: tr_store_build lays the weights out (offsets, gathers, sizes);
  * tr_store_alloc then allocates the four slabs of st->total floats. */
 SMOE_MUST_CHECK
-smoe_status tr_store_build(smoe_rt *rt, const smoe_plan *plan, const smoe_model_cfg *mc,
+smoe_status tr_store_build(const smoe_comm *cm, const smoe_plan *plan, const smoe_model_cfg *mc,
                            const int plans[2], tr_store *st, smoe_err *err);
 SMOE_MUST_CHECK
 smoe_status tr_store_alloc(tr_store *st, smoe_err *err);
 void tr_store_free(tr_store *st);
-void tr_store_init_params(smoe_rt *rt, tr_store *st, uint64_t seed);
+void tr_store_init_params(const smoe_comm *cm, tr_store *st, uint64_t seed);
 /* Gather the parameters to rank 0 in MaxText's layout, in plan order:
  * hash them (and write them to `dump` if not NULL). */
 SMOE_MUST_CHECK
-smoe_status tr_store_digest(smoe_rt *rt, const tr_store *st, const char *dump,
+smoe_status tr_store_digest(const smoe_comm *cm, const tr_store *st, const char *dump,
                             char hex[65], smoe_err *err);
 /* Weight i whole, MaxText's layout, into full (rank 0). Collective. */
-smoe_status tr_store_gather(smoe_rt *rt, const tr_store *st, int i, float *full, smoe_err *err);
+smoe_status tr_store_gather(const smoe_comm *cm, const tr_store *st, int i, float *full,
+                            smoe_err *err);
 
 /* data.c */
 struct smoe_train_data {
@@ -144,7 +145,7 @@ smoe_status tr_optim_new(const tr_store *st, const tr_hparams *hp, const smoe_mo
 /* After the gradient reductions of step `step` (0-based): *lr the rate
  * applied, *grad_norm the raw gradient's global norm. Collective. */
 SMOE_MUST_CHECK
-smoe_status tr_optim_step(tr_optim *o, smoe_rt *rt, tr_store *st, smoe_model *model,
+smoe_status tr_optim_step(tr_optim *o, const smoe_comm *cm, tr_store *st, smoe_model *model,
                           const smoe_model_cfg *mc, const tr_hparams *hp, int64_t step,
                           double *lr, double *grad_norm, smoe_err *err);
 void tr_optim_free(tr_optim *o);
@@ -175,7 +176,7 @@ typedef struct tr_pf_stats {
 } tr_pf_stats;
 /* The pool holds max_distance + 2 units. */
 SMOE_MUST_CHECK
-smoe_status tr_pf_new(smoe_rt *rt, tr_store *st, int L, int n_dense, int max_distance,
+smoe_status tr_pf_new(const smoe_comm *cm, tr_store *st, int L, int n_dense, int max_distance,
                       tr_prefetch **out, smoe_err *err);
 void tr_pf_free(tr_prefetch *P);
 /* The schedule the next steps run (names matched to the store's weights;
@@ -186,24 +187,25 @@ SMOE_MUST_CHECK
 smoe_status tr_pf_set_schedule(tr_prefetch *P, const smoe_schedule *s, int legacy,
                                int64_t budget, smoe_err *err);
 void tr_pf_begin(tr_prefetch *P);                 /* the step's start */
-float *tr_pf_acquire(tr_prefetch *P, int u, smoe_err *err); /* unit u's weights, gathered */
+float *tr_pf_acquire(tr_prefetch *P, int u); /* unit u's weights, gathered */
 void tr_pf_release(tr_prefetch *P, int u);        /* after a forward unit */
 float *tr_pf_grad_buffer(tr_prefetch *P, int u, int *gslot); /* zeroed */
 void tr_pf_reduce(tr_prefetch *P, int u, int gslot); /* after a backward unit */
 void tr_pf_progress(tr_prefetch *P);
 void tr_pf_set_budget(tr_prefetch *P, int64_t budget); /* gathered bytes, 0 = none */
-void tr_pf_drained(tr_prefetch *P);               /* after smoe_rt_drain */
+void tr_pf_drained(tr_prefetch *P);               /* after smoe_comm_drain */
 const tr_pf_stats *tr_pf_stats_get(const tr_prefetch *P);
 int64_t tr_pf_pool_bytes(const tr_store *st, int max_distance);
 
 /* schedules.c: the schedule of each mode (sched[i]; those built here in
- * own[i], smoe_schedule_free): o->schedule, the budgeted planner's (whole
+ * own[i], smoe_schedule_free): `given`, the budgeted planner's (whole
  * weights, on o->hw) for o->hbm_budget, or the mode's depth; the farthest
  * issue distance; checked the same on every rank. Collective; errors
  * agreed. */
 SMOE_MUST_CHECK
-smoe_status tr_schedules(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
-                         const smoe_train_opts *o, const tr_store *st, const smoe_model_cfg *mc,
+smoe_status tr_schedules(const smoe_comm *cm, const smoe_config *cfg, const smoe_plan *plan,
+                         const smoe_train_opts *o, const smoe_schedule *given,
+                         const tr_store *st, const smoe_model_cfg *mc,
                          const smoe_train_mode *modes, int nmodes, smoe_schedule *own[],
                          const smoe_schedule *sched[], int *max_distance, char *note, size_t cap,
                          smoe_err *err);
@@ -219,7 +221,7 @@ typedef struct tr_mem {
     int64_t params, grads, optimizer, gathered, activations, comm, top;
 } tr_mem;
 SMOE_MUST_CHECK
-smoe_status tr_loop_new(smoe_rt *rt, const smoe_model_cfg *mc, const tr_hparams *hp,
+smoe_status tr_loop_new(const smoe_comm *cm, const smoe_model_cfg *mc, const tr_hparams *hp,
                         int max_distance, smoe_model *model, tr_store *st,
                         smoe_trace *trace, tr_state **out, smoe_err *err);
 /* The next steps' schedule, plan and memory budget (bytes per rank for
@@ -244,10 +246,12 @@ int64_t tr_mem_static(const tr_mem *m);
 tr_mem tr_mem_of(const tr_store *st, const smoe_model_cfg *mc, int64_t act_bytes, int64_t pool);
 
 /* trainer.c: the checks of smoe_trainer_new that come before any data is
- * read (model config, hyperparameters and recipe, the options): agreed
+ * read (the communicator's mesh against the plan's, model config,
+ * hyperparameters and recipe, the options): agreed
  * across ranks (each rank reaches the same verdict, its own err). */
-smoe_status tr_trainer_check(smoe_rt *rt, const smoe_config *cfg, const smoe_train_opts *o,
-                             smoe_model_cfg *mc, tr_hparams *hp, smoe_err *err);
+smoe_status tr_trainer_check(const smoe_comm *cm, const smoe_config *cfg, const smoe_plan *plan,
+                             const smoe_train_opts *o, smoe_model_cfg *mc, tr_hparams *hp,
+                             smoe_err *err);
 /* The set-up facts of a run (recipe, BLAS, memory estimate) into res. */
 void tr_trainer_result(const smoe_trainer *t, smoe_train_result *res);
 /* The summary of res's steps and of the run (peaks, RSS, sizes). Collective. */
@@ -261,12 +265,12 @@ typedef struct tr_fingerprint_t {
 } tr_fingerprint_t;
 SMOE_MUST_CHECK
 smoe_status tr_fingerprint(const smoe_config *cfg, const smoe_plan *plan,
-                           const smoe_train_opts *o, smoe_rt_opts ro, const tr_data *data,
+                           const smoe_train_opts *o, const smoe_comm *cm, const tr_data *data,
                            tr_fingerprint_t *fp, smoe_err *err);
 /* SMOE_EINVAL on every rank (rank 0's err names rank, part and digests)
  * when some rank's fingerprint differs from rank 0's. */
 SMOE_MUST_CHECK
-smoe_status tr_fingerprint_check(smoe_rt *rt, const tr_fingerprint_t *fp, smoe_err *err);
+smoe_status tr_fingerprint_check(const smoe_comm *cm, const tr_fingerprint_t *fp, smoe_err *err);
 
 /* manifest.c: the checkpoint manifest (JSON, schema in the README) */
 #define TR_CKPT_VERSION 2 /* 2: run_id, config, layout digest in the shard header */
@@ -335,15 +339,15 @@ typedef struct tr_ckpt tr_ckpt;
  * holds checkpoints is refused (nothing is deleted); a fresh run gets a new
  * run id. Collective; errors agreed (the failing rank's message). */
 SMOE_MUST_CHECK
-smoe_status tr_ckpt_open(smoe_rt *rt, tr_ckpt_opts *co, int resume, tr_ckpt **out,
+smoe_status tr_ckpt_open(const smoe_comm *cm, tr_ckpt_opts *co, int resume, tr_ckpt **out,
                          smoe_err *err);
 void tr_ckpt_close(tr_ckpt *ck);
 /* Save the state after co->step steps. Refuses non-finite parameters.
  * Prunes to the newest co->keep checkpoints of this run (never the one just
  * written, never another run's). Collective. */
 SMOE_MUST_CHECK
-smoe_status tr_ckpt_save(smoe_rt *rt, tr_ckpt *ck, const tr_store *st, const tr_ckpt_opts *co,
-                         smoe_err *err);
+smoe_status tr_ckpt_save(const smoe_comm *cm, tr_ckpt *ck, const tr_store *st,
+                         const tr_ckpt_opts *co, smoe_err *err);
 /* Load the checkpoint LATEST names (or, with no LATEST, the newest complete
  * one, said in res->resume_note) into st, re-cut for this mesh: refuses a
  * LATEST naming a missing checkpoint, another model, data file or seed;
@@ -351,8 +355,8 @@ smoe_status tr_ckpt_save(smoe_rt *rt, tr_ckpt *ck, const tr_store *st, const tr_
  * res->first_step and res->resumed_from (untouched when the directory holds
  * none) and co->run_id. Collective; errors agreed. */
 SMOE_MUST_CHECK
-smoe_status tr_ckpt_load(smoe_rt *rt, tr_store *st, tr_ckpt_opts *co, smoe_train_result *res,
-                         smoe_err *err);
+smoe_status tr_ckpt_load(const smoe_comm *cm, tr_store *st, tr_ckpt_opts *co,
+                         smoe_train_result *res, smoe_err *err);
 
 /* ckpt_dir.c: helpers shared with checkpoint.c */
 SMOE_MUST_CHECK

@@ -1,4 +1,4 @@
-/* The trainer: one model's sharded state on the ranks of a runtime, built
+/* The trainer: one model's sharded state on the ranks of a communicator (comm.h), built
  * once (every check agreed across ranks before anything large is
  * allocated, so that all ranks stop together on bad input), then stepped
  * one batch at a time; checkpoints, the parameters whole, their digest and
@@ -14,7 +14,8 @@
 #include <unistd.h>
 
 struct smoe_trainer {
-    smoe_rt *rt;
+    smoe_comm comm;              /* the caller's, copied */
+    const smoe_schedule *given;  /* the caller's schedule, or NULL */
     const smoe_config *cfg;
     const smoe_plan *plan;
     smoe_train_opts o;           /* a copy; its strings are the caller's */
@@ -84,9 +85,9 @@ static smoe_status check_memory(smoe_trainer *t, int max_depth, int64_t data_byt
     double top = 2.0 * (double)st->top_floats * 4;
     double need = slabs + pool + top + (double)act + (double)data_bytes;
     int64_t est[1] = { s ? 0 : (need < 9e18 ? (int64_t)need : INT64_MAX) };
-    if ((s = smoe_rt_agree_err(t->rt, s, err)))
+    if ((s = smoe_comm_agree_err(&t->comm, s, err)))
         return s;
-    smoe_rt_allreduce_max_i64(t->rt, est, 1);
+    smoe_comm_allreduce_max_i64(&t->comm, est, 1);
     t->memory_estimate = est[0];
     char what[400], dims[1400];
     snprintf(what, sizeof what,
@@ -127,13 +128,39 @@ static int schedules(const smoe_train_opts *o, int *max_depth, int plans[2])
     return bad;
 }
 
-smoe_status tr_trainer_check(smoe_rt *rt, const smoe_config *cfg, const smoe_train_opts *o,
-                             smoe_model_cfg *mc, tr_hparams *hp, smoe_err *err)
+/* The communicator's ranks form the plan's mesh (the layout and every
+ * gather are cut for it). */
+static smoe_status check_mesh(const smoe_comm *cm, const smoe_plan *plan, smoe_err *err)
+{
+    const smoe_mesh *a = smoe_comm_mesh(cm), *b = &plan->mesh;
+    int same = a->n == b->n;
+    for (int i = 0; same && i < a->n; i++)
+        same = a->size[i] == b->size[i] && strcmp(a->name[i], b->name[i]) == 0;
+    if (same)
+        return SMOE_OK;
+    char x[2][256];
+    for (int k = 0; k < 2; k++) {
+        const smoe_mesh *m = k ? b : a;
+        size_t o = 0;
+        x[k][0] = 0;
+        for (int i = 0; i < m->n && o < sizeof x[k]; i++)
+            o += (size_t)snprintf(x[k] + o, sizeof x[k] - o, "%s%s=%lld", i ? " " : "",
+                                  m->name[i], (long long)m->size[i]);
+    }
+    return smoe_err_set(err, SMOE_EINVAL, "the communicator's mesh (%s) is not the plan's (%s)",
+                        x[0], x[1]);
+}
+
+smoe_status tr_trainer_check(const smoe_comm *cm, const smoe_config *cfg, const smoe_plan *plan,
+                             const smoe_train_opts *o, smoe_model_cfg *mc, tr_hparams *hp,
+                             smoe_err *err)
 {
     int max_depth, plans[2];
-    smoe_status s = smoe_train_check_keys(cfg, err);
+    smoe_status s = check_mesh(cm, plan, err);
     if (!s)
-        s = smoe_train_model_cfg(cfg, smoe_rt_mesh(rt), mc, err);
+        s = smoe_train_check_keys(cfg, err);
+    if (!s)
+        s = smoe_train_model_cfg(cfg, smoe_comm_mesh(cm), mc, err);
     if (!s)
         s = tr_read_hparams(cfg, hp, err);
     if (!s && o->steps < 1) /* before the schedule that depends on it */
@@ -150,12 +177,12 @@ smoe_status tr_trainer_check(smoe_rt *rt, const smoe_config *cfg, const smoe_tra
                         "is empty: name a directory");
     hp->batch = mc->batch;
     hp->seq = mc->seq;
-    return smoe_rt_agree(rt, s);
+    return smoe_comm_agree(cm, s);
 }
 
 static smoe_status new_trace(smoe_trainer *t, smoe_err *err)
 {
-    t->trace = smoe_trace_new(smoe_rt_rank(t->rt), smoe_now());
+    t->trace = smoe_trace_new(smoe_comm_rank(&t->comm), smoe_now());
     if (!t->trace)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory for the trace");
     smoe_trace_lanes(t->trace);
@@ -187,10 +214,10 @@ static smoe_status param_table(smoe_trainer *t, smoe_err *err)
 /* The layout, then what it needs, then the allocations. */
 static smoe_status build(smoe_trainer *t, const smoe_train_data *data, smoe_err *err)
 {
-    smoe_rt *rt = t->rt;
+    const smoe_comm *cm = &t->comm;
     int max_depth, plans[2];
     schedules(&t->o, &max_depth, plans);
-    smoe_status s = tr_store_build(rt, t->plan, &t->mc, plans, &t->st, err);
+    smoe_status s = tr_store_build(cm, t->plan, &t->mc, plans, &t->st, err);
     if (s == SMOE_EINVAL && err) { /* a weight the runtime cannot move: name the sizes */
         char dims[1400];
         size_keys(t->cfg, dims, sizeof dims);
@@ -204,10 +231,10 @@ static smoe_status build(smoe_trainer *t, const smoe_train_data *data, smoe_err 
         t->modes[i].legacy = t->o.nmodes > 1 ? t->o.modes[i].legacy : t->o.legacy;
         t->modes[i].schedule = t->o.nmodes > 1 ? t->o.modes[i].schedule : NULL;
     }
-    if ((s = smoe_rt_agree_err(rt, s, err)) || /* the schedules, then what they need */
-        (s = tr_schedules(rt, t->cfg, t->plan, &t->o, &t->st, &t->mc, t->modes, t->nmodes, t->own,
-                          t->sched, &max_depth, t->schedule_note, sizeof t->schedule_note,
-                          err)) ||
+    if ((s = smoe_comm_agree_err(cm, s, err)) || /* the schedules, then what they need */
+        (s = tr_schedules(cm, t->cfg, t->plan, &t->o, t->given, &t->st, &t->mc, t->modes,
+                          t->nmodes, t->own, t->sched, &max_depth, t->schedule_note,
+                          sizeof t->schedule_note, err)) ||
         (s = check_memory(t, max_depth, data ? data->n : 0, err)))
         return s;
     t->max_distance = max_depth;
@@ -218,52 +245,58 @@ static smoe_status build(smoe_trainer *t, const smoe_train_data *data, smoe_err 
         s = new_trace(t, err);
     if (!s)
         s = param_table(t, err);
-    if ((s = smoe_rt_agree_err(rt, s, err)))
+    if ((s = smoe_comm_agree_err(cm, s, err)))
         return s;
-    s = tr_loop_new(rt, &t->mc, &t->hp, max_depth, t->model, &t->st, t->trace, &t->S, err);
+    s = tr_loop_new(cm, &t->mc, &t->hp, max_depth, t->model, &t->st, t->trace, &t->S, err);
     /* each schedule checked against the model; the first one runs until
      * smoe_trainer_set_mode */
     for (int i = t->nmodes - 1; i >= 0 && !s; i--)
         s = tr_loop_set_mode(t->S, t->sched[i], t->modes[i].legacy, t->o.hbm_budget, err);
-    if (s && err && t->o.schedule && !err->where[0]) /* the file did not fit */
+    if (s && err && t->given && !err->where[0]) /* the file did not fit */
         snprintf(err->where, sizeof err->where, "%s",
                  t->o.schedule_name ? t->o.schedule_name : "the schedule");
-    return smoe_rt_agree_err(rt, s, err);
+    return smoe_comm_agree_err(cm, s, err);
 }
 
-smoe_status smoe_trainer_new(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
+smoe_status smoe_trainer_new(const smoe_config *cfg, const smoe_plan *plan,
+                             const smoe_schedule *schedule, const smoe_comm *comm,
                              const smoe_train_opts *o, const smoe_train_data *data,
                              smoe_trainer **out, smoe_err *err)
 {
     *out = NULL;
+    const smoe_comm *cm = comm;
     smoe_trainer *t = smoe_calloc(1, sizeof *t);
     smoe_status s = t ? SMOE_OK : smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    if ((s = smoe_rt_agree_err(rt, s, err)))
+    if ((s = smoe_comm_agree_err(cm, s, err))) {
+        smoe_free(t); /* another rank's failure */
         return s;
-    t->rt = rt;
+    }
+    t->comm = *comm;
+    cm = &t->comm;
+    t->given = schedule;
     t->cfg = cfg;
     t->plan = plan;
     t->o = *o;
-    if ((s = tr_trainer_check(rt, cfg, o, &t->mc, &t->hp, err)))
+    if ((s = tr_trainer_check(cm, cfg, plan, o, &t->mc, &t->hp, err)))
         goto fail;
     tr_recipe_describe(&t->hp, &t->mc, t->recipe, sizeof t->recipe);
     smoe_blas_init(1, &t->blas);
     /* every rank runs the same configuration, plan, options and data, or
      * the collectives stop matching: check before the first of them */
-    smoe_rt_set_phase(rt, "the cross-rank consistency check");
-    s = tr_fingerprint(cfg, plan, o, smoe_rt_get_opts(rt), data, &t->fp, err);
-    if ((s = smoe_rt_agree(rt, s)) || (s = tr_fingerprint_check(rt, &t->fp, err)))
+    smoe_comm_set_phase(cm, "the cross-rank consistency check");
+    s = tr_fingerprint(cfg, plan, o, &t->comm, data, &t->fp, err);
+    if ((s = smoe_comm_agree(cm, s)) || (s = tr_fingerprint_check(cm, &t->fp, err)))
         goto fail;
-    smoe_rt_set_phase(rt, "set-up");
+    smoe_comm_set_phase(cm, "set-up");
     if ((s = build(t, data, err)))
         goto fail;
     tr_ckpt_opts co = { o->ckpt_dir, 0, o->steps, o->seed, o->ckpt_keep, &t->fp,
                         smoe_config_rules(cfg), cfg, "" };
     t->co = co;
     /* the checkpoint directory: this run's, writable on every rank */
-    if (o->ckpt_dir && (s = tr_ckpt_open(rt, &t->co, o->resume, &t->ck, err)))
+    if (o->ckpt_dir && (s = tr_ckpt_open(cm, &t->co, o->resume, &t->ck, err)))
         goto fail;
-    tr_store_init_params(rt, &t->st, o->seed);
+    tr_store_init_params(cm, &t->st, o->seed);
     *out = t;
     return SMOE_OK;
 fail:
@@ -295,10 +328,10 @@ void smoe_trainer_set_mode(smoe_trainer *t, int prefetch_depth, int legacy)
 {
     int d = prefetch_depth < t->max_distance ? prefetch_depth : t->max_distance;
     const smoe_schedule *s = t->sched[0]; /* o's file or budget plan: the one schedule */
-    for (int i = 0; i < t->nmodes && !t->o.schedule && !t->o.hbm_budget; i++)
+    for (int i = 0; i < t->nmodes && !t->given && !t->o.hbm_budget; i++)
         if (t->modes[i].prefetch_depth == d)
             s = t->sched[i];
-    if (!t->o.schedule && !t->o.hbm_budget && s->depth != d) { /* another depth: build it */
+    if (!t->given && !t->o.hbm_budget && s->depth != d) { /* another depth: build it */
         if (!t->extra || t->extra->depth != d) {
             smoe_schedule_free(t->extra);
             t->extra = NULL;
@@ -337,11 +370,11 @@ static smoe_status check_loss(const tr_hparams *hp, const smoe_train_step *rec, 
 
 /* An error inside a step is this rank's alone (the others wait in the
  * next collective): end the whole job now, with this rank's message. */
-static _Noreturn void step_failed(smoe_rt *rt, smoe_status s, const smoe_err *err)
+static _Noreturn void step_failed(const smoe_comm *cm, smoe_status s, const smoe_err *err)
 {
     char buf[1200];
-    smoe_rt_abort(rt, s == SMOE_ENOMEM ? SMOE_EXIT_NOMEM : SMOE_EXIT_COMM,
-                  smoe_err_format(err, buf, sizeof buf));
+    smoe_comm_abort(cm, s == SMOE_ENOMEM ? SMOE_EXIT_NOMEM : SMOE_EXIT_COMM,
+                    smoe_err_format(err, buf, sizeof buf));
 }
 
 smoe_status smoe_trainer_step(smoe_trainer *t, const int32_t *tokens, const int32_t *targets,
@@ -357,9 +390,9 @@ smoe_status smoe_trainer_step(smoe_trainer *t, const int32_t *tokens, const int3
     if (bad >= 0)
         s = smoe_err_set(err, SMOE_EINVAL,
                          "step %lld: token or target %lld of rank %d is outside [0, %lld)",
-                         (long long)t->step + 1, (long long)bad, smoe_rt_rank(t->rt),
+                         (long long)t->step + 1, (long long)bad, smoe_comm_rank(&t->comm),
                          (long long)t->mc.vocab);
-    if ((s = smoe_rt_agree_err(t->rt, s, err)))
+    if ((s = smoe_comm_agree_err(&t->comm, s, err)))
         return s;
     if (tok != tokens)
         memcpy(tok, tokens, sizeof *tok * (size_t)T);
@@ -367,7 +400,7 @@ smoe_status smoe_trainer_step(smoe_trainer *t, const int32_t *tokens, const int3
         memcpy(tgt, targets, sizeof *tgt * (size_t)T);
     memset(rec, 0, sizeof *rec);
     if ((s = tr_loop_step(t->S, t->step, rec, err)))
-        step_failed(t->rt, s, err);
+        step_failed(&t->comm, s, err);
     t->step++;
     return check_loss(&t->hp, rec, err);
 }
@@ -377,14 +410,14 @@ smoe_status smoe_trainer_save(smoe_trainer *t, smoe_err *err)
     if (!t->ck)
         return smoe_err_set(err, SMOE_EINVAL, "the trainer has no checkpoint directory");
     t->co.step = t->step;
-    return tr_ckpt_save(t->rt, t->ck, &t->st, &t->co, err);
+    return tr_ckpt_save(&t->comm, t->ck, &t->st, &t->co, err);
 }
 
 smoe_status smoe_trainer_load(smoe_trainer *t, smoe_train_result *res, smoe_err *err)
 {
     if (!t->ck)
         return smoe_err_set(err, SMOE_EINVAL, "the trainer has no checkpoint directory");
-    smoe_status s = tr_ckpt_load(t->rt, &t->st, &t->co, res, err);
+    smoe_status s = tr_ckpt_load(&t->comm, &t->st, &t->co, res, err);
     if (!s && res->resumed_from[0])
         t->step = res->first_step;
     return s;
@@ -409,31 +442,31 @@ smoe_status smoe_trainer_gather(smoe_trainer *t, int i, float *full, smoe_err *e
     if (i < 0 || i >= t->st.n)
         return smoe_err_set(err, SMOE_EINVAL, "no parameter %d (the trainer has %d)", i,
                             t->st.n);
-    return tr_store_gather(t->rt, &t->st, i, full, err);
+    return tr_store_gather(&t->comm, &t->st, i, full, err);
 }
 
 smoe_status smoe_trainer_digest(smoe_trainer *t, const char *dump, char hex[65], smoe_err *err)
 {
-    return tr_store_digest(t->rt, &t->st, dump, hex, err);
+    return tr_store_digest(&t->comm, &t->st, dump, hex, err);
 }
 
 smoe_status smoe_trainer_write_trace(smoe_trainer *t, const char *path, smoe_err *err)
 {
-    smoe_rt *rt = t->rt;
+    const smoe_comm *cm = &t->comm;
     if (!t->trace)
         return smoe_err_set(err, SMOE_EINVAL, "the trainer records no trace (no trace_path)");
     size_t len = 0;
     const char *frag;
     smoe_status s = smoe_trace_fragment(t->trace, &frag, &len, err);
-    int size = smoe_rt_size(rt);
+    int size = smoe_comm_size(cm);
     int64_t *lens = smoe_calloc((size_t)size, sizeof *lens);
     char *all = NULL;
     if (!s && !lens)
         s = smoe_err_set(err, SMOE_ENOMEM, "out of memory for the trace");
-    s = smoe_rt_agree_err(rt, s, err);
+    s = smoe_comm_agree_err(cm, s, err);
     if (!s)
-        s = smoe_rt_gatherv_bytes(rt, frag, (int64_t)len, &all, lens);
-    if (!s && smoe_rt_rank(rt) == 0) {
+        s = smoe_comm_gatherv_bytes(cm, frag, (int64_t)len, &all, lens);
+    if (!s && smoe_comm_rank(cm) == 0) {
         const char **frags = smoe_calloc((size_t)size, sizeof *frags);
         size_t *fl = smoe_calloc((size_t)size, sizeof *fl);
         FILE *f = fopen(path, "w");
@@ -455,7 +488,7 @@ smoe_status smoe_trainer_write_trace(smoe_trainer *t, const char *path, smoe_err
     }
     smoe_free(all);
     smoe_free(lens);
-    return smoe_rt_agree(rt, s);
+    return smoe_comm_agree(cm, s);
 }
 
 void tr_trainer_result(const smoe_trainer *t, smoe_train_result *res)
@@ -469,7 +502,7 @@ void tr_trainer_result(const smoe_trainer *t, smoe_train_result *res)
 
 void tr_trainer_summarize(smoe_trainer *t, smoe_train_result *res)
 {
-    smoe_rt *rt = t->rt;
+    const smoe_comm *cm = &t->comm;
     const tr_store *st = &t->st;
     double n = (double)res->nsteps;
     for (int64_t i = 0; i < res->nsteps; i++) {
@@ -489,7 +522,7 @@ void tr_trainer_summarize(smoe_trainer *t, smoe_train_result *res)
     int64_t pk[2];
     tr_mem tm;
     tr_loop_peaks(t->S, &pk[0], &pk[1], &tm);
-    smoe_rt_allreduce_max_i64(rt, pk, 2);
+    smoe_comm_allreduce_max_i64(cm, pk, 2);
     smoe_train_mem pt = { tm.params, tm.grads, tm.optimizer, tm.gathered, tm.activations, tm.comm };
     res->peak_tracked = pt;
     for (int64_t i = 0; i < res->nsteps; i++) {
@@ -504,9 +537,9 @@ void tr_trainer_summarize(smoe_trainer *t, smoe_train_result *res)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     int64_t rss[1] = { (int64_t)ru.ru_maxrss * 1024 };
-    smoe_rt_allreduce_max_i64(rt, rss, 1);
+    smoe_comm_allreduce_max_i64(cm, rss, 1);
     res->peak_rss_bytes = rss[0];
-    res->tokens_per_step = t->mc.batch * t->mc.seq * smoe_rt_size(rt);
+    res->tokens_per_step = t->mc.batch * t->mc.seq * smoe_comm_size(cm);
     res->model_flops_per_step = 3 * forward_flops_per_token(&t->mc) * (double)res->tokens_per_step;
     for (int i = 0; i < st->n; i++) {
         int64_t e = st->w[i].layers;
