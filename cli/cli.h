@@ -7,6 +7,7 @@
 
 #include "smoe/config.h"
 #include "smoe/core.h"
+#include "smoe/dtype.h"
 #include "smoe/plan.h"
 
 #include <getopt.h>
@@ -17,6 +18,10 @@ typedef struct cli_common {
     const char *base, *model, *rules, *params;
     int64_t devices, slices;
     int dtype_bytes;
+    int dtype_bytes_set;        /* --dtype-bytes given */
+    smoe_dtype gather_dtype;    /* --gather-dtype (default fp32) */
+    int64_t int8_block;         /* --int8-block (0: the default) */
+    smoe_dtype int8_fallback;   /* --int8-fallback (SMOE_DT_INT8: none, refuse) */
     int json;
     int n_kv;
     const char **kv; /* KEY=VALUE overrides */
@@ -27,7 +32,8 @@ typedef struct cli_common {
 /* getopt_long entries of the common options; ids start at 1000. */
 enum {
     OPT_BASE = 1000, OPT_MODEL, OPT_RULES, OPT_PARAMS, OPT_DEVICES, OPT_SLICES,
-    OPT_DTYPE_BYTES, OPT_JSON, OPT_COMMON_END
+    OPT_DTYPE_BYTES, OPT_JSON, OPT_GATHER_DTYPE, OPT_INT8_BLOCK, OPT_INT8_FALLBACK,
+    OPT_COMMON_END
 };
 #define CLI_COMMON_LONGOPTS                                   \
     { "base", required_argument, 0, OPT_BASE },               \
@@ -38,6 +44,25 @@ enum {
     { "slices", required_argument, 0, OPT_SLICES },           \
     { "dtype-bytes", required_argument, 0, OPT_DTYPE_BYTES }, \
     { "json", no_argument, 0, OPT_JSON }
+/* The gather dtype options, for the subcommands that follow them (handled
+ * by cli_common_opt; cli_build_plan applies them to the plan). */
+#define CLI_GATHER_LONGOPTS                                   \
+    { "gather-dtype", required_argument, 0, OPT_GATHER_DTYPE }, \
+    { "int8-block", required_argument, 0, OPT_INT8_BLOCK },     \
+    { "int8-fallback", required_argument, 0, OPT_INT8_FALLBACK }
+#define CLI_GATHER_USAGE                                                          \
+    "  --gather-dtype T   what the weight gathers move: fp32 (default), bf16, or\n"   \
+    "                     int8 (blockwise, one fp32 scale per block)\n"             \
+    "  --int8-block N     int8 elements per scale along the last dim (default 32)\n" \
+    "  --int8-fallback T  int8: gather a weight whose shards cannot hold whole\n"    \
+    "                     blocks in T (fp32 or bf16) instead of refusing it\n"
+/* Parse one gather dtype option into c: 1 if it was one, 0 if not, -1 on
+ * a bad value (err says which). */
+int cli_gather_opt(cli_common *c, int opt, const char *arg, smoe_err *err);
+/* Check c's gather dtype options together and apply them to plan p
+ * (smoe_plan_set_wire); err names the argument. */
+SMOE_MUST_CHECK
+smoe_status cli_apply_wire(const cli_common *c, smoe_plan *p, smoe_err *err);
 /* Defaults (devices 0 = not given, slices 1, dtype 4). */
 void cli_common_init(cli_common *c);
 /* Handle one common option; returns 1 if it was one. */
@@ -97,7 +122,7 @@ typedef struct cli_runs {
 
 /* Output of training runs: JSON (train_json.c) and text (train_text.c). */
 void train_print_json(FILE *f, const smoe_plan *p, const struct smoe_train_result *res,
-                      const cli_runs *runs);
+                      const cli_runs *runs, int reduce_dtype);
 struct smoe_train_opts;
 struct smoe_rt;
 void print_result(const struct smoe_train_opts *o, struct smoe_rt *rt,

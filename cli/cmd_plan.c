@@ -13,7 +13,9 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: smoe plan [--base FILE] [--model NAME|FILE] [--rules NAME|FILE]\n"
             "                 [--params FILE] (--devices N | --topology NAME) [--slices N]\n"
-            "                 [--legacy|--compare] [--all] [--why] [--dtype-bytes N] [--json]\n"
+            "                 [--legacy|--compare] [--all] [--why] [--dtype-bytes N]\n"
+            "                 [--gather-dtype fp32|bf16|int8 [--int8-block N]\n"
+            "                 [--int8-fallback fp32|bf16]] [--json]\n"
             "                 [KEY=VALUE ...]\n"
             "\n"
             "  --base FILE        base config (default: the bundled configs/base.yml)\n"
@@ -32,6 +34,7 @@ static void usage(FILE *f)
             "  --why              under each weight that is fallback, noop, uneven or\n"
             "                     leaves a legacy residual, one line saying why\n"
             "  --dtype-bytes N    bytes per element of the stored weights (default 4)\n"
+            CLI_GATHER_USAGE
             "  --json             one JSON object (schema in the README)\n"
             "  KEY=VALUE          MaxText config overrides, e.g. ici_expert_parallelism=8\n");
 }
@@ -71,6 +74,17 @@ static void print_why(const char *label, const smoe_gather *g)
 {
     if (g->reason)
         printf("    why%s: %s\n", label, g->reason);
+    if (g->wire_reason)
+        printf("    why %s%s: %s\n", smoe_dtype_name(g->wire), label, g->wire_reason);
+}
+
+/* A gather whose wire is the int8 fallback, marked in its row. */
+static const char *wire_mark(const smoe_gather *g)
+{
+    if (!g->wire_reason)
+        return "";
+    return g->wire == SMOE_DT_BF16 ? "  (bf16: int8 blocks do not fit)"
+                                   : "  (fp32: int8 blocks do not fit)";
 }
 
 static void print_table(const smoe_plan *p, int mode, int all, int why)
@@ -99,23 +113,23 @@ static void print_table(const smoe_plan *p, int mode, int all, int why)
         const smoe_gather *g = mode == 1 ? &w->legacy : &w->gather;
         if (mode == 2) {
             const smoe_gather *l = &w->legacy;
-            printf("%-66s %-18s %-34s %-12s %-34s %-12s %-12s %s%s\n", name, b2, b3,
+            printf("%-66s %-18s %-34s %-12s %-34s %-12s %-12s %s%s%s\n", name, b2, b3,
                    status_cell(g, b4, sizeof b4), dims_cell(g->axes, g->rank, b1, sizeof b1),
                    status_cell(l, b5, sizeof b5),
                    l->residual_ways > 1 ? dims_cell(l->residual, l->rank, b7, sizeof b7) : "-",
                    cli_fmt_bytes((double)g->bytes_recv, b6, sizeof b6),
-                   w->prefetch ? "" : "  (not prefetched)");
+                   w->prefetch ? "" : "  (not prefetched)", wire_mark(g));
             if (why) {
                 print_why(" (co-axis)", g);
                 print_why(" (legacy)", l);
             }
         } else {
-            printf("%-66s %-18s %-34s %-14s %-34s %-26s %s%s%s\n", name, b2, b3,
+            printf("%-66s %-18s %-34s %-14s %-34s %-26s %s%s%s%s\n", name, b2, b3,
                    status_cell(g, b4, sizeof b4), dims_cell(g->axes, g->rank, b1, sizeof b1),
                    dims_cell(g->out, g->rank, b7, sizeof b7),
                    cli_fmt_bytes((double)g->bytes_recv, b6, sizeof b6),
                    g->indivisible && !g->uneven ? "  INDIVISIBLE" : "",
-                   w->prefetch ? "" : "  (not prefetched)");
+                   w->prefetch ? "" : "  (not prefetched)", wire_mark(g));
             if (why)
                 print_why("", g);
         }
@@ -160,14 +174,25 @@ static void print_header(const smoe_plan *p)
         else
             ones++;
     printf("  (%lld devices; %d axes of size 1)\n", (long long)smoe_mesh_devices(&p->mesh), ones);
-    printf("inventory: %s, %d entries; bytes at %d per element\n\n", p->source, p->n,
+    printf("inventory: %s, %d entries; bytes at %d per element", p->source, p->n,
            p->dtype_bytes);
+    if (p->gather_dtype == SMOE_DT_BF16)
+        printf("; weight gathers move bf16 (2 bytes per element)");
+    else if (p->gather_dtype == SMOE_DT_INT8)
+        printf("; weight gathers move int8 in blocks of %lld along the last dim, "
+               "each with a 4-byte fp32 scale (%g bytes per element)",
+               (long long)p->int8_block, (double)(p->int8_block + 4) / (double)p->int8_block);
+    if (p->wire_fallbacks)
+        printf(", except %d weights whose shards cannot hold whole blocks: %s (see --why)",
+               p->wire_fallbacks, smoe_dtype_name(p->int8_fallback));
+    printf("\n\n");
 }
 
 int cmd_plan(int argc, char **argv)
 {
     static const struct option longopts[] = {
         CLI_COMMON_LONGOPTS,
+        CLI_GATHER_LONGOPTS,
         { "legacy", no_argument, 0, OPT_LEGACY },
         { "compare", no_argument, 0, OPT_COMPARE },
         { "all", no_argument, 0, OPT_ALL },

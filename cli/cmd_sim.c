@@ -35,6 +35,8 @@ static void usage(FILE *f)
             "                [--prefetch-depth N] [--hbm-budget BYTES] [--sweep] [--trace FILE]\n"
             "                [--plot FILE.svg] [--profile TRACE.json] [--json]\n"
             "                [--schedule-out FILE] [--whole-weights]\n"
+            "                [--gather-dtype fp32|bf16|int8 [--int8-block N]\n"
+            "                [--int8-fallback fp32|bf16]]\n"
             "       mpirun -np N smoe sim --calibrate [--out FILE]\n"
             "\n"
             "  --scenario NAME|FILE  bundled scenario (configs/scenarios/NAME.yml), e.g. seed:\n"
@@ -54,6 +56,10 @@ static void usage(FILE *f)
             "  --trace FILE          Chrome/Perfetto trace, one process row per schedule\n"
             "  --plot FILE.svg       picture: Pareto curve and the schedules' timelines\n"
             "  --profile TRACE.json  per-layer compute measured in a smoe train --trace file\n"
+            "  --gather-dtype T      smoe's runtime gathers in T (fp32, bf16, int8): its\n"
+            "                        schedules' gather bandwidth follows (scales included);\n"
+            "                        XLA's baseline, legacy and MaxText's path do not\n"
+            "  --int8-block N, --int8-fallback T   as in smoe plan\n"
             "  --calibrate           measure this machine's cpu-mpi profile (under mpirun)\n"
             "  --out FILE            where --calibrate writes (default: stdout)\n");
 }
@@ -101,6 +107,28 @@ static int64_t config_count(const smoe_config *cfg, const char *key, int64_t hi)
     return (int64_t)v;
 }
 
+/* The bytes per element smoe's gathers move with c's --gather-dtype: the
+ * plan's gathered bytes over all layers with that wire (the plan layer
+ * checks the int8 block rule and picks the fallbacks) over the stored
+ * ones, times the stored element size. */
+static double wire_bytes(const cli_common *c, const cli_common *cc, const smoe_config *cfg,
+                         const smoe_plan *p)
+{
+    cli_common cw = *cc;
+    cw.gather_dtype = c->gather_dtype;
+    cw.int8_block = c->int8_block;
+    cw.int8_fallback = c->int8_fallback;
+    smoe_plan *pw = cli_build_plan(&cw, cfg);
+    double stored = 0, moved = 0;
+    for (int i = 0; i < p->n; i++)
+        if (p->w[i].has_gather) {
+            stored += (double)p->w[i].gather.bytes_out * (double)p->w[i].layers;
+            moved += (double)pw->w[i].gather.bytes_out * (double)pw->w[i].layers;
+        }
+    smoe_plan_free(pw);
+    return stored > 0 ? moved / stored * p->dtype_bytes : p->dtype_bytes;
+}
+
 /* Build a plan and a step model for one configuration. The shape's unset
  * parts (0) come from the config: per_device_batch_size, max_target_length
  * and the dtypes (smoe_sim_dtypes); the plan is sized in the stored dtype. */
@@ -118,6 +146,11 @@ static smoe_sim_model *build(const cli_common *c, const char *rules, const char 
     cli_common cc = *c;
     cc.kv = kv;
     cc.n_kv = n;
+    /* the model's plan stays in the stored dtype (the step model sizes
+     * everything from it); a compressed wire is a second plan's ratio */
+    cc.gather_dtype = SMOE_DT_FP32;
+    cc.int8_block = 0;
+    cc.int8_fallback = SMOE_DT_INT8;
     if (rules)
         cc.rules = rules;
     smoe_config *cfg = cli_load_config(&cc);
@@ -130,6 +163,8 @@ static smoe_sim_model *build(const cli_common *c, const char *rules, const char 
         sh.seq = config_count(cfg, "max_target_length", SMOE_SIM_MAX_SEQ);
     cc.dtype_bytes = sh.dtype_bytes;
     smoe_plan *p = cli_build_plan(&cc, cfg);
+    if (c->gather_dtype != SMOE_DT_FP32 || c->int8_block || c->int8_fallback != SMOE_DT_INT8)
+        sh.wire_bytes = wire_bytes(c, &cc, cfg, p);
     free(kv);
     const smoe_node *roe = smoe_config_get(cfg, "use_ring_of_experts");
     int ring = 0;
@@ -338,6 +373,7 @@ int cmd_sim(int argc, char **argv)
 {
     static const struct option longopts[] = {
         CLI_COMMON_LONGOPTS,
+        CLI_GATHER_LONGOPTS,
         { "scenario", required_argument, 0, OPT_SCENARIO },
         { "hardware", required_argument, 0, OPT_HARDWARE },
         { "batch", required_argument, 0, OPT_BATCH },
@@ -577,6 +613,9 @@ int cmd_sim(int argc, char **argv)
                hw.name, hwf, (long long)smoe_mesh_devices(&plan->mesh), (long long)sh.batch,
                (long long)sh.seq, remat ? remat : "full", sh.dtype_bytes, sh.compute_bytes,
                sh.grad_bytes, sh.mu_bytes, sh.nu_bytes);
+        if (sh.wire_bytes > 0)
+            printf("smoe's runtime gathers %s: %.4g bytes per element on the wire (its "
+                   "schedules only)\n", smoe_dtype_name(c.gather_dtype), sh.wire_bytes);
         if (profile)
             printf("compute per layer from %s (median of its spans, exchanges excluded): "
                    "dense %.2f / %.2f ms, MoE %.2f / %.2f ms forward / backward (0: modelled)\n",

@@ -16,7 +16,7 @@ enum {
     OPT_STEPS = OPT_COMMON_END, OPT_SEED, OPT_DATA, OPT_DEPTH, OPT_GATHER, OPT_SHARED,
     OPT_PTHREAD, OPT_MAXMEM, OPT_TRACE, OPT_DUMP, OPT_COMPARE, OPT_QUIET, OPT_HELP,
     OPT_TIMEOUT, OPT_CKPT_DIR, OPT_CKPT_EVERY, OPT_CKPT_KEEP, OPT_RESUME, OPT_LIST_KEYS, OPT_PLOT,
-    OPT_SCHEDULE, OPT_HBM_BUDGET, OPT_HARDWARE
+    OPT_SCHEDULE, OPT_HBM_BUDGET, OPT_HARDWARE, OPT_REDUCE_DTYPE
 };
 
 static void usage(FILE *f)
@@ -38,6 +38,8 @@ static void usage(FILE *f)
             "  --seed N             initialisation and data seed (default 1)\n"
             "  --data FILE          training text (default: the bundled data/gpl-3.0.txt)\n"
             "  --prefetch-depth N   gather N layers ahead (default 1; 0 = just before use)\n"
+            CLI_GATHER_USAGE
+            "  --reduce-dtype T     gradient reductions in fp32 (default) or bf16\n"
             "  --schedule FILE      execute a prefetch schedule (smoe sim --schedule-out);\n"
             "                       given 2 to " CLI_STR(SMOE_TRAIN_MAX_MODES)
             " times: the files take turns step\n"
@@ -161,6 +163,13 @@ static void print_banner(const smoe_config *cfg, const smoe_plan *p, smoe_rt *rt
     printf("schedule: %s, %s gathers, %s queue, data %s, seed %llu\n", sched,
            o->legacy ? "legacy" : "co-axis", shared ? "shared" : "dedicated", o->data_path,
            (unsigned long long)o->seed);
+    char blk[64] = "";
+    if (p->gather_dtype == SMOE_DT_INT8)
+        snprintf(blk, sizeof blk, " (blocks of %lld%s)", (long long)p->int8_block,
+                 p->wire_fallbacks ? ", some weights in the fallback" : "");
+    printf("wire: weight gathers %s%s, gradient reductions %s; master weights, gradients and "
+           "AdamW fp32\n", smoe_dtype_name(p->gather_dtype), blk,
+           smoe_dtype_name((smoe_dtype)o->reduce_dtype));
     fflush(stdout);
 }
 
@@ -168,6 +177,8 @@ int cmd_train(int argc, char **argv)
 {
     static const struct option longopts[] = {
         CLI_COMMON_LONGOPTS,
+        CLI_GATHER_LONGOPTS,
+        { "reduce-dtype", required_argument, 0, OPT_REDUCE_DTYPE },
         { "steps", required_argument, 0, OPT_STEPS },
         { "seed", required_argument, 0, OPT_SEED },
         { "data", required_argument, 0, OPT_DATA },
@@ -316,11 +327,24 @@ int cmd_train(int argc, char **argv)
                 usage(stdout);
             smoe_rt_finalize(rt);
             return SMOE_EXIT_OK;
-        default:
+        case OPT_REDUCE_DTYPE: {
+            smoe_dtype rd;
+            if (smoe_dtype_parse("--reduce-dtype", optarg, 3u, &rd, &err))
+                fail(rt, &err);
+            o.reduce_dtype = (int)rd;
+            break;
+        }
+        default: {
+            int g = cli_gather_opt(&c, opt, optarg, &err);
+            if (g < 0)
+                fail(rt, &err);
+            if (g)
+                break;
             if (cli_common_opt(&c, opt, optarg))
                 break;
             fail_arg(rt, where, optopt ? "missing value or unknown option"
                                        : "unknown option (see 'smoe train --help')");
+        }
         }
     }
     for (int i = optind; i < argc; i++) {
@@ -417,6 +441,9 @@ int cmd_train(int argc, char **argv)
             snprintf(err.where, sizeof err.where, "%d MPI ranks", smoe_rt_size(rt));
         fail(rt, &err);
     }
+    /* what the gathers move (the int8 block rule refuses or falls back) */
+    if (cli_apply_wire(&c, plan, &err))
+        fail(rt, &err);
     /* a weight whose prefetch all-gather would get uneven shards */
     if (smoe_plan_check_even(plan, SMOE_MODE_COAXIS, &err) ||
         smoe_plan_check_even(plan, SMOE_MODE_LEGACY, &err))
@@ -458,7 +485,7 @@ int cmd_train(int argc, char **argv)
         cli_plot_trace(o.trace_path, plot_path);
     if (root) {
         if (c.json)
-            train_print_json(stdout, plan, &res, &runs);
+            train_print_json(stdout, plan, &res, &runs, o.reduce_dtype);
         else
             print_result(&o, rt, &res, &runs, compare ? depth : res.prefetch_distance);
     }

@@ -137,6 +137,49 @@ smoe_config *cli_load_config(const cli_common *c)
     return cfg;
 }
 
+int cli_gather_opt(cli_common *c, int opt, const char *arg, smoe_err *err)
+{
+    int64_t v;
+    switch (opt) {
+    case OPT_GATHER_DTYPE:
+        return smoe_dtype_parse("--gather-dtype", arg, 7u, &c->gather_dtype, err) ? -1 : 1;
+    case OPT_INT8_FALLBACK:
+        return smoe_dtype_parse("--int8-fallback", arg, 3u, &c->int8_fallback, err) ? -1 : 1;
+    case OPT_INT8_BLOCK:
+        if (!arg || smoe_parse_i64(arg, &v) || v < SMOE_INT8_BLOCK_MIN ||
+            v > SMOE_INT8_BLOCK_MAX) {
+            smoe_err_set(err, SMOE_EINVAL, "must be between %d and %d", SMOE_INT8_BLOCK_MIN,
+                         SMOE_INT8_BLOCK_MAX);
+            snprintf(err->where, sizeof err->where, "argument '--int8-block %s'",
+                     arg ? arg : "");
+            return -1;
+        }
+        c->int8_block = v;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+smoe_status cli_apply_wire(const cli_common *c, smoe_plan *p, smoe_err *err)
+{
+    if (c->int8_block && c->gather_dtype != SMOE_DT_INT8)
+        return smoe_err_in(err, SMOE_EINVAL, "argument '--int8-block'",
+                           "needs --gather-dtype int8");
+    if (c->int8_fallback != SMOE_DT_INT8 && c->gather_dtype != SMOE_DT_INT8)
+        return smoe_err_in(err, SMOE_EINVAL, "argument '--int8-fallback'",
+                           "needs --gather-dtype int8");
+    if (c->gather_dtype != SMOE_DT_FP32 && c->dtype_bytes_set && c->dtype_bytes != 4)
+        return smoe_err_in(err, SMOE_EINVAL, "argument '--dtype-bytes'",
+                           "a %s gather converts fp32 master weights: give --dtype-bytes 4 "
+                           "or leave it out", smoe_dtype_name(c->gather_dtype));
+    smoe_status s = smoe_plan_set_wire(p, c->gather_dtype, c->int8_block, c->int8_fallback, err);
+    if (s)
+        snprintf(err->where, sizeof err->where, "argument '--gather-dtype %s'",
+                 smoe_dtype_name(c->gather_dtype));
+    return s;
+}
+
 smoe_plan *cli_build_plan(const cli_common *c, const smoe_config *cfg)
 {
     smoe_plan_opts po;
@@ -156,6 +199,8 @@ smoe_plan *cli_build_plan(const cli_common *c, const smoe_config *cfg)
                      (long long)c->devices);
         cli_die(&err);
     }
+    if (cli_apply_wire(c, p, &err))
+        cli_die(&err);
     return p;
 }
 
@@ -164,6 +209,7 @@ void cli_common_init(cli_common *c)
     memset(c, 0, sizeof *c);
     c->slices = 1;
     c->dtype_bytes = 4;
+    c->int8_fallback = SMOE_DT_INT8;
 }
 
 int cli_common_opt(cli_common *c, int opt, const char *arg)
@@ -175,7 +221,18 @@ int cli_common_opt(cli_common *c, int opt, const char *arg)
     case OPT_PARAMS: c->params = arg; return 1;
     case OPT_DEVICES: c->devices = cli_int("--devices", arg, 1, 1LL << 30); return 1;
     case OPT_SLICES: c->slices = cli_int("--slices", arg, 1, 1LL << 20); return 1;
-    case OPT_DTYPE_BYTES: c->dtype_bytes = (int)cli_int("--dtype-bytes", arg, 1, 16); return 1;
+    case OPT_DTYPE_BYTES:
+        c->dtype_bytes = (int)cli_int("--dtype-bytes", arg, 1, 16);
+        c->dtype_bytes_set = 1;
+        return 1;
+    case OPT_GATHER_DTYPE:
+    case OPT_INT8_FALLBACK:
+    case OPT_INT8_BLOCK: {
+        smoe_err err;
+        if (cli_gather_opt(c, opt, arg, &err) < 0)
+            cli_die(&err);
+        return 1;
+    }
     case OPT_JSON: c->json = 1; return 1;
     default: return 0;
     }

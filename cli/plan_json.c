@@ -61,6 +61,11 @@ static cJSON *gather_json(const smoe_gather *g, int prefetch)
     cJSON_AddNumberToObject(o, "residual_bytes_recv", (double)g->residual_bytes_recv);
     cJSON_AddItemToObject(o, "indivisible", ind);
     cJSON_AddBoolToObject(o, "uneven", g->uneven);
+    cJSON_AddItemToObject(o, "wire", cli_json_string(smoe_dtype_name(g->wire)));
+    if (g->wire_reason)
+        cJSON_AddItemToObject(o, "wire_reason", cli_json_string(g->wire_reason));
+    else
+        cJSON_AddNullToObject(o, "wire_reason");
     if (g->reason)
         cJSON_AddStringToObject(o, "reason", g->reason);
     else
@@ -129,6 +134,17 @@ void plan_print_json(FILE *f, const smoe_plan *p)
     cJSON_AddItemToObject(sum, "source", cli_json_string(p->source));
     cJSON_AddNumberToObject(sum, "devices", (double)smoe_mesh_devices(&p->mesh));
     cJSON_AddNumberToObject(sum, "dtype_bytes", p->dtype_bytes);
+    cJSON_AddItemToObject(sum, "gather_dtype", cli_json_string(smoe_dtype_name(p->gather_dtype)));
+    if (p->gather_dtype == SMOE_DT_INT8)
+        cJSON_AddNumberToObject(sum, "int8_block", (double)p->int8_block);
+    else
+        cJSON_AddNullToObject(sum, "int8_block");
+    if (p->gather_dtype == SMOE_DT_INT8 && p->int8_fallback != SMOE_DT_INT8)
+        cJSON_AddItemToObject(sum, "int8_fallback",
+                              cli_json_string(smoe_dtype_name(p->int8_fallback)));
+    else
+        cJSON_AddNullToObject(sum, "int8_fallback");
+    cJSON_AddNumberToObject(sum, "wire_fallbacks", p->wire_fallbacks);
     cJSON_AddItemToObject(sum, "coaxis", summary_json(&p->coaxis));
     cJSON_AddItemToObject(sum, "legacy", summary_json(&p->legacy));
     cli_json_print(f, root);

@@ -21,6 +21,10 @@ void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const smoe_s
     cJSON_AddNumberToObject(shape, "grad_bytes", sh->grad_bytes);
     cJSON_AddNumberToObject(shape, "mu_bytes", sh->mu_bytes);
     cJSON_AddNumberToObject(shape, "nu_bytes", sh->nu_bytes);
+    if (sh->wire_bytes > 0)
+        cJSON_AddNumberToObject(shape, "wire_bytes", sh->wire_bytes);
+    else
+        cJSON_AddNullToObject(shape, "wire_bytes");
     cJSON *sched = cJSON_AddObjectToObject(root, "schedules");
     for (int i = 0; i < n; i++) {
         const smoe_sim_result *r = &res[i];

@@ -22,10 +22,20 @@ static void add_stat(cJSON *o, const char *name, const smoe_train_stat *t)
 }
 
 /* The steps of `mode` (-1: all) and their summary. */
-static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r, int mode, int64_t skip)
+static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r, int mode, int64_t skip,
+                       int reduce_dtype)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "mesh", cli_json_mesh(&p->mesh));
+    /* what the weight gathers and the gradient reductions move */
+    cJSON_AddItemToObject(o, "gather_dtype", cli_json_string(smoe_dtype_name(p->gather_dtype)));
+    if (p->gather_dtype == SMOE_DT_INT8)
+        cJSON_AddNumberToObject(o, "int8_block", (double)p->int8_block);
+    else
+        cJSON_AddNullToObject(o, "int8_block");
+    cJSON_AddNumberToObject(o, "wire_fallbacks", p->wire_fallbacks);
+    cJSON_AddItemToObject(o, "reduce_dtype",
+                          cli_json_string(smoe_dtype_name((smoe_dtype)reduce_dtype)));
     cJSON_AddNumberToObject(o, "first_step", (double)r->first_step);
     if (r->resumed_from[0])
         cJSON_AddItemToObject(o, "resumed_from", cli_json_string(r->resumed_from));
@@ -61,6 +71,7 @@ static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r, int mode,
         cJSON_AddNumberToObject(x, "peak_gathered_bytes", (double)s->peak_gathered_bytes);
         cJSON_AddNumberToObject(x, "peak_tracked_bytes", (double)s->peak_tracked_bytes);
         cJSON_AddNumberToObject(x, "gathers_at_use", (double)s->gathers_at_use);
+        cJSON_AddNumberToObject(x, "gather_bytes", (double)s->gather_bytes);
         cJSON_AddItemToArray(steps, x);
     }
     smoe_train_summary sm;
@@ -102,7 +113,7 @@ static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r, int mode,
 }
 
 void train_print_json(FILE *f, const smoe_plan *p, const smoe_train_result *res,
-                      const cli_runs *rs)
+                      const cli_runs *rs, int reduce_dtype)
 {
     cJSON *root;
     if (rs->n) {
@@ -110,9 +121,9 @@ void train_print_json(FILE *f, const smoe_plan *p, const smoe_train_result *res,
         root = cJSON_CreateObject();
         cJSON *runs = cJSON_AddObjectToObject(root, "runs");
         for (int i = 0; i < rs->n; i++)
-            cJSON_AddItemToObject(runs, rs->key[i], run_json(p, res, i, skip));
+            cJSON_AddItemToObject(runs, rs->key[i], run_json(p, res, i, skip, reduce_dtype));
     } else {
-        root = run_json(p, res, -1, 0);
+        root = run_json(p, res, -1, 0, reduce_dtype);
     }
     cli_json_print(f, root);
 }

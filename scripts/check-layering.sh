@@ -40,17 +40,18 @@ check 'openssl/[a-z]*\.h' '^src/train/digest\.c$'
 # never includes the runtime (and links no MPI).
 layers='
 core:
+dtype: core
 shard: core
 config: core shard
-plan: core shard config
-sched: core shard config plan
+plan: core shard config dtype
+sched: core shard config plan dtype
 kernels: core
-comm: core shard
+comm: core shard dtype
 model: core kernels comm
-runtime: core shard comm
-train: core shard config plan sched kernels comm model
-calib: core shard config plan sched kernels comm model runtime train
-cli: core shard config plan sched kernels comm model runtime train calib
+runtime: core shard comm dtype
+train: core shard config plan sched kernels comm model dtype
+calib: core shard config plan sched kernels comm model runtime train dtype
+cli: core shard config plan sched kernels comm model runtime train calib dtype
 '
 # Single includes tolerated until their fix lands, each with its reason
 # (FILE HEADER-MODULE); none today.

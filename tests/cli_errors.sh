@@ -42,6 +42,15 @@ expect "missing.json: cannot open file" plan --devices 4 --params "$data/bad/mis
 expect "/dev/zero: larger than 128 MiB" plan --devices 4 --params /dev/zero
 expect "dup_key_late.json:4:3: duplicate key '.step'" plan --devices 4 --params "$data/bad/dup_key_late.json"
 expect "argument 'ici_expert_parallelism=four': 'ici_expert_parallelism' must be an integer" plan --devices 4 ici_expert_parallelism=four
+# compressed gathers: an unknown dtype, a block out of range or without int8,
+# a stored size that is not fp32, an int8 block a weight's shard cannot hold
+expect "^smoe: --gather-dtype 'fp16': not a gather dtype \\(fp32\\|bf16\\|int8\\)$" plan --devices 4 --gather-dtype fp16
+expect "argument '--int8-block 1': must be between 2 and 4096" plan --devices 4 --gather-dtype int8 --int8-block 1
+expect "argument '--int8-block': needs --gather-dtype int8" plan --devices 4 --int8-block 64
+expect "argument '--int8-fallback': needs --gather-dtype int8" plan --devices 4 --int8-fallback bf16
+expect "^smoe: --int8-fallback 'int8': not a gather dtype \\(fp32\\|bf16\\)$" plan --devices 4 --gather-dtype int8 --int8-fallback int8
+expect "argument '--dtype-bytes': a bf16 gather converts fp32 master weights" plan --devices 4 --gather-dtype bf16 --dtype-bytes 2
+expect "argument '--gather-dtype int8': [a-z_/0-9]+: int8 gather: the shard's last dim \\([0-9]+.*\\) is not a whole number of int8 blocks of 4096" plan --devices 4 --gather-dtype int8 --int8-block 4096
 # built-in enumeration: what it does not have is refused by name
 expect "argument 'mtp_num_layers=1': multi-token prediction .* deepseek only" plan --devices 4 mtp_num_layers=1
 expect "argument 'decoder_block=simple': decoder_block 'simple' has no built-in enumeration" plan --devices 4 decoder_block=simple
@@ -73,6 +82,8 @@ expect "rule_missing_axis.yml:3:22: resource axis 'experts' of the rule for 'emb
 expect "argument '--hardware nope': no hardware profile" sim --devices 4 --hardware nope
 expect "argument '--scenario nope': no scenario file" sim --scenario nope
 expect "argument '--hardware': is required" sim --devices 4
+expect "^smoe: --gather-dtype 'fp8': not a gather dtype" sim --scenario seed --gather-dtype fp8
+expect "argument '--gather-dtype int8': decoder/[a-z_/0-9]+: int8 gather: the shard's last dim \\(56 over" sim --scenario seed --gather-dtype int8
 expect "argument '--remat sometimes': expected full, none or save-dot-products" sim --devices 4 --hardware tpu7x --remat sometimes
 expect "bad_hw.yml:4:13: 'peak_flops' must be a number" sim --devices 4 --hardware "$data/bad/bad_hw.yml"
 expect "argument '--hbm-budget lots': expected a byte count" sim --devices 4 --hardware tpu7x --hbm-budget lots

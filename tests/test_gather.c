@@ -462,6 +462,130 @@ static void test_uneven_plan(const char *cfgdir)
     smoe_plan_free(p);
 }
 
+/* Compressed gathers: hand-computed bytes of one weight in each wire dtype,
+ * the int8 block rule, and a whole plan whose step bytes halve (bf16) and
+ * quarter plus the scales (int8). */
+static void test_wire_bytes(void)
+{
+    smoe_mesh m = edge_mesh(1);
+    /* (64, 128) on (fsdp, None): 16 shards of (4, 128) */
+    smoe_pspec spec = spec_of("fsdp|-");
+    int64_t shape[2] = { 64, 128 };
+    smoe_gather g;
+    smoe_gather_compute(&spec, shape, &m, SMOE_MODE_COAXIS, 4, &g);
+    CHECK_INT(g.bytes_in, 4 * 128 * 4);
+    CHECK_INT(g.bytes_out, 64 * 128 * 4);
+    smoe_gather b = g;
+    smoe_gather_set_wire(&b, SMOE_DT_BF16, 32);
+    CHECK_INT(b.bytes_in, 4 * 128 * 2);
+    CHECK_INT(b.bytes_out, 64 * 128 * 2);
+    CHECK_INT(b.bytes_recv, 60 * 128 * 2);
+    smoe_gather q = g;
+    smoe_gather_set_wire(&q, SMOE_DT_INT8, 32);
+    CHECK_INT(q.bytes_in, 4 * 4 * 36);   /* 4 rows of 4 blocks of 32 + a scale */
+    CHECK_INT(q.bytes_out, 64 * 4 * 36);
+    CHECK_INT(q.bytes_recv, 60 * 4 * 36);
+    smoe_err e;
+    CHECK(smoe_gather_check_blocks(&g, &m, 32, "w", &e) == SMOE_OK);
+    CHECK(smoe_gather_check_blocks(&g, &m, 128, "w", &e) == SMOE_OK);
+    CHECK(smoe_gather_check_blocks(&g, &m, 256, "w", &e) == SMOE_EINVAL);
+    CHECKF(strstr(e.msg, "w: int8 gather: the shard's last dim (128) is not a whole number "
+                  "of int8 blocks of 256") != NULL, "%s", e.msg);
+    /* the last dim sharded: (64, 96) on (None, fsdp): shards of 6 columns */
+    smoe_pspec s2 = spec_of("-|fsdp");
+    int64_t sh2[2] = { 64, 96 };
+    smoe_gather_compute(&s2, sh2, &m, SMOE_MODE_COAXIS, 4, &g);
+    CHECK(smoe_gather_check_blocks(&g, &m, 2, "w2", &e) == SMOE_OK);
+    CHECK(smoe_gather_check_blocks(&g, &m, 6, "w2", &e) == SMOE_OK);
+    CHECK(smoe_gather_check_blocks(&g, &m, 4, "w2", &e) == SMOE_EINVAL);
+    CHECKF(strstr(e.msg, "(6 over fsdp)") != NULL, "%s", e.msg);
+    /* a last dim that does not divide into its shards */
+    int64_t sh3[2] = { 64, 100 };
+    smoe_gather_compute(&s2, sh3, &m, SMOE_MODE_COAXIS, 4, &g);
+    CHECK(smoe_gather_check_blocks(&g, &m, 2, "w3", &e) == SMOE_EINVAL);
+    CHECKF(strstr(e.msg, "does not divide into its 16 shards") != NULL, "%s", e.msg);
+    /* the executable form carries the wire dtype */
+    smoe_gather_exec x;
+    smoe_gather_compute(&spec, shape, &m, SMOE_MODE_COAXIS, 4, &g);
+    CHECK(smoe_gather_exec_of(&g, 0, "w", &x, &e) == SMOE_OK);
+    CHECK_INT(x.wire, SMOE_DT_FP32);
+    CHECK(smoe_gather_exec_set_wire(&x, &g, &m, SMOE_DT_INT8, 64, "w", &e) == SMOE_OK);
+    CHECK_INT(x.wire, SMOE_DT_INT8);
+    CHECK_INT(x.wire_block, 64);
+    CHECK(smoe_gather_exec_set_wire(&x, &g, &m, SMOE_DT_INT8, 48, "w", &e) == SMOE_EINVAL);
+}
+
+static void test_wire_plan(const char *cfgdir)
+{
+    static const char *const ov[] = { "ici_fsdp_parallelism=-1", "ici_expert_parallelism=4" };
+    smoe_plan *p = plan_for(cfgdir, NULL, 16, ov, 2, "deepseek2-16b");
+    smoe_plan *b = plan_for(cfgdir, NULL, 16, ov, 2, "deepseek2-16b");
+    smoe_plan *q = plan_for(cfgdir, NULL, 16, ov, 2, "deepseek2-16b");
+    if (!p || !b || !q)
+        goto out;
+    smoe_err e;
+    CHECK(smoe_plan_set_wire(b, SMOE_DT_BF16, 0, SMOE_DT_INT8, &e) == SMOE_OK);
+    CHECK(smoe_plan_set_wire(q, SMOE_DT_INT8, 0, SMOE_DT_INT8, &e) == SMOE_OK);
+    CHECK_INT(q->int8_block, SMOE_INT8_BLOCK_DEFAULT);
+    int64_t f = p->coaxis.step_gather_bytes_recv;
+    CHECK(f > 0 && f % 128 == 0);
+    CHECK_INT(b->coaxis.step_gather_bytes_recv, f / 2);
+    CHECK_INT(q->coaxis.step_gather_bytes_recv, f / 4 / 32 * 36);
+    CHECK_INT(b->legacy.step_gather_bytes_recv, p->legacy.step_gather_bytes_recv / 2);
+    CHECK_INT(b->legacy.step_residual_bytes_recv, p->legacy.step_residual_bytes_recv / 2);
+    CHECK_INT(q->legacy.step_residual_bytes_recv,
+              p->legacy.step_residual_bytes_recv / 4 / 32 * 36);
+    /* per weight: every parameter's gathers follow the dtype */
+    for (int i = 0; i < p->n; i++) {
+        const smoe_weight *w = &p->w[i];
+        if (!w->has_gather)
+            continue;
+        int64_t out = w->gather.bytes_out;
+        CHECKF(b->w[i].gather.bytes_out == out / 2 && b->w[i].gather.wire == SMOE_DT_BF16,
+               "%s bf16", w->path);
+        CHECKF(q->w[i].gather.bytes_out == out / 4 / 32 * 36 &&
+                   q->w[i].legacy.wire == SMOE_DT_INT8 && !q->w[i].gather.wire_reason,
+               "%s int8", w->path);
+    }
+    CHECK_INT(q->wire_fallbacks, 0);
+    /* a block the shards cannot hold: refused naming a weight, plan unchanged */
+    smoe_plan_free(q);
+    q = plan_for(cfgdir, NULL, 16, ov, 2, "deepseek2-16b");
+    if (!q)
+        goto out;
+    CHECK(smoe_plan_set_wire(q, SMOE_DT_INT8, 4096, SMOE_DT_INT8, &e) == SMOE_EINVAL);
+    CHECKF(strstr(e.msg, ": int8 gather: the shard's last dim") != NULL, "%s", e.msg);
+    CHECK_INT(q->coaxis.step_gather_bytes_recv, f);
+    CHECK_INT(q->gather_dtype, SMOE_DT_FP32);
+    CHECK(smoe_plan_set_wire(q, SMOE_DT_INT8, 1, SMOE_DT_INT8, &e) == SMOE_EINVAL);
+    /* with a fallback: the weights the blocks of 2048 do not fit gather in
+     * bf16, saying why; the others in int8 */
+    CHECK(smoe_plan_set_wire(q, SMOE_DT_INT8, 2048, SMOE_DT_BF16, &e) == SMOE_OK);
+    int fb = 0, params = 0;
+    for (int i = 0; i < p->n; i++) {
+        const smoe_weight *w = &p->w[i];
+        if (!w->has_gather)
+            continue;
+        const smoe_gather *g = &q->w[i].gather;
+        int64_t out = w->gather.bytes_out;
+        params++;
+        fb += g->wire_reason != NULL;
+        if (g->wire_reason)
+            CHECKF(g->wire == SMOE_DT_BF16 && g->bytes_out == out / 2 &&
+                       strstr(g->wire_reason, "int8 gather:") != NULL,
+                   "%s fallback", w->path);
+        else
+            CHECKF(g->wire == SMOE_DT_INT8 && g->bytes_out == out / 4 / 2048 * 2052, "%s int8",
+                   w->path);
+    }
+    CHECKF(fb > 0 && fb < params && fb == q->wire_fallbacks, "%d of %d fall back, plan says %d",
+           fb, params, q->wire_fallbacks);
+out:
+    smoe_plan_free(p);
+    smoe_plan_free(b);
+    smoe_plan_free(q);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -475,5 +599,7 @@ int main(int argc, char **argv)
     test_param_totals(argv[1]);
     test_reasons();
     test_uneven_plan(argv[1]);
+    test_wire_bytes();
+    test_wire_plan(argv[1]);
     return check_report();
 }

@@ -3,7 +3,12 @@
  * with the runtime (co-axis plan, and legacy with its blocking residual
  * gather), and checks the gathered buffer equals the global tensor's block;
  * then reduce-scatters rank-scaled gradients and checks the sums; then the
- * expert all-to-all. All through the smoe_comm interface (comm.h): the
+ * expert all-to-all. Then the compressed gathers (bf16, int8 with the
+ * largest block each weight's shards hold): the gathered buffer equals, bit
+ * for bit, the block of the global tensor converted by the naive twins
+ * (convert, then gather), and the bytes on the wire are the fp32 gather's
+ * halved (bf16) or quartered plus the scales (int8); and the gradient
+ * transpose in bf16. All through the smoe_comm interface (comm.h): the
  * MPI runtime's (smoe_rt_comm), run under mpirun with a timeout, or, built
  * with TEST_COMM_LOCAL, the single-rank communicator's (no MPI) on a mesh
  * of one device, against the same oracles (and there, a wait that nothing
@@ -18,7 +23,9 @@
 #endif
 #include "smoe/comm.h"
 #include "smoe/plan.h"
+#include "smoe/dtype.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef TEST_COMM_LOCAL
@@ -50,30 +57,111 @@ static int keeps_expert(const smoe_pspec *s, const smoe_mesh *m)
     return live.n > 0 && strcmp(live.ax[0], "expert") == 0;
 }
 
-static void run_case(const smoe_mesh *m, const wcase *wc, int legacy)
+/* The global tensor through the wire, by the naive twins: blocks of the
+ * global rows (int8), every element (bf16). */
+static void naive_wire(float *G, int64_t n, smoe_dtype t, int64_t block)
+{
+    if (t == SMOE_DT_BF16) {
+        uint16_t *h = malloc(sizeof *h * (size_t)n);
+        smoe_bf16_from_f32_ref(h, G, n);
+        smoe_bf16_to_f32_ref(G, h, n);
+        free(h);
+    } else if (t == SMOE_DT_INT8) {
+        void *r = malloc((size_t)smoe_dtype_bytes(t, block, n));
+        smoe_int8_quant_ref(r, G, n, block);
+        smoe_int8_dequant_ref(G, r, n, block);
+        free(r);
+    }
+}
+
+/* Small integers from a tensor value: every partial sum of up to 4 ranks
+ * of (rank + 1) times them is exact in bf16. */
+static float small_of(float v) { return (float)((int64_t)v % 4 + 1); }
+
+/* The gradient transpose in bf16: exact on small integers (the sums are
+ * exact in bf16 whatever the order), within bf16's rounding on values that
+ * are not (and then, when there is a reduction, not the fp32 result). */
+static void reduce_bf16_case(const smoe_gather *g, int keep,
+                             const char *what, const float *want, const float *shard,
+                             double factor, const smoe_wgather_info *info)
+{
+    smoe_gather_exec x;
+    smoe_err err;
+    smoe_comm_gather *w = NULL;
+    smoe_status s = smoe_gather_exec_of(g, keep, what, &x, &err);
+    x.reduce_wire = SMOE_DT_BF16;
+    if (!s)
+        s = smoe_comm_gather_new(cm, &x, what, &w, &err);
+    CHECKF(s == SMOE_OK, "%s bf16 reduce: %s", what, err.msg);
+    if (s)
+        return;
+    int64_t n = info->gathered_numel, k = info->shard_numel;
+    float *full = malloc(sizeof *full * (size_t)n), *scratch = malloc(sizeof *full * (size_t)n);
+    float *gs = malloc(sizeof *gs * (size_t)k);
+    int me = smoe_comm_rank(cm);
+    int reduces = smoe_comm_size(cm) > 1 && (factor != me + 1 || info->reduce_axes > 0);
+    for (int inexact = 0; inexact < 2; inexact++) {
+        float scale = inexact ? 1.0f + 0x1p-9f : 1.0f;
+        for (int64_t i = 0; i < n; i++)
+            full[i] = small_of(want[i]) * (float)(me + 1) * scale;
+        _Atomic int done = 0;
+        smoe_comm_gather_reduce(cm, w, full, scratch, gs, &done, NULL);
+        while (!done)
+            smoe_comm_progress(cm);
+        int ok = 1, differs = 0;
+        for (int64_t j = 0; j < k; j++) {
+            double exact = (double)small_of(shard[j]) * factor * (double)scale;
+            if (!inexact)
+                ok &= (double)gs[j] == exact;
+            else
+                ok &= fabs((double)gs[j] - exact) <= exact * 4 * 0x1p-8;
+            differs |= (double)gs[j] != exact;
+        }
+        CHECKF(ok, "%s: rank %d bf16 reduce-scatter (%s values) differs", what, me,
+               inexact ? "inexact" : "exact");
+        if (inexact && reduces)
+            CHECKF(differs, "%s: rank %d bf16 reduction gave the fp32 sums", what, me);
+    }
+    free(full);
+    free(scratch);
+    free(gs);
+}
+
+/* Gather one weight over `wire` (block: int8's) and check the buffer; the
+ * gradient transpose too when the wire is fp32. Returns the bytes the
+ * gather received on this rank (-1: the case did not run). */
+static int64_t run_case(const smoe_mesh *m, const wcase *wc, int legacy, smoe_dtype wire,
+                        int64_t block)
 {
     smoe_pspec spec = spec_of(wc->spec);
     smoe_gather g;
     smoe_gather_compute(&spec, wc->shape, m, legacy ? SMOE_MODE_LEGACY : SMOE_MODE_COAXIS, 4,
                         &g);
     char what[160];
-    snprintf(what, sizeof what, "%s %s", wc->spec, legacy ? "legacy" : "co-axis");
+    snprintf(what, sizeof what, "%s %s %s", wc->spec, legacy ? "legacy" : "co-axis",
+             smoe_dtype_name(wire));
     int keep = keeps_expert(&spec, m);
     smoe_comm_gather *w = NULL;
     smoe_err err;
     smoe_gather_exec x;
     smoe_status s = smoe_gather_exec_of(&g, keep, what, &x, &err);
     if (!s)
+        s = smoe_gather_exec_set_wire(&x, &g, m, wire, block, what, &err);
+    if (!s)
         s = smoe_comm_gather_new(cm, &x, what, &w, &err);
     CHECKF(s == SMOE_OK, "%s: %s", what, err.msg);
     if (s)
-        return;
+        return -1;
     smoe_wgather_info info;
     smoe_comm_gather_info(cm, w, &info);
     int64_t total = numel(wc->shape, wc->rank);
     float *G = malloc(sizeof *G * (size_t)total);
+    /* fp32: integers (the reduce-scatter's sums are exact); compressed:
+     * values not exact in bf16, in blocks of mixed scale */
     for (int64_t i = 0; i < total; i++)
-        G[i] = (float)(i + 1);
+        G[i] = wire == SMOE_DT_FP32 ? (float)(i + 1)
+                                    : (float)(i + 1) * (1.0f + 0.0137f * (float)(i % 7)) *
+                                          (i % 5 == 0 ? 0.01f : 1.0f);
     /* this rank's shard by the layout algebra */
     int64_t loc[SMOE_MAX_RANK], off[SMOE_MAX_RANK];
     CHECK(smoe_layout_local(&spec, wc->shape, m, smoe_comm_coords(cm), loc, off, NULL) == SMOE_OK);
@@ -92,16 +180,30 @@ static void run_case(const smoe_mesh *m, const wcase *wc, int legacy)
     CHECK(smoe_layout_local(&kept, wc->shape, m, smoe_comm_coords(cm), bl, bo, NULL) == SMOE_OK);
     CHECK_INT(numel(bl, wc->rank), info.gathered_numel);
     float *want = malloc(sizeof *want * (size_t)info.gathered_numel);
-    smoe_layout_copy(wc->rank, wc->shape, bl, bo, 4, G, want, 0);
+    float *Gw = malloc(sizeof *Gw * (size_t)total);
+    memcpy(Gw, G, sizeof *G * (size_t)total);
+    naive_wire(Gw, total, wire, block); /* convert, then gather */
+    smoe_layout_copy(wc->rank, wc->shape, bl, bo, 4, Gw, want, 0);
+    free(Gw);
     float *buf = calloc((size_t)info.gathered_numel, sizeof *buf);
+    int64_t recv = 0;
     for (int rep = 0; rep < 2; rep++) { /* twice: persistent types are reusable */
-        memset(buf, 0, sizeof *buf * (size_t)info.gathered_numel);
+        memset(buf, rep ? 0xff : 0, sizeof *buf * (size_t)info.gathered_numel);
         smoe_comm_ticket t;
+        int64_t b0 = smoe_comm_stats_get(cm)->gather_bytes;
         smoe_comm_gather_start(cm, w, shard, buf, &t);
         double wait = 0;
         smoe_comm_gather_wait(cm, w, buf, &t, &wait);
+        recv = smoe_comm_stats_get(cm)->gather_bytes - b0;
         int ok = memcmp(buf, want, sizeof *buf * (size_t)info.gathered_numel) == 0;
         CHECKF(ok, "%s: rank %d gathered buffer differs", what, smoe_comm_rank(cm));
+    }
+    if (wire != SMOE_DT_FP32) {
+        free(G);
+        free(shard);
+        free(want);
+        free(buf);
+        return recv;
     }
     /* prefetched stages: one per dim the plan gathers */
     CHECK_INT(info.stages, g.n_gathered_dims);
@@ -132,6 +234,7 @@ static void run_case(const smoe_mesh *m, const wcase *wc, int legacy)
         if ((double)gs[i] != (double)shard[i] * factor)
             ok = 0;
     CHECKF(ok, "%s: rank %d reduce-scattered gradient differs", what, me);
+    reduce_bf16_case(&g, keep, what, want, shard, factor, &info);
     free(G);
     free(shard);
     free(want);
@@ -139,6 +242,32 @@ static void run_case(const smoe_mesh *m, const wcase *wc, int legacy)
     free(full);
     free(scratch);
     free(gs);
+    return recv;
+}
+
+/* Every case through bf16 and int8 (the largest block its shards hold;
+ * none: the plan must have refused every block, and the case is skipped),
+ * against the fp32 gather's bytes. */
+static void run_wire_cases(const smoe_mesh *m, const wcase *wc, int legacy)
+{
+    int64_t f = run_case(m, wc, legacy, SMOE_DT_FP32, 0);
+    int64_t b = run_case(m, wc, legacy, SMOE_DT_BF16, 0);
+    CHECKF(b == f / 2, "%s: bf16 gather received %lld bytes, fp32 %lld", wc->spec,
+           (long long)b, (long long)f);
+    static const int64_t blocks[] = { 32, 16, 8, 4, 3, 2 };
+    smoe_pspec spec = spec_of(wc->spec);
+    smoe_gather g;
+    smoe_gather_compute(&spec, wc->shape, m, legacy ? SMOE_MODE_LEGACY : SMOE_MODE_COAXIS, 4,
+                        &g);
+    for (size_t k = 0; k < sizeof blocks / sizeof *blocks; k++) {
+        smoe_err err;
+        if (smoe_gather_check_blocks(&g, m, blocks[k], wc->spec, &err))
+            continue;
+        int64_t q = run_case(m, wc, legacy, SMOE_DT_INT8, blocks[k]);
+        CHECKF(q == f / 4 / blocks[k] * (blocks[k] + 4), "%s: int8/%lld gather received %lld "
+               "bytes, fp32 %lld", wc->spec, (long long)blocks[k], (long long)q, (long long)f);
+        return;
+    }
 }
 
 static void test_ep(void)
@@ -257,10 +386,13 @@ int main(int argc, char **argv)
         { "fsdp|expert", 2, { 8, 4 } },
         { "expert|-", 2, { 8, 4 } },
         { "fsdp,fsdp_transpose|expert", 2, { 8, 4 } },
+        { "fsdp|expert", 2, { 8, 64 } },
+        { "-|fsdp,expert", 2, { 6, 128 } },
+        { "expert|-|fsdp,fsdp_transpose", 3, { 4, 3, 64 } },
     };
     for (int legacy = 0; legacy < 2; legacy++)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-            run_case(&m, &cases[i], legacy);
+            run_wire_cases(&m, &cases[i], legacy);
     test_ep();
 #ifdef TEST_COMM_LOCAL
     test_local_timeout(&m);

@@ -213,6 +213,43 @@ static void expect_run(const char *what, const smoe_sim_result *r, double step, 
            r->mem_gathered, peak);
 }
 
+/* smoe's compressed gathers (smoe_sim_shape.wire_bytes): the split-wait
+ * layer of test_split_waits with gathers cast to 2-byte compute elements
+ * and a 1-byte wire: every gather takes half as long (no latency), the
+ * buffers stay as large, the reductions as stored. fwd: attn [0,0.5],
+ * routed [0.5,2.5]; pre [0.5,3.5], experts [3.5,5.5] (no wait). bwd: attn
+ * [5.5,6], routed [6,8]; pre [6,9], experts [9,11], transposes [11,15]
+ * [15,21]; reduce-scatters [21,21.5] [21.5,22]. Exposed: the two attn
+ * waits; issued: half the 100 gathered bytes; the gathered peak that of
+ * the run without the wire. XLA's scan (stream_grads) and
+ * the legacy plan ignore the wire. */
+static void test_wire(void)
+{
+    smoe_sim_model m = one_moe_layer();
+    sim_kind *k = &m.k[1];
+    k->w[0] = (sim_w){ .name = "attn", .pre_s = 1, .rs_s = 0.5, .bytes = 10 };
+    k->w[1] = (sim_w){ .name = "routed", .pre_s = 4, .rs_s = 0.5, .bytes = 40, .routed = 1 };
+    k->bytes = 50;
+    m.compute_bytes = 2;
+    m.weight_bytes = 4;
+    m.wire_bytes = 1;
+    smoe_sim_sched s;
+    smoe_sim_result r;
+    memset(&s, 0, sizeof s);
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    expect_run("wire", &r, 22, 1, -1, -1);
+    CHECKF(NEAR(r.issued_bytes, 50), "wire issued %g, expected 50", r.issued_bytes);
+    double peak = r.mem_gathered;
+    m.wire_bytes = 0;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    expect_run("no wire", &r, 25, 4, -1, peak); /* the same buffers */
+    CHECKF(NEAR(r.issued_bytes, 100), "issued %g, expected 100", r.issued_bytes);
+    m.wire_bytes = 1;
+    s.legacy = 1; /* the legacy plan moves the stored weights (bytes_stored 0 here) */
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(!NEAR(r.step_s, 22), "legacy followed the wire: step %g", r.step_s);
+}
+
 /* XLA's scan on an accelerator (the baseline): the routed experts' weights
  * are gathered at the MoE block's entry, after attention and the router
  * (in program order: moe.py casts them and its sparse-matmul shard_map
@@ -642,6 +679,7 @@ int main(int argc, char **argv)
     test_hand_schedules();
     test_maxtext_family();
     test_split_waits();
+    test_wire();
     test_xla_baseline();
     test_shared_queue_order();
     test_planner();

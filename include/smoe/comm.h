@@ -90,7 +90,9 @@ typedef struct smoe_comm_stats {
     double a2a_s;             /* expert all-to-alls */
     double reduce_wait_s;     /* waiting for gradient reductions */
     int64_t gathers;          /* gather ops completed */
-    int64_t gather_bytes;     /* bytes received by gathers */
+    int64_t gather_bytes;     /* bytes received by gathers (as moved: compressed
+                                 gathers count their records) */
+    double convert_s;         /* expanding compressed gathers into fp32 (in wait) */
 } smoe_comm_stats;
 
 /* A span of the trace (lanes: smoe_lane, core.h; times: smoe_now()). */
@@ -138,7 +140,12 @@ typedef struct smoe_comm_ops {
     smoe_status (*agree_err)(void *ctx, smoe_status local, smoe_err *err);
     smoe_status (*check_same)(void *ctx, int n, const char *const names[],
                               const char *const digests[], smoe_err *err);
-    /* FSDP weight gathers (collective over the ranks of the weight's axes) */
+    /* FSDP weight gathers (collective over the ranks of the weight's axes).
+     * x->wire (dtype.h) compresses the gathers: buf receives what every
+     * shard becomes through the wire (pack then unpack, bitwise the same on
+     * one rank and on many); x->reduce_wire bf16 reduces the gradients in
+     * bf16 (the buffer sent is converted in place). runtime.h has the
+     * contract in full. */
     smoe_status (*gather_new)(void *ctx, const smoe_gather_exec *x, const char *name,
                               smoe_comm_gather **out, smoe_err *err);
     void (*gather_info)(const smoe_comm_gather *g, smoe_wgather_info *info);

@@ -22,6 +22,7 @@
 
 #include "smoe/config.h"
 #include "smoe/core.h"
+#include "smoe/dtype.h"
 #include "smoe/shard.h"
 
 #ifdef __cplusplus
@@ -64,11 +65,16 @@ typedef struct smoe_gather {
     int64_t bytes_out;                /* gathered buffer, bytes per device */
     int64_t bytes_recv;               /* bytes_out - bytes_in */
     int64_t residual_bytes_recv;      /* second, un-prefetched gather */
+    int64_t numel_in, numel_out, numel_final; /* elements behind bytes_in, bytes_out
+                                         and bytes_out + residual_bytes_recv */
     unsigned indivisible;             /* bit d: shape[d] % shards != 0 */
     int uneven;                       /* TAGGED, but a dim is indivisible: the
                                          prefetch all-gather runs in shard_map,
                                          which needs even shards (JAX raises) */
     int n_gathered_dims;              /* dims with axes[d] non-empty */
+    smoe_dtype wire;                  /* what the gather moves (bytes follow it) */
+    const char *wire_reason;          /* why wire is the int8 fallback (the block
+                                         rule's message), else NULL (plan arena) */
     const char *reason;               /* why it is fallback, noop, uneven or
                                          leaves a legacy residual; NULL for an
                                          even tagged gather (plan arena) */
@@ -129,6 +135,11 @@ typedef struct smoe_plan_summary {
 typedef struct smoe_plan {
     smoe_mesh mesh;
     int dtype_bytes;
+    smoe_dtype gather_dtype;  /* what the weight gathers move */
+    int64_t int8_block;
+    smoe_dtype int8_fallback; /* int8: the dtype of weights that cannot hold whole
+                                 blocks (SMOE_DT_INT8: none, they are refused) */
+    int wire_fallbacks;       /* params gathered in int8_fallback instead */
     int n;
     smoe_weight *w;
     smoe_plan_summary coaxis, legacy;
@@ -158,6 +169,19 @@ smoe_status smoe_plan_build_json(const smoe_config *cfg, const smoe_plan_opts *o
                                  const char *json, size_t len, smoe_plan **out,
                                  smoe_err *err);
 void smoe_plan_free(smoe_plan *p);
+/* The wire dtype of the plan's weight gathers, every parameter's (a plan is
+ * built fp32: as stored, dtype_bytes an element). bf16 and int8 convert
+ * fp32 master weights, so they need dtype_bytes 4; block is int8's
+ * elements per scale (0: SMOE_INT8_BLOCK_DEFAULT). With int8 a parameter
+ * that does not meet the block rule (smoe_gather_check_blocks) is gathered
+ * in `fallback` (fp32 or bf16; its gathers' wire_reason says why), or, with
+ * fallback SMOE_DT_INT8, refused: SMOE_EINVAL naming the first such weight,
+ * the plan unchanged. On success every parameter's gathers (both modes)
+ * carry their wire and their bytes follow it (the int8 scales included),
+ * and so do the summaries. Call once, on a plan still fp32. */
+SMOE_MUST_CHECK
+smoe_status smoe_plan_set_wire(smoe_plan *p, smoe_dtype t, int64_t block, smoe_dtype fallback,
+                               smoe_err *err);
 
 /* The built-in enumeration: the full state tree (step, params, AdamW
  * moments, counts) in MaxText's tree-flatten order. Arena-allocated. */
@@ -191,6 +215,26 @@ smoe_status smoe_plan_check_even(const smoe_plan *p, smoe_gather_mode mode, smoe
 SMOE_MUST_CHECK
 smoe_status smoe_gather_exec_of(const smoe_gather *g, int keep_expert, const char *name,
                                 smoe_gather_exec *out, smoe_err *err);
+/* The int8 block rule (dtype.h: blocks of `block` consecutive elements
+ * along the last dim, in global coordinates): every shard of the weight
+ * holds whole blocks, i.e. its last dim divides evenly into its shards and
+ * the shard's length is a multiple of block. Then every shard boundary is a
+ * block boundary and the blocks, hence the quantised values, are the same
+ * on every mesh. SMOE_EINVAL with one line naming `name`, the shard's
+ * length and the block otherwise. Pure. */
+SMOE_MUST_CHECK
+smoe_status smoe_gather_check_blocks(const smoe_gather *g, const smoe_mesh *m,
+                                     int64_t block, const char *name, smoe_err *err);
+/* Set g's wire to t and restate its byte counts (fp32: unchanged, as
+ * computed; bf16: 2 bytes an element; int8: whole blocks of block + 4
+ * bytes, the scales included). Pure. */
+void smoe_gather_set_wire(smoe_gather *g, smoe_dtype t, int64_t block);
+/* Mark the executable form x to move wire dtype t (int8: after checking
+ * the block rule on g, as smoe_gather_check_blocks). */
+SMOE_MUST_CHECK
+smoe_status smoe_gather_exec_set_wire(smoe_gather_exec *x, const smoe_gather *g,
+                                      const smoe_mesh *m, smoe_dtype t, int64_t block,
+                                      const char *name, smoe_err *err);
 /* remove_fsdp_from_partition_spec (co-axis form) on a raw spec. */
 void smoe_remove_fsdp_from_spec(const smoe_pspec *in, const smoe_mesh *m,
                                 smoe_pspec *out);

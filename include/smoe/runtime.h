@@ -170,7 +170,13 @@ typedef smoe_comm_ticket smoe_rt_ticket; /* comm.h */
 
 /* Copy `shard` into its place in `buf` (gathered_numel floats) and enqueue
  * the prefetched all-gathers on the gather queue; `t` tracks them. Cannot
- * fail (an MPI error aborts the job when the op runs). */
+ * fail (an MPI error aborts the job when the op runs).
+ * With a compressed wire (smoe_gather_exec.wire bf16 or int8, dtype.h) the
+ * shard is converted first and the records are gathered into the tail of
+ * `buf`; smoe_rt_wgather_wait expands them into buf's floats, so buf holds
+ * what every rank's shard becomes through the wire (smoe_dtype_round_trip),
+ * and nothing of buf may be read before the wait. shard and buf do not
+ * overlap. */
 void smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard, float *buf,
                            smoe_rt_ticket *t);
 /* Block until the prefetched gathers of this weight are complete, then run
@@ -191,7 +197,12 @@ void smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_rt_tick
  * `full` is sent as is. Enqueued on the reduction queue; `full` and
  * `scratch` must stay alive, and `*done` (may be NULL) is set to 1, when
  * shard_grad holds the result. Returns whether scratch was used in
- * *used_scratch (may be NULL). Cannot fail (as smoe_rt_wgather_start). */
+ * *used_scratch (may be NULL). Cannot fail (as smoe_rt_wgather_start).
+ * With smoe_gather_exec.reduce_wire bf16 the buffer sent (scratch when it
+ * was used, else full) is converted to bf16 in place (its contents are
+ * lost), the reductions sum bf16 with fp32 arithmetic, and the result is
+ * expanded into shard_grad's floats before *done is set; a weight with no
+ * reduction (one rank) is copied as fp32. */
 void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *scratch,
                             float *shard_grad, _Atomic int *done, int *used_scratch);
 /* Does the reduction of this weight need the scratch buffer? */

@@ -81,6 +81,14 @@ typedef struct smoe_sim_shape {
     int nu_bytes;         /* AdamW second moment (optax: the parameters' dtype);
                              mu = nu = 0 with opt_type sgd */
     int no_moments;       /* opt_type sgd: no optimizer state */
+    /* smoe's runtime with compressed gathers (smoe sim --gather-dtype): the
+     * bytes per element its weight gathers move on average (2 for bf16,
+     * (B + 4) / B for int8 blocks of B, a mix with an int8 fallback); 0 =
+     * the compute dtype's. Its UNIFORM schedules (not XLA's scan, not the
+     * legacy plan, not MaxText's path) scale their gathers' bandwidth part
+     * by wire_bytes / compute_bytes; the gathered buffers keep the compute
+     * dtype (the runtime expands the records into them). */
+    double wire_bytes;
 } smoe_sim_shape;
 
 /* Fill the dtype sizes of *sh from MaxText's keys: weight_dtype (default

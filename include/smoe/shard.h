@@ -135,6 +135,11 @@ typedef struct smoe_gather_exec {
                                           no FSDP axis leads */
     unsigned indivisible;              /* the plan's bit d: shape[d] does not
                                           divide into its shards */
+    int wire;                          /* smoe_dtype (dtype.h) the gathers move;
+                                          0 = fp32 (smoe_gather_exec_set_wire) */
+    int64_t wire_block;                /* int8: elements per scale */
+    int reduce_wire;                   /* smoe_dtype of the gradient reductions:
+                                          0 = fp32, or bf16 */
 } smoe_gather_exec;
 
 /* Copy between a global row-major tensor and a local block of it.

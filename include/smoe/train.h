@@ -51,6 +51,8 @@ typedef struct smoe_train_step {
     int64_t budget_overruns;     /* gathers issued past --hbm-budget (0 when it held) */
     int64_t gathers_at_use;      /* layer gathers not yet issued when their layer was
                                   * about to run (the compute then waits), max over ranks */
+    int64_t gather_bytes;        /* received by the rank's weight gathers in the step
+                                    (as moved: compressed records), max over ranks */
 } smoe_train_step;
 
 /* Memory smoe train tracks per rank, by class (as smoe sim counts it). */
@@ -86,6 +88,11 @@ typedef struct smoe_train_opts {
     int nmodes;
     smoe_train_mode modes[SMOE_TRAIN_MAX_MODES];
     int64_t max_memory;     /* bytes per rank, 0 = no limit */
+    /* the gradient reductions' dtype (dtype.h: SMOE_DT_FP32 = 0, or
+     * SMOE_DT_BF16: summed in fp32, rounded to bf16 at each step, expanded
+     * into the fp32 shard); the weight gathers' dtype is the plan's
+     * (smoe_plan_set_wire) */
+    int reduce_dtype;
     /* the file of the schedule given to smoe_trainer_new / smoe_train_run
      * (smoe sim --schedule-out), named in errors (may be NULL) */
     const char *schedule_name;

@@ -9,6 +9,8 @@
 #define _GNU_SOURCE
 #include "smoe/comm.h"
 
+#include "smoe/dtype.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,6 +19,8 @@ struct smoe_comm_gather {
     int rank;
     int64_t shape[SMOE_MAX_RANK];
     int64_t numel;
+    smoe_dtype wire;        /* what the gather would move (dtype.h) */
+    int64_t wblock;
     smoe_comm_gather *next;
 };
 
@@ -119,7 +123,6 @@ static smoe_status l_check_same(void *ctx, int n, const char *const names[],
 static smoe_status l_gather_new(void *ctx, const smoe_gather_exec *x, const char *name,
                                 smoe_comm_gather **out, smoe_err *err)
 {
-    (void)name;
     smoe_comm_gather *g = smoe_calloc(1, sizeof *g);
     if (!g)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
@@ -128,6 +131,23 @@ static smoe_status l_gather_new(void *ctx, const smoe_gather_exec *x, const char
     for (int d = 0; d < x->rank; d++) {
         g->shape[d] = x->shape[d];
         g->numel *= x->shape[d];
+    }
+    /* the wire: the shard is the whole weight, so the gathered buffer is
+     * what it becomes through the wire (as every rank's shard does in the
+     * MPI runtime's wgather.c); reductions: none, so fp32 either way */
+    g->wire = (smoe_dtype)x->wire;
+    g->wblock = x->wire_block;
+    int64_t rec = smoe_dtype_rec_elems(g->wire, g->wblock);
+    if ((g->wire != SMOE_DT_FP32 && g->wire != SMOE_DT_BF16 && g->wire != SMOE_DT_INT8) ||
+        (g->wire == SMOE_DT_INT8 &&
+         (g->wblock < SMOE_INT8_BLOCK_MIN || g->wblock > SMOE_INT8_BLOCK_MAX)) ||
+        (g->wire != SMOE_DT_FP32 && (g->rank == 0 || g->shape[g->rank - 1] % rec)) ||
+        (x->reduce_wire != SMOE_DT_FP32 && x->reduce_wire != SMOE_DT_BF16)) {
+        smoe_status s = smoe_err_set(err, SMOE_EINVAL, "%s: the last dim is not a whole number "
+                                     "of %s records of %lld elements", name,
+                                     smoe_dtype_name(g->wire), (long long)rec);
+        smoe_free(g);
+        return s;
     }
     g->next = L(ctx)->gathers;
     L(ctx)->gathers = g;
@@ -148,6 +168,8 @@ static void l_gather_start(void *ctx, smoe_comm_gather *g, const float *shard, f
     (void)ctx;
     if (buf != shard)
         memcpy(buf, shard, sizeof *buf * (size_t)g->numel);
+    if (g->wire != SMOE_DT_FP32 && buf != shard)
+        smoe_dtype_round_trip(g->wire, g->wblock, buf, g->numel);
     t->pending = 0;
     t->res_pending = 0;
 }

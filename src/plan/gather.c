@@ -106,6 +106,9 @@ void smoe_gather_compute(const smoe_pspec *spec, const int64_t shape[],
                   : any    ? SMOE_GATHER_TAGGED
                            : SMOE_GATHER_NOOP;
     out->uneven = out->status == SMOE_GATHER_TAGGED && out->indivisible != 0;
+    out->numel_in = local_in;
+    out->numel_out = local_out;
+    out->numel_final = local_final;
     out->bytes_in = local_in * dtype_bytes;
     out->bytes_out = local_out * dtype_bytes;
     out->bytes_recv = out->bytes_out - out->bytes_in;
@@ -233,4 +236,50 @@ void smoe_remove_fsdp_from_spec(const smoe_pspec *in, const smoe_mesh *m,
         r.dim[d] = minus(&live, &g);
     }
     *out = r;
+}
+
+smoe_status smoe_gather_check_blocks(const smoe_gather *g, const smoe_mesh *m,
+                                     int64_t block, const char *name, smoe_err *err)
+{
+    int64_t len = g->rank ? g->shape[g->rank - 1] : 1, shards = 1;
+    if (g->rank)
+        shards = smoe_axes_size(&g->live[g->rank - 1], m);
+    if (len % shards == 0 && (len / shards) % block == 0)
+        return SMOE_OK;
+    char ax[128] = "";
+    if (g->rank && g->live[g->rank - 1].n)
+        smoe_axes_format(&g->live[g->rank - 1], ax, sizeof ax);
+    if (len % shards)
+        return smoe_err_set(err, SMOE_EINVAL, "%s: int8 gather: its last dim (%lld) does not "
+                            "divide into its %lld shards over %s, so its int8 blocks of %lld "
+                            "would straddle shard boundaries", name, (long long)len,
+                            (long long)shards, ax, (long long)block);
+    return smoe_err_set(err, SMOE_EINVAL, "%s: int8 gather: the shard's last dim (%lld%s%s) "
+                        "is not a whole number of int8 blocks of %lld elements; choose a block "
+                        "that divides %lld", name, (long long)(len / shards),
+                        shards > 1 ? " over " : "", shards > 1 ? ax : "", (long long)block,
+                        (long long)(len / shards));
+}
+
+void smoe_gather_set_wire(smoe_gather *g, smoe_dtype t, int64_t block)
+{
+    g->wire = t;
+    if (t == SMOE_DT_FP32)
+        return;
+    g->bytes_in = smoe_dtype_bytes(t, block, g->numel_in);
+    g->bytes_out = smoe_dtype_bytes(t, block, g->numel_out);
+    g->bytes_recv = g->bytes_out - g->bytes_in;
+    g->residual_bytes_recv = smoe_dtype_bytes(t, block, g->numel_final) - g->bytes_out;
+}
+
+smoe_status smoe_gather_exec_set_wire(smoe_gather_exec *x, const smoe_gather *g,
+                                      const smoe_mesh *m, smoe_dtype t, int64_t block,
+                                      const char *name, smoe_err *err)
+{
+    smoe_status s;
+    if (t == SMOE_DT_INT8 && (s = smoe_gather_check_blocks(g, m, block, name, err)))
+        return s;
+    x->wire = (int)t;
+    x->wire_block = t == SMOE_DT_INT8 ? block : 0;
+    return SMOE_OK;
 }

@@ -286,6 +286,10 @@ static smoe_status build(const smoe_config *cfg, const smoe_plan_opts *o,
     }
     p->arena = a;
     p->dtype_bytes = o->dtype_bytes;
+    p->gather_dtype = SMOE_DT_FP32;
+    p->int8_block = SMOE_INT8_BLOCK_DEFAULT;
+    p->int8_fallback = SMOE_DT_INT8;
+    p->wire_fallbacks = 0;
     if ((s = smoe_config_mesh(cfg, o->devices, o->slices > 0 ? o->slices : 1,
                               &p->mesh, err)))
         goto fail;
@@ -367,6 +371,54 @@ void smoe_plan_free(smoe_plan *p)
 {
     if (p)
         smoe_arena_free(p->arena);
+}
+
+smoe_status smoe_plan_set_wire(smoe_plan *p, smoe_dtype t, int64_t block, smoe_dtype fallback,
+                               smoe_err *err)
+{
+    smoe_status s;
+    if (!block)
+        block = SMOE_INT8_BLOCK_DEFAULT;
+    if (t != SMOE_DT_FP32 && p->dtype_bytes != 4)
+        return smoe_err_set(err, SMOE_EINVAL, "a %s gather converts fp32 master weights: the "
+                            "element size must be 4 bytes, not %d", smoe_dtype_name(t),
+                            p->dtype_bytes);
+    if (t == SMOE_DT_INT8 && (s = smoe_dtype_check_block("int8 block", block, err)))
+        return s;
+    if (fallback != SMOE_DT_INT8 && fallback != SMOE_DT_FP32 && fallback != SMOE_DT_BF16)
+        return smoe_err_set(err, SMOE_EINVAL, "the int8 fallback must be fp32 or bf16");
+    /* first every refusal, so a refused plan stays as it was */
+    for (int i = 0; i < p->n && t == SMOE_DT_INT8 && fallback == SMOE_DT_INT8; i++) {
+        const smoe_weight *w = &p->w[i];
+        if (w->has_gather &&
+            (s = smoe_gather_check_blocks(&w->gather, &p->mesh, block, w->path, err)))
+            return s;
+    }
+    p->wire_fallbacks = 0;
+    for (int i = 0; i < p->n; i++) {
+        smoe_weight *w = &p->w[i];
+        if (!w->has_gather)
+            continue;
+        smoe_dtype wt = t;
+        const char *why = NULL;
+        smoe_err e;
+        if (t == SMOE_DT_INT8 && smoe_gather_check_blocks(&w->gather, &p->mesh, block, w->path,
+                                                          &e)) {
+            wt = fallback;
+            if (!(why = smoe_arena_strdup(p->arena, e.msg)))
+                return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+            p->wire_fallbacks++;
+        }
+        smoe_gather_set_wire(&w->gather, wt, block);
+        smoe_gather_set_wire(&w->legacy, wt, block);
+        w->gather.wire_reason = w->legacy.wire_reason = why;
+    }
+    p->gather_dtype = t;
+    p->int8_block = block;
+    p->int8_fallback = fallback;
+    summarise(p, &p->coaxis, 0);
+    summarise(p, &p->legacy, 1);
+    return SMOE_OK;
 }
 
 smoe_status smoe_plan_check_even(const smoe_plan *p, smoe_gather_mode mode, smoe_err *err)

@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "rt_impl.h"
 
+#include "smoe/dtype.h"
+
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,12 +45,14 @@ static void start(smoe_rt *rt, rt_op *op)
                             op->comm, &op->req);
         break;
     case OP_REDUCE_SCATTER:
-        rc = MPI_Ireduce_scatter_block(op->sbuf, op->rbuf, op->count, MPI_FLOAT, MPI_SUM,
-                                       op->comm, &op->req);
+        rc = MPI_Ireduce_scatter_block(op->sbuf, op->rbuf, op->count,
+                                       op->bf16 ? MPI_UINT16_T : MPI_FLOAT,
+                                       op->bf16 ? rt->bf16_sum : MPI_SUM, op->comm, &op->req);
         break;
     case OP_ALLREDUCE:
-        rc = MPI_Iallreduce(MPI_IN_PLACE, op->rbuf, op->count, MPI_FLOAT, MPI_SUM, op->comm,
-                            &op->req);
+        rc = MPI_Iallreduce(MPI_IN_PLACE, op->rbuf, op->count,
+                            op->bf16 ? MPI_UINT16_T : MPI_FLOAT,
+                            op->bf16 ? rt->bf16_sum : MPI_SUM, op->comm, &op->req);
         break;
     case OP_ALLTOALL_I64:
         rc = MPI_Ialltoall(op->sbuf, op->count, MPI_INT64_T, op->rbuf, op->count,
@@ -73,6 +77,8 @@ static void finish(smoe_rt *rt, rt_op *op)
         rt->stats.gather_bytes += op->bytes;
     }
     rt_span(rt, op->lane, op->name ? op->name : "op", op->t_issue, t1);
+    if (op->expand)
+        smoe_dtype_unpack_tail(SMOE_DT_BF16, 0, op->expand, op->expand_n);
     if (op->pending)
         (*op->pending)--;
     if (op->flag)

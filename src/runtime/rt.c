@@ -188,6 +188,8 @@ void smoe_rt_finalize(smoe_rt *rt)
         pthread_join(rt->progress_thread, NULL);
     }
     rt_wgather_free_all(rt);
+    if (rt->have_bf16_sum)
+        MPI_Op_free(&rt->bf16_sum);
     smoe_free(rt->ep.sc);
     for (int i = 0; i < rt->ncomms; i++)
         MPI_Comm_free(&rt->comms[i].comm);

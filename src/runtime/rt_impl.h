@@ -56,6 +56,9 @@ struct rt_op {
     _Atomic int *pending;
     _Atomic int *flag;
     double *busy_acc;  /* += duration on completion (if set) */
+    int bf16;          /* reductions: count bf16 elements, summed by rt->bf16_sum */
+    float *expand;     /* on completion: expand the bf16 tail of expand[0..expand_n) */
+    int64_t expand_n;
     rt_op *next;
 };
 
@@ -97,6 +100,8 @@ struct smoe_rt {
     char library[128];
     rt_ep ep;
     double timeout;         /* seconds a wait may last */
+    MPI_Op bf16_sum;        /* the bf16 sum (smoe_bf16_add); made on first use */
+    int have_bf16_sum;
 };
 
 /* Wait for one request (a small collective of the application thread)
@@ -130,6 +135,9 @@ void rt_span(smoe_rt *rt, int lane, const char *name, double t0, double t1);
 /* Broadcast n bytes (n < 2^31) from rank `root` over the world (rt.c);
  * aborts the job on failure. */
 void rt_bcast_from(smoe_rt *rt, void *buf, int64_t n, int root);
+/* The bf16 sum op, made on first use (wgather.c). */
+SMOE_MUST_CHECK
+smoe_status rt_bf16_sum_get(smoe_rt *rt, smoe_err *err);
 /* Free every weight gather of rt (wgather.c; at finalize). */
 void rt_wgather_free_all(smoe_rt *rt);
 /* Serialise the application thread's direct MPI calls with the progress

@@ -16,11 +16,27 @@
  * legacy residual co-axes, or axes no FSDP axis leads) form a residual
  * stage, issued at use on its own queue and waited at once.
  *
+ * A compressed gather (smoe_gather_exec.wire bf16 or int8, dtype.h) runs the
+ * same stages on records instead of floats: the geometry below in records
+ * (the last dim divided by the record's elements, the plan having checked
+ * that every shard holds whole ones), the element type a record of
+ * rec_bytes. Start packs the shard's rows straight into their records in the
+ * tail of the caller's fp32 buffer (smoe_dtype_tail: a record stream is
+ * never larger than its floats; no scratch); the stages land there in
+ * place; wait expands the records into the buffer's floats, front to back.
+ *
  * The transpose is one reduce-scatter over every gather axis (dims in
  * order): shards are contiguous blocks of `full` when only dim 0 gathers;
  * otherwise they are packed member by member into a scratch buffer first.
- * Then an all-reduce over the mesh axes the weight is replicated on. */
+ * Then an all-reduce over the mesh axes the weight is replicated on. With
+ * a bf16 reduction (smoe_gather_exec.reduce_wire) the send buffer is packed
+ * to bf16 in place, both reductions sum bf16 with fp32 arithmetic (the
+ * user op rt->bf16_sum: each pairwise sum rounds to bf16), land in the
+ * tail of the shard's gradient and are expanded into its floats when the
+ * last one completes. A weight with no reduction stays fp32. */
 #include "rt_impl.h"
+
+#include "smoe/dtype.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -41,7 +57,6 @@ struct smoe_wgather {
     int64_t B[SMOE_MAX_RANK];        /* gathered shape */
     int64_t blk[SMOE_MAX_RANK];      /* shard shape */
     int64_t off[SMOE_MAX_RANK];      /* shard offset inside B */
-    int64_t rowstride[SMOE_MAX_RANK];/* elements per index step of dim d in B */
     int64_t shard_numel, gathered_numel;
     smoe_axes A[SMOE_MAX_RANK];      /* all gathered axes per dim */
     int nst, nres;
@@ -51,6 +66,14 @@ struct smoe_wgather {
     int pack;                        /* shards not contiguous in B */
     rt_comm *ar_comm;                /* replicated axes, or NULL */
     int n_ar_axes;
+    /* the wire: what the stages move (fp32: floats, as stored) */
+    smoe_dtype wire;
+    int64_t wblock;                  /* int8: elements per scale */
+    int64_t rec;                     /* elements of the last dim per record */
+    int64_t esz;                     /* bytes per record */
+    MPI_Datatype etype;              /* one record */
+    int64_t crow[SMOE_MAX_RANK];     /* records per index step of dim d in B */
+    int rbf16;                       /* gradient reductions in bf16 */
 };
 
 static int64_t axis_size(const smoe_rt *rt, const char *a)
@@ -73,6 +96,17 @@ static int64_t stride_of(const smoe_rt *rt, const smoe_wgather *g, int d, int k)
     return s;
 }
 
+/* The same in records (dim rank-1 counts records). */
+static int64_t cstride_of(const smoe_rt *rt, const smoe_wgather *g, int d, int k)
+{
+    return stride_of(rt, g, d, k) / (d == g->rank - 1 ? g->rec : 1);
+}
+
+static int64_t cblk_of(const smoe_wgather *g, int d)
+{
+    return g->blk[d] / (d == g->rank - 1 ? g->rec : 1);
+}
+
 static int index_in(const smoe_axes *e, const char *a)
 {
     for (int i = 0; i < e->n; i++)
@@ -85,6 +119,17 @@ static void free_type(MPI_Datatype *t)
 {
     if (*t != MPI_FLOAT && *t != MPI_DATATYPE_NULL)
         MPI_Type_free(t);
+}
+
+static void free_wg(smoe_wgather *g)
+{
+    for (int k = 0; k < g->nst; k++)
+        free_type(&g->st[k].dtype);
+    for (int k = 0; k < g->nres; k++)
+        free_type(&g->res[k].dtype);
+    if (g->etype)
+        free_type(&g->etype);
+    smoe_free(g);
 }
 
 /* Receive type and member-0 base offset of a stage over run S of A_d,
@@ -100,28 +145,30 @@ static smoe_status build_stage(smoe_rt *rt, smoe_wgather *g, int d, const smoe_a
                                 "%s: the axes gathered together on dim %d are not "
                                 "adjacent in its sharding; not supported",
                                 g->name, d);
-    MPI_Datatype t = MPI_FLOAT, nt;
+    /* in records of esz bytes (fp32: floats) */
+    MPI_Datatype t = g->etype, nt;
     for (int j = g->rank - 1; j >= 0; j--) {
         if (j == g->rank - 1)
-            rt_check(rt, MPI_Type_contiguous((int)g->blk[j], t, &nt), "MPI_Type_contiguous");
+            rt_check(rt, MPI_Type_contiguous((int)cblk_of(g, j), t, &nt), "MPI_Type_contiguous");
         else
-            rt_check(rt, MPI_Type_create_hvector((int)g->blk[j], 1,
-                                                 (MPI_Aint)(g->rowstride[j] * 4), t, &nt),
+            rt_check(rt, MPI_Type_create_hvector((int)cblk_of(g, j), 1,
+                                                 (MPI_Aint)(g->crow[j] * g->esz), t, &nt),
                      "MPI_Type_create_hvector");
-        free_type(&t);
+        if (t != g->etype)
+            free_type(&t);
         t = nt;
         for (int i = 0; i < done[j].n; i++) {
             int k = index_in(&g->A[j], done[j].ax[i]);
-            int64_t s = stride_of(rt, g, j, k);
+            int64_t s = cstride_of(rt, g, j, k);
             rt_check(rt, MPI_Type_create_hvector((int)axis_size(rt, done[j].ax[i]), 1,
-                                                 (MPI_Aint)(s * g->rowstride[j] * 4), t, &nt),
+                                                 (MPI_Aint)(s * g->crow[j] * g->esz), t, &nt),
                      "MPI_Type_create_hvector");
             free_type(&t);
             t = nt;
         }
     }
-    int64_t unit = stride_of(rt, g, d, k0 + S->n - 1) * g->rowstride[d];
-    rt_check(rt, MPI_Type_create_resized(t, 0, (MPI_Aint)(unit * 4), &nt),
+    int64_t unit = cstride_of(rt, g, d, k0 + S->n - 1) * g->crow[d];
+    rt_check(rt, MPI_Type_create_resized(t, 0, (MPI_Aint)(unit * g->esz), &nt),
              "MPI_Type_create_resized");
     free_type(&t);
     rt_check(rt, MPI_Type_commit(&nt), "MPI_Type_commit");
@@ -135,11 +182,11 @@ static smoe_status build_stage(smoe_rt *rt, smoe_wgather *g, int d, const smoe_a
             const char *a = g->A[j].ax[k];
             if (smoe_axes_has(&done[j], a) || (j == d && smoe_axes_has(S, a)))
                 continue;
-            o += axis_coord(rt, a) * stride_of(rt, g, j, k);
+            o += axis_coord(rt, a) * cstride_of(rt, g, j, k);
         }
-        base += o * g->rowstride[j];
+        base += o * g->crow[j];
     }
-    st->base = base;
+    st->base = base; /* records */
     smoe_status s = rt_comm_get(rt, S, ns, &st->comm, err);
     if (s)
         return s;
@@ -169,14 +216,8 @@ static smoe_status add_wg(smoe_rt *rt, smoe_wgather *g, smoe_err *err)
 
 void rt_wgather_free_all(smoe_rt *rt)
 {
-    for (int i = 0; i < rt->nwg; i++) {
-        smoe_wgather *g = rt->wg[i];
-        for (int k = 0; k < g->nst; k++)
-            free_type(&g->st[k].dtype);
-        for (int k = 0; k < g->nres; k++)
-            free_type(&g->res[k].dtype);
-        smoe_free(g);
-    }
+    for (int i = 0; i < rt->nwg; i++)
+        free_wg(rt->wg[i]);
     smoe_free(rt->wg);
     rt->wg = NULL;
     rt->nwg = rt->capwg = 0;
@@ -200,6 +241,73 @@ static smoe_status gathered_axes(const smoe_gather_exec *p, smoe_wgather *g, smo
     return SMOE_OK;
 }
 
+static void bf16_sum_fn(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    smoe_bf16_add(inout, in, *len);
+}
+
+smoe_status rt_bf16_sum_get(smoe_rt *rt, smoe_err *err)
+{
+    if (rt->have_bf16_sum)
+        return SMOE_OK;
+    if (MPI_Op_create(bf16_sum_fn, 1, &rt->bf16_sum) != MPI_SUCCESS)
+        return smoe_err_set(err, SMOE_EINTERNAL, "MPI_Op_create failed");
+    rt->have_bf16_sum = 1;
+    return SMOE_OK;
+}
+
+/* The wire of p: records, their MPI type, the geometry in records and the
+ * shard's record buffer. The plan has checked the int8 block rule; a
+ * shard that still does not hold whole records is refused here. */
+static smoe_status wire_setup(smoe_wgather *g, const smoe_gather_exec *p, smoe_err *err)
+{
+    g->wire = (smoe_dtype)p->wire;
+    if (g->wire != SMOE_DT_FP32 && g->wire != SMOE_DT_BF16 && g->wire != SMOE_DT_INT8)
+        return smoe_err_set(err, SMOE_EINVAL, "%s: unknown gather dtype %d", g->name, p->wire);
+    g->wblock = p->wire_block;
+    if (g->wire == SMOE_DT_INT8 && (g->wblock < SMOE_INT8_BLOCK_MIN ||
+                                    g->wblock > SMOE_INT8_BLOCK_MAX))
+        return smoe_err_set(err, SMOE_EINVAL, "%s: int8 block %lld out of range", g->name,
+                            (long long)g->wblock);
+    g->rec = smoe_dtype_rec_elems(g->wire, g->wblock);
+    g->esz = smoe_dtype_rec_bytes(g->wire, g->wblock);
+    if (g->wire != SMOE_DT_FP32 && (g->rank == 0 || g->blk[g->rank - 1] % g->rec))
+        return smoe_err_set(err, SMOE_EINVAL, "%s: the shard's last dim (%lld) is not a whole "
+                            "number of %s records of %lld elements", g->name,
+                            (long long)(g->rank ? g->blk[g->rank - 1] : 0),
+                            smoe_dtype_name(g->wire), (long long)g->rec);
+    for (int d = g->rank - 1; d >= 0; d--)
+        g->crow[d] = d == g->rank - 1 ? 1 : g->crow[d + 1] * (g->B[d + 1] /
+                                                              (d + 1 == g->rank - 1 ? g->rec : 1));
+    if (g->wire == SMOE_DT_FP32) {
+        g->etype = MPI_FLOAT;
+        return SMOE_OK;
+    }
+    if (MPI_Type_contiguous((int)g->esz, MPI_BYTE, &g->etype) != MPI_SUCCESS) {
+        g->etype = MPI_DATATYPE_NULL;
+        return smoe_err_set(err, SMOE_EINVAL, "%s: MPI_Type_contiguous failed", g->name);
+    }
+    return SMOE_OK;
+}
+
+/* The shard packed straight into its place among the records at cb, row
+ * by row (a row of the last dim is whole records; no scratch buffer). */
+static void pack_shard(const smoe_wgather *g, const float *shard, char *cb)
+{
+    int r = g->rank;
+    int64_t rows = g->shard_numel / g->blk[r - 1], idx[SMOE_MAX_RANK] = { 0 };
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t rec = (g->off[r - 1] / g->rec) * g->crow[r - 1];
+        for (int d = 0; d < r - 1; d++)
+            rec += (g->off[d] + idx[d]) * g->crow[d];
+        smoe_dtype_pack(g->wire, g->wblock, cb + rec * g->esz, shard + row * g->blk[r - 1],
+                        g->blk[r - 1]);
+        for (int d = r - 2; d >= 0 && ++idx[d] == g->blk[d]; d--) /* next row index */
+            idx[d] = 0;
+    }
+}
+
 smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *p, const char *name,
                                 smoe_wgather **out, smoe_err *err)
 {
@@ -218,8 +326,6 @@ smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *p, const ch
         g->shard_numel *= g->blk[d];
         g->gathered_numel *= g->B[d];
     }
-    for (int d = p->rank - 1; d >= 0; d--)
-        g->rowstride[d] = d == p->rank - 1 ? 1 : g->rowstride[d + 1] * g->B[d + 1];
     for (int d = 0; d < p->rank; d++) {
         g->off[d] = 0;
         for (int k = 0; k < g->A[d].n; k++)
@@ -229,6 +335,8 @@ smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *p, const ch
         s = smoe_err_set(err, SMOE_EINVAL, "%s: too large for one MPI message", name);
         goto fail;
     }
+    if ((s = wire_setup(g, p, err)))
+        goto fail;
     /* prefetched stages, then residual ones */
     smoe_axes done[SMOE_MAX_RANK];
     for (int d = 0; d < p->rank; d++)
@@ -277,16 +385,20 @@ smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *p, const ch
     g->n_ar_axes = rep.n;
     if (rep.n && (s = rt_comm_get(rt, &rep, RT_Q_COMM, &g->ar_comm, err)))
         goto fail;
+    if (p->reduce_wire != SMOE_DT_FP32 && p->reduce_wire != SMOE_DT_BF16) {
+        s = smoe_err_set(err, SMOE_EINVAL, "%s: gradient reductions are fp32 or bf16, not %s",
+                         name, smoe_dtype_name((smoe_dtype)p->reduce_wire));
+        goto fail;
+    }
+    g->rbf16 = p->reduce_wire == SMOE_DT_BF16 && (g->rs_comm || g->ar_comm);
+    if (g->rbf16 && (s = rt_bf16_sum_get(rt, err)))
+        goto fail;
     if ((s = add_wg(rt, g, err)))
         goto fail;
     *out = g;
     return SMOE_OK;
 fail:
-    for (int k = 0; k < g->nst; k++)
-        free_type(&g->st[k].dtype);
-    for (int k = 0; k < g->nres; k++)
-        free_type(&g->res[k].dtype);
-    smoe_free(g);
+    free_wg(g);
     return s;
 }
 
@@ -311,7 +423,13 @@ int smoe_rt_wgather_needs_pack(const smoe_wgather *g) { return g->pack; }
 void smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard, float *buf,
                            smoe_rt_ticket *t)
 {
-    smoe_layout_copy(g->rank, g->B, g->blk, g->off, sizeof(float), buf, (void *)shard, 1);
+    char *cb = (char *)buf;
+    if (g->wire == SMOE_DT_FP32) {
+        smoe_layout_copy(g->rank, g->B, g->blk, g->off, sizeof(float), buf, (void *)shard, 1);
+    } else {
+        cb = smoe_dtype_tail(g->wire, g->wblock, buf, g->gathered_numel);
+        pack_shard(g, shard, cb);
+    }
     t->pending = g->nst;
     t->res_pending = 0;
     for (int k = 0; k < g->nst; k++) {
@@ -319,7 +437,7 @@ void smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard, flo
         op->kind = OP_ALLGATHER;
         op->comm = g->st[k].comm->comm;
         op->dtype = g->st[k].dtype;
-        op->rbuf = buf + g->st[k].base;
+        op->rbuf = cb + g->st[k].base * g->esz;
         op->name = g->st[k].name;
         op->serial = k > 0; /* a later dim's stage reads what the earlier wrote */
         op->lane = SMOE_LANE_GATHER;
@@ -344,6 +462,7 @@ void smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_rt_tick
     rt->stats.gather_wait_s += t1 - t0;
     if (t1 - t0 > 20e-6)
         rt_span(rt, SMOE_LANE_WAIT, g->name, t0, t1);
+    char *cb = smoe_dtype_tail(g->wire, g->wblock, buf, g->gathered_numel);
     if (g->nres) {
         double r0 = smoe_now();
         t->res_pending = g->nres;
@@ -352,7 +471,7 @@ void smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_rt_tick
             op->kind = OP_ALLGATHER;
             op->comm = g->res[k].comm->comm;
             op->dtype = g->res[k].dtype;
-            op->rbuf = buf + g->res[k].base;
+            op->rbuf = cb + g->res[k].base * g->esz;
             op->name = g->res[k].name;
             op->serial = 1; /* on top of the prefetched stages */
             op->lane = SMOE_LANE_WAIT;
@@ -365,6 +484,11 @@ void smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_rt_tick
         while (t->res_pending)
             smoe_rt_wait_step(rt, &w2);
         rt->stats.residual_s += smoe_now() - r0;
+    }
+    if (g->wire != SMOE_DT_FP32) {
+        double c0 = smoe_now();
+        smoe_dtype_unpack_tail(g->wire, g->wblock, buf, g->gathered_numel);
+        rt->stats.convert_s += smoe_now() - c0;
     }
     if (wait_s)
         *wait_s = smoe_now() - t0;
@@ -394,7 +518,7 @@ void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *sc
         *done = 0;
     if (used_scratch)
         *used_scratch = 0;
-    const float *send = full;
+    float *send = full;
     if (g->rs_comm && g->pack) {
         for (int64_t m = 0; m < g->rs_comm->size; m++)
             pack_member(rt, g, m, full, scratch + m * g->shard_numel);
@@ -402,17 +526,29 @@ void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *sc
         if (used_scratch)
             *used_scratch = 1;
     }
+    /* bf16 (see the head comment): send packed in place, the results in
+     * the tail of shard_grad, expanded when the last op completes */
+    int b = g->rbf16;
+    void *rb = b ? smoe_dtype_tail(SMOE_DT_BF16, 0, shard_grad, g->shard_numel)
+                 : (void *)shard_grad;
     if (g->rs_comm) {
+        if (b)
+            smoe_dtype_pack_head(SMOE_DT_BF16, 0, send, g->rs_comm->size * g->shard_numel);
         rt_op *op = rt_op_new(rt);
         op->kind = OP_REDUCE_SCATTER;
         op->comm = g->rs_comm->comm;
         op->sbuf = send;
-        op->rbuf = shard_grad;
+        op->rbuf = rb;
         op->count = (int)g->shard_numel;
-        op->name = "RS grad";
+        op->bf16 = b;
+        op->name = b ? "RS grad bf16" : "RS grad";
         op->lane = SMOE_LANE_COMM;
         op->flag = g->ar_comm ? NULL : done;
+        op->expand = b && !g->ar_comm ? shard_grad : NULL;
+        op->expand_n = g->shard_numel;
         rt_enqueue(rt, RT_Q_COMM, op);
+    } else if (b) {
+        smoe_dtype_pack(SMOE_DT_BF16, 0, rb, full, g->shard_numel);
     } else {
         memcpy(shard_grad, full, sizeof(float) * (size_t)g->shard_numel);
     }
@@ -420,12 +556,15 @@ void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *sc
         rt_op *op = rt_op_new(rt);
         op->kind = OP_ALLREDUCE;
         op->comm = g->ar_comm->comm;
-        op->rbuf = shard_grad;
+        op->rbuf = rb;
         op->count = (int)g->shard_numel;
-        op->name = "AR grad";
+        op->bf16 = b;
+        op->name = b ? "AR grad bf16" : "AR grad";
         op->serial = g->rs_comm != NULL; /* after this weight's reduce-scatter */
         op->lane = SMOE_LANE_COMM;
         op->flag = done;
+        op->expand = b ? shard_grad : NULL;
+        op->expand_n = g->shard_numel;
         rt_enqueue(rt, RT_Q_COMM, op);
     } else if (!g->rs_comm && done) {
         *done = 1;

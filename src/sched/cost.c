@@ -303,6 +303,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     c.eff = hw->compute_efficiency;
     m->compute_bytes = c.ab;
     m->weight_bytes = wbytes;
+    m->wire_bytes = sh->wire_bytes > 0 ? sh->wire_bytes : 0;
     c.overhead = hw->op_overhead;
     c.ici = hw->ici_bandwidth / 2 / hw->devices_per_chip;
     c.dcn = hw->dcn_bandwidth / hw->devices_per_chip;

@@ -42,8 +42,8 @@ typedef struct sim {
     int mx;        /* MaxText's prefetch family */
     int xla;       /* XLA's scan (the baseline) on an accelerator: the routed
                       experts' weights gathered at the MoE block's entry */
-    int gmode;     /* the dtype the gathers move: G_CAST, G_STORED, G_BYTES */
-    double gratio; /* G_BYTES: bytes per element moved / stored */
+    int gmode;     /* the dtype the gathers move: G_CAST, G_STORED, G_BYTES, G_WIRE */
+    double gratio; /* G_BYTES: bytes per element moved / stored; G_WIRE: / compute */
     double t_exp_grad; /* XLA: when the unit's experts' transposes ended */
     mev *ev;
     int nev, cap;
@@ -203,8 +203,10 @@ static int unit_layer(const smoe_sim_model *m, int u) { return u < m->L ? u : 2 
 /* What the gathers move: the weights cast to the compute dtype (XLA's
  * scan, smoe's runtime), as stored (MaxText's path, and the legacy plan,
  * which is that path before the fix), or a schedule's gather_bytes per
- * element (the bandwidth part scaled from the stored dtype's). */
-enum { G_CAST, G_STORED, G_BYTES };
+ * element (the bandwidth part scaled from the stored dtype's), or smoe's
+ * compressed records (smoe_sim_shape.wire_bytes: the bandwidth part scaled
+ * from the compute dtype's, the buffers in the compute dtype). */
+enum { G_CAST, G_STORED, G_BYTES, G_WIRE };
 
 static double scaled(const sim *x, double t, double lat)
 {
@@ -215,16 +217,18 @@ static double pre_time(const sim *x, const sim_w *w)
 {
     if (x->s->legacy)
         return w->pre_legacy_s;
+    if (x->gmode == G_WIRE)
+        return scaled(x, w->pre_s, w->ag_lat_s);
     return x->gmode == G_CAST ? w->pre_s : x->gmode == G_STORED ? w->pre_stored_s
                                                                 : scaled(x, w->pre_stored_s, w->ag_lat_s);
 }
 
-/* Gathered bytes of a weight and of a layer. */
+/* Gathered bytes of a weight and of a layer (the buffers). */
 static double w_bytes(const sim *x, const sim_w *w)
 {
     if (x->s->legacy)
         return w->bytes_stored;
-    return x->gmode == G_CAST ? w->bytes : x->gmode == G_STORED ? w->bytes_stored
+    return x->gmode == G_CAST || x->gmode == G_WIRE ? w->bytes : x->gmode == G_STORED ? w->bytes_stored
                                                                 : w->bytes_stored * x->gratio;
 }
 
@@ -232,7 +236,8 @@ static double k_bytes(const sim *x, const sim_kind *k)
 {
     if (x->s->legacy)
         return k->bytes_stored;
-    return x->gmode == G_CAST ? k->bytes : x->gmode == G_STORED ? k->bytes_stored
+    return x->gmode == G_CAST || x->gmode == G_WIRE ? k->bytes
+           : x->gmode == G_STORED                   ? k->bytes_stored
                                                                 : k->bytes_stored * x->gratio;
 }
 
@@ -286,7 +291,8 @@ static void issue(sim *x, int u, int w, double frac, double t)
     if (end > *ge)
         *ge = end;
     mem(x, t, w_bytes(x, &k->w[w]) * frac);
-    x->r.issued_bytes += w_bytes(x, &k->w[w]) * frac;
+    /* what moves: smoe's records are smaller than the buffers they fill */
+    x->r.issued_bytes += w_bytes(x, &k->w[w]) * frac * (x->gmode == G_WIRE ? x->gratio : 1);
 }
 
 /* Issue all of unit u's weights at t: those the layer uses first (the
@@ -680,6 +686,10 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
         x->gratio = m->weight_bytes > 0 ? s->gather_bytes / m->weight_bytes : 1;
     } else {
         x->gmode = x->mx || s->legacy ? G_STORED : G_CAST;
+    }
+    if (x->gmode == G_CAST && !s->stream_grads && m->wire_bytes > 0 && m->compute_bytes > 0) {
+        x->gmode = G_WIRE; /* smoe's runtime with compressed gathers */
+        x->gratio = m->wire_bytes / m->compute_bytes;
     }
     int nu = 2 * m->L;
     x->cap = nu * (4 * SMOE_SIM_MAX_WEIGHTS + 8) + 16;

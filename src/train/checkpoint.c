@@ -187,6 +187,7 @@ static smoe_status publish(const smoe_comm *cm, const tr_store *st, const tr_ckp
     m.mesh = *smoe_comm_mesh(cm);
     m.fp = *co->fp;
     m.rules = co->rules;
+    m.wire = co->wire;
     m.slab_floats = st->total;
     m.nw = st->n;
     m.ns = size;
@@ -537,13 +538,13 @@ static int add_change(smoe_train_result *res, const char *key, const char *from,
 
 /* The config keys that differ between the checkpoint's run and this one. */
 static smoe_status config_changes(const tr_manifest *m, const smoe_config *cfg,
-                                  smoe_train_result *res, smoe_err *err)
+                                  const char *wire, smoe_train_result *res, smoe_err *err)
 {
     const smoe_node *v;
     int n = 0;
     while (smoe_config_key_at(cfg, n, &v))
         n++;
-    int cap = n + m->ncfg;
+    int cap = n + m->ncfg + 1; /* + the wire */
     res->changes = smoe_calloc((size_t)(cap ? cap : 1), sizeof *res->changes);
     if (!res->changes)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
@@ -565,6 +566,12 @@ static smoe_status config_changes(const tr_manifest *m, const smoe_config *cfg,
         if (!smoe_config_get(cfg, m->cfg_keys[j]) &&
             !add_change(res, m->cfg_keys[j], m->cfg_vals[j], copy_str("(not set)")))
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    /* the dtypes the gathers and reductions move (not config keys, but a
+     * resumed run in other dtypes is not the checkpoint's run continued) */
+    const char *old = m->wire ? m->wire : TR_WIRE_FP32;
+    if (wire && strcmp(old, wire) != 0 && !add_change(res, "(gather and reduce dtypes)", old,
+                                                      copy_str(wire)))
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     return SMOE_OK;
 }
 
@@ -659,7 +666,7 @@ smoe_status tr_ckpt_load(const smoe_comm *cm, tr_store *st, tr_ckpt_opts *co,
     smoe_free(r.fd);
     smoe_free(r.coords);
     if (!s && smoe_comm_rank(cm) == 0 && m.version >= 2)
-        s = config_changes(&m, co->cfg, res, err);
+        s = config_changes(&m, co->cfg, co->wire, res, err);
     if (!s) {
         res->first_step = m.step;
         snprintf(res->resumed_from, sizeof res->resumed_from, "%s", dir);

@@ -71,11 +71,14 @@ smoe_status tr_fingerprint(const smoe_config *cfg, const smoe_plan *plan,
             put_i64(h[1], w->shape[d]);
         put_spec(h[1], &w->spec);
         put_spec(h[1], &w->use_spec);
+        if (w->has_gather) /* what its gathers move (smoe_plan_set_wire) */
+            put_i64(h[1], w->gather.wire);
     }
+    put_i64(h[1], plan->gather_dtype == SMOE_DT_INT8 ? plan->int8_block : 0);
     int64_t set[SMOE_COMM_NSETTINGS]; /* the runtime's queues and thread */
     smoe_comm_settings(cm, set);
     int64_t opts[] = { o->steps, (int64_t)o->seed, o->prefetch_depth, o->legacy,
-                       o->ckpt_every, o->resume, set[0], set[1] };
+                       o->ckpt_every, o->resume, set[0], set[1], o->reduce_dtype };
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         put_i64(h[2], opts[i]);
     put_str(h[2], o->ckpt_dir);
@@ -87,6 +90,18 @@ smoe_status tr_fingerprint(const smoe_config *cfg, const smoe_plan *plan,
     tr_sha_final(h[2], fp->options);
     tr_sha_final(h[3], fp->data);
     return SMOE_OK;
+}
+
+void tr_wire_text(const smoe_plan *plan, int reduce_dtype, char *buf, size_t n)
+{
+    if (plan->gather_dtype == SMOE_DT_INT8)
+        snprintf(buf, n, "gathers int8 (block %lld%s%s), reductions %s",
+                 (long long)plan->int8_block, plan->wire_fallbacks ? ", fallback " : "",
+                 plan->wire_fallbacks ? smoe_dtype_name(plan->int8_fallback) : "",
+                 smoe_dtype_name((smoe_dtype)reduce_dtype));
+    else
+        snprintf(buf, n, "gathers %s, reductions %s", smoe_dtype_name(plan->gather_dtype),
+                 smoe_dtype_name((smoe_dtype)reduce_dtype));
 }
 
 smoe_status tr_fingerprint_check(const smoe_comm *cm, const tr_fingerprint_t *fp, smoe_err *err)

@@ -299,11 +299,11 @@ static void step_record(tr_state *S, int64_t step, double loss, double dt, smoe_
     rec->z_loss = sum[2];
     tr_mem m = mem_now(S, ps->peak_bytes);
     double a2a = rs->a2a_s;
-    double v[11] = { dt, rs->gather_wait_s + rs->residual_s, rs->residual_s, a2a,
+    double v[12] = { dt, rs->gather_wait_s + rs->residual_s, rs->residual_s, a2a,
                      S->model_s - a2a, rs->gather_busy_s, rs->reduce_wait_s,
                      (double)ps->peak_bytes, (double)(tr_mem_static(&m) + ps->peak_bytes),
-                     (double)ps->overruns, (double)ps->at_use };
-    smoe_comm_allreduce_max_f64(S->cm, v, 11);
+                     (double)ps->overruns, (double)ps->at_use, (double)rs->gather_bytes };
+    smoe_comm_allreduce_max_f64(S->cm, v, 12);
     rec->step = step;
     rec->loss = sum[0];
     rec->step_ms = v[0] * 1e3;
@@ -317,6 +317,7 @@ static void step_record(tr_state *S, int64_t step, double loss, double dt, smoe_
     rec->peak_tracked_bytes = (int64_t)v[8];
     rec->budget_overruns = (int64_t)v[9];
     rec->gathers_at_use = (int64_t)v[10];
+    rec->gather_bytes = (int64_t)v[11];
     if (ps->peak_fwd > S->run_peak_fwd)
         S->run_peak_fwd = ps->peak_fwd;
     if (ps->peak_bwd > S->run_peak_bwd)

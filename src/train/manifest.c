@@ -46,6 +46,8 @@ char *tr_manifest_text(const tr_manifest *m)
     cJSON_AddNumberToObject(o, "step", (double)m->step);
     cJSON_AddStringToObject(o, "seed", seed);
     cJSON_AddStringToObject(o, "run_id", m->run_id);
+    if (m->wire)
+        cJSON_AddStringToObject(o, "wire", m->wire);
     cJSON *mesh = cJSON_AddObjectToObject(o, "mesh");
     cJSON *names = cJSON_AddArrayToObject(mesh, "axis_names");
     for (int i = 0; names && i < m->mesh.n; i++)
@@ -347,6 +349,13 @@ smoe_status tr_manifest_parse(const char *file, const char *text, tr_manifest *m
     const cJSON *sh = member(&c, o, "shards", cJSON_Array, "", &s);
     if (!s && !get_i64(step, 1, &m->step))
         s = bad(&c, "step", "is not a positive integer");
+    /* optional: absent in checkpoints of runs that gathered fp32 before it
+     * was recorded */
+    const cJSON *wire = cJSON_GetObjectItemCaseSensitive(o, "wire");
+    if (!s && wire && (!cJSON_IsString(wire) || strlen(wire->valuestring) > 120))
+        s = bad(&c, "wire", "is not a string of at most 120 bytes");
+    if (!s && wire && !(m->wire = smoe_arena_strdup(m->a, wire->valuestring)))
+        s = smoe_err_set(c.err, SMOE_ENOMEM, "out of memory");
     if (!s) {
         char *e = NULL;
         m->seed = strtoull(seed->valuestring, &e, 10);

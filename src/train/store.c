@@ -51,7 +51,7 @@ static int find_slot(const char *rest, int top)
 }
 
 smoe_status tr_store_build(const smoe_comm *cm, const smoe_plan *plan, const smoe_model_cfg *mc,
-                           const int plans[2], tr_store *st, smoe_err *err)
+                           const int plans[2], int reduce_dtype, tr_store *st, smoe_err *err)
 {
     smoe_status s;
     memset(st, 0, sizeof *st);
@@ -103,12 +103,19 @@ smoe_status tr_store_build(const smoe_comm *cm, const smoe_plan *plan, const smo
         const char *name = w->top ? pw->path : pw->path + strlen(k_stacks[w->moe]);
         int routed = !w->top && (w->slot == SMOE_W_EXP_WI0 || w->slot == SMOE_W_EXP_WI1 ||
                                  w->slot == SMOE_W_EXP_WO);
-        /* the gathers of each plan the run uses (same shard, same buffer) */
+        /* the gathers of each plan the run uses (same shard, same buffer),
+         * in the wire the plan gives the weight (smoe_plan_set_wire) */
         for (int k = 0; k < 2; k++) {
             smoe_gather_exec x;
-            if (plans[k] && ((s = smoe_gather_exec_of(k ? &pw->legacy : &pw->gather, routed, name,
-                                                      &x, err)) ||
-                             (s = smoe_comm_gather_new(cm, &x, name, &w->wg[k], err))))
+            const smoe_gather *g = k ? &pw->legacy : &pw->gather;
+            if (!plans[k])
+                continue;
+            if ((s = smoe_gather_exec_of(g, routed, name, &x, err)) ||
+                (s = smoe_gather_exec_set_wire(&x, g, &plan->mesh, g->wire, plan->int8_block,
+                                               pw->path, err)))
+                return s;
+            x.reduce_wire = reduce_dtype;
+            if ((s = smoe_comm_gather_new(cm, &x, name, &w->wg[k], err)))
                 return s;
         }
         smoe_comm_gather_info(cm, w->wg[plans[0] ? 0 : 1], &w->info);

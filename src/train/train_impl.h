@@ -103,7 +103,7 @@ smoe_status tr_refuse_keys(const smoe_config *cfg, smoe_err *err);
  * tr_store_alloc then allocates the four slabs of st->total floats. */
 SMOE_MUST_CHECK
 smoe_status tr_store_build(const smoe_comm *cm, const smoe_plan *plan, const smoe_model_cfg *mc,
-                           const int plans[2], tr_store *st, smoe_err *err);
+                           const int plans[2], int reduce_dtype, tr_store *st, smoe_err *err);
 SMOE_MUST_CHECK
 smoe_status tr_store_alloc(tr_store *st, smoe_err *err);
 void tr_store_free(tr_store *st);
@@ -298,6 +298,7 @@ typedef struct tr_manifest {
     smoe_mesh mesh;
     tr_fingerprint_t fp;
     const smoe_rules *rules;/* written only: the logical_axis_rules of the run */
+    const char *wire;       /* tr_wire_text of the run, NULL when not recorded (fp32) */
     int ncfg;               /* the merged config, key by key (YAML flow text) */
     const char *const *cfg_keys, *const *cfg_vals;
     int64_t slab_floats;    /* floats per state slab per rank */
@@ -317,6 +318,10 @@ SMOE_MUST_CHECK
 smoe_status tr_manifest_run_id(const char *text, char id[33]);
 void tr_manifest_free(tr_manifest *m);
 
+/* fingerprint.c: what a run's gathers and reductions move, as one line
+ * ("gathers bf16, reductions fp32"; int8 with its block and fallback) */
+void tr_wire_text(const smoe_plan *plan, int reduce_dtype, char *buf, size_t n);
+#define TR_WIRE_FP32 "gathers fp32, reductions fp32"
 /* fingerprint.c: a config value as one line of YAML flow text (smoe_free) */
 char *tr_node_text(const smoe_node *n);
 
@@ -331,6 +336,8 @@ typedef struct tr_ckpt_opts {
     const smoe_rules *rules;     /* save: recorded in the manifest */
     const smoe_config *cfg;      /* save: recorded key by key; load: compared */
     char run_id[33];             /* this run's id: set by tr_ckpt_open / tr_ckpt_load */
+    const char *wire;            /* what the gathers and reductions move (tr_wire_text):
+                                    save: recorded; load: a difference is a change */
 } tr_ckpt_opts;
 typedef struct tr_ckpt tr_ckpt;
 /* Open co->dir for this run before step 1. Rank 0 creates it and holds an

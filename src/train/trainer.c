@@ -28,6 +28,7 @@ struct smoe_trainer {
     tr_fingerprint_t fp;
     tr_ckpt *ck;                 /* NULL unless o.ckpt_dir */
     tr_ckpt_opts co;
+    char wire[128];              /* tr_wire_text, recorded in checkpoints */
     int64_t step;                /* steps done */
     int64_t memory_estimate;     /* bytes per rank, max over ranks */
     smoe_trainer_param *params;  /* (st.n) */
@@ -217,7 +218,7 @@ static smoe_status build(smoe_trainer *t, const smoe_train_data *data, smoe_err 
     const smoe_comm *cm = &t->comm;
     int max_depth, plans[2];
     schedules(&t->o, &max_depth, plans);
-    smoe_status s = tr_store_build(cm, t->plan, &t->mc, plans, &t->st, err);
+    smoe_status s = tr_store_build(cm, t->plan, &t->mc, plans, t->o.reduce_dtype, &t->st, err);
     if (s == SMOE_EINVAL && err) { /* a weight the runtime cannot move: name the sizes */
         char dims[1400];
         size_keys(t->cfg, dims, sizeof dims);
@@ -290,8 +291,9 @@ smoe_status smoe_trainer_new(const smoe_config *cfg, const smoe_plan *plan,
     smoe_comm_set_phase(cm, "set-up");
     if ((s = build(t, data, err)))
         goto fail;
+    tr_wire_text(plan, o->reduce_dtype, t->wire, sizeof t->wire);
     tr_ckpt_opts co = { o->ckpt_dir, 0, o->steps, o->seed, o->ckpt_keep, &t->fp,
-                        smoe_config_rules(cfg), cfg, "" };
+                        smoe_config_rules(cfg), cfg, "", t->wire };
     t->co = co;
     /* the checkpoint directory: this run's, writable on every rank */
     if (o->ckpt_dir && (s = tr_ckpt_open(cm, &t->co, o->resume, &t->ck, err)))
