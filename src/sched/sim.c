@@ -62,16 +62,8 @@ typedef struct sim {
     int nq, capq;
     const smoe_schedule *sc; /* UNIFORM: the gathers, in issue order */
     int *at;                 /* (2L + 2) entries of issue point p start at at[p + 1] */
-    /* smoe's executor (cpu profiles, src/train/prefetch.c): entries start
-     * strictly in list order, once their point is reached and their unit
-     * holds one of `pool` buffers (the schedule's max distance + 2); a
-     * buffer is held from a unit's first gather to the end of its forward
-     * compute, or in the backward to the end of its reductions, and the
-     * backward's gradient buffer takes one for the layer's compute. */
-    int pool, next, reached;
-    double *sfree;           /* (pool) when a buffer frees; INFINITY: held */
-    int *uslot;              /* (2L) a unit's buffer, or -1 */
-    double last;             /* the last entry's start */
+    int pool;                /* cpu profiles: smoe's executor runs the schedule */
+    sim_pool P;              /* its buffers (pool.c) */
     double lag;              /* the reductions' root behind the others (cpu) */
 } sim;
 
@@ -324,60 +316,10 @@ static void issue_point(sim *x, int p, int ahead, int groups, double t)
         }
 }
 
-/* The buffer that frees first: its index and time (INFINITY: all held). */
-static int pool_first(const sim *x, double *when)
+/* smoe's executor starts a schedule entry (pool.c). */
+static void pool_start(void *ud, const smoe_sched_gather *e, double at)
 {
-    int b = 0;
-    for (int i = 1; i < x->pool; i++)
-        if (x->sfree[i] < x->sfree[b])
-            b = i;
-    *when = x->sfree[b];
-    return b;
-}
-
-/* smoe's executor at time t: start, in list order, the entries whose
- * point is reached, each when its unit has a buffer (waiting for one that
- * frees at a known time); stop at one that must wait for a buffer whose
- * release is not known yet (a unit still to run). */
-static void pool_issue(sim *x, double t)
-{
-    const smoe_sched_gather *g = x->sc->g;
-    while (x->next < x->sc->n && g[x->next].issue <= x->reached) {
-        const smoe_sched_gather *e = &g[x->next];
-        double at = fmax(t, x->last);
-        if (x->uslot[e->unit] < 0) {
-            double when;
-            int b = pool_first(x, &when);
-            if (when == INFINITY)
-                return;
-            at = fmax(at, when);
-            x->sfree[b] = INFINITY;
-            x->uslot[e->unit] = b;
-        }
-        issue(x, e->unit, e->weight, (double)e->nchunks / SMOE_SCHED_CHUNKS, at);
-        x->last = at;
-        x->next++;
-    }
-}
-
-/* Unit u's buffer frees at t (its compute, or its reductions, ended). */
-static void pool_release(sim *x, int u, double t)
-{
-    if (x->uslot[u] >= 0)
-        x->sfree[x->uslot[u]] = t;
-    x->uslot[u] = -1;
-}
-
-/* The backward's gradient buffer for a layer whose compute is ready at t:
- * returns when it has one (its index in *b). */
-static double pool_grad(sim *x, double t, int *b)
-{
-    double when;
-    *b = pool_first(x, &when);
-    if (when == INFINITY) /* cannot happen with max distance + 2 buffers */
-        when = t;
-    x->sfree[*b] = INFINITY;
-    return fmax(t, when);
+    issue(ud, e->unit, e->weight, (double)e->nchunks / SMOE_SCHED_CHUNKS, at);
 }
 
 /* At the start of unit k's compute: prefetches whose issue point it is. */
@@ -475,8 +417,8 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
                 issue_unit(x, u + 1, ready);
         }
     } else if (x->pool) { /* smoe's executor: the unit's point reached */
-        x->reached = u;
-        pool_issue(x, ready);
+        x->P.reached = u;
+        sim_pool_issue(&x->P, ready, pool_start, x);
     } else { /* what was not prefetched (XLA's scan: the routed experts'
               * weights later, at the MoE block's entry) */
         issue_point(x, u, 0, x->xla ? 1 : 3, ready);
@@ -568,7 +510,7 @@ static void run_unit(sim *x, int u)
     double start = unit_gathers(x, u, k);
     issue_ahead(x, u, start);
     if (x->pool && bwd) { /* the compute waits for a gradient buffer */
-        double t1 = pool_grad(x, start, &gb);
+        double t1 = sim_pool_grad(&x->P, start, &gb);
         if (t1 > start)
             span(x, LANE_WAIT, "wait gradient buffer", start, t1);
         start = x->comp = fmax(x->comp, t1);
@@ -612,10 +554,9 @@ static void run_unit(sim *x, int u)
     if (bwd)
         rs_end = reduce(x, k, start, t);
     if (x->pool) { /* buffers freed; entries waiting for one go */
-        if (gb >= 0)
-            x->sfree[gb] = t;
-        pool_release(x, u, rs_end);
-        pool_issue(x, t);
+        sim_pool_grad_done(&x->P, gb, t);
+        sim_pool_release(&x->P, u, rs_end);
+        sim_pool_issue(&x->P, t, pool_start, x);
     }
 }
 
@@ -634,8 +575,8 @@ static int *index_points(const smoe_schedule *sc, int nu)
 
 static void sim_free(sim *x)
 {
-    smoe_free(x->sfree);
-    smoe_free(x->uslot);
+    if (x->pool)
+        sim_pool_free(&x->P);
     smoe_free(x->at);
     smoe_free(x->ev);
     smoe_free(x->gend);
@@ -712,15 +653,10 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
         x->ql = x->qu + x->capq;
     x->at = index_points(sc, nu);
     if (!x->split && !x->mx) { /* cpu profiles: smoe's own executor */
-        x->pool = smoe_schedule_max_distance(sc) + 2;
-        x->sfree = smoe_calloc((size_t)x->pool, sizeof *x->sfree);
-        x->uslot = smoe_malloc(sizeof *x->uslot * (size_t)nu);
-        for (int u = 0; x->uslot && u < nu; u++)
-            x->uslot[u] = -1;
-        x->reached = -1;
+        x->pool = sim_pool_init(&x->P, sc, nu) == SMOE_OK ? 1 : -1;
     }
     if (!x->ev || !x->gend || (x->capbusy && !x->busy0) || !x->qs || !x->qu || !x->qn || !x->at ||
-        (x->pool && (!x->sfree || !x->uslot))) {
+        x->pool < 0) {
         sim_free(x);
         return SMOE_ENOMEM;
     }
@@ -765,7 +701,7 @@ static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const s
         if (mx_point(m, u) == MX_START)
             issue_unit(&x, u, 0);
     if (x.pool)
-        pool_issue(&x, 0);
+        sim_pool_issue(&x.P, 0, pool_start, &x);
     else if (!x.mx)
         issue_point(&x, -1, 1, 3, 0);
     if (top > 0) {
