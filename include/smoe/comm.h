@@ -122,6 +122,8 @@ typedef struct smoe_comm_ops {
     const int64_t *(*coords)(void *ctx);       /* this rank's, mesh order */
     void (*settings)(void *ctx, int64_t v[SMOE_COMM_NSETTINGS]);
     void (*set_phase)(void *ctx, const char *text); /* copied; named by failures */
+    /* the seconds a wait may make no progress (<= 0: forever); returns the old */
+    double (*swap_timeout)(void *ctx, double seconds);
     /* print msg, end every rank with exit status `code`; must not return */
     void (*abort)(void *ctx, smoe_exit code, const char *msg);
     void (*progress)(void *ctx);               /* advance nonblocking ops */
@@ -178,6 +180,9 @@ const int64_t *smoe_comm_coords(const smoe_comm *c);
 void smoe_comm_settings(const smoe_comm *c, int64_t v[SMOE_COMM_NSETTINGS]);
 void smoe_comm_set_phase(const smoe_comm *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Set the no-progress timeout of waits to `seconds` (<= 0: never) and
+ * return the one it replaces. Not collective (every rank sets the same). */
+double smoe_comm_swap_timeout(const smoe_comm *c, double seconds);
 _Noreturn void smoe_comm_abort(const smoe_comm *c, smoe_exit code, const char *msg);
 void smoe_comm_progress(const smoe_comm *c);
 smoe_comm_wait smoe_comm_wait_begin(const char *what);

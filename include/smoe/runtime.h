@@ -95,6 +95,8 @@ void smoe_rt_wait_step(smoe_rt *rt, smoe_rt_wait *w);
 /* Seconds a wait may last before the job is aborted (default 20; <= 0:
  * forever). */
 void smoe_rt_set_timeout(smoe_rt *rt, double seconds);
+/* The same, returning the timeout it replaces. */
+double smoe_rt_swap_timeout(smoe_rt *rt, double seconds);
 /* What the application is doing, for failure messages ("backward of layer
  * 3"); the text is copied. When another rank fails and the launcher
  * terminates this one, it prints this phase before exiting. */

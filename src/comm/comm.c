@@ -25,6 +25,11 @@ void smoe_comm_set_phase(const smoe_comm *c, const char *fmt, ...)
     c->ops->set_phase(c->ctx, text);
 }
 
+double smoe_comm_swap_timeout(const smoe_comm *c, double seconds)
+{
+    return c->ops->swap_timeout(c->ctx, seconds);
+}
+
 _Noreturn void smoe_comm_abort(const smoe_comm *c, smoe_exit code, const char *msg)
 {
     c->ops->abort(c->ctx, code, msg);

@@ -49,6 +49,12 @@ static void l_set_phase(void *ctx, const char *text)
 {
     snprintf(L(ctx)->phase, sizeof L(ctx)->phase, "%s", text);
 }
+static double l_swap_timeout(void *ctx, double s)
+{
+    double old = L(ctx)->timeout;
+    L(ctx)->timeout = s;
+    return old;
+}
 static void l_abort(void *ctx, smoe_exit code, const char *msg)
 {
     (void)ctx;
@@ -209,7 +215,7 @@ static void l_span_hook(void *ctx, smoe_comm_span_fn fn, void *ud)
 
 static const smoe_comm_ops local_ops = {
     .name = "single rank, no MPI", .rank = l_rank, .size = l_size, .mesh = l_mesh,
-    .coords = l_coords, .settings = l_settings, .set_phase = l_set_phase, .abort = l_abort,
+    .coords = l_coords, .settings = l_settings, .set_phase = l_set_phase, .swap_timeout = l_swap_timeout, .abort = l_abort,
     .progress = l_progress, .wait_step = l_wait_step, .drain = l_drain,
     .allreduce_sum_f64 = l_f64, .allreduce_max_f64 = l_f64, .allreduce_max_i64 = l_i64,
     .gather_bytes = l_gather_bytes, .gatherv_bytes = l_gatherv_bytes,

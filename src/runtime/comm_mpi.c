@@ -21,6 +21,7 @@ static void c_settings(void *ctx, int64_t v[SMOE_COMM_NSETTINGS])
     v[1] = o.progress_thread;
 }
 static void c_set_phase(void *ctx, const char *text) { smoe_rt_set_phase(R(ctx), "%s", text); }
+static double c_swap_timeout(void *ctx, double s) { return smoe_rt_swap_timeout(R(ctx), s); }
 static void c_abort(void *ctx, smoe_exit code, const char *msg)
 {
     smoe_rt_abort(R(ctx), code, msg);
@@ -88,7 +89,7 @@ static void c_span_hook(void *ctx, smoe_comm_span_fn fn, void *ud)
 
 static const smoe_comm_ops mpi_ops = {
     .name = "MPI", .rank = c_rank, .size = c_size, .mesh = c_mesh, .coords = c_coords,
-    .settings = c_settings, .set_phase = c_set_phase, .abort = c_abort, .progress = c_progress,
+    .settings = c_settings, .set_phase = c_set_phase, .swap_timeout = c_swap_timeout, .abort = c_abort, .progress = c_progress,
     .wait_step = c_wait_step, .drain = c_drain, .allreduce_sum_f64 = c_sum_f64,
     .allreduce_max_f64 = c_max_f64, .allreduce_max_i64 = c_max_i64,
     .gather_bytes = c_gather_bytes, .gatherv_bytes = c_gatherv_bytes,

@@ -67,6 +67,13 @@ void rt_exit_deadline(void)
 
 void smoe_rt_set_timeout(smoe_rt *rt, double seconds) { rt->timeout = seconds; }
 
+double smoe_rt_swap_timeout(smoe_rt *rt, double seconds)
+{
+    double old = rt->timeout;
+    rt->timeout = seconds;
+    return old;
+}
+
 void smoe_rt_set_phase(smoe_rt *rt, const char *fmt, ...)
 {
     va_list ap;

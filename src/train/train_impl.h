@@ -365,6 +365,20 @@ SMOE_MUST_CHECK
 smoe_status tr_ckpt_load(const smoe_comm *cm, tr_store *st, tr_ckpt_opts *co,
                          smoe_train_result *res, smoe_err *err);
 
+/* Checkpoint I/O (fsync, a busy or network file system) can keep one rank
+ * out of the collectives far longer than any step does while its peers wait
+ * for it, and it is not a dead rank: while a checkpoint directory is
+ * opened, saved or loaded, waits allow TR_IO_TIMEOUT_S seconds (the
+ * configured timeout where it is longer, or 0 = never). tr_io_begin returns
+ * the timeout to restore with smoe_comm_swap_timeout. */
+#define TR_IO_TIMEOUT_S 600.0
+static inline double tr_io_begin(const smoe_comm *cm)
+{
+    double old = smoe_comm_swap_timeout(cm, 0);
+    smoe_comm_swap_timeout(cm, old <= 0 || old >= TR_IO_TIMEOUT_S ? old : TR_IO_TIMEOUT_S);
+    return old;
+}
+
 /* ckpt_dir.c: helpers shared with checkpoint.c */
 SMOE_MUST_CHECK
 smoe_status tr_io_err(smoe_err *err, const char *path, const char *what);

@@ -296,8 +296,13 @@ smoe_status smoe_trainer_new(const smoe_config *cfg, const smoe_plan *plan,
                         smoe_config_rules(cfg), cfg, "", t->wire };
     t->co = co;
     /* the checkpoint directory: this run's, writable on every rank */
-    if (o->ckpt_dir && (s = tr_ckpt_open(cm, &t->co, o->resume, &t->ck, err)))
-        goto fail;
+    if (o->ckpt_dir) {
+        double io = tr_io_begin(cm);
+        s = tr_ckpt_open(cm, &t->co, o->resume, &t->ck, err);
+        smoe_comm_swap_timeout(cm, io);
+        if (s)
+            goto fail;
+    }
     tr_store_init_params(cm, &t->st, o->seed);
     *out = t;
     return SMOE_OK;
@@ -412,14 +417,19 @@ smoe_status smoe_trainer_save(smoe_trainer *t, smoe_err *err)
     if (!t->ck)
         return smoe_err_set(err, SMOE_EINVAL, "the trainer has no checkpoint directory");
     t->co.step = t->step;
-    return tr_ckpt_save(&t->comm, t->ck, &t->st, &t->co, err);
+    double io = tr_io_begin(&t->comm);
+    smoe_status s = tr_ckpt_save(&t->comm, t->ck, &t->st, &t->co, err);
+    smoe_comm_swap_timeout(&t->comm, io);
+    return s;
 }
 
 smoe_status smoe_trainer_load(smoe_trainer *t, smoe_train_result *res, smoe_err *err)
 {
     if (!t->ck)
         return smoe_err_set(err, SMOE_EINVAL, "the trainer has no checkpoint directory");
+    double io = tr_io_begin(&t->comm);
     smoe_status s = tr_ckpt_load(&t->comm, &t->st, &t->co, res, err);
+    smoe_comm_swap_timeout(&t->comm, io);
     if (!s && res->resumed_from[0])
         t->step = res->first_step;
     return s;
