@@ -1,36 +1,29 @@
 /* Predicted vs measured: a `smoe sim --json` and a `smoe train --compare
  * --json` of the same configuration. Prints step time and exposed gather
  * wait of no-prefetch and prefetch side by side with their ratios (the
- * measured figures are means over the steps after the first, the warm-up).
+ * measured figures are medians over the steps after the first round, the
+ * warm-up, with their quartiles).
  * The check: |pred/meas - 1| <= 25% for the step times and the no-prefetch
  * wait; for the prefetch wait, whose measured value is near zero,
  * |pred - meas| <= 25% of the measured no-prefetch wait.
  * usage: cmp_sim_train SIM.json TRAIN.json */
-#include <cjson/cJSON.h>
-#include "smoe/core.h"
+#include "json_file.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-static cJSON *load(const char *path)
+/* A run's median of `key` (its summary: the steps after the warm-up
+ * round), and in *p25, *p75 the quartiles. */
+static double steady(const cJSON *run, const char *key, double *p25, double *p75)
 {
-    char *b;
-    if (smoe_read_file(path, &b, NULL, NULL))
-        return NULL;
-    cJSON *j = cJSON_Parse(b);
-    smoe_free(b);
-    return j;
-}
-
-static double steady(const cJSON *run, const char *key)
-{
-    const cJSON *steps = cJSON_GetObjectItem(run, "steps");
-    int n = cJSON_GetArraySize(steps);
-    double s = 0;
-    int k = 0;
-    for (int i = n > 1 ? 1 : 0; i < n; i++, k++)
-        s += cJSON_GetObjectItem(cJSON_GetArrayItem(steps, i), key)->valuedouble;
-    return k ? s / k : 0;
+    const cJSON *sum = cJSON_GetObjectItem(run, "summary");
+    char k[96];
+    snprintf(k, sizeof k, "p25_%s", key);
+    *p25 = cJSON_GetNumberValue(cJSON_GetObjectItem(sum, k));
+    snprintf(k, sizeof k, "p75_%s", key);
+    *p75 = cJSON_GetNumberValue(cJSON_GetObjectItem(sum, k));
+    snprintf(k, sizeof k, "median_%s", key);
+    return cJSON_GetNumberValue(cJSON_GetObjectItem(sum, k));
 }
 
 static double get(const cJSON *o, const char *a, const char *b)
@@ -45,7 +38,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: cmp_sim_train SIM.json TRAIN.json\n");
         return 2;
     }
-    cJSON *sim = load(argv[1]), *tr = load(argv[2]);
+    cJSON *sim = json_file_load(argv[1]), *tr = json_file_load(argv[2]);
     if (!sim || !tr) {
         fprintf(stderr, "cannot read the inputs\n");
         return 2;
@@ -53,8 +46,11 @@ int main(int argc, char **argv)
     const cJSON *sched = cJSON_GetObjectItem(sim, "schedules");
     const cJSON *runs = cJSON_GetObjectItem(tr, "runs");
     const cJSON *np = cJSON_GetObjectItem(runs, "no_prefetch"), *pf = cJSON_GetObjectItem(runs, "prefetch");
-    double m_np_step = steady(np, "step_ms"), m_np_wait = steady(np, "exposed_gather_ms");
-    double m_pf_step = steady(pf, "step_ms"), m_pf_wait = steady(pf, "exposed_gather_ms");
+    double q[4][2];
+    double m_np_step = steady(np, "step_ms", &q[0][0], &q[0][1]);
+    double m_np_wait = steady(np, "exposed_gather_ms", &q[1][0], &q[1][1]);
+    double m_pf_step = steady(pf, "step_ms", &q[2][0], &q[2][1]);
+    double m_pf_wait = steady(pf, "exposed_gather_ms", &q[3][0], &q[3][1]);
     double p_np_step = get(sched, "baseline", "step_ms"), p_np_wait = get(sched, "baseline", "exposed_gather_ms");
     double p_pf_step = get(sched, "prefetch", "step_ms"), p_pf_wait = get(sched, "prefetch", "exposed_gather_ms");
     struct { const char *what; double pred, meas, scale; } rows[] = {
@@ -64,13 +60,16 @@ int main(int argc, char **argv)
         { "prefetch exposed gather ms", p_pf_wait, m_pf_wait, m_np_wait },
     };
     int ok = 1;
-    printf("%-32s %12s %12s %10s %8s\n", "quantity", "predicted", "measured", "pred/meas", "within");
+    printf("%-32s %12s %12s %17s %10s %8s\n", "quantity", "predicted", "measured",
+           "[25th-75th]", "pred/meas", "within");
     for (int i = 0; i < 4; i++) {
         double err = fabs(rows[i].pred - rows[i].meas) / rows[i].scale;
         int pass = err <= 0.25;
         ok &= pass;
-        printf("%-32s %12.2f %12.2f %10.3f %8s\n", rows[i].what, rows[i].pred, rows[i].meas,
-               rows[i].meas > 0 ? rows[i].pred / rows[i].meas : NAN, pass ? "yes" : "NO");
+        char iqr[40];
+        snprintf(iqr, sizeof iqr, "[%.2f-%.2f]", q[i][0], q[i][1]);
+        printf("%-32s %12.2f %12.2f %17s %10.3f %8s\n", rows[i].what, rows[i].pred, rows[i].meas,
+               iqr, rows[i].meas > 0 ? rows[i].pred / rows[i].meas : NAN, pass ? "yes" : "NO");
     }
     printf("%s: every figure within 25%% (prefetch wait: of the no-prefetch wait)\n",
            ok ? "PASS" : "FAIL");

@@ -109,19 +109,29 @@ struct cJSON *cli_json_mesh(const smoe_mesh *m);
 struct cJSON *cli_json_string(const char *s);
 void cli_json_print(FILE *f, struct cJSON *root);
 
-/* Output of training runs: JSON (train_json.c) and text (train_text.c);
- * compare: the three interleaved schedules of --compare. */
+#define CLI_STR_(x) #x
+#define CLI_STR(x) CLI_STR_(x) /* a macro's value as a string literal */
+
+/* The interleaved schedules of a training run, summarized apiece: n = 0
+ * (one schedule), the three of --compare, or the files of repeated
+ * --schedule; key: each one's JSON key and label. */
+typedef struct cli_runs {
+    int n, compare;
+    const char *key[8]; /* SMOE_TRAIN_MAX_MODES */
+} cli_runs;
+
+/* Output of training runs: JSON (train_json.c) and text (train_text.c). */
 void train_print_json(FILE *f, const smoe_plan *p, const struct smoe_train_result *res,
-                      int compare, int reduce_dtype);
+                      const cli_runs *runs, int reduce_dtype);
 struct smoe_train_opts;
 struct smoe_rt;
 void print_result(const struct smoe_train_opts *o, struct smoe_rt *rt,
-                  const struct smoe_train_result *r, int compare, int depth);
+                  const struct smoe_train_result *r, const cli_runs *runs, int depth);
 /* The schedule names of --compare ("no-prefetch"; JSON key "no_prefetch"). */
-const char *train_mode_label(int mode, int compare);
+const char *train_mode_label(int mode, const cli_runs *runs);
 const char *train_mode_key(int mode);
-/* Steps left out of the --compare summaries (the first round). */
-int64_t train_warmup_steps(const struct smoe_train_result *r, int compare);
+/* Steps left out of the interleaved summaries (the first round). */
+int64_t train_warmup_steps(const struct smoe_train_result *r, const cli_runs *runs);
 struct smoe_sim_result;
 struct smoe_sim_point;
 /* Draw a --trace file's timelines (one row per rank) as an SVG

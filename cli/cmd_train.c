@@ -40,7 +40,10 @@ static void usage(FILE *f)
             "  --prefetch-depth N   gather N layers ahead (default 1; 0 = just before use)\n"
             CLI_GATHER_USAGE
             "  --reduce-dtype T     gradient reductions in fp32 (default) or bf16\n"
-            "  --schedule FILE      execute a prefetch schedule (smoe sim --schedule-out)\n"
+            "  --schedule FILE      execute a prefetch schedule (smoe sim --schedule-out);\n"
+            "                       given 2 to " CLI_STR(SMOE_TRAIN_MAX_MODES)
+            " times: the files take turns step\n"
+            "                       by step as with --compare, each summarized apiece\n"
             "  --hbm-budget BYTES   plan the schedule for this memory per rank (smoe sim's\n"
             "                       planner, whole weights) and hold every tracked class\n"
             "                       under it: a gather waits for memory rather than exceed it\n"
@@ -84,7 +87,8 @@ static void list_keys(FILE *f)
 }
 
 typedef struct run_ctx {
-    int root, quiet, json, compare;
+    int root, quiet, json;
+    const cli_runs *runs;
     int64_t steps;
 } run_ctx;
 
@@ -97,7 +101,7 @@ static void on_step(void *ud, const smoe_train_step *r)
             "%s step %3lld/%lld  loss %.4f  lr %.3e  grad_norm %.3f  aux_loss %.4f  "
             "z_loss %.4f  step %8.2f ms  exposed gather %7.2f ms  a2a %6.2f ms  "
             "compute %8.2f ms\n",
-            train_mode_label(r->mode, c->compare), (long long)r->step + 1, (long long)c->steps,
+            train_mode_label(r->mode, c->runs), (long long)r->step + 1, (long long)c->steps,
             r->loss, r->lr,
             r->grad_norm, r->aux_loss, r->z_loss, r->step_ms, r->exposed_gather_ms, r->a2a_ms,
             r->compute_ms);
@@ -222,6 +226,8 @@ int cmd_train(int argc, char **argv)
     optind = 1;
     int li = -1;
     const char *maxmem_arg = NULL, *sched_path = NULL, *hw_arg = NULL;
+    const char *sched_paths[SMOE_TRAIN_MAX_MODES];
+    int nsched = 0;
     while ((opt = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
         char where[300];
         if (li >= 0 && optarg)
@@ -290,7 +296,15 @@ int cmd_train(int argc, char **argv)
             o.ckpt_keep = (int)v;
             break;
         case OPT_RESUME: o.resume = 1; break;
-        case OPT_SCHEDULE: sched_path = optarg; break;
+        case OPT_SCHEDULE:
+            if (nsched == SMOE_TRAIN_MAX_MODES)
+                fail_arg(rt, where, "too many schedules (at most " CLI_STR(SMOE_TRAIN_MAX_MODES)
+                         " take turns in one run)");
+            for (int i = 0; i < nsched; i++)
+                if (strcmp(sched_paths[i], optarg) == 0)
+                    fail_arg(rt, where, "is given twice");
+            sched_path = sched_paths[nsched++] = optarg;
+            break;
         case OPT_HARDWARE: hw_arg = optarg; break;
         case OPT_HBM_BUDGET:
             if (smoe_parse_bytes(optarg, &v) || v < 1)
@@ -367,11 +381,20 @@ int cmd_train(int argc, char **argv)
                             : "cannot be combined with --hbm-budget (the planner chooses)");
     if (hw_arg && !o.hbm_budget)
         fail_arg(rt, "argument '--hardware'", "is read only with --hbm-budget");
-    smoe_schedule *sched = NULL;
-    if (sched_path) {
-        if (cli_schedule_read(sched_path, &sched, &err))
+    if (nsched > 1 && (compare || o.hbm_budget))
+        fail_arg(rt, "argument '--schedule'", compare
+                 ? "given more than once takes turns itself (not with --compare)"
+                 : "cannot be combined with --hbm-budget (which plans its own)");
+    smoe_schedule *scheds[SMOE_TRAIN_MAX_MODES] = { NULL };
+    for (int i = 0; i < nsched; i++)
+        if (cli_schedule_read(sched_paths[i], &scheds[i], &err))
             fail(rt, &err);
+    if (nsched == 1) {
         o.schedule_name = sched_path;
+    } else if (nsched > 1) { /* the files take turns, as --compare's schedules */
+        o.nmodes = nsched;
+        for (int i = 0; i < nsched; i++)
+            o.modes[i] = (smoe_train_mode){ 0, 0, scheds[i] };
     }
     smoe_hw hw;
     if (o.hbm_budget) {
@@ -437,7 +460,8 @@ int cmd_train(int argc, char **argv)
     memset(&res, 0, sizeof res);
     int depth = o.prefetch_depth;
     if (compare) { /* one run, the three schedules taking turns */
-        static const smoe_train_mode cmp_modes[3] = { { 0, 0 }, { 1, 0 }, { 1, 1 } };
+        static const smoe_train_mode cmp_modes[3] = { { 0, 0, NULL }, { 1, 0, NULL },
+                                                      { 1, 1, NULL } };
         o.nmodes = 3;
         for (int i = 0; i < 3; i++) {
             o.modes[i] = cmp_modes[i];
@@ -445,11 +469,14 @@ int cmd_train(int argc, char **argv)
                 o.modes[i].prefetch_depth = depth;
         }
     }
-    run_ctx rc = { root, quiet, c.json, compare, o.steps };
+    cli_runs runs = { compare ? 3 : nsched > 1 ? nsched : 0, compare, { NULL } };
+    for (int i = 0; i < runs.n; i++)
+        runs.key[i] = compare ? train_mode_key(i) : sched_paths[i];
+    run_ctx rc = { root, quiet, c.json, &runs, o.steps };
     o.on_step = on_step;
     o.ud = &rc;
     smoe_comm comm = smoe_rt_comm(rt);
-    if (smoe_train_run(cfg, plan, sched, &comm, &o, &res, &err)) {
+    if (smoe_train_run(cfg, plan, nsched == 1 ? scheds[0] : NULL, &comm, &o, &res, &err)) {
         if (err.code == SMOE_ENOMEM && maxmem_arg && strstr(err.where, "--max-memory"))
             snprintf(err.where, sizeof err.where, "argument '--max-memory %s'", maxmem_arg);
         fail(rt, &err);
@@ -458,12 +485,13 @@ int cmd_train(int argc, char **argv)
         cli_plot_trace(o.trace_path, plot_path);
     if (root) {
         if (c.json)
-            train_print_json(stdout, plan, &res, compare, o.reduce_dtype);
+            train_print_json(stdout, plan, &res, &runs, o.reduce_dtype);
         else
-            print_result(&o, rt, &res, compare, compare ? depth : res.prefetch_distance);
+            print_result(&o, rt, &res, &runs, compare ? depth : res.prefetch_distance);
     }
     smoe_train_result_free(&res);
-    smoe_schedule_free(sched);
+    for (int i = 0; i < nsched; i++)
+        smoe_schedule_free(scheds[i]);
     smoe_plan_free(plan);
     smoe_config_free(cfg);
     smoe_rt_finalize(rt);

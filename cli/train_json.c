@@ -1,6 +1,7 @@
 /* `smoe train --json`: rank 0 prints one object at the end (schema in the
  * README). With --compare: {"runs": {"no_prefetch": RUN, "prefetch": RUN,
- * "legacy": RUN}}, each RUN holding the steps that schedule ran (they take
+ * "legacy": RUN}} (with repeated --schedule: one RUN per file, keyed by
+ * its path), each RUN holding the steps that schedule ran (they take
  * turns in one training run) and its summary after the warm-up round. */
 #include "cli.h"
 #include "smoe/train.h"
@@ -111,16 +112,16 @@ static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r, int mode,
     return o;
 }
 
-void train_print_json(FILE *f, const smoe_plan *p, const smoe_train_result *res, int compare,
-                      int reduce_dtype)
+void train_print_json(FILE *f, const smoe_plan *p, const smoe_train_result *res,
+                      const cli_runs *rs, int reduce_dtype)
 {
     cJSON *root;
-    if (compare) {
-        int64_t skip = train_warmup_steps(res, 1);
+    if (rs->n) {
+        int64_t skip = train_warmup_steps(res, rs);
         root = cJSON_CreateObject();
         cJSON *runs = cJSON_AddObjectToObject(root, "runs");
-        for (int i = 0; i < 3; i++)
-            cJSON_AddItemToObject(runs, train_mode_key(i), run_json(p, res, i, skip, reduce_dtype));
+        for (int i = 0; i < rs->n; i++)
+            cJSON_AddItemToObject(runs, rs->key[i], run_json(p, res, i, skip, reduce_dtype));
     } else {
         root = run_json(p, res, -1, 0, reduce_dtype);
     }

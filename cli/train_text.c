@@ -11,9 +11,11 @@
 
 static const char *const k_labels[3] = { "no-prefetch", "prefetch", "legacy" };
 
-const char *train_mode_label(int mode, int compare)
+const char *train_mode_label(int mode, const cli_runs *runs)
 {
-    return compare && mode >= 0 && mode < 3 ? k_labels[mode] : "";
+    if (mode < 0 || mode >= runs->n)
+        return "";
+    return runs->compare ? k_labels[mode] : runs->key[mode];
 }
 
 const char *train_mode_key(int mode)
@@ -22,10 +24,10 @@ const char *train_mode_key(int mode)
     return mode >= 0 && mode < 3 ? keys[mode] : "run";
 }
 
-int64_t train_warmup_steps(const smoe_train_result *r, int compare)
+int64_t train_warmup_steps(const smoe_train_result *r, const cli_runs *runs)
 {
     /* the first round of the interleaved schedules, if more remain */
-    return compare && r->nsteps > 6 ? 3 : 0;
+    return runs->n && r->nsteps > 2 * runs->n ? runs->n : 0;
 }
 
 static void cell(char *buf, size_t n, const smoe_train_stat *t)
@@ -59,9 +61,10 @@ static void verdict(const char *what, const smoe_train_stat *x, const smoe_train
                                : "beyond the noise");
 }
 
-void print_result(const smoe_train_opts *o, smoe_rt *rt, const smoe_train_result *r, int compare,
-                  int depth)
+void print_result(const smoe_train_opts *o, smoe_rt *rt, const smoe_train_result *r,
+                  const cli_runs *runs, int depth)
 {
+    int compare = runs->compare;
     if (r->resume_note[0])
         printf("\n%s\n", r->resume_note);
     if (o->resume && r->resumed_from[0])
@@ -78,16 +81,16 @@ void print_result(const smoe_train_opts *o, smoe_rt *rt, const smoe_train_result
            r->blas.corename, (long long)r->params, (long long)r->tokens_per_step,
            r->params_sha256);
     printf("recipe: %s\n", r->recipe);
-    int64_t skip = train_warmup_steps(r, compare);
+    int64_t skip = train_warmup_steps(r, runs);
     printf("\nper step, median [25th-75th percentile] over the steps of each schedule%s:\n",
            skip ? " after the first round (warm-up)" : "");
     printf("%-12s %5s  %-24s %-22s %-20s %-22s %-24s %12s\n", "schedule", "steps", "step ms",
            "exposed AG ms", "residual ms", "a2a ms", "compute ms", "peak gathered");
-    smoe_train_summary sm[3];
-    int n = compare ? 3 : 1;
+    smoe_train_summary sm[8];
+    int n = runs->n ? runs->n : 1;
     for (int i = 0; i < n; i++) {
-        smoe_train_summarize(r, compare ? i : -1, skip, &sm[i]);
-        row(compare ? k_labels[i] : (o->legacy ? "legacy" : "co-axis"), &sm[i]);
+        smoe_train_summarize(r, runs->n ? i : -1, skip, &sm[i]);
+        row(runs->n ? train_mode_label(i, runs) : (o->legacy ? "legacy" : "co-axis"), &sm[i]);
     }
     printf("last loss %.4f (loss %.4f at the first step); peak RSS per rank %.1f MiB\n",
            r->nsteps ? r->steps[r->nsteps - 1].loss : 0.0, r->nsteps ? r->steps[0].loss : 0.0,

@@ -4,19 +4,8 @@
  * usage: check_plan_json PLAN.json NAMED.json */
 #include "check.h"
 
-#include <cjson/cJSON.h>
-#include "smoe/core.h"
+#include "../bench/json_file.h"
 #include <stdlib.h>
-
-static cJSON *load(const char *path)
-{
-    char *b;
-    if (smoe_read_file(path, &b, NULL, NULL))
-        return NULL;
-    cJSON *j = cJSON_Parse(b);
-    smoe_free(b);
-    return j;
-}
 
 int main(int argc, char **argv)
 {
@@ -24,7 +13,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: check_plan_json PLAN.json NAMED.json\n");
         return 2;
     }
-    cJSON *plan = load(argv[1]), *named = load(argv[2]);
+    cJSON *plan = json_file_load(argv[1]), *named = json_file_load(argv[2]);
     CHECKF(plan && named, "cannot read the inputs");
     if (!plan || !named)
         return check_report();

@@ -18,7 +18,7 @@ else
   bad "calibrate failed: $(tail -3 "$dir/err")"
 fi
 for k in peak_flops gemm_small_flops hbm_bandwidth ici_bandwidth a2a_bandwidth op_overhead \
-         compute_scale; do
+         compute_scale reduce_lag_bandwidth; do
   v=$(sed -n "s/^$k: *\([^ ]*\).*/\1/p" "$dir/hw.yml")
   if awk -v v="$v" 'BEGIN { exit !(v + 0 > 0 && v + 0 < 1e300) }'; then
     ok "$k = $v"
@@ -26,6 +26,12 @@ for k in peak_flops gemm_small_flops hbm_bandwidth ici_bandwidth a2a_bandwidth o
     bad "$k is '$v'"
   fi
 done
+# one host: both ranks on its fast interconnect
+if grep -q '^# 1 host(s) of 2 rank(s)' "$dir/hw.yml" && grep -q '^devices_per_node: 2 ' "$dir/hw.yml"; then
+  ok "one host of 2 ranks"
+else
+  bad "the hosts: $(grep -E 'host|devices_per_node' "$dir/hw.yml")"
+fi
 if "$smoe" sim --base "$SMOE_CONFIG_DIR/train.yml" --model tiny --devices 2 \
      --hardware "$dir/hw.yml" --json >"$dir/sim.json" 2>"$dir/err" &&
    grep -q '"step_ms"' "$dir/sim.json"; then

@@ -2,7 +2,9 @@
  * durations), its memory accounting (static parts from a plan, live
  * gathered bytes), and the budgeted planner (a budget below one layer's
  * gathered weights gives no prefetch; an unlimited budget reaches the
- * exposed wait of unlimited depth). White-box: builds step models by hand.
+ * exposed wait of unlimited depth), smoe's executor on cpu profiles (the
+ * buffer pool, the reductions' root lag). White-box: builds step models by
+ * hand.
  * usage: test_sim CONFIG_DIR */
 #include "../src/sched/sched_impl.h"
 #include "check.h"
@@ -623,6 +625,54 @@ static void test_hw_schema(const char *cfgdir)
     hw_roundtrip(&cpu, "cpu profile, every key set");
 }
 
+/* smoe's executor on a cpu profile, by hand (the two layers above; units
+ * 0, 1 forward, 2, 3 backward): entries in list order, a pool of the
+ * schedule's max distance + 2 buffers, a backward unit's buffer held until
+ * its reductions end, the gradient buffer taking one; and the reductions'
+ * root lag (reduce_lag_bandwidth: 100 bytes of gradient a second, 1 s per
+ * layer) waited at the next unit's first gather or at the end. */
+static void test_cpu_executor(void)
+{
+    smoe_sim_model m = two_layers(2);
+    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
+    smoe_sim_sched s;
+    smoe_sim_result r;
+    memset(&s, 0, sizeof s);
+    /* depth 0, pool 2, no lag: as the accelerator case, 27 s, 8 s exposed */
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 27), "cpu baseline step %g, expected 27", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 8), "cpu baseline exposed %g, expected 8", r.exposed_gather_s);
+    CHECKF(NEAR(r.mem_gathered, 200), "cpu baseline gathered %g, expected 200", r.mem_gathered);
+    /* the lag: unit 3's gather [18, 21] waits unit 2's root 1 s; the end
+     * waits the reduction [27, 28] and unit 3's root 1 s: 29 s, 9 s */
+    m.hw.reduce_lag_bandwidth = 100;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 29), "cpu lag step %g, expected 29", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 9), "cpu lag exposed %g, expected 9", r.exposed_gather_s);
+    /* depth 1, pool 3: unit 3's gather went at 8, so the lag of unit 2
+     * only adds to the end: 21 + 2 s */
+    s.prefetch_depth = 1;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 23), "cpu depth-1 lag step %g, expected 23", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 2), "cpu depth-1 exposed %g, expected 2", r.exposed_gather_s);
+    CHECKF(NEAR(r.mem_gathered, 300), "cpu depth-1 gathered %g, expected 300", r.mem_gathered);
+    /* a 5 s reduction at depth 0: unit 2's buffer frees at 23, so unit 3's
+     * gradient buffer waits [20, 23] (compute [23, 29], reduction [29, 34]):
+     * 34 s where the accelerator model (no pool) gives 31 s; and the pool
+     * holds the peak at two layers (the accelerator: three) */
+    m.hw.reduce_lag_bandwidth = 0;
+    m.k[0].w[0].rs_s = 5;
+    s.prefetch_depth = 0;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 34), "cpu pool step %g, expected 34", r.step_s);
+    CHECKF(NEAR(r.mem_gathered, 200), "cpu pool gathered %g, expected 200", r.mem_gathered);
+    smoe_sim_model a = two_layers(2);
+    a.k[0].w[0].rs_s = 5;
+    CHECK(smoe_sim_run(&a, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 31), "accelerator step %g, expected 31", r.step_s);
+    CHECKF(NEAR(r.mem_gathered, 300), "accelerator gathered %g, expected 300", r.mem_gathered);
+}
+
 int main(int argc, char **argv)
 {
     test_local_members();
@@ -633,6 +683,7 @@ int main(int argc, char **argv)
     test_xla_baseline();
     test_shared_queue_order();
     test_planner();
+    test_cpu_executor();
     if (argc > 1) {
         test_hw_schema(argv[1]);
         const char *ep[] = { "ici_expert_parallelism=2" };

@@ -16,6 +16,8 @@
 #    it; the exposed wait in ms is compared only with a generous margin,
 #    as a liveness bound: on this shared machine a step's timing can move
 #    by tens of ms);
+#  - several schedule files taking turns in one run (repeated --schedule):
+#    bitwise depth 1, one JSON run per file;
 #  - bad schedule files and flags: one line naming the file and the field,
 #    exit 2.
 # usage: train_schedule.sh MPIEXEC SMOE CMP_RUNS TEST_DATA
@@ -73,6 +75,21 @@ grep -q '"issue":[[:space:]]*-1' "$dir/schedb.json"
 check $? "the budgeted plan prefetches"
 must_run sb 4 --steps $steps $M --schedule "$dir/schedb.json" && same d1 sb 0 "sim's budgeted whole-weight schedule, bitwise"
 
+# several files taking turns (bench/budget_sim_train.sh): one RUN per file
+# in the JSON, and the parameters bitwise those of depth 1
+if must_run multi 4 --steps $steps $M --schedule "$dir/sched3.json" --schedule "$dir/schedb.json" \
+  --schedule "$dir/sched8.json"; then
+  cmp -s "$dir/d1.bin" "$dir/multi.bin"
+  check $? "three schedule files taking turns: parameters bitwise those of depth 1"
+  n=0
+  for f in sched3 schedb sched8; do grep -q "\"$dir/$f.json\":" "$dir/multi.json" && n=$((n + 1)); done
+  check "$([ "$n" = 3 ] && echo 0 || echo 1)" "a JSON run per schedule file ($n of 3)"
+fi
+refused2 "argument '--schedule $dir/sched3.json': is given twice" 4 $M --steps 1 \
+  --schedule "$dir/sched3.json" --schedule "$dir/sched3.json"
+refused2 "argument '--schedule'.*not with --compare" 4 $M --steps 1 --compare \
+  --schedule "$dir/sched3.json" --schedule "$dir/sched8.json"
+
 # the budget: halfway between the no-prefetch and the depth-2 peaks
 p0=$(num d0 peak_tracked_bytes)
 p2=$(num d2 peak_tracked_bytes)
@@ -107,7 +124,10 @@ awk '/"unit":/ && !done { sub(/[0-9]+/, "1"); done = 1 } { print }' "$dir/sched3
 refused2 "$dir/bad4.json: gathers\[0\]\.(pass|layer|issue|unit)" 4 $M --steps 1 --schedule "$dir/bad4.json"
 grep -v "\"chunk0\":" "$dir/sched3.json" >"$dir/bad5.json"
 refused2 "$dir/bad5.json: gathers\[0\]\.chunk0" 4 $M --steps 1 --schedule "$dir/bad5.json"
-sim_out "$dir/schedq.json" --hbm-budget 34M
+# on cpu profiles smoe's executor makes memory step by whole layers (a
+# prefetch frees a pool buffer for the gradients), so quarter chunks buy
+# nothing there; an accelerator profile's planner splits weights
+sim_out "$dir/schedq.json" --hbm-budget 34M --hardware h100
 grep -q '"nchunks":[[:space:]]*[123],' "$dir/schedq.json"
 check $? "the quarter-chunk plan splits a weight"
 refused2 "(argument '--schedule'|$dir/schedq.json).*whole weights" 4 $M --steps 1 --schedule "$dir/schedq.json"

@@ -17,8 +17,10 @@ extern "C" {
 /* Measure this machine's cpu-mpi hardware profile with every rank busy at
  * once (as in training): matmul rates (64- and 512-wide), memory bandwidth,
  * per-kernel overhead, all-gather and all-to-all latency and bandwidth
- * over all ranks, the spread of the ranks' arrival at a collective entered
- * after a stretch of compute (sync_skew), and the
+ * within a host and across hosts (ranks per host from their host names),
+ * the spread of the ranks' arrival at a collective entered after a stretch
+ * of compute (sync_skew), the wait a reduce-scatter's root causes
+ * (reduce_lag_bandwidth), smoe train's optimizer update rate, and the
  * ratio of smoe's model kernels to the cost model's roofline for the
  * model of cfg at its training shape (compute_scale, as XLA's profile-
  * guided latency estimator measures op costs). Rank 0 writes the profile

@@ -205,6 +205,13 @@ typedef struct smoe_hw {
     double permute_bandwidth;  /* bytes/s of routed rows the MoE dispatch and
                                   combine (sort, permute) move on the collective
                                   engines; 0 = that work is not modelled */
+    double reduce_lag_bandwidth; /* cpu: gradient bytes per second of the
+                                    wait the next collective has for a
+                                    reduce-scatter's root (which alone
+                                    reduces); 0 = none */
+    double optimizer_rate;   /* cpu: parameter elements per second of smoe
+                                train's update (gradient norm + AdamW);
+                                0 = a bandwidth-bound estimate */
 } smoe_hw;
 
 /* Read a profile file: name and kind strings, numbers each in its range

@@ -64,12 +64,14 @@ typedef struct smoe_train_mem {
     int64_t comm;                     /* communication buffers (none: in place) */
 } smoe_train_mem;
 
-/* A schedule a step can run: prefetch depth and plan. */
+/* A schedule a step can run: prefetch depth and plan, or a schedule file's
+ * gathers (whole weights; then prefetch_depth is not used). */
 typedef struct smoe_train_mode {
     int prefetch_depth;     /* 0: gather just before use */
     int legacy;             /* pre-fix plan: residual co-axes gathered at use */
+    const struct smoe_schedule *schedule; /* or NULL; not owned */
 } smoe_train_mode;
-#define SMOE_TRAIN_MAX_MODES 4
+#define SMOE_TRAIN_MAX_MODES 8
 
 typedef struct smoe_train_opts {
     int64_t steps;          /* >= 1 */

@@ -15,6 +15,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -55,24 +56,53 @@ static void run_add(void *ud)
     smoe_vec_add(x->c, x->a, x->n);
 }
 
+/* smoe train's update of n parameters (optim.c): the gradient's squared
+ * norm in double, then a clipped AdamW step; x->a the gradient, x->c the
+ * parameters, x->b (2n) the moments. */
+static void run_adamw(void *ud)
+{
+    mm_args *x = ud;
+    double sq = 0;
+    for (int64_t k = 0; k < x->n; k++)
+        sq += (double)x->a[k] * (double)x->a[k];
+    smoe_adamw_cfg c = { 1e-3f, 0.9f, 0.95f, 1e-8f, 0, 0.01f, 3, (float)sqrt(sq) + 1, 1 };
+    smoe_adamw_step(x->c, x->b, x->b + x->n, x->a, x->n, &c);
+}
+
 /* A collective entered after `work` (four 256-wide matmuls, a layer's
  * worth of compute) as in training:
  * returns the mean time from entering it to its completion, the slowest
  * rank's. */
 typedef void (*coll_fn)(void *ud);
 
+/* The median of n values (n <= 32; reordered). */
+static double median(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The median over reps, not the mean: training's figures are medians over
+ * steps, which a rare preemption of one rank (a shared machine) leaves
+ * alone. */
 static double after_compute(smoe_rt *rt, mm_args *work, coll_fn fn, void *ud, int reps)
 {
-    double sum = 0;
+    double w[32];
+    reps = reps > 32 ? 32 : reps;
     smoe_rt_barrier(rt);
     for (int r = 0; r < reps; r++) {
         for (int i = 0; i < 4; i++) /* a few ms, a layer's worth */
             run_mm(work);
         double t0 = smoe_now();
         fn(ud);
-        sum += smoe_now() - t0;
+        w[r] = smoe_now() - t0;
     }
-    double t[1] = { sum / reps };
+    double t[1] = { median(w, reps) };
     smoe_rt_allreduce_max_f64(rt, t, 1);
     return t[0];
 }
@@ -104,35 +134,40 @@ static void run_a2a(void *ud)
     x->c.alltoallv(x->c.ctx, x->send, x->rows, x->recv, x->rows, x->row);
 }
 
-/* Least squares t = a + b * x over n points. */
+/* t = a + b * x over n <= 6 points, robustly (Theil-Sen: b the median of
+ * the pairwise slopes, a the median of t - b x): one size slowed by the
+ * shared machine's noise does not bend the line, as it does least squares. */
 static void fit(const double *x, const double *t, int n, double *a, double *b)
 {
-    double sx = 0, st = 0, sxx = 0, sxt = 0;
-    for (int i = 0; i < n; i++) {
-        sx += x[i];
-        st += t[i];
-        sxx += x[i] * x[i];
-        sxt += x[i] * t[i];
-    }
-    double den = n * sxx - sx * sx;
-    *b = den != 0 ? (n * sxt - sx * st) / den : 0;
-    *a = (st - *b * sx) / n;
+    double sl[15], res[6];
+    int k = 0;
+    n = n > 6 ? 6 : n;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (x[j] != x[i])
+                sl[k++] = (t[j] - t[i]) / (x[j] - x[i]);
+    *b = k ? median(sl, k) : 0;
+    for (int i = 0; i < n; i++)
+        res[i] = t[i] - *b * x[i];
+    *a = n ? median(res, n) : 0;
     if (*a < 0)
         *a = 0;
     if (*b <= 0)
         *b = 1e-12;
 }
 
-/* The gathers: weights of `per` floats per rank, several sizes. */
-static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, mm_args *work,
+/* The gathers over mesh axis `axis`: weights of `per` floats per rank,
+ * several sizes; *bw in the convention of `half` (1: the cost model takes
+ * one direction of the fast interconnect as half its figure). */
+static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, const char *axis, int half,
                                 double *lat, double *bw, smoe_err *err)
 {
-    int size = smoe_rt_size(rt);
+    int size = (int)smoe_mesh_axis_size(mesh, axis);
     double xs[6], ts[6];
     int n = 0;
     smoe_status s;
-    for (int64_t per = 1 << 8; per <= 1 << 18 && n < 6; per *= 8) {
-        smoe_pspec spec = { 2, { { 1, { "expert" } }, { 0, { NULL } } } };
+    for (int64_t per = 1 << 8; per <= 1 << 18 && n < 6; per *= 4) {
+        smoe_pspec spec = { 2, { { 1, { axis } }, { 0, { NULL } } } };
         int64_t shape[2] = { (int64_t)size * per / 16, 16 };
         smoe_gather plan;
         smoe_gather_compute(&spec, shape, mesh, SMOE_MODE_COAXIS, 4, &plan);
@@ -147,24 +182,57 @@ static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, mm_args *wor
         if (!x.shard || !x.buf)
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
         xs[n] = (double)per * 4 * (size - 1); /* bytes received */
-        ts[n++] = timed(rt, run_ag, &x, 8, 4);
-        (void)work;
+        ts[n++] = timed(rt, run_ag, &x, 8, 8); /* best of 8: a shared machine's noise */
+        if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
+            fprintf(stderr, "gather %s: %.0f bytes: %.1f us\n", axis, xs[n - 1], ts[n - 1] * 1e6);
         smoe_free(x.shard);
         smoe_free(x.buf);
     }
     double a, b;
     fit(xs, ts, n, &a, &b);
     *lat = size > 1 ? a / (size - 1) : a;
-    *bw = 2.0 / b; /* the cost model takes one direction as half */
+    *bw = (half ? 2.0 : 1.0) / b;
     return SMOE_OK;
 }
 
-static smoe_status calib_a2a(smoe_rt *rt, mm_args *work, double *lat, double *bw, smoe_err *err)
+/* Ranks per host: every rank's host name compared (they must come in
+ * equal contiguous blocks, as a --host h1:K,h2:K launch places them);
+ * otherwise the ranks are taken as one node. */
+enum { HOSTLEN = 64 };
+
+static const char *host_of(const char *all, int r) { return all + (size_t)r * HOSTLEN; }
+
+static int ranks_per_node(smoe_rt *rt)
 {
     int size = smoe_rt_size(rt);
+    char name[HOSTLEN], *all = smoe_calloc((size_t)size, HOSTLEN);
+    memset(name, 0, sizeof name);
+    gethostname(name, sizeof name - 1);
+    double per[1] = { 0 };
+    if (all)
+        smoe_rt_gather_bytes(rt, name, all, HOSTLEN);
+    if (all && smoe_rt_rank(rt) == 0) {
+        int k = 1;
+        while (k < size && strcmp(host_of(all, k), all) == 0)
+            k++;
+        int ok = size % k == 0;
+        for (int r = 0; r < size && ok; r++) { /* the block's host, and a new one per block */
+            int same_prev = r > 0 && strcmp(host_of(all, r), host_of(all, r - 1)) == 0;
+            ok = strcmp(host_of(all, r), host_of(all, r / k * k)) == 0 && (r % k ? 1 : !same_prev);
+        }
+        per[0] = ok ? k : size;
+    }
+    smoe_free(all);
+    smoe_rt_allreduce_max_f64(rt, per, 1); /* rank 0's verdict (the others 0) */
+    return per[0] >= 1 ? (int)per[0] : size;
+}
+
+static smoe_status calib_a2a(smoe_rt *rt, double *lat, double *bw, smoe_err *err)
+{
     a2a_args y;
     memset(&y, 0, sizeof y);
     y.c = smoe_rt_ep_comm(rt);
+    int size = y.c.size; /* the ranks of one node */
     y.row = 128;
     double xs[5], ts[5];
     int n = 0;
@@ -177,7 +245,6 @@ static smoe_status calib_a2a(smoe_rt *rt, mm_args *work, double *lat, double *bw
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
         xs[n] = (double)(rows * y.row) * 4 * (size - 1); /* bytes to the others */
         ts[n++] = timed(rt, run_a2a, &y, 8, 4);
-        (void)work;
         smoe_free(y.send);
         smoe_free(y.recv);
     }
@@ -188,13 +255,17 @@ static smoe_status calib_a2a(smoe_rt *rt, mm_args *work, double *lat, double *bw
     return SMOE_OK;
 }
 
+static smoe_status calib_reduce_lag(smoe_rt *rt, const smoe_mesh *mesh, double tight,
+                                    ag_args *one, double *bw, smoe_err *err);
+
 /* The arrival spread: a one-float all-gather entered right after a
  * layer's worth of compute, minus the same gather back to back. */
 static smoe_status calib_skew(smoe_rt *rt, const smoe_mesh *mesh, mm_args *work, double *skew,
-                              smoe_err *err)
+                              double *lag_bw_out, smoe_err *err)
 {
+    double lag_bw = 0;
     int size = smoe_rt_size(rt);
-    smoe_pspec spec = { 2, { { 1, { "expert" } }, { 0, { NULL } } } };
+    smoe_pspec spec = { 2, { { 2, { "fsdp", "expert" } }, { 0, { NULL } } } }; /* all ranks */
     int64_t shape[2] = { (int64_t)size, 1 };
     smoe_gather plan;
     smoe_gather_compute(&spec, shape, mesh, SMOE_MODE_COAXIS, 4, &plan);
@@ -213,7 +284,66 @@ static smoe_status calib_skew(smoe_rt *rt, const smoe_mesh *mesh, mm_args *work,
     double tight = timed(rt, run_ag, &x, 50, 4);
     double after = after_compute(rt, work, run_ag, &x, 16);
     *skew = fmax(0, after - tight);
+    s = calib_reduce_lag(rt, mesh, tight, &x, &lag_bw, err);
+    *lag_bw_out = lag_bw;
     smoe_free(all);
+    return s;
+}
+
+/* The reductions' imbalance: Open MPI's nonblocking reduce-scatter
+ * (libnbc, nbc_ireduce_scatter_block.c: a binomial reduce to rank 0, then
+ * a linear scatter from it) leaves its root behind the other ranks by the
+ * reduction work it alone does, so the next collective after a layer's
+ * gradient reductions waits for the root. Measured as in training: a
+ * reduce-scatter of `per` floats per rank enqueued, then at once a
+ * one-float all-gather (the next layer's gathers); the slowest rank's wait
+ * in that gather (median of 15 reps) beyond the gather alone, on several
+ * sizes; *bw = gradient bytes (the full buffer) per second of that wait. */
+static smoe_status calib_reduce_lag(smoe_rt *rt, const smoe_mesh *mesh, double tight,
+                                    ag_args *one, double *bw, smoe_err *err)
+{
+    int size = smoe_rt_size(rt);
+    double xs[4], ts[4];
+    int n = 0;
+    smoe_status s;
+    for (int64_t per = 1 << 12; per <= 1 << 18 && n < 4; per *= 4) {
+        smoe_pspec spec = { 2, { { 2, { "fsdp", "expert" } }, { 0, { NULL } } } };
+        int64_t shape[2] = { (int64_t)size * per / 16, 16 };
+        smoe_gather plan;
+        smoe_gather_compute(&spec, shape, mesh, SMOE_MODE_COAXIS, 4, &plan);
+        smoe_gather_exec ex;
+        smoe_wgather *g;
+        if ((s = smoe_gather_exec_of(&plan, 0, "calibrate", &ex, err)) ||
+            (s = smoe_rt_wgather_new(rt, &ex, "calibrate reduce", &g, err)))
+            return s;
+        float *full = smoe_calloc((size_t)(per * size), sizeof(float));
+        float *shard = smoe_calloc((size_t)per, sizeof(float));
+        if (!full || !shard)
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        double w[15];
+        for (int r = 0; r < 15; r++) {
+            _Atomic int done = 0;
+            smoe_rt_barrier(rt);
+            smoe_rt_wgather_reduce(rt, g, full, NULL, shard, &done, NULL);
+            double t0 = smoe_now();
+            run_ag(one);
+            w[r] = smoe_now() - t0;
+            if ((s = smoe_rt_drain(rt, err)))
+                return s;
+        }
+        double t[1] = { median(w, 15) };
+        smoe_rt_allreduce_max_f64(rt, t, 1);
+        xs[n] = (double)(per * size) * 4;
+        ts[n++] = fmax(0, t[0] - tight);
+        smoe_free(full);
+        smoe_free(shard);
+    }
+    double a, b;
+    fit(xs, ts, n, &a, &b);
+    if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
+        for (int i = 0; i < n; i++)
+            fprintf(stderr, "reduce lag: %.0f bytes: %.1f us\n", xs[i], ts[i] * 1e6);
+    *bw = size > 1 ? 1.0 / b : 0;
     return SMOE_OK;
 }
 
@@ -316,8 +446,10 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
                                const char *path, smoe_err *err)
 {
     smoe_status s;
-    int size = smoe_rt_size(rt);
-    smoe_mesh mesh = { 1, { "expert" }, { size } };
+    int size = smoe_rt_size(rt), per_node = ranks_per_node(rt), nodes = size / per_node;
+    /* hosts x ranks of a host: gathers within a node and across nodes
+     * measured apart, the expert exchange within a node */
+    smoe_mesh mesh = { 2, { "fsdp", "expert" }, { nodes, per_node } };
     smoe_rt_opts ro = { 0, 0 };
     if ((s = smoe_rt_set_mesh(rt, &mesh, &ro, err)))
         return s;
@@ -344,6 +476,11 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     double t_call = timed(rt, run_mm, &m, 2000, 5);
     m.n = ew_n;
     double t_add = timed(rt, run_add, &m, 10, 5);
+    mm_args opt = m; /* 2^18 parameters in c, their moments after them, the gradient in a */
+    opt.n = 1 << 18;
+    opt.b = m.c + opt.n;
+    memset(opt.b, 0, sizeof(float) * (size_t)(2 * opt.n));
+    double t_opt = timed(rt, run_adamw, &opt, 4, 5);
     smoe_hw hw;
     memset(&hw, 0, sizeof hw);
     snprintf(hw.name, sizeof hw.name, "cpu-mpi");
@@ -353,19 +490,31 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     hw.gemm_small_flops = 2.0 * (double)(small * small * small) / t_small;
     hw.hbm_bandwidth = hw.elementwise_bandwidth = 3.0 * 4.0 * (double)ew_n / t_add;
     hw.op_overhead = t_call;
+    hw.optimizer_rate = (double)opt.n / t_opt;
     hw.ici_links = 1;
-    hw.devices_per_node = size;
+    hw.devices_per_node = per_node;
     hw.collective_engines = 2;
     hw.collectives_use_compute = 1;
     hw.compute_bytes = 4;
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
     hw.hbm_bytes = (double)pages * (double)psz / size;
-    if ((s = calib_gather(rt, &mesh, &work, &hw.ici_latency, &hw.ici_bandwidth, err)) ||
-        (s = calib_a2a(rt, &work, &hw.a2a_latency, &hw.a2a_bandwidth, err)) ||
-        (s = calib_skew(rt, &mesh, &work, &hw.sync_skew, err)))
+    if (per_node > 1 && (s = calib_gather(rt, &mesh, "expert", 1, &hw.ici_latency,
+                                          &hw.ici_bandwidth, err)))
         return s;
-    hw.dcn_bandwidth = hw.ici_bandwidth;
-    hw.dcn_latency = hw.ici_latency;
+    if (nodes > 1 && (s = calib_gather(rt, &mesh, "fsdp", 0, &hw.dcn_latency, &hw.dcn_bandwidth,
+                                       err)))
+        return s;
+    if (per_node == 1) { /* no fast interconnect: the network's figures */
+        hw.ici_bandwidth = 2 * hw.dcn_bandwidth;
+        hw.ici_latency = hw.dcn_latency;
+    }
+    if (nodes == 1) {
+        hw.dcn_bandwidth = hw.ici_bandwidth;
+        hw.dcn_latency = hw.ici_latency;
+    }
+    if ((per_node > 1 && (s = calib_a2a(rt, &hw.a2a_latency, &hw.a2a_bandwidth, err))) ||
+        (s = calib_skew(rt, &mesh, &work, &hw.sync_skew, &hw.reduce_lag_bandwidth, err)))
+        return s;
     if ((s = calib_compute(rt, cfg, plan, &hw, &hw.compute_scale, err)))
         return s;
     smoe_free(m.a);
@@ -380,8 +529,11 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
         { "peak_flops", "512-wide sgemm, FLOP/s per rank" },
         { "hbm_bytes", "RAM per rank" },
         { "hbm_bandwidth", "elementwise y += x, bytes/s per rank" },
-        { "ici_bandwidth", "2 x all-gather bytes received per second" },
-        { "ici_latency", "all-gather fixed cost / (ranks - 1), s" },
+        { "ici_bandwidth", "2 x all-gather bytes received per second, within a host" },
+        { "ici_latency", "all-gather fixed cost / (ranks - 1), s, within a host" },
+        { "devices_per_node", "ranks per host" },
+        { "dcn_bandwidth", "all-gather bytes received per second, one rank per host" },
+        { "dcn_latency", "all-gather fixed cost / (hosts - 1), s" },
         { "collective_engines", "smoe's runtime: a gather queue, an exchange/reduction queue" },
         { "a2a_bandwidth", "all-to-all bytes sent to the others per second" },
         { "a2a_latency", "all-to-all fixed cost / (ranks - 1), s" },
@@ -389,13 +541,16 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
         { "gemm_small_flops", "64-wide sgemm, FLOP/s per rank" },
         { "compute_scale", "smoe's layer kernels / the roofline, this model and shape" },
         { "sync_skew", "wait for the last rank at a collective after compute, s" },
+        { "reduce_lag_bandwidth", "gradient bytes per s of the wait for a reduce-scatter's root" },
+        { "optimizer_rate", "parameters per s: smoe train's gradient norm and AdamW step" },
         { NULL, NULL },
     };
     fprintf(f,
             "# cpu-mpi: this machine measured by `smoe sim --calibrate` under %d MPI ranks, every\n"
             "# rank busy at once as in training (OpenBLAS core %s, 1 thread per rank).\n"
-            "# A device is one rank; collectives over shared memory are work of the same cores.\n",
-            size, info.corename);
+            "# A device is one rank; collectives over shared memory are work of the same cores.\n"
+            "# %d host(s) of %d rank(s).\n",
+            size, info.corename, nodes, per_node);
     smoe_status ws = smoe_hw_write(f, &hw, notes, NULL);
     if (path && fclose(f) != 0)
         ws = SMOE_EIO;

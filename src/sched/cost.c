@@ -444,7 +444,9 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         m->embed_bwd_s *= hw->compute_scale;
     }
     /* AdamW reads p, g, mu, nu and writes p, mu, nu */
-    m->optimizer_s = m->shard_elems * (2 * wbytes + gbytes + 2 * mom) / c.ew;
+    m->optimizer_s = hw->optimizer_rate > 0 /* measured (cpu profiles) */
+                         ? m->shard_elems / (hw->optimizer_rate / hw->devices_per_chip)
+                         : m->shard_elems * (2 * wbytes + gbytes + 2 * mom) / c.ew;
     *out = m;
     return SMOE_OK;
 }

@@ -69,4 +69,29 @@ struct smoe_sim_model {
  * Closed form, O(mesh axes). */
 double sim_local_members(const smoe_mesh *m, const smoe_axes *axes, int64_t dpn, int64_t *g);
 
+/* smoe train's prefetch executor as the simulator runs it (pool.c, cpu
+ * profiles): entries in list order, a pool of (the schedule's max distance
+ * + 2) layer buffers; times in seconds of the simulated step. */
+typedef struct sim_pool {
+    const smoe_schedule *sc;
+    int n;           /* buffers */
+    int next;        /* the first entry not started */
+    int reached;     /* the last issue point reached (-1: the step's start) */
+    double last;     /* the last entry's start */
+    double *sfree;   /* (n) when a buffer frees; INFINITY: held */
+    int *uslot;      /* (units) a unit's buffer, or -1 */
+} sim_pool;
+typedef void (*sim_pool_start)(void *ud, const smoe_sched_gather *e, double at);
+smoe_status sim_pool_init(sim_pool *p, const smoe_schedule *sc, int nunits);
+void sim_pool_free(sim_pool *p);
+/* At time t: start, in list order, the entries whose point is reached,
+ * each when its unit has a buffer (start(ud, entry, when)). */
+void sim_pool_issue(sim_pool *p, double t, sim_pool_start start, void *ud);
+/* Unit u's buffer frees at t (its compute, or its reductions, ended). */
+void sim_pool_release(sim_pool *p, int u, double t);
+/* A backward layer ready at t takes a gradient buffer: returns when it has
+ * one (its index in *b); sim_pool_grad_done frees it at t. */
+double sim_pool_grad(sim_pool *p, double t, int *b);
+void sim_pool_grad_done(sim_pool *p, int b, double t);
+
 #endif

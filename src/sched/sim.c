@@ -62,6 +62,9 @@ typedef struct sim {
     int nq, capq;
     const smoe_schedule *sc; /* UNIFORM: the gathers, in issue order */
     int *at;                 /* (2L + 2) entries of issue point p start at at[p + 1] */
+    int pool;                /* cpu profiles: smoe's executor runs the schedule */
+    sim_pool P;              /* its buffers (pool.c) */
+    double lag;              /* the reductions' root behind the others (cpu) */
 } sim;
 
 static void mem(sim *x, double t, double bytes)
@@ -265,8 +268,12 @@ static void issue(sim *x, int u, int w, double frac, double t)
 {
     const sim_kind *k = &x->m->k[x->m->kind_of[unit_layer(x->m, u)]];
     double dur = pre_time(x, &k->w[w]) * frac;
-    if (x->gend[u] == 0 && dur > 0)
-        dur += x->m->skew;
+    if (x->gend[u] == 0 && dur > 0 && t > 0) {
+        /* a sync point: also waits for a reductions' root (not at the step's
+         * start, which follows the last step's blocking all-reduces) */
+        dur += x->m->skew + x->lag;
+        x->lag = 0;
+    }
     x->r.gather_busy_s += dur;
     /* what waits for it: the layer's start, the experts (their up
      * projections), or the routed down projection (split) */
@@ -309,6 +316,12 @@ static void issue_point(sim *x, int p, int ahead, int groups, double t)
         }
 }
 
+/* smoe's executor starts a schedule entry (pool.c). */
+static void pool_start(void *ud, const smoe_sched_gather *e, double at)
+{
+    issue(ud, e->unit, e->weight, (double)e->nchunks / SMOE_SCHED_CHUNKS, at);
+}
+
 /* At the start of unit k's compute: prefetches whose issue point it is. */
 static void issue_ahead(sim *x, int k, double t)
 {
@@ -318,7 +331,8 @@ static void issue_ahead(sim *x, int k, double t)
             issue_unit(x, k + 1, t);
         return;
     }
-    issue_point(x, k, 1, 3, t);
+    if (!x->pool)
+        issue_point(x, k, 1, 3, t);
 }
 
 static int cmp_mev(const void *a, const void *b)
@@ -341,11 +355,12 @@ static double wait_gathers(sim *x, double ready, double until, const char *name)
     return until;
 }
 
-/* The backward's gradients of a layer whose compute ran [start, end]. */
-static void reduce(sim *x, const sim_kind *k, double start, double end)
+/* The backward's gradients of a layer whose compute ran [start, end];
+ * returns when its reductions end. */
+static double reduce(sim *x, const sim_kind *k, double start, double end)
 {
+    double rs_end = end;
     if (x->mx) { /* dW(k) whole, as stored, until its reduce-scatter ends */
-        double rs_end = end;
         mem(x, end, k_bytes(x, k));
         for (int w = 0; w < k->nw; w++)
             rs_end = engine(x, x->reng, end, rs_time(x, &k->w[w]), LANE_COMM, "reduce-scatter");
@@ -376,14 +391,17 @@ static void reduce(sim *x, const sim_kind *k, double start, double end)
             double e = engine(x, x->reng, p, rs_time(x, &k->w[w]), LANE_COMM, "reduce-scatter");
             mem(x, p, w_bytes(x, &k->w[w]));
             mem(x, e, -w_bytes(x, &k->w[w]));
+            rs_end = fmax(rs_end, e);
         }
     } else { /* smoe's runtime: the layer's gradients from its start */
-        double rs_end = end;
         mem(x, start, k->bytes);
         for (int w = 0; w < k->nw; w++)
             rs_end = engine(x, x->reng, end, k->w[w].rs_s, LANE_COMM, "reduce-scatter");
         mem(x, rs_end, -k->bytes);
+        if (x->pool && x->m->hw.reduce_lag_bandwidth > 0) /* its root reduces alone */
+            x->lag += k->bytes / x->m->hw.reduce_lag_bandwidth;
     }
+    return rs_end;
 }
 
 /* A unit's gathers up to the start of its compute: what is issued at its
@@ -398,6 +416,9 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
             if (u + 1 < 2 * m->L && mx_point(m, u + 1) == MX_WITH_FENCED)
                 issue_unit(x, u + 1, ready);
         }
+    } else if (x->pool) { /* smoe's executor: the unit's point reached */
+        x->P.reached = u;
+        sim_pool_issue(&x->P, ready, pool_start, x);
     } else { /* what was not prefetched (XLA's scan: the routed experts'
               * weights later, at the MoE block's entry) */
         issue_point(x, u, 0, x->xla ? 1 : 3, ready);
@@ -484,10 +505,16 @@ static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const
 static void run_unit(sim *x, int u)
 {
     const smoe_sim_model *m = x->m;
-    int l = unit_layer(m, u), bwd = u >= m->L;
+    int l = unit_layer(m, u), bwd = u >= m->L, gb = -1;
     const sim_kind *k = &m->k[m->kind_of[l]];
     double start = unit_gathers(x, u, k);
     issue_ahead(x, u, start);
+    if (x->pool && bwd) { /* the compute waits for a gradient buffer */
+        double t1 = sim_pool_grad(&x->P, start, &gb);
+        if (t1 > start)
+            span(x, LANE_WAIT, "wait gradient buffer", start, t1);
+        start = x->comp = fmax(x->comp, t1);
+    }
     x->t_exp_grad = INFINITY;
     int full = x->mx; /* MaxText's path rematerialises fully */
     double c[3] = { !bwd ? k->fwd_pre : full ? k->bwd_full_pre : k->bwd_pre,
@@ -523,8 +550,14 @@ static void run_unit(sim *x, int u)
     }
     if (!bwd || !x->xla) /* (XLA's backward frees each with its transpose) */
         mem(x, t, -k_bytes(x, k)); /* the gathered weights */
+    double rs_end = t;
     if (bwd)
-        reduce(x, k, start, t);
+        rs_end = reduce(x, k, start, t);
+    if (x->pool) { /* buffers freed; entries waiting for one go */
+        sim_pool_grad_done(&x->P, gb, t);
+        sim_pool_release(&x->P, u, rs_end);
+        sim_pool_issue(&x->P, t, pool_start, x);
+    }
 }
 
 /* Index the schedule's entries by issue point: at[p + 1] .. at[p + 2]. */
@@ -542,6 +575,8 @@ static int *index_points(const smoe_schedule *sc, int nu)
 
 static void sim_free(sim *x)
 {
+    if (x->pool)
+        sim_pool_free(&x->P);
     smoe_free(x->at);
     smoe_free(x->ev);
     smoe_free(x->gend);
@@ -617,7 +652,11 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
     if (x->qu)
         x->ql = x->qu + x->capq;
     x->at = index_points(sc, nu);
-    if (!x->ev || !x->gend || (x->capbusy && !x->busy0) || !x->qs || !x->qu || !x->qn || !x->at) {
+    if (!x->split && !x->mx) { /* cpu profiles: smoe's own executor */
+        x->pool = sim_pool_init(&x->P, sc, nu) == SMOE_OK ? 1 : -1;
+    }
+    if (!x->ev || !x->gend || (x->capbusy && !x->busy0) || !x->qs || !x->qu || !x->qn || !x->at ||
+        x->pool < 0) {
         sim_free(x);
         return SMOE_ENOMEM;
     }
@@ -661,7 +700,9 @@ static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const s
     for (int u = 0; x.mx && u < nu; u++)
         if (mx_point(m, u) == MX_START)
             issue_unit(&x, u, 0);
-    if (!x.mx)
+    if (x.pool)
+        sim_pool_issue(&x.P, 0, pool_start, &x);
+    else if (!x.mx)
         issue_point(&x, -1, 1, 3, 0);
     if (top > 0) {
         x.r.exposed_gather_s += top;
@@ -678,7 +719,7 @@ static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const s
     mem(&x, x.comp, m->top_bytes); /* the embedding's gradient */
     double e = compute(&x, x.comp, m->embed_bwd_s, "embed bwd");
     engine(&x, x.reng, e, m->top_rs_s, LANE_COMM, "reduce-scatter top");
-    double wait = fmax(0, fmax(*x.reng, *x.aeng) - x.comp);
+    double wait = fmax(0, fmax(*x.reng, *x.aeng) - x.comp) + x.lag; /* and the root */
     x.r.reduce_wait_s = wait;
     if (wait > 0)
         span(&x, LANE_WAIT, "wait reductions", x.comp, x.comp + wait);

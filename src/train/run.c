@@ -16,6 +16,7 @@ static int run_modes(const smoe_train_opts *o, smoe_train_mode *m)
     }
     m[0].prefetch_depth = o->prefetch_depth;
     m[0].legacy = o->legacy;
+    m[0].schedule = NULL;
     return 1;
 }
 
@@ -60,7 +61,10 @@ static smoe_status run_steps(const smoe_comm *cm, smoe_trainer *t, const smoe_tr
             break;
         smoe_train_step *rec = &res->steps[res->nsteps];
         int mi = step_mode(step, nmodes);
-        smoe_trainer_set_mode(t, modes[mi].prefetch_depth, modes[mi].legacy);
+        if (modes[mi].schedule) /* a schedule file's: the one built for that mode */
+            tr_trainer_use_mode(t, mi);
+        else
+            smoe_trainer_set_mode(t, modes[mi].prefetch_depth, modes[mi].legacy);
         smoe_train_data_batch(data, o->seed, step, first, mc->batch, mc->seq, tokens, targets);
         s = smoe_trainer_step(t, tokens, targets, rec, err);
         rec->mode = mi;

@@ -125,6 +125,8 @@ smoe_status tr_schedules(const smoe_comm *cm, const smoe_config *cfg, const smoe
     for (int i = 0; i < nmodes && !s; i++) {
         if (given)
             sched[i] = given;
+        else if (modes[i].schedule)
+            sched[i] = modes[i].schedule;
         else if (o->hbm_budget)
             s = tr_schedule_budget(cfg, plan, o->hw, st, mc, o->hbm_budget, &own[i], note, cap,
                                    err);

@@ -256,6 +256,8 @@ smoe_status tr_trainer_check(const smoe_comm *cm, const smoe_config *cfg, const 
 void tr_trainer_result(const smoe_trainer *t, smoe_train_result *res);
 /* The summary of res's steps and of the run (peaks, RSS, sizes). Collective. */
 void tr_trainer_summarize(smoe_trainer *t, smoe_train_result *res);
+/* The next steps run interleaved mode `mode` of o (its schedule as built). */
+void tr_trainer_use_mode(smoe_trainer *t, int mode);
 
 /* fingerprint.c: digests every rank must agree on */
 typedef struct tr_fingerprint_t {

@@ -214,6 +214,7 @@ static smoe_status build(smoe_trainer *t, const smoe_train_data *data, smoe_err 
         t->modes[i].prefetch_depth = t->o.nmodes > 1 ? t->o.modes[i].prefetch_depth
                                                      : t->o.prefetch_depth;
         t->modes[i].legacy = t->o.nmodes > 1 ? t->o.modes[i].legacy : t->o.legacy;
+        t->modes[i].schedule = t->o.nmodes > 1 ? t->o.modes[i].schedule : NULL;
     }
     if ((s = smoe_comm_agree_err(cm, s, err)) || /* the schedules, then what they need */
         (s = tr_schedules(cm, t->cfg, t->plan, &t->o, t->given, &t->st, &t->mc, t->modes,
@@ -330,6 +331,13 @@ void smoe_trainer_set_mode(smoe_trainer *t, int prefetch_depth, int legacy)
         s = t->extra;
     }
     SMOE_ASSERT(tr_loop_set_mode(t->S, s, legacy, t->o.hbm_budget, NULL) == SMOE_OK);
+}
+
+void tr_trainer_use_mode(smoe_trainer *t, int mode)
+{
+    SMOE_ASSERT(mode >= 0 && mode < t->nmodes);
+    SMOE_ASSERT(tr_loop_set_mode(t->S, t->sched[mode], t->modes[mode].legacy, t->o.hbm_budget,
+                                 NULL) == SMOE_OK);
 }
 
 /* MaxText's abort_on_nan_loss / abort_on_inf_loss (train.py checks the

@@ -1,0 +1,28 @@
+#!/bin/sh
+# How far a machine's measured rates moved between two cpu-mpi profiles
+# (smoe sim --calibrate before and after a measurement): the largest
+# relative change of the compute, memory and gather rates. A benchmark on a
+# shared machine whose rates moved more than LIMIT (default 0.15) during
+# its run compares a prediction for one machine with a measurement on
+# another: exit 1 then.
+# usage: bench/profile_drift.sh BEFORE.yml AFTER.yml [LIMIT]
+set -eu
+limit=${3:-0.15}
+awk -v limit="$limit" '
+  FNR == 1 { f++ }
+  /^(peak_flops|gemm_small_flops|hbm_bandwidth|ici_bandwidth|compute_scale):/ {
+    k = $1; sub(":", "", k); v[f, k] = $2 + 0; keys[k] = 1
+  }
+  END {
+    worst = 0; wk = ""
+    for (k in keys) {
+      a = v[1, k]; b = v[2, k]
+      if (a <= 0 || b <= 0) continue
+      d = (b > a ? b / a : a / b) - 1
+      if (d > worst) { worst = d; wk = k }
+    }
+    void = (worst > limit)
+    note = void ? sprintf(": more than %.0f%%, the comparison is void (load changed)", 100 * limit) : ""
+    printf "machine drift during the run: %.0f%% (%s)%s\n", 100 * worst, wk, note
+    exit void
+  }' "$1" "$2"

@@ -1,0 +1,95 @@
+/* smoe train's prefetch executor as the simulator runs it on cpu profiles
+ * (src/train/prefetch.c is the real one): a schedule's entries start in
+ * list order, once their issue point is reached and their unit holds one
+ * of a pool of (the schedule's max distance + 2) layer buffers. A buffer
+ * is held from a unit's first gather to the end of its forward compute, or
+ * in the backward to the end of its reductions; the backward's gradient
+ * buffer takes one for the layer's compute. Release times are the
+ * simulator's: an entry waits for a buffer that frees at a known time, and
+ * stops the list at one whose release is not known yet (a unit still to
+ * run). */
+#include "sched_impl.h"
+
+#include <math.h>
+
+smoe_status sim_pool_init(sim_pool *p, const smoe_schedule *sc, int nunits)
+{
+    p->sc = sc;
+    p->n = smoe_schedule_max_distance(sc) + 2;
+    p->next = 0;
+    p->reached = -1;
+    p->last = 0;
+    p->sfree = smoe_calloc((size_t)p->n, sizeof *p->sfree);
+    p->uslot = smoe_malloc(sizeof *p->uslot * (size_t)nunits);
+    if (!p->sfree || !p->uslot) {
+        sim_pool_free(p);
+        return SMOE_ENOMEM;
+    }
+    for (int u = 0; u < nunits; u++)
+        p->uslot[u] = -1;
+    return SMOE_OK;
+}
+
+void sim_pool_free(sim_pool *p)
+{
+    smoe_free(p->sfree);
+    smoe_free(p->uslot);
+    p->sfree = NULL;
+    p->uslot = NULL;
+    p->n = 0;
+}
+
+/* The buffer that frees first: its index and time (INFINITY: all held). */
+static int first(const sim_pool *p, double *when)
+{
+    int b = 0;
+    for (int i = 1; i < p->n; i++)
+        if (p->sfree[i] < p->sfree[b])
+            b = i;
+    *when = p->sfree[b];
+    return b;
+}
+
+void sim_pool_issue(sim_pool *p, double t, sim_pool_start start, void *ud)
+{
+    const smoe_sched_gather *g = p->sc->g;
+    while (p->next < p->sc->n && g[p->next].issue <= p->reached) {
+        const smoe_sched_gather *e = &g[p->next];
+        double at = fmax(t, p->last);
+        if (p->uslot[e->unit] < 0) {
+            double when;
+            int b = first(p, &when);
+            if (when == INFINITY)
+                return;
+            at = fmax(at, when);
+            p->sfree[b] = INFINITY;
+            p->uslot[e->unit] = b;
+        }
+        start(ud, e, at);
+        p->last = at;
+        p->next++;
+    }
+}
+
+void sim_pool_release(sim_pool *p, int u, double t)
+{
+    if (p->uslot[u] >= 0)
+        p->sfree[p->uslot[u]] = t;
+    p->uslot[u] = -1;
+}
+
+double sim_pool_grad(sim_pool *p, double t, int *b)
+{
+    double when;
+    *b = first(p, &when);
+    if (when == INFINITY) /* cannot happen with max distance + 2 buffers */
+        when = t;
+    p->sfree[*b] = INFINITY;
+    return fmax(t, when);
+}
+
+void sim_pool_grad_done(sim_pool *p, int b, double t)
+{
+    if (b >= 0)
+        p->sfree[b] = t;
+}
