@@ -5,21 +5,10 @@
  * prefetch hides (1 - prefetch / no-prefetch). Medians over the steps each
  * run counted (the interleaved warm-up round skipped by smoe train).
  * usage: wire_table LABEL=TRAIN.json ... */
-#include <cjson/cJSON.h>
-#include "smoe/core.h"
+#include "json_file.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static cJSON *load(const char *path)
-{
-    char *b;
-    if (smoe_read_file(path, &b, NULL, NULL))
-        return NULL;
-    cJSON *j = cJSON_Parse(b);
-    smoe_free(b);
-    return j;
-}
 
 static double num(const cJSON *o, const char *run, const char *sec, const char *key)
 {
@@ -58,7 +47,7 @@ int main(int argc, char **argv)
         }
         memcpy(label, argv[i], (size_t)(eq - argv[i]));
         label[eq - argv[i]] = 0;
-        cJSON *j = load(eq + 1);
+        cJSON *j = json_file_load(eq + 1);
         if (!j) {
             fprintf(stderr, "wire_table: cannot read %s\n", eq + 1);
             return 1;
