@@ -19,8 +19,7 @@ shift $(($# < 3 ? $# : 3))
 # the bundled model with 8 sequences of 128 bytes per rank: compute per
 # layer exceeds the time its gathers need on the shaped link
 model="ici_expert_parallelism=2 per_device_batch_size=8 $*"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
+. "$top/scripts/mpi-env.sh"
 export SMOE_CONFIG_DIR="$build/configs"
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "== BLAS"

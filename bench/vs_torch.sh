@@ -22,8 +22,8 @@ if ! "$py" -c 'import torch' 2>/dev/null; then
   echo "vs_torch: PyTorch is not installed (apt-get install python3-torch): skipped"
   exit 0
 fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+. "$top/scripts/mpi-env.sh"
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 export SMOE_CONFIG_DIR="$build/configs"
 echo "== machine: $(lscpu | sed -n 's/^CPU(s): *//p') CPUs, $(lscpu | sed -n 's/^Model name: *//p')"
 echo "== load before: $(uptime)"

@@ -11,8 +11,7 @@ np=${2:-4}
 steps=${3:-50}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OPENBLAS_NUM_THREADS=1
+. "$(dirname "$0")/../scripts/mpi-env.sh"
 run() { # NAME ARGS...
   name=$1
   shift

@@ -18,8 +18,7 @@ steps=${2:-10}
 rate=${3:-2gbit}
 shift $(($# < 3 ? $# : 3))
 model="ici_expert_parallelism=2 per_device_batch_size=8 $*"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
+. "$top/scripts/mpi-env.sh"
 export SMOE_CONFIG_DIR="$build/configs"
 dir=$(mktemp -d)
 cleanup() { "$top/scripts/netns.sh" down; rm -rf "$dir"; }

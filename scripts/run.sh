@@ -12,7 +12,6 @@ steps=${2:-30}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build"
 # Open MPI as root and with more ranks than cores (MPICH ignores these)
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
+. scripts/mpi-env.sh
 mpirun -np 4 -x OPENBLAS_NUM_THREADS "$build/smoe" train --steps "$steps" --compare \
   ici_expert_parallelism=2

@@ -22,9 +22,7 @@ logs="$build/valgrind"
 rm -rf "$logs"
 mkdir -p "$logs"
 
-export OPENBLAS_NUM_THREADS=1
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
+. scripts/mpi-env.sh
 # one host: shared memory between ranks, the launcher on loopback only (other
 # interfaces coming and going, e.g. tests' network namespaces, do not matter)
 export OMPI_MCA_btl=self,vader OMPI_MCA_oob_tcp_if_include=lo
