@@ -30,5 +30,6 @@ paste "$dir/fp32.loss" "$dir/bf16.loss" "$dir/int8.loss" "$dir/rbf16.loss" | awk
   { s = NR; b = rel($2, $1); q = rel($3, $1); r = rel($4, $1)
     printf "%5d %10.5f %10.5f %9.2e %10.5f %9.2e %10.5f %9.2e\n", s, $1, $2, b, $3, q, $4, r
     if (s > 5) { if (b > mb) mb = b; if (q > mq) mq = q; if (r > mr) mr = r } }
-  END { printf "largest relative difference after step 5: bf16 %.2e, int8 (block 8) %.2e, " \
+  END { if (NR <= 5) { print "no step after step 5: run more steps for the comparison"; exit 1 }
+        printf "largest relative difference after step 5: bf16 %.2e, int8 (block 8) %.2e, " \
         "bf16 reductions %.2e\n", mb, mq, mr }'
