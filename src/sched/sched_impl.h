@@ -98,21 +98,4 @@ void sim_pool_release(sim_pool *p, int u, double t);
 double sim_pool_grad(sim_pool *p, double t, int *b);
 void sim_pool_grad_done(sim_pool *p, int b, double t);
 
-/* The gather queue across nodes as smoe's runtime runs it (link.c, cpu
- * profiles with a gather's network part > 0): ops start in issue order, up
- * to SIM_GATHER_WINDOW at once, and those in flight share the link. */
-typedef struct sim_link {
-    int n, cap;
-    double *t, *w;   /* (cap) issue time, duration alone */
-    double *end;     /* (cap) filled by sim_link_ends */
-    double *rem;     /* (cap) scratch */
-    int *unit;       /* (cap) the caller's tag */
-} sim_link;
-smoe_status sim_link_init(sim_link *l, int cap);
-void sim_link_free(sim_link *l);
-void sim_link_add(sim_link *l, double t, double w, int unit);
-/* Every op's end (l->end) with no op issued after the last one added; a
- * unit's last end into gend[unit] (unit >= 0), the others' into *other. */
-void sim_link_ends(sim_link *l, double *gend, double *other);
-
 #endif

@@ -66,9 +66,6 @@ typedef struct sim {
     int pool;                /* cpu profiles: smoe's executor runs the schedule */
     sim_pool P;              /* its buffers (pool.c) */
     double lag;              /* the reductions' root behind the others (cpu) */
-    int ps;                  /* gathers across nodes share the link (link.c) */
-    sim_link link;
-    double ps_top;           /* when the top-level weights' gathers end */
 } sim;
 
 static void mem(sim *x, double t, double bytes)
@@ -297,8 +294,6 @@ static void issue(sim *x, int u, int w, double frac, double t)
     double *ge = grp == 2 ? &x->gend_down[u] : grp ? &x->gend_exp[u] : &x->gend[u];
     if (end > *ge)
         *ge = end;
-    if (x->ps)
-        sim_link_add(&x->link, t, dur, u);
     mem(x, t, w_bytes(x, &k->w[w]) * frac);
     /* what moves: smoe's records are smaller than the buffers they fill */
     x->r.issued_bytes += w_bytes(x, &k->w[w]) * frac * (x->gmode == G_WIRE ? x->gratio : 1);
@@ -440,8 +435,6 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
               * weights later, at the MoE block's entry) */
         issue_point(x, u, 0, x->xla ? 1 : 3, ready);
     }
-    if (x->ps) /* every gather issued so far is known; none is during the wait */
-        sim_link_ends(&x->link, x->gend, &x->ps_top);
     x->comp = wait_gathers(x, ready, x->gend[u], "wait gathers");
     if (x->s->legacy) { /* the second, un-prefetched gather before use */
         double res = 0;
@@ -603,8 +596,6 @@ static void sim_free(sim *x)
     smoe_free(x->qs);
     smoe_free(x->qu);
     smoe_free(x->qn);
-    if (x->ps)
-        sim_link_free(&x->link);
 }
 
 /* The engines and buffers of one run. Engines: with one collective engine
@@ -676,13 +667,6 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
     x->at = index_points(sc, nu);
     if (!x->split && !x->mx) { /* cpu profiles: smoe's own executor */
         x->pool = sim_pool_init(&x->P, sc, nu) == SMOE_OK ? 1 : -1;
-        for (int k = 0; k < m->nkinds; k++)
-            for (int w = 0; w < m->k[k].nw; w++)
-                x->ps |= m->k[k].w[w].pre_net > 0; /* gathers across nodes */
-    }
-    if (x->ps && sim_link_init(&x->link, x->capq) != SMOE_OK) {
-        x->ps = 0;
-        x->pool = -1;
     }
     if (!x->ev || !x->gend || (x->capbusy && !x->busy0) || !x->qs || !x->qu || !x->qn || !x->at ||
         x->pool < 0) {
@@ -724,8 +708,6 @@ static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const s
     int nu = 2 * m->L;
     /* top-level weights, then the units whose prefetch window starts at 0 */
     double top = engine(&x, &x.geng, 0, m->top_gather_s, LANE_GATHER, "top-level weights");
-    if (x.ps)
-        sim_link_add(&x.link, 0, m->top_gather_s, -1);
     x.r.gather_busy_s += m->top_gather_s;
     mem(&x, 0, m->top_bytes);
     for (int u = 0; x.mx && u < nu; u++)
@@ -735,10 +717,6 @@ static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const s
         sim_pool_issue(&x.P, 0, pool_start, &x);
     else if (!x.mx)
         issue_point(&x, -1, 1, 3, 0);
-    if (x.ps) { /* the top-level weights share the link with the first units' */
-        sim_link_ends(&x.link, x.gend, &x.ps_top);
-        top = x.ps_top;
-    }
     if (top > 0) {
         x.r.exposed_gather_s += top;
         span(&x, LANE_WAIT, "wait top-level gathers", 0, top);
