@@ -15,6 +15,8 @@
 
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-9)
 
+static smoe_hw cpu_profile(void);
+
 /* Two dense layers, one weight: gather 2 s, reduce-scatter 1 s, forward
  * 3 s, backward 6 s, 100 bytes gathered. */
 static smoe_sim_model two_layers(int engines)
@@ -409,12 +411,9 @@ static void test_planner(void)
            deep.exposed_gather_s);
 }
 
-/* Static memory from a plan with the dtypes a config gives (MaxText's
- * defaults: fp32 weights, gradients and both AdamW moments, bf16 compute;
- * mu_dtype inherits weight_dtype): bytes per parameter element w, g, mu, nu;
- * gathered buffers in the compute dtype and as stored. */
-static void test_memory(const char *cfgdir, const char *const *ov, int n_ov, int w, int g,
-                        int mu, int nu)
+/* deepseek2-16b from CONFIG_DIR/base.yml with overrides; NULL (a check
+ * failed) when it does not load. */
+static smoe_config *load_deepseek(const char *cfgdir, const char *const *ov, int n_ov)
 {
     char base[1024];
     snprintf(base, sizeof base, "%s/base.yml", cfgdir);
@@ -428,8 +427,22 @@ static void test_memory(const char *cfgdir, const char *const *ov, int n_ov, int
     smoe_err err;
     if (smoe_config_load(&o, &cfg, &err)) {
         CHECKF(0, "config: %s", err.msg);
-        return;
+        return NULL;
     }
+    return cfg;
+}
+
+/* Static memory from a plan with the dtypes a config gives (MaxText's
+ * defaults: fp32 weights, gradients and both AdamW moments, bf16 compute;
+ * mu_dtype inherits weight_dtype): bytes per parameter element w, g, mu, nu;
+ * gathered buffers in the compute dtype and as stored. */
+static void test_memory(const char *cfgdir, const char *const *ov, int n_ov, int w, int g,
+                        int mu, int nu)
+{
+    smoe_config *cfg = load_deepseek(cfgdir, ov, n_ov);
+    smoe_err err;
+    if (!cfg)
+        return;
     char hwf[1024];
     snprintf(hwf, sizeof hwf, "%s/hardware/tpu7x.yml", cfgdir);
     smoe_hw hw;
@@ -613,6 +626,13 @@ static void test_hw_schema(const char *cfgdir)
         if (!s)
             hw_roundtrip(&hw, path);
     }
+    smoe_hw cpu = cpu_profile();
+    hw_roundtrip(&cpu, "cpu profile, every key set");
+}
+
+/* A cpu profile with every key set. */
+static smoe_hw cpu_profile(void)
+{
     smoe_hw cpu = { .name = "cpu-mpi", .kind = "cpu", .devices_per_chip = 1,
                     .peak_flops = 3.25e10, .hbm_bytes = 6e9, .hbm_bandwidth = 1.1e10,
                     .ici_bandwidth = 4.5e9, .ici_links = 1, .ici_latency = 2.5e-6,
@@ -622,7 +642,7 @@ static void test_hw_schema(const char *cfgdir)
                     .op_overhead = 1.5e-7, .compute_bytes = 4, .gemm_small_flops = 8e9,
                     .compute_scale = 1.7, .sync_skew = 1e-4, .compute_efficiency = 0.5,
                     .permute_bandwidth = 2e9 };
-    hw_roundtrip(&cpu, "cpu profile, every key set");
+    return cpu;
 }
 
 /* smoe's executor on a cpu profile, by hand (the two layers above; units
@@ -719,21 +739,11 @@ static void test_network_stretch(void)
  * t_far). On one host every part is the cores'. */
 static void test_network_parts(const char *cfgdir)
 {
-    char base[1024];
-    snprintf(base, sizeof base, "%s/base.yml", cfgdir);
     const char *ov[] = { "ici_expert_parallelism=2" };
-    smoe_config_opts o;
-    memset(&o, 0, sizeof o);
-    o.base_path = base;
-    o.model = "deepseek2-16b";
-    o.overrides = ov;
-    o.n_overrides = 1;
-    smoe_config *cfg;
+    smoe_config *cfg = load_deepseek(cfgdir, ov, 1);
     smoe_err err;
-    if (smoe_config_load(&o, &cfg, &err)) {
-        CHECKF(0, "config: %s", err.msg);
+    if (!cfg)
         return;
-    }
     smoe_plan_opts po = { 4, 1, NULL, 4 };
     smoe_plan *p;
     if (smoe_plan_build(cfg, &po, &p, &err)) {
@@ -741,13 +751,11 @@ static void test_network_parts(const char *cfgdir)
         smoe_config_free(cfg);
         return;
     }
-    smoe_hw hw = { .name = "cpu-mpi", .kind = "cpu", .devices_per_chip = 1,
-                   .peak_flops = 3e10, .hbm_bytes = 6e9, .hbm_bandwidth = 1e10,
-                   .ici_bandwidth = 4e9, .ici_links = 1, .ici_latency = 1e-4,
-                   .devices_per_node = 2, .dcn_bandwidth = 1e8, .dcn_latency = 4e-4,
-                   .collective_engines = 2, .a2a_bandwidth = 3e9, .a2a_latency = 1e-6,
-                   .collectives_use_compute = 1, .elementwise_bandwidth = 1e10,
-                   .compute_bytes = 4, .gemm_small_flops = 8e9 };
+    smoe_hw hw = cpu_profile(); /* the network slower than the hosts */
+    hw.ici_bandwidth = 4e9;
+    hw.ici_latency = 1e-4;
+    hw.dcn_bandwidth = 1e8;
+    hw.dcn_latency = 4e-4;
     smoe_sim_shape sh = { .batch = 1, .seq = 128, .remat = SMOE_REMAT_NONE, .dtype_bytes = 4,
                           .compute_bytes = 4 };
     for (int hosts = 2; hosts >= 1; hosts--) {
