@@ -2,12 +2,12 @@
  * durations), its memory accounting (static parts from a plan, live
  * gathered bytes), and the budgeted planner (a budget below one layer's
  * gathered weights gives no prefetch; an unlimited budget reaches the
- * exposed wait of unlimited depth), smoe's executor on cpu profiles (the
- * buffer pool, the reductions' root lag). White-box: builds step models by
- * hand.
+ * exposed wait of unlimited depth). White-box: builds step models by
+ * hand (test_sim_cpu.c: the cpu profiles' rules).
  * usage: test_sim CONFIG_DIR */
 #include "../src/sched/sched_impl.h"
 #include "check.h"
+#include "sim_testlib.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -15,29 +15,6 @@
 
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-9)
 
-/* Two dense layers, one weight: gather 2 s, reduce-scatter 1 s, forward
- * 3 s, backward 6 s, 100 bytes gathered. */
-static smoe_sim_model two_layers(int engines)
-{
-    smoe_sim_model m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.hw.kind, sizeof m.hw.kind, "tpu");
-    m.hw.collective_engines = engines;
-    m.L = 2;
-    m.nkinds = 2;
-    sim_kind *k = &m.k[0];
-    k->nw = 1;
-    k->w[0].name = "w";
-    k->w[0].pre_s = 2;
-    k->w[0].pre_legacy_s = 1;
-    k->w[0].res_legacy_s = 1;
-    k->w[0].rs_s = 1;
-    k->w[0].bytes = 100;
-    k->bytes = 100;
-    k->fwd_pre = 3;
-    k->bwd_pre = 6;
-    return m;
-}
 
 static void test_hand_schedules(void)
 {
@@ -416,20 +393,10 @@ static void test_planner(void)
 static void test_memory(const char *cfgdir, const char *const *ov, int n_ov, int w, int g,
                         int mu, int nu)
 {
-    char base[1024];
-    snprintf(base, sizeof base, "%s/base.yml", cfgdir);
-    smoe_config_opts o;
-    memset(&o, 0, sizeof o);
-    o.base_path = base;
-    o.model = "deepseek2-16b";
-    o.overrides = ov;
-    o.n_overrides = n_ov;
-    smoe_config *cfg;
+    smoe_config *cfg = load_deepseek(cfgdir, ov, n_ov);
     smoe_err err;
-    if (smoe_config_load(&o, &cfg, &err)) {
-        CHECKF(0, "config: %s", err.msg);
+    if (!cfg)
         return;
-    }
     char hwf[1024];
     snprintf(hwf, sizeof hwf, "%s/hardware/tpu7x.yml", cfgdir);
     smoe_hw hw;
@@ -613,64 +580,8 @@ static void test_hw_schema(const char *cfgdir)
         if (!s)
             hw_roundtrip(&hw, path);
     }
-    smoe_hw cpu = { .name = "cpu-mpi", .kind = "cpu", .devices_per_chip = 1,
-                    .peak_flops = 3.25e10, .hbm_bytes = 6e9, .hbm_bandwidth = 1.1e10,
-                    .ici_bandwidth = 4.5e9, .ici_links = 1, .ici_latency = 2.5e-6,
-                    .devices_per_node = 4, .dcn_bandwidth = 4.5e9, .dcn_latency = 2.5e-6,
-                    .collective_engines = 2, .a2a_bandwidth = 3e9, .a2a_latency = 1e-6,
-                    .collectives_use_compute = 1, .elementwise_bandwidth = 1.1e10,
-                    .op_overhead = 1.5e-7, .compute_bytes = 4, .gemm_small_flops = 8e9,
-                    .compute_scale = 1.7, .sync_skew = 1e-4, .compute_efficiency = 0.5,
-                    .permute_bandwidth = 2e9 };
+    smoe_hw cpu = cpu_profile();
     hw_roundtrip(&cpu, "cpu profile, every key set");
-}
-
-/* smoe's executor on a cpu profile, by hand (the two layers above; units
- * 0, 1 forward, 2, 3 backward): entries in list order, a pool of the
- * schedule's max distance + 2 buffers, a backward unit's buffer held until
- * its reductions end, the gradient buffer taking one; and the reductions'
- * root lag (reduce_lag_bandwidth: 100 bytes of gradient a second, 1 s per
- * layer) waited at the next unit's first gather or at the end. */
-static void test_cpu_executor(void)
-{
-    smoe_sim_model m = two_layers(2);
-    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
-    smoe_sim_sched s;
-    smoe_sim_result r;
-    memset(&s, 0, sizeof s);
-    /* depth 0, pool 2, no lag: as the accelerator case, 27 s, 8 s exposed */
-    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
-    CHECKF(NEAR(r.step_s, 27), "cpu baseline step %g, expected 27", r.step_s);
-    CHECKF(NEAR(r.exposed_gather_s, 8), "cpu baseline exposed %g, expected 8", r.exposed_gather_s);
-    CHECKF(NEAR(r.mem_gathered, 200), "cpu baseline gathered %g, expected 200", r.mem_gathered);
-    /* the lag: unit 3's gather [18, 21] waits unit 2's root 1 s; the end
-     * waits the reduction [27, 28] and unit 3's root 1 s: 29 s, 9 s */
-    m.hw.reduce_lag_bandwidth = 100;
-    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
-    CHECKF(NEAR(r.step_s, 29), "cpu lag step %g, expected 29", r.step_s);
-    CHECKF(NEAR(r.exposed_gather_s, 9), "cpu lag exposed %g, expected 9", r.exposed_gather_s);
-    /* depth 1, pool 3: unit 3's gather went at 8, so the lag of unit 2
-     * only adds to the end: 21 + 2 s */
-    s.prefetch_depth = 1;
-    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
-    CHECKF(NEAR(r.step_s, 23), "cpu depth-1 lag step %g, expected 23", r.step_s);
-    CHECKF(NEAR(r.exposed_gather_s, 2), "cpu depth-1 exposed %g, expected 2", r.exposed_gather_s);
-    CHECKF(NEAR(r.mem_gathered, 300), "cpu depth-1 gathered %g, expected 300", r.mem_gathered);
-    /* a 5 s reduction at depth 0: unit 2's buffer frees at 23, so unit 3's
-     * gradient buffer waits [20, 23] (compute [23, 29], reduction [29, 34]):
-     * 34 s where the accelerator model (no pool) gives 31 s; and the pool
-     * holds the peak at two layers (the accelerator: three) */
-    m.hw.reduce_lag_bandwidth = 0;
-    m.k[0].w[0].rs_s = 5;
-    s.prefetch_depth = 0;
-    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
-    CHECKF(NEAR(r.step_s, 34), "cpu pool step %g, expected 34", r.step_s);
-    CHECKF(NEAR(r.mem_gathered, 200), "cpu pool gathered %g, expected 200", r.mem_gathered);
-    smoe_sim_model a = two_layers(2);
-    a.k[0].w[0].rs_s = 5;
-    CHECK(smoe_sim_run(&a, &s, &r, NULL) == SMOE_OK);
-    CHECKF(NEAR(r.step_s, 31), "accelerator step %g, expected 31", r.step_s);
-    CHECKF(NEAR(r.mem_gathered, 300), "accelerator gathered %g, expected 300", r.mem_gathered);
 }
 
 int main(int argc, char **argv)
@@ -683,7 +594,6 @@ int main(int argc, char **argv)
     test_xla_baseline();
     test_shared_queue_order();
     test_planner();
-    test_cpu_executor();
     if (argc > 1) {
         test_hw_schema(argv[1]);
         const char *ep[] = { "ici_expert_parallelism=2" };

@@ -166,7 +166,11 @@ static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, const char *
     double xs[6], ts[6];
     int n = 0;
     smoe_status s;
-    for (int64_t per = 1 << 8; per <= 1 << 18 && n < 6; per *= 4) {
+    /* within a host the sizes reach 4 MiB per rank: below ~1 MiB the times of a
+     * copy through shared memory between ranks sharing cores are their
+     * scheduling, not their bytes */
+    const int64_t lo = half ? 1 << 10 : 1 << 8, hi = half ? 1 << 20 : 1 << 18;
+    for (int64_t per = lo; per <= hi && n < 6; per *= 4) {
         smoe_pspec spec = { 2, { { 1, { axis } }, { 0, { NULL } } } };
         int64_t shape[2] = { (int64_t)size * per / 16, 16 };
         smoe_gather plan;

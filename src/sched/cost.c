@@ -17,6 +17,8 @@ typedef struct cost {
     double eff; /* compute_efficiency: > 0 times every FLOP at peak x eff and
                    folds memory-bound work into it (it was measured that way) */
     double ici, dcn; /* one-direction bytes/s per device */
+    double *net;     /* when set, coll() adds the part of its time that is
+                        not work of the cores but the network's (cpu profiles) */
 } cost;
 
 /* FLOP rate of a matmul: the peak, or on cpu profiles interpolated on the
@@ -108,7 +110,11 @@ static double local_members(const cost *c, const smoe_axes *axes, int64_t *g)
  * Latency steps: a ring per torus dimension on TPUs (3 dimensions of
  * cbrt(G) members); rings inside and across nodes elsewhere. The bytes
  * from members on the same node move at the fast interconnect's rate,
- * those from other nodes at the slow network's, concurrently. */
+ * those from other nodes at the slow network's, concurrently. Of that
+ * time, the within-node steps and bytes are the cores' own work on cpu
+ * profiles (a copy through shared memory); the network's latency and
+ * bytes are not (the kernel's TCP stack and the link move them while the
+ * rank computes): *c->net gets the second part. */
 static double coll(const cost *c, const smoe_axes *axes, double bytes, double bw_override)
 {
     int64_t g;
@@ -123,6 +129,8 @@ static double coll(const cost *c, const smoe_axes *axes, double bytes, double bw
     double lat = steps_local * c->hw->ici_latency;
     if (far > 0)
         lat += ((double)g / gl - 1) * c->hw->dcn_latency;
+    if (c->net && far > 0)
+        *c->net += ((double)g / gl - 1) * c->hw->dcn_latency + fmax(0, t_far - t_local);
     return lat + fmax(t_local, t_far);
 }
 
@@ -161,7 +169,11 @@ static double allreduce_time(const cost *c, const smoe_gather *g, double scale)
         return 0;
     double grp = (double)smoe_axes_size(&rep, c->mesh);
     /* ring all-reduce: a reduce-scatter and an all-gather of the shard */
-    return 2 * coll(c, &rep, (double)g->bytes_in * scale * (grp - 1) / grp, 0);
+    double before = c->net ? *c->net : 0;
+    double t = coll(c, &rep, (double)g->bytes_in * scale * (grp - 1) / grp, 0);
+    if (c->net)
+        *c->net += *c->net - before;
+    return 2 * t;
 }
 
 static int is_routed(const smoe_weight *w)
@@ -385,6 +397,16 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
          * the bytes its gathers move */
         x.rs_s = x.pre_stored_s + allreduce_time(&c, &w->gather, 1);
         x.rs_cast_s = x.pre_s + allreduce_time(&c, &w->gather, cast);
+        { /* the parts of the gather and the reduction that are the cores'
+           * work (the rest is on the network) */
+            double net = 0;
+            c.net = &net;
+            double t = gather_time(&c, &w->gather, NULL, 0, 1);
+            x.pre_net = t > 0 ? fmin(1, net / t) : 0;
+            t += allreduce_time(&c, &w->gather, 1);
+            x.rs_net = t > 0 ? fmin(1, net / t) : 0;
+            c.net = NULL;
+        }
         {
             double g1 = gather_time(&c, &w->gather, NULL, 0, 1 / wbytes);
             double g2 = gather_time(&c, &w->gather, NULL, 0, 2 / wbytes);

@@ -17,6 +17,10 @@ typedef struct sim_w {
                             gather of the cast weight (XLA's scan) */
     double ag_lat_s, rs_lat_s; /* the latency parts of pre_stored_s and rs_s
                             (the rest scales with the bytes a gather moves) */
+    double pre_net, rs_net; /* the fractions of the gather's and of the
+                            reduction's time spent on the network, not the
+                            cores' own work (cpu profiles: 0 within a node,
+                            where a collective is a copy by the cores) */
     double bytes;        /* gathered buffer, compute dtype */
     double bytes_stored; /* gathered buffer, stored dtype */
     int routed;          /* a routed expert's weight: used by the experts phase */

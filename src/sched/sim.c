@@ -47,7 +47,8 @@ typedef struct sim {
     double t_exp_grad; /* XLA: when the unit's experts' transposes ended */
     mev *ev;
     int nev, cap;
-    double *busy0, *busy1; /* comm intervals (cpu profiles) */
+    double *busy0, *busy1, *busyw; /* comm intervals (cpu profiles) and the
+                                      fraction of each that is the cores' work */
     int nbusy, capbusy;
     smoe_sim_result r;
     char name[96];
@@ -82,15 +83,19 @@ static void span(sim *x, int lane, const char *name, double t0, double t1)
         smoe_trace_span(x->trace, lane, name, t0, t1);
 }
 
-static void busy(sim *x, double t0, double t1)
+static void busy(sim *x, double t0, double t1, double cpu)
 {
-    if (!x->m->use_compute || t1 <= t0 || x->nbusy == x->capbusy)
+    if (!x->m->use_compute || t1 <= t0 || cpu <= 0 || x->nbusy == x->capbusy)
         return;
     x->busy0[x->nbusy] = t0;
+    x->busyw[x->nbusy] = cpu;
     x->busy1[x->nbusy++] = t1;
 }
 
-/* A compute segment of `dur` seconds ready at t; returns its end. */
+/* A compute segment of `dur` seconds ready at t; returns its end. A
+ * collective it overlaps stretches it by the overlap times the fraction of
+ * the collective's time that is the cores' work (all of it within a node;
+ * a transfer on the network goes on while the rank computes). */
 static double compute(sim *x, double t, double dur, const char *name)
 {
     double start = fmax(t, x->comp), end = start + dur;
@@ -98,7 +103,7 @@ static double compute(sim *x, double t, double dur, const char *name)
         for (int it = 0; it < 3; it++) {
             double over = 0;
             for (int i = 0; i < x->nbusy; i++)
-                over += fmax(0, fmin(end, x->busy1[i]) - fmax(start, x->busy0[i]));
+                over += x->busyw[i] * fmax(0, fmin(end, x->busy1[i]) - fmax(start, x->busy0[i]));
             end = start + dur + over;
         }
     x->comp = end;
@@ -121,11 +126,11 @@ static void record(sim *x, double t, double start, double end, int unit, int lan
 }
 
 static double engine_u(sim *x, double *freep, double t, double dur, int lane, const char *name,
-                       int unit)
+                       int unit, double cpu)
 {
     double start = fmax(*freep, t), end = start + dur;
     *freep = end;
-    busy(x, start, end);
+    busy(x, start, end, cpu);
     if (freep == &x->geng)
         record(x, t, start, end, unit, lane, name); /* spans at the end */
     else
@@ -135,7 +140,13 @@ static double engine_u(sim *x, double *freep, double t, double dur, int lane, co
 
 static double engine(sim *x, double *freep, double t, double dur, int lane, const char *name)
 {
-    return engine_u(x, freep, t, dur, lane, name, -1);
+    return engine_u(x, freep, t, dur, lane, name, -1, 1);
+}
+
+/* A gradient reduction of weight w on the reduction engine. */
+static double reduction(sim *x, const sim_w *w, double t, double dur)
+{
+    return engine_u(x, x->reng, t, dur, LANE_COMM, "reduce-scatter", -1, 1 - w->rs_net);
 }
 
 /* An op the compute waits for, issued at t on the gather engine: it waits
@@ -177,7 +188,7 @@ static double urgent(sim *x, double t, double dur, int lane, const char *name)
         x->nq++;
     }
     x->geng = fmax(x->geng, cur);
-    busy(x, start, end);
+    busy(x, start, end, 1);
     return end;
 }
 
@@ -278,7 +289,8 @@ static void issue(sim *x, int u, int w, double frac, double t)
     /* what waits for it: the layer's start, the experts (their up
      * projections), or the routed down projection (split) */
     int grp = !x->split || !k->w[w].routed ? 0 : k->w[w].down ? 2 : 1;
-    double end = engine_u(x, &x->geng, t, dur, LANE_GATHER, k->w[w].name, 3 * u + grp);
+    double end = engine_u(x, &x->geng, t, dur, LANE_GATHER, k->w[w].name, 3 * u + grp,
+                          1 - k->w[w].pre_net);
     double *ge = grp == 2 ? &x->gend_down[u] : grp ? &x->gend_exp[u] : &x->gend[u];
     if (end > *ge)
         *ge = end;
@@ -363,7 +375,7 @@ static double reduce(sim *x, const sim_kind *k, double start, double end)
     if (x->mx) { /* dW(k) whole, as stored, until its reduce-scatter ends */
         mem(x, end, k_bytes(x, k));
         for (int w = 0; w < k->nw; w++)
-            rs_end = engine(x, x->reng, end, rs_time(x, &k->w[w]), LANE_COMM, "reduce-scatter");
+            rs_end = reduction(x, &k->w[w], end, rs_time(x, &k->w[w]));
         mem(x, rs_end, -k_bytes(x, k));
     } else if (x->xla) {
         /* XLA's scan in op order: a weight's gradient appears with its
@@ -377,7 +389,7 @@ static double reduce(sim *x, const sim_kind *k, double start, double end)
                     continue;
                 double p = routed && k->moe ? fmin(x->t_exp_grad, end) : end;
                 double b = w_bytes(x, &k->w[w]);
-                double e = engine(x, x->reng, p, rs_time(x, &k->w[w]), LANE_COMM, "reduce-scatter");
+                double e = reduction(x, &k->w[w], p, rs_time(x, &k->w[w]));
                 mem(x, p, -b); /* the gathered weight */
                 mem(x, p, b);
                 mem(x, e, -b);
@@ -388,7 +400,7 @@ static double reduce(sim *x, const sim_kind *k, double start, double end)
          * its gather moved */
         for (int w = 0; w < k->nw; w++) {
             double p = start + (end - start) * (w + 1) / k->nw;
-            double e = engine(x, x->reng, p, rs_time(x, &k->w[w]), LANE_COMM, "reduce-scatter");
+            double e = reduction(x, &k->w[w], p, rs_time(x, &k->w[w]));
             mem(x, p, w_bytes(x, &k->w[w]));
             mem(x, e, -w_bytes(x, &k->w[w]));
             rs_end = fmax(rs_end, e);
@@ -396,7 +408,7 @@ static double reduce(sim *x, const sim_kind *k, double start, double end)
     } else { /* smoe's runtime: the layer's gradients from its start */
         mem(x, start, k->bytes);
         for (int w = 0; w < k->nw; w++)
-            rs_end = engine(x, x->reng, end, k->w[w].rs_s, LANE_COMM, "reduce-scatter");
+            rs_end = reduction(x, &k->w[w], end, k->w[w].rs_s);
         mem(x, rs_end, -k->bytes);
         if (x->pool && x->m->hw.reduce_lag_bandwidth > 0) /* its root reduces alone */
             x->lag += k->bytes / x->m->hw.reduce_lag_bandwidth;
@@ -639,8 +651,9 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
     x->gend = smoe_calloc(3 * (size_t)nu, sizeof *x->gend);
     x->gend_exp = x->gend ? x->gend + nu : NULL;
     x->gend_down = x->gend ? x->gend + 2 * nu : NULL;
-    x->busy0 = x->capbusy ? smoe_malloc(sizeof(double) * 2 * (size_t)x->capbusy) : NULL;
+    x->busy0 = x->capbusy ? smoe_malloc(sizeof(double) * 3 * (size_t)x->capbusy) : NULL;
     x->busy1 = x->busy0 ? x->busy0 + x->capbusy : NULL;
+    x->busyw = x->busy0 ? x->busy0 + 2 * x->capbusy : NULL;
     x->capq = nu * (2 * SMOE_SIM_MAX_WEIGHTS + 8) + 16;
     x->qs = smoe_malloc(sizeof(double) * 3 * (size_t)x->capq);
     x->qu = smoe_malloc(sizeof(int) * 2 * (size_t)x->capq);

@@ -1,0 +1,187 @@
+/* The simulator's rules for cpu profiles (smoe's runtime on MPI ranks)
+ * against hand-computed schedules: smoe's executor (the buffer pool, the
+ * reductions' root lag), and collectives across hosts (the network's part
+ * of a collective stretches no compute; the parts the cost model gives).
+ * White-box: builds step models by hand.
+ * usage: test_sim_cpu CONFIG_DIR */
+#include "../src/sched/sched_impl.h"
+#include "check.h"
+#include "sim_testlib.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NEAR(a, b) (fabs((a) - (b)) < 1e-9)
+
+/* smoe's executor on a cpu profile, by hand (the two layers above; units
+ * 0, 1 forward, 2, 3 backward): entries in list order, a pool of the
+ * schedule's max distance + 2 buffers, a backward unit's buffer held until
+ * its reductions end, the gradient buffer taking one; and the reductions'
+ * root lag (reduce_lag_bandwidth: 100 bytes of gradient a second, 1 s per
+ * layer) waited at the next unit's first gather or at the end. */
+static void test_cpu_executor(void)
+{
+    smoe_sim_model m = two_layers(2);
+    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
+    smoe_sim_sched s;
+    smoe_sim_result r;
+    memset(&s, 0, sizeof s);
+    /* depth 0, pool 2, no lag: as the accelerator case, 27 s, 8 s exposed */
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 27), "cpu baseline step %g, expected 27", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 8), "cpu baseline exposed %g, expected 8", r.exposed_gather_s);
+    CHECKF(NEAR(r.mem_gathered, 200), "cpu baseline gathered %g, expected 200", r.mem_gathered);
+    /* the lag: unit 3's gather [18, 21] waits unit 2's root 1 s; the end
+     * waits the reduction [27, 28] and unit 3's root 1 s: 29 s, 9 s */
+    m.hw.reduce_lag_bandwidth = 100;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 29), "cpu lag step %g, expected 29", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 9), "cpu lag exposed %g, expected 9", r.exposed_gather_s);
+    /* depth 1, pool 3: unit 3's gather went at 8, so the lag of unit 2
+     * only adds to the end: 21 + 2 s */
+    s.prefetch_depth = 1;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 23), "cpu depth-1 lag step %g, expected 23", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 2), "cpu depth-1 exposed %g, expected 2", r.exposed_gather_s);
+    CHECKF(NEAR(r.mem_gathered, 300), "cpu depth-1 gathered %g, expected 300", r.mem_gathered);
+    /* a 5 s reduction at depth 0: unit 2's buffer frees at 23, so unit 3's
+     * gradient buffer waits [20, 23] (compute [23, 29], reduction [29, 34]):
+     * 34 s where the accelerator model (no pool) gives 31 s; and the pool
+     * holds the peak at two layers (the accelerator: three) */
+    m.hw.reduce_lag_bandwidth = 0;
+    m.k[0].w[0].rs_s = 5;
+    s.prefetch_depth = 0;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 34), "cpu pool step %g, expected 34", r.step_s);
+    CHECKF(NEAR(r.mem_gathered, 200), "cpu pool gathered %g, expected 200", r.mem_gathered);
+    smoe_sim_model a = two_layers(2);
+    a.k[0].w[0].rs_s = 5;
+    CHECK(smoe_sim_run(&a, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 31), "accelerator step %g, expected 31", r.step_s);
+    CHECKF(NEAR(r.mem_gathered, 300), "accelerator gathered %g, expected 300", r.mem_gathered);
+}
+
+/* On cpu profiles a collective stretches the compute it overlaps by the
+ * overlap times the part of its time that is the cores' work (1 - the
+ * network's part). The two layers above at depth 1 with
+ * collectives_use_compute (pool of 3; units 0, 1 forward, 2, 3 backward).
+ * All on the cores (within a node): unit 0 computes [2, 7] (unit 1's
+ * gather [2, 4] overlaps 2 s), unit 1 [7, 12] (unit 2's gather [7, 9]),
+ * unit 2 [12, 20] (unit 3's gather [12, 14]), its reduction [20, 21]
+ * stretches unit 3 [20, 27], the last reduction [27, 28]: 28 s. Half of
+ * each gather on the network: 1 s per overlap, [2, 6] [6, 10] [10, 17]
+ * [17, 24], reduction [24, 25]: 25 s. All on the network: no stretch, the
+ * 21 s of an accelerator (gathers and reductions beside the compute). */
+static void test_network_stretch(void)
+{
+    smoe_sim_model m = two_layers(2);
+    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
+    m.use_compute = 1;
+    smoe_sim_sched s;
+    smoe_sim_result r;
+    memset(&s, 0, sizeof s);
+    s.prefetch_depth = 1;
+    const double net[3] = { 0, 0.5, 1 }, rnet[3] = { 0, 0, 1 };
+    const double step[3] = { 28, 25, 21 }, comp[3] = { 25, 22, 18 };
+    for (int i = 0; i < 3; i++) {
+        m.k[0].w[0].pre_net = net[i];
+        m.k[0].w[0].rs_net = rnet[i];
+        CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+        CHECKF(NEAR(r.step_s, step[i]), "network part %g: step %g, expected %g", net[i], r.step_s,
+               step[i]);
+        CHECKF(NEAR(r.compute_s, comp[i]), "network part %g: compute %g, expected %g", net[i],
+               r.compute_s, comp[i]);
+        CHECKF(NEAR(r.exposed_gather_s, 2), "network part %g: exposed %g, expected 2", net[i],
+               r.exposed_gather_s);
+    }
+}
+
+/* The network parts the cost model gives (coll(): the within-node ring's
+ * steps and bytes are the cores' work, the network's latency and bytes are
+ * not): deepseek2-16b on fsdp 2 x expert 2, a cpu profile of 2 ranks per
+ * host (fsdp crosses the hosts) and of 4 (one host). A routed weight is
+ * gathered over fsdp alone: all on the network across hosts. A weight
+ * gathered 4-way over (fsdp, expert) in one stage of B bytes in: 1 member
+ * of 3 on the node, t_local = B / ici, t_far = 2 B / dcn; cores' part
+ * ici_latency + t_local of ici_latency + dcn_latency + max(t_local,
+ * t_far). On one host every part is the cores'. */
+static void test_network_parts(const char *cfgdir)
+{
+    const char *ov[] = { "ici_expert_parallelism=2" };
+    smoe_config *cfg = load_deepseek(cfgdir, ov, 1);
+    smoe_err err;
+    if (!cfg)
+        return;
+    smoe_plan_opts po = { 4, 1, NULL, 4 };
+    smoe_plan *p;
+    if (smoe_plan_build(cfg, &po, &p, &err)) {
+        CHECKF(0, "plan: %s", err.msg);
+        smoe_config_free(cfg);
+        return;
+    }
+    smoe_hw hw = cpu_profile(); /* the network slower than the hosts */
+    hw.ici_bandwidth = 4e9;
+    hw.ici_latency = 1e-4;
+    hw.dcn_bandwidth = 1e8;
+    hw.dcn_latency = 4e-4;
+    smoe_sim_shape sh = { .batch = 1, .seq = 128, .remat = SMOE_REMAT_NONE, .dtype_bytes = 4,
+                          .compute_bytes = 4 };
+    for (int hosts = 2; hosts >= 1; hosts--) {
+        hw.devices_per_node = 4 / hosts;
+        smoe_sim_model *m;
+        if (smoe_sim_model_build(cfg, p, &hw, &sh, &m, &err)) {
+            CHECKF(0, "model: %s", err.msg);
+            break;
+        }
+        int routed = 0, four = 0;
+        for (int k = 0; k < m->nkinds; k++)
+            for (int w = 0; w < m->k[k].nw; w++) {
+                const sim_w *x = &m->k[k].w[w];
+                const smoe_weight *pw = NULL;
+                for (int i = 0; i < p->n && !pw; i++)
+                    if (p->w[i].kind == SMOE_ENTRY_PARAM && strcmp(p->w[i].path, x->name) == 0)
+                        pw = &p->w[i];
+                if (!pw)
+                    continue;
+                const smoe_gather *g = &pw->gather;
+                int stages = 0, d4 = -1;
+                for (int d = 0; d < g->rank; d++)
+                    if (g->axes[d].n) {
+                        stages++;
+                        if (g->axes[d].n == 2)
+                            d4 = d;
+                    }
+                if (hosts == 1) {
+                    CHECKF(x->pre_net == 0 && x->rs_net == 0, "%s on one host: network parts %g %g",
+                           x->name, x->pre_net, x->rs_net);
+                } else if (x->routed && stages == 1 && d4 < 0) {
+                    routed++;
+                    CHECKF(NEAR(x->pre_net, 1), "%s over fsdp: network part %g, expected 1",
+                           x->name, x->pre_net);
+                } else if (stages == 1 && d4 >= 0 && !x->routed) {
+                    four++;
+                    double B = (double)g->bytes_in, ici = hw.ici_bandwidth / 2;
+                    double tl = B / ici, tf = 2 * B / hw.dcn_bandwidth;
+                    double want = 1 - (hw.ici_latency + tl) /
+                                          (hw.ici_latency + hw.dcn_latency + fmax(tl, tf));
+                    CHECKF(fabs(x->pre_net - want) < 1e-9, "%s 4-way: network part %g, expected %g",
+                           x->name, x->pre_net, want);
+                }
+            }
+        if (hosts == 2)
+            CHECKF(routed > 0 && four > 0, "checked %d routed and %d 4-way weights", routed, four);
+        smoe_sim_model_free(m);
+    }
+    smoe_plan_free(p);
+    smoe_config_free(cfg);
+}
+
+int main(int argc, char **argv)
+{
+    test_cpu_executor();
+    test_network_stretch();
+    if (argc > 1)
+        test_network_parts(argv[1]);
+    return check_report();
+}
