@@ -28,8 +28,7 @@ over="$*"
 net=${NET:-0}
 rate=${RATE:-2gbit}
 repeat=${REPEAT:-1}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
+. "$top/scripts/mpi-env.sh"
 export SMOE_CONFIG_DIR="$build/configs"
 dir=$(mktemp -d)
 if [ "$net" = 1 ]; then

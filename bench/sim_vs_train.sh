@@ -16,8 +16,7 @@ np=${3:-4}
 shift $(($# < 3 ? $# : 3))
 over="$*"
 [ -z "$over" ] && [ "$np" = 4 ] && over="ici_expert_parallelism=2"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
+. "$top/scripts/mpi-env.sh"
 export SMOE_CONFIG_DIR="$build/configs"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
