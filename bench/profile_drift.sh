@@ -1,8 +1,12 @@
 #!/bin/sh
 # How far a machine's measured rates moved between two cpu-mpi profiles
 # (smoe sim --calibrate before and after a measurement): the largest
-# relative change of the compute, memory and gather rates. A benchmark on a
-# shared machine whose rates moved more than LIMIT (default 0.15) during
+# relative change of the compute, memory and gather rates, and with
+# several hosts of the cross-host gathers' bandwidth and latency (a
+# latency under 1e-5 s counts as 1e-5: a fit's intercept at noise level,
+# whose ratio means nothing; a profile of one host copies the within-host
+# figures there, which are checked already). A benchmark on a shared
+# machine whose rates moved more than LIMIT (default 0.15) during
 # its run compares a prediction for one machine with a measurement on
 # another: exit 1 then.
 # usage: bench/profile_drift.sh BEFORE.yml AFTER.yml [LIMIT]
@@ -10,13 +14,16 @@ set -eu
 limit=${3:-0.15}
 awk -v limit="$limit" '
   FNR == 1 { f++ }
-  /^(peak_flops|gemm_small_flops|hbm_bandwidth|ici_bandwidth|compute_scale):/ {
+  /^# [0-9]+ host\(s\)/ { hosts[f] = $2 + 0 }
+  /^(peak_flops|gemm_small_flops|hbm_bandwidth|ici_bandwidth|compute_scale|dcn_bandwidth|dcn_latency):/ {
     k = $1; sub(":", "", k); v[f, k] = $2 + 0; keys[k] = 1
   }
   END {
     worst = 0; wk = ""
     for (k in keys) {
       a = v[1, k]; b = v[2, k]
+      if (k ~ /^dcn_/ && hosts[1] < 2 && hosts[2] < 2) continue
+      if (k == "dcn_latency") { a = a > 1e-5 ? a : 1e-5; b = b > 1e-5 ? b : 1e-5 }
       if (a <= 0 || b <= 0) continue
       d = (b > a ? b / a : a / b) - 1
       if (d > worst) { worst = d; wk = k }

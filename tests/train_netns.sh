@@ -1,9 +1,11 @@
 #!/bin/sh
 # smoe train across "hosts": two network namespaces joined by a bridge
 # (scripts/netns.sh), two ranks each, TCP between the hosts and shared
-# memory inside. The losses and parameters equal the single-host run; and
-# cutting one host's link mid-run ends the job with a clear error within
-# 30 s. Needs root, iproute2 and Open MPI's mpirun; exits 77 (skipped)
+# memory inside. The losses and parameters equal the single-host run;
+# smoe sim --calibrate tells the hosts apart and, on the training's mesh,
+# times the cross-host gathers as training issues them (a layer's at once),
+# on another mesh keeps its one-weight sweep; and cutting one host's link
+# mid-run ends the job with a clear error within 30 s. Needs root, iproute2 and Open MPI's mpirun; exits 77 (skipped)
 # without them.
 # usage: train_netns.sh MPIEXEC SMOE CMP_RUNS
 mpiexec=$1
@@ -49,6 +51,33 @@ else
   echo "FAIL: 2 hosts x 2 ranks (exit $rc) vs 1 host:" >&2
   tail -5 "$dir/two.err" "$dir/cmp.out" >&2
 fi
+
+# the calibration across the hosts: on the training's mesh (fsdp = hosts,
+# expert = ranks per host) the dcn figures come from a layer's gathers; on
+# fsdp=4 (not the calibration's hosts x ranks) from the one-weight sweep
+for mesh in ici_expert_parallelism=2 ici_fsdp_parallelism=4; do
+  timeout 300 "$netns" mpirun --bind-to none --host 10.99.0.1:2,10.99.0.2:2 -np 4 \
+    -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$smoe" sim --calibrate --out "$dir/hw.yml" \
+    "$mesh" >"$dir/cal.out" 2>&1
+  rc=$?
+  lat=$(sed -n 's/^dcn_latency: *\([^ ]*\).*/\1/p' "$dir/hw.yml" 2>/dev/null)
+  bw=$(sed -n 's/^dcn_bandwidth: *\([^ ]*\).*/\1/p' "$dir/hw.yml" 2>/dev/null)
+  want="one rank per host"
+  [ "$mesh" = ici_expert_parallelism=2 ] && want="a layer's gathers started together"
+  if [ "$rc" -eq 0 ] && grep -q '^# 2 host(s) of 2 rank(s)' "$dir/hw.yml" &&
+    grep '^dcn_bandwidth:' "$dir/hw.yml" | grep -q "$want" &&
+    awk -v l="$lat" -v b="$bw" 'BEGIN { exit !(l + 0 >= 0 && l + 0 < 10 && b + 0 > 0 && b + 0 < 1e300) }' &&
+    "$smoe" sim --base "$SMOE_CONFIG_DIR/train.yml" --model tiny --devices 4 "$mesh" \
+      --hardware "$dir/hw.yml" --json >"$dir/sim.json" 2>"$dir/sim.err"; then
+    pass=$((pass + 1))
+    echo "ok: calibrate on 2 hosts, $mesh: dcn_latency $lat s, dcn_bandwidth $bw B/s ($want)"
+  else
+    fail=$((fail + 1))
+    echo "FAIL: calibrate on 2 hosts, $mesh (exit $rc):" >&2
+    grep -E 'host|dcn_' "$dir/hw.yml" >&2
+    tail -5 "$dir/cal.out" "$dir/sim.err" >&2
+  fi
+done
 
 # cut host 2's link after a few steps: no hang, a clear message
 timeout 120 "$netns" mpirun --bind-to none --host 10.99.0.1:2,10.99.0.2:2 -np 4 \

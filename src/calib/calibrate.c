@@ -9,7 +9,7 @@
  * model at its training shape (measured op costs feeding the schedule
  * simulation, as XLA's profile-guided latency estimator does). */
 #define _GNU_SOURCE
-#include "smoe/calib.h"
+#include "calib_impl.h"
 #include "smoe/sched.h"
 #include "smoe/train.h"
 
@@ -50,6 +50,12 @@ static void run_mm(void *ud)
     smoe_matmul(x->c, x->a, x->b, x->n, x->n, x->n, 0);
 }
 
+static void run_layer_work(void *ud) /* a few ms, a layer's worth */
+{
+    for (int i = 0; i < 4; i++)
+        run_mm(ud);
+}
+
 static void run_add(void *ud)
 {
     mm_args *x = ud;
@@ -75,8 +81,7 @@ static void run_adamw(void *ud)
  * rank's. */
 typedef void (*coll_fn)(void *ud);
 
-/* The median of n values (n <= 32; reordered). */
-static double median(double *v, int n)
+double calib_median(double *v, int n)
 {
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
@@ -96,13 +101,12 @@ static double after_compute(smoe_rt *rt, mm_args *work, coll_fn fn, void *ud, in
     reps = reps > 32 ? 32 : reps;
     smoe_rt_barrier(rt);
     for (int r = 0; r < reps; r++) {
-        for (int i = 0; i < 4; i++) /* a few ms, a layer's worth */
-            run_mm(work);
+        run_layer_work(work);
         double t0 = smoe_now();
         fn(ud);
         w[r] = smoe_now() - t0;
     }
-    double t[1] = { median(w, reps) };
+    double t[1] = { calib_median(w, reps) };
     smoe_rt_allreduce_max_f64(rt, t, 1);
     return t[0];
 }
@@ -134,10 +138,10 @@ static void run_a2a(void *ud)
     x->c.alltoallv(x->c.ctx, x->send, x->rows, x->recv, x->rows, x->row);
 }
 
-/* t = a + b * x over n <= 6 points, robustly (Theil-Sen: b the median of
- * the pairwise slopes, a the median of t - b x): one size slowed by the
- * shared machine's noise does not bend the line, as it does least squares. */
-static void fit(const double *x, const double *t, int n, double *a, double *b)
+/* Theil-Sen: b the median of the pairwise slopes, a the median of t - b x:
+ * one size slowed by the shared machine's noise does not bend the line, as
+ * it does least squares. */
+void calib_fit(const double *x, const double *t, int n, double *a, double *b)
 {
     double sl[15], res[6];
     int k = 0;
@@ -146,10 +150,10 @@ static void fit(const double *x, const double *t, int n, double *a, double *b)
         for (int j = i + 1; j < n; j++)
             if (x[j] != x[i])
                 sl[k++] = (t[j] - t[i]) / (x[j] - x[i]);
-    *b = k ? median(sl, k) : 0;
+    *b = k ? calib_median(sl, k) : 0;
     for (int i = 0; i < n; i++)
         res[i] = t[i] - *b * x[i];
-    *a = n ? median(res, n) : 0;
+    *a = n ? calib_median(res, n) : 0;
     if (*a < 0)
         *a = 0;
     if (*b <= 0)
@@ -193,7 +197,7 @@ static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, const char *
         smoe_free(x.buf);
     }
     double a, b;
-    fit(xs, ts, n, &a, &b);
+    calib_fit(xs, ts, n, &a, &b);
     *lat = size > 1 ? a / (size - 1) : a;
     *bw = (half ? 2.0 : 1.0) / b;
     return SMOE_OK;
@@ -253,7 +257,7 @@ static smoe_status calib_a2a(smoe_rt *rt, double *lat, double *bw, smoe_err *err
         smoe_free(y.recv);
     }
     double a, b;
-    fit(xs, ts, n, &a, &b);
+    calib_fit(xs, ts, n, &a, &b);
     *lat = size > 1 ? a / (size - 1) : a;
     *bw = 1.0 / b;
     return SMOE_OK;
@@ -335,7 +339,7 @@ static smoe_status calib_reduce_lag(smoe_rt *rt, const smoe_mesh *mesh, double t
             if ((s = smoe_rt_drain(rt, err)))
                 return s;
         }
-        double t[1] = { median(w, 15) };
+        double t[1] = { calib_median(w, 15) };
         smoe_rt_allreduce_max_f64(rt, t, 1);
         xs[n] = (double)(per * size) * 4;
         ts[n++] = fmax(0, t[0] - tight);
@@ -343,7 +347,7 @@ static smoe_status calib_reduce_lag(smoe_rt *rt, const smoe_mesh *mesh, double t
         smoe_free(shard);
     }
     double a, b;
-    fit(xs, ts, n, &a, &b);
+    calib_fit(xs, ts, n, &a, &b);
     if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
         for (int i = 0; i < n; i++)
             fprintf(stderr, "reduce lag: %.0f bytes: %.1f us\n", xs[i], ts[i] * 1e6);
@@ -508,6 +512,11 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     if (nodes > 1 && (s = calib_gather(rt, &mesh, "fsdp", 0, &hw.dcn_latency, &hw.dcn_bandwidth,
                                        err)))
         return s;
+    int layer_dcn = 0; /* across hosts: a layer's gathers as training issues them */
+    if (nodes > 1 && (s = calib_layer_gathers(rt, plan, nodes, per_node, run_layer_work, &work,
+                                              &hw.dcn_latency, &hw.dcn_bandwidth, &layer_dcn,
+                                              err)))
+        return s;
     if (per_node == 1) { /* no fast interconnect: the network's figures */
         hw.ici_bandwidth = 2 * hw.dcn_bandwidth;
         hw.ici_latency = hw.dcn_latency;
@@ -529,15 +538,19 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     FILE *f = path ? fopen(path, "w") : stdout;
     if (!f)
         return smoe_err_in(err, SMOE_EIO, path, "cannot write the profile");
-    static const smoe_hw_note notes[] = {
+    smoe_hw_note notes[] = {
         { "peak_flops", "512-wide sgemm, FLOP/s per rank" },
         { "hbm_bytes", "RAM per rank" },
         { "hbm_bandwidth", "elementwise y += x, bytes/s per rank" },
         { "ici_bandwidth", "2 x all-gather bytes received per second, within a host" },
         { "ici_latency", "all-gather fixed cost / (ranks - 1), s, within a host" },
         { "devices_per_node", "ranks per host" },
-        { "dcn_bandwidth", "all-gather bytes received per second, one rank per host" },
-        { "dcn_latency", "all-gather fixed cost / (hosts - 1), s" },
+        { "dcn_bandwidth", layer_dcn ? "bytes from other hosts per second, a layer's gathers "
+                                       "started together as smoe train does"
+                                     : "all-gather bytes received per second, one rank per host" },
+        { "dcn_latency", layer_dcn ? "a layer's gathers started together as smoe train does: "
+                                     "fixed cost per cross-host step, s"
+                                   : "all-gather fixed cost / (hosts - 1), s" },
         { "collective_engines", "smoe's runtime: a gather queue, an exchange/reduction queue" },
         { "a2a_bandwidth", "all-to-all bytes sent to the others per second" },
         { "a2a_latency", "all-to-all fixed cost / (ranks - 1), s" },

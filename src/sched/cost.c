@@ -114,8 +114,17 @@ static double local_members(const cost *c, const smoe_axes *axes, int64_t *g)
  * time, the within-node steps and bytes are the cores' own work on cpu
  * profiles (a copy through shared memory); the network's latency and
  * bytes are not (the kernel's TCP stack and the link move them while the
- * rank computes): *c->net gets the second part. */
-static double coll(const cost *c, const smoe_axes *axes, double bytes, double bw_override)
+ * rank computes): *c->net gets the second part.
+ * A weight gather (`one_round`) on a cpu profile across nodes is not a
+ * ring: smoe's runtime issues MPI_Iallgather, which Open MPI's libnbc runs
+ * by default as its linear algorithm (ompi/mca/coll/libnbc/
+ * nbc_iallgather.c: every member sends its block to every other in one
+ * round), so the within-node blocks arrive while the cross-node ones are
+ * on the way and the gather's fixed cost is the cross-node one, which is
+ * what dcn_latency measures (smoe sim --calibrate: a layer's gathers as
+ * smoe train issues them, per cross-node step). */
+static double coll_at(const cost *c, const smoe_axes *axes, double bytes, double bw_override,
+                      int one_round)
 {
     int64_t g;
     double gl = local_members(c, axes, &g);
@@ -127,11 +136,18 @@ static double coll(const cost *c, const smoe_axes *axes, double bytes, double bw
     double t_far = bytes * far / (double)(g - 1) / c->dcn;
     double steps_local = strcmp(c->hw->kind, "tpu") == 0 ? 3 * (cbrt(gl) - 1) : gl - 1;
     double lat = steps_local * c->hw->ici_latency;
+    if (far > 0 && one_round && strcmp(c->hw->kind, "cpu") == 0)
+        lat = 0; /* the within-node blocks arrive during the cross-node round */
     if (far > 0)
         lat += ((double)g / gl - 1) * c->hw->dcn_latency;
     if (c->net && far > 0)
         *c->net += ((double)g / gl - 1) * c->hw->dcn_latency + fmax(0, t_far - t_local);
     return lat + fmax(t_local, t_far);
+}
+
+static double coll(const cost *c, const smoe_axes *axes, double bytes, double bw_override)
+{
+    return coll_at(c, axes, bytes, bw_override, 0);
 }
 
 /* Gather stages of one plan entry: one per gathered dim, the buffer
@@ -145,7 +161,7 @@ static double gather_time(const cost *c, const smoe_gather *g, const smoe_axes *
         if (!ax->n)
             continue;
         double grp = (double)smoe_axes_size(ax, c->mesh);
-        t += coll(c, ax, local * (grp - 1), 0);
+        t += coll_at(c, ax, local * (grp - 1), 0, 1);
         local *= grp;
     }
     return t;

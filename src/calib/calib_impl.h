@@ -1,0 +1,34 @@
+/* Internal to the calib module: the statistics its measurements share and
+ * the measurement of a layer's gathers across hosts (layer_gathers.c). */
+#ifndef SMOE_CALIB_IMPL_H
+#define SMOE_CALIB_IMPL_H
+
+#include "smoe/calib.h"
+
+/* The median of n values (n <= 32; reordered). */
+double calib_median(double *v, int n);
+/* t = a + b x over n <= 6 points, robustly (Theil-Sen); a >= 0, b > 0. */
+void calib_fit(const double *x, const double *t, int n, double *a, double *b);
+
+/* The cross-host figures of the cost model (dcn_latency per cross-host
+ * step, dcn_bandwidth: bytes from other hosts per second per rank)
+ * measured on the gathers smoe train issues: every gathered weight of one
+ * layer of each kind of plan's model, started together on the runtime's
+ * gather queue and waited for in order as the executor does at use, at the
+ * model's sizes and at 2x and 4x them, all ranks at once (the hosts' ranks
+ * share the link as in training), each after idle(ud) (a layer's
+ * compute). Each set's time over its cross-host steps is fitted against
+ * its bytes from other hosts per step (calib_fit): the cost model's
+ * one-round gather across hosts (sched/cost.c coll_at). Where the fit
+ * finds no slope (noise), *bw (on entry: the one-weight sweep's) is kept
+ * and *lat is the sets' median time per step beyond their bytes at *bw.
+ * Only when plan's mesh is the calibration's (fsdp = hosts, expert = ranks
+ * per host, every other axis 1): the gathers then run on the training's
+ * communicators; *used = 0 otherwise (the caller keeps the sweep's
+ * figures). Collective. */
+SMOE_MUST_CHECK
+smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
+                                void (*idle)(void *), void *ud, double *lat, double *bw,
+                                int *used, smoe_err *err);
+
+#endif

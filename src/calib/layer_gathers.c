@@ -1,0 +1,194 @@
+/* A layer's weight gathers across hosts, measured as smoe train issues
+ * them (calib_impl.h). A one-weight sweep (calibrate.c) times one gather
+ * at a time, back to back; training starts a layer's dozen gathers at
+ * once, up to the runtime's window of them in flight over the link, on
+ * communicators of 2 and 4 ranks, and waits for each in turn: what each
+ * costs there is what the simulator needs, so that is what is timed. */
+#include "calib_impl.h"
+
+#include "smoe/model.h"
+#include "smoe/sched.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_SET = 64, REPS = 15 };
+
+static const char *const k_stacks[2] = { "decoder/dense_layers/", "decoder/moe_layers/" };
+
+/* plan's mesh is (fsdp = nodes, expert = per_node) in that order, all else 1 */
+static int same_mesh(const smoe_mesh *m, int nodes, int per_node)
+{
+    int f = -1, e = -1;
+    for (int a = 0; a < m->n; a++) {
+        if (m->size[a] <= 1)
+            continue;
+        if (strcmp(m->name[a], "fsdp") == 0 && m->size[a] == nodes)
+            f = a;
+        else if (strcmp(m->name[a], "expert") == 0 && m->size[a] == per_node)
+            e = a;
+        else
+            return 0;
+    }
+    return f >= 0 && (per_node == 1 || (e > f));
+}
+
+/* A routed expert weight keeps its `expert` sharding (as smoe train's store). */
+static int is_routed(const char *rest)
+{
+    static const smoe_wslot r[3] = { SMOE_W_EXP_WI0, SMOE_W_EXP_WI1, SMOE_W_EXP_WO };
+    for (int i = 0; i < 3; i++)
+        if (strcmp(rest, smoe_wslot_path(r[i])) == 0)
+            return 1;
+    return 0;
+}
+
+typedef struct layer_set {
+    int n;
+    smoe_wgather *g[MAX_SET];
+    float *shard[MAX_SET], *buf[MAX_SET];
+    double far_bytes, far_steps; /* the cost model's terms (cost.c coll_at) */
+} layer_set;
+
+/* The cost model's terms of one gather at scale s: per gathered dim, the
+ * bytes received grow the buffer; members on other hosts send (g - gl) /
+ * (g - 1) of them, over g / gl - 1 cross-host steps (one round: the
+ * within-host blocks arrive meanwhile). */
+static void add_terms(layer_set *L, const smoe_gather *g, const smoe_mesh *m, int per_node,
+                      double s)
+{
+    double local = (double)g->bytes_in * s;
+    for (int d = 0; d < g->rank; d++) {
+        const smoe_axes *ax = &g->axes[d];
+        if (!ax->n)
+            continue;
+        double grp = (double)smoe_axes_size(ax, m);
+        double gl = smoe_axes_has(ax, "expert") ? per_node : 1;
+        if (!smoe_axes_has(ax, "fsdp"))
+            gl = grp;
+        double recv = local * (grp - 1);
+        if (grp > 1) {
+            L->far_bytes += recv * (grp - gl) / (grp - 1);
+            L->far_steps += grp / gl - 1;
+        }
+        local *= grp;
+    }
+}
+
+static smoe_status build_set(smoe_rt *rt, const smoe_plan *plan, int kind, int per_node,
+                             int64_t s, layer_set *L, smoe_err *err)
+{
+    memset(L, 0, sizeof *L);
+    size_t pl = strlen(k_stacks[kind]);
+    for (int i = 0; i < plan->n && L->n < MAX_SET; i++) {
+        const smoe_weight *pw = &plan->w[i];
+        if (pw->kind != SMOE_ENTRY_PARAM || !pw->path || strncmp(pw->path, k_stacks[kind], pl) ||
+            pw->gather.status == SMOE_GATHER_NOOP)
+            continue;
+        const smoe_gather *g = &pw->gather;
+        smoe_gather_exec x;
+        smoe_status st;
+        if ((st = smoe_gather_exec_of(g, is_routed(pw->path + pl), pw->path, &x, err)) ||
+            (st = smoe_gather_exec_set_wire(&x, g, &plan->mesh, g->wire, plan->int8_block,
+                                            pw->path, err)))
+            return st;
+        x.shape[x.rank - 1] *= s; /* the same gather, s times the bytes */
+        char name[96];
+        snprintf(name, sizeof name, "calibrate %s", pw->path + pl);
+        if ((st = smoe_rt_wgather_new(rt, &x, name, &L->g[L->n], err)))
+            return st;
+        smoe_wgather_info info;
+        smoe_rt_wgather_info(L->g[L->n], &info);
+        L->shard[L->n] = smoe_calloc((size_t)info.shard_numel, sizeof(float));
+        L->buf[L->n] = smoe_calloc((size_t)info.gathered_numel, sizeof(float));
+        if (!L->shard[L->n] || !L->buf[L->n])
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        add_terms(L, g, &plan->mesh, per_node, (double)s);
+        L->n++;
+    }
+    return SMOE_OK;
+}
+
+static void free_set(layer_set *L)
+{
+    for (int i = 0; i < L->n; i++) {
+        smoe_free(L->shard[i]);
+        smoe_free(L->buf[i]);
+    }
+}
+
+/* The set started together and waited for in order (smoe train at use),
+ * every rank starting after `idle` (a layer's compute, as training's
+ * gathers at use follow the previous layer's: the link is idle meanwhile)
+ * and a barrier; the slowest rank's mean over REPS. The mean, not the
+ * median: on a shared machine one set in a few takes several times the
+ * others (a rank descheduled), and a step's wait, whose median training
+ * reports, is the sum of a dozen such sets, near the sum of their means. */
+static double time_set(smoe_rt *rt, layer_set *L, void (*idle)(void *), void *ud)
+{
+    smoe_rt_ticket t[MAX_SET];
+    double w[REPS];
+    for (int r = -1; r < REPS; r++) { /* one unmeasured round first */
+        idle(ud);
+        smoe_rt_barrier(rt);
+        double t0 = smoe_now();
+        for (int i = 0; i < L->n; i++)
+            smoe_rt_wgather_start(rt, L->g[i], L->shard[i], L->buf[i], &t[i]);
+        for (int i = 0; i < L->n; i++)
+            smoe_rt_wgather_wait(rt, L->g[i], L->buf[i], &t[i], NULL, NULL);
+        if (r >= 0)
+            w[r] = smoe_now() - t0;
+    }
+    double m[1] = { 0 };
+    for (int r = 0; r < REPS; r++)
+        m[0] += w[r] / REPS;
+    smoe_rt_allreduce_max_f64(rt, m, 1);
+    return m[0];
+}
+
+smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
+                                void (*idle)(void *), void *ud, double *lat, double *bw,
+                                int *used, smoe_err *err)
+{
+    *used = 0;
+    if (nodes < 2 || *bw <= 0 || !same_mesh(&plan->mesh, nodes, per_node))
+        return SMOE_OK;
+    static const int64_t scale[3] = { 1, 2, 4 };
+    double xs[6], ys[6];
+    int n = 0;
+    for (int kind = 0; kind < 2; kind++)
+        for (int k = 0; k < 3; k++) {
+            layer_set L;
+            smoe_status s = build_set(rt, plan, kind, per_node, scale[k], &L, err);
+            if (s) {
+                free_set(&L);
+                return s;
+            }
+            if (L.far_steps > 0) {
+                double t = time_set(rt, &L, idle, ud);
+                xs[n] = L.far_bytes / L.far_steps;
+                ys[n++] = t / L.far_steps;
+                if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
+                    fprintf(stderr, "layer gathers %s x%lld: %d gathers, %.0f bytes from other "
+                            "hosts, %.0f cross-host steps: %.1f us\n", k_stacks[kind],
+                            (long long)scale[k], L.n, L.far_bytes, L.far_steps, t * 1e6);
+            }
+            free_set(&L);
+        }
+    if (n < 2)
+        return SMOE_OK;
+    double a, b;
+    calib_fit(xs, ys, n, &a, &b);
+    if (b <= 1e-12) { /* no slope through the noise: the sweep's bandwidth, the sets' rest */
+        for (int i = 0; i < n; i++)
+            ys[i] = fmax(0, ys[i] - xs[i] / *bw);
+        a = calib_median(ys, n);
+    } else {
+        *bw = 1.0 / b;
+    }
+    *lat = a;
+    *used = 1;
+    return SMOE_OK;
+}
