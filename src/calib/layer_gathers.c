@@ -50,6 +50,7 @@ typedef struct layer_set {
     smoe_wgather *g[MAX_SET];
     float *shard[MAX_SET], *buf[MAX_SET];
     double far_bytes, far_steps; /* the cost model's terms (cost.c coll_at) */
+    char what[64];
 } layer_set;
 
 /* The cost model's terms of one gather at scale s: per gathered dim, the
@@ -82,6 +83,7 @@ static smoe_status build_set(smoe_rt *rt, const smoe_plan *plan, int kind, int p
 {
     memset(L, 0, sizeof *L);
     size_t pl = strlen(k_stacks[kind]);
+    snprintf(L->what, sizeof L->what, "%s x%lld", k_stacks[kind], (long long)s);
     for (int i = 0; i < plan->n && L->n < MAX_SET; i++) {
         const smoe_weight *pw = &plan->w[i];
         if (pw->kind != SMOE_ENTRY_PARAM || !pw->path || strncmp(pw->path, k_stacks[kind], pl) ||
@@ -119,33 +121,21 @@ static void free_set(layer_set *L)
     }
 }
 
-/* The set started together and waited for in order (smoe train at use),
+/* One set started together and waited for in order (smoe train at use),
  * every rank starting after `idle` (a layer's compute, as training's
  * gathers at use follow the previous layer's: the link is idle meanwhile)
- * and a barrier; the slowest rank's mean over REPS. The mean, not the
- * median: on a shared machine one set in a few takes several times the
- * others (a rank descheduled), and a step's wait, whose median training
- * reports, is the sum of a dozen such sets, near the sum of their means. */
-static double time_set(smoe_rt *rt, layer_set *L, void (*idle)(void *), void *ud)
+ * and a barrier; this rank's seconds. */
+static double run_set(smoe_rt *rt, layer_set *L, void (*idle)(void *), void *ud)
 {
     smoe_rt_ticket t[MAX_SET];
-    double w[REPS];
-    for (int r = -1; r < REPS; r++) { /* one unmeasured round first */
-        idle(ud);
-        smoe_rt_barrier(rt);
-        double t0 = smoe_now();
-        for (int i = 0; i < L->n; i++)
-            smoe_rt_wgather_start(rt, L->g[i], L->shard[i], L->buf[i], &t[i]);
-        for (int i = 0; i < L->n; i++)
-            smoe_rt_wgather_wait(rt, L->g[i], L->buf[i], &t[i], NULL, NULL);
-        if (r >= 0)
-            w[r] = smoe_now() - t0;
-    }
-    double m[1] = { 0 };
-    for (int r = 0; r < REPS; r++)
-        m[0] += w[r] / REPS;
-    smoe_rt_allreduce_max_f64(rt, m, 1);
-    return m[0];
+    idle(ud);
+    smoe_rt_barrier(rt);
+    double t0 = smoe_now();
+    for (int i = 0; i < L->n; i++)
+        smoe_rt_wgather_start(rt, L->g[i], L->shard[i], L->buf[i], &t[i]);
+    for (int i = 0; i < L->n; i++)
+        smoe_rt_wgather_wait(rt, L->g[i], L->buf[i], &t[i], NULL, NULL);
+    return smoe_now() - t0;
 }
 
 smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
@@ -156,27 +146,47 @@ smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, i
     if (nodes < 2 || *bw <= 0 || !same_mesh(&plan->mesh, nodes, per_node))
         return SMOE_OK;
     static const int64_t scale[3] = { 1, 2, 4 };
+    layer_set set[6];
+    int nset = 0;
+    smoe_status s = SMOE_OK;
+    for (int kind = 0; kind < 2 && !s; kind++)
+        for (int k = 0; k < 3 && !s; k++) {
+            s = build_set(rt, plan, kind, per_node, scale[k], &set[nset], err);
+            if (s || set[nset].far_steps <= 0)
+                free_set(&set[nset]);
+            else
+                nset++;
+        }
+    /* the sets take turns rep by rep (one unmeasured round first), so a
+     * change of the shared machine's load falls on all of them; the
+     * slowest rank's mean. The mean, not the median: on a shared machine
+     * one set in a few takes several times the others (a rank
+     * descheduled), and a step's wait, whose median training reports, is
+     * the sum of a dozen such sets, near the sum of their means. */
+    double mean[6] = { 0 };
+    for (int r = -1; r < REPS && !s; r++)
+        for (int j = 0; j < nset; j++) {
+            double t = run_set(rt, &set[j], idle, ud);
+            if (r >= 0)
+                mean[j] += t / REPS;
+        }
+    if (!s && nset > 0)
+        smoe_rt_allreduce_max_f64(rt, mean, nset);
     double xs[6], ys[6];
     int n = 0;
-    for (int kind = 0; kind < 2; kind++)
-        for (int k = 0; k < 3; k++) {
-            layer_set L;
-            smoe_status s = build_set(rt, plan, kind, per_node, scale[k], &L, err);
-            if (s) {
-                free_set(&L);
-                return s;
-            }
-            if (L.far_steps > 0) {
-                double t = time_set(rt, &L, idle, ud);
-                xs[n] = L.far_bytes / L.far_steps;
-                ys[n++] = t / L.far_steps;
-                if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
-                    fprintf(stderr, "layer gathers %s x%lld: %d gathers, %.0f bytes from other "
-                            "hosts, %.0f cross-host steps: %.1f us\n", k_stacks[kind],
-                            (long long)scale[k], L.n, L.far_bytes, L.far_steps, t * 1e6);
-            }
-            free_set(&L);
+    for (int j = 0; j < nset; j++) {
+        if (!s) {
+            xs[n] = set[j].far_bytes / set[j].far_steps;
+            ys[n++] = mean[j] / set[j].far_steps;
+            if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
+                fprintf(stderr, "layer gathers %s: %d gathers, %.0f bytes from other hosts, %.0f "
+                        "cross-host steps: %.1f us\n", set[j].what, set[j].n, set[j].far_bytes,
+                        set[j].far_steps, mean[j] * 1e6);
         }
+        free_set(&set[j]);
+    }
+    if (s)
+        return s;
     if (n < 2)
         return SMOE_OK;
     double a, b;
