@@ -13,6 +13,7 @@
  * usage: mpirun -n N test_wire_plan CONFIG_DIR [KEY=VALUE ...] */
 #define _GNU_SOURCE
 #include "check.h"
+#include "wire_testlib.h"
 #include "smoe/comm.h"
 #include "smoe/config.h"
 #include "smoe/dtype.h"
@@ -26,27 +27,9 @@
 
 static const smoe_comm *cm;
 
-/* The global tensor through the wire by the naive twins (int8: blocks of
- * the flat tensor, which are blocks of its rows: the last dim divides
- * into them). */
-static void naive_wire(float *G, int64_t n, smoe_dtype t, int64_t block)
-{
-    if (t == SMOE_DT_BF16) {
-        uint16_t *h = malloc(sizeof *h * (size_t)n);
-        smoe_bf16_from_f32_ref(h, G, n);
-        smoe_bf16_to_f32_ref(G, h, n);
-        free(h);
-    } else if (t == SMOE_DT_INT8) {
-        void *r = malloc((size_t)smoe_dtype_bytes(t, block, n));
-        smoe_int8_quant_ref(r, G, n, block);
-        smoe_int8_dequant_ref(G, r, n, block);
-        free(r);
-    }
-}
-
 /* Master-weight-like values of (weight, layer, element): magnitudes over
- * three decades within a block, signs mixed, some bf16 ties and int8
- * half-steps (multiples of 2^-9 and of a block max / 254). */
+ * three decades within a block, signs mixed, and one in 7 an exact bf16
+ * tie (9 significant bits, the last one set). */
 static float value(int w, int64_t layer, int64_t i)
 {
     uint64_t h = (uint64_t)w * 0x9E3779B97F4A7C15u ^ (uint64_t)layer * 0xC2B2AE3D27D4EB4Fu ^
@@ -54,9 +37,11 @@ static float value(int w, int64_t layer, int64_t i)
     h ^= h >> 29;
     h *= 0xBF58476D1CE4E5B9u;
     h ^= h >> 32;
+    if (h % 7 == 0) {
+        double m = (double)(257 + 2 * (int64_t)(h / 7 % 127));
+        return (float)((h >> 40 & 1 ? -1.0 : 1.0) * ldexp(m, -10));
+    }
     double u = (double)(h >> 11) / 9007199254740992.0 - 0.5;
-    if (h % 7 == 0)
-        return (float)ldexp((double)(int64_t)(h % 512) - 256, -9); /* on bf16's grid and ties */
     return (float)(u * (h % 3 == 0 ? 1e-3 : h % 3 == 1 ? 0.1 : 1.0));
 }
 
