@@ -14,10 +14,18 @@
 
 int rt_queue_of(const smoe_rt *rt, int q)
 {
-    /* the shared mode merges gathers into the all-to-all/reduction queue;
-     * residual gathers keep their own queue (they model XLA's gathers on
-     * the compute stream) */
-    return rt->shared_queue && q == RT_Q_GATHER ? RT_Q_COMM : q;
+    /* the shared mode merges gathers and all-to-alls into the reduction
+     * queue; residual gathers keep their own queue (they model XLA's
+     * gathers on the compute stream) */
+    return rt->shared_queue && (q == RT_Q_GATHER || q == RT_Q_A2A) ? RT_Q_COMM : q;
+}
+
+static int queues_busy(const smoe_rt *rt)
+{
+    for (int q = 0; q < RT_QUEUES; q++)
+        if (rt->q[q].head)
+            return 1;
+    return 0;
 }
 
 rt_op *rt_op_new(smoe_rt *rt)
@@ -181,7 +189,7 @@ smoe_status smoe_rt_drain(smoe_rt *rt, smoe_err *err)
     for (;;) {
         pthread_mutex_lock(&rt->lock);
         rt_progress_locked(rt);
-        int busy = rt->q[0].head || rt->q[1].head || rt->q[2].head;
+        int busy = queues_busy(rt);
         pthread_mutex_unlock(&rt->lock);
         if (!busy)
             return SMOE_OK;
@@ -195,7 +203,7 @@ void *rt_progress_main(void *arg)
     struct timespec ts = { 0, 50 * 1000 };
     while (!rt->stop_thread) {
         pthread_mutex_lock(&rt->lock);
-        int busy = rt->q[0].head || rt->q[1].head || rt->q[2].head;
+        int busy = queues_busy(rt);
         if (busy)
             rt_progress_locked(rt);
         pthread_mutex_unlock(&rt->lock);

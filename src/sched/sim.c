@@ -65,6 +65,7 @@ typedef struct sim {
     int *at;                 /* (2L + 2) entries of issue point p start at at[p + 1] */
     int pool;                /* cpu profiles: smoe's executor runs the schedule */
     sim_pool P;              /* its buffers (pool.c) */
+    int gb;                  /* the backward unit's gradient buffer in P, -1: none */
     double lag;              /* the reductions' root behind the others (cpu) */
 } sim;
 
@@ -428,8 +429,9 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
             if (u + 1 < 2 * m->L && mx_point(m, u + 1) == MX_WITH_FENCED)
                 issue_unit(x, u + 1, ready);
         }
-    } else if (x->pool) { /* smoe's executor: the unit's point reached */
+    } else if (x->pool) { /* smoe's executor: the unit's own entries */
         x->P.reached = u;
+        x->P.hold = x->s->shared_engine ? -1 : u; /* (train's prefetch.c, try_issue) */
         sim_pool_issue(&x->P, ready, pool_start, x);
     } else { /* what was not prefetched (XLA's scan: the routed experts'
               * weights later, at the MoE block's entry) */
@@ -446,6 +448,17 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
             x->r.residual_s += t1 - t0;
             x->r.exposed_gather_s += t1 - t0;
         }
+    }
+    if (x->pool) { /* a backward layer's gradient buffer, then the prefetches */
+        x->gb = -1;
+        if (u >= m->L) {
+            double t0 = x->comp, t1 = sim_pool_grad(&x->P, t0, &x->gb);
+            if (t1 > t0)
+                span(x, LANE_WAIT, "wait gradient buffer", t0, t1);
+            x->comp = fmax(x->comp, t1);
+        }
+        x->P.hold = -1;
+        sim_pool_issue(&x->P, x->comp, pool_start, x);
     }
     return x->comp;
 }
@@ -517,16 +530,10 @@ static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const
 static void run_unit(sim *x, int u)
 {
     const smoe_sim_model *m = x->m;
-    int l = unit_layer(m, u), bwd = u >= m->L, gb = -1;
+    int l = unit_layer(m, u), bwd = u >= m->L;
     const sim_kind *k = &m->k[m->kind_of[l]];
     double start = unit_gathers(x, u, k);
     issue_ahead(x, u, start);
-    if (x->pool && bwd) { /* the compute waits for a gradient buffer */
-        double t1 = sim_pool_grad(&x->P, start, &gb);
-        if (t1 > start)
-            span(x, LANE_WAIT, "wait gradient buffer", start, t1);
-        start = x->comp = fmax(x->comp, t1);
-    }
     x->t_exp_grad = INFINITY;
     int full = x->mx; /* MaxText's path rematerialises fully */
     double c[3] = { !bwd ? k->fwd_pre : full ? k->bwd_full_pre : k->bwd_pre,
@@ -566,7 +573,7 @@ static void run_unit(sim *x, int u)
     if (bwd)
         rs_end = reduce(x, k, start, t);
     if (x->pool) { /* buffers freed; entries waiting for one go */
-        sim_pool_grad_done(&x->P, gb, t);
+        sim_pool_grad_done(&x->P, x->gb, t);
         sim_pool_release(&x->P, u, rs_end);
         sim_pool_issue(&x->P, t, pool_start, x);
     }

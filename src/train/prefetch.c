@@ -20,7 +20,15 @@
  *   entry goes anyway, counted as an overrun (never seen in the tests).
  *   Backward: the layer's gradients get their own buffer (taken under the
  *   same budget), are copied or packed into the weight slot, and reduced
- *   from there; the slot frees when the reductions complete. Gathered bytes
+ *   from there; the slot frees when the reductions complete.
+ *   A unit's point counts as reached for later units' entries once its
+ *   compute can start: its own gathers complete and, in the backward, its
+ *   gradient buffer taken. Until then only its own entries start, so a
+ *   prefetch neither shares the link with the gathers the compute waits for
+ *   nor takes the slot its gradients need (which would leave the compute
+ *   waiting for the previous layer's reductions, themselves slowed by that
+ *   prefetch on the link; the simulator's pool.c runs the same rule).
+ *   Gathered bytes
  *   are counted per weight issued, so the pool's peak is what was in use.
  *   Single-threaded: called from the step loop and its progress hook. */
 #include "train_impl.h"
@@ -59,6 +67,10 @@ struct tr_prefetch {
     unsigned char *done;                   /* (ne) issued */
     int ne, cap, next, reached, cur;
     int legacy;
+    int acq_unit;                          /* the unit in tr_pf_acquire, -1 when none */
+    int hold;                              /* 1: later units' entries wait for its start
+                                            * (not with a shared queue, see try_issue) */
+    int grad_slot;                         /* the backward unit's gradient buffer, -1: none */
     int64_t budget;                        /* gathered bytes allowed, 0 = none */
     int64_t big;                           /* the largest unit's bytes */
     tr_pf_stats stats;
@@ -151,8 +163,8 @@ static int fits(const tr_prefetch *P, int i)
         for (int k = P->next; k < P->ne; k++)
             if (!P->done[k] && k != i && P->e[k].unit < e->unit)
                 need += P->e[k].bytes;
-        if (e->unit >= P->L)
-            need += P->big;
+        if (e->unit >= P->L) /* the next gradient buffer; the one held frees first */
+            need += P->big - (P->grad_slot >= 0 ? P->slots[P->grad_slot].bytes : 0);
     }
     return need <= P->budget;
 }
@@ -184,16 +196,38 @@ static int try_one(tr_prefetch *P, int i, int force)
     return 1;
 }
 
-/* Issue, in order, the entries whose point has been reached. */
-static void try_issue(tr_prefetch *P)
+/* Issue, in order, the entries whose point has been reached and whose
+ * unit is at most `upto`. */
+static void try_issue_upto(tr_prefetch *P, int upto)
 {
     while (P->next < P->ne) {
         if (!P->done[P->next]) {
-            if (P->e[P->next].issue > P->reached || !try_one(P, P->next, 0))
+            const pf_entry *e = &P->e[P->next];
+            if (e->issue > P->reached || e->unit > upto || !try_one(P, P->next, 0))
                 return;
         }
         P->next++;
     }
+}
+
+/* Issue, in order, the entries whose point has been reached; while unit
+ * acq_unit waits for its gathers (and, in the backward, its gradient
+ * buffer), only its own entries (and what the list puts before them).
+ * With a shared queue the gathers queue behind and before the expert
+ * all-to-alls, which run alone, so every rank must issue them at the same
+ * points of its own work: there a prefetch goes at its point, before the
+ * unit's wait (where a slot is free whatever the timing), never later from
+ * the progress hook when a reduction happens to complete. */
+static void try_issue(tr_prefetch *P)
+{
+    int u = P->acq_unit;
+    if (u < 0 || !P->hold) {
+        try_issue_upto(P, P->nunits);
+        return;
+    }
+    try_issue_upto(P, u);
+    if (P->left[u] > 0) /* its own gathers listed behind a later unit's */
+        try_issue_upto(P, P->nunits);
 }
 
 void tr_pf_progress(tr_prefetch *P)
@@ -254,6 +288,7 @@ void tr_pf_begin(tr_prefetch *P)
     P->stats.peak_bytes = P->stats.peak_fwd = P->stats.peak_bwd = P->stats.cur_bytes;
     P->stats.overruns = 0;
     P->stats.at_use = 0;
+    P->stats.grad_wait_s = 0;
     memset(P->done, 0, (size_t)P->ne);
     for (int u = 0; u < P->nunits; u++)
         P->left[u] = 0;
@@ -262,14 +297,45 @@ void tr_pf_begin(tr_prefetch *P)
     P->next = 0;
     P->reached = -1;
     P->cur = 0;
+    P->acq_unit = -1;
+    P->grad_slot = -1;
     try_issue(P);
 }
 
+/* Take a gradient buffer for backward unit u (zeroed): a free slot, under
+ * the budget while reductions in flight can free memory. */
+static void take_grad(tr_prefetch *P, int u)
+{
+    int64_t bytes = P->st->unit_floats[unit_kind(P, u)] * (int64_t)sizeof(float);
+    smoe_comm_wait gw = smoe_comm_wait_begin("a gradient buffer (reductions in flight)");
+    double t0 = smoe_now();
+    int gi;
+    while ((gi = free_slot(P)) < 0 ||
+           (P->budget && P->stats.cur_bytes + bytes > P->budget && reductions_pending(P))) {
+        smoe_comm_wait_step(P->cm, &gw);
+        poll_slots(P);
+    }
+    P->stats.grad_wait_s += smoe_now() - t0;
+    P->stats.overruns += P->budget && P->stats.cur_bytes + bytes > P->budget;
+    pf_slot *g = slot_take(P, gi, -1);
+    g->bytes = bytes;
+    note(P, bytes);
+    memset(g->buf, 0, (size_t)bytes);
+    P->grad_slot = gi;
+}
+
+/* Unit u's gathers: its own entries start (in list order), then the wait
+ * for them; a backward unit then takes its gradient buffer; only then do
+ * the prefetches of later units whose point u is start, so that they
+ * neither share the link with the gathers u waits for nor take the slot
+ * its gradients need. */
 float *tr_pf_acquire(tr_prefetch *P, int u)
 {
     P->cur = u;
     if (P->reached < u)
         P->reached = u;
+    P->acq_unit = u;
+    P->grad_slot = -1;
     smoe_comm_wait sw = smoe_comm_wait_begin("a free gathered-layer buffer or memory");
     P->stats.at_use += P->left[u];
     try_issue(P);
@@ -289,6 +355,9 @@ float *tr_pf_acquire(tr_prefetch *P, int u)
         tr_weight *w = weight(P, k, j);
         smoe_comm_gather_wait(P->cm, wg_of(P, w), s->buf + w->unit_off, &s->tickets[j], NULL);
     }
+    if (u >= P->L)
+        take_grad(P, u);
+    P->acq_unit = -1;
     try_issue(P);
     return s->buf;
 }
@@ -302,22 +371,9 @@ void tr_pf_release(tr_prefetch *P, int u)
 
 float *tr_pf_grad_buffer(tr_prefetch *P, int u, int *gslot)
 {
-    int64_t bytes = P->st->unit_floats[unit_kind(P, u)] * (int64_t)sizeof(float);
-    smoe_comm_wait gw = smoe_comm_wait_begin("a gradient buffer (reductions in flight)");
-    int gi;
-    while ((gi = free_slot(P)) < 0 ||
-           (P->budget && P->stats.cur_bytes + bytes > P->budget && reductions_pending(P))) {
-        smoe_comm_wait_step(P->cm, &gw);
-        poll_slots(P);
-    }
-    P->stats.overruns += P->budget && P->stats.cur_bytes + bytes > P->budget;
-    pf_slot *g = slot_take(P, gi, -1);
-    g->bytes = bytes;
-    note(P, bytes);
-    *gslot = gi;
-    memset(g->buf, 0, (size_t)bytes);
-    try_issue(P);
-    return g->buf;
+    SMOE_ASSERT(u >= P->L && P->grad_slot >= 0 && P->cur == u);
+    *gslot = P->grad_slot;
+    return P->slots[P->grad_slot].buf;
 }
 
 void tr_pf_reduce(tr_prefetch *P, int u, int gslot)
@@ -343,6 +399,7 @@ void tr_pf_reduce(tr_prefetch *P, int u, int gslot)
     ws->rs_pending = 1;
     P->unit_slot[u] = -1;
     slot_release(P, gs);
+    P->grad_slot = -1;
     tr_pf_progress(P);
 }
 
@@ -394,6 +451,10 @@ smoe_status tr_pf_new(const smoe_comm *cm, tr_store *st, int L, int n_dense, int
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     for (int u = 0; u < P->nunits; u++)
         P->unit_slot[u] = -1;
+    P->acq_unit = P->grad_slot = -1;
+    int64_t set[SMOE_COMM_NSETTINGS];
+    smoe_comm_settings(cm, set);
+    P->hold = !set[0];
     for (int i = 0; i < P->nslots; i++) {
         P->slots[i].unit = -1;
         P->slots[i].buf = smoe_malloc(sizeof(float) * (size_t)(P->slot_floats ? P->slot_floats : 1));
