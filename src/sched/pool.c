@@ -4,9 +4,9 @@
  * of a pool of (the schedule's max distance + 2) layer buffers. A buffer
  * is held from a unit's first gather to the end of its forward compute, or
  * in the backward to the end of its reductions; the backward's gradient
- * buffer takes one for the layer's compute. Until a unit's compute can
- * start (its gathers done and, in the backward, its gradient buffer
- * taken) only its own entries start. Release times are the
+ * buffer takes one for the layer's compute, before the entries of later
+ * units (once its own have started: at once if a buffer is free, else
+ * after its gathers' wait). Release times are the
  * simulator's: an entry waits for a buffer that frees at a known time, and
  * stops the list at one whose release is not known yet (a unit still to
  * run). */
@@ -83,6 +83,13 @@ void sim_pool_issue(sim_pool *p, double t, sim_pool_start start, void *ud)
         p->last = at;
         p->next++;
     }
+}
+
+int sim_pool_free_at(const sim_pool *p, double t)
+{
+    double when;
+    first(p, &when);
+    return when <= t;
 }
 
 void sim_pool_release(sim_pool *p, int u, double t)

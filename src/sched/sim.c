@@ -429,10 +429,20 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
             if (u + 1 < 2 * m->L && mx_point(m, u + 1) == MX_WITH_FENCED)
                 issue_unit(x, u + 1, ready);
         }
-    } else if (x->pool) { /* smoe's executor: the unit's own entries */
+    } else if (x->pool) { /* smoe's executor: the unit's point reached */
         x->P.reached = u;
-        x->P.hold = x->s->shared_engine ? -1 : u; /* (train's prefetch.c, try_issue) */
+        x->gb = -1;
+        /* a backward unit's gradient buffer before later units' entries,
+         * but after its own (train's prefetch.c, try_issue) */
+        int hold = u >= m->L && !x->s->shared_engine;
+        x->P.hold = hold ? u : -1;
         sim_pool_issue(&x->P, ready, pool_start, x);
+        double a0 = fmax(ready, x->P.last);
+        if (hold && sim_pool_free_at(&x->P, a0)) {
+            sim_pool_grad(&x->P, a0, &x->gb);
+            x->P.hold = -1;
+            sim_pool_issue(&x->P, a0, pool_start, x);
+        }
     } else { /* what was not prefetched (XLA's scan: the routed experts'
               * weights later, at the MoE block's entry) */
         issue_point(x, u, 0, x->xla ? 1 : 3, ready);
@@ -449,14 +459,11 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
             x->r.exposed_gather_s += t1 - t0;
         }
     }
-    if (x->pool) { /* a backward layer's gradient buffer, then the prefetches */
-        x->gb = -1;
-        if (u >= m->L) {
-            double t0 = x->comp, t1 = sim_pool_grad(&x->P, t0, &x->gb);
-            if (t1 > t0)
-                span(x, LANE_WAIT, "wait gradient buffer", t0, t1);
-            x->comp = fmax(x->comp, t1);
-        }
+    if (x->pool && u >= m->L && x->gb < 0) { /* the compute waits for a gradient buffer */
+        double t0 = x->comp, t1 = sim_pool_grad(&x->P, t0, &x->gb);
+        if (t1 > t0)
+            span(x, LANE_WAIT, "wait gradient buffer", t0, t1);
+        x->comp = fmax(x->comp, t1);
         x->P.hold = -1;
         sim_pool_issue(&x->P, x->comp, pool_start, x);
     }
