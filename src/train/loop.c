@@ -194,17 +194,24 @@ static void refresh_budget(tr_state *S)
     tr_pf_set_budget(S->pf, pool);
 }
 
-/* The step's start: top-level gathers, the schedule's first gathers, the
- * embedding. */
+static void start_top(tr_state *S, int k)
+{
+    tr_weight *w = &S->st->w[S->top_idx[k]];
+    smoe_comm_gather_start(S->cm, wg_of(S, w), tr_shard_of(S->st, w, 0), top(S, S->top_w, k),
+                           &S->top_tickets[k]);
+}
+
+/* The step's start: the embedding's gather, the schedule's first gathers,
+ * then the head's (final norm, logits: used last, so queued behind the
+ * first layer's, which the compute needs first), the embedding. */
 static void step_begin(tr_state *S, int64_t step)
 {
     smoe_comm_set_phase(S->cm, "step %lld: forward, embedding", (long long)step + 1);
-    for (int k = 0; k < SMOE_T_NSLOTS; k++) {
-        tr_weight *w = &S->st->w[S->top_idx[k]];
-        smoe_comm_gather_start(S->cm, wg_of(S, w), tr_shard_of(S->st, w, 0), top(S, S->top_w, k),
-                               &S->top_tickets[k]);
-    }
+    start_top(S, SMOE_T_EMBED);
     tr_pf_begin(S->pf);
+    for (int k = 0; k < SMOE_T_NSLOTS; k++)
+        if (k != SMOE_T_EMBED)
+            start_top(S, k);
     wait_top(S, SMOE_T_EMBED);
     double tm = smoe_now();
     smoe_model_embed_fwd(S->model, top(S, S->top_w, SMOE_T_EMBED), S->tokens, S->x);
