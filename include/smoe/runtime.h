@@ -24,16 +24,14 @@
  * DESIGN (queues and progress)
  *   Every collective is an op on a queue. A queue runs its ops one at a time
  *   in FIFO order (the next starts when the previous completes), like one
- *   collective engine. With dedicated queues (the default) FSDP gathers,
- *   gradient reductions and the expert all-to-all each have their own
- *   queue, so a prefetched gather never waits behind an all-to-all, and an
- *   all-to-all (which the compute waits for, within a host) never waits
- *   behind a layer's reductions (which may cross a slow link); with a shared
- *   queue (smoe_rt_opts.shared_queue) everything goes through one queue,
- *   reproducing "no dedicated core". Nonblocking MPI collectives
+ *   collective engine. With dedicated queues (the default) FSDP gathers have
+ *   their own queue and the expert all-to-all and gradient reductions share
+ *   the other, so a prefetched gather never waits behind an all-to-all; with
+ *   a shared queue (smoe_rt_opts.shared_queue) everything goes through one
+ *   queue, reproducing "no dedicated core". Nonblocking MPI collectives
  *   only move when MPI is entered, so smoe_rt_progress() must be called
  *   often: the model calls it between kernels, and an optional progress
- *   thread (progress_thread = 1) calls it in a loop that yields the CPU
+ *   thread (progress_thread = 1) calls it once a millisecond, sleeping
  *   between polls. All ranks enqueue the same ops in the same order, so the
  *   per-communicator order MPI requires holds.
  *   Thread-safety: one application thread drives the runtime; the optional
@@ -56,7 +54,7 @@ typedef struct smoe_rt smoe_rt;
 
 typedef struct smoe_rt_opts {
     int shared_queue;     /* 1: gathers share the all-to-all/reduction queue */
-    int progress_thread;  /* 1: a yielding progress thread */
+    int progress_thread;  /* 1: a progress thread polling once a millisecond */
 } smoe_rt_opts;
 
 /* MPI_Init_thread (asks for MPI_THREAD_MULTIPLE), errors returned (not

@@ -497,7 +497,7 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     hw.optimizer_rate = (double)opt.n / t_opt;
     hw.ici_links = 1;
     hw.devices_per_node = per_node;
-    hw.collective_engines = 3;
+    hw.collective_engines = 2;
     hw.collectives_use_compute = 1;
     hw.compute_bytes = 4;
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
@@ -538,7 +538,7 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
         { "devices_per_node", "ranks per host" },
         { "dcn_bandwidth", "all-gather bytes received per second, one rank per host" },
         { "dcn_latency", "all-gather fixed cost / (hosts - 1), s" },
-        { "collective_engines", "smoe's runtime: a gather, a reduction and an exchange queue" },
+        { "collective_engines", "smoe's runtime: a gather queue, an exchange/reduction queue" },
         { "a2a_bandwidth", "all-to-all bytes sent to the others per second" },
         { "a2a_latency", "all-to-all fixed cost / (ranks - 1), s" },
         { "op_overhead", "one tiny kernel call, s" },

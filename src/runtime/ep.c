@@ -1,9 +1,8 @@
 /* The expert-parallel communication of the model over MPI: the ranks that
  * differ only in their `expert` coordinate exchange routing counts and
- * token rows with all-to-alls queued on their own queue (so the compute
- * that waits for them never waits behind a gradient reduction across a
- * slow link; with a shared queue, behind the reductions and gathers), while
- * the other queues keep progressing. */
+ * token rows with all-to-alls queued on the communication queue (behind the
+ * gradient reductions, and, with a shared queue, behind the gathers too),
+ * while the other queues keep progressing. */
 #include "rt_impl.h"
 
 #include <limits.h>
@@ -33,7 +32,7 @@ static smoe_status exchange_counts(void *ctx, const int64_t *send, int64_t *recv
     op->exclusive = 1;
     op->lane = SMOE_LANE_COMM;
     op->flag = &flag;
-    rt_enqueue(e->rt, RT_Q_A2A, op);
+    rt_enqueue(e->rt, RT_Q_COMM, op);
     wait_flag(e->rt, &flag);
     e->rt->stats.a2a_s += smoe_now() - t0;
     return SMOE_OK;
@@ -71,7 +70,7 @@ static smoe_status alltoallv(void *ctx, const float *send, const int64_t *send_r
     op->lane = SMOE_LANE_COMM;
     op->bytes = ro * 4;
     op->flag = &flag;
-    rt_enqueue(e->rt, RT_Q_A2A, op);
+    rt_enqueue(e->rt, RT_Q_COMM, op);
     wait_flag(e->rt, &flag);
     e->rt->stats.a2a_s += smoe_now() - t0;
     return SMOE_OK;
@@ -96,7 +95,7 @@ smoe_ep_comm smoe_rt_ep_comm(smoe_rt *rt)
             ep->self.comm = MPI_COMM_SELF;
             ep->self.size = 1;
             ep->comm = &ep->self;
-        } else if (rt_comm_get(rt, &ax, RT_Q_A2A, &ep->comm, &err)) {
+        } else if (rt_comm_get(rt, &ax, RT_Q_COMM, &ep->comm, &err)) {
             smoe_rt_abort(rt, SMOE_EXIT_COMM, err.msg);
         }
         int n = ep->comm->size;

@@ -8,12 +8,10 @@
 #include "smoe/runtime.h"
 
 #define RT_MAX_COMMS 64
-#define RT_QUEUES 4
-/* the gather queue, the reduction queue, the queue of the un-prefetched
- * residual gathers (issued at use and waited at once) and the expert
- * all-to-all's (with a shared queue, gathers and all-to-alls go on the
- * reduction queue) */
-enum { RT_Q_GATHER = 0, RT_Q_COMM = 1, RT_Q_RESIDUAL = 2, RT_Q_A2A = 3 };
+#define RT_QUEUES 3
+/* the gather queue, the all-to-all/reduction queue, and the queue of the
+ * un-prefetched residual gathers (issued at use and waited at once) */
+enum { RT_Q_GATHER = 0, RT_Q_COMM = 1, RT_Q_RESIDUAL = 2 };
 
 /* A communicator over an ordered tuple of mesh axes: ranks are numbered by
  * the mixed radix of their coordinates over the tuple, first axis most
