@@ -63,24 +63,53 @@ static int64_t key_cols(int64_t nc, int64_t s)
     return min64(s, (nc + 7) / 8 * 8 + 8);
 }
 
-/* Causal softmax of row i of a head's score block (length s): entries
- * j <= i are normalised, entries j > i are zeroed. */
-static void causal_softmax_row(float *r, int64_t i, int64_t s)
+/* Causal softmax of the nr <= 4 rows i0 .. i0+nr-1 of a head's score
+ * block (row r at b + r*s, length s): entries j <= i are normalised,
+ * entries j > i are zeroed. Each row's max and double sum are the chains
+ * of one row alone, in j order; the rows' chains are interleaved only so
+ * that they do not wait on each other. */
+static void causal_softmax_rows(float *b, int64_t i0, int64_t nr, int64_t s)
 {
-    float mx = r[0];
-    for (int64_t j = 1; j <= i; j++)
-        mx = r[j] > mx ? r[j] : mx;
-    for (int64_t j = 0; j <= i; j++)
-        r[j] -= mx;
-    smoe_expf_n(r, r, i + 1);
-    double sum = 0.0;
-    for (int64_t j = 0; j <= i; j++)
-        sum += (double)r[j];
-    float inv = (float)(1.0 / sum);
-    for (int64_t j = 0; j <= i; j++)
-        r[j] *= inv;
-    if (i + 1 < s)
-        memset(r + i + 1, 0, (size_t)(s - i - 1) * sizeof *r);
+    float mx[4];
+    double sum[4];
+    for (int64_t r = 0; r < nr; r++)
+        mx[r] = b[r * s];
+    int64_t j = 1;
+    if (nr == 4)
+        for (float *r0 = b, *r1 = b + s, *r2 = b + 2 * s, *r3 = b + 3 * s; j <= i0; j++) {
+            mx[0] = r0[j] > mx[0] ? r0[j] : mx[0];
+            mx[1] = r1[j] > mx[1] ? r1[j] : mx[1];
+            mx[2] = r2[j] > mx[2] ? r2[j] : mx[2];
+            mx[3] = r3[j] > mx[3] ? r3[j] : mx[3];
+        }
+    for (int64_t r = 0; r < nr; r++) {
+        float *row = b + r * s;
+        for (int64_t jr = j; jr <= i0 + r; jr++)
+            mx[r] = row[jr] > mx[r] ? row[jr] : mx[r];
+        for (int64_t jr = 0; jr <= i0 + r; jr++)
+            row[jr] -= mx[r];
+        smoe_expf_n(row, row, i0 + r + 1);
+        sum[r] = 0.0;
+    }
+    j = 0;
+    if (nr == 4)
+        for (float *r0 = b, *r1 = b + s, *r2 = b + 2 * s, *r3 = b + 3 * s; j <= i0; j++) {
+            sum[0] += (double)r0[j];
+            sum[1] += (double)r1[j];
+            sum[2] += (double)r2[j];
+            sum[3] += (double)r3[j];
+        }
+    for (int64_t r = 0; r < nr; r++) {
+        float *row = b + r * s;
+        const int64_t i = i0 + r;
+        for (int64_t jr = j; jr <= i; jr++)
+            sum[r] += (double)row[jr];
+        float inv = (float)(1.0 / sum[r]);
+        for (int64_t jr = 0; jr <= i; jr++)
+            row[jr] *= inv;
+        if (i + 1 < s)
+            memset(row + i + 1, 0, (size_t)(s - i - 1) * sizeof *row);
+    }
 }
 
 /* o (s,h,dv) contiguous, overwritten; p (h,s,s) overwritten with the
@@ -107,8 +136,8 @@ void smoe_attention(float *o, float *p, const float *q, const float *k,
             /* S_blk (nb,nk) = scale * Q[i0..] (nb,dk) @ K[0..nk)^T */
             smoe_gemm(0, 1, nb, nk, dk, scale, q + i0 * qs + hh * dk, qs,
                       k + hh * dk, ks, 0.0f, pb, s);
-            for (int64_t r = 0; r < nb; r++)
-                causal_softmax_row(pb + r * s, i0 + r, s);
+            for (int64_t r = 0; r < nb; r += 4)
+                causal_softmax_rows(pb + r * s, i0 + r, min64(4, nb - r), s);
             /* O[i0..] (nb,dv) = P_blk (nb,nk) @ V[0..nk) (nk,dv) */
             smoe_gemm(0, 0, nb, dv, nk, 1.0f, pb, s, v + hh * dv, vs, 0.0f,
                       o + i0 * os + hh * dv, os);
@@ -116,20 +145,35 @@ void smoe_attention(float *o, float *p, const float *q, const float *k,
     }
 }
 
-/* One row i of dS * scale from dP (in place, length nc > i) and the
- * probabilities pr: dS_ij = P_ij (dP_ij - sum_l P_il dP_il) for j <= i,
- * 0 for i < j < nc (masked positions carry no gradient). */
-static void ds_row(float *d, const float *pr, int64_t i, int64_t nc,
-                   float scale)
+/* Rows i0 .. i0+nr-1 (nr <= 4, row r at d + r*nc) of dS * scale from dP
+ * (in place, length nc > i) and the probabilities (row r at pr + r*s):
+ * dS_ij = P_ij (dP_ij - sum_l P_il dP_il) for j <= i, 0 for i < j < nc
+ * (masked positions carry no gradient). Each row's double sum is one
+ * row's chain in j order; the rows' chains run interleaved. */
+static void ds_rows(float *d, const float *pr, int64_t i0, int64_t nr, int64_t nc,
+                    int64_t s, float scale)
 {
-    double dsum = 0.0;
-    for (int64_t j = 0; j <= i; j++)
-        dsum += (double)pr[j] * (double)d[j];
-    const float df = (float)dsum;
-    for (int64_t j = 0; j <= i; j++)
-        d[j] = pr[j] * (d[j] - df) * scale;
-    for (int64_t j = i + 1; j < nc; j++)
-        d[j] = 0.0f;
+    double dsum[4] = {0.0, 0.0, 0.0, 0.0};
+    int64_t j = 0;
+    if (nr == 4)
+        for (; j <= i0; j++) {
+            dsum[0] += (double)pr[j] * (double)d[j];
+            dsum[1] += (double)pr[s + j] * (double)d[nc + j];
+            dsum[2] += (double)pr[2 * s + j] * (double)d[2 * nc + j];
+            dsum[3] += (double)pr[3 * s + j] * (double)d[3 * nc + j];
+        }
+    for (int64_t r = 0; r < nr; r++) {
+        const int64_t i = i0 + r;
+        const float *p = pr + r * s;
+        float *dr = d + r * nc;
+        for (int64_t jr = j; jr <= i; jr++)
+            dsum[r] += (double)p[jr] * (double)dr[jr];
+        const float df = (float)dsum[r];
+        for (int64_t jr = 0; jr <= i; jr++)
+            dr[jr] = p[jr] * (dr[jr] - df) * scale;
+        for (int64_t jr = i + 1; jr < nc; jr++)
+            dr[jr] = 0.0f;
+    }
 }
 
 /* Accumulates: dq, dk, dv (layouts and strides of q, k, v) += gradients of
@@ -175,8 +219,9 @@ void smoe_attention_bwd(float *dq, float *dk, float *dv, const float *dout,
             /* dP (nb,nc) = dO[i0..] (nb,dv) @ V[0..nc)^T */
             smoe_gemm(0, 1, nb, nc, dv_, 1.0f, doh + i0 * os, os, vh, vs,
                       0.0f, ds, nc);
-            for (int64_t r = 0; r < nb; r++)
-                ds_row(ds + r * nc, ph + (i0 + r) * s, i0 + r, nc, scale);
+            for (int64_t r = 0; r < nb; r += 4)
+                ds_rows(ds + r * nc, ph + (i0 + r) * s, i0 + r, min64(4, nb - r), nc, s,
+                        scale);
             /* dQ[i0..] (nb,dk) += dS (nb,nc) @ K[0..nc) (nc,dk) */
             if (dq)
                 smoe_gemm(0, 0, nb, dk_, nc, 1.0f, ds, nc, kh, ks, 1.0f,
