@@ -17,7 +17,7 @@
  * path: overflow, underflow, infinities) go to expf itself, eight at a
  * time, and so does every element on a CPU without AVX2 and FMA (where
  * glibc uses its non-FMA build) and everywhere outside glibc on x86-64.
- * The constants below are those of exp2f_data.c; test_kernels compares
+ * The constants below are those of exp2f_data.c; test_vexp compares
  * smoe_expf_n with expf over a sweep of all 2^32 bit patterns.
  *
  * The sigmoid is act.c's: e = exp(-|a|), s = (a >= 0 ? 1 : e) / (1 + e),
