@@ -176,6 +176,10 @@ static void attn_vs_naive(int64_t s, int64_t h, int64_t dk, int64_t dv)
         smoe_free(all[i]);
 }
 
+/* Bitwise comparisons with the full-block kernels only under OpenBLAS's
+ * Haswell core (set in main). */
+static int full_bitwise = 1;
+
 /* smoe_attention / smoe_attention_bwd against the full-block kernels of
  * attention_full.h at tolerance 0: o, p and the accumulated dq, dk, dv. */
 static void attn_vs_full(int64_t s, int64_t h, int64_t dk, int64_t dv, int64_t pad)
@@ -209,7 +213,9 @@ static void attn_vs_full(int64_t s, int64_t h, int64_t dk, int64_t dv, int64_t p
                        scale, sc_full);
     smoe_attention_bwd(gq[1], gk[1], gv[1], dout, p[0], q, k, v, s, h, dk, dv, qs, ks, vs,
                        scale, sc);
-#define SAME(a, n) (memcmp(a[0], a[1], (size_t)(n) * sizeof(float)) == 0)
+#define SAME(a, n)                                                                         \
+    (full_bitwise ? memcmp(a[0], a[1], (size_t)(n) * sizeof(float)) == 0                       \
+                  : rel_err(a[1], a[0], (n)) <= 1e-5)
     CHECKF(SAME(o, s * h * dv) && SAME(p, h * s * s),
            "attention s=%lld h=%lld dk=%lld dv=%lld: o, p bitwise the full products",
            (long long)s, (long long)h, (long long)dk, (long long)dv);
@@ -376,7 +382,15 @@ int main(int argc, char **argv)
 {
     (void)argc;
     smoe_blas_select_core(argv);
-    smoe_blas_init(1, NULL);
+    smoe_blas_info info;
+    smoe_blas_init(1, &info);
+    /* the bitwise rule of attention.c follows the element order of
+     * OpenBLAS's Haswell sgemm kernels; other cores are compared within
+     * rounding (the naive and finite-difference checks hold everywhere) */
+    full_bitwise = strcmp(info.corename, "Haswell") == 0;
+    if (!full_bitwise)
+        printf("note: OpenBLAS core %s, not Haswell: the causal kernels are compared with the "
+               "full products within 1e-5, not bitwise\n", info.corename);
     test_attention();
     test_cross_entropy();
     return check_report();
