@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include "check.h"
 #include "spec_text.h"
+#include "wire_testlib.h"
 #ifndef TEST_COMM_LOCAL
 #include "smoe/runtime.h"
 #endif
@@ -55,23 +56,6 @@ static int keeps_expert(const smoe_pspec *s, const smoe_mesh *m)
 {
     smoe_axes live = smoe_axes_live(&s->dim[0], m);
     return live.n > 0 && strcmp(live.ax[0], "expert") == 0;
-}
-
-/* The global tensor through the wire, by the naive twins: blocks of the
- * global rows (int8), every element (bf16). */
-static void naive_wire(float *G, int64_t n, smoe_dtype t, int64_t block)
-{
-    if (t == SMOE_DT_BF16) {
-        uint16_t *h = malloc(sizeof *h * (size_t)n);
-        smoe_bf16_from_f32_ref(h, G, n);
-        smoe_bf16_to_f32_ref(G, h, n);
-        free(h);
-    } else if (t == SMOE_DT_INT8) {
-        void *r = malloc((size_t)smoe_dtype_bytes(t, block, n));
-        smoe_int8_quant_ref(r, G, n, block);
-        smoe_int8_dequant_ref(G, r, n, block);
-        free(r);
-    }
 }
 
 /* Small integers from a tensor value: every partial sum of up to 4 ranks

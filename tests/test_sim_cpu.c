@@ -62,6 +62,35 @@ static void test_cpu_executor(void)
     CHECKF(NEAR(r.mem_gathered, 300), "accelerator gathered %g, expected 300", r.mem_gathered);
 }
 
+/* A backward unit's gradient buffer goes before later units' prefetches
+ * (train's prefetch.c). Three layers of the model above, depth 1 (pool of
+ * 3 buffers b0-b2), 5 s reductions: forward units 0-2 [2, 5] [5, 8]
+ * [8, 11] (unit 0 waits its gather [0, 2]); unit 3 (the last layer's
+ * backward) takes b1 for its gradients at 11, unit 4's gather b2 [11, 13],
+ * compute [11, 17], reduction [17, 22]. Unit 4 at 17: b1 is free again and
+ * its gradients take it, unit 5's gather waits for b0 (unit 3's, free at
+ * 22) [22, 24]; compute [17, 23], reduction [23, 28]. Unit 5 waits its
+ * gather [23, 24], computes [24, 30], reduces [30, 35]: 35 s, 3 s exposed.
+ * Had unit 5's gather taken b1 at 17, unit 4's gradients would have waited
+ * for b0 [17, 22], and the step would end at 39 s. */
+static void test_grad_before_prefetch(void)
+{
+    smoe_sim_model m = two_layers(2);
+    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
+    m.L = 3;
+    m.k[0].w[0].rs_s = 5;
+    smoe_sim_sched s;
+    smoe_sim_result r;
+    memset(&s, 0, sizeof s);
+    s.prefetch_depth = 1;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 35), "gradient buffer first: step %g, expected 35", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 3), "gradient buffer first: exposed %g, expected 3",
+           r.exposed_gather_s);
+    CHECKF(NEAR(r.mem_gathered, 300), "gradient buffer first: gathered %g, expected 300",
+           r.mem_gathered);
+}
+
 /* On cpu profiles a collective stretches the compute it overlaps by the
  * overlap times the part of its time that is the cores' work (1 - the
  * network's part). The two layers above at depth 1 with
@@ -190,6 +219,7 @@ static void test_network_parts(const char *cfgdir)
 int main(int argc, char **argv)
 {
     test_cpu_executor();
+    test_grad_before_prefetch();
     test_network_stretch();
     if (argc > 1)
         test_network_parts(argv[1]);

@@ -1,12 +1,14 @@
 #!/bin/sh
 # Compressed gathers in smoe train (--gather-dtype bf16|int8, --reduce-dtype
 # bf16): with each gather dtype the sharded runs equal the single-rank run
-# with the same dtype (relative 5e-5, cmp_runs: losses and every parameter;
-# not 1e-5 as for fp32: the fp32 runs' reduction-order differences, ~3e-6
-# in the parameters after 5 steps, move a few master weights across a bf16
-# or int8 rounding boundary, and each such flip is a step of 2^-8 or of a
-# block's 1/127; measured after 5 steps: up to 1.3e-5 in the loss for bf16
-# and 2e-5 in a parameter tensor for int8),
+# with the same dtype over the whole 5-step trajectory (relative 5e-5,
+# cmp_runs: losses and every parameter; not 1e-5 as for fp32: the fp32
+# runs' reduction-order differences, ~3e-6 in the parameters from step 1 on
+# (AdamW's first step on gradients near eps), move a few master weights
+# across a bf16 or int8 rounding boundary, and each such flip is a step of
+# 2^-8 or of a block's 1/127; measured after 5 steps: up to 1.3e-5 in the
+# loss for bf16 and 2e-5 in a parameter tensor for int8; the growth step
+# by step, and each step from the same state within 1e-5: train_wire_step),
 # prefetch depths, legacy gathers and the shared queue are bitwise
 # identical, a resumed run is bitwise the uninterrupted one, and the dtype
 # changes the numbers (the runs are not the fp32 run). A bf16 reduction is

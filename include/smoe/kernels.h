@@ -98,6 +98,13 @@ void smoe_softmax_rows_bwd(float *dx, const float *dy, const float *y,
                            int64_t t, int64_t n);
 void smoe_sigmoid(float *y, const float *x, int64_t n);
 
+/* Eight lanes at a time (vexp.c), bitwise the scalar forms for every
+ * input: y (n) = expf(x) (y may alias x; naive twin: expf per element) and
+ * s (n) = sigmoid(a) as smoe_sigmoid computes it (s may alias a; naive
+ * twin: smoe_sigmoid). */
+void smoe_expf_n(float *y, const float *x, int64_t n);
+void smoe_sigmoid_n(float *s, const float *a, int64_t n);
+
 /* ---- rotary embedding ----
  * x (t, h, d) with d even, rotated in place by position pos[t]:
  * pairs (x[2i], x[2i+1]) turn by angle pos * theta^(-2i/d). The backward is

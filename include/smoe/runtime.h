@@ -31,7 +31,7 @@
  *   queue, reproducing "no dedicated core". Nonblocking MPI collectives
  *   only move when MPI is entered, so smoe_rt_progress() must be called
  *   often: the model calls it between kernels, and an optional progress
- *   thread (progress_thread = 1) calls it in a loop that yields the CPU
+ *   thread (progress_thread = 1) calls it once a millisecond, sleeping
  *   between polls. All ranks enqueue the same ops in the same order, so the
  *   per-communicator order MPI requires holds.
  *   Thread-safety: one application thread drives the runtime; the optional
@@ -54,7 +54,7 @@ typedef struct smoe_rt smoe_rt;
 
 typedef struct smoe_rt_opts {
     int shared_queue;     /* 1: gathers share the all-to-all/reduction queue */
-    int progress_thread;  /* 1: a yielding progress thread */
+    int progress_thread;  /* 1: a progress thread polling once a millisecond */
 } smoe_rt_opts;
 
 /* MPI_Init_thread (asks for MPI_THREAD_MULTIPLE), errors returned (not

@@ -6,30 +6,21 @@
  * (the same sigmoid, the same products; test_kernels compares them, and
  * finite differences check the backward).
  *
- * Not vectorised through glibc's vector expf: its last-ulp differences
- * from the scalar expf are enough to move the sharded-vs-single-rank
- * training oracle (train_oracle, 5 steps, relative 1e-5) past its
- * tolerance on the MoE gate (1.7e-5 measured), as any other rounding
- * change of the sigmoid did (1 / (1 + exp(-a)) for every a: 1.0e-5).
+ * The sigmoid is smoe_sigmoid_n (vexp.c): eight lanes at a time and
+ * bitwise the scalar expf. Not glibc's vector expf: its last-ulp
+ * differences from the scalar expf are enough to move the
+ * sharded-vs-single-rank training oracle (train_oracle, 5 steps, relative
+ * 1e-5) past its tolerance on the MoE gate (1.7e-5 measured), as any other
+ * rounding change of the sigmoid did (1 / (1 + exp(-a)) for every a:
+ * 1.0e-5).
  */
 #include "smoe/kernels.h"
-
-#include <math.h>
-
-/* The sigmoid of act.c, bitwise (never exp of a positive number). */
-static void sigmoid_all(float *s, const float *a, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) {
-        float x = a[i], e = expf(-fabsf(x));
-        s[i] = (x >= 0.0f ? 1.0f : e) / (1.0f + e);
-    }
-}
 
 /* h (n) = silu(a) * b = a * s * b and s (n) = sigmoid(a); h may alias s. */
 void smoe_swiglu_sig(float *h, float *s, const float *a, const float *b, int64_t n)
 {
     SMOE_ASSERT(n >= 0);
-    sigmoid_all(s, a, n);
+    smoe_sigmoid_n(s, a, n);
     for (int64_t i = 0; i < n; i++)
         h[i] = a[i] * s[i] * b[i];
 }

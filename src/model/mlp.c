@@ -19,7 +19,7 @@ void mlp_fwd(float *y, float beta, mlp_act a, float *g, const float *x,
     model_progress(comm);
     smoe_matmul(a.b, x, wi1, n, d, w, 0.0f);
     model_progress(comm);
-    smoe_swiglu(g, a.a, a.b, n * w);
+    smoe_swiglu_sig(g, g, a.a, a.b, n * w); /* = smoe_swiglu, bitwise */
     smoe_matmul(y, g, wo, n, w, d, beta);
     model_progress(comm);
 }

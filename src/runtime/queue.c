@@ -1,13 +1,12 @@
 /* Op queues: each runs its collectives one at a time, in FIFO order, like
  * one collective engine (see DESIGN in runtime.h). Progress tests the
  * running op of each queue and starts the next; an optional thread does it
- * in a loop that yields the CPU between polls. */
+ * once a millisecond. */
 #define _GNU_SOURCE
 #include "rt_impl.h"
 
 #include "smoe/dtype.h"
 
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -18,6 +17,14 @@ int rt_queue_of(const smoe_rt *rt, int q)
      * residual gathers keep their own queue (they model XLA's gathers on
      * the compute stream) */
     return rt->shared_queue && q == RT_Q_GATHER ? RT_Q_COMM : q;
+}
+
+static int queues_busy(const smoe_rt *rt)
+{
+    for (int q = 0; q < RT_QUEUES; q++)
+        if (rt->q[q].head)
+            return 1;
+    return 0;
 }
 
 rt_op *rt_op_new(smoe_rt *rt)
@@ -181,7 +188,7 @@ smoe_status smoe_rt_drain(smoe_rt *rt, smoe_err *err)
     for (;;) {
         pthread_mutex_lock(&rt->lock);
         rt_progress_locked(rt);
-        int busy = rt->q[0].head || rt->q[1].head || rt->q[2].head;
+        int busy = queues_busy(rt);
         pthread_mutex_unlock(&rt->lock);
         if (!busy)
             return SMOE_OK;
@@ -189,20 +196,24 @@ smoe_status smoe_rt_drain(smoe_rt *rt, smoe_err *err)
     }
 }
 
+/* The progress thread polls once a millisecond, sleeping in between: a
+ * thread that polled without pause (yielding the CPU between polls) took
+ * the cores from the ranks' compute where ranks outnumber cores, and hid
+ * less of the gathers across the shaped link than none at all (README,
+ * overlap benchmark); a millisecond keeps a link of a few Gbit/s fed from
+ * the socket buffers while the compute thread is inside a long kernel. */
+#define RT_POLL_NS (1000 * 1000)
+
 void *rt_progress_main(void *arg)
 {
     smoe_rt *rt = arg;
-    struct timespec ts = { 0, 50 * 1000 };
+    struct timespec ts = { 0, RT_POLL_NS };
     while (!rt->stop_thread) {
         pthread_mutex_lock(&rt->lock);
-        int busy = rt->q[0].head || rt->q[1].head || rt->q[2].head;
-        if (busy)
+        if (queues_busy(rt))
             rt_progress_locked(rt);
         pthread_mutex_unlock(&rt->lock);
-        if (busy)
-            sched_yield();
-        else
-            nanosleep(&ts, NULL);
+        nanosleep(&ts, NULL);
     }
     return NULL;
 }

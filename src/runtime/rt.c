@@ -116,8 +116,17 @@ smoe_status smoe_rt_set_mesh(smoe_rt *rt, const smoe_mesh *mesh,
         return smoe_err_set(err, SMOE_EINTERNAL, "Cartesian rank differs from world rank");
     rt->shared_queue = opts && opts->shared_queue;
     /* the progress thread starts with the first queued op, after the
-     * set-up (communicators, datatypes) is done */
+     * set-up (communicators, datatypes) is done; every MPI call is made
+     * under the queue lock then, so the library must allow calls from
+     * several threads one at a time */
     rt->want_thread = opts && opts->progress_thread;
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    if (rt->want_thread && level < MPI_THREAD_SERIALIZED)
+        return smoe_err_in(err, SMOE_EINVAL, "argument '--progress-thread'",
+                           "the MPI library (%s) provides thread level %s; a progress thread "
+                           "needs MPI_THREAD_SERIALIZED", rt->library,
+                           level == MPI_THREAD_SINGLE ? "MPI_THREAD_SINGLE" : "MPI_THREAD_FUNNELED");
     return SMOE_OK;
 }
 

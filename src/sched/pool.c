@@ -4,7 +4,9 @@
  * of a pool of (the schedule's max distance + 2) layer buffers. A buffer
  * is held from a unit's first gather to the end of its forward compute, or
  * in the backward to the end of its reductions; the backward's gradient
- * buffer takes one for the layer's compute. Release times are the
+ * buffer takes one for the layer's compute, before the entries of later
+ * units (once its own have started: at once if a buffer is free, else
+ * after its gathers' wait). Release times are the
  * simulator's: an entry waits for a buffer that frees at a known time, and
  * stops the list at one whose release is not known yet (a unit still to
  * run). */
@@ -18,6 +20,7 @@ smoe_status sim_pool_init(sim_pool *p, const smoe_schedule *sc, int nunits)
     p->n = smoe_schedule_max_distance(sc) + 2;
     p->next = 0;
     p->reached = -1;
+    p->hold = -1;
     p->last = 0;
     p->sfree = smoe_calloc((size_t)p->n, sizeof *p->sfree);
     p->uslot = smoe_malloc(sizeof *p->uslot * (size_t)nunits);
@@ -50,11 +53,22 @@ static int first(const sim_pool *p, double *when)
     return b;
 }
 
+/* Is an entry of unit u still to start at or after entry i? */
+static int unit_pending(const sim_pool *p, int i, int u)
+{
+    for (; i < p->sc->n; i++)
+        if (p->sc->g[i].unit == u)
+            return 1;
+    return 0;
+}
+
 void sim_pool_issue(sim_pool *p, double t, sim_pool_start start, void *ud)
 {
     const smoe_sched_gather *g = p->sc->g;
     while (p->next < p->sc->n && g[p->next].issue <= p->reached) {
         const smoe_sched_gather *e = &g[p->next];
+        if (p->hold >= 0 && e->unit > p->hold && !unit_pending(p, p->next, p->hold))
+            return; /* a later unit's prefetch: after the held unit's start */
         double at = fmax(t, p->last);
         if (p->uslot[e->unit] < 0) {
             double when;
@@ -69,6 +83,13 @@ void sim_pool_issue(sim_pool *p, double t, sim_pool_start start, void *ud)
         p->last = at;
         p->next++;
     }
+}
+
+int sim_pool_free_at(const sim_pool *p, double t)
+{
+    double when;
+    first(p, &when);
+    return when <= t;
 }
 
 void sim_pool_release(sim_pool *p, int u, double t)

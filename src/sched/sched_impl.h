@@ -81,6 +81,8 @@ typedef struct sim_pool {
     int n;           /* buffers */
     int next;        /* the first entry not started */
     int reached;     /* the last issue point reached (-1: the step's start) */
+    int hold;        /* a backward unit without its gradient buffer yet: later
+                      * units' entries wait (-1: none; train's prefetch.c) */
     double last;     /* the last entry's start */
     double *sfree;   /* (n) when a buffer frees; INFINITY: held */
     int *uslot;      /* (units) a unit's buffer, or -1 */
@@ -89,8 +91,11 @@ typedef void (*sim_pool_start)(void *ud, const smoe_sched_gather *e, double at);
 smoe_status sim_pool_init(sim_pool *p, const smoe_schedule *sc, int nunits);
 void sim_pool_free(sim_pool *p);
 /* At time t: start, in list order, the entries whose point is reached,
- * each when its unit has a buffer (start(ud, entry, when)). */
+ * each when its unit has a buffer (start(ud, entry, when)); while hold >= 0
+ * only that unit's entries and those listed before them. */
 void sim_pool_issue(sim_pool *p, double t, sim_pool_start start, void *ud);
+/* Is a buffer free at t? */
+int sim_pool_free_at(const sim_pool *p, double t);
 /* Unit u's buffer frees at t (its compute, or its reductions, ended). */
 void sim_pool_release(sim_pool *p, int u, double t);
 /* A backward layer ready at t takes a gradient buffer: returns when it has

@@ -65,6 +65,7 @@ typedef struct sim {
     int *at;                 /* (2L + 2) entries of issue point p start at at[p + 1] */
     int pool;                /* cpu profiles: smoe's executor runs the schedule */
     sim_pool P;              /* its buffers (pool.c) */
+    int gb;                  /* the backward unit's gradient buffer in P, -1: none */
     double lag;              /* the reductions' root behind the others (cpu) */
 } sim;
 
@@ -430,7 +431,18 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
         }
     } else if (x->pool) { /* smoe's executor: the unit's point reached */
         x->P.reached = u;
+        x->gb = -1;
+        /* a backward unit's gradient buffer before later units' entries,
+         * but after its own (train's prefetch.c, try_issue) */
+        int hold = u >= m->L && !x->s->shared_engine;
+        x->P.hold = hold ? u : -1;
         sim_pool_issue(&x->P, ready, pool_start, x);
+        double a0 = fmax(ready, x->P.last);
+        if (hold && sim_pool_free_at(&x->P, a0)) {
+            sim_pool_grad(&x->P, a0, &x->gb);
+            x->P.hold = -1;
+            sim_pool_issue(&x->P, a0, pool_start, x);
+        }
     } else { /* what was not prefetched (XLA's scan: the routed experts'
               * weights later, at the MoE block's entry) */
         issue_point(x, u, 0, x->xla ? 1 : 3, ready);
@@ -446,6 +458,14 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
             x->r.residual_s += t1 - t0;
             x->r.exposed_gather_s += t1 - t0;
         }
+    }
+    if (x->pool && u >= m->L && x->gb < 0) { /* the compute waits for a gradient buffer */
+        double t0 = x->comp, t1 = sim_pool_grad(&x->P, t0, &x->gb);
+        if (t1 > t0)
+            span(x, LANE_WAIT, "wait gradient buffer", t0, t1);
+        x->comp = fmax(x->comp, t1);
+        x->P.hold = -1;
+        sim_pool_issue(&x->P, x->comp, pool_start, x);
     }
     return x->comp;
 }
@@ -517,16 +537,10 @@ static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const
 static void run_unit(sim *x, int u)
 {
     const smoe_sim_model *m = x->m;
-    int l = unit_layer(m, u), bwd = u >= m->L, gb = -1;
+    int l = unit_layer(m, u), bwd = u >= m->L;
     const sim_kind *k = &m->k[m->kind_of[l]];
     double start = unit_gathers(x, u, k);
     issue_ahead(x, u, start);
-    if (x->pool && bwd) { /* the compute waits for a gradient buffer */
-        double t1 = sim_pool_grad(&x->P, start, &gb);
-        if (t1 > start)
-            span(x, LANE_WAIT, "wait gradient buffer", start, t1);
-        start = x->comp = fmax(x->comp, t1);
-    }
     x->t_exp_grad = INFINITY;
     int full = x->mx; /* MaxText's path rematerialises fully */
     double c[3] = { !bwd ? k->fwd_pre : full ? k->bwd_full_pre : k->bwd_pre,
@@ -566,7 +580,7 @@ static void run_unit(sim *x, int u)
     if (bwd)
         rs_end = reduce(x, k, start, t);
     if (x->pool) { /* buffers freed; entries waiting for one go */
-        sim_pool_grad_done(&x->P, gb, t);
+        sim_pool_grad_done(&x->P, x->gb, t);
         sim_pool_release(&x->P, u, rs_end);
         sim_pool_issue(&x->P, t, pool_start, x);
     }

@@ -194,17 +194,24 @@ static void refresh_budget(tr_state *S)
     tr_pf_set_budget(S->pf, pool);
 }
 
-/* The step's start: top-level gathers, the schedule's first gathers, the
- * embedding. */
+static void start_top(tr_state *S, int k)
+{
+    tr_weight *w = &S->st->w[S->top_idx[k]];
+    smoe_comm_gather_start(S->cm, wg_of(S, w), tr_shard_of(S->st, w, 0), top(S, S->top_w, k),
+                           &S->top_tickets[k]);
+}
+
+/* The step's start: the embedding's gather, the schedule's first gathers,
+ * then the head's (final norm, logits: used last, so queued behind the
+ * first layer's, which the compute needs first), the embedding. */
 static void step_begin(tr_state *S, int64_t step)
 {
     smoe_comm_set_phase(S->cm, "step %lld: forward, embedding", (long long)step + 1);
-    for (int k = 0; k < SMOE_T_NSLOTS; k++) {
-        tr_weight *w = &S->st->w[S->top_idx[k]];
-        smoe_comm_gather_start(S->cm, wg_of(S, w), tr_shard_of(S->st, w, 0), top(S, S->top_w, k),
-                               &S->top_tickets[k]);
-    }
+    start_top(S, SMOE_T_EMBED);
     tr_pf_begin(S->pf);
+    for (int k = 0; k < SMOE_T_NSLOTS; k++)
+        if (k != SMOE_T_EMBED)
+            start_top(S, k);
     wait_top(S, SMOE_T_EMBED);
     double tm = smoe_now();
     smoe_model_embed_fwd(S->model, top(S, S->top_w, SMOE_T_EMBED), S->tokens, S->x);
@@ -252,7 +259,7 @@ static double step_head(tr_state *S, int64_t step)
     return loss;
 }
 
-static smoe_status step_backward(tr_state *S, int64_t step, smoe_comm_stats *rs, smoe_err *err)
+static smoe_status step_backward(tr_state *S, int64_t step, smoe_err *err)
 {
     const float *w[SMOE_W_NSLOTS];
     float *dw[SMOE_W_NSLOTS];
@@ -261,10 +268,8 @@ static smoe_status step_backward(tr_state *S, int64_t step, smoe_comm_stats *rs,
         int l = unit_layer(S, u);
         smoe_comm_set_phase(S->cm, "step %lld: backward, layer %d", (long long)step + 1, l);
         float *wb = tr_pf_acquire(S->pf, u);
-        double ta = smoe_now();
         int gslot;
         float *gb = tr_pf_grad_buffer(S->pf, u, &gslot);
-        rs->reduce_wait_s += smoe_now() - ta;
         layer_ptrs(S, l, wb, w, NULL);
         layer_ptrs(S, l, gb, NULL, dw);
         double tm = smoe_now();
@@ -346,7 +351,7 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
                             "step %lld: an error injected by SMOE_TEST_STEP_ERROR",
                             (long long)step + 1);
     double loss = step_head(S, step);
-    if ((s = step_backward(S, step, rs, err)))
+    if ((s = step_backward(S, step, err)))
         return s;
     smoe_comm_set_phase(cm, "step %lld: gradient reductions and AdamW", (long long)step + 1);
     /* all reductions, then the optimizer on the local shards */
@@ -354,7 +359,7 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
     if ((s = smoe_comm_drain(cm, err)))
         return s;
     tr_pf_drained(S->pf);
-    rs->reduce_wait_s += smoe_now() - tr;
+    rs->reduce_wait_s += smoe_now() - tr + tr_pf_stats_get(S->pf)->grad_wait_s;
     span(S, SMOE_LANE_WAIT, "drain reductions", tr, smoe_now());
     double tm = smoe_now(), lr = 0, gnorm = 0;
     if ((s = tr_optim_step(S->optim, cm, S->st, S->model, S->mc, &S->hp, step, &lr, &gnorm, err)))

@@ -20,8 +20,17 @@
  *   entry goes anyway, counted as an overrun (never seen in the tests).
  *   Backward: the layer's gradients get their own buffer (taken under the
  *   same budget), are copied or packed into the weight slot, and reduced
- *   from there; the slot frees when the reductions complete. Gathered bytes
- *   are counted per weight issued, so the pool's peak is what was in use.
+ *   from there; the slot frees when the reductions complete.
+ *   A backward unit's gradient buffer goes before the prefetches of later
+ *   units: when its point is reached, the unit's own entries start, then it
+ *   takes a free slot for its gradients, and only then do later units'
+ *   entries go; with no slot free, they wait until it has one (after its
+ *   gathers' wait). A prefetch that took that slot would leave the compute
+ *   waiting for the previous layer's reductions to free one, themselves
+ *   slowed by that prefetch on the link (seen across hosts; the simulator's
+ *   pool.c runs the same rule). Not with a shared queue (try_issue).
+ *   Gathered bytes are counted per weight issued, so the pool's peak is
+ *   what was in use.
  *   Single-threaded: called from the step loop and its progress hook. */
 #include "train_impl.h"
 
@@ -59,6 +68,10 @@ struct tr_prefetch {
     unsigned char *done;                   /* (ne) issued */
     int ne, cap, next, reached, cur;
     int legacy;
+    int grad_unit;                         /* a backward unit without its gradient buffer
+                                            * yet: later units' entries wait (-1: none) */
+    int hold;                              /* 0: no such wait (a shared queue, try_issue) */
+    int grad_slot;                         /* the backward unit's gradient buffer, -1: none */
     int64_t budget;                        /* gathered bytes allowed, 0 = none */
     int64_t big;                           /* the largest unit's bytes */
     tr_pf_stats stats;
@@ -151,8 +164,8 @@ static int fits(const tr_prefetch *P, int i)
         for (int k = P->next; k < P->ne; k++)
             if (!P->done[k] && k != i && P->e[k].unit < e->unit)
                 need += P->e[k].bytes;
-        if (e->unit >= P->L)
-            need += P->big;
+        if (e->unit >= P->L) /* the next gradient buffer; the one held frees first */
+            need += P->big - (P->grad_slot >= 0 ? P->slots[P->grad_slot].bytes : 0);
     }
     return need <= P->budget;
 }
@@ -184,16 +197,41 @@ static int try_one(tr_prefetch *P, int i, int force)
     return 1;
 }
 
-/* Issue, in order, the entries whose point has been reached. */
-static void try_issue(tr_prefetch *P)
+/* Issue, in order, the entries whose point has been reached and whose
+ * unit is at most `upto`. */
+static void try_issue_upto(tr_prefetch *P, int upto)
 {
     while (P->next < P->ne) {
         if (!P->done[P->next]) {
-            if (P->e[P->next].issue > P->reached || !try_one(P, P->next, 0))
+            const pf_entry *e = &P->e[P->next];
+            if (e->issue > P->reached || e->unit > upto || !try_one(P, P->next, 0))
                 return;
         }
         P->next++;
     }
+}
+
+/* Issue, in order, the entries whose point has been reached; while the
+ * backward unit grad_unit has no gradient buffer yet, only its own entries
+ * (and what the list puts before them), so that no prefetch takes the slot
+ * its gradients need. (Without that, the compute waits for the previous
+ * layer's reductions to free a slot, and they are slowed by that very
+ * prefetch on the link.)
+ * With a shared queue the gathers queue behind and before the expert
+ * all-to-alls, which run alone, so every rank must issue them at the same
+ * points of its own work: there a prefetch goes at its point, before the
+ * unit's wait (where a slot is free whatever the timing), never later from
+ * the progress hook when a reduction happens to complete; no hold. */
+static void try_issue(tr_prefetch *P)
+{
+    int u = P->grad_unit;
+    if (u < 0) {
+        try_issue_upto(P, P->nunits);
+        return;
+    }
+    try_issue_upto(P, u);
+    if (P->left[u] > 0) /* its own gathers listed behind a later unit's */
+        try_issue_upto(P, P->nunits);
 }
 
 void tr_pf_progress(tr_prefetch *P)
@@ -254,6 +292,7 @@ void tr_pf_begin(tr_prefetch *P)
     P->stats.peak_bytes = P->stats.peak_fwd = P->stats.peak_bwd = P->stats.cur_bytes;
     P->stats.overruns = 0;
     P->stats.at_use = 0;
+    P->stats.grad_wait_s = 0;
     memset(P->done, 0, (size_t)P->ne);
     for (int u = 0; u < P->nunits; u++)
         P->left[u] = 0;
@@ -262,14 +301,47 @@ void tr_pf_begin(tr_prefetch *P)
     P->next = 0;
     P->reached = -1;
     P->cur = 0;
+    P->grad_unit = -1;
+    P->grad_slot = -1;
     try_issue(P);
 }
 
+/* A slot for backward unit u's gradient buffer now: free, and under the
+ * budget (or nothing in flight could free memory); -1 when none. */
+static int grad_slot_now(const tr_prefetch *P, int u)
+{
+    int64_t bytes = P->st->unit_floats[unit_kind(P, u)] * (int64_t)sizeof(float);
+    int gi = free_slot(P);
+    if (gi >= 0 && P->budget && P->stats.cur_bytes + bytes > P->budget && reductions_pending(P))
+        return -1;
+    return gi;
+}
+
+/* Unit u's gradient buffer in slot gi, zeroed; later units' entries may go. */
+static void grad_take(tr_prefetch *P, int u, int gi)
+{
+    int64_t bytes = P->st->unit_floats[unit_kind(P, u)] * (int64_t)sizeof(float);
+    P->stats.overruns += P->budget && P->stats.cur_bytes + bytes > P->budget;
+    pf_slot *g = slot_take(P, gi, -1);
+    g->bytes = bytes;
+    note(P, bytes);
+    memset(g->buf, 0, (size_t)bytes);
+    P->grad_slot = gi;
+    P->grad_unit = -1;
+}
+
+/* Unit u's weights: its entries start (in list order; with a slot for its
+ * gradients free, a backward unit takes it first, then the prefetches whose
+ * point u is start), the wait for them, then (if not taken yet) the wait
+ * for a gradient buffer (reductions in flight to free one). */
 float *tr_pf_acquire(tr_prefetch *P, int u)
 {
     P->cur = u;
     if (P->reached < u)
         P->reached = u;
+    int bwd = u >= P->L;
+    P->grad_unit = bwd && P->hold ? u : -1;
+    P->grad_slot = -1;
     smoe_comm_wait sw = smoe_comm_wait_begin("a free gathered-layer buffer or memory");
     P->stats.at_use += P->left[u];
     try_issue(P);
@@ -283,11 +355,26 @@ float *tr_pf_acquire(tr_prefetch *P, int u)
         if (P->next == before)
             smoe_comm_wait_step(P->cm, &sw);
     }
+    int gi;
+    if (P->grad_unit == u && (gi = grad_slot_now(P, u)) >= 0) {
+        grad_take(P, u, gi);
+        try_issue(P);
+    }
     int k = unit_kind(P, u);
     pf_slot *s = &P->slots[P->unit_slot[u]];
     for (int j = 0; j < P->nidx[k]; j++) {
         tr_weight *w = weight(P, k, j);
         smoe_comm_gather_wait(P->cm, wg_of(P, w), s->buf + w->unit_off, &s->tickets[j], NULL);
+    }
+    if (bwd && P->grad_slot < 0) {
+        smoe_comm_wait gw = smoe_comm_wait_begin("a gradient buffer (reductions in flight)");
+        double t0 = smoe_now();
+        while ((gi = grad_slot_now(P, u)) < 0) {
+            smoe_comm_wait_step(P->cm, &gw);
+            poll_slots(P);
+        }
+        P->stats.grad_wait_s += smoe_now() - t0;
+        grad_take(P, u, gi);
     }
     try_issue(P);
     return s->buf;
@@ -302,22 +389,9 @@ void tr_pf_release(tr_prefetch *P, int u)
 
 float *tr_pf_grad_buffer(tr_prefetch *P, int u, int *gslot)
 {
-    int64_t bytes = P->st->unit_floats[unit_kind(P, u)] * (int64_t)sizeof(float);
-    smoe_comm_wait gw = smoe_comm_wait_begin("a gradient buffer (reductions in flight)");
-    int gi;
-    while ((gi = free_slot(P)) < 0 ||
-           (P->budget && P->stats.cur_bytes + bytes > P->budget && reductions_pending(P))) {
-        smoe_comm_wait_step(P->cm, &gw);
-        poll_slots(P);
-    }
-    P->stats.overruns += P->budget && P->stats.cur_bytes + bytes > P->budget;
-    pf_slot *g = slot_take(P, gi, -1);
-    g->bytes = bytes;
-    note(P, bytes);
-    *gslot = gi;
-    memset(g->buf, 0, (size_t)bytes);
-    try_issue(P);
-    return g->buf;
+    SMOE_ASSERT(u >= P->L && P->grad_slot >= 0 && P->cur == u);
+    *gslot = P->grad_slot;
+    return P->slots[P->grad_slot].buf;
 }
 
 void tr_pf_reduce(tr_prefetch *P, int u, int gslot)
@@ -343,6 +417,7 @@ void tr_pf_reduce(tr_prefetch *P, int u, int gslot)
     ws->rs_pending = 1;
     P->unit_slot[u] = -1;
     slot_release(P, gs);
+    P->grad_slot = -1;
     tr_pf_progress(P);
 }
 
@@ -394,6 +469,10 @@ smoe_status tr_pf_new(const smoe_comm *cm, tr_store *st, int L, int n_dense, int
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     for (int u = 0; u < P->nunits; u++)
         P->unit_slot[u] = -1;
+    P->grad_unit = P->grad_slot = -1;
+    int64_t set[SMOE_COMM_NSETTINGS];
+    smoe_comm_settings(cm, set);
+    P->hold = !set[0];
     for (int i = 0; i < P->nslots; i++) {
         P->slots[i].unit = -1;
         P->slots[i].buf = smoe_malloc(sizeof(float) * (size_t)(P->slot_floats ? P->slot_floats : 1));

@@ -173,6 +173,7 @@ typedef struct tr_pf_stats {
     int64_t cur_bytes, peak_bytes, peak_fwd, peak_bwd; /* gathered layers + gradient buffers */
     int64_t overruns;  /* gathers issued past the budget (nothing in flight could free) */
     int64_t at_use;    /* gathers still to issue when their unit was about to run */
+    double grad_wait_s; /* waits for a gradient buffer (reductions in flight), this step */
 } tr_pf_stats;
 /* The pool holds max_distance + 2 units. */
 SMOE_MUST_CHECK
@@ -187,9 +188,10 @@ SMOE_MUST_CHECK
 smoe_status tr_pf_set_schedule(tr_prefetch *P, const smoe_schedule *s, int legacy,
                                int64_t budget, smoe_err *err);
 void tr_pf_begin(tr_prefetch *P);                 /* the step's start */
-float *tr_pf_acquire(tr_prefetch *P, int u); /* unit u's weights, gathered */
+float *tr_pf_acquire(tr_prefetch *P, int u); /* unit u's weights, gathered (backward:
+                                                * and its gradient buffer) */
 void tr_pf_release(tr_prefetch *P, int u);        /* after a forward unit */
-float *tr_pf_grad_buffer(tr_prefetch *P, int u, int *gslot); /* zeroed */
+float *tr_pf_grad_buffer(tr_prefetch *P, int u, int *gslot); /* zeroed, taken by acquire */
 void tr_pf_reduce(tr_prefetch *P, int u, int gslot); /* after a backward unit */
 void tr_pf_progress(tr_prefetch *P);
 void tr_pf_set_budget(tr_prefetch *P, int64_t budget); /* gathered bytes, 0 = none */

@@ -1,0 +1,63 @@
+"""The overlap benchmark's table and goals (bench/overlap.sh) from the JSON
+of one `smoe train --compare` run (no-prefetch, prefetch and legacy taking
+turns step by step, so the machine's load falls on the three alike).
+
+Per schedule, over its steps after the warm-up round: the median and
+quartiles of the step, the exposed all-gather wait, the wait for gradient
+reductions (a gradient buffer, the final drain), the all-to-all and the
+compute. Then the two goals:
+  hidden = 1 - prefetch's exposed wait / no-prefetch's (median over steps);
+  step / max(C, L), where C is what a step costs when transfers are free
+  (no-prefetch's median of step - exposed all-gather - reduction waits:
+  the compute, the all-to-all, the optimizer, the bookkeeping) and L the
+  link's time per step (the busiest host's bytes sent per step over RATE,
+  measured by overlap.sh on the link's interface; absent on one host).
+usage: overlap_table.py RUN.json [HOST_BYTES_PER_STEP RATE_BITS_PER_S]
+"""
+import json
+import statistics
+import sys
+
+
+def quart(v):
+    v = sorted(v)
+    if len(v) == 1:
+        return v[0], v[0], v[0]
+    q = statistics.quantiles(v, n=4, method="inclusive")
+    return q[1], q[0], q[2]
+
+
+def main():
+    run = json.load(open(sys.argv[1]))["runs"]
+    link = None
+    if len(sys.argv) > 3:
+        link = float(sys.argv[2]) * 8 / float(sys.argv[3]) * 1e3  # ms
+    cols = [("step", "step_ms"), ("exposed AG", "exposed_gather_ms"),
+            ("reduce wait", "reduce_wait_ms"), ("a2a", "a2a_ms"), ("compute", "compute_ms")]
+    med = {}
+    print("| schedule | steps | " + " | ".join(c[0] + " ms" for c in cols) + " |")
+    print("|---" * (len(cols) + 2) + "|")
+    for k in ("no_prefetch", "prefetch", "legacy"):
+        r = run[k]
+        steps = r["steps"][r["summary"]["warmup_steps_skipped"]:]
+        med[k] = {f: quart([s[f] for s in steps]) for _, f in cols}
+        free = [s["step_ms"] - s["exposed_gather_ms"] - s["reduce_wait_ms"] for s in steps]
+        med[k]["free"] = quart(free)
+        cells = ["%.1f [%.1f-%.1f]" % med[k][f] for _, f in cols]
+        print("| %s | %d | %s |" % (k.replace("_", "-"), len(steps), " | ".join(cells)))
+    np_, p = med["no_prefetch"], med["prefetch"]
+    hid = 1 - p["exposed_gather_ms"][0] / np_["exposed_gather_ms"][0]
+    print("hidden: %.1f%% of no-prefetch's exposed wait (%.1f -> %.1f ms/step; goal >= 95%%)"
+          % (100 * hid, np_["exposed_gather_ms"][0], p["exposed_gather_ms"][0]))
+    c = np_["free"][0]
+    bound = max(c, link) if link is not None else c
+    what = "C %.1f ms (no-prefetch step less its waits, IQR %.1f-%.1f)" % (c, np_["free"][1],
+                                                                       np_["free"][2])
+    if link is not None:
+        what += ", L %.1f ms (link)" % link
+    print("prefetch step / max(C, L): %.1f / %.1f = %.3f (goal <= 1.05); %s"
+          % (p["step_ms"][0], bound, p["step_ms"][0] / bound, what))
+    print("prefetch step / no-prefetch step: %.3f" % (p["step_ms"][0] / np_["step_ms"][0]))
+
+
+main()
