@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_SET = 64, REPS = 15 };
+enum { MAX_SET = 64, REPS = 40 };
 
 static const char *const k_stacks[2] = { "decoder/dense_layers/", "decoder/moe_layers/" };
 
