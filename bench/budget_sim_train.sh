@@ -13,7 +13,8 @@
 #   shaped to RATE (scripts/netns.sh, needs root): fsdp crosses the link.
 # usage: bench/budget_sim_train.sh [BUILD_DIR] [ROUNDS] [NP] [KEY=VALUE ...]
 #   env: NET=1, RATE (default 2gbit), REPEAT (default 1: whole runs, each
-#   with its own calibration). The profile is measured again after each run:
+#   with its own calibration), TRAIN_ARGS (more smoe train flags, e.g.
+#   --progress-thread; the calibration runs without them). The profile is measured again after each run:
 #   when the machine's rates moved more than 15% (bench/profile_drift.sh:
 #   others' load), that run's comparison is void (exit 3 unless another
 #   run failed outright).
@@ -73,7 +74,7 @@ while [ "$r" -le "$repeat" ]; do
   done
   steps=$((5 * rounds))
   echo "== measure: the 5 schedules taking turns, $steps steps ($rounds rounds)"
-  launch "$build/smoe" train --steps "$steps" --quiet --json $over $args >"$dir/train.json"
+  launch "$build/smoe" train ${TRAIN_ARGS:-} --steps "$steps" --quiet --json $over $args >"$dir/train.json"
   echo "== load after: $(uptime)"
   launch "$build/smoe" sim --calibrate --out "$dir/after.yml" $over
   drift=0
