@@ -90,8 +90,17 @@ TARGET static inline int exp8_special(__m256 x)
     return !_mm256_testz_si256(big, big);
 }
 
+/* expf of eight floats: the lanes above, or expf itself for all eight when
+ * one needs glibc's special path */
 TARGET static inline __m256 exp8(__m256 x)
 {
+    if (exp8_special(x)) {
+        float t[8];
+        _mm256_storeu_ps(t, x);
+        for (int l = 0; l < 8; l++)
+            t[l] = expf(t[l]);
+        return _mm256_loadu_ps(t);
+    }
     __m128 lo = exp4(_mm256_cvtps_pd(_mm256_castps256_ps128(x)));
     __m128 hi = exp4(_mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
     return _mm256_set_m128(hi, lo);
@@ -100,15 +109,8 @@ TARGET static inline __m256 exp8(__m256 x)
 TARGET static int64_t expf_vec(float *y, const float *x, int64_t n)
 {
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_loadu_ps(x + i);
-        if (exp8_special(v)) {
-            for (int l = 0; l < 8; l++)
-                y[i + l] = expf(x[i + l]);
-            continue;
-        }
-        _mm256_storeu_ps(y + i, exp8(v));
-    }
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, exp8(_mm256_loadu_ps(x + i)));
     return i;
 }
 
@@ -119,17 +121,7 @@ TARGET static int64_t sigmoid_vec(float *s, const float *a, int64_t n)
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 x = _mm256_loadu_ps(a + i);
-        __m256 m = _mm256_or_ps(x, sign); /* -|x| */
-        __m256 e;
-        if (exp8_special(m)) {
-            float t[8];
-            _mm256_storeu_ps(t, m);
-            for (int l = 0; l < 8; l++)
-                t[l] = expf(t[l]);
-            e = _mm256_loadu_ps(t);
-        } else {
-            e = exp8(m);
-        }
+        __m256 e = exp8(_mm256_or_ps(x, sign)); /* exp(-|x|) */
         __m256 ge = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ);
         __m256 num = _mm256_blendv_ps(e, one, ge);
         _mm256_storeu_ps(s + i, _mm256_div_ps(num, _mm256_add_ps(one, e)));
@@ -173,8 +165,5 @@ void smoe_sigmoid_n(float *s, const float *a, int64_t n)
     if (have_vec())
         i = sigmoid_vec(s, a, n);
 #endif
-    for (; i < n; i++) {
-        float x = a[i], e = expf(-fabsf(x));
-        s[i] = (x >= 0.0f ? 1.0f : e) / (1.0f + e);
-    }
+    smoe_sigmoid(s + i, a + i, n - i);
 }
