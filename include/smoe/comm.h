@@ -109,8 +109,9 @@ typedef struct smoe_comm_wait {
 } smoe_comm_wait;
 
 /* The settings every rank must share beyond the mesh (digested into the
- * trainer's fingerprint): the MPI runtime's shared_queue, progress_thread. */
-#define SMOE_COMM_NSETTINGS 2
+ * trainer's fingerprint), their places in smoe_comm_ops.settings' v: the
+ * MPI runtime's shared_queue, progress_thread. */
+enum { SMOE_COMM_SHARED_QUEUE, SMOE_COMM_PROGRESS_THREAD, SMOE_COMM_NSETTINGS };
 
 /* The operations; ctx is smoe_comm.ctx. Every one is required. Collective
  * ones are marked (every rank calls them in the same order). */

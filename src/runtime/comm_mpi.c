@@ -17,8 +17,8 @@ static const int64_t *c_coords(void *ctx) { return smoe_rt_coords(R(ctx)); }
 static void c_settings(void *ctx, int64_t v[SMOE_COMM_NSETTINGS])
 {
     smoe_rt_opts o = smoe_rt_get_opts(R(ctx));
-    v[0] = o.shared_queue;
-    v[1] = o.progress_thread;
+    v[SMOE_COMM_SHARED_QUEUE] = o.shared_queue;
+    v[SMOE_COMM_PROGRESS_THREAD] = o.progress_thread;
 }
 static void c_set_phase(void *ctx, const char *text) { smoe_rt_set_phase(R(ctx), "%s", text); }
 static double c_swap_timeout(void *ctx, double s) { return smoe_rt_swap_timeout(R(ctx), s); }

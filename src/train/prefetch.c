@@ -80,6 +80,12 @@ struct tr_prefetch {
 static int unit_layer(const tr_prefetch *P, int u) { return u < P->L ? u : 2 * P->L - 1 - u; }
 static int unit_kind(const tr_prefetch *P, int u) { return unit_layer(P, u) >= P->n_dense; }
 
+/* the bytes of unit u's layer buffer (its weights, or its gradients) */
+static int64_t unit_bytes(const tr_prefetch *P, int u)
+{
+    return P->st->unit_floats[unit_kind(P, u)] * (int64_t)sizeof(float);
+}
+
 static tr_weight *weight(const tr_prefetch *P, int k, int j) { return &P->st->w[P->idx[k][j]]; }
 
 static smoe_comm_gather *wg_of(const tr_prefetch *P, const tr_weight *w)
@@ -310,7 +316,7 @@ void tr_pf_begin(tr_prefetch *P)
  * budget (or nothing in flight could free memory); -1 when none. */
 static int grad_slot_now(const tr_prefetch *P, int u)
 {
-    int64_t bytes = P->st->unit_floats[unit_kind(P, u)] * (int64_t)sizeof(float);
+    int64_t bytes = unit_bytes(P, u);
     int gi = free_slot(P);
     if (gi >= 0 && P->budget && P->stats.cur_bytes + bytes > P->budget && reductions_pending(P))
         return -1;
@@ -320,7 +326,7 @@ static int grad_slot_now(const tr_prefetch *P, int u)
 /* Unit u's gradient buffer in slot gi, zeroed; later units' entries may go. */
 static void grad_take(tr_prefetch *P, int u, int gi)
 {
-    int64_t bytes = P->st->unit_floats[unit_kind(P, u)] * (int64_t)sizeof(float);
+    int64_t bytes = unit_bytes(P, u);
     P->stats.overruns += P->budget && P->stats.cur_bytes + bytes > P->budget;
     pf_slot *g = slot_take(P, gi, -1);
     g->bytes = bytes;
@@ -472,7 +478,7 @@ smoe_status tr_pf_new(const smoe_comm *cm, tr_store *st, int L, int n_dense, int
     P->grad_unit = P->grad_slot = -1;
     int64_t set[SMOE_COMM_NSETTINGS];
     smoe_comm_settings(cm, set);
-    P->hold = !set[0];
+    P->hold = !set[SMOE_COMM_SHARED_QUEUE];
     for (int i = 0; i < P->nslots; i++) {
         P->slots[i].unit = -1;
         P->slots[i].buf = smoe_malloc(sizeof(float) * (size_t)(P->slot_floats ? P->slot_floats : 1));
