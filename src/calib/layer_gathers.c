@@ -99,16 +99,17 @@ static smoe_status build_set(smoe_rt *rt, const smoe_plan *plan, int kind, int p
         x.shape[x.rank - 1] *= s; /* the same gather, s times the bytes */
         char name[96];
         snprintf(name, sizeof name, "calibrate %s", pw->path + pl);
-        if ((st = smoe_rt_wgather_new(rt, &x, name, &L->g[L->n], err)))
+        const int k = L->n;
+        if ((st = smoe_rt_wgather_new(rt, &x, name, &L->g[k], err)))
             return st;
         smoe_wgather_info info;
-        smoe_rt_wgather_info(L->g[L->n], &info);
-        L->shard[L->n] = smoe_calloc((size_t)info.shard_numel, sizeof(float));
-        L->buf[L->n] = smoe_calloc((size_t)info.gathered_numel, sizeof(float));
-        if (!L->shard[L->n] || !L->buf[L->n])
+        smoe_rt_wgather_info(L->g[k], &info);
+        L->shard[k] = smoe_calloc((size_t)info.shard_numel, sizeof(float));
+        L->buf[k] = smoe_calloc((size_t)info.gathered_numel, sizeof(float));
+        L->n++; /* counted before the check, so free_set frees what was allocated */
+        if (!L->shard[k] || !L->buf[k])
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
         add_terms(L, g, &plan->mesh, per_node, (double)s);
-        L->n++;
     }
     return SMOE_OK;
 }
