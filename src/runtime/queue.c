@@ -79,10 +79,6 @@ static void finish(smoe_rt *rt, rt_op *op)
     double t1 = smoe_now();
     if (op->busy_acc)
         *op->busy_acc += t1 - op->t0;
-    if (op->kind == OP_ALLGATHER) {
-        rt->stats.gathers++;
-        rt->stats.gather_bytes += op->bytes;
-    }
     rt_span(rt, op->lane, op->name ? op->name : "op", op->t_issue, t1);
     if (op->expand)
         smoe_dtype_unpack_tail(SMOE_DT_BF16, 0, op->expand, op->expand_n);
@@ -153,6 +149,10 @@ void rt_enqueue(smoe_rt *rt, int q, rt_op *op)
     }
     q = rt_queue_of(rt, q);
     op->t_issue = smoe_now();
+    if (op->kind == OP_ALLGATHER) { /* counted as issued (by this thread) */
+        rt->stats.gathers++;
+        rt->stats.gather_bytes += op->bytes;
+    }
     pthread_mutex_lock(&rt->lock);
     op->next = NULL;
     rt_queue *Q = &rt->q[q];

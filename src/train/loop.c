@@ -51,6 +51,12 @@ struct tr_state {
     tr_mem run_peak;                     /* tracked, at the run's peak */
     int64_t run_peak_total;
     int64_t fail_step;                   /* test hook: this rank fails in this step (1-based) */
+    /* the next step's first gathers, issued in this step's optimizer */
+    const smoe_schedule *next_sched;     /* the next step's schedule (NULL: none known) */
+    int next_legacy;
+    int early;                           /* 1: issued for the current sched/legacy */
+    int64_t early_bytes, early_ops;      /* their bytes and ops (the next step's) */
+    unsigned char *first;                /* (L) layers the next step gathers at its start */
 };
 
 /* The weight's gathers in this step's mode (co-axis or legacy plan). */
@@ -201,17 +207,26 @@ static void start_top(tr_state *S, int k)
                            &S->top_tickets[k]);
 }
 
-/* The step's start: the embedding's gather, the schedule's first gathers,
+/* The step's first gathers: the embedding's, the schedule's first ones,
  * then the head's (final norm, logits: used last, so queued behind the
- * first layer's, which the compute needs first), the embedding. */
-static void step_begin(tr_state *S, int64_t step)
+ * first layer's, which the compute needs first). */
+static void issue_first(tr_state *S)
 {
-    smoe_comm_set_phase(S->cm, "step %lld: forward, embedding", (long long)step + 1);
     start_top(S, SMOE_T_EMBED);
     tr_pf_begin(S->pf);
     for (int k = 0; k < SMOE_T_NSLOTS; k++)
         if (k != SMOE_T_EMBED)
             start_top(S, k);
+}
+
+/* The step's start: its first gathers (unless the previous step's
+ * optimizer issued them), the embedding. */
+static void step_begin(tr_state *S, int64_t step)
+{
+    smoe_comm_set_phase(S->cm, "step %lld: forward, embedding", (long long)step + 1);
+    if (!S->early)
+        issue_first(S);
+    S->early = 0;
     wait_top(S, SMOE_T_EMBED);
     double tm = smoe_now();
     smoe_model_embed_fwd(S->model, top(S, S->top_w, SMOE_T_EMBED), S->tokens, S->x);
@@ -294,9 +309,8 @@ static smoe_status step_backward(tr_state *S, int64_t step, smoe_err *err)
  * the loss is MaxText's learning/loss (cross-entropy + z-loss + the
  * load-balance loss). */
 static void step_record(tr_state *S, int64_t step, double loss, double dt, smoe_comm_stats *rs,
-                        smoe_train_step *rec)
+                        const tr_pf_stats *ps, smoe_train_step *rec)
 {
-    const tr_pf_stats *ps = tr_pf_stats_get(S->pf);
     smoe_model_stats ms = smoe_model_stats_get(S->model);
     double sum[3] = { loss + ms.aux_loss, ms.aux_loss, ms.z_loss };
     smoe_comm_allreduce_sum_f64(S->cm, sum, 3);
@@ -307,7 +321,8 @@ static void step_record(tr_state *S, int64_t step, double loss, double dt, smoe_
     double v[12] = { dt, rs->gather_wait_s + rs->residual_s, rs->residual_s, a2a,
                      S->model_s - a2a, rs->gather_busy_s, rs->reduce_wait_s,
                      (double)ps->peak_bytes, (double)(tr_mem_static(&m) + ps->peak_bytes),
-                     (double)ps->overruns, (double)ps->at_use, (double)rs->gather_bytes };
+                     (double)ps->overruns, (double)ps->at_use,
+                     (double)(rs->gather_bytes - S->early_bytes) };
     smoe_comm_allreduce_max_f64(S->cm, v, 12);
     rec->step = step;
     rec->loss = sum[0];
@@ -333,12 +348,88 @@ static void step_record(tr_state *S, int64_t step, double loss, double dt, smoe_
     }
 }
 
+/* Inside the optimizer, once the weights the next step gathers first are
+ * updated: that step's mode set, its first gathers issued (they move while
+ * the rest of the update runs, and the step's end), their bytes counted
+ * for it. */
+static void issue_next(void *ud)
+{
+    tr_state *S = ud;
+    if (tr_loop_set_mode(S, S->next_sched, S->next_legacy, S->budget, NULL) != SMOE_OK)
+        return; /* checked when the trainer was built: not seen */
+    smoe_comm_stats *rs = smoe_comm_stats_get(S->cm);
+    int64_t b0 = rs->gather_bytes, n0 = rs->gathers;
+    refresh_budget(S);
+    issue_first(S);
+    S->early = 1;
+    S->early_bytes = rs->gather_bytes - b0;
+    S->early_ops = rs->gathers - n0;
+}
+
+/* The optimizer's split when the next step's schedule gathers at its start
+ * (point -1): those layers (and the top-level weights) first, then
+ * issue_next. NULL otherwise (no next step, or no-prefetch: its first
+ * gathers stay at their use). */
+static const tr_optim_split *next_split(tr_state *S, tr_optim_split *sp)
+{
+    const smoe_schedule *n = S->next_sched;
+    int any = 0;
+    memset(S->first, 0, (size_t)S->L);
+    for (int i = 0; n && i < n->n; i++)
+        if (n->g[i].issue < 0) {
+            S->first[unit_layer(S, n->g[i].unit)] = 1;
+            any = 1;
+        }
+    if (!any)
+        return NULL;
+    sp->first = S->first;
+    sp->then = issue_next;
+    sp->ud = S;
+    return sp;
+}
+
+void tr_loop_retire(tr_state *S)
+{
+    if (!S || !S->early)
+        return;
+    for (int k = 0; k < SMOE_T_NSLOTS; k++)
+        wait_top(S, k);
+    tr_pf_retire(S->pf);
+    S->early = 0;
+    S->early_bytes = S->early_ops = 0;
+}
+
+void tr_loop_forget(tr_state *S, const smoe_schedule *sched)
+{
+    if (!sched)
+        return;
+    if (S->sched == sched) {
+        tr_loop_retire(S);
+        S->sched = NULL;
+    }
+    if (S->next_sched == sched)
+        S->next_sched = NULL;
+}
+
+void tr_loop_set_next(tr_state *S, const smoe_schedule *sched, int legacy)
+{
+    S->next_sched = sched;
+    S->next_legacy = legacy ? 1 : 0;
+}
+
+void tr_loop_next_same(tr_state *S, int more)
+{
+    tr_loop_set_next(S, more ? S->sched : NULL, S->legacy);
+}
+
 smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_err *err)
 {
     const smoe_comm *cm = S->cm;
     smoe_status s;
     smoe_comm_stats *rs = smoe_comm_stats_get(cm);
-    memset(rs, 0, sizeof *rs);
+    if (!S->early) /* else reset at the previous step's record, its gathers' bytes kept */
+        memset(rs, 0, sizeof *rs);
+    S->early_bytes = S->early_ops = 0;
     S->model_s = 0;
     smoe_model_stats_reset(S->model);
     double t0 = smoe_now();
@@ -362,14 +453,22 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
     rs->reduce_wait_s += smoe_now() - tr + tr_pf_stats_get(S->pf)->grad_wait_s;
     span(S, SMOE_LANE_WAIT, "drain reductions", tr, smoe_now());
     double tm = smoe_now(), lr = 0, gnorm = 0;
-    if ((s = tr_optim_step(S->optim, cm, S->st, S->model, S->mc, &S->hp, step, &lr, &gnorm, err)))
+    tr_pf_stats ps = *tr_pf_stats_get(S->pf); /* this step's, before the next one's gathers */
+    tr_optim_split sp;
+    if ((s = tr_optim_step(S->optim, cm, S->st, S->model, S->mc, &S->hp, step,
+                           next_split(S, &sp), &lr, &gnorm, err)))
         return s;
     double t_end = smoe_now();
     span(S, SMOE_LANE_COMPUTE, "adamw", tm, t_end);
     smoe_comm_set_phase(cm, "step %lld: metrics", (long long)step + 1);
     rec->lr = lr;
     rec->grad_norm = gnorm;
-    step_record(S, step, loss, t_end - t0, rs, rec);
+    step_record(S, step, loss, t_end - t0, rs, &ps, rec);
+    if (S->early) { /* what completes from now on is the next step's */
+        memset(rs, 0, sizeof *rs);
+        rs->gather_bytes = S->early_bytes;
+        rs->gathers = S->early_ops;
+    }
     return SMOE_OK;
 }
 
@@ -405,7 +504,8 @@ smoe_status tr_loop_new(const smoe_comm *cm, const smoe_model_cfg *mc, const tr_
     S->dx = smoe_malloc(sizeof(float) * (size_t)(T * mc->emb));
     S->tokens = smoe_malloc(sizeof(int32_t) * (size_t)T);
     S->targets = smoe_malloc(sizeof(int32_t) * (size_t)T);
-    if (!S->top_w || !S->top_dw || !S->x || !S->dx || !S->tokens || !S->targets)
+    S->first = smoe_calloc((size_t)(S->L ? S->L : 1), 1);
+    if (!S->top_w || !S->top_dw || !S->x || !S->dx || !S->tokens || !S->targets || !S->first)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     /* test hook: SMOE_TEST_STEP_ERROR=N makes the last rank fail in step N */
     const char *fs = getenv("SMOE_TEST_STEP_ERROR");
@@ -426,7 +526,8 @@ smoe_status tr_loop_set_mode(tr_state *S, const smoe_schedule *sched, int legacy
                              int64_t budget, smoe_err *err)
 {
     if (sched == S->sched && (legacy ? 1 : 0) == S->legacy && budget == S->budget)
-        return SMOE_OK; /* set already */
+        return SMOE_OK; /* set already (and the first gathers issued for it stand) */
+    tr_loop_retire(S); /* another mode: those gathers complete unused */
     S->sched = NULL;
     S->legacy = legacy ? 1 : 0;
     S->budget = budget;
@@ -459,6 +560,7 @@ void tr_loop_free(tr_state *S)
 {
     if (!S)
         return;
+    tr_loop_retire(S);
     smoe_comm_set_span_hook(S->cm, NULL, NULL);
     tr_optim_free(S->optim);
     tr_pf_free(S->pf);
@@ -468,5 +570,6 @@ void tr_loop_free(tr_state *S)
     smoe_free(S->dx);
     smoe_free(S->tokens);
     smoe_free(S->targets);
+    smoe_free(S->first);
     smoe_free(S);
 }

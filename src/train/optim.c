@@ -76,10 +76,10 @@ void tr_optim_free(tr_optim *o)
     smoe_free(o);
 }
 
-/* calculate_load_balance_updates: sign(average load - count) * rate per
- * expert, average = tokens * topk / experts, counts over the global batch. */
-static smoe_status bias_update(tr_optim *o, const smoe_comm *cm, tr_store *st, smoe_model *model,
-                               const smoe_model_cfg *mc, double rate, smoe_err *err)
+/* The experts chosen by every token of the global batch, per MoE layer:
+ * the local counts summed over all ranks. */
+static smoe_status bias_counts(tr_optim *o, const smoe_comm *cm, smoe_model *model,
+                               const smoe_model_cfg *mc, smoe_err *err)
 {
     const int64_t E = mc->experts, K = mc->topk, T = mc->batch * mc->seq;
     memset(o->counts, 0, sizeof(double) * (size_t)(o->nbias * E));
@@ -91,14 +91,27 @@ static smoe_status bias_update(tr_optim *o, const smoe_comm *cm, tr_store *st, s
             o->counts[j * E + idx[i]] += 1.0;
     }
     smoe_comm_allreduce_sum_f64(cm, o->counts, (int)(o->nbias * E));
+    return SMOE_OK;
+}
+
+/* calculate_load_balance_updates: sign(average load - count) * rate per
+ * expert, average = tokens * topk / experts, counts over the global batch;
+ * on the MoE layers whose `first` mark equals `pass` (every layer when
+ * first is NULL and pass 0). */
+static void bias_update(const tr_optim *o, const smoe_comm *cm, tr_store *st,
+                        const smoe_model_cfg *mc, double rate, const unsigned char *first,
+                        int pass)
+{
+    const int64_t E = mc->experts, K = mc->topk, T = mc->batch * mc->seq;
     const double avg = (double)T * (double)smoe_comm_size(cm) * (double)K / (double)E;
     const tr_weight *w = &st->w[o->bias_w];
     const int64_t n = w->info.shard_numel, e0 = w->info.offset[0];
     for (int j = 0; j < o->nbias; j++) {
         int64_t l = mc->n_dense + j - w->layer0;
+        if ((first ? !first[mc->n_dense + j] : 0) != pass)
+            continue;
         tr_bias_step(st->params + w->shard_off + l * n, o->counts + j * E + e0, n, avg, rate);
     }
-    return SMOE_OK;
 }
 
 void tr_bias_step(float *bias, const double *counts, int64_t n, double avg, double rate)
@@ -110,9 +123,29 @@ void tr_bias_step(float *bias, const double *counts, int64_t n, double avg, doub
     }
 }
 
+/* AdamW on weight w: the layers whose `first` mark equals `pass` (a top-
+ * level weight counts as marked; no marks: the whole stack in pass 0). */
+static void update(tr_store *st, const tr_weight *w, const smoe_adamw_cfg *c,
+                   const unsigned char *first, int pass)
+{
+    int64_t n = w->info.shard_numel, off = w->shard_off;
+    if (!first || w->top) {
+        if (pass == 0)
+            smoe_adamw_step(st->params + off, st->m + off, st->v + off, st->grads + off,
+                            w->layers * n, c);
+        return;
+    }
+    for (int64_t k = 0; k < w->layers; k++) {
+        int64_t o = off + k * n;
+        if ((first[w->layer0 + k] ? 0 : 1) == pass)
+            smoe_adamw_step(st->params + o, st->m + o, st->v + o, st->grads + o, n, c);
+    }
+}
+
 smoe_status tr_optim_step(tr_optim *o, const smoe_comm *cm, tr_store *st, smoe_model *model,
                           const smoe_model_cfg *mc, const tr_hparams *hp, int64_t step,
-                          double *lr_out, double *norm_out, smoe_err *err)
+                          const tr_optim_split *split, double *lr_out, double *norm_out,
+                          smoe_err *err)
 {
     const tr_recipe *rc = &hp->rc;
     /* the global norm of the raw gradient (max_utils.l2norm_pytree) */
@@ -141,15 +174,22 @@ smoe_status tr_optim_step(tr_optim *o, const smoe_comm *cm, tr_store *st, smoe_m
         c.clip_norm = norm;
         c.clip_max = (float)rc->clip;
     }
-    for (int i = 0; i < st->n; i++) {
-        const tr_weight *w = &st->w[i];
-        int64_t n = w->layers * w->info.shard_numel, off = w->shard_off;
-        c.wd = o->wd[i];
-        smoe_adamw_step(st->params + off, st->m + off, st->v + off, st->grads + off, n, &c);
+    smoe_status s = o->nbias ? bias_counts(o, cm, model, mc, err) : SMOE_OK;
+    if (s)
+        return s;
+    /* the layers split marks first (with the top-level weights), then the
+     * others: per element the same operations, so the same bits */
+    for (int pass = 0; pass < (split ? 2 : 1); pass++) {
+        for (int i = 0; i < st->n; i++) {
+            c.wd = o->wd[i];
+            update(st, &st->w[i], &c, split ? split->first : NULL, pass);
+        }
+        if (o->nbias)
+            bias_update(o, cm, st, mc, rc->bias_rate, split ? split->first : NULL, pass);
+        if (split && pass == 0)
+            split->then(split->ud);
     }
     *lr_out = (double)c.lr;
     *norm_out = (double)norm;
-    if (o->nbias)
-        return bias_update(o, cm, st, model, mc, rc->bias_rate, err);
     return SMOE_OK;
 }

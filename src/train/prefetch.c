@@ -429,6 +429,26 @@ void tr_pf_reduce(tr_prefetch *P, int u, int gslot)
 
 void tr_pf_drained(tr_prefetch *P) { poll_slots(P); }
 
+void tr_pf_retire(tr_prefetch *P)
+{
+    for (int u = 0; u < P->nunits; u++) {
+        int si = P->unit_slot[u];
+        if (si < 0)
+            continue;
+        pf_slot *s = &P->slots[si];
+        for (int i = 0; i < P->ne; i++) {
+            if (!P->done[i] || P->e[i].unit != u)
+                continue;
+            tr_weight *w = weight(P, unit_kind(P, u), P->e[i].j);
+            smoe_comm_gather_wait(P->cm, wg_of(P, w), s->buf + w->unit_off,
+                                  &s->tickets[P->e[i].j], NULL);
+        }
+        slot_release(P, s);
+        P->unit_slot[u] = -1;
+    }
+    P->next = P->ne; /* nothing more of that step issues */
+}
+
 void tr_pf_set_budget(tr_prefetch *P, int64_t budget) { P->budget = budget; }
 
 const tr_pf_stats *tr_pf_stats_get(const tr_prefetch *P) { return &P->stats; }

@@ -65,6 +65,9 @@ static smoe_status run_steps(const smoe_comm *cm, smoe_trainer *t, const smoe_tr
             tr_trainer_use_mode(t, mi);
         else
             smoe_trainer_set_mode(t, modes[mi].prefetch_depth, modes[mi].legacy);
+        int mn = step_mode(step + 1, nmodes); /* the next step's, for its first gathers */
+        tr_trainer_next(t, step + 1 < o->steps, modes[mn].schedule ? mn : -1,
+                        modes[mn].prefetch_depth, modes[mn].legacy);
         smoe_train_data_batch(data, o->seed, step, first, mc->batch, mc->seq, tokens, targets);
         s = smoe_trainer_step(t, tokens, targets, rec, err);
         rec->mode = mi;

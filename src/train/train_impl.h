@@ -142,12 +142,22 @@ typedef struct tr_optim tr_optim;
 SMOE_MUST_CHECK
 smoe_status tr_optim_new(const tr_store *st, const tr_hparams *hp, const smoe_model_cfg *mc,
                          int ranks, tr_optim **out, smoe_err *err);
+/* The update in two parts: the top-level weights and the layers marked in
+ * first[0..L) (with their gate biases), then then(ud), then the rest. */
+typedef struct tr_optim_split {
+    const unsigned char *first; /* (L) 1: a layer of the first part */
+    void (*then)(void *ud);
+    void *ud;
+} tr_optim_split;
 /* After the gradient reductions of step `step` (0-based): *lr the rate
- * applied, *grad_norm the raw gradient's global norm. Collective. */
+ * applied, *grad_norm the raw gradient's global norm; split NULL: all in
+ * one part. Every element is updated by the same operations in either
+ * case (the same bits). Collective. */
 SMOE_MUST_CHECK
 smoe_status tr_optim_step(tr_optim *o, const smoe_comm *cm, tr_store *st, smoe_model *model,
                           const smoe_model_cfg *mc, const tr_hparams *hp, int64_t step,
-                          double *lr, double *grad_norm, smoe_err *err);
+                          const tr_optim_split *split, double *lr, double *grad_norm,
+                          smoe_err *err);
 void tr_optim_free(tr_optim *o);
 /* calculate_load_balance_updates applied to one layer's bias (n experts):
  * bias[e] += sign(avg - counts[e]) * rate, avg = tokens * topk / experts. */
@@ -196,6 +206,7 @@ void tr_pf_reduce(tr_prefetch *P, int u, int gslot); /* after a backward unit */
 void tr_pf_progress(tr_prefetch *P);
 void tr_pf_set_budget(tr_prefetch *P, int64_t budget); /* gathered bytes, 0 = none */
 void tr_pf_drained(tr_prefetch *P);               /* after smoe_comm_drain */
+void tr_pf_retire(tr_prefetch *P); /* the step begun is not run: its gathers completed, unused */
 const tr_pf_stats *tr_pf_stats_get(const tr_prefetch *P);
 int64_t tr_pf_pool_bytes(const tr_store *st, int max_distance);
 
@@ -232,6 +243,19 @@ smoe_status tr_loop_new(const smoe_comm *cm, const smoe_model_cfg *mc, const tr_
 SMOE_MUST_CHECK
 smoe_status tr_loop_set_mode(tr_state *S, const smoe_schedule *sched, int legacy,
                              int64_t budget, smoe_err *err);
+/* The mode of the step after the next tr_loop_step (sched NULL: none
+ * comes, or it is not known). When that schedule gathers at its start,
+ * the step's optimizer updates those layers and the top-level weights
+ * first and issues those gathers at once, for the next step; a next step
+ * in another mode (tr_loop_set_mode) or tr_loop_retire completes them
+ * unused. _same: the current mode, when more (nonzero) steps follow. */
+void tr_loop_set_next(tr_state *S, const smoe_schedule *sched, int legacy);
+void tr_loop_next_same(tr_state *S, int more);
+/* Completes the next step's first gathers issued early, if any (before
+ * the parameters change outside a step). Collective. */
+void tr_loop_retire(tr_state *S);
+/* sched is about to be freed: the loop keeps no pointer to it. */
+void tr_loop_forget(tr_state *S, const smoe_schedule *sched);
 SMOE_MUST_CHECK
 smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_err *err);
 /* This rank's token and target buffers, filled before each step. */
@@ -260,6 +284,12 @@ void tr_trainer_result(const smoe_trainer *t, smoe_train_result *res);
 void tr_trainer_summarize(smoe_trainer *t, smoe_train_result *res);
 /* The next steps run interleaved mode `mode` of o (its schedule as built). */
 void tr_trainer_use_mode(smoe_trainer *t, int mode);
+/* The mode of the step after the next smoe_trainer_step: none (more 0),
+ * o's interleaved mode `mode` (>= 0), or a uniform depth and plan (as
+ * smoe_trainer_set_mode; not known when its schedule is not built yet).
+ * Without it, a step takes the next to run its own mode while o's steps
+ * last. */
+void tr_trainer_next(smoe_trainer *t, int more, int mode, int prefetch_depth, int legacy);
 
 /* fingerprint.c: digests every rank must agree on */
 typedef struct tr_fingerprint_t {

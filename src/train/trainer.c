@@ -41,6 +41,7 @@ struct smoe_trainer {
     smoe_schedule *own[SMOE_TRAIN_MAX_MODES], *extra;
     const smoe_schedule *sched[SMOE_TRAIN_MAX_MODES];
     char schedule_note[200];
+    int next_told;               /* the next step's mode given (tr_trainer_next) */
 };
 
 /* The keys of the model's size, as "k=v, ...", for messages about memory. */
@@ -315,21 +316,34 @@ const smoe_model_cfg *smoe_trainer_model(const smoe_trainer *t) { return &t->mc;
 
 int64_t smoe_trainer_steps_done(const smoe_trainer *t) { return t->step; }
 
-void smoe_trainer_set_mode(smoe_trainer *t, int prefetch_depth, int legacy)
+/* The schedule of a uniform depth (clamped to the pool): o's file or
+ * budget plan when there is one, else a mode's, else `extra`, built when
+ * `build` (NULL when it would have to be and build is 0). */
+static const smoe_schedule *depth_schedule(smoe_trainer *t, int prefetch_depth, int build)
 {
     int d = prefetch_depth < t->max_distance ? prefetch_depth : t->max_distance;
     const smoe_schedule *s = t->sched[0]; /* o's file or budget plan: the one schedule */
-    for (int i = 0; i < t->nmodes && !t->given && !t->o.hbm_budget; i++)
+    if (t->given || t->o.hbm_budget)
+        return s;
+    for (int i = 0; i < t->nmodes; i++)
         if (t->modes[i].prefetch_depth == d)
             s = t->sched[i];
-    if (!t->given && !t->o.hbm_budget && s->depth != d) { /* another depth: build it */
-        if (!t->extra || t->extra->depth != d) {
-            smoe_schedule_free(t->extra);
-            t->extra = NULL;
-            SMOE_ASSERT(tr_schedule_depth(&t->st, &t->mc, d, &t->extra, NULL) == SMOE_OK);
-        }
-        s = t->extra;
+    if (s->depth == d)
+        return s;
+    if (!t->extra || t->extra->depth != d) { /* another depth: build it */
+        if (!build)
+            return NULL;
+        tr_loop_forget(t->S, t->extra);
+        smoe_schedule_free(t->extra);
+        t->extra = NULL;
+        SMOE_ASSERT(tr_schedule_depth(&t->st, &t->mc, d, &t->extra, NULL) == SMOE_OK);
     }
+    return t->extra;
+}
+
+void smoe_trainer_set_mode(smoe_trainer *t, int prefetch_depth, int legacy)
+{
+    const smoe_schedule *s = depth_schedule(t, prefetch_depth, 1);
     SMOE_ASSERT(tr_loop_set_mode(t->S, s, legacy, t->o.hbm_budget, NULL) == SMOE_OK);
 }
 
@@ -338,6 +352,19 @@ void tr_trainer_use_mode(smoe_trainer *t, int mode)
     SMOE_ASSERT(mode >= 0 && mode < t->nmodes);
     SMOE_ASSERT(tr_loop_set_mode(t->S, t->sched[mode], t->modes[mode].legacy, t->o.hbm_budget,
                                  NULL) == SMOE_OK);
+}
+
+void tr_trainer_next(smoe_trainer *t, int more, int mode, int prefetch_depth, int legacy)
+{
+    const smoe_schedule *s = NULL;
+    if (more && mode >= 0 && mode < t->nmodes) {
+        s = t->sched[mode];
+        legacy = t->modes[mode].legacy;
+    } else if (more) {
+        s = depth_schedule(t, prefetch_depth, 0);
+    }
+    tr_loop_set_next(t->S, s, legacy);
+    t->next_told = 1;
 }
 
 /* MaxText's abort_on_nan_loss / abort_on_inf_loss (train.py checks the
@@ -390,6 +417,9 @@ smoe_status smoe_trainer_step(smoe_trainer *t, const int32_t *tokens, const int3
     if (tgt != targets)
         memcpy(tgt, targets, sizeof *tgt * (size_t)T);
     memset(rec, 0, sizeof *rec);
+    if (!t->next_told) /* the same mode again, while o's steps last */
+        tr_loop_next_same(t->S, t->step + 1 < t->o.steps);
+    t->next_told = 0;
     if ((s = tr_loop_step(t->S, t->step, rec, err)))
         step_failed(&t->comm, s, err);
     t->step++;
@@ -411,6 +441,7 @@ smoe_status smoe_trainer_load(smoe_trainer *t, smoe_train_result *res, smoe_err 
 {
     if (!t->ck)
         return smoe_err_set(err, SMOE_EINVAL, "the trainer has no checkpoint directory");
+    tr_loop_retire(t->S); /* gathers of the parameters about to be replaced */
     double io = tr_io_begin(&t->comm);
     smoe_status s = tr_ckpt_load(&t->comm, &t->st, &t->co, res, err);
     smoe_comm_swap_timeout(&t->comm, io);
