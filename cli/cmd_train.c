@@ -14,7 +14,7 @@
 
 enum {
     OPT_STEPS = OPT_COMMON_END, OPT_SEED, OPT_DATA, OPT_DEPTH, OPT_GATHER, OPT_SHARED,
-    OPT_PTHREAD, OPT_MAXMEM, OPT_TRACE, OPT_DUMP, OPT_COMPARE, OPT_QUIET, OPT_HELP,
+    OPT_PTHREAD, OPT_NO_PTHREAD, OPT_MAXMEM, OPT_TRACE, OPT_DUMP, OPT_COMPARE, OPT_QUIET, OPT_HELP,
     OPT_TIMEOUT, OPT_CKPT_DIR, OPT_CKPT_EVERY, OPT_CKPT_KEEP, OPT_RESUME, OPT_LIST_KEYS, OPT_PLOT,
     OPT_SCHEDULE, OPT_HBM_BUDGET, OPT_HARDWARE, OPT_REDUCE_DTYPE
 };
@@ -25,7 +25,8 @@ static void usage(FILE *f)
             "usage: mpirun -np N smoe train [--base FILE] [--model NAME|FILE] [--rules NAME|FILE]\n"
             "                  [KEY=VALUE ...] [--steps N] [--seed N] [--data FILE]\n"
             "                  [--prefetch-depth N] [--gather coaxis|legacy] [--shared-queue]\n"
-            "                  [--progress-thread] [--max-memory BYTES] [--trace FILE]\n"
+            "                  [--progress-thread | --no-progress-thread]\n"
+            "                  [--max-memory BYTES] [--trace FILE]\n"
             "                  [--dump-params FILE] [--compare] [--json] [--quiet]\n"
             "                  [--comm-timeout SECONDS] [--checkpoint-dir DIR]\n"
             "                  [--checkpoint-every N] [--checkpoint-keep N] [--resume]\n"
@@ -53,8 +54,11 @@ static void usage(FILE *f)
             "                       a second, blocking all-gather just before use)\n"
             "  --shared-queue       gathers share one queue with the all-to-all and\n"
             "                       reductions (no dedicated collective engine)\n"
-            "  --progress-thread    a progress thread polling once a millisecond\n"
-            "                       (default: progress at kernel boundaries only)\n"
+            "  --progress-thread    a progress thread polling once a millisecond, besides\n"
+            "                       the progress at kernel boundaries (default: on when\n"
+            "                       the ranks span more than one host and the MPI\n"
+            "                       library provides MPI_THREAD_SERIALIZED, else off)\n"
+            "  --no-progress-thread progress at kernel boundaries only\n"
             "  --max-memory BYTES   refuse a plan that needs more per rank (e.g. 512M)\n"
             "  --trace FILE         Chrome/Perfetto trace of every rank\n"
             "  --plot FILE.svg      that trace drawn as smoe sim --plot draws (needs --trace)\n"
@@ -170,6 +174,7 @@ static void print_banner(const smoe_config *cfg, const smoe_plan *p, smoe_rt *rt
     printf("wire: weight gathers %s%s, gradient reductions %s; master weights, gradients and "
            "AdamW fp32\n", smoe_dtype_name(p->gather_dtype), blk,
            smoe_dtype_name((smoe_dtype)o->reduce_dtype));
+    printf("progress thread: %s\n", smoe_rt_progress_note(rt));
     fflush(stdout);
 }
 
@@ -186,6 +191,7 @@ int cmd_train(int argc, char **argv)
         { "gather", required_argument, 0, OPT_GATHER },
         { "shared-queue", no_argument, 0, OPT_SHARED },
         { "progress-thread", no_argument, 0, OPT_PTHREAD },
+        { "no-progress-thread", no_argument, 0, OPT_NO_PTHREAD },
         { "max-memory", required_argument, 0, OPT_MAXMEM },
         { "trace", required_argument, 0, OPT_TRACE },
         { "plot", required_argument, 0, OPT_PLOT },
@@ -220,7 +226,7 @@ int cmd_train(int argc, char **argv)
     o.prefetch_depth = 1;
     int compare = 0, quiet = 0, opt, depth_given = 0;
     const char *plot_path = NULL;
-    smoe_rt_opts ro = { 0, 0 };
+    smoe_rt_opts ro = { 0, SMOE_RT_PROGRESS_AUTO };
     char data_default[4200];
     opterr = 0;
     optind = 1;
@@ -268,6 +274,7 @@ int cmd_train(int argc, char **argv)
             break;
         case OPT_SHARED: ro.shared_queue = 1; break;
         case OPT_PTHREAD: ro.progress_thread = 1; break;
+        case OPT_NO_PTHREAD: ro.progress_thread = 0; break;
         case OPT_MAXMEM:
             if (smoe_parse_bytes(optarg, &o.max_memory) || o.max_memory < 1)
                 fail_arg(rt, where, CLI_BYTES_EXPECTED);
@@ -469,7 +476,8 @@ int cmd_train(int argc, char **argv)
                 o.modes[i].prefetch_depth = depth;
         }
     }
-    cli_runs runs = { compare ? 3 : nsched > 1 ? nsched : 0, compare, { NULL } };
+    cli_runs runs = { compare ? 3 : nsched > 1 ? nsched : 0, compare, { NULL },
+                      smoe_rt_progress_note(rt) };
     for (int i = 0; i < runs.n; i++)
         runs.key[i] = compare ? train_mode_key(i) : sched_paths[i];
     run_ctx rc = { root, quiet, c.json, &runs, o.steps };

@@ -88,5 +88,23 @@ cp "$(dirname "$smoe")/configs/base.yml" "$(dirname "$smoe")/configs/train.yml" 
   mkdir -p "$cfgdir/models" && cp "$(dirname "$smoe")/configs/models/tiny.yml" "$cfgdir/models/" &&
   refused 2 ".*/dropout.yml:2:[0-9]+: dropout_rate: smoe train implements only dropout_rate: 0" \
     --base "$cfgdir/dropout.yml"
+# --progress-thread on a library below MPI_THREAD_SERIALIZED (the test hook
+# asks MPI_Init_thread for less than smoe does): refused with one line;
+# without the flag (the default) the run goes on without a thread
+for lv in single funneled; do
+  LV=$(echo "$lv" | tr a-z A-Z)
+  export SMOE_TEST_MPI_THREAD=$lv
+  check_run 2 2 "argument '--progress-thread': the MPI library \(.*\) provides thread level MPI_THREAD_$LV; a progress thread needs MPI_THREAD_SERIALIZED" --progress-thread
+  if timeout 60 "$mpiexec" -n 2 "$smoe" train --steps 1 >"$tmp/out" 2>"$err" &&
+    grep -q '^progress thread: off (one host)$' "$tmp/out"; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL: the default run at MPI_THREAD_$LV:" >&2
+    tail -3 "$err" "$tmp/out" >&2
+  fi
+  unset SMOE_TEST_MPI_THREAD
+done
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -5,7 +5,9 @@
 # smoe sim --calibrate tells the hosts apart and, on the training's mesh,
 # times the cross-host gathers as training issues them (a layer's at once),
 # on another mesh keeps its one-weight sweep; and cutting one host's link
-# mid-run ends the job with a clear error within 30 s. Needs root, iproute2 and Open MPI's mpirun; exits 77 (skipped)
+# mid-run ends the job with a clear error within 30 s (with the progress
+# thread, on by default across hosts). The thread on and off, and a
+# resume with it, are bitwise the same. Needs root, iproute2 and Open MPI's mpirun; exits 77 (skipped)
 # without them.
 # usage: train_netns.sh MPIEXEC SMOE CMP_RUNS
 mpiexec=$1
@@ -51,6 +53,46 @@ else
   echo "FAIL: 2 hosts x 2 ranks (exit $rc) vs 1 host:" >&2
   tail -5 "$dir/two.err" "$dir/cmp.out" >&2
 fi
+
+# the progress thread: on by default across hosts; off (--no-progress-thread)
+# bitwise the same; a run stopped at step 2 and resumed with the thread on
+# bitwise the uninterrupted one; at MPI_THREAD_FUNNELED (the test hook) the
+# default turns it off and says why
+net() { # NAME ARGS...: a 2-host run into $dir/NAME.{json,bin,err}
+  n=$1
+  shift
+  timeout 180 "$netns" mpirun --bind-to none --host 10.99.0.1:2,10.99.0.2:2 -np 4 \
+    -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR -x SMOE_TEST_MPI_THREAD "$smoe" train $args \
+    --dump-params "$dir/$n.bin" "$@" >"$dir/$n.json" 2>"$dir/$n.err"
+}
+pt_check() { # OK WHAT
+  if [ "$1" -eq 0 ]; then
+    pass=$((pass + 1))
+    echo "ok: $2"
+  else
+    fail=$((fail + 1))
+    echo "FAIL: $2" >&2
+  fi
+}
+SMOE_TEST_MPI_THREAD=multiple # what smoe asks anyway (-x needs it set)
+export SMOE_TEST_MPI_THREAD
+grep -q '"progress_thread":[[:space:]]*"on (2 hosts)"' "$dir/two.json"
+pt_check $? "the progress thread is on by default across 2 hosts"
+net nopt --no-progress-thread && "$cmp" "$dir/two.json" "$dir/two.bin" "$dir/nopt.json" \
+  "$dir/nopt.bin" 0 >"$dir/cmp.out" 2>&1 && grep -q '"progress_thread":[[:space:]]*"off (as asked)"' "$dir/nopt.json"
+pt_check $? "--no-progress-thread across hosts == the default (thread on), bitwise"
+# (the schedule's length fixed to the whole run's 4 steps, which is what
+# the uninterrupted run's default is)
+net half --steps 2 learning_rate_schedule_steps=4 --checkpoint-dir "$dir/ck" &&
+  net res learning_rate_schedule_steps=4 --checkpoint-dir "$dir/ck" --resume && "$cmp" "$dir/two.json" "$dir/two.bin" \
+  "$dir/res.json" "$dir/res.bin" 0 >"$dir/cmp.out" 2>&1
+pt_check $? "checkpoint at step 2 and resume across hosts with the thread == uninterrupted, bitwise"
+SMOE_TEST_MPI_THREAD=funneled
+net fun && grep -q '"progress_thread":[[:space:]]*"off (2 hosts, but the library provides only MPI_THREAD_FUNNELED)"' \
+  "$dir/fun.json" && "$cmp" "$dir/two.json" "$dir/two.bin" "$dir/fun.json" "$dir/fun.bin" 0 \
+  >"$dir/cmp.out" 2>&1
+pt_check $? "at MPI_THREAD_FUNNELED the default runs without the thread, bitwise the same"
+unset SMOE_TEST_MPI_THREAD
 
 # the calibration across the hosts: on the training's mesh (fsdp = hosts,
 # expert = ranks per host) the dcn figures come from a layer's gathers; on

@@ -31,8 +31,8 @@
  *   queue, reproducing "no dedicated core". Nonblocking MPI collectives
  *   only move when MPI is entered, so smoe_rt_progress() must be called
  *   often: the model calls it between kernels, and an optional progress
- *   thread (progress_thread = 1) calls it once a millisecond, sleeping
- *   between polls. All ranks enqueue the same ops in the same order, so the
+ *   thread (progress_thread = 1, or AUTO across hosts) calls it once a
+ *   millisecond, sleeping between polls. All ranks enqueue the same ops in the same order, so the
  *   per-communicator order MPI requires holds.
  *   Thread-safety: one application thread drives the runtime; the optional
  *   progress thread shares the queues under a mutex.
@@ -54,8 +54,11 @@ typedef struct smoe_rt smoe_rt;
 
 typedef struct smoe_rt_opts {
     int shared_queue;     /* 1: gathers share the all-to-all/reduction queue */
-    int progress_thread;  /* 1: a progress thread polling once a millisecond */
+    int progress_thread;  /* 1: a progress thread polling once a millisecond;
+                           * SMOE_RT_PROGRESS_AUTO: one when the ranks span
+                           * more than one host and the library allows it */
 } smoe_rt_opts;
+#define SMOE_RT_PROGRESS_AUTO 2
 
 /* MPI_Init_thread (asks for MPI_THREAD_MULTIPLE), errors returned (not
  * fatal), the abort hook pointed at MPI_Abort. Call once. When the process
@@ -80,6 +83,9 @@ const smoe_mesh *smoe_rt_mesh(const smoe_rt *rt);
 const int64_t *smoe_rt_coords(const smoe_rt *rt);
 /* The library name and version ("Open MPI v4.1.4", ...). */
 const char *smoe_rt_library(const smoe_rt *rt);
+/* The progress thread's setting as resolved by smoe_rt_set_mesh, and why:
+ * "on (2 hosts)", "off (one host)", "on (as asked)", ... */
+const char *smoe_rt_progress_note(const smoe_rt *rt);
 
 /* Advance every queue: test the running ops, start the next ones. */
 void smoe_rt_progress(smoe_rt *rt);

@@ -57,15 +57,38 @@ void rt_check(smoe_rt *rt, int rc, const char *what)
     smoe_rt_abort(rt, SMOE_EXIT_MPI, msg);
 }
 
+/* The hosts the ranks of `world` span: the nodes MPI_COMM_TYPE_SHARED
+ * tells apart, counted by their lowest rank. Collective. */
+static int count_hosts(MPI_Comm world)
+{
+    MPI_Comm node;
+    int rank = 0, nrank = 0, lead = 0, hosts = 1;
+    MPI_Comm_rank(world, &rank);
+    if (MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+        return 1;
+    MPI_Comm_rank(node, &nrank);
+    lead = nrank == 0;
+    MPI_Allreduce(&lead, &hosts, 1, MPI_INT, MPI_SUM, world);
+    MPI_Comm_free(&node);
+    return hosts;
+}
+
 smoe_status smoe_rt_init(int *argc, char ***argv, smoe_rt **out, smoe_err *err)
 {
     smoe_rt *rt = smoe_calloc(1, sizeof *rt);
     if (!rt)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    int inited = 0, provided = 0;
+    int inited = 0, provided = 0, ask = MPI_THREAD_MULTIPLE;
+    /* test hook: SMOE_TEST_MPI_THREAD=single|funneled asks for less (a
+     * library that provides less, as a test can meet it) */
+    const char *tl = getenv("SMOE_TEST_MPI_THREAD");
+    if (tl && strcmp(tl, "single") == 0)
+        ask = MPI_THREAD_SINGLE;
+    else if (tl && strcmp(tl, "funneled") == 0)
+        ask = MPI_THREAD_FUNNELED;
     MPI_Initialized(&inited);
     if (!inited) {
-        if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+        if (MPI_Init_thread(argc, argv, ask, &provided) != MPI_SUCCESS) {
             smoe_free(rt);
             return smoe_err_set(err, SMOE_ECOMM, "MPI_Init_thread failed");
         }
@@ -76,6 +99,7 @@ smoe_status smoe_rt_init(int *argc, char ***argv, smoe_rt **out, smoe_err *err)
     MPI_Comm_rank(rt->world, &rt->rank);
     MPI_Comm_size(rt->world, &rt->size);
     pthread_mutex_init(&rt->lock, NULL);
+    rt->hosts = count_hosts(rt->world);
     int len = 0;
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
     MPI_Get_library_version(lib, &len);
@@ -119,14 +143,24 @@ smoe_status smoe_rt_set_mesh(smoe_rt *rt, const smoe_mesh *mesh,
      * set-up (communicators, datatypes) is done; every MPI call is made
      * under the queue lock then, so the library must allow calls from
      * several threads one at a time */
-    rt->want_thread = opts && opts->progress_thread;
-    int level = MPI_THREAD_SINGLE;
+    int want = opts ? opts->progress_thread : 0, level = MPI_THREAD_SINGLE;
     MPI_Query_thread(&level);
-    if (rt->want_thread && level < MPI_THREAD_SERIALIZED)
+    const char *lv = level == MPI_THREAD_SINGLE ? "MPI_THREAD_SINGLE" : "MPI_THREAD_FUNNELED";
+    if (want == 1 && level < MPI_THREAD_SERIALIZED)
         return smoe_err_in(err, SMOE_EINVAL, "argument '--progress-thread'",
                            "the MPI library (%s) provides thread level %s; a progress thread "
-                           "needs MPI_THREAD_SERIALIZED", rt->library,
-                           level == MPI_THREAD_SINGLE ? "MPI_THREAD_SINGLE" : "MPI_THREAD_FUNNELED");
+                           "needs MPI_THREAD_SERIALIZED", rt->library, lv);
+    if (want == SMOE_RT_PROGRESS_AUTO && rt->hosts < 2)
+        snprintf(rt->thread_why, sizeof rt->thread_why, "off (one host)");
+    else if (want == SMOE_RT_PROGRESS_AUTO && level < MPI_THREAD_SERIALIZED)
+        snprintf(rt->thread_why, sizeof rt->thread_why, "off (%d hosts, but the library "
+                 "provides only %s)", rt->hosts, lv);
+    else if (want == SMOE_RT_PROGRESS_AUTO)
+        snprintf(rt->thread_why, sizeof rt->thread_why, "on (%d hosts)", rt->hosts);
+    else
+        snprintf(rt->thread_why, sizeof rt->thread_why, "%s (as asked)", want ? "on" : "off");
+    rt->thread_on = rt->thread_why[1] == 'n';
+    rt->want_thread = rt->thread_on;
     return SMOE_OK;
 }
 
@@ -222,6 +256,8 @@ int smoe_rt_size(const smoe_rt *rt) { return rt->size; }
 const smoe_mesh *smoe_rt_mesh(const smoe_rt *rt) { return &rt->mesh; }
 const int64_t *smoe_rt_coords(const smoe_rt *rt) { return rt->coords; }
 const char *smoe_rt_library(const smoe_rt *rt) { return rt->library; }
+
+const char *smoe_rt_progress_note(const smoe_rt *rt) { return rt->thread_why; }
 smoe_rt_stats *smoe_rt_stats_get(smoe_rt *rt) { return &rt->stats; }
 
 void smoe_rt_set_span_hook(smoe_rt *rt, smoe_rt_span_fn fn, void *ud)

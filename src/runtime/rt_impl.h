@@ -91,6 +91,9 @@ struct smoe_rt {
     pthread_mutex_t lock;
     pthread_t progress_thread;
     int have_thread, want_thread;
+    int thread_on;                /* the setting resolved: a thread runs (or will) */
+    int hosts;                    /* hosts the ranks span (MPI_COMM_TYPE_SHARED) */
+    char thread_why[96];          /* why it is on or off, for the banner */
     _Atomic int stop_thread;
     smoe_rt_stats stats;
     smoe_rt_span_fn span;
