@@ -125,22 +125,31 @@ else
 fi
 # a rank that hangs (stopped): the others' watchdog ends the job
 hit STOP "smoe: rank [013]: no progress for 3 s waiting for .* during step [0-9]+" --comm-timeout 3
+# the same two with the progress thread (on by default across hosts)
+if ! "$mpiexec" --version 2>/dev/null | grep -q HYDRA; then
+  hit KILL "process rank 2 .*exited on signal 9" "smoe: rank [013]: terminated during step [0-9]+: " \
+    --progress-thread
+fi
+hit STOP "smoe: rank [013]: no progress for 3 s waiting for .* during step [0-9]+" --comm-timeout 3 \
+  --progress-thread
 
 # an error inside a step on one rank (test hook): the whole job ends at
 # once with that rank's message, not after the peers' watchdog
 out=$tmp/step-error
-t0=$(date +%s)
-SMOE_TEST_STEP_ERROR=3 timeout 60 "$mpiexec" -n 4 "$smoe" train \
-  --steps 100 --quiet --comm-timeout 60 ici_expert_parallelism=2 >"$out" 2>&1
-rc=$?
-took=$(($(date +%s) - t0))
-if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le 30 ] &&
-  grep -q "^smoe: rank 3: step 3: an error injected by SMOE_TEST_STEP_ERROR" "$out" &&
-  ! grep -q "no progress for" "$out"; then
-  ok
-else
-  bad "an error in step 3 on rank 3 -> exit $rc after ${took}s, expected rank 3's message"
-fi
+for pt in --no-progress-thread --progress-thread; do
+  t0=$(date +%s)
+  SMOE_TEST_STEP_ERROR=3 timeout 60 "$mpiexec" -n 4 "$smoe" train $pt \
+    --steps 100 --quiet --comm-timeout 60 ici_expert_parallelism=2 >"$out" 2>&1
+  rc=$?
+  took=$(($(date +%s) - t0))
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le 30 ] &&
+    grep -q "^smoe: rank 3: step 3: an error injected by SMOE_TEST_STEP_ERROR" "$out" &&
+    ! grep -q "no progress for" "$out"; then
+    ok
+  else
+    bad "an error in step 3 on rank 3 ($pt) -> exit $rc after ${took}s, expected rank 3's message"
+  fi
+done
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
