@@ -11,7 +11,12 @@
  *   the schedule issues at this unit's start), runs the layer, and hands the
  *   buffer back (forward) or its gradients for reduction (backward). Top-
  *   level weights (embedding, final norm, logits) have their own buffers,
- *   gathered at the start of each step. Memory is tracked by class, as smoe
+ *   gathered at the start of each step. Nothing in a step comes before its
+ *   first gathers (the embedding's, the first layer's), so when the next
+ *   step's schedule gathers at its start the optimizer updates those
+ *   weights first and issues them there (issue_next), to move while the
+ *   rest of the update and the step's end run; a next step in another mode
+ *   completes them unused (tr_loop_retire). Memory is tracked by class, as smoe
  *   sim counts it: parameters, gradients and optimizer moments (the slabs),
  *   gathered (top-level buffers + the pool's peak in use), activations (the
  *   model's slab and routed-row stores) and communication buffers (none:
