@@ -14,7 +14,8 @@
 # usage: bench/budget_sim_train.sh [BUILD_DIR] [ROUNDS] [NP] [KEY=VALUE ...]
 #   env: NET=1, RATE (default 2gbit), REPEAT (default 1: whole runs, each
 #   with its own calibration), TRAIN_ARGS (more smoe train flags, e.g.
-#   --progress-thread; the calibration runs without them). The profile is measured again after each run:
+#   --no-progress-thread: train's thread is on by default across hosts;
+#   the calibration runs without them). The profile is measured again after each run:
 #   when the machine's rates moved more than 15% (bench/profile_drift.sh:
 #   others' load), that run's comparison is void (exit 3 unless another
 #   run failed outright).

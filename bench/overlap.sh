@@ -17,7 +17,8 @@
 # Also prints the BLAS kernel, the single-core sgemm rate and the load.
 # Needs root (network namespaces), Open MPI and python3.
 # usage: bench/overlap.sh [BUILD_DIR] [STEPS] [RATE] [KEY=VALUE|--train-flag ...]
-# (e.g. --progress-thread; the README's figures use it)
+# (e.g. --no-progress-thread: smoe train runs its progress thread across
+# hosts by default, which the README's figures use)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$top/build}" && pwd)

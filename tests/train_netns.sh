@@ -65,33 +65,25 @@ net() { # NAME ARGS...: a 2-host run into $dir/NAME.{json,bin,err}
     -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR -x SMOE_TEST_MPI_THREAD "$smoe" train $args \
     --dump-params "$dir/$n.bin" "$@" >"$dir/$n.json" 2>"$dir/$n.err"
 }
-pt_check() { # OK WHAT
-  if [ "$1" -eq 0 ]; then
-    pass=$((pass + 1))
-    echo "ok: $2"
-  else
-    fail=$((fail + 1))
-    echo "FAIL: $2" >&2
-  fi
-}
+. "$top/tests/runs_lib.sh" # check
 SMOE_TEST_MPI_THREAD=multiple # what smoe asks anyway (-x needs it set)
 export SMOE_TEST_MPI_THREAD
 grep -q '"progress_thread":[[:space:]]*"on (2 hosts)"' "$dir/two.json"
-pt_check $? "the progress thread is on by default across 2 hosts"
+check $? "the progress thread is on by default across 2 hosts"
 net nopt --no-progress-thread && "$cmp" "$dir/two.json" "$dir/two.bin" "$dir/nopt.json" \
   "$dir/nopt.bin" 0 >"$dir/cmp.out" 2>&1 && grep -q '"progress_thread":[[:space:]]*"off (as asked)"' "$dir/nopt.json"
-pt_check $? "--no-progress-thread across hosts == the default (thread on), bitwise"
+check $? "--no-progress-thread across hosts == the default (thread on), bitwise"
 # (the schedule's length fixed to the whole run's 4 steps, which is what
 # the uninterrupted run's default is)
 net half --steps 2 learning_rate_schedule_steps=4 --checkpoint-dir "$dir/ck" &&
   net res learning_rate_schedule_steps=4 --checkpoint-dir "$dir/ck" --resume && "$cmp" "$dir/two.json" "$dir/two.bin" \
   "$dir/res.json" "$dir/res.bin" 0 >"$dir/cmp.out" 2>&1
-pt_check $? "checkpoint at step 2 and resume across hosts with the thread == uninterrupted, bitwise"
+check $? "checkpoint at step 2 and resume across hosts with the thread == uninterrupted, bitwise"
 SMOE_TEST_MPI_THREAD=funneled
 net fun && grep -q '"progress_thread":[[:space:]]*"off (2 hosts, but the library provides only MPI_THREAD_FUNNELED)"' \
   "$dir/fun.json" && "$cmp" "$dir/two.json" "$dir/two.bin" "$dir/fun.json" "$dir/fun.bin" 0 \
   >"$dir/cmp.out" 2>&1
-pt_check $? "at MPI_THREAD_FUNNELED the default runs without the thread, bitwise the same"
+check $? "at MPI_THREAD_FUNNELED the default runs without the thread, bitwise the same"
 unset SMOE_TEST_MPI_THREAD
 
 # the calibration across the hosts: on the training's mesh (fsdp = hosts,
