@@ -22,7 +22,7 @@ if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v unshare >/
   echo "skip: needs root, iproute2, unshare and Open MPI"
   exit 77
 fi
-dir=$(mktemp -d)
+. "$top/tests/runs_lib.sh" # $dir, the counts, check, summary
 cleanup() {
   "$netns" down 2>/dev/null
   rm -rf "$dir"
@@ -32,8 +32,6 @@ if ! "$netns" up 2 >"$dir/up.err" 2>&1; then
   echo "skip: cannot create network namespaces: $(head -1 "$dir/up.err")"
   exit 77
 fi
-pass=0
-fail=0
 export OPENBLAS_NUM_THREADS=1
 args="--steps 4 --quiet --json ici_expert_parallelism=2"
 
@@ -65,7 +63,6 @@ net() { # NAME ARGS...: a 2-host run into $dir/NAME.{json,bin,err}
     -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR -x SMOE_TEST_MPI_THREAD "$smoe" train $args \
     --dump-params "$dir/$n.bin" "$@" >"$dir/$n.json" 2>"$dir/$n.err"
 }
-. "$top/tests/runs_lib.sh" # check
 SMOE_TEST_MPI_THREAD=multiple # what smoe asks anyway (-x needs it set)
 export SMOE_TEST_MPI_THREAD
 grep -q '"progress_thread":[[:space:]]*"on (2 hosts)"' "$dir/two.json"
@@ -137,5 +134,4 @@ else
   echo "FAIL: link cut -> exit $rc after ${took}s" >&2
   tail -12 "$dir/cut.out" >&2
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary
