@@ -20,7 +20,12 @@
  * smoe_matmul per weight), regroups back to peer order and returns the
  * outputs (alltoallv in reverse); the sender combines them with w. The
  * backward sends the row gradients w_k * dy along the same routes, the
- * owner accumulates its experts' dW and returns the input gradients.
+ * owner accumulates its experts' dW and returns the input gradients. The
+ * regrouping is the identity with one local expert or one peer, and is
+ * skipped then; with one rank (ep = 1) the exchanges of rows are copies
+ * and are skipped too: the dispatched rows are written straight into the
+ * store, the expert outputs into yret and the row gradients into the
+ * owner's buffer.
  *
  * Errors: every rank of the group must make the same sequence of calls. A
  * failure after the count exchange (the owner store cannot grow, a comm
@@ -230,20 +235,11 @@ smoe_status moe_fwd(smoe_model *m, layer_act *la,
             a->pos[i] = cnt[e]++;
         }
     }
-    for (int64_t e = 0, r = 0; e < E; e++) {
-        s->eoff[e] = r;
-        r += cnt[e];
-    }
-    for (int64_t i = 0; i < T * K; i++) {
-        if (a->pos[i] < 0)
-            continue;
-        a->pos[i] += s->eoff[a->topk[i]];
-        memcpy(s->send + a->pos[i] * D, la->h2 + (i / K) * D, (size_t)D * sizeof *x);
-    }
     m->stats.routed += T * K;
     m->stats.dropped += dropped;
 
-    /* counts, then rows, to the owners */
+    /* counts to the owners; then the rows (on one rank straight into the
+     * store: the exchange and the regrouping are identities) */
     double t0 = smoe_now();
     st = comm->exchange_counts(comm->ctx, cnt, a->recv_cnt, el);
     m->stats.a2a_seconds += smoe_now() - t0;
@@ -257,26 +253,45 @@ smoe_status moe_fwd(smoe_model *m, layer_act *la,
             return smoe_err_set(err, SMOE_ECOMM, "model: negative expert row count received");
     if ((st = model_reserve_routed(m, a, a->n_recv, err)))
         return st;
-    if ((st = a2a(m, comm, 0, s->send, o->ra, "dispatch", err)))
-        return st;
-    regroup(a->xr, o->ra, a->recv_cnt, ep, el, D, s->eoff, 1);
+    const int self = ep == 1, ident = ep == 1 || el == 1;
+    for (int64_t e = 0, r = 0; e < E; e++) {
+        s->eoff[e] = r;
+        r += cnt[e];
+    }
+    float *send = self ? a->xr : s->send;
+    for (int64_t i = 0; i < T * K; i++) {
+        if (a->pos[i] < 0)
+            continue;
+        a->pos[i] += s->eoff[a->topk[i]];
+        memcpy(send + a->pos[i] * D, la->h2 + (i / K) * D, (size_t)D * sizeof *x);
+    }
+    if (!self) {
+        if ((st = a2a(m, comm, 0, send, ident ? a->xr : o->ra, "dispatch", err)))
+            return st;
+        if (!ident)
+            regroup(a->xr, o->ra, a->recv_cnt, ep, el, D, s->eoff, 1);
+    }
 
     /* the local experts, on their rows */
     const float *wi0 = w[SMOE_W_EXP_WI0], *wi1 = w[SMOE_W_EXP_WI1];
     const float *wo = w[SMOE_W_EXP_WO];
+    float *out = self ? a->yret : o->rb;
     for (int64_t j = 0, row = 0; j < el; j++) {
         int64_t n = 0;
         for (int64_t p = 0; p < ep; p++)
             n += a->recv_cnt[p * el + j];
         mlp_act ra = { a->r.a + row * Mm, a->r.b + row * Mm };
-        mlp_fwd(o->rb + row * D, 0.0f, ra, o->g + row * Mm, a->xr + row * D,
+        mlp_fwd(out + row * D, 0.0f, ra, o->g + row * Mm, a->xr + row * D,
                 wi0 + j * D * Mm, wi1 + j * D * Mm, wo + j * Mm * D, n, D, Mm,
                 comm);
         row += n;
     }
-    regroup(o->ra, o->rb, a->recv_cnt, ep, el, D, s->eoff, 0);
-    if ((st = a2a(m, comm, 1, o->ra, a->yret, "combine", err)))
-        return st;
+    if (!self) {
+        if (!ident)
+            regroup(o->ra, o->rb, a->recv_cnt, ep, el, D, s->eoff, 0);
+        if ((st = a2a(m, comm, 1, ident ? o->rb : o->ra, a->yret, "combine", err)))
+            return st;
+    }
 
     /* x += sum_k w_k * expert_k(h2) */
     for (int64_t i = 0; i < T * K; i++)
@@ -385,7 +400,10 @@ smoe_status moe_bwd(smoe_model *m, layer_act *la,
                 a->sh, la->h2, w[SMOE_W_SH_WI0], w[SMOE_W_SH_WI1],
                 w[SMOE_W_SH_WO], T, D, sw, s->g, s->dg, s->da, s->db, comm);
 
-    /* combine: dw_k = dy . expert_k(h2); row gradients w_k * dy to the owners */
+    /* combine: dw_k = dy . expert_k(h2); row gradients w_k * dy to the owners
+     * (on one rank straight into the owner's buffer, as in the forward) */
+    const int self = ep == 1, ident = ep == 1 || el == 1;
+    float *send = self ? o->rb : s->send;
     for (int64_t i = 0; i < T * K; i++) {
         const int64_t p = a->pos[i];
         const float *d = dy + (i / K) * D;
@@ -394,7 +412,7 @@ smoe_status moe_bwd(smoe_model *m, layer_act *la,
             continue;
         }
         const float *y = a->yret + p * D;
-        float *r = s->send + p * D;
+        float *r = send + p * D;
         double dot = 0.0;
         for (int64_t j = 0; j < D; j++) {
             dot += (double)d[j] * (double)y[j];
@@ -404,9 +422,12 @@ smoe_status moe_bwd(smoe_model *m, layer_act *la,
     }
     rows_per_peer(s->srows, a->send_cnt, ep, el);
     rows_per_peer(s->rrows, a->recv_cnt, ep, el);
-    if ((st = a2a(m, comm, 0, s->send, o->ra, "gradient dispatch", err)))
-        return st;
-    regroup(o->rb, o->ra, a->recv_cnt, ep, el, D, s->eoff, 1);
+    if (!self) {
+        if ((st = a2a(m, comm, 0, send, ident ? o->rb : o->ra, "gradient dispatch", err)))
+            return st;
+        if (!ident)
+            regroup(o->rb, o->ra, a->recv_cnt, ep, el, D, s->eoff, 1);
+    }
 
     /* the local experts: dW and the input gradients of their rows */
     memset(o->rc, 0, (size_t)(a->n_recv * D) * sizeof *o->rc);
@@ -424,12 +445,17 @@ smoe_status moe_bwd(smoe_model *m, layer_act *la,
                 o->dg + row * Mm, o->da + row * Mm, o->db + row * Mm, comm);
         row += n;
     }
-    regroup(o->ra, o->rc, a->recv_cnt, ep, el, D, s->eoff, 0);
-    if ((st = a2a(m, comm, 1, o->ra, s->dxk, "gradient combine", err)))
-        return st;
+    const float *dxk = o->rc;
+    if (!self) {
+        if (!ident)
+            regroup(o->ra, o->rc, a->recv_cnt, ep, el, D, s->eoff, 0);
+        if ((st = a2a(m, comm, 1, ident ? o->rc : o->ra, s->dxk, "gradient combine", err)))
+            return st;
+        dxk = s->dxk;
+    }
     for (int64_t i = 0; i < T * K; i++)
         if (a->pos[i] >= 0)
-            smoe_vec_add(dh2 + (i / K) * D, s->dxk + a->pos[i] * D, D);
+            smoe_vec_add(dh2 + (i / K) * D, dxk + a->pos[i] * D, D);
 
     /* router: logits = h2 @ gate */
     router_bwd(m, a, g->routed_bias ? w[SMOE_W_GATE_BIAS] : NULL,
