@@ -178,6 +178,11 @@ double smoe_cross_entropy(float *dlogits, const float *logits,
 double smoe_cross_entropy_z(float *dlogits, const float *logits,
                             const int32_t *targets, int64_t t, int64_t v,
                             float scale, float z, double *zsum);
+/* Naive twin of smoe_cross_entropy_z (same arguments; the tests' oracle):
+ * double exp twice per element; dlogits may alias logits. */
+double smoe_cross_entropy_z_ref(float *dlogits, const float *logits,
+                                const int32_t *targets, int64_t t, int64_t v,
+                                float scale, float z, double *zsum);
 
 /* ---- optimizer ----
  * AdamW step on n elements (bias-corrected, decoupled weight decay):
