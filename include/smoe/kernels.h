@@ -206,6 +206,10 @@ void smoe_adamw_step(float *p, float *m, float *v, const float *g, int64_t n,
 void smoe_vec_add(float *y, const float *x, int64_t n);          /* y += x */
 void smoe_vec_axpy(float *y, float a, const float *x, int64_t n); /* y += a x */
 void smoe_vec_scale(float *y, float a, int64_t n);               /* y *= a */
+/* r (n) = a d; returns the double dot product d . y (four interleaved
+ * chains; naive twin _ref: one chain in order). r must not alias d, y. */
+double smoe_vec_dot_scale(float *r, float a, const float *d, const float *y, int64_t n);
+double smoe_vec_dot_scale_ref(float *r, float a, const float *d, const float *y, int64_t n);
 
 #ifdef __cplusplus
 }

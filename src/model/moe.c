@@ -411,14 +411,7 @@ smoe_status moe_bwd(smoe_model *m, layer_act *la,
             s->dwk[i] = 0.0f;
             continue;
         }
-        const float *y = a->yret + p * D;
-        float *r = send + p * D;
-        double dot = 0.0;
-        for (int64_t j = 0; j < D; j++) {
-            dot += (double)d[j] * (double)y[j];
-            r[j] = a->wts[i] * d[j];
-        }
-        s->dwk[i] = (float)dot;
+        s->dwk[i] = (float)smoe_vec_dot_scale(send + p * D, a->wts[i], d, a->yret + p * D, D);
     }
     rows_per_peer(s->srows, a->send_cnt, ep, el);
     rows_per_peer(s->rrows, a->recv_cnt, ep, el);
