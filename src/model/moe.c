@@ -191,6 +191,68 @@ static smoe_status check_comm(const smoe_model *m, const smoe_ep_comm *c,
     return SMOE_OK;
 }
 
+/* The forward's dispatch: each (token, k) pair's row of h2 in send order
+ * (by expert, then token; the pairs over capacity drop), the counts to
+ * the owners, then the rows into the owner's store a->xr, expert-major (on
+ * one rank straight into the store: the exchange and the regrouping are
+ * identities). Sets a->pos, the counts, n_send and n_recv. */
+static smoe_status dispatch(smoe_model *m, layer_act *la, smoe_ep_comm *comm, smoe_err *err)
+{
+    const smoe_model_cfg *g = &m->cfg;
+    const int64_t T = m->T, D = g->emb, E = g->experts, K = g->topk;
+    const int64_t ep = g->ep, el = m->el;
+    moe_act *a = &la->moe;
+    model_scratch *s = &m->s;
+    own_scratch *o = &m->own;
+    smoe_status st;
+    int64_t *cnt = a->send_cnt, dropped = 0;
+    memset(cnt, 0, (size_t)E * sizeof *cnt);
+    for (int64_t i = 0; i < T * K; i++) {
+        int32_t e = a->topk[i];
+        if (m->capacity > 0 && cnt[e] >= m->capacity) {
+            a->pos[i] = -1;
+            dropped++;
+        } else {
+            a->pos[i] = cnt[e]++;
+        }
+    }
+    m->stats.routed += T * K;
+    m->stats.dropped += dropped;
+
+    double t0 = smoe_now();
+    st = comm->exchange_counts(comm->ctx, cnt, a->recv_cnt, el);
+    m->stats.a2a_seconds += smoe_now() - t0;
+    if (st)
+        return smoe_err_set(err, st, "model: expert count exchange failed: %s",
+                            smoe_status_name(st));
+    a->n_send = rows_per_peer(s->srows, cnt, ep, el);
+    a->n_recv = rows_per_peer(s->rrows, a->recv_cnt, ep, el);
+    for (int64_t i = 0; i < ep * el; i++)
+        if (a->recv_cnt[i] < 0)
+            return smoe_err_set(err, SMOE_ECOMM, "model: negative expert row count received");
+    if ((st = model_reserve_routed(m, a, a->n_recv, err)))
+        return st;
+    const int self = ep == 1, ident = ep == 1 || el == 1;
+    for (int64_t e = 0, r = 0; e < E; e++) {
+        s->eoff[e] = r;
+        r += cnt[e];
+    }
+    float *send = self ? a->xr : s->send;
+    for (int64_t i = 0; i < T * K; i++) {
+        if (a->pos[i] < 0)
+            continue;
+        a->pos[i] += s->eoff[a->topk[i]];
+        memcpy(send + a->pos[i] * D, la->h2 + (i / K) * D, (size_t)D * sizeof *send);
+    }
+    if (!self) {
+        if ((st = a2a(m, comm, 0, send, ident ? a->xr : o->ra, "dispatch", err)))
+            return st;
+        if (!ident)
+            regroup(a->xr, o->ra, a->recv_cnt, ep, el, D, s->eoff, 1);
+    }
+    return SMOE_OK;
+}
+
 smoe_status moe_fwd(smoe_model *m, layer_act *la,
                     const float *const w[SMOE_W_NSLOTS], float *x,
                     smoe_ep_comm *comm, smoe_err *err)
@@ -223,54 +285,9 @@ smoe_status moe_fwd(smoe_model *m, layer_act *la,
         mlp_fwd(x, 1.0f, a->sh, s->g, la->h2, w[SMOE_W_SH_WI0],
                 w[SMOE_W_SH_WI1], w[SMOE_W_SH_WO], T, D, sw, comm);
 
-    /* send order: by expert, then token; the pairs over capacity drop */
-    int64_t *cnt = a->send_cnt, dropped = 0;
-    memset(cnt, 0, (size_t)E * sizeof *cnt);
-    for (int64_t i = 0; i < T * K; i++) {
-        int32_t e = a->topk[i];
-        if (m->capacity > 0 && cnt[e] >= m->capacity) {
-            a->pos[i] = -1;
-            dropped++;
-        } else {
-            a->pos[i] = cnt[e]++;
-        }
-    }
-    m->stats.routed += T * K;
-    m->stats.dropped += dropped;
-
-    /* counts to the owners; then the rows (on one rank straight into the
-     * store: the exchange and the regrouping are identities) */
-    double t0 = smoe_now();
-    st = comm->exchange_counts(comm->ctx, cnt, a->recv_cnt, el);
-    m->stats.a2a_seconds += smoe_now() - t0;
-    if (st)
-        return smoe_err_set(err, st, "model: expert count exchange failed: %s",
-                            smoe_status_name(st));
-    a->n_send = rows_per_peer(s->srows, cnt, ep, el);
-    a->n_recv = rows_per_peer(s->rrows, a->recv_cnt, ep, el);
-    for (int64_t i = 0; i < ep * el; i++)
-        if (a->recv_cnt[i] < 0)
-            return smoe_err_set(err, SMOE_ECOMM, "model: negative expert row count received");
-    if ((st = model_reserve_routed(m, a, a->n_recv, err)))
+    if ((st = dispatch(m, la, comm, err)))
         return st;
     const int self = ep == 1, ident = ep == 1 || el == 1;
-    for (int64_t e = 0, r = 0; e < E; e++) {
-        s->eoff[e] = r;
-        r += cnt[e];
-    }
-    float *send = self ? a->xr : s->send;
-    for (int64_t i = 0; i < T * K; i++) {
-        if (a->pos[i] < 0)
-            continue;
-        a->pos[i] += s->eoff[a->topk[i]];
-        memcpy(send + a->pos[i] * D, la->h2 + (i / K) * D, (size_t)D * sizeof *x);
-    }
-    if (!self) {
-        if ((st = a2a(m, comm, 0, send, ident ? a->xr : o->ra, "dispatch", err)))
-            return st;
-        if (!ident)
-            regroup(a->xr, o->ra, a->recv_cnt, ep, el, D, s->eoff, 1);
-    }
 
     /* the local experts, on their rows */
     const float *wi0 = w[SMOE_W_EXP_WI0], *wi1 = w[SMOE_W_EXP_WI1];
