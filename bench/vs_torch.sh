@@ -9,14 +9,20 @@
 # range over the rounds, of each process's median step (wall time) and of
 # its CPU time per step (bench/vs_torch_rounds.py), and the throughput
 # ratio (PyTorch's step / smoe's) of every round by each measure.
+# With BASE_BUILD (another build, e.g. of main) its smoe is a third side of
+# every round, the three in rotating order, and the ratios of both builds
+# to PyTorch and of this build to the base are printed.
 # PyTorch is an optional benchmark dependency (Debian's python3-torch);
 # without it the script says so and exits 0.
-# usage: bench/vs_torch.sh [BUILD_DIR] [ROUNDS] [STEPS]   (defaults build 5 10)
+# usage: bench/vs_torch.sh [BUILD_DIR] [ROUNDS] [STEPS] [BASE_BUILD]
+#        (defaults build 5 10, no base)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$top/build}" && pwd)
 rounds=${2:-5}
 steps=${3:-10}
+base=
+[ -n "${4:-}" ] && base=$(cd "$4" && pwd)/smoe
 py=/usr/bin/python3
 if ! "$py" -c 'import torch' 2>/dev/null; then
   echo "vs_torch: PyTorch is not installed (apt-get install python3-torch): skipped"
@@ -33,5 +39,5 @@ wide="override_model_config=true base_emb_dim=512 base_mlp_dim=1024 base_moe_mlp
 wide="$wide base_num_query_heads=8 base_num_kv_heads=8 q_lora_rank=128 kv_lora_rank=128"
 wide="$wide qk_nope_head_dim=64 qk_rope_head_dim=32 v_head_dim=64 max_target_length=256"
 
-"$py" "$top/bench/vs_torch_rounds.py" "$build/smoe" "$top/bench/torch_model.py" "$rounds" "$steps" "$wide"
+"$py" "$top/bench/vs_torch_rounds.py" "$build/smoe" "$top/bench/torch_model.py" "$rounds" "$steps" "$wide" "$base"
 echo "== load after: $(uptime)"

@@ -556,6 +556,31 @@ static void test_vec(void)
     CHECK(y[0] == 4.0f && y[1] == -1.0f && y[2] == 4.5f);
     smoe_vec_scale(y, 0.5f, 3);
     CHECK(y[0] == 2.0f && y[1] == -0.5f && y[2] == 2.25f);
+
+    /* the combine's dot product against its naive twin: the scaled copy
+     * bit for bit, the dot within 1e-14 of sum |d y| (four chains of
+     * double products, which are exact: only the order of the adds differs),
+     * and exactly on small integers */
+    const int64_t ns[] = { 0, 1, 3, 4, 7, 128, 513 };
+    for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
+        const int64_t n = ns[c];
+        float *d = fnew(n + 1), *w = fnew(n + 1), *r = fnew(n + 1), *rr = fnew(n + 1);
+        fill(d, n, 2.0f);
+        fill(w, n, 3.0f);
+        double dot = smoe_vec_dot_scale(r, 0.7f, d, w, n);
+        double ref = smoe_vec_dot_scale_ref(rr, 0.7f, d, w, n), mag = 0.0;
+        for (int64_t j = 0; j < n; j++)
+            mag += fabs((double)d[j] * (double)w[j]);
+        CHECKF(fabs(dot - ref) <= 1e-14 * mag && (n == 0 || rel_err(r, rr, n) == 0.0),
+               "vec_dot_scale n=%lld: %.17g vs naive %.17g", (long long)n, dot, ref);
+        for (int64_t j = 0; j < n; j++)
+            d[j] = (float)(j % 7) - 3.0f, w[j] = (float)(j % 5);
+        CHECK(smoe_vec_dot_scale(r, 1.0f, d, w, n) == smoe_vec_dot_scale_ref(rr, 1.0f, d, w, n));
+        smoe_free(d);
+        smoe_free(w);
+        smoe_free(r);
+        smoe_free(rr);
+    }
 }
 
 int main(int argc, char **argv)

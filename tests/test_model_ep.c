@@ -5,7 +5,8 @@
  * routing skewed onto rank 0 (whose routed-row store must grow). With a
  * capacity, ep = 2 equals two ep = 1 runs on the halves (capacity is per
  * sending rank), and the drop count matches the one recomputed from the
- * chosen experts. The model and weights come from model_testlib.h.
+ * chosen experts; with one expert per rank (no regrouping) as well. The
+ * model and weights come from model_testlib.h.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
@@ -332,5 +333,10 @@ int main(void)
     test_ep("dropless sigmoid+bias", tiny_cfg(0, 1), 0.0f, 0, 22);
     test_ep("skewed sigmoid+bias", tiny_cfg(8, 1), 0.0f, 1, 23);
     test_ep("capacity=0.5", tiny_cfg(8, 0), 0.5f, 0, 24);
+    /* one local expert per rank: the regrouping is the identity (skipped) */
+    smoe_model_cfg one = tiny_cfg(8, 0);
+    one.experts = 2;
+    one.topk = 1;
+    test_ep("one expert per rank", one, 0.0f, 0, 25);
     return check_report();
 }

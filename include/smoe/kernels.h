@@ -178,6 +178,11 @@ double smoe_cross_entropy(float *dlogits, const float *logits,
 double smoe_cross_entropy_z(float *dlogits, const float *logits,
                             const int32_t *targets, int64_t t, int64_t v,
                             float scale, float z, double *zsum);
+/* Naive twin of smoe_cross_entropy_z (same arguments; the tests' oracle):
+ * double exp twice per element; dlogits may alias logits. */
+double smoe_cross_entropy_z_ref(float *dlogits, const float *logits,
+                                const int32_t *targets, int64_t t, int64_t v,
+                                float scale, float z, double *zsum);
 
 /* ---- optimizer ----
  * AdamW step on n elements (bias-corrected, decoupled weight decay):
@@ -201,6 +206,10 @@ void smoe_adamw_step(float *p, float *m, float *v, const float *g, int64_t n,
 void smoe_vec_add(float *y, const float *x, int64_t n);          /* y += x */
 void smoe_vec_axpy(float *y, float a, const float *x, int64_t n); /* y += a x */
 void smoe_vec_scale(float *y, float a, int64_t n);               /* y *= a */
+/* r (n) = a d; returns the double dot product d . y (four interleaved
+ * chains; naive twin _ref: one chain in order). r must not alias d, y. */
+double smoe_vec_dot_scale(float *r, float a, const float *d, const float *y, int64_t n);
+double smoe_vec_dot_scale_ref(float *r, float a, const float *d, const float *y, int64_t n);
 
 #ifdef __cplusplus
 }

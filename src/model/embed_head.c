@@ -1,9 +1,10 @@
 /* The ends of the model: the token embedding (a row gather, and its
  * scatter-add backward) and the head, loss = loss_scale * sum_t
  * [CE + z_loss * lse^2](rmsnorm(x_t) * final_norm @ logits_w, target_t). The head runs over
- * HEAD_CHUNK rows at a time so its logits buffer is (HEAD_CHUNK, vocab)
+ * head_rows rows at a time so its logits buffer is (head_rows, vocab)
  * rather than (T, vocab), which for a 100k+ vocabulary would dominate the
- * activation memory.
+ * activation memory: as many rows as fit 1 MiB of logits (all of them for
+ * a small vocabulary, so the products are few and large), at least 64.
  */
 #include "model_impl.h"
 
@@ -37,8 +38,9 @@ double smoe_model_head(smoe_model *m, const float *final_norm,
     const int64_t T = m->T, D = m->cfg.emb, V = m->cfg.vocab;
     model_scratch *s = &m->s;
     double loss = 0.0;
-    for (int64_t r0 = 0; r0 < T; r0 += HEAD_CHUNK) {
-        const int64_t n = T - r0 < HEAD_CHUNK ? T - r0 : HEAD_CHUNK;
+    const int64_t hr = m->head_rows;
+    for (int64_t r0 = 0; r0 < T; r0 += hr) {
+        const int64_t n = T - r0 < hr ? T - r0 : hr;
         const float *xr = x + r0 * D;
         smoe_rmsnorm(s->hn, s->hrstd, xr, final_norm, n, D, m->cfg.eps);
         smoe_matmul(s->lg, s->hn, logits_w, n, D, V, 0.0f);

@@ -186,7 +186,7 @@ static void carve_all(smoe_model *m, carver *c)
 
     model_scratch *s = &m->s;
     const int64_t wmax = m->wmax;
-    const int64_t hc = T < HEAD_CHUNK ? T : HEAD_CHUNK;
+    const int64_t hc = m->head_rows;
     s->kv = CF(c, mulc(c, T, mulc(c, H, g->qk_nope + g->v_head)));
     s->kpe = CF(c, mulc(c, T, g->qk_rope));
     s->dh = CF(c, mulc(c, T, D));
@@ -305,6 +305,11 @@ static smoe_status model_prepare(smoe_model *m, const smoe_model_cfg *cfg, smoe_
     }
     int64_t wd = g->n_dense ? g->mlp : 0, ws = g->n_moe ? g->shared * g->moe_mlp : 0;
     m->wmax = wd > ws ? wd : ws;
+    m->head_rows = HEAD_LOGITS / g->vocab;
+    if (m->head_rows < HEAD_ROWS_MIN)
+        m->head_rows = HEAD_ROWS_MIN;
+    if (m->head_rows > m->T)
+        m->head_rows = m->T;
     m->layers = smoe_calloc((size_t)(m->n_layers ? m->n_layers : 1), sizeof *m->layers);
     if (!m->layers)
         return smoe_err_set(err, SMOE_ENOMEM, "model: out of memory for %lld layers",

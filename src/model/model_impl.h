@@ -101,10 +101,10 @@ typedef struct model_scratch {
     int64_t *eoff;  /* (E) = (ep, E_l) row offsets per (peer, local expert) */
     int64_t *srows; /* (ep) rows sent to each peer */
     int64_t *rrows; /* (ep) rows received from each peer */
-    float *hn;    /* (HEAD_CHUNK, D) head: rmsnorm(x) * final_norm */
-    float *hrstd; /* (HEAD_CHUNK) head: 1/rms of x */
-    float *lg;    /* (HEAD_CHUNK, vocab) head: logits, then their grads */
-    float *dhn;   /* (HEAD_CHUNK, D) head: grad of hn */
+    float *hn;    /* (head_rows, D) head: rmsnorm(x) * final_norm */
+    float *hrstd; /* (head_rows) head: 1/rms of x */
+    float *lg;    /* (head_rows, vocab) head: logits, then their grads */
+    float *dhn;   /* (head_rows, D) head: grad of hn */
 } model_scratch;
 
 /* Owner-side transient rows of the MoE block, grown on demand like the
@@ -121,7 +121,9 @@ typedef struct own_scratch {
     float *db;   /* (N, Mm) */
 } own_scratch;
 
-enum { HEAD_CHUNK = 64 }; /* rows of the head processed at a time */
+/* Rows of the head processed at a time: as many as keep the logits within
+ * HEAD_LOGITS floats (1 MiB), at least HEAD_ROWS_MIN, at most T. */
+enum { HEAD_LOGITS = 1 << 18, HEAD_ROWS_MIN = 64 };
 
 struct smoe_model {
     smoe_model_cfg cfg;
@@ -131,6 +133,7 @@ struct smoe_model {
     int64_t capacity;  /* per expert per sending rank; 0 = dropless */
     int64_t wmax;      /* widest MLP: max(mlp, shared * moe_mlp) */
     int64_t route_max; /* bound on N, the rows received per MoE layer */
+    int64_t head_rows; /* rows of the head at a time (HEAD_LOGITS) */
     int32_t *pos;      /* (T) position of each token in its sequence */
     double *rope_inv;  /* (qk_rope / 2) RoPE inverse frequencies (owned, with the tables) */
     float *rope_cs;    /* (seq, qk_rope / 2) cos of every position's angles */

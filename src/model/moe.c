@@ -20,7 +20,12 @@
  * smoe_matmul per weight), regroups back to peer order and returns the
  * outputs (alltoallv in reverse); the sender combines them with w. The
  * backward sends the row gradients w_k * dy along the same routes, the
- * owner accumulates its experts' dW and returns the input gradients.
+ * owner accumulates its experts' dW and returns the input gradients. The
+ * regrouping is the identity with one local expert or one peer, and is
+ * skipped then; with one rank (ep = 1) the exchanges of rows are copies
+ * and are skipped too: the dispatched rows are written straight into the
+ * store, the expert outputs into yret and the row gradients into the
+ * owner's buffer.
  *
  * Errors: every rank of the group must make the same sequence of calls. A
  * failure after the count exchange (the owner store cannot grow, a comm
@@ -186,6 +191,68 @@ static smoe_status check_comm(const smoe_model *m, const smoe_ep_comm *c,
     return SMOE_OK;
 }
 
+/* The forward's dispatch: each (token, k) pair's row of h2 in send order
+ * (by expert, then token; the pairs over capacity drop), the counts to
+ * the owners, then the rows into the owner's store a->xr, expert-major (on
+ * one rank straight into the store: the exchange and the regrouping are
+ * identities). Sets a->pos, the counts, n_send and n_recv. */
+static smoe_status dispatch(smoe_model *m, layer_act *la, smoe_ep_comm *comm, smoe_err *err)
+{
+    const smoe_model_cfg *g = &m->cfg;
+    const int64_t T = m->T, D = g->emb, E = g->experts, K = g->topk;
+    const int64_t ep = g->ep, el = m->el;
+    moe_act *a = &la->moe;
+    model_scratch *s = &m->s;
+    own_scratch *o = &m->own;
+    smoe_status st;
+    int64_t *cnt = a->send_cnt, dropped = 0;
+    memset(cnt, 0, (size_t)E * sizeof *cnt);
+    for (int64_t i = 0; i < T * K; i++) {
+        int32_t e = a->topk[i];
+        if (m->capacity > 0 && cnt[e] >= m->capacity) {
+            a->pos[i] = -1;
+            dropped++;
+        } else {
+            a->pos[i] = cnt[e]++;
+        }
+    }
+    m->stats.routed += T * K;
+    m->stats.dropped += dropped;
+
+    double t0 = smoe_now();
+    st = comm->exchange_counts(comm->ctx, cnt, a->recv_cnt, el);
+    m->stats.a2a_seconds += smoe_now() - t0;
+    if (st)
+        return smoe_err_set(err, st, "model: expert count exchange failed: %s",
+                            smoe_status_name(st));
+    a->n_send = rows_per_peer(s->srows, cnt, ep, el);
+    a->n_recv = rows_per_peer(s->rrows, a->recv_cnt, ep, el);
+    for (int64_t i = 0; i < ep * el; i++)
+        if (a->recv_cnt[i] < 0)
+            return smoe_err_set(err, SMOE_ECOMM, "model: negative expert row count received");
+    if ((st = model_reserve_routed(m, a, a->n_recv, err)))
+        return st;
+    const int self = ep == 1, ident = ep == 1 || el == 1;
+    for (int64_t e = 0, r = 0; e < E; e++) {
+        s->eoff[e] = r;
+        r += cnt[e];
+    }
+    float *send = self ? a->xr : s->send;
+    for (int64_t i = 0; i < T * K; i++) {
+        if (a->pos[i] < 0)
+            continue;
+        a->pos[i] += s->eoff[a->topk[i]];
+        memcpy(send + a->pos[i] * D, la->h2 + (i / K) * D, (size_t)D * sizeof *send);
+    }
+    if (!self) {
+        if ((st = a2a(m, comm, 0, send, ident ? a->xr : o->ra, "dispatch", err)))
+            return st;
+        if (!ident)
+            regroup(a->xr, o->ra, a->recv_cnt, ep, el, D, s->eoff, 1);
+    }
+    return SMOE_OK;
+}
+
 smoe_status moe_fwd(smoe_model *m, layer_act *la,
                     const float *const w[SMOE_W_NSLOTS], float *x,
                     smoe_ep_comm *comm, smoe_err *err)
@@ -218,65 +285,30 @@ smoe_status moe_fwd(smoe_model *m, layer_act *la,
         mlp_fwd(x, 1.0f, a->sh, s->g, la->h2, w[SMOE_W_SH_WI0],
                 w[SMOE_W_SH_WI1], w[SMOE_W_SH_WO], T, D, sw, comm);
 
-    /* send order: by expert, then token; the pairs over capacity drop */
-    int64_t *cnt = a->send_cnt, dropped = 0;
-    memset(cnt, 0, (size_t)E * sizeof *cnt);
-    for (int64_t i = 0; i < T * K; i++) {
-        int32_t e = a->topk[i];
-        if (m->capacity > 0 && cnt[e] >= m->capacity) {
-            a->pos[i] = -1;
-            dropped++;
-        } else {
-            a->pos[i] = cnt[e]++;
-        }
-    }
-    for (int64_t e = 0, r = 0; e < E; e++) {
-        s->eoff[e] = r;
-        r += cnt[e];
-    }
-    for (int64_t i = 0; i < T * K; i++) {
-        if (a->pos[i] < 0)
-            continue;
-        a->pos[i] += s->eoff[a->topk[i]];
-        memcpy(s->send + a->pos[i] * D, la->h2 + (i / K) * D, (size_t)D * sizeof *x);
-    }
-    m->stats.routed += T * K;
-    m->stats.dropped += dropped;
-
-    /* counts, then rows, to the owners */
-    double t0 = smoe_now();
-    st = comm->exchange_counts(comm->ctx, cnt, a->recv_cnt, el);
-    m->stats.a2a_seconds += smoe_now() - t0;
-    if (st)
-        return smoe_err_set(err, st, "model: expert count exchange failed: %s",
-                            smoe_status_name(st));
-    a->n_send = rows_per_peer(s->srows, cnt, ep, el);
-    a->n_recv = rows_per_peer(s->rrows, a->recv_cnt, ep, el);
-    for (int64_t i = 0; i < ep * el; i++)
-        if (a->recv_cnt[i] < 0)
-            return smoe_err_set(err, SMOE_ECOMM, "model: negative expert row count received");
-    if ((st = model_reserve_routed(m, a, a->n_recv, err)))
+    if ((st = dispatch(m, la, comm, err)))
         return st;
-    if ((st = a2a(m, comm, 0, s->send, o->ra, "dispatch", err)))
-        return st;
-    regroup(a->xr, o->ra, a->recv_cnt, ep, el, D, s->eoff, 1);
+    const int self = ep == 1, ident = ep == 1 || el == 1;
 
     /* the local experts, on their rows */
     const float *wi0 = w[SMOE_W_EXP_WI0], *wi1 = w[SMOE_W_EXP_WI1];
     const float *wo = w[SMOE_W_EXP_WO];
+    float *out = self ? a->yret : o->rb;
     for (int64_t j = 0, row = 0; j < el; j++) {
         int64_t n = 0;
         for (int64_t p = 0; p < ep; p++)
             n += a->recv_cnt[p * el + j];
         mlp_act ra = { a->r.a + row * Mm, a->r.b + row * Mm };
-        mlp_fwd(o->rb + row * D, 0.0f, ra, o->g + row * Mm, a->xr + row * D,
+        mlp_fwd(out + row * D, 0.0f, ra, o->g + row * Mm, a->xr + row * D,
                 wi0 + j * D * Mm, wi1 + j * D * Mm, wo + j * Mm * D, n, D, Mm,
                 comm);
         row += n;
     }
-    regroup(o->ra, o->rb, a->recv_cnt, ep, el, D, s->eoff, 0);
-    if ((st = a2a(m, comm, 1, o->ra, a->yret, "combine", err)))
-        return st;
+    if (!self) {
+        if (!ident)
+            regroup(o->ra, o->rb, a->recv_cnt, ep, el, D, s->eoff, 0);
+        if ((st = a2a(m, comm, 1, ident ? o->rb : o->ra, a->yret, "combine", err)))
+            return st;
+    }
 
     /* x += sum_k w_k * expert_k(h2) */
     for (int64_t i = 0; i < T * K; i++)
@@ -385,7 +417,10 @@ smoe_status moe_bwd(smoe_model *m, layer_act *la,
                 a->sh, la->h2, w[SMOE_W_SH_WI0], w[SMOE_W_SH_WI1],
                 w[SMOE_W_SH_WO], T, D, sw, s->g, s->dg, s->da, s->db, comm);
 
-    /* combine: dw_k = dy . expert_k(h2); row gradients w_k * dy to the owners */
+    /* combine: dw_k = dy . expert_k(h2); row gradients w_k * dy to the owners
+     * (on one rank straight into the owner's buffer, as in the forward) */
+    const int self = ep == 1, ident = ep == 1 || el == 1;
+    float *send = self ? o->rb : s->send;
     for (int64_t i = 0; i < T * K; i++) {
         const int64_t p = a->pos[i];
         const float *d = dy + (i / K) * D;
@@ -393,20 +428,16 @@ smoe_status moe_bwd(smoe_model *m, layer_act *la,
             s->dwk[i] = 0.0f;
             continue;
         }
-        const float *y = a->yret + p * D;
-        float *r = s->send + p * D;
-        double dot = 0.0;
-        for (int64_t j = 0; j < D; j++) {
-            dot += (double)d[j] * (double)y[j];
-            r[j] = a->wts[i] * d[j];
-        }
-        s->dwk[i] = (float)dot;
+        s->dwk[i] = (float)smoe_vec_dot_scale(send + p * D, a->wts[i], d, a->yret + p * D, D);
     }
     rows_per_peer(s->srows, a->send_cnt, ep, el);
     rows_per_peer(s->rrows, a->recv_cnt, ep, el);
-    if ((st = a2a(m, comm, 0, s->send, o->ra, "gradient dispatch", err)))
-        return st;
-    regroup(o->rb, o->ra, a->recv_cnt, ep, el, D, s->eoff, 1);
+    if (!self) {
+        if ((st = a2a(m, comm, 0, send, ident ? o->rb : o->ra, "gradient dispatch", err)))
+            return st;
+        if (!ident)
+            regroup(o->rb, o->ra, a->recv_cnt, ep, el, D, s->eoff, 1);
+    }
 
     /* the local experts: dW and the input gradients of their rows */
     memset(o->rc, 0, (size_t)(a->n_recv * D) * sizeof *o->rc);
@@ -424,12 +455,17 @@ smoe_status moe_bwd(smoe_model *m, layer_act *la,
                 o->dg + row * Mm, o->da + row * Mm, o->db + row * Mm, comm);
         row += n;
     }
-    regroup(o->ra, o->rc, a->recv_cnt, ep, el, D, s->eoff, 0);
-    if ((st = a2a(m, comm, 1, o->ra, s->dxk, "gradient combine", err)))
-        return st;
+    const float *dxk = o->rc;
+    if (!self) {
+        if (!ident)
+            regroup(o->ra, o->rc, a->recv_cnt, ep, el, D, s->eoff, 0);
+        if ((st = a2a(m, comm, 1, ident ? o->rc : o->ra, s->dxk, "gradient combine", err)))
+            return st;
+        dxk = s->dxk;
+    }
     for (int64_t i = 0; i < T * K; i++)
         if (a->pos[i] >= 0)
-            smoe_vec_add(dh2 + (i / K) * D, s->dxk + a->pos[i] * D, D);
+            smoe_vec_add(dh2 + (i / K) * D, dxk + a->pos[i] * D, D);
 
     /* router: logits = h2 @ gate */
     router_bwd(m, a, g->routed_bias ? w[SMOE_W_GATE_BIAS] : NULL,
