@@ -35,8 +35,8 @@ static const char *const sp_key[SP_N] = { "peak_flops",     "gemm_small_flops", 
                                           "hbm_bandwidth",  "optimizer_rate",   "ici_bandwidth",
                                           "a2a_bandwidth",  "compute_scale" };
 typedef struct spread {
-    double v[SP_N];
-    double share, rounds; /* the rates': the part of a core a rank had; rounds */
+    double v[SP_N], share[SP_N]; /* spread; the part of a core a rank had */
+    double rounds;               /* the rates' rounds */
 } spread;
 
 /* Best of `reps` timings of fn (inner calls each), all ranks starting
@@ -178,11 +178,16 @@ void calib_fit(const double *x, const double *t, int n, double *a, double *b)
         *b = 1e-12;
 }
 
-/* A line t = a + b x fitted on n probes' medians, x[i] per probe; *spr
- * the spread of b over the rounds (a line fitted on each round's samples). */
+/* A line t = a + b x fitted on n probes' medians, x[i] per probe; spr[0]
+ * the spread of b over the rounds (a line fitted on each round's samples),
+ * spr[1] the probes' median share of a core. */
 static void fit_probes(const calib_probe *p, const double *x, int n, double *a, double *b,
-                       double *spr)
+                       double spr[2])
 {
+    double sh[6];
+    for (int i = 0; i < n; i++)
+        sh[i] = p[i].share;
+    spr[1] = calib_median(sh, n);
     double t[6], per[CALIB_MAX_ROUNDS], ra;
     for (int i = 0; i < n; i++)
         t[i] = p[i].med;
@@ -192,7 +197,7 @@ static void fit_probes(const calib_probe *p, const double *x, int n, double *a, 
             t[i] = p[i].t[r];
         calib_fit(x, t, n, &ra, &per[r]);
     }
-    *spr = calib_spread(per, p[0].rounds);
+    spr[0] = calib_spread(per, p[0].rounds);
 }
 
 /* The gathers over mesh axis `axis`: weights of `per` floats per rank,
@@ -200,7 +205,7 @@ static void fit_probes(const calib_probe *p, const double *x, int n, double *a, 
  * the cost model takes one direction of the fast interconnect as half its
  * figure). */
 static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, const char *axis, int half,
-                                double *lat, double *bw, double *spr, smoe_err *err)
+                                double *lat, double *bw, double spr[2], smoe_err *err)
 {
     int size = (int)smoe_mesh_axis_size(mesh, axis);
     double xs[6];
@@ -285,7 +290,7 @@ static int ranks_per_node(smoe_rt *rt)
 }
 
 /* The expert exchange within a host: five sizes taking turns (probe.c). */
-static smoe_status calib_a2a(smoe_rt *rt, double *lat, double *bw, double *spr, smoe_err *err)
+static smoe_status calib_a2a(smoe_rt *rt, double *lat, double *bw, double spr[2], smoe_err *err)
 {
     a2a_args y[5];
     calib_probe p[5];
@@ -446,7 +451,7 @@ static void run_layer(void *ud)
 /* smoe's own layer kernels (one dense and one MoE layer, forward and
  * backward, experts all local) against the cost model's roofline. */
 static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
-                                 const smoe_hw *hw, double *scale, double *spr, smoe_err *err)
+                                 const smoe_hw *hw, double *scale, double spr[2], smoe_err *err)
 {
     smoe_model_cfg mc;
     smoe_mesh one = plan->mesh;
@@ -503,15 +508,17 @@ static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe
         np++;
     }
     calib_probe_run(rt, p, np, CALIB_ROUNDS, 2 * CALIB_TARGET_S);
-    double measured = 0, per[CALIB_MAX_ROUNDS] = { 0 };
+    double measured = 0, per[CALIB_MAX_ROUNDS] = { 0 }, kshare[2];
     for (int i = 0; i < np; i++) {
         if ((s = la[i].s))
             return s;
         measured += p[i].med;
+        kshare[i] = p[i].share;
         for (int r = 0; r < p[i].rounds; r++)
             per[r] += p[i].t[r];
     }
-    *spr = calib_spread(per, p[0].rounds);
+    spr[0] = calib_spread(per, p[0].rounds);
+    spr[1] = calib_median(kshare, np);
     for (int k = 0; k < 2; k++)
         for (int sl = 0; sl < SMOE_W_NSLOTS; sl++) {
             smoe_free(w[k][sl]);
@@ -588,14 +595,19 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     smoe_free(opt.c);
     double t_big = rates[0].med, t_small = rates[1].med, t_call = rates[2].med;
     double t_add = rates[3].med, t_opt = rates[4].med;
+    double fig[4][2] = { { 0 } }; /* ici, a2a, compute_scale, dcn: spread, share */
     spread sp;
     memset(&sp, 0, sizeof sp);
     sp.v[SP_PEAK] = rates[0].spread;
+    sp.share[SP_PEAK] = rates[0].share;
     sp.v[SP_SMALL] = rates[1].spread;
+    sp.share[SP_SMALL] = rates[1].share;
     sp.v[SP_CALL] = rates[2].spread;
+    sp.share[SP_CALL] = rates[2].share;
     sp.v[SP_HBM] = rates[3].spread;
+    sp.share[SP_HBM] = rates[3].share;
     sp.v[SP_OPT] = rates[4].spread;
-    sp.share = rates[0].share;
+    sp.share[SP_OPT] = rates[4].share;
     sp.rounds = rates[0].rounds;
     smoe_hw hw;
     memset(&hw, 0, sizeof hw);
@@ -615,10 +627,10 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
     hw.hbm_bytes = (double)pages * (double)psz / size;
     if (per_node > 1 && (s = calib_gather(rt, &mesh, "expert", 1, &hw.ici_latency,
-                                          &hw.ici_bandwidth, &sp.v[SP_ICI], err)))
+                                          &hw.ici_bandwidth, fig[0], err)))
         return s;
     if (nodes > 1 && (s = calib_gather(rt, &mesh, "fsdp", 0, &hw.dcn_latency, &hw.dcn_bandwidth,
-                                       &(double){ 0 }, err)))
+                                       fig[3], err)))
         return s;
     int layer_dcn = 0; /* across hosts: a layer's gathers as training issues them */
     if (nodes > 1 && (s = calib_layer_gathers(rt, plan, nodes, per_node, run_layer_work, &work,
@@ -633,14 +645,19 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
         hw.dcn_bandwidth = hw.ici_bandwidth;
         hw.dcn_latency = hw.ici_latency;
     }
-    if ((per_node > 1 && (s = calib_a2a(rt, &hw.a2a_latency, &hw.a2a_bandwidth, &sp.v[SP_A2A], err))) ||
+    if ((per_node > 1 && (s = calib_a2a(rt, &hw.a2a_latency, &hw.a2a_bandwidth, fig[1], err))) ||
         (s = calib_skew(rt, &mesh, &work, &hw.sync_skew, &hw.reduce_lag_bandwidth, err)))
         return s;
-    if ((s = calib_compute(rt, cfg, plan, &hw, &hw.compute_scale, &sp.v[SP_SCALE], err)))
+    if ((s = calib_compute(rt, cfg, plan, &hw, &hw.compute_scale, fig[2], err)))
         return s;
     smoe_free(m.a);
     smoe_free(m.b);
     smoe_free(m.c);
+    const int figk[3] = { SP_ICI, SP_A2A, SP_SCALE };
+    for (int i = 0; i < 3; i++) {
+        sp.v[figk[i]] = fig[i][0];
+        sp.share[figk[i]] = fig[i][1];
+    }
     if (smoe_rt_rank(rt) != 0)
         return SMOE_OK;
     FILE *f = path ? fopen(path, "w") : stdout;
@@ -682,11 +699,11 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
             "# spread: the interquartile range over the median of %d-%d interleaved rounds (the\n"
             "# rates' %.0f); share %.2f: the part of a core a rank had while the rates were timed\n"
             "# (its CPU time over the wall time; %d ranks on %ld cores alone: %.2f)\n",
-            CALIB_ROUNDS, CALIB_MAX_ROUNDS, sp.rounds, sp.share, per_node,
+            CALIB_ROUNDS, CALIB_MAX_ROUNDS, sp.rounds, sp.share[SP_PEAK], per_node,
             sysconf(_SC_NPROCESSORS_ONLN), fmin(1, (double)sysconf(_SC_NPROCESSORS_ONLN) / per_node));
     for (int i = 0; i < SP_N; i++)
         if (per_node > 1 || (i != SP_ICI && i != SP_A2A))
-            fprintf(f, "# spread %s %.3f\n", sp_key[i], sp.v[i]);
+            fprintf(f, "# spread %s %.3f share %.2f\n", sp_key[i], sp.v[i], sp.share[i]);
     if (ferror(f))
         ws = SMOE_EIO;
     if (path && fclose(f) != 0)
