@@ -540,7 +540,12 @@ static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe
             continue;
         smoe_sim_model_compute(sm, k, &f, &b);
         modelled += f + b;
+        if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
+            fprintf(stderr, "layer kind %d: modelled fwd %.2f bwd %.2f ms\n", k, f * 1e3, b * 1e3);
     }
+    if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
+        for (int i = 0; i < np; i++)
+            fprintf(stderr, "layer %d measured fwd+bwd %.2f ms\n", la[i].l, p[i].med * 1e3);
     smoe_sim_model_free(sm);
     *scale = modelled > 0 ? measured / modelled : 1;
     (void)total;
