@@ -178,26 +178,29 @@ void calib_fit(const double *x, const double *t, int n, double *a, double *b)
         *b = 1e-12;
 }
 
-/* A line t = a + b x fitted on n probes' medians, x[i] per probe; spr[0]
+/* A line t = a + b x fitted on n probes' medians, x[i] per probe, of a
+ * collective over `size` ranks: *lat = a / (size - 1), *bw = num / b; spr[0]
  * the spread of b over the rounds (a line fitted on each round's samples),
  * spr[1] the probes' median share of a core. */
-static void fit_probes(const calib_probe *p, const double *x, int n, double *a, double *b,
-                       double spr[2])
+static void fit_probes(const calib_probe *p, const double *x, int n, int size, double num,
+                       double *lat, double *bw, double spr[2])
 {
     double sh[6];
     for (int i = 0; i < n; i++)
         sh[i] = p[i].share;
     spr[1] = calib_median(sh, n);
-    double t[6], per[CALIB_MAX_ROUNDS], ra;
+    double t[6], per[CALIB_MAX_ROUNDS], a, b, ra;
     for (int i = 0; i < n; i++)
         t[i] = p[i].med;
-    calib_fit(x, t, n, a, b);
+    calib_fit(x, t, n, &a, &b);
     for (int r = 0; r < p[0].rounds; r++) {
         for (int i = 0; i < n; i++)
             t[i] = p[i].t[r];
         calib_fit(x, t, n, &ra, &per[r]);
     }
     spr[0] = calib_spread(per, p[0].rounds);
+    *lat = size > 1 ? a / (size - 1) : a;
+    *bw = num / b;
 }
 
 /* The gathers over mesh axis `axis`: weights of `per` floats per rank,
@@ -245,10 +248,7 @@ static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, const char *
         for (int i = 0; i < n; i++)
             fprintf(stderr, "gather %s: %.0f bytes: %.1f us (spread %.0f %%, %d calls)\n", axis,
                     xs[i], p[i].med * 1e6, 100 * p[i].spread, p[i].inner);
-    double a, b;
-    fit_probes(p, xs, n, &a, &b, spr);
-    *lat = size > 1 ? a / (size - 1) : a;
-    *bw = (half ? 2.0 : 1.0) / b;
+    fit_probes(p, xs, n, size, half ? 2.0 : 1.0, lat, bw, spr);
 out:
     for (int i = 0; i < n; i++) {
         smoe_free(x[i].shard);
@@ -318,10 +318,7 @@ static smoe_status calib_a2a(smoe_rt *rt, double *lat, double *bw, double spr[2]
         p[n].ud = &y[n];
     }
     calib_probe_run(rt, p, n, CALIB_ROUNDS, CALIB_TARGET_S / 2);
-    double a, b;
-    fit_probes(p, xs, n, &a, &b, spr);
-    *lat = size > 1 ? a / (size - 1) : a;
-    *bw = 1.0 / b;
+    fit_probes(p, xs, n, size, 1.0, lat, bw, spr);
 out:
     for (int i = 0; i < n; i++) {
         smoe_free(y[i].send);
