@@ -8,13 +8,16 @@
 # figures there, which are checked already). A benchmark on a shared
 # machine whose rates moved more than LIMIT (default 0.15) during
 # its run compares a prediction for one machine with a measurement on
-# another: exit 1 then.
+# another: exit 1 then. Where the profiles say it (smoe sim --calibrate's
+# "share" comment), the part of a core a rank had in each calibration is
+# printed beside: a share that fell is others' load.
 # usage: bench/profile_drift.sh BEFORE.yml AFTER.yml [LIMIT]
 set -eu
 limit=${3:-0.15}
 awk -v limit="$limit" '
   FNR == 1 { f++ }
   /^# [0-9]+ host\(s\)/ { hosts[f] = $2 + 0 }
+  /share [0-9.]+: the part of a core/ { for (i = 1; i < NF; i++) if ($i == "share") share[f] = $(i + 1) + 0 }
   /^(peak_flops|gemm_small_flops|hbm_bandwidth|ici_bandwidth|compute_scale|dcn_bandwidth|dcn_latency):/ {
     k = $1; sub(":", "", k); v[f, k] = $2 + 0; keys[k] = 1
   }
@@ -30,6 +33,7 @@ awk -v limit="$limit" '
     }
     void = (worst > limit)
     note = void ? sprintf(": more than %.0f%%, the comparison is void (load changed)", 100 * limit) : ""
-    printf "machine drift during the run: %.0f%% (%s)%s\n", 100 * worst, wk, note
+    sh = (1 in share && 2 in share) ? sprintf("; a rank had %.2f then %.2f of a core", share[1], share[2]) : ""
+    printf "machine drift during the run: %.0f%% (%s)%s%s\n", 100 * worst, wk, sh, note
     exit void
   }' "$1" "$2"

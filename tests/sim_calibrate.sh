@@ -26,6 +26,18 @@ for k in peak_flops gemm_small_flops hbm_bandwidth ici_bandwidth a2a_bandwidth o
     bad "$k is '$v'"
   fi
 done
+# each figure's spread over its interleaved rounds and the part of a core a
+# rank had (CPU time over wall time: in (0, 1])
+for k in peak_flops gemm_small_flops op_overhead hbm_bandwidth optimizer_rate ici_bandwidth \
+         a2a_bandwidth compute_scale; do
+  line=$(grep "^# spread $k " "$dir/hw.yml")
+  if echo "$line" | awk '{ exit !(NF == 6 && $4 + 0 >= 0 && $4 + 0 < 1e300 && $5 == "share" &&
+                                  $6 + 0 > 0 && $6 + 0 <= 1.0001) }'; then
+    ok "$line"
+  else
+    bad "spread of $k: '$line'"
+  fi
+done
 # one host: both ranks on its fast interconnect
 if grep -q '^# 1 host(s) of 2 rank(s)' "$dir/hw.yml" && grep -q '^devices_per_node: 2 ' "$dir/hw.yml"; then
   ok "one host of 2 ranks"

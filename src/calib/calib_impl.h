@@ -10,6 +10,25 @@ double calib_median(double *v, int n);
 /* t = a + b x over n <= 6 points, robustly (Theil-Sen); a >= 0, b > 0. */
 void calib_fit(const double *x, const double *t, int n, double *a, double *b);
 
+/* One timed kernel of a measurement (probe.c): fn(ud) timed by every rank
+ * at once over windows of many calls, the probes taking turns. */
+enum { CALIB_MAX_ROUNDS = 15 };
+#define CALIB_SPREAD_GOAL 0.10
+typedef struct calib_probe {
+    void (*fn)(void *ud);
+    void *ud;
+    int inner, rounds;              /* calls per sample (agreed), samples */
+    double t[CALIB_MAX_ROUNDS];     /* s per call, each round's, the slowest rank's */
+    double med, spread;             /* their median; interquartile range / median */
+    double share;                   /* the median part of a core the smallest rank had */
+} calib_probe;
+/* The n probes, rounds (<= CALIB_MAX_ROUNDS; more while one spreads over
+ * CALIB_SPREAD_GOAL) samples each in turn, a sample lasting about target s.
+ * Collective. */
+void calib_probe_run(smoe_rt *rt, calib_probe *p, int n, int rounds, double target);
+/* The interquartile range of n values over their median (0 for n < 2). */
+double calib_spread(const double *v, int n);
+
 /* The cross-host figures of the cost model (dcn_latency per cross-host
  * step, dcn_bandwidth: bytes from other hosts per second per rank)
  * measured on the gathers smoe train issues: every gathered weight of one

@@ -21,6 +21,24 @@
 
 typedef void (*bench_fn)(void *ud);
 
+/* Every rate a median over CALIB_ROUNDS (more while they spread, up to
+ * CALIB_MAX_ROUNDS) interleaved samples of about CALIB_TARGET_S each
+ * (probe.c): timed as best of 5 over a few ms, a quiet machine's rates
+ * moved 16-99 % between two calibrations. */
+enum { CALIB_ROUNDS = 9 };
+#define CALIB_TARGET_S 0.04
+
+/* The spread of each measured figure (interquartile range over the
+ * median of its rounds), written beside the profile. */
+enum { SP_PEAK, SP_SMALL, SP_CALL, SP_HBM, SP_OPT, SP_ICI, SP_A2A, SP_SCALE, SP_N };
+static const char *const sp_key[SP_N] = { "peak_flops",     "gemm_small_flops", "op_overhead",
+                                          "hbm_bandwidth",  "optimizer_rate",   "ici_bandwidth",
+                                          "a2a_bandwidth",  "compute_scale" };
+typedef struct spread {
+    double v[SP_N], share[SP_N]; /* spread; the part of a core a rank had */
+    double rounds;               /* the rates' rounds */
+} spread;
+
 /* Best of `reps` timings of fn (inner calls each), all ranks starting
  * together; the slowest rank's time (they share the cores, as in
  * training). */
@@ -160,47 +178,83 @@ void calib_fit(const double *x, const double *t, int n, double *a, double *b)
         *b = 1e-12;
 }
 
+/* A line t = a + b x fitted on n probes' medians, x[i] per probe, of a
+ * collective over `size` ranks: *lat = a / (size - 1), *bw = num / b; spr[0]
+ * the spread of b over the rounds (a line fitted on each round's samples),
+ * spr[1] the probes' median share of a core. */
+static void fit_probes(const calib_probe *p, const double *x, int n, int size, double num,
+                       double *lat, double *bw, double spr[2])
+{
+    double sh[6];
+    for (int i = 0; i < n; i++)
+        sh[i] = p[i].share;
+    spr[1] = calib_median(sh, n);
+    double t[6], per[CALIB_MAX_ROUNDS], a, b, ra;
+    for (int i = 0; i < n; i++)
+        t[i] = p[i].med;
+    calib_fit(x, t, n, &a, &b);
+    for (int r = 0; r < p[0].rounds; r++) {
+        for (int i = 0; i < n; i++)
+            t[i] = p[i].t[r];
+        calib_fit(x, t, n, &ra, &per[r]);
+    }
+    spr[0] = calib_spread(per, p[0].rounds);
+    *lat = size > 1 ? a / (size - 1) : a;
+    *bw = num / b;
+}
+
 /* The gathers over mesh axis `axis`: weights of `per` floats per rank,
- * several sizes; *bw in the convention of `half` (1: the cost model takes
- * one direction of the fast interconnect as half its figure). */
+ * six sizes taking turns (probe.c); *bw in the convention of `half` (1:
+ * the cost model takes one direction of the fast interconnect as half its
+ * figure). */
 static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, const char *axis, int half,
-                                double *lat, double *bw, smoe_err *err)
+                                double *lat, double *bw, double spr[2], smoe_err *err)
 {
     int size = (int)smoe_mesh_axis_size(mesh, axis);
-    double xs[6], ts[6];
+    double xs[6];
+    ag_args x[6];
+    calib_probe p[6];
     int n = 0;
-    smoe_status s;
+    smoe_status s = SMOE_OK;
+    memset(x, 0, sizeof x);
+    memset(p, 0, sizeof p);
     /* within a host the sizes reach 4 MiB per rank: below ~1 MiB the times of a
      * copy through shared memory between ranks sharing cores are their
      * scheduling, not their bytes */
     const int64_t lo = half ? 1 << 10 : 1 << 8, hi = half ? 1 << 20 : 1 << 18;
-    for (int64_t per = lo; per <= hi && n < 6; per *= 4) {
+    for (int64_t per = lo; per <= hi && n < 6; per *= 4, n++) {
         smoe_pspec spec = { 2, { { 1, { axis } }, { 0, { NULL } } } };
         int64_t shape[2] = { (int64_t)size * per / 16, 16 };
         smoe_gather plan;
         smoe_gather_compute(&spec, shape, mesh, SMOE_MODE_COAXIS, 4, &plan);
-        ag_args x;
-        x.rt = rt;
+        x[n].rt = rt;
         smoe_gather_exec ex;
         if ((s = smoe_gather_exec_of(&plan, 0, "calibrate", &ex, err)) ||
-            (s = smoe_rt_wgather_new(rt, &ex, "calibrate", &x.g, err)))
-            return s;
-        x.shard = smoe_calloc((size_t)per, sizeof(float));
-        x.buf = smoe_calloc((size_t)(per * size), sizeof(float));
-        if (!x.shard || !x.buf)
-            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+            (s = smoe_rt_wgather_new(rt, &ex, "calibrate", &x[n].g, err)))
+            goto out;
+        x[n].shard = smoe_calloc((size_t)per, sizeof(float));
+        x[n].buf = smoe_calloc((size_t)(per * size), sizeof(float));
+        if (!x[n].shard || !x[n].buf) {
+            s = smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+            n++;
+            goto out;
+        }
         xs[n] = (double)per * 4 * (size - 1); /* bytes received */
-        ts[n++] = timed(rt, run_ag, &x, 8, 8); /* best of 8: a shared machine's noise */
-        if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
-            fprintf(stderr, "gather %s: %.0f bytes: %.1f us\n", axis, xs[n - 1], ts[n - 1] * 1e6);
-        smoe_free(x.shard);
-        smoe_free(x.buf);
+        p[n].fn = run_ag;
+        p[n].ud = &x[n];
     }
-    double a, b;
-    calib_fit(xs, ts, n, &a, &b);
-    *lat = size > 1 ? a / (size - 1) : a;
-    *bw = (half ? 2.0 : 1.0) / b;
-    return SMOE_OK;
+    calib_probe_run(rt, p, n, CALIB_ROUNDS, CALIB_TARGET_S);
+    if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
+        for (int i = 0; i < n; i++)
+            fprintf(stderr, "gather %s: %.0f bytes: %.1f us (spread %.0f %%, %d calls)\n", axis,
+                    xs[i], p[i].med * 1e6, 100 * p[i].spread, p[i].inner);
+    fit_probes(p, xs, n, size, half ? 2.0 : 1.0, lat, bw, spr);
+out:
+    for (int i = 0; i < n; i++) {
+        smoe_free(x[i].shard);
+        smoe_free(x[i].buf);
+    }
+    return s;
 }
 
 /* Ranks per host: every rank's host name compared (they must come in
@@ -235,32 +289,42 @@ static int ranks_per_node(smoe_rt *rt)
     return per[0] >= 1 ? (int)per[0] : size;
 }
 
-static smoe_status calib_a2a(smoe_rt *rt, double *lat, double *bw, smoe_err *err)
+/* The expert exchange within a host: five sizes taking turns (probe.c). */
+static smoe_status calib_a2a(smoe_rt *rt, double *lat, double *bw, double spr[2], smoe_err *err)
 {
-    a2a_args y;
-    memset(&y, 0, sizeof y);
-    y.c = smoe_rt_ep_comm(rt);
-    int size = y.c.size; /* the ranks of one node */
-    y.row = 128;
-    double xs[5], ts[5];
+    a2a_args y[5];
+    calib_probe p[5];
+    double xs[5];
     int n = 0;
-    for (int64_t rows = 1; rows <= 4096 && n < 5; rows *= 8) {
-        for (int p = 0; p < size && p < 256; p++)
-            y.rows[p] = rows;
-        y.send = smoe_calloc((size_t)(rows * y.row * size), sizeof(float));
-        y.recv = smoe_calloc((size_t)(rows * y.row * size), sizeof(float));
-        if (!y.send || !y.recv)
-            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-        xs[n] = (double)(rows * y.row) * 4 * (size - 1); /* bytes to the others */
-        ts[n++] = timed(rt, run_a2a, &y, 8, 4);
-        smoe_free(y.send);
-        smoe_free(y.recv);
+    smoe_status s = SMOE_OK;
+    memset(y, 0, sizeof y);
+    memset(p, 0, sizeof p);
+    smoe_ep_comm c = smoe_rt_ep_comm(rt);
+    int size = c.size; /* the ranks of one node */
+    for (int64_t rows = 1; rows <= 4096 && n < 5; rows *= 8, n++) {
+        y[n].c = c;
+        y[n].row = 128;
+        for (int q = 0; q < size && q < 256; q++)
+            y[n].rows[q] = rows;
+        y[n].send = smoe_calloc((size_t)(rows * y[n].row * size), sizeof(float));
+        y[n].recv = smoe_calloc((size_t)(rows * y[n].row * size), sizeof(float));
+        if (!y[n].send || !y[n].recv) {
+            s = smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+            n++;
+            goto out;
+        }
+        xs[n] = (double)(rows * y[n].row) * 4 * (size - 1); /* bytes to the others */
+        p[n].fn = run_a2a;
+        p[n].ud = &y[n];
     }
-    double a, b;
-    calib_fit(xs, ts, n, &a, &b);
-    *lat = size > 1 ? a / (size - 1) : a;
-    *bw = 1.0 / b;
-    return SMOE_OK;
+    calib_probe_run(rt, p, n, CALIB_ROUNDS, CALIB_TARGET_S / 2);
+    fit_probes(p, xs, n, size, 1.0, lat, bw, spr);
+out:
+    for (int i = 0; i < n; i++) {
+        smoe_free(y[i].send);
+        smoe_free(y[i].recv);
+    }
+    return s;
 }
 
 static smoe_status calib_reduce_lag(smoe_rt *rt, const smoe_mesh *mesh, double tight,
@@ -355,10 +419,36 @@ static smoe_status calib_reduce_lag(smoe_rt *rt, const smoe_mesh *mesh, double t
     return SMOE_OK;
 }
 
+/* One layer's forward and backward from the same input (x0, dx0 copied
+ * in first: a few hundred kB, under 1 % of the layer's time). */
+typedef struct layer_args {
+    smoe_model *model;
+    int l;
+    const float *const *w;
+    float *const *dw;
+    float *x, *dx;
+    const float *x0, *dx0;
+    int64_t n; /* floats of x */
+    smoe_ep_comm *self;
+    smoe_status s;
+    smoe_err *err;
+} layer_args;
+
+static void run_layer(void *ud)
+{
+    layer_args *a = ud;
+    if (a->s)
+        return;
+    memcpy(a->x, a->x0, sizeof(float) * (size_t)a->n);
+    memcpy(a->dx, a->dx0, sizeof(float) * (size_t)a->n);
+    if ((a->s = smoe_model_layer_fwd(a->model, a->l, a->w, a->x, a->self, a->err)) == SMOE_OK)
+        a->s = smoe_model_layer_bwd(a->model, a->l, a->w, a->dw, a->dx, a->self, a->err);
+}
+
 /* smoe's own layer kernels (one dense and one MoE layer, forward and
  * backward, experts all local) against the cost model's roofline. */
 static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
-                                 const smoe_hw *hw, double *scale, smoe_err *err)
+                                 const smoe_hw *hw, double *scale, double spr[2], smoe_err *err)
 {
     smoe_model_cfg mc;
     smoe_mesh one = plan->mesh;
@@ -393,41 +483,45 @@ static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe
                 w[k][sl][i] = norm ? 1.0f : 0.05f * (float)((double)(i * 2654435761u % 2001) / 1000.0 - 1);
             total += n;
         }
-    float *x = smoe_malloc(sizeof(float) * (size_t)(T * mc.emb));
-    float *dx = smoe_malloc(sizeof(float) * (size_t)(T * mc.emb));
-    if (!x || !dx)
+    const int64_t nx = T * mc.emb;
+    float *x = smoe_malloc(sizeof(float) * (size_t)(4 * nx)), *dx = x + nx;
+    if (!x)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    float *x0 = x + 2 * nx, *dx0 = x + 3 * nx;
+    for (int64_t i = 0; i < nx; i++) {
+        x0[i] = (float)((double)(i * 40503u % 2001) / 1000.0 - 1);
+        dx0[i] = 1e-3f * (float)((double)(i * 9973u % 2001) / 1000.0 - 1);
+    }
     smoe_ep_comm self = smoe_ep_comm_self();
-    double measured = 0;
-    for (int k = 0; k < 2; k++) {
+    layer_args la[2];
+    calib_probe p[2];
+    int np = 0;
+    for (int k = 0; k < 2; k++) { /* the two kinds taking turns (probe.c) */
         if (!has[k])
             continue;
-        int l = k == 0 ? 0 : (int)mc.n_dense;
-        double best = 1e30;
-        for (int rep = 0; rep < 4; rep++) {
-            for (int64_t i = 0; i < T * mc.emb; i++) {
-                x[i] = (float)((double)(i * 40503u % 2001) / 1000.0 - 1);
-                dx[i] = 1e-3f * (float)((double)(i * 9973u % 2001) / 1000.0 - 1);
-            }
-            smoe_rt_barrier(rt);
-            double t0 = smoe_now();
-            if ((s = smoe_model_layer_fwd(model, l, (const float *const *)w[k], x, &self, err)) ||
-                (s = smoe_model_layer_bwd(model, l, (const float *const *)w[k], dw[k], dx, &self,
-                                          err)))
-                return s;
-            double t[1] = { smoe_now() - t0 };
-            smoe_rt_allreduce_max_f64(rt, t, 1);
-            best = fmin(best, t[0]);
-        }
-        measured += best;
+        la[np] = (layer_args){ model, k == 0 ? 0 : (int)mc.n_dense, (const float *const *)w[k],
+                               dw[k], x, dx, x0, dx0, nx, &self, SMOE_OK, err };
+        p[np] = (calib_probe){ .fn = run_layer, .ud = &la[np] };
+        np++;
     }
+    calib_probe_run(rt, p, np, CALIB_ROUNDS, 2 * CALIB_TARGET_S);
+    double measured = 0, per[CALIB_MAX_ROUNDS] = { 0 }, kshare[2];
+    for (int i = 0; i < np; i++) {
+        if ((s = la[i].s))
+            return s;
+        measured += p[i].med;
+        kshare[i] = p[i].share;
+        for (int r = 0; r < p[i].rounds; r++)
+            per[r] += p[i].t[r];
+    }
+    spr[0] = calib_spread(per, p[0].rounds);
+    spr[1] = calib_median(kshare, np);
     for (int k = 0; k < 2; k++)
         for (int sl = 0; sl < SMOE_W_NSLOTS; sl++) {
             smoe_free(w[k][sl]);
             smoe_free(dw[k][sl]);
         }
     smoe_free(x);
-    smoe_free(dx);
     smoe_model_free(model);
     /* the cost model at the same shape, without any scale */
     smoe_hw h = *hw;
@@ -443,7 +537,12 @@ static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe
             continue;
         smoe_sim_model_compute(sm, k, &f, &b);
         modelled += f + b;
+        if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
+            fprintf(stderr, "layer kind %d: modelled fwd %.2f bwd %.2f ms\n", k, f * 1e3, b * 1e3);
     }
+    if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
+        for (int i = 0; i < np; i++)
+            fprintf(stderr, "layer %d measured fwd+bwd %.2f ms\n", la[i].l, p[i].med * 1e3);
     smoe_sim_model_free(sm);
     *scale = modelled > 0 ? measured / modelled : 1;
     (void)total;
@@ -477,18 +576,41 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     work = m;
     work.n = 256;
     m.n = big;
-    double t_big = timed(rt, run_mm, &m, 4, 5);
-    m.n = small;
-    double t_small = timed(rt, run_mm, &m, 200, 5);
-    m.n = 4;
-    double t_call = timed(rt, run_mm, &m, 2000, 5);
-    m.n = ew_n;
-    double t_add = timed(rt, run_add, &m, 10, 5);
-    mm_args opt = m; /* 2^18 parameters in c, their moments after them, the gradient in a */
-    opt.n = 1 << 18;
-    opt.b = m.c + opt.n;
-    memset(opt.b, 0, sizeof(float) * (size_t)(2 * opt.n));
-    double t_opt = timed(rt, run_adamw, &opt, 4, 5);
+    /* the rates, every rank running the same kernel at once, the five
+     * taking turns (probe.c) */
+    mm_args k_big = m, k_small = m, k_call = m, k_add = m, opt = m;
+    k_big.n = big;
+    k_small.n = small;
+    k_call.n = 4;
+    k_add.n = ew_n;
+    opt.n = 1 << 18; /* 2^18 parameters in c, their moments in b, the gradient in a */
+    opt.c = smoe_calloc((size_t)(3 * opt.n), sizeof(float));
+    if (!opt.c)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    opt.b = opt.c + opt.n;
+    calib_probe rates[5] = { { .fn = run_mm, .ud = &k_big },
+                             { .fn = run_mm, .ud = &k_small },
+                             { .fn = run_mm, .ud = &k_call },
+                             { .fn = run_add, .ud = &k_add },
+                             { .fn = run_adamw, .ud = &opt } };
+    calib_probe_run(rt, rates, 5, CALIB_ROUNDS, CALIB_TARGET_S);
+    smoe_free(opt.c);
+    double t_big = rates[0].med, t_small = rates[1].med, t_call = rates[2].med;
+    double t_add = rates[3].med, t_opt = rates[4].med;
+    double fig[4][2] = { { 0 } }; /* ici, a2a, compute_scale, dcn: spread, share */
+    spread sp;
+    memset(&sp, 0, sizeof sp);
+    sp.v[SP_PEAK] = rates[0].spread;
+    sp.share[SP_PEAK] = rates[0].share;
+    sp.v[SP_SMALL] = rates[1].spread;
+    sp.share[SP_SMALL] = rates[1].share;
+    sp.v[SP_CALL] = rates[2].spread;
+    sp.share[SP_CALL] = rates[2].share;
+    sp.v[SP_HBM] = rates[3].spread;
+    sp.share[SP_HBM] = rates[3].share;
+    sp.v[SP_OPT] = rates[4].spread;
+    sp.share[SP_OPT] = rates[4].share;
+    sp.rounds = rates[0].rounds;
     smoe_hw hw;
     memset(&hw, 0, sizeof hw);
     snprintf(hw.name, sizeof hw.name, "cpu-mpi");
@@ -507,10 +629,10 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
     hw.hbm_bytes = (double)pages * (double)psz / size;
     if (per_node > 1 && (s = calib_gather(rt, &mesh, "expert", 1, &hw.ici_latency,
-                                          &hw.ici_bandwidth, err)))
+                                          &hw.ici_bandwidth, fig[0], err)))
         return s;
     if (nodes > 1 && (s = calib_gather(rt, &mesh, "fsdp", 0, &hw.dcn_latency, &hw.dcn_bandwidth,
-                                       err)))
+                                       fig[3], err)))
         return s;
     int layer_dcn = 0; /* across hosts: a layer's gathers as training issues them */
     if (nodes > 1 && (s = calib_layer_gathers(rt, plan, nodes, per_node, run_layer_work, &work,
@@ -525,14 +647,19 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
         hw.dcn_bandwidth = hw.ici_bandwidth;
         hw.dcn_latency = hw.ici_latency;
     }
-    if ((per_node > 1 && (s = calib_a2a(rt, &hw.a2a_latency, &hw.a2a_bandwidth, err))) ||
+    if ((per_node > 1 && (s = calib_a2a(rt, &hw.a2a_latency, &hw.a2a_bandwidth, fig[1], err))) ||
         (s = calib_skew(rt, &mesh, &work, &hw.sync_skew, &hw.reduce_lag_bandwidth, err)))
         return s;
-    if ((s = calib_compute(rt, cfg, plan, &hw, &hw.compute_scale, err)))
+    if ((s = calib_compute(rt, cfg, plan, &hw, &hw.compute_scale, fig[2], err)))
         return s;
     smoe_free(m.a);
     smoe_free(m.b);
     smoe_free(m.c);
+    const int figk[3] = { SP_ICI, SP_A2A, SP_SCALE };
+    for (int i = 0; i < 3; i++) {
+        sp.v[figk[i]] = fig[i][0];
+        sp.share[figk[i]] = fig[i][1];
+    }
     if (smoe_rt_rank(rt) != 0)
         return SMOE_OK;
     FILE *f = path ? fopen(path, "w") : stdout;
@@ -569,6 +696,18 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
             "# %d host(s) of %d rank(s).\n",
             size, info.corename, nodes, per_node);
     smoe_status ws = smoe_hw_write(f, &hw, notes, NULL);
+    /* each figure's spread over its rounds, for a reader judging a drift */
+    fprintf(f,
+            "# spread: the interquartile range over the median of %d-%d interleaved rounds (the\n"
+            "# rates' %.0f); share %.2f: the part of a core a rank had while the rates were timed\n"
+            "# (its CPU time over the wall time; %d ranks on %ld cores alone: %.2f)\n",
+            CALIB_ROUNDS, CALIB_MAX_ROUNDS, sp.rounds, sp.share[SP_PEAK], per_node,
+            sysconf(_SC_NPROCESSORS_ONLN), fmin(1, (double)sysconf(_SC_NPROCESSORS_ONLN) / per_node));
+    for (int i = 0; i < SP_N; i++)
+        if (per_node > 1 || (i != SP_ICI && i != SP_A2A))
+            fprintf(f, "# spread %s %.3f share %.2f\n", sp_key[i], sp.v[i], sp.share[i]);
+    if (ferror(f))
+        ws = SMOE_EIO;
     if (path && fclose(f) != 0)
         ws = SMOE_EIO;
     if (ws)
