@@ -216,6 +216,78 @@ static void test_network_parts(const char *cfgdir)
     smoe_config_free(cfg);
 }
 
+/* The progress mode and the cross-host terms of a gather, by hand, on the
+ * same plan (fsdp 2 x expert 2): smoe_sim_gather_far, which the cost model
+ * and the calibration across hosts both use, gives a 4-way (fsdp, expert)
+ * stage of B bytes in 3 B received, 2 B of them from the other host over
+ * one cross-host step; a 2-way fsdp stage B over one step; an expert stage
+ * nothing. A profile that progresses only inside MPI calls ("calls") is
+ * refused across hosts, in one line naming the profile and the flag, and
+ * predicted on one host; "thread" (and an in-memory profile that does not
+ * say) across hosts too. */
+static void test_progress_mode(const char *cfgdir)
+{
+    const char *ov[] = { "ici_expert_parallelism=2" };
+    smoe_config *cfg = load_deepseek(cfgdir, ov, 1);
+    smoe_err err;
+    if (!cfg)
+        return;
+    smoe_plan_opts po = { 4, 1, NULL, 4 };
+    smoe_plan *p;
+    if (smoe_plan_build(cfg, &po, &p, &err)) {
+        CHECKF(0, "plan: %s", err.msg);
+        smoe_config_free(cfg);
+        return;
+    }
+    int kinds[3] = { 0, 0, 0 };
+    for (int i = 0; i < p->n; i++) {
+        const smoe_gather *g = &p->w[i].gather;
+        if (p->w[i].kind != SMOE_ENTRY_PARAM)
+            continue;
+        int stages = 0, k = -1;
+        for (int d = 0; d < g->rank; d++)
+            if (g->axes[d].n) {
+                stages++;
+                k = g->axes[d].n == 2 ? 0 : smoe_axes_has(&g->axes[d], "fsdp") ? 1 : 2;
+            }
+        if (stages != 1)
+            continue;
+        double B = (double)g->bytes_in, fb, fs;
+        const double want_b[3] = { 2 * B, B, 0 }, want_s[3] = { 1, 1, 0 };
+        smoe_sim_gather_far(g, &p->mesh, 2, 1, &fb, &fs);
+        CHECKF(NEAR(fb, want_b[k]) && NEAR(fs, want_s[k]), "%s: %g bytes from the other host "
+               "over %g steps, expected %g over %g", p->w[i].path, fb, fs, want_b[k], want_s[k]);
+        smoe_sim_gather_far(g, &p->mesh, 2, 4, &fb, &fs);
+        CHECKF(NEAR(fb, 4 * want_b[k]) && NEAR(fs, want_s[k]), "%s at 4x: %g over %g",
+               p->w[i].path, fb, fs);
+        smoe_sim_gather_far(g, &p->mesh, 4, 1, &fb, &fs);
+        CHECKF(fb == 0 && fs == 0, "%s on one host: %g over %g", p->w[i].path, fb, fs);
+        kinds[k]++;
+    }
+    CHECKF(kinds[0] > 0 && kinds[1] > 0, "checked %d 4-way and %d fsdp stages",
+           kinds[0], kinds[1]);
+    smoe_hw hw = cpu_profile();
+    smoe_sim_shape sh = { .batch = 1, .seq = 128, .remat = SMOE_REMAT_NONE, .dtype_bytes = 4,
+                          .compute_bytes = 4 };
+    const char *mode[3] = { "calls", "thread", "" };
+    for (int hosts = 2; hosts >= 1; hosts--)
+        for (int i = 0; i < 3; i++) {
+            hw.devices_per_node = 4 / hosts;
+            snprintf(hw.progress, sizeof hw.progress, "%s", mode[i]);
+            smoe_sim_model *m = NULL;
+            memset(&err, 0, sizeof err);
+            smoe_status st = smoe_sim_model_build(cfg, p, &hw, &sh, &m, &err);
+            int refuse = hosts == 2 && i == 0;
+            CHECKF(refuse ? st == SMOE_EINVAL && strstr(err.msg, "progress 'calls'") &&
+                                strstr(err.msg, "--progress-thread") && !strchr(err.msg, '\n')
+                          : st == SMOE_OK,
+                   "%d host(s), progress '%s': status %d (%s)", hosts, mode[i], (int)st, err.msg);
+            smoe_sim_model_free(m);
+        }
+    smoe_plan_free(p);
+    smoe_config_free(cfg);
+}
+
 int main(int argc, char **argv)
 {
     test_cpu_executor();
@@ -223,5 +295,7 @@ int main(int argc, char **argv)
     test_network_stretch();
     if (argc > 1)
         test_network_parts(argv[1]);
+    if (argc > 1)
+        test_progress_mode(argv[1]);
     return check_report();
 }
