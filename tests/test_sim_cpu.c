@@ -216,6 +216,38 @@ static void test_network_parts(const char *cfgdir)
     smoe_config_free(cfg);
 }
 
+/* smoe's executor gathers the top-level weights as train's loop does: the
+ * embedding (1 s) at the step's start, then the schedule's first entries,
+ * then the head's weights (2 s), waited for only at the head. The two
+ * layers above at depth 1 (pool 3): embedding [0, 1] (1 s exposed), unit
+ * 0's gather [1, 3] (2 s), the head's [3, 5], unit 1's [5, 7] (1 s after
+ * unit 0's compute [3, 6]), unit 2's [7, 9], unit 1 computes [7, 10], the
+ * head's weights are there; the backward [10, 16] and [16, 22] with its
+ * reductions to 23: 23 s, 4 s exposed (one top-level block before unit
+ * 0's gather, as on accelerators: 24 s, 5 s). At depth 0 both give 30 s,
+ * 11 s (unit 0's gather behind the head's weights instead of after them
+ * all). */
+static void test_top_level(void)
+{
+    smoe_sim_model m = two_layers(2);
+    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
+    m.top_gather_s = 3;
+    m.top_embed_s = 1;
+    smoe_sim_sched s;
+    smoe_sim_result r;
+    memset(&s, 0, sizeof s);
+    s.prefetch_depth = 1;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 23), "top-level depth 1 step %g, expected 23", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 4), "top-level depth 1 exposed %g, expected 4",
+           r.exposed_gather_s);
+    s.prefetch_depth = 0;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 30), "top-level depth 0 step %g, expected 30", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 11), "top-level depth 0 exposed %g, expected 11",
+           r.exposed_gather_s);
+}
+
 /* The progress mode and the cross-host terms of a gather, by hand, on the
  * same plan (fsdp 2 x expert 2): smoe_sim_gather_far, which the cost model
  * and the calibration across hosts both use, gives a 4-way (fsdp, expert)
@@ -293,6 +325,7 @@ int main(int argc, char **argv)
     test_cpu_executor();
     test_grad_before_prefetch();
     test_network_stretch();
+    test_top_level();
     if (argc > 1)
         test_network_parts(argv[1]);
     if (argc > 1)

@@ -476,6 +476,11 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         x.bytes = (double)w->gather.bytes_out * cast;
         x.bytes_stored = (double)w->gather.bytes_out;
         if (!w->prefetch) {
+            /* MaxText's embedding module is `token_embedder` (models.py) */
+            if (strncmp(w->path, "token_embedder/", 15) == 0)
+                m->top_embed_s += x.pre_s;
+            else
+                m->top_head_net += x.pre_s * x.pre_net; /* divided below */
             m->top_gather_s += x.pre_s;
             m->top_rs_s += x.rs_s;
             m->top_bytes += x.bytes;
@@ -487,6 +492,8 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
             return s;
         }
     }
+    if (m->top_gather_s > m->top_embed_s)
+        m->top_head_net /= m->top_gather_s - m->top_embed_s;
     for (int k = 0; k < 2; k++) {
         layer_compute(&c, &d, sh, e_local, &m->k[k]);
         if (hw->compute_scale > 0) { /* measured kernels vs the roofline (cpu) */

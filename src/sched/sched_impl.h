@@ -57,6 +57,9 @@ struct smoe_sim_model {
     int nkinds;
     sim_kind k[2];
     double top_gather_s, top_rs_s, top_bytes;
+    double top_embed_s;  /* of top_gather_s: the embedding's gather (the rest
+                            is the head's: final norm, logits) */
+    double top_head_net; /* the network's fraction of the head's gathers */
     double embed_fwd_s, embed_bwd_s, head_s;
     double optimizer_s;
     double mem_params, mem_grads, mem_optimizer;
