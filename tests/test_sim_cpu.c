@@ -137,20 +137,30 @@ static void test_network_stretch(void)
  * node's), so it takes dcn_latency + max(t_local, t_far) (not ici_latency
  * + dcn_latency + ...), t_local of it the cores'. On one host every part
  * is the cores' and the ring's 3 steps are paid: 3 ici_latency + 3 B / ici. */
-static void test_network_parts(const char *cfgdir)
+/* deepseek2-16b on fsdp 2 x expert 2 (4 devices): its plan, or NULL (a
+ * check failed; *cfg freed). */
+static smoe_plan *fsdp2_expert2(const char *cfgdir, smoe_config **cfg)
 {
     const char *ov[] = { "ici_expert_parallelism=2" };
-    smoe_config *cfg = load_deepseek(cfgdir, ov, 1);
-    smoe_err err;
-    if (!cfg)
-        return;
     smoe_plan_opts po = { 4, 1, NULL, 4 };
-    smoe_plan *p;
-    if (smoe_plan_build(cfg, &po, &p, &err)) {
+    smoe_plan *p = NULL;
+    smoe_err err;
+    *cfg = load_deepseek(cfgdir, ov, 1);
+    if (*cfg && smoe_plan_build(*cfg, &po, &p, &err)) {
         CHECKF(0, "plan: %s", err.msg);
-        smoe_config_free(cfg);
-        return;
+        smoe_config_free(*cfg);
+        p = NULL;
     }
+    return p;
+}
+
+static void test_network_parts(const char *cfgdir)
+{
+    smoe_config *cfg;
+    smoe_plan *p = fsdp2_expert2(cfgdir, &cfg);
+    smoe_err err;
+    if (!p)
+        return;
     smoe_hw hw = cpu_profile(); /* the network slower than the hosts */
     hw.ici_bandwidth = 4e9;
     hw.ici_latency = 1e-4;
@@ -259,18 +269,11 @@ static void test_top_level(void)
  * say) across hosts too. */
 static void test_progress_mode(const char *cfgdir)
 {
-    const char *ov[] = { "ici_expert_parallelism=2" };
-    smoe_config *cfg = load_deepseek(cfgdir, ov, 1);
+    smoe_config *cfg;
+    smoe_plan *p = fsdp2_expert2(cfgdir, &cfg);
     smoe_err err;
-    if (!cfg)
+    if (!p)
         return;
-    smoe_plan_opts po = { 4, 1, NULL, 4 };
-    smoe_plan *p;
-    if (smoe_plan_build(cfg, &po, &p, &err)) {
-        CHECKF(0, "plan: %s", err.msg);
-        smoe_config_free(cfg);
-        return;
-    }
     int kinds[3] = { 0, 0, 0 };
     for (int i = 0; i < p->n; i++) {
         const smoe_gather *g = &p->w[i].gather;
