@@ -17,10 +17,6 @@ smoe=$2
 cmp=$3
 example=$4
 local_example=$5
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-pass=0
-fail=0
 . "$(dirname "$0")/runs_lib.sh"
 steps=6
 
@@ -78,5 +74,4 @@ if must_run t1s 1 --steps "$steps" --seed 2; then
     echo "ok: a run with another seed is told apart"
   fi
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

@@ -1,7 +1,13 @@
 # Shared by the training-run test scripts (sourced): runs of smoe train
 # that keep their --json and --dump-params outputs in $dir, and their
 # comparison by cmp_runs, and checks of refusals. Needs $mpiexec, $smoe,
-# $cmp, $dir, $pass, $fail.
+# $cmp. Sourcing it makes $dir (a temporary directory, removed at exit: a
+# script that sets its own EXIT trap removes it there) and zeroes the
+# counts $pass and $fail; a script ends with `summary`.
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+pass=0
+fail=0
 
 # NAME NP ARGS...: one run under a timeout; $dir/NAME.{json,bin,err}
 run() {
@@ -23,17 +29,24 @@ must_run() {
   return 1
 }
 
-# A B TOL WHAT: cmp_runs of two runs (TOL 0: bitwise)
-same() {
-  if "$cmp" "$dir/$1.json" "$dir/$1.bin" "$dir/$2.json" "$dir/$2.bin" "$3" >"$dir/cmp.out" 2>&1; then
+# WHAT CMD...: a comparison tool's verdict (exit 0: within tolerance)
+# counted; its "worst ..." lines shown on one line, its whole output on
+# failure
+verdict() {
+  what=$1
+  shift
+  if "$@" >"$dir/cmp.out" 2>&1; then
     pass=$((pass + 1))
-    echo "ok: $4: $(grep worst "$dir/cmp.out")"
+    echo "ok: $what: $(grep worst "$dir/cmp.out" | tr '\n' ' ')"
   else
     fail=$((fail + 1))
-    echo "FAIL: $4" >&2
+    echo "FAIL: $what" >&2
     cat "$dir/cmp.out" >&2
   fi
 }
+
+# A B TOL WHAT: cmp_runs of two runs (TOL 0: bitwise)
+same() { verdict "$4" "$cmp" "$dir/$1.json" "$dir/$1.bin" "$dir/$2.json" "$dir/$2.bin" "$3"; }
 
 check() { # CONDITION-EXIT WHAT
   if [ "$1" -eq 0 ]; then
@@ -61,4 +74,10 @@ refused() { # PATTERN NP ARGS...
     echo "FAIL: expected /$pattern/, exit $rc, $lines smoe line(s):" >&2
     sed 's/^/    /' "$dir/err" | head -8 >&2
   fi
+}
+
+# the closing count, and the exit status of the script
+summary() {
+  echo "$pass passed, $fail failed"
+  [ "$fail" -eq 0 ]
 }

@@ -7,10 +7,6 @@
 mpiexec=$1
 smoe=$2
 cmp=$3
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-pass=0
-fail=0
 
 . "$(dirname "$0")/runs_lib.sh"
 
@@ -104,5 +100,4 @@ rc=$?
 [ "$rc" -eq 0 ] && grep -q "no checkpoint in $dir/empty: started from step 0" "$dir/out"
 check $? "--resume on an empty directory starts from step 0 and says so"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

@@ -10,7 +10,6 @@
 mpiexec=$1
 smoe=$2
 cmp=$3
-dir=$(mktemp -d)
 lockpid=
 mnt=
 cleanup() {
@@ -18,11 +17,8 @@ cleanup() {
   [ -n "$mnt" ] && umount "$mnt" 2>/dev/null
   rm -rf "$dir"
 }
-trap cleanup EXIT
-pass=0
-fail=0
-
 . "$(dirname "$0")/runs_lib.sh"
+trap cleanup EXIT
 
 # listing of a directory tree with sizes (to see that nothing changed)
 tree() { (cd "$1" && find . -type f -exec ls -l {} + | awk '{print $5, $9}' | sort); }
@@ -144,5 +140,4 @@ check $? "the test edited the manifest's mesh (expert before fsdp)"
 refused ".*shard_0000[0-3].bin: the manifest's mesh, shapes or specs are not those this shard was written with" \
   4 --steps 4 ici_expert_parallelism=2 --checkpoint-dir "$dir/man" --resume
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

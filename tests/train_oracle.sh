@@ -7,10 +7,6 @@
 mpiexec=$1
 smoe=$2
 cmp=$3
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-pass=0
-fail=0
 steps=5
 
 . "$(dirname "$0")/runs_lib.sh"
@@ -101,5 +97,4 @@ else
   fail=$((fail + 1))
   echo "FAIL: loss $first -> $last does not fall" >&2
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

@@ -18,10 +18,6 @@
 mpiexec=$1
 smoe=$2
 cmp=$3
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-pass=0
-fail=0
 steps=5
 
 . "$(dirname "$0")/runs_lib.sh"
@@ -95,5 +91,4 @@ refused "--reduce-dtype 'int8': not a gather dtype \\(fp32\\|bf16\\)" 2 --reduce
 refused "argument '--int8-block 1': must be between" 2 --gather-dtype int8 --int8-block 1
 refused "argument '--int8-fallback': needs --gather-dtype int8" 2 --int8-fallback bf16
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

@@ -60,10 +60,6 @@ mpiexec=$1
 smoe=$2
 cmp=$3
 cmpck=$4
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-pass=0
-fail=0
 steps=5
 
 . "$(dirname "$0")/runs_lib.sh"
@@ -111,14 +107,7 @@ same_ck() {
   tol=$3
   what=$4
   shift 4
-  if "$cmpck" "$a" "$b" "$tol" "$@" >"$dir/cmpck.out" 2>&1; then
-    pass=$((pass + 1))
-    echo "ok: $what: $(grep worst "$dir/cmpck.out" | sed 's/ worst tensor relative difference/ worst/; s/ (2-norm) over [0-9]* tensors//' | tr '\n' ' ')"
-  else
-    fail=$((fail + 1))
-    echo "FAIL: $what" >&2
-    cat "$dir/cmpck.out" >&2
-  fi
+  verdict "$what" "$cmpck" "$a" "$b" "$tol" "$@"
 }
 MOM="adamw_mu adamw_nu"
 
@@ -191,5 +180,4 @@ for w in "fp32" "bf16" "int8 --int8-block 8"; do
   rm -rf "$dir/ck_$t"
 done
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary
