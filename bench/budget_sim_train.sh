@@ -74,6 +74,10 @@ while [ "$r" -le "$repeat" ]; do
     "$dir/cpu-mpi.yml" | sed 's/^/   /'
   p0=$(sim --prefetch-depth 0 --json | peak baseline)
   p2=$(sim --prefetch-depth 2 --json | peak prefetch)
+  if [ -z "$p0" ] || [ -z "$p2" ]; then # the simulator refused (its line above)
+    echo "== no prediction: the simulator refused this profile" >&2
+    exit 2
+  fi
   echo "== predicted peaks: no prefetch $p0 B, depth 2 $p2 B"
   args=""
   for k in 0 1 2 3 4; do
