@@ -69,6 +69,7 @@ smoe_status smoe_rt_agree_err(smoe_rt *rt, smoe_status local, smoe_err *err)
 
 smoe_rt_opts smoe_rt_get_opts(const smoe_rt *rt)
 {
-    smoe_rt_opts o = { rt->shared_queue, rt->want_thread };
+    /* want_thread until the first queued op starts the thread, then have_thread */
+    smoe_rt_opts o = { rt->shared_queue, rt->want_thread || rt->have_thread };
     return o;
 }
