@@ -330,6 +330,13 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         return s;
     if (sh->batch < 1 || sh->seq < 1)
         return smoe_err_set(err, SMOE_EINVAL, "the batch and sequence length must be >= 1");
+    /* without a progress thread Open MPI advances a nonblocking collective
+     * only inside MPI calls: "opal_progress() is today always called by the
+     * main thread" (open-mpi/ompi#13074), and the TCP BTL's own progress
+     * thread is off unless asked for (btl_tcp_progress_thread, ompi#1491,
+     * #2839). The links below move data all along, which is the runtime's
+     * progress thread; a link that moves at the ranks' polls is not
+     * modelled, so such a prediction across hosts is refused. */
     if (strcmp(hw->kind, "cpu") == 0 && strcmp(hw->progress, "calls") == 0)
         for (int i = 0; i < plan->n; i++) {
             double fb, fs;
