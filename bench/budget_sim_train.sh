@@ -13,9 +13,10 @@
 #   shaped to RATE (scripts/netns.sh, needs root): fsdp crosses the link.
 # usage: bench/budget_sim_train.sh [BUILD_DIR] [ROUNDS] [NP] [KEY=VALUE ...]
 #   env: NET=1, RATE (default 2gbit), REPEAT (default 1: whole runs, each
-#   with its own calibration), TRAIN_ARGS (more smoe train flags, e.g.
-#   --no-progress-thread: train's thread is on by default across hosts;
-#   the calibration runs without them). The profile is measured again after each run:
+#   with its own calibration), PROGRESS (calls or thread: how MPI progresses
+#   in the calibrations and the training alike, the profile's `progress`;
+#   default thread with NET=1, where the simulator refuses calls, else
+#   calls; smoe train is told either way), TRAIN_ARGS (more smoe train flags). The profile is measured again after each run:
 #   when the machine's rates moved more than 15% (bench/profile_drift.sh:
 #   others' load), that run's comparison is void (exit 3 unless another
 #   run failed outright).
@@ -30,6 +31,12 @@ over="$*"
 net=${NET:-0}
 rate=${RATE:-2gbit}
 repeat=${REPEAT:-1}
+progress=${PROGRESS:-$([ "$net" = 1 ] && echo thread || echo calls)}
+case "$progress" in
+  thread) pth=--progress-thread tth=--progress-thread ;;
+  calls) pth="" tth=--no-progress-thread ;;
+  *) echo "PROGRESS=$progress: expected calls or thread" >&2; exit 2 ;;
+esac
 . "$top/scripts/mpi-env.sh"
 export SMOE_CONFIG_DIR="$build/configs"
 dir=$(mktemp -d)
@@ -49,6 +56,7 @@ else
   where="1 host, $np ranks"
 fi
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $where"
+echo "== progress: $progress (calibrations and training)"
 echo "== load before: $(uptime)"
 sim() {
   "$build/smoe" sim --base "$build/configs/train.yml" --model tiny --devices "$np" $over \
@@ -61,11 +69,15 @@ status=0
 r=1
 while [ "$r" -le "$repeat" ]; do
   echo "== run $r: calibrate ($np ranks)"
-  launch "$build/smoe" sim --calibrate --out "$dir/cpu-mpi.yml" $over
-  grep -E '^(peak_flops|ici_bandwidth|ici_latency|dcn_bandwidth|dcn_latency|devices_per_node|a2a_bandwidth|compute_scale|sync_skew|reduce_lag_bandwidth|optimizer_rate):' \
+  launch "$build/smoe" sim --calibrate $pth --out "$dir/cpu-mpi.yml" $over
+  grep -E '^(progress|peak_flops|ici_bandwidth|ici_latency|dcn_bandwidth|dcn_latency|devices_per_node|a2a_bandwidth|compute_scale|sync_skew|reduce_lag_bandwidth|optimizer_rate):' \
     "$dir/cpu-mpi.yml" | sed 's/^/   /'
   p0=$(sim --prefetch-depth 0 --json | peak baseline)
   p2=$(sim --prefetch-depth 2 --json | peak prefetch)
+  if [ -z "$p0" ] || [ -z "$p2" ]; then # the simulator refused (its line above)
+    echo "== no prediction: the simulator refused this profile" >&2
+    exit 2
+  fi
   echo "== predicted peaks: no prefetch $p0 B, depth 2 $p2 B"
   args=""
   for k in 0 1 2 3 4; do
@@ -75,9 +87,9 @@ while [ "$r" -le "$repeat" ]; do
   done
   steps=$((5 * rounds))
   echo "== measure: the 5 schedules taking turns, $steps steps ($rounds rounds)"
-  launch "$build/smoe" train ${TRAIN_ARGS:-} --steps "$steps" --quiet --json $over $args >"$dir/train.json"
+  launch "$build/smoe" train $tth ${TRAIN_ARGS:-} --steps "$steps" --quiet --json $over $args >"$dir/train.json"
   echo "== load after: $(uptime)"
-  launch "$build/smoe" sim --calibrate --out "$dir/after.yml" $over
+  launch "$build/smoe" sim --calibrate $pth --out "$dir/after.yml" $over
   drift=0
   "$top/bench/profile_drift.sh" "$dir/cpu-mpi.yml" "$dir/after.yml" || drift=1
   echo "== predicted vs measured (run $r)"

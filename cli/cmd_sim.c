@@ -19,7 +19,7 @@
 enum {
     OPT_SCENARIO = OPT_COMMON_END, OPT_HARDWARE, OPT_BATCH, OPT_SEQ, OPT_REMAT, OPT_DEPTH,
     OPT_BUDGET, OPT_SWEEP, OPT_TRACE, OPT_CALIBRATE, OPT_OUT, OPT_HELP, OPT_PLOT, OPT_PROFILE,
-    OPT_SCHED_OUT, OPT_WHOLE
+    OPT_SCHED_OUT, OPT_WHOLE, OPT_PTHREAD
 };
 
 #define MAX_RUNS 12
@@ -37,7 +37,7 @@ static void usage(FILE *f)
             "                [--schedule-out FILE] [--whole-weights]\n"
             "                [--gather-dtype fp32|bf16|int8 [--int8-block N]\n"
             "                [--int8-fallback fp32|bf16]]\n"
-            "       mpirun -np N smoe sim --calibrate [--out FILE]\n"
+            "       mpirun -np N smoe sim --calibrate [--out FILE] [--progress-thread]\n"
             "\n"
             "  --scenario NAME|FILE  bundled scenario (configs/scenarios/NAME.yml), e.g. seed:\n"
             "                        model, mesh, hardware, shape, variants, reported figures\n"
@@ -61,7 +61,10 @@ static void usage(FILE *f)
             "                        XLA's baseline, legacy and MaxText's path do not\n"
             "  --int8-block N, --int8-fallback T   as in smoe plan\n"
             "  --calibrate           measure this machine's cpu-mpi profile (under mpirun)\n"
-            "  --out FILE            where --calibrate writes (default: stdout)\n");
+            "  --out FILE            where --calibrate writes (default: stdout)\n"
+            "  --progress-thread     calibrate with smoe train's progress thread (the profile's\n"
+            "                        progress: thread; without it: calls); smoe train refuses a\n"
+            "                        profile or schedule of the other mode\n");
 }
 
 typedef struct run {
@@ -299,7 +302,7 @@ static void write_plot(const char *path, const smoe_sim_model *m, smoe_trace *co
 
 /* --calibrate: under mpirun; the model (default: smoe train's bundled
  * run) sets the shape of the compute measurement. */
-static int calibrate(int argc, char **argv, cli_common *c, const char *out)
+static int calibrate(int argc, char **argv, cli_common *c, const char *out, int pthread)
 {
     smoe_rt *rt;
     smoe_err err;
@@ -332,7 +335,7 @@ static int calibrate(int argc, char **argv, cli_common *c, const char *out)
     if (!s)
         s = smoe_plan_build(cfg, &po, &plan, &err);
     if (!s)
-        s = smoe_calib_measure(rt, cfg, plan, out, &err);
+        s = smoe_calib_measure(rt, cfg, plan, pthread, out, &err);
     smoe_plan_free(plan);
     smoe_config_free(cfg);
     smoe_rt_finalize(rt);
@@ -356,6 +359,7 @@ static void write_schedule(const char *path, const smoe_sim_model *m, const smoe
         cli_die(&err);
     if (budget >= 0)
         s->budget = (double)budget;
+    snprintf(s->progress, sizeof s->progress, "%s", hw->progress);
     smoe_sim_sched sd;
     smoe_sim_result r;
     memset(&sd, 0, sizeof sd);
@@ -386,6 +390,7 @@ int cmd_sim(int argc, char **argv)
         { "plot", required_argument, 0, OPT_PLOT },
         { "profile", required_argument, 0, OPT_PROFILE },
         { "calibrate", no_argument, 0, OPT_CALIBRATE },
+        { "progress-thread", no_argument, 0, OPT_PTHREAD },
         { "out", required_argument, 0, OPT_OUT },
         { "schedule-out", required_argument, 0, OPT_SCHED_OUT },
         { "whole-weights", no_argument, 0, OPT_WHOLE },
@@ -399,7 +404,7 @@ int cmd_sim(int argc, char **argv)
     const char *plot_path = NULL, *profile = NULL, *sched_out = NULL;
     int whole = 0;
     int64_t batch = 0, seq = 0, budget = -1;
-    int depth = -1, sweep = 0, calib = 0, opt, li = -1;
+    int depth = -1, sweep = 0, calib = 0, pthread = 0, opt, li = -1;
     opterr = 0;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
@@ -424,6 +429,7 @@ int cmd_sim(int argc, char **argv)
         case OPT_PLOT: plot_path = optarg; break;
         case OPT_PROFILE: profile = optarg; break;
         case OPT_CALIBRATE: calib = 1; break;
+        case OPT_PTHREAD: pthread = 1; break;
         case OPT_OUT: out = optarg; break;
         case OPT_SCHED_OUT: sched_out = optarg; break;
         case OPT_WHOLE: whole = 1; break;
@@ -435,8 +441,11 @@ int cmd_sim(int argc, char **argv)
         }
     }
     cli_collect_overrides(&c, argc, argv, optind);
+    if (pthread && !calib)
+        cli_usage_error("argument '--progress-thread'", "is read only with --calibrate (smoe "
+                        "train takes it for a run)");
     if (calib)
-        return calibrate(argc, argv, &c, out);
+        return calibrate(argc, argv, &c, out, pthread);
     /* the scenario supplies defaults; options given on the command line win */
     smoe_scenario sc;
     memset(&sc, 0, sizeof sc);

@@ -178,6 +178,30 @@ static void print_banner(const smoe_config *cfg, const smoe_plan *p, smoe_rt *rt
     fflush(stdout);
 }
 
+/* A schedule's prediction, or a profile the planner runs on, is for one
+ * progress mode (smoe_hw.progress): this run's (the runtime's, after the
+ * mesh is set, whatever set it) must be the same, or it is refused. */
+static void check_progress(smoe_rt *rt, smoe_schedule *const *scheds, int n,
+                           const char *const *paths, const smoe_hw *hw)
+{
+    const char *mine = smoe_rt_get_opts(rt).progress_thread ? "thread" : "calls";
+    char where[4300], msg[400];
+    for (int i = 0; i <= n; i++) {
+        const char *theirs = i < n ? scheds[i]->progress : hw ? hw->progress : "";
+        if (!theirs[0] || strcmp(theirs, mine) == 0)
+            continue;
+        if (i < n)
+            snprintf(where, sizeof where, "argument '--schedule %s'", paths[i]);
+        else
+            snprintf(where, sizeof where, "argument '--hbm-budget' (profile %s)", hw->name);
+        snprintf(msg, sizeof msg, "predicted for progress '%s' (smoe sim --calibrate%s), but this "
+                 "run progresses by %s: %s", theirs, strcmp(theirs, "thread") ? "" : " --progress-thread",
+                 strcmp(mine, "thread") ? "MPI calls only" : "a progress thread",
+                 strcmp(mine, "thread") ? "pass --progress-thread" : "calibrate with --progress-thread");
+        fail_arg(rt, where, msg);
+    }
+}
+
 int cmd_train(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -457,6 +481,7 @@ int cmd_train(int argc, char **argv)
         fail(rt, &err);
     if (smoe_rt_set_mesh(rt, &plan->mesh, &ro, &err))
         fail(rt, &err);
+    check_progress(rt, scheds, nsched, sched_paths, o.hbm_budget ? &hw : NULL);
     smoe_model_cfg mc;
     if (smoe_train_model_cfg(cfg, &plan->mesh, &mc, &err))
         fail(rt, &err);

@@ -28,6 +28,8 @@ void cli_schedule_write(const char *path, const smoe_schedule *s, const char *ha
     else
         cJSON_AddNumberToObject(src, "budget_bytes", s->budget);
     cJSON_AddItemToObject(src, "hardware", cli_json_string(hardware));
+    if (s->progress[0])
+        cJSON_AddStringToObject(src, "progress", s->progress);
     cJSON *ws = cJSON_AddObjectToObject(o, "weights");
     for (int k = 0; k < 2; k++) {
         cJSON *a = cJSON_AddArrayToObject(ws, cli_schedule_kinds[k]);

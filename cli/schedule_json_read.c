@@ -99,6 +99,13 @@ static smoe_status parse(const cJSON *root, smoe_schedule **out, smoe_err *err)
     const cJSON *d = cJSON_IsObject(src) ? cJSON_GetObjectItemCaseSensitive(src, "depth") : NULL;
     if (!st && d && get_int(src, "depth", "source.depth", 0, SMOE_SIM_MAX_DEPTH, &s->depth, err))
         st = SMOE_EINVAL;
+    const cJSON *pm = cJSON_IsObject(src) ? cJSON_GetObjectItemCaseSensitive(src, "progress") : NULL;
+    if (!st && pm) {
+        if (!cJSON_IsString(pm) || (strcmp(pm->valuestring, "calls") && strcmp(pm->valuestring, "thread")))
+            st = smoe_err_set(err, SMOE_EINVAL, "source.progress: expected \"calls\" or \"thread\"");
+        else
+            snprintf(s->progress, sizeof s->progress, "%s", pm->valuestring);
+    }
     int i = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, ga) {

@@ -87,6 +87,7 @@ expect "argument '--gather-dtype int8': decoder/[a-z_/0-9]+: int8 gather: the sh
 expect "argument '--remat sometimes': expected full, none or save-dot-products" sim --devices 4 --hardware tpu7x --remat sometimes
 expect "bad_hw.yml:4:13: 'peak_flops' must be a number" sim --devices 4 --hardware "$data/bad/bad_hw.yml"
 expect "argument '--hbm-budget lots': expected a byte count" sim --devices 4 --hardware tpu7x --hbm-budget lots
+expect "argument '--progress-thread': is read only with --calibrate" sim --devices 4 --hardware tpu7x --progress-thread
 
 # hardware profiles and scenarios: every number range-checked at its
 # file:line:col (the bundled files edited one value at a time)

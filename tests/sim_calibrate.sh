@@ -1,8 +1,8 @@
 #!/bin/sh
 # smoe sim --calibrate under 2 ranks: the profile it writes is one the
 # simulator loads (--hardware FILE), every measured rate is a positive
-# finite number, and a profile that cannot be written is one error line and
-# a non-zero exit.
+# finite number, it records the progress mode it was measured under, and a
+# profile that cannot be written is one error line and a non-zero exit.
 # usage: sim_calibrate.sh MPIEXEC SMOE
 mpiexec=$1
 smoe=$2
@@ -50,6 +50,19 @@ if "$smoe" sim --base "$SMOE_CONFIG_DIR/train.yml" --model tiny --devices 2 \
   ok "the simulator loads the measured profile"
 else
   bad "the simulator refused the profile: $(head -2 "$dir/err")"
+fi
+# the progress mode the profile was measured under: calls (the default),
+# thread with --progress-thread
+if grep -q '^progress: calls$' "$dir/hw.yml"; then
+  ok "progress: calls"
+else
+  bad "progress without --progress-thread: $(grep '^progress' "$dir/hw.yml")"
+fi
+if timeout 300 "$mpiexec" -n 2 "$smoe" sim --calibrate --progress-thread --out "$dir/hwt.yml" \
+     >"$dir/out" 2>"$dir/err" && grep -q '^progress: thread$' "$dir/hwt.yml"; then
+  ok "--progress-thread: progress: thread"
+else
+  bad "--progress-thread: $(grep '^progress' "$dir/hwt.yml"; tail -3 "$dir/err")"
 fi
 timeout 300 "$mpiexec" -n 2 "$smoe" sim --calibrate --out "$dir/no/such/dir/hw.yml" \
   >/dev/null 2>"$dir/err"

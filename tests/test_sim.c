@@ -547,6 +547,9 @@ static void hw_roundtrip(const smoe_hw *hw, const char *what)
         return;
     CHECK_STR(back.name, hw->name);
     CHECK_STR(back.kind, hw->kind);
+    /* a cpu profile that does not state its progress mode was measured
+     * before the key, progressed only inside MPI calls */
+    CHECK_STR(back.progress, hw->progress[0] || strcmp(hw->kind, "cpu") ? hw->progress : "calls");
     const double a[] = { hw->devices_per_chip, hw->peak_flops, hw->hbm_bytes,
                          hw->hbm_bandwidth, hw->ici_bandwidth, hw->ici_links, hw->ici_latency,
                          hw->devices_per_node, hw->dcn_bandwidth, hw->dcn_latency,
@@ -582,6 +585,38 @@ static void test_hw_schema(const char *cfgdir)
     }
     smoe_hw cpu = cpu_profile();
     hw_roundtrip(&cpu, "cpu profile, every key set");
+    snprintf(cpu.progress, sizeof cpu.progress, "thread");
+    hw_roundtrip(&cpu, "cpu profile, progress thread");
+    snprintf(cpu.progress, sizeof cpu.progress, "calls");
+    hw_roundtrip(&cpu, "cpu profile, progress calls");
+    /* the mode is one of two words, and a cpu profile's */
+    static const char *const bad[][2] = {
+        { "name: x\nkind: cpu\nprogress: polls\n", "'progress' must be calls or thread" },
+        { "name: x\nkind: tpu\nprogress: thread\n", "'progress' is a cpu profile's key" },
+    };
+    for (int i = 0; i < 2; i++) {
+        char text[2048];
+        FILE *f = tmpfile();
+        smoe_err err;
+        smoe_hw back;
+        if (!f || smoe_hw_write(f, &cpu, NULL, &err)) {
+            CHECK(0);
+            if (f)
+                fclose(f);
+            continue;
+        }
+        rewind(f);
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        text[n] = 0;
+        fclose(f);
+        /* the written profile's keys after name, kind and progress, under bad[i]'s head */
+        const char *rest = strstr(text, "progress: calls\n");
+        char whole[4096];
+        snprintf(whole, sizeof whole, "%s%s", bad[i][0], rest ? rest + 16 : "");
+        smoe_status st = smoe_hw_load_text(whole, "bad.yml", &back, &err);
+        CHECKF(rest && st == SMOE_EINVAL && strstr(err.msg, bad[i][1]), "profile %d: status %d, %s",
+               i, (int)st, err.msg);
+    }
 }
 
 int main(int argc, char **argv)

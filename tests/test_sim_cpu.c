@@ -137,20 +137,30 @@ static void test_network_stretch(void)
  * node's), so it takes dcn_latency + max(t_local, t_far) (not ici_latency
  * + dcn_latency + ...), t_local of it the cores'. On one host every part
  * is the cores' and the ring's 3 steps are paid: 3 ici_latency + 3 B / ici. */
-static void test_network_parts(const char *cfgdir)
+/* deepseek2-16b on fsdp 2 x expert 2 (4 devices): its plan, or NULL (a
+ * check failed; *cfg freed). */
+static smoe_plan *fsdp2_expert2(const char *cfgdir, smoe_config **cfg)
 {
     const char *ov[] = { "ici_expert_parallelism=2" };
-    smoe_config *cfg = load_deepseek(cfgdir, ov, 1);
-    smoe_err err;
-    if (!cfg)
-        return;
     smoe_plan_opts po = { 4, 1, NULL, 4 };
-    smoe_plan *p;
-    if (smoe_plan_build(cfg, &po, &p, &err)) {
+    smoe_plan *p = NULL;
+    smoe_err err;
+    *cfg = load_deepseek(cfgdir, ov, 1);
+    if (*cfg && smoe_plan_build(*cfg, &po, &p, &err)) {
         CHECKF(0, "plan: %s", err.msg);
-        smoe_config_free(cfg);
-        return;
+        smoe_config_free(*cfg);
+        p = NULL;
     }
+    return p;
+}
+
+static void test_network_parts(const char *cfgdir)
+{
+    smoe_config *cfg;
+    smoe_plan *p = fsdp2_expert2(cfgdir, &cfg);
+    smoe_err err;
+    if (!p)
+        return;
     smoe_hw hw = cpu_profile(); /* the network slower than the hosts */
     hw.ici_bandwidth = 4e9;
     hw.ici_latency = 1e-4;
@@ -216,12 +226,112 @@ static void test_network_parts(const char *cfgdir)
     smoe_config_free(cfg);
 }
 
+/* smoe's executor gathers the top-level weights as train's loop does: the
+ * embedding (1 s) at the step's start, then the schedule's first entries,
+ * then the head's weights (2 s), waited for only at the head. The two
+ * layers above at depth 1 (pool 3): embedding [0, 1] (1 s exposed), unit
+ * 0's gather [1, 3] (2 s), the head's [3, 5], unit 1's [5, 7] (1 s after
+ * unit 0's compute [3, 6]), unit 2's [7, 9], unit 1 computes [7, 10], the
+ * head's weights are there; the backward [10, 16] and [16, 22] with its
+ * reductions to 23: 23 s, 4 s exposed (one top-level block before unit
+ * 0's gather, as on accelerators: 24 s, 5 s). At depth 0 both give 30 s,
+ * 11 s (unit 0's gather behind the head's weights instead of after them
+ * all). */
+static void test_top_level(void)
+{
+    smoe_sim_model m = two_layers(2);
+    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
+    m.top_gather_s = 3;
+    m.top_embed_s = 1;
+    smoe_sim_sched s;
+    smoe_sim_result r;
+    memset(&s, 0, sizeof s);
+    s.prefetch_depth = 1;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 23), "top-level depth 1 step %g, expected 23", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 4), "top-level depth 1 exposed %g, expected 4",
+           r.exposed_gather_s);
+    s.prefetch_depth = 0;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 30), "top-level depth 0 step %g, expected 30", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 11), "top-level depth 0 exposed %g, expected 11",
+           r.exposed_gather_s);
+}
+
+/* The progress mode and the cross-host terms of a gather, by hand, on the
+ * same plan (fsdp 2 x expert 2): smoe_sim_gather_far, which the cost model
+ * and the calibration across hosts both use, gives a 4-way (fsdp, expert)
+ * stage of B bytes in 3 B received, 2 B of them from the other host over
+ * one cross-host step; a 2-way fsdp stage B over one step; an expert stage
+ * nothing. A profile that progresses only inside MPI calls ("calls") is
+ * refused across hosts, in one line naming the profile and the flag, and
+ * predicted on one host; "thread" (and an in-memory profile that does not
+ * say) across hosts too. */
+static void test_progress_mode(const char *cfgdir)
+{
+    smoe_config *cfg;
+    smoe_plan *p = fsdp2_expert2(cfgdir, &cfg);
+    smoe_err err;
+    if (!p)
+        return;
+    int kinds[3] = { 0, 0, 0 };
+    for (int i = 0; i < p->n; i++) {
+        const smoe_gather *g = &p->w[i].gather;
+        if (p->w[i].kind != SMOE_ENTRY_PARAM)
+            continue;
+        int stages = 0, k = -1;
+        for (int d = 0; d < g->rank; d++)
+            if (g->axes[d].n) {
+                stages++;
+                k = g->axes[d].n == 2 ? 0 : smoe_axes_has(&g->axes[d], "fsdp") ? 1 : 2;
+            }
+        if (stages != 1)
+            continue;
+        double B = (double)g->bytes_in, fb, fs;
+        const double want_b[3] = { 2 * B, B, 0 }, want_s[3] = { 1, 1, 0 };
+        smoe_sim_gather_far(g, &p->mesh, 2, 1, &fb, &fs);
+        CHECKF(NEAR(fb, want_b[k]) && NEAR(fs, want_s[k]), "%s: %g bytes from the other host "
+               "over %g steps, expected %g over %g", p->w[i].path, fb, fs, want_b[k], want_s[k]);
+        smoe_sim_gather_far(g, &p->mesh, 2, 4, &fb, &fs);
+        CHECKF(NEAR(fb, 4 * want_b[k]) && NEAR(fs, want_s[k]), "%s at 4x: %g over %g",
+               p->w[i].path, fb, fs);
+        smoe_sim_gather_far(g, &p->mesh, 4, 1, &fb, &fs);
+        CHECKF(fb == 0 && fs == 0, "%s on one host: %g over %g", p->w[i].path, fb, fs);
+        kinds[k]++;
+    }
+    CHECKF(kinds[0] > 0 && kinds[1] > 0, "checked %d 4-way and %d fsdp stages",
+           kinds[0], kinds[1]);
+    smoe_hw hw = cpu_profile();
+    smoe_sim_shape sh = { .batch = 1, .seq = 128, .remat = SMOE_REMAT_NONE, .dtype_bytes = 4,
+                          .compute_bytes = 4 };
+    const char *mode[3] = { "calls", "thread", "" };
+    for (int hosts = 2; hosts >= 1; hosts--)
+        for (int i = 0; i < 3; i++) {
+            hw.devices_per_node = 4 / hosts;
+            snprintf(hw.progress, sizeof hw.progress, "%s", mode[i]);
+            smoe_sim_model *m = NULL;
+            memset(&err, 0, sizeof err);
+            smoe_status st = smoe_sim_model_build(cfg, p, &hw, &sh, &m, &err);
+            int refuse = hosts == 2 && i == 0;
+            CHECKF(refuse ? st == SMOE_EINVAL && strstr(err.msg, "progress 'calls'") &&
+                                strstr(err.msg, "--progress-thread") && !strchr(err.msg, '\n')
+                          : st == SMOE_OK,
+                   "%d host(s), progress '%s': status %d (%s)", hosts, mode[i], (int)st, err.msg);
+            smoe_sim_model_free(m);
+        }
+    smoe_plan_free(p);
+    smoe_config_free(cfg);
+}
+
 int main(int argc, char **argv)
 {
     test_cpu_executor();
     test_grad_before_prefetch();
     test_network_stretch();
+    test_top_level();
     if (argc > 1)
         test_network_parts(argv[1]);
+    if (argc > 1)
+        test_progress_mode(argv[1]);
     return check_report();
 }

@@ -127,6 +127,22 @@ sim_out "$dir/schedq.json" --hbm-budget 34M --hardware h100
 grep -q '"nchunks":[[:space:]]*[123],' "$dir/schedq.json"
 check $? "the quarter-chunk plan splits a weight"
 refused2 "(argument '--schedule'|$dir/schedq.json).*whole weights" 4 $M --steps 1 --schedule "$dir/schedq.json"
+# the progress mode: a schedule (and a planner's profile) is predicted for
+# the mode its profile was measured under (progress: calls | thread), and a
+# run of the other mode is refused in one line, either way
+grep -q '"progress":[[:space:]]*"calls"' "$dir/sched3.json"
+check $? "a schedule from a profile without the key: progress calls"
+sed 's/^kind: cpu$/kind: cpu\nprogress: thread/' "$hw" >"$dir/hw-thread.yml"
+hw_saved=$hw
+hw="$dir/hw-thread.yml"
+sim_out "$dir/schedt.json" --prefetch-depth 1
+hw=$hw_saved
+refused2 "argument '--schedule $dir/schedt.json': predicted for progress 'thread'.*pass --progress-thread" \
+  4 $M --steps 1 --schedule "$dir/schedt.json"
+refused2 "argument '--schedule $dir/sched3.json': predicted for progress 'calls'.*calibrate with --progress-thread" \
+  4 $M --steps 1 --schedule "$dir/sched3.json" --progress-thread
+refused2 "argument '--hbm-budget' \(profile cpu-mpi\): predicted for progress 'thread'" \
+  4 $M --steps 1 --hbm-budget 40M --hardware "$dir/hw-thread.yml"
 sim_out "$dir/sched6.json" override_model_config=true base_num_decoder_layers=6
 refused2 ".*layers: a schedule of 6 layers" 4 $M --steps 1 --schedule "$dir/sched6.json"
 refused2 "argument '--schedule'.*one schedule" 4 $M --steps 1 --schedule "$dir/sched3.json" --compare

@@ -23,12 +23,15 @@ extern "C" {
  * (reduce_lag_bandwidth), smoe train's optimizer update rate, and the
  * ratio of smoe's model kernels to the cost model's roofline for the
  * model of cfg at its training shape (compute_scale, as XLA's profile-
- * guided latency estimator measures op costs). Rank 0 writes the profile
+ * guided latency estimator measures op costs). With progress_thread the
+ * collectives run with the runtime's progress thread (smoe train
+ * --progress-thread), else progressed only inside MPI calls; the profile
+ * records which (`progress: thread | calls`). Rank 0 writes the profile
  * (YAML, the keys of configs/hardware/ files) to `path`, or stdout when
  * NULL. Collective; the mesh of rt must not be set yet. */
 SMOE_MUST_CHECK
 smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
-                               const char *path, smoe_err *err);
+                               int progress_thread, const char *path, smoe_err *err);
 
 #ifdef __cplusplus
 }

@@ -178,6 +178,13 @@ smoe_status smoe_params_load_json_text(smoe_arena *a, const char *name,
 typedef struct smoe_hw {
     char name[64];
     char kind[16];           /* tpu | gpu | cpu */
+    char progress[16];       /* cpu: how MPI transfers progress in the run the
+                                profile was measured under, and which it
+                                predicts: "calls" (only inside MPI calls: the
+                                runtime's polls at kernel boundaries) or
+                                "thread" (smoe train --progress-thread);
+                                "" = not stated (accelerators; a cpu profile
+                                without the key was measured as "calls") */
     double devices_per_chip;
     double peak_flops;       /* dense FLOP/s per chip (bf16; fp32 for cpu) */
     double hbm_bytes;        /* memory per chip */

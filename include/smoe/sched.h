@@ -102,11 +102,23 @@ smoe_status smoe_sim_dtypes(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_
 
 typedef struct smoe_sim_model smoe_sim_model;
 
+/* The step model of cfg's model on plan's mesh, hw and shape. A cpu
+ * profile measured with progress only inside MPI calls (hw->progress
+ * "calls") on a plan whose gathers cross hosts is refused (SMOE_EINVAL, one
+ * line): the model's links move data all along (progress "thread"), and a
+ * link that moves only at the ranks' polls is not modelled. */
 SMOE_MUST_CHECK
 smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
                                  const smoe_hw *hw, const smoe_sim_shape *shape,
                                  smoe_sim_model **out, smoe_err *err);
 void smoe_sim_model_free(smoe_sim_model *m);
+/* The cross-node part of weight gather g (the cost model's one-round
+ * gather, cost.c coll_at): over its stages (one per gathered dim, the
+ * buffer growing stage by stage, at `scale` times its bytes), the bytes a
+ * device receives from members on other nodes of devices_per_node devices
+ * and the cross-node steps (members' nodes - 1 per stage). */
+void smoe_sim_gather_far(const smoe_gather *g, const smoe_mesh *m, double devices_per_node,
+                         double scale, double *far_bytes, double *far_steps);
 /* Modelled compute seconds of one layer of a kind, forward and backward
  * (0 when the model has no layer of that kind). */
 void smoe_sim_model_compute(const smoe_sim_model *m, int kind, double *fwd, double *bwd);
@@ -228,6 +240,9 @@ typedef struct smoe_schedule {
     char names[2][SMOE_SIM_MAX_WEIGHTS][SMOE_SCHED_NAME]; /* plan paths */
     int depth;          /* the uniform depth it was built from, or -1 (levels) */
     double budget;      /* the planner's budget (bytes), or 0 */
+    char progress[16];  /* the profile's progress mode (smoe_hw.progress) the
+                           prediction is for: smoe train refuses to run it
+                           under the other one; "" = not stated */
     /* the simulator's prediction (0: none) */
     double peak_bytes, exposed_s, step_s;
     int n;

@@ -550,14 +550,14 @@ static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe
 }
 
 smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
-                               const char *path, smoe_err *err)
+                               int progress_thread, const char *path, smoe_err *err)
 {
     smoe_status s;
     int size = smoe_rt_size(rt), per_node = ranks_per_node(rt), nodes = size / per_node;
     /* hosts x ranks of a host: gathers within a node and across nodes
      * measured apart, the expert exchange within a node */
     smoe_mesh mesh = { 2, { "fsdp", "expert" }, { nodes, per_node } };
-    smoe_rt_opts ro = { 0, 0 };
+    smoe_rt_opts ro = { 0, progress_thread }; /* progressed as the training will be */
     if ((s = smoe_rt_set_mesh(rt, &mesh, &ro, err)))
         return s;
     smoe_blas_info info;
@@ -652,6 +652,7 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
         return s;
     if ((s = calib_compute(rt, cfg, plan, &hw, &hw.compute_scale, fig[2], err)))
         return s;
+    snprintf(hw.progress, sizeof hw.progress, "%s", progress_thread ? "thread" : "calls");
     smoe_free(m.a);
     smoe_free(m.b);
     smoe_free(m.c);

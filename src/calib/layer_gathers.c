@@ -53,31 +53,6 @@ typedef struct layer_set {
     char what[64];
 } layer_set;
 
-/* The cost model's terms of one gather at scale s: per gathered dim, the
- * bytes received grow the buffer; members on other hosts send (g - gl) /
- * (g - 1) of them, over g / gl - 1 cross-host steps (one round: the
- * within-host blocks arrive meanwhile). */
-static void add_terms(layer_set *L, const smoe_gather *g, const smoe_mesh *m, int per_node,
-                      double s)
-{
-    double local = (double)g->bytes_in * s;
-    for (int d = 0; d < g->rank; d++) {
-        const smoe_axes *ax = &g->axes[d];
-        if (!ax->n)
-            continue;
-        double grp = (double)smoe_axes_size(ax, m);
-        double gl = smoe_axes_has(ax, "expert") ? per_node : 1;
-        if (!smoe_axes_has(ax, "fsdp"))
-            gl = grp;
-        double recv = local * (grp - 1);
-        if (grp > 1) {
-            L->far_bytes += recv * (grp - gl) / (grp - 1);
-            L->far_steps += grp / gl - 1;
-        }
-        local *= grp;
-    }
-}
-
 static smoe_status build_set(smoe_rt *rt, const smoe_plan *plan, int kind, int per_node,
                              int64_t s, layer_set *L, smoe_err *err)
 {
@@ -109,7 +84,10 @@ static smoe_status build_set(smoe_rt *rt, const smoe_plan *plan, int kind, int p
         L->n++; /* counted before the check, so free_set frees what was allocated */
         if (!L->shard[k] || !L->buf[k])
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-        add_terms(L, g, &plan->mesh, per_node, (double)s);
+        double fb, fs; /* the cost model's terms (sched: the one-round gather) */
+        smoe_sim_gather_far(g, &plan->mesh, per_node, (double)s, &fb, &fs);
+        L->far_bytes += fb;
+        L->far_steps += fs;
     }
     return SMOE_OK;
 }

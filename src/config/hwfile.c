@@ -127,6 +127,8 @@ static void hw_put(smoe_hw *hw, const struct hw_key *k, double v)
 smoe_status smoe_hw_write(FILE *f, const smoe_hw *hw, const smoe_hw_note *notes, smoe_err *err)
 {
     fprintf(f, "name: %s\nkind: %s\n", hw->name, hw->kind);
+    if (hw->progress[0])
+        fprintf(f, "progress: %s\n", hw->progress);
     for (int i = 0; i < N_HW; i++) {
         double v = hw_get(hw, &k_hw[i]);
         if (!k_hw[i].req && v == 0)
@@ -154,12 +156,13 @@ smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, s
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     smoe_node *root;
     memset(hw, 0, sizeof *hw);
-    const char *keys[N_HW + 3];
+    const char *keys[N_HW + 4];
     keys[0] = "name";
     keys[1] = "kind";
+    keys[2] = "progress";
     for (int i = 0; i < N_HW; i++)
-        keys[i + 2] = k_hw[i].k;
-    keys[N_HW + 2] = NULL;
+        keys[i + 3] = k_hw[i].k;
+    keys[N_HW + 3] = NULL;
     smoe_status s = smoe_yaml_load_string(a, text, name, &root, err);
     if (!s && root->kind != SMOE_NODE_MAP)
         s = smoe_err_at(err, SMOE_EINVAL, root->loc, "expected a mapping of keys to values");
@@ -172,11 +175,22 @@ smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, s
     if (!s && strcmp(hw->kind, "tpu") && strcmp(hw->kind, "gpu") && strcmp(hw->kind, "cpu"))
         s = smoe_err_at(err, SMOE_EINVAL, smoe_node_get(root, "kind")->loc,
                         "'kind' must be tpu, gpu or cpu");
+    if (!s && smoe_node_get(root, "progress")) {
+        s = str(root, "progress", hw->progress, sizeof hw->progress, err);
+        if (!s && strcmp(hw->progress, "calls") && strcmp(hw->progress, "thread"))
+            s = smoe_err_at(err, SMOE_EINVAL, smoe_node_get(root, "progress")->loc,
+                            "'progress' must be calls or thread");
+        if (!s && strcmp(hw->kind, "cpu"))
+            s = smoe_err_at(err, SMOE_EINVAL, smoe_node_get(root, "progress")->loc,
+                            "'progress' is a cpu profile's key (smoe sim --calibrate)");
+    }
     for (int i = 0; !s && i < N_HW; i++) {
         double v = 0;
         if (!(s = num_in(root, k_hw[i].k, &v, k_hw[i].req, &k_hw[i].r, err)))
             hw_put(hw, &k_hw[i], v);
     }
+    if (!s && !hw->progress[0] && strcmp(hw->kind, "cpu") == 0) /* measured before the key */
+        snprintf(hw->progress, sizeof hw->progress, "calls");
     if (!s && hw->compute_bytes == 0 && strcmp(hw->kind, "cpu") == 0)
         hw->compute_bytes = 4; /* smoe's kernels; accelerators: the config's dtype */
     smoe_arena_free(a);

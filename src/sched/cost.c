@@ -106,6 +106,35 @@ static double local_members(const cost *c, const smoe_axes *axes, int64_t *g)
     return sim_local_members(c->mesh, axes, (int64_t)c->hw->devices_per_node, g);
 }
 
+void sim_stage_far(const smoe_mesh *m, const smoe_axes *axes, double dpn, double bytes,
+                   int64_t *g, double *gl, double *far_bytes, double *far_steps)
+{
+    *gl = sim_local_members(m, axes, (int64_t)dpn, g);
+    *far_bytes = *far_steps = 0;
+    if (*g <= 1 || bytes <= 0 || *gl >= (double)*g)
+        return;
+    *far_bytes = bytes * ((double)*g - *gl) / (double)(*g - 1);
+    *far_steps = (double)*g / *gl - 1;
+}
+
+void smoe_sim_gather_far(const smoe_gather *g, const smoe_mesh *m, double devices_per_node,
+                         double scale, double *far_bytes, double *far_steps)
+{
+    double local = (double)g->bytes_in * scale;
+    *far_bytes = *far_steps = 0;
+    for (int d = 0; d < g->rank; d++) {
+        const smoe_axes *ax = &g->axes[d];
+        if (!ax->n)
+            continue;
+        double grp = (double)smoe_axes_size(ax, m), gl, fb, fs;
+        int64_t n;
+        sim_stage_far(m, ax, devices_per_node, local * (grp - 1), &n, &gl, &fb, &fs);
+        *far_bytes += fb;
+        *far_steps += fs;
+        local *= grp;
+    }
+}
+
 /* A collective moving `bytes` per device into (or out of) it over `axes`.
  * Latency steps: a ring per torus dimension on TPUs (3 dimensions of
  * cbrt(G) members); rings inside and across nodes elsewhere. The bytes
@@ -127,21 +156,21 @@ static double coll_at(const cost *c, const smoe_axes *axes, double bytes, double
                       int one_round)
 {
     int64_t g;
-    double gl = local_members(c, axes, &g);
+    double gl, far_bytes, far_steps;
+    sim_stage_far(c->mesh, axes, c->hw->devices_per_node, bytes, &g, &gl, &far_bytes, &far_steps);
     if (g <= 1 || bytes <= 0)
         return 0;
     double ici = bw_override > 0 ? bw_override : c->ici;
     double far = (double)g - gl;
     double t_local = bytes * (gl - 1) / (double)(g - 1) / ici;
-    double t_far = bytes * far / (double)(g - 1) / c->dcn;
+    double t_far = far_bytes / c->dcn;
     double steps_local = strcmp(c->hw->kind, "tpu") == 0 ? 3 * (cbrt(gl) - 1) : gl - 1;
     double lat = steps_local * c->hw->ici_latency;
     if (far > 0 && one_round && strcmp(c->hw->kind, "cpu") == 0)
         lat = 0; /* the within-node blocks arrive during the cross-node round */
-    if (far > 0)
-        lat += ((double)g / gl - 1) * c->hw->dcn_latency;
+    lat += far_steps * c->hw->dcn_latency;
     if (c->net && far > 0)
-        *c->net += ((double)g / gl - 1) * c->hw->dcn_latency + fmax(0, t_far - t_local);
+        *c->net += far_steps * c->hw->dcn_latency + fmax(0, t_far - t_local);
     return lat + fmax(t_local, t_far);
 }
 
@@ -301,6 +330,26 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         return s;
     if (sh->batch < 1 || sh->seq < 1)
         return smoe_err_set(err, SMOE_EINVAL, "the batch and sequence length must be >= 1");
+    /* without a progress thread Open MPI advances a nonblocking collective
+     * only inside MPI calls: "opal_progress() is today always called by the
+     * main thread" (open-mpi/ompi#13074), and the TCP BTL's own progress
+     * thread is off unless asked for (btl_tcp_progress_thread, ompi#1491,
+     * #2839). The links below move data all along, which is the runtime's
+     * progress thread; a link that moves at the ranks' polls is not
+     * modelled, so such a prediction across hosts is refused. */
+    if (strcmp(hw->kind, "cpu") == 0 && strcmp(hw->progress, "calls") == 0)
+        for (int i = 0; i < plan->n; i++) {
+            double fb, fs;
+            if (plan->w[i].kind != SMOE_ENTRY_PARAM)
+                continue;
+            smoe_sim_gather_far(&plan->w[i].gather, &plan->mesh, hw->devices_per_node, 1, &fb, &fs);
+            if (fs > 0)
+                return smoe_err_set(err, SMOE_EINVAL,
+                                    "profile %s: progress 'calls' with gathers across hosts is not "
+                                    "modelled (the link would move only at the ranks' MPI calls); "
+                                    "measure it with 'smoe sim --calibrate --progress-thread' and "
+                                    "train with --progress-thread", hw->name);
+        }
     if (d.experts > 0 && d.topk > d.experts) /* as smoe train refuses it */
         return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "num_experts_per_tok"),
                            "num_experts_per_tok = %lld exceeds num_experts = %lld",
@@ -434,6 +483,11 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         x.bytes = (double)w->gather.bytes_out * cast;
         x.bytes_stored = (double)w->gather.bytes_out;
         if (!w->prefetch) {
+            /* MaxText's embedding module is `token_embedder` (models.py) */
+            if (strncmp(w->path, "token_embedder/", 15) == 0)
+                m->top_embed_s += x.pre_s;
+            else
+                m->top_head_net += x.pre_s * x.pre_net; /* divided below */
             m->top_gather_s += x.pre_s;
             m->top_rs_s += x.rs_s;
             m->top_bytes += x.bytes;
@@ -445,6 +499,8 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
             return s;
         }
     }
+    if (m->top_gather_s > m->top_embed_s)
+        m->top_head_net /= m->top_gather_s - m->top_embed_s;
     for (int k = 0; k < 2; k++) {
         layer_compute(&c, &d, sh, e_local, &m->k[k]);
         if (hw->compute_scale > 0) { /* measured kernels vs the roofline (cpu) */

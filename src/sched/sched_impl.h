@@ -57,6 +57,9 @@ struct smoe_sim_model {
     int nkinds;
     sim_kind k[2];
     double top_gather_s, top_rs_s, top_bytes;
+    double top_embed_s;  /* of top_gather_s: the embedding's gather (the rest
+                            is the head's: final norm, logits) */
+    double top_head_net; /* the network's fraction of the head's gathers */
     double embed_fwd_s, embed_bwd_s, head_s;
     double optimizer_s;
     double mem_params, mem_grads, mem_optimizer;
@@ -72,6 +75,12 @@ struct smoe_sim_model {
  * device index is below dpn, i.e. on device 0's node; *g = the group size.
  * Closed form, O(mesh axes). */
 double sim_local_members(const smoe_mesh *m, const smoe_axes *axes, int64_t dpn, int64_t *g);
+/* One stage of a collective over `axes` moving `bytes` into device 0: *g
+ * members, *gl of them on its node, *far_bytes of the bytes from the
+ * others (bytes x (g - gl) / (g - 1)) over *far_steps cross-node steps
+ * (g / gl - 1). The one owner of these terms (coll_at, smoe_sim_gather_far). */
+void sim_stage_far(const smoe_mesh *m, const smoe_axes *axes, double dpn, double bytes,
+                   int64_t *g, double *gl, double *far_bytes, double *far_steps);
 
 /* smoe train's prefetch executor as the simulator runs it (pool.c, cpu
  * profiles): entries in list order, a pool of (the schedule's max distance

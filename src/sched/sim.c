@@ -356,8 +356,6 @@ static int cmp_mev(const void *a, const void *b)
     return (x->bytes > y->bytes) - (x->bytes < y->bytes); /* frees first */
 }
 
-/* One unit: gathers, residual gathers (legacy), compute around the expert
- * exchange, and in the backward the gradient reductions. */
 /* Wait from `ready` until `until` for gathers (exposed). */
 static double wait_gathers(sim *x, double ready, double until, const char *name)
 {
@@ -720,8 +718,13 @@ static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const s
     if (sim_init(&x, m, s, sc, trace))
         return SMOE_ENOMEM;
     int nu = 2 * m->L;
-    /* top-level weights, then the units whose prefetch window starts at 0 */
-    double top = engine(&x, &x.geng, 0, m->top_gather_s, LANE_GATHER, "top-level weights");
+    /* top-level weights, then the units whose prefetch window starts at 0;
+     * smoe's executor (train's loop.c, step_begin) gathers the embedding,
+     * then the schedule's first entries, then the head's weights, which
+     * are used last (waited for at the head) */
+    double head_s = x.pool ? m->top_gather_s - m->top_embed_s : 0;
+    double top = engine(&x, &x.geng, 0, m->top_gather_s - head_s, LANE_GATHER,
+                        x.pool ? "embedding weights" : "top-level weights");
     x.r.gather_busy_s += m->top_gather_s;
     mem(&x, 0, m->top_bytes);
     for (int u = 0; x.mx && u < nu; u++)
@@ -731,6 +734,9 @@ static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const s
         sim_pool_issue(&x.P, 0, pool_start, &x);
     else if (!x.mx)
         issue_point(&x, -1, 1, 3, 0);
+    double head_end = head_s > 0 ? engine_u(&x, &x.geng, 0, head_s, LANE_GATHER, "head weights",
+                                            -1, 1 - m->top_head_net)
+                                 : 0;
     if (top > 0) {
         x.r.exposed_gather_s += top;
         span(&x, LANE_WAIT, "wait top-level gathers", 0, top);
@@ -739,6 +745,7 @@ static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const s
     compute(&x, top, m->embed_fwd_s, "embed");
     for (int u = 0; u < m->L; u++)
         run_unit(&x, u);
+    x.comp = wait_gathers(&x, x.comp, head_end, "wait head gathers");
     double h = compute(&x, x.comp, m->head_s, "head");
     mem(&x, h, -m->top_bytes); /* embedding and head weights done */
     for (int u = m->L; u < nu; u++)
