@@ -22,12 +22,9 @@
 #   run failed outright).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-build=$(cd "${1:-$top/build}" && pwd)
-rounds=${2:-8}
-np=${3:-4}
-shift $(($# < 3 ? $# : 3))
-over="$*"
-[ -z "$over" ] && [ "$np" = 4 ] && over="ici_expert_parallelism=2"
+default_n=8
+. "$top/bench/ranks_args.sh"
+rounds=$count
 net=${NET:-0}
 rate=${RATE:-2gbit}
 repeat=${REPEAT:-1}
@@ -37,8 +34,6 @@ case "$progress" in
   calls) pth="" tth=--no-progress-thread ;;
   *) echo "PROGRESS=$progress: expected calls or thread" >&2; exit 2 ;;
 esac
-. "$top/scripts/mpi-env.sh"
-export SMOE_CONFIG_DIR="$build/configs"
 dir=$(mktemp -d)
 if [ "$net" = 1 ]; then
   export SMOE_NETNS="sb$$"

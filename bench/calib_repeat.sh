@@ -10,14 +10,9 @@
 #   exit 1 when any calibration drifted more than 15 % from the first
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-build=$(cd "${1:-$top/build}" && pwd)
-n=${2:-5}
-np=${3:-4}
-shift $(($# < 3 ? $# : 3))
-over="$*"
-[ -z "$over" ] && [ "$np" = 4 ] && over="ici_expert_parallelism=2"
-. "$top/scripts/mpi-env.sh"
-export SMOE_CONFIG_DIR="$build/configs"
+default_n=5
+. "$top/bench/ranks_args.sh"
+n=$count
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 echo "== machine: $(nproc) cores; 1 host, $np ranks; $n calibrations back to back"

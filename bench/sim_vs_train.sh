@@ -10,14 +10,9 @@
 # usage: bench/sim_vs_train.sh [BUILD_DIR] [STEPS] [NP] [KEY=VALUE ...]
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-build=$(cd "${1:-$top/build}" && pwd)
-steps=${2:-20}
-np=${3:-4}
-shift $(($# < 3 ? $# : 3))
-over="$*"
-[ -z "$over" ] && [ "$np" = 4 ] && over="ici_expert_parallelism=2"
-. "$top/scripts/mpi-env.sh"
-export SMOE_CONFIG_DIR="$build/configs"
+default_n=20
+. "$top/bench/ranks_args.sh"
+steps=$count
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 echo "== calibrate ($np ranks)"
