@@ -16,7 +16,7 @@
 #   with its own calibration), PROGRESS (calls or thread: how MPI progresses
 #   in the calibrations and the training alike, the profile's `progress`;
 #   default thread with NET=1, where the simulator refuses calls, else
-#   calls; smoe train is told either way), TRAIN_ARGS (more smoe train flags). The profile is measured again after each run:
+#   calls; both commands are told either way), TRAIN_ARGS (more smoe train flags). The profile is measured again after each run:
 #   when the machine's rates moved more than 15% (bench/profile_drift.sh:
 #   others' load), that run's comparison is void (exit 3 unless another
 #   run failed outright).
@@ -30,8 +30,8 @@ rate=${RATE:-2gbit}
 repeat=${REPEAT:-1}
 progress=${PROGRESS:-$([ "$net" = 1 ] && echo thread || echo calls)}
 case "$progress" in
-  thread) pth=--progress-thread tth=--progress-thread ;;
-  calls) pth="" tth=--no-progress-thread ;;
+  thread) pth=--progress-thread ;;
+  calls) pth=--no-progress-thread ;;
   *) echo "PROGRESS=$progress: expected calls or thread" >&2; exit 2 ;;
 esac
 dir=$(mktemp -d)
@@ -82,7 +82,7 @@ while [ "$r" -le "$repeat" ]; do
   done
   steps=$((5 * rounds))
   echo "== measure: the 5 schedules taking turns, $steps steps ($rounds rounds)"
-  launch "$build/smoe" train $tth ${TRAIN_ARGS:-} --steps "$steps" --quiet --json $over $args >"$dir/train.json"
+  launch "$build/smoe" train $pth ${TRAIN_ARGS:-} --steps "$steps" --quiet --json $over $args >"$dir/train.json"
   echo "== load after: $(uptime)"
   launch "$build/smoe" sim --calibrate $pth --out "$dir/after.yml" $over
   drift=0

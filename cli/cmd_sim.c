@@ -19,7 +19,7 @@
 enum {
     OPT_SCENARIO = OPT_COMMON_END, OPT_HARDWARE, OPT_BATCH, OPT_SEQ, OPT_REMAT, OPT_DEPTH,
     OPT_BUDGET, OPT_SWEEP, OPT_TRACE, OPT_CALIBRATE, OPT_OUT, OPT_HELP, OPT_PLOT, OPT_PROFILE,
-    OPT_SCHED_OUT, OPT_WHOLE, OPT_PTHREAD
+    OPT_SCHED_OUT, OPT_WHOLE, OPT_PTHREAD, OPT_NO_PTHREAD
 };
 
 #define MAX_RUNS 12
@@ -37,7 +37,7 @@ static void usage(FILE *f)
             "                [--schedule-out FILE] [--whole-weights]\n"
             "                [--gather-dtype fp32|bf16|int8 [--int8-block N]\n"
             "                [--int8-fallback fp32|bf16]]\n"
-            "       mpirun -np N smoe sim --calibrate [--out FILE] [--progress-thread]\n"
+            "       mpirun -np N smoe sim --calibrate [--out FILE] [--[no-]progress-thread]\n"
             "\n"
             "  --scenario NAME|FILE  bundled scenario (configs/scenarios/NAME.yml), e.g. seed:\n"
             "                        model, mesh, hardware, shape, variants, reported figures\n"
@@ -62,9 +62,11 @@ static void usage(FILE *f)
             "  --int8-block N, --int8-fallback T   as in smoe plan\n"
             "  --calibrate           measure this machine's cpu-mpi profile (under mpirun)\n"
             "  --out FILE            where --calibrate writes (default: stdout)\n"
-            "  --progress-thread     calibrate with smoe train's progress thread (the profile's\n"
-            "                        progress: thread; without it: calls); smoe train refuses a\n"
-            "                        profile or schedule of the other mode\n");
+            "  --progress-thread, --no-progress-thread\n"
+            "                        calibrate with or without smoe train's progress thread\n"
+            "                        (the profile's progress: thread | calls); default as smoe\n"
+            "                        train's: on when the ranks span more than one host; smoe\n"
+            "                        train refuses a profile or schedule of the other mode\n");
 }
 
 typedef struct run {
@@ -391,6 +393,7 @@ int cmd_sim(int argc, char **argv)
         { "profile", required_argument, 0, OPT_PROFILE },
         { "calibrate", no_argument, 0, OPT_CALIBRATE },
         { "progress-thread", no_argument, 0, OPT_PTHREAD },
+        { "no-progress-thread", no_argument, 0, OPT_NO_PTHREAD },
         { "out", required_argument, 0, OPT_OUT },
         { "schedule-out", required_argument, 0, OPT_SCHED_OUT },
         { "whole-weights", no_argument, 0, OPT_WHOLE },
@@ -404,7 +407,7 @@ int cmd_sim(int argc, char **argv)
     const char *plot_path = NULL, *profile = NULL, *sched_out = NULL;
     int whole = 0;
     int64_t batch = 0, seq = 0, budget = -1;
-    int depth = -1, sweep = 0, calib = 0, pthread = 0, opt, li = -1;
+    int depth = -1, sweep = 0, calib = 0, pthread = -1, opt, li = -1;
     opterr = 0;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
@@ -429,7 +432,12 @@ int cmd_sim(int argc, char **argv)
         case OPT_PLOT: plot_path = optarg; break;
         case OPT_PROFILE: profile = optarg; break;
         case OPT_CALIBRATE: calib = 1; break;
-        case OPT_PTHREAD: pthread = 1; break;
+        case OPT_PTHREAD:
+        case OPT_NO_PTHREAD:
+            if (pthread >= 0 && pthread != (opt == OPT_PTHREAD))
+                cli_usage_error(where, "contradicts the other progress-thread option");
+            pthread = opt == OPT_PTHREAD;
+            break;
         case OPT_OUT: out = optarg; break;
         case OPT_SCHED_OUT: sched_out = optarg; break;
         case OPT_WHOLE: whole = 1; break;
@@ -441,11 +449,11 @@ int cmd_sim(int argc, char **argv)
         }
     }
     cli_collect_overrides(&c, argc, argv, optind);
-    if (pthread && !calib)
-        cli_usage_error("argument '--progress-thread'", "is read only with --calibrate (smoe "
-                        "train takes it for a run)");
+    if (pthread >= 0 && !calib)
+        cli_usage_error(pthread ? "argument '--progress-thread'" : "argument '--no-progress-thread'",
+                        "is read only with --calibrate (smoe train takes it for a run)");
     if (calib)
-        return calibrate(argc, argv, &c, out, pthread);
+        return calibrate(argc, argv, &c, out, pthread < 0 ? SMOE_RT_PROGRESS_AUTO : pthread);
     /* the scenario supplies defaults; options given on the command line win */
     smoe_scenario sc;
     memset(&sc, 0, sizeof sc);

@@ -251,6 +251,7 @@ int cmd_train(int argc, char **argv)
     int compare = 0, quiet = 0, opt, depth_given = 0;
     const char *plot_path = NULL;
     smoe_rt_opts ro = { 0, SMOE_RT_PROGRESS_AUTO };
+    int pthread_seen = 0;
     char data_default[4200];
     opterr = 0;
     optind = 1;
@@ -297,8 +298,13 @@ int cmd_train(int argc, char **argv)
                 fail_arg(rt, where, "expected coaxis or legacy");
             break;
         case OPT_SHARED: ro.shared_queue = 1; break;
-        case OPT_PTHREAD: ro.progress_thread = 1; break;
-        case OPT_NO_PTHREAD: ro.progress_thread = 0; break;
+        case OPT_PTHREAD:
+        case OPT_NO_PTHREAD:
+            if (pthread_seen && ro.progress_thread != (opt == OPT_PTHREAD))
+                fail_arg(rt, where, "contradicts the other progress-thread option");
+            ro.progress_thread = opt == OPT_PTHREAD;
+            pthread_seen = 1;
+            break;
         case OPT_MAXMEM:
             if (smoe_parse_bytes(optarg, &o.max_memory) || o.max_memory < 1)
                 fail_arg(rt, where, CLI_BYTES_EXPECTED);

@@ -88,6 +88,8 @@ expect "argument '--remat sometimes': expected full, none or save-dot-products" 
 expect "bad_hw.yml:4:13: 'peak_flops' must be a number" sim --devices 4 --hardware "$data/bad/bad_hw.yml"
 expect "argument '--hbm-budget lots': expected a byte count" sim --devices 4 --hardware tpu7x --hbm-budget lots
 expect "argument '--progress-thread': is read only with --calibrate" sim --devices 4 --hardware tpu7x --progress-thread
+expect "argument '--no-progress-thread': is read only with --calibrate" sim --devices 4 --hardware tpu7x --no-progress-thread
+expect "argument '--no-progress-thread': contradicts the other progress-thread option" sim --calibrate --progress-thread --no-progress-thread
 
 # hardware profiles and scenarios: every number range-checked at its
 # file:line:col (the bundled files edited one value at a time)

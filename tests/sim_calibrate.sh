@@ -51,8 +51,8 @@ if "$smoe" sim --base "$SMOE_CONFIG_DIR/train.yml" --model tiny --devices 2 \
 else
   bad "the simulator refused the profile: $(head -2 "$dir/err")"
 fi
-# the progress mode the profile was measured under: calls (the default),
-# thread with --progress-thread
+# the progress mode the profile was measured under: calls (the default on
+# one host, as smoe train's), thread with --progress-thread
 if grep -q '^progress: calls$' "$dir/hw.yml"; then
   ok "progress: calls"
 else

@@ -88,6 +88,9 @@ cp "$(dirname "$smoe")/configs/base.yml" "$(dirname "$smoe")/configs/train.yml" 
   mkdir -p "$cfgdir/models" && cp "$(dirname "$smoe")/configs/models/tiny.yml" "$cfgdir/models/" &&
   refused 2 ".*/dropout.yml:2:[0-9]+: dropout_rate: smoe train implements only dropout_rate: 0" \
     --base "$cfgdir/dropout.yml"
+# both progress-thread flags: refused rather than the last one winning
+refused 2 "argument '--no-progress-thread': contradicts the other progress-thread option" \
+  --progress-thread --no-progress-thread
 # --progress-thread on a library below MPI_THREAD_SERIALIZED (the test hook
 # asks MPI_Init_thread for less than smoe does): refused with one line;
 # without the flag (the default) the run goes on without a thread

@@ -86,12 +86,13 @@ unset SMOE_TEST_MPI_THREAD
 # the calibration across the hosts: on the training's mesh (fsdp = hosts,
 # expert = ranks per host) the dcn figures come from a layer's gathers; on
 # fsdp=4 (not the calibration's hosts x ranks) from the one-weight sweep.
-# The first calibrates with the progress thread (progress: thread, which the
-# simulator predicts); the second without (progress: calls), which the
-# simulator refuses across hosts in one line
+# The first calibrates by default, which across hosts is with the progress
+# thread, as smoe train's default (progress: thread, which the simulator
+# predicts); the second with --no-progress-thread (progress: calls), which
+# the simulator refuses across hosts in one line
 for mesh in ici_expert_parallelism=2 ici_fsdp_parallelism=4; do
-  pth=--progress-thread mode=thread
-  [ "$mesh" = ici_fsdp_parallelism=4 ] && pth="" mode=calls
+  pth="" mode=thread
+  [ "$mesh" = ici_fsdp_parallelism=4 ] && pth=--no-progress-thread mode=calls
   timeout 300 "$netns" mpirun --bind-to none --host 10.99.0.1:2,10.99.0.2:2 -np 4 \
     -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$smoe" sim --calibrate $pth --out "$dir/hw.yml" \
     "$mesh" >"$dir/cal.out" 2>&1

@@ -23,10 +23,12 @@ extern "C" {
  * (reduce_lag_bandwidth), smoe train's optimizer update rate, and the
  * ratio of smoe's model kernels to the cost model's roofline for the
  * model of cfg at its training shape (compute_scale, as XLA's profile-
- * guided latency estimator measures op costs). With progress_thread the
- * collectives run with the runtime's progress thread (smoe train
- * --progress-thread), else progressed only inside MPI calls; the profile
- * records which (`progress: thread | calls`). Rank 0 writes the profile
+ * guided latency estimator measures op costs). progress_thread is
+ * smoe_rt_opts's: 1, the collectives run with the runtime's progress
+ * thread (smoe train --progress-thread), 0 progressed only inside MPI
+ * calls, SMOE_RT_PROGRESS_AUTO as smoe train's default (on when the ranks
+ * span more than one host); the profile records the mode that ran
+ * (`progress: thread | calls`). Rank 0 writes the profile
  * (YAML, the keys of configs/hardware/ files) to `path`, or stdout when
  * NULL. Collective; the mesh of rt must not be set yet. */
 SMOE_MUST_CHECK

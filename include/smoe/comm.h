@@ -80,6 +80,9 @@ typedef struct smoe_wgather_info {
 typedef struct smoe_comm_ticket {
     _Atomic int pending;      /* prefetched ops outstanding */
     _Atomic int res_pending;  /* residual ops outstanding */
+    double busy_s;            /* the prefetched ops' time in flight, written as
+                               * each completes (before `pending` drops), added
+                               * to the stats by the wait on the calling thread */
 } smoe_comm_ticket;
 
 /* Timing of this rank's communication, reset by the caller. */

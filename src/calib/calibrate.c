@@ -652,7 +652,9 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
         return s;
     if ((s = calib_compute(rt, cfg, plan, &hw, &hw.compute_scale, fig[2], err)))
         return s;
-    snprintf(hw.progress, sizeof hw.progress, "%s", progress_thread ? "thread" : "calls");
+    /* the mode resolved (the default follows the hosts), not the one asked */
+    snprintf(hw.progress, sizeof hw.progress, "%s",
+             smoe_rt_get_opts(rt).progress_thread ? "thread" : "calls");
     smoe_free(m.a);
     smoe_free(m.b);
     smoe_free(m.c);

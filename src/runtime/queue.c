@@ -144,8 +144,14 @@ void rt_enqueue(smoe_rt *rt, int q, rt_op *op)
 {
     if (rt->want_thread && !rt->have_thread) {
         rt->want_thread = 0;
-        if (pthread_create(&rt->progress_thread, NULL, rt_progress_main, rt) == 0)
-            rt->have_thread = 1;
+        int e = pthread_create(&rt->progress_thread, NULL, rt_progress_main, rt);
+        if (e != 0) { /* the run would go on in another progress mode than it reports */
+            char msg[160];
+            snprintf(msg, sizeof msg, "the progress thread could not start (%s); "
+                     "run with --no-progress-thread", strerror(e));
+            smoe_rt_abort(rt, SMOE_EXIT_FAIL, msg);
+        }
+        rt->have_thread = 1;
     }
     q = rt_queue_of(rt, q);
     op->t_issue = smoe_now();

@@ -59,16 +59,16 @@ void rt_check(smoe_rt *rt, int rc, const char *what)
 
 /* The hosts the ranks of `world` span: the nodes MPI_COMM_TYPE_SHARED
  * tells apart, counted by their lowest rank. Collective. */
-static int count_hosts(MPI_Comm world)
+static int count_hosts(smoe_rt *rt, MPI_Comm world)
 {
     MPI_Comm node;
-    int rank = 0, nrank = 0, lead = 0, hosts = 1;
-    MPI_Comm_rank(world, &rank);
-    if (MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
-        return 1;
+    int nrank = 0, lead = 0, hosts = 1;
+    /* a failure stops every rank (rt_check), none is left in the sum */
+    rt_check(rt, MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+             "MPI_Comm_split_type");
     MPI_Comm_rank(node, &nrank);
     lead = nrank == 0;
-    MPI_Allreduce(&lead, &hosts, 1, MPI_INT, MPI_SUM, world);
+    rt_check(rt, MPI_Allreduce(&lead, &hosts, 1, MPI_INT, MPI_SUM, world), "MPI_Allreduce");
     MPI_Comm_free(&node);
     return hosts;
 }
@@ -99,7 +99,7 @@ smoe_status smoe_rt_init(int *argc, char ***argv, smoe_rt **out, smoe_err *err)
     MPI_Comm_rank(rt->world, &rt->rank);
     MPI_Comm_size(rt->world, &rt->size);
     pthread_mutex_init(&rt->lock, NULL);
-    rt->hosts = count_hosts(rt->world);
+    rt->hosts = count_hosts(rt, rt->world);
     int len = 0;
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
     MPI_Get_library_version(lib, &len);
@@ -146,20 +146,23 @@ smoe_status smoe_rt_set_mesh(smoe_rt *rt, const smoe_mesh *mesh,
     int want = opts ? opts->progress_thread : 0, level = MPI_THREAD_SINGLE;
     MPI_Query_thread(&level);
     const char *lv = level == MPI_THREAD_SINGLE ? "MPI_THREAD_SINGLE" : "MPI_THREAD_FUNNELED";
-    if (want == 1 && level < MPI_THREAD_SERIALIZED)
+    int asked = want && want != SMOE_RT_PROGRESS_AUTO; /* on, as asked */
+    if (asked && level < MPI_THREAD_SERIALIZED)
         return smoe_err_in(err, SMOE_EINVAL, "argument '--progress-thread'",
                            "the MPI library (%s) provides thread level %s; a progress thread "
                            "needs MPI_THREAD_SERIALIZED", rt->library, lv);
-    if (want == SMOE_RT_PROGRESS_AUTO && rt->hosts < 2)
+    rt->thread_on = asked;
+    if (want == SMOE_RT_PROGRESS_AUTO && rt->hosts < 2) {
         snprintf(rt->thread_why, sizeof rt->thread_why, "off (one host)");
-    else if (want == SMOE_RT_PROGRESS_AUTO && level < MPI_THREAD_SERIALIZED)
+    } else if (want == SMOE_RT_PROGRESS_AUTO && level < MPI_THREAD_SERIALIZED) {
         snprintf(rt->thread_why, sizeof rt->thread_why, "off (%d hosts, but the library "
                  "provides only %s)", rt->hosts, lv);
-    else if (want == SMOE_RT_PROGRESS_AUTO)
+    } else if (want == SMOE_RT_PROGRESS_AUTO) {
         snprintf(rt->thread_why, sizeof rt->thread_why, "on (%d hosts)", rt->hosts);
-    else
-        snprintf(rt->thread_why, sizeof rt->thread_why, "%s (as asked)", want ? "on" : "off");
-    rt->thread_on = rt->thread_why[1] == 'n';
+        rt->thread_on = 1;
+    } else {
+        snprintf(rt->thread_why, sizeof rt->thread_why, "%s (as asked)", asked ? "on" : "off");
+    }
     rt->want_thread = rt->thread_on;
     return SMOE_OK;
 }

@@ -430,6 +430,7 @@ void smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard, flo
         cb = smoe_dtype_tail(g->wire, g->wblock, buf, g->gathered_numel);
         pack_shard(g, shard, cb);
     }
+    t->busy_s = 0;
     t->pending = g->nst;
     t->res_pending = 0;
     for (int k = 0; k < g->nst; k++) {
@@ -443,7 +444,7 @@ void smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard, flo
         op->lane = SMOE_LANE_GATHER;
         op->bytes = g->st[k].bytes;
         op->pending = &t->pending;
-        op->busy_acc = &rt->stats.gather_busy_s;
+        op->busy_acc = &t->busy_s; /* not the stats: the progress thread may run it */
         rt_enqueue(rt, RT_Q_GATHER, op);
     }
 }
@@ -460,6 +461,8 @@ void smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_rt_tick
         smoe_rt_wait_step(rt, &w);
     double t1 = smoe_now();
     rt->stats.gather_wait_s += t1 - t0;
+    rt->stats.gather_busy_s += t->busy_s; /* complete: no op writes it now */
+    t->busy_s = 0;
     if (t1 - t0 > 20e-6)
         rt_span(rt, SMOE_LANE_WAIT, g->name, t0, t1);
     char *cb = smoe_dtype_tail(g->wire, g->wblock, buf, g->gathered_numel);
