@@ -26,23 +26,26 @@ void rt_mpi_unlock(smoe_rt *rt)
 
 static smoe_rt *g_rt; /* for the abort hook */
 
-static void abort_hook(const char *msg)
-{
-    rt_watchdog_fini();
-    rt_exit_deadline();
-    fprintf(stderr, "smoe: rank %d: %s\n", g_rt ? g_rt->rank : -1, msg);
-    fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, SMOE_EXIT_ASSERT);
-    abort();
-}
-
-_Noreturn void smoe_rt_abort(smoe_rt *rt, smoe_exit code, const char *msg)
+/* The one line of an aborting rank, then the whole job's end. */
+static void say_and_abort(const smoe_rt *rt, int code, const char *msg)
 {
     rt_watchdog_fini(); /* the launcher's SIGTERM that follows is no news */
     rt_exit_deadline();
     fprintf(stderr, "smoe: rank %d: %s\n", rt ? rt->rank : -1, msg);
     fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, code ? (int)code : SMOE_EXIT_FAIL);
+    rt_stderr_drain();
+    MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+static void abort_hook(const char *msg)
+{
+    say_and_abort(g_rt, SMOE_EXIT_ASSERT, msg);
+    abort();
+}
+
+_Noreturn void smoe_rt_abort(smoe_rt *rt, smoe_exit code, const char *msg)
+{
+    say_and_abort(rt, code ? (int)code : SMOE_EXIT_FAIL, msg);
     exit(code ? (int)code : SMOE_EXIT_FAIL); /* not reached */
 }
 

@@ -117,6 +117,9 @@ void rt_watchdog_fini(void);
 /* MPI_Abort must reach the launcher, which may be cut off from this host
  * (a dead link): the process ends itself 5 s later whatever happens. */
 void rt_exit_deadline(void);
+/* Waits (bounded) until the launcher has read what this rank wrote to a
+ * stderr pipe, so that a message printed before MPI_Abort is not lost. */
+void rt_stderr_drain(void);
 /* The current phase text ("set-up", "step 3 forward"). */
 const char *rt_phase(const smoe_rt *rt);
 

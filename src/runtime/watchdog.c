@@ -6,6 +6,8 @@
 #include "rt_impl.h"
 
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -63,6 +65,24 @@ void rt_exit_deadline(void)
 {
     signal(SIGALRM, SIG_DFL);
     alarm(5);
+}
+
+/* A launcher reads the ranks' stderr from a pipe, and MPICH's hydra can
+ * tear the job down on MPI_Abort before it has read the last line: the
+ * abort waits until the pipe is empty, i.e. the launcher has the message
+ * (at most 2 s; rt_exit_deadline's alarm bounds the whole abort). */
+void rt_stderr_drain(void)
+{
+    struct stat st;
+    if (fstat(STDERR_FILENO, &st) != 0 || !S_ISFIFO(st.st_mode))
+        return;
+    const struct timespec tick = {0, 5 * 1000 * 1000};
+    for (int i = 0; i < 400; i++) {
+        int unread = 0;
+        if (ioctl(STDERR_FILENO, FIONREAD, &unread) != 0 || unread <= 0)
+            return;
+        nanosleep(&tick, NULL);
+    }
 }
 
 void smoe_rt_set_timeout(smoe_rt *rt, double seconds) { rt->timeout = seconds; }
