@@ -12,8 +12,17 @@ compute. Then the two goals:
   the compute, the all-to-all, the optimizer, the bookkeeping) and L the
   link's time per step (the busiest host's bytes sent per step over RATE,
   measured by overlap.sh on the link's interface; absent on one host).
+Then the CPU time of the ranks' processes per step (every thread: training,
+progress, MPI's; user and kernel, summed over ranks) over the machine's
+cores (SMOE_CORES, else this machine's count): where the ranks share the
+cores, no schedule's step is shorter than its own CPU time over the cores,
+so the prefetch step is also given over that floor, and C over
+no-prefetch's own floor (C below it: part of no-prefetch's CPU work runs
+inside its waits, so C is no bound a schedule can reach). Also prefetch's
+own step less its waits (its C), beside no-prefetch's.
 usage: overlap_table.py RUN.json [HOST_BYTES_PER_STEP RATE_BITS_PER_S]
 """
+import os
 import json
 import statistics
 import sys
@@ -33,7 +42,8 @@ def main():
     if len(sys.argv) > 3:
         link = float(sys.argv[2]) * 8 / float(sys.argv[3]) * 1e3  # ms
     cols = [("step", "step_ms"), ("exposed AG", "exposed_gather_ms"),
-            ("reduce wait", "reduce_wait_ms"), ("a2a", "a2a_ms"), ("compute", "compute_ms")]
+            ("reduce wait", "reduce_wait_ms"), ("a2a", "a2a_ms"), ("compute", "compute_ms"),
+            ("CPU", "cpu_ms"), ("of which kernel", "sys_ms"), ("compute CPU", "compute_cpu_ms")]
     med = {}
     print("| schedule | steps | " + " | ".join(c[0] + " ms" for c in cols) + " |")
     print("|---" * (len(cols) + 2) + "|")
@@ -58,6 +68,19 @@ def main():
     print("prefetch step / max(C, L): %.1f / %.1f = %.3f (goal <= 1.05); %s"
           % (p["step_ms"][0], bound, p["step_ms"][0] / bound, what))
     print("prefetch step / no-prefetch step: %.3f" % (p["step_ms"][0] / np_["step_ms"][0]))
+    cores = int(os.environ.get("SMOE_CORES") or os.cpu_count())
+    fp, fn = p["cpu_ms"][0] / cores, np_["cpu_ms"][0] / cores
+    print("CPU floor (the ranks' CPU time per step over %d cores): prefetch %.1f ms "
+          "(kernel %.1f of %.1f ms CPU), no-prefetch %.1f ms (kernel %.1f of %.1f)"
+          % (cores, fp, p["sys_ms"][0], p["cpu_ms"][0], fn, np_["sys_ms"][0], np_["cpu_ms"][0]))
+    print("prefetch step / its CPU floor: %.1f / %.1f = %.3f (the ranks had %.2f of the %d "
+          "cores); C / no-prefetch's CPU floor: %.1f / %.1f = %.3f"
+          % (p["step_ms"][0], fp, p["step_ms"][0] / fp, p["cpu_ms"][0] / p["step_ms"][0], cores,
+             c, fn, c / fn))
+    print("prefetch's CPU floor / C: %.3f (%s)" % (fp / c, "above 1.05: a prefetch step of "
+          "1.05 x C is out of reach on these cores" if fp > 1.05 * c else "at most 1.05"))
+    print("prefetch's own C (its step less its waits): %.1f ms; prefetch step / that: %.3f"
+          % (p["free"][0], p["step_ms"][0] / p["free"][0]))
 
 
 main()

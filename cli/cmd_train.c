@@ -403,9 +403,9 @@ int cmd_train(int argc, char **argv)
     if (!c.model)
         c.model = "tiny";
     c.devices = smoe_rt_size(rt);
-    if (compare && (o.trace_path || o.dump_path || o.ckpt_dir))
+    if (compare && (o.dump_path || o.ckpt_dir))
         fail_arg(rt, "argument '--compare'",
-                 "cannot be combined with --trace, --dump-params or --checkpoint-dir");
+                 "cannot be combined with --dump-params or --checkpoint-dir");
     if (plot_path && !o.trace_path)
         fail_arg(rt, "argument '--plot'", "needs --trace FILE (the timeline it draws)");
     if ((o.ckpt_every || o.ckpt_keep || o.resume) && !o.ckpt_dir)

@@ -72,6 +72,10 @@ static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r, int mode,
         cJSON_AddNumberToObject(x, "peak_tracked_bytes", (double)s->peak_tracked_bytes);
         cJSON_AddNumberToObject(x, "gathers_at_use", (double)s->gathers_at_use);
         cJSON_AddNumberToObject(x, "gather_bytes", (double)s->gather_bytes);
+        cJSON_AddNumberToObject(x, "compute_cpu_ms", s->compute_cpu_ms);
+        cJSON_AddNumberToObject(x, "cpu_ms", s->cpu_ms);
+        cJSON_AddNumberToObject(x, "sys_ms", s->sys_ms);
+        cJSON_AddNumberToObject(x, "train_cpu_ms", s->train_cpu_ms);
         cJSON_AddItemToArray(steps, x);
     }
     smoe_train_summary sm;

@@ -183,4 +183,27 @@ if [ -w /dev/full ]; then
     "smoe sim --schedule-out /dev/full: one line, exit $rc"
 fi
 
+# --compare with --trace: every step's spans in the order run (a step ends
+# with its adamw span, 4 per rank); each step's CPU times (sums over ranks)
+# present and not negative, the kernel part within the total and the
+# training threads' CPU inside the model calls within theirs over the step
+# (the same clock: accounting, not timing)
+if timeout 180 "$mpiexec" -n 2 "$smoe" train --quiet --json --steps 4 --compare \
+     --trace "$dir/ctrace.json" >"$dir/ctr.json" 2>"$dir/ctr.err"; then
+  n0=$(grep -c '"name":"adamw","ph":"X","pid":0,' "$dir/ctrace.json")
+  n1=$(grep -c '"name":"adamw","ph":"X","pid":1,' "$dir/ctrace.json")
+  check "$([ "$n0" -eq 4 ] && [ "$n1" -eq 4 ] && echo 0 || echo 1)" \
+    "--compare --trace: 4 steps' adamw spans per rank (got $n0, $n1)"
+  for k in compute_cpu_ms cpu_ms sys_ms train_cpu_ms; do
+    sed -n "s/.*\"$k\":[[:space:]]*\([-0-9.e+]*\).*/\1/p" "$dir/ctr.json" >"$dir/ctr.$k"
+  done
+  bad=$(paste "$dir/ctr.compute_cpu_ms" "$dir/ctr.cpu_ms" "$dir/ctr.sys_ms" "$dir/ctr.train_cpu_ms" |
+    awk '{ n++; if (NF != 4 || $1 < 0 || $3 < 0 || $3 > $2 || $2 <= 0 || $1 > $4) b++ }
+         END { print (n == 4 ? b + 0 : "count " n) }')
+  check "$([ "$bad" = 0 ] && echo 0 || echo 1)" \
+    "--compare: per-step CPU times (compute <= training thread, kernel <= process; bad: $bad)"
+else
+  check 1 "--compare --trace on 2 ranks: $(tail -1 "$dir/ctr.err")"
+fi
+
 summary

@@ -133,6 +133,10 @@ int smoe_parse_f64(const char *s, double *out);
 int smoe_parse_bytes(const char *s, int64_t *out);
 /* Monotonic clock in seconds. */
 double smoe_now(void);
+/* CPU time in seconds: of the calling thread, and of the whole process
+ * (every thread) split into user and kernel time. */
+double smoe_thread_cpu(void);
+void smoe_process_cpu(double *user, double *sys);
 /* The 1-based line:col of `at` inside `text` (which starts at line 1). */
 smoe_loc smoe_text_loc(const char *file, const char *text, const char *at);
 /* Read a whole file into a NUL-terminated buffer (smoe_free); *len gets

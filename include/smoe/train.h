@@ -53,6 +53,14 @@ typedef struct smoe_train_step {
                                   * about to run (the compute then waits), max over ranks */
     int64_t gather_bytes;        /* received by the rank's weight gathers in the step
                                     (as moved: compressed records), max over ranks */
+    double compute_cpu_ms;  /* the training threads' CPU time inside the model calls
+                               (compute and all-to-alls), summed over ranks */
+    double cpu_ms;          /* CPU time of the ranks' processes over the step (every
+                               thread: training, progress, MPI's), summed over ranks */
+    double sys_ms;          /* of which kernel time (system calls: the transport's
+                               sockets, sleeps), summed over ranks */
+    double train_cpu_ms;    /* the training threads' CPU time over the step, summed
+                               over ranks (cpu_ms less this: the other threads) */
 } smoe_train_step;
 
 /* Memory smoe train tracks per rank, by class (as smoe sim counts it). */

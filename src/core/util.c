@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 /* Copy s into buf without '_' separators; an underscore must sit between
@@ -109,6 +110,24 @@ double smoe_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double smoe_thread_cpu(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void smoe_process_cpu(double *user, double *sys)
+{
+    struct rusage ru;
+    *user = *sys = 0;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return;
+    *user = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec;
+    *sys = (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
 }
 
 smoe_loc smoe_text_loc(const char *file, const char *text, const char *at)

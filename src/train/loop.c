@@ -50,6 +50,8 @@ struct tr_state {
     smoe_ep_comm ep;                     /* the same, its progress hook driving prefetch */
     smoe_trace *trace;
     double model_s;                      /* time inside model calls this step */
+    double model_cpu_s;                  /* this thread's CPU time inside them */
+    double cpu_mark;                     /* this thread's CPU time at the last tic */
     tr_hparams hp;
     tr_optim *optim;                     /* clipping, AdamW, bias update */
     int64_t run_peak_fwd, run_peak_bwd;  /* over all steps */
@@ -163,10 +165,19 @@ static void reduce_top(tr_state *S, int slot)
                             tr_grad_of(S->st, w, 0), &S->top_flags[slot], NULL);
 }
 
+/* A model call's start (wall clock; the thread's CPU time kept) and its
+ * end, counted in the step's compute. */
+static double tic(tr_state *S)
+{
+    S->cpu_mark = smoe_thread_cpu();
+    return smoe_now();
+}
+
 static void timed(tr_state *S, const char *name, double tm)
 {
     double t1 = smoe_now();
     S->model_s += t1 - tm;
+    S->model_cpu_s += smoe_thread_cpu() - S->cpu_mark;
     span(S, SMOE_LANE_COMPUTE, name, tm, t1);
 }
 
@@ -233,7 +244,7 @@ static void step_begin(tr_state *S, int64_t step)
         issue_first(S);
     S->early = 0;
     wait_top(S, SMOE_T_EMBED);
-    double tm = smoe_now();
+    double tm = tic(S);
     smoe_model_embed_fwd(S->model, top(S, S->top_w, SMOE_T_EMBED), S->tokens, S->x);
     timed(S, "embed", tm);
 }
@@ -246,7 +257,7 @@ static smoe_status step_forward(tr_state *S, int64_t step, smoe_err *err)
         smoe_comm_set_phase(S->cm, "step %lld: forward, layer %d", (long long)step + 1, u);
         float *buf = tr_pf_acquire(S->pf, u);
         layer_ptrs(S, u, buf, w, NULL);
-        double tm = smoe_now();
+        double tm = tic(S);
         smoe_status s = smoe_model_layer_fwd(S->model, u, w, S->x, &S->ep, err);
         if (s)
             return s;
@@ -266,7 +277,7 @@ static double step_head(tr_state *S, int64_t step)
     for (int k = SMOE_T_FINAL_NORM; k <= SMOE_T_LOGITS; k++)
         wait_top(S, k);
     memset(S->top_dw, 0, sizeof(float) * (size_t)S->st->top_floats);
-    double tm = smoe_now();
+    double tm = tic(S);
     double T = (double)(S->mc->batch * S->mc->seq);
     double loss = smoe_model_head(S->model, top(S, S->top_w, SMOE_T_FINAL_NORM),
                                   top(S, S->top_w, SMOE_T_LOGITS), S->targets, S->x, S->dx,
@@ -292,7 +303,7 @@ static smoe_status step_backward(tr_state *S, int64_t step, smoe_err *err)
         float *gb = tr_pf_grad_buffer(S->pf, u, &gslot);
         layer_ptrs(S, l, wb, w, NULL);
         layer_ptrs(S, l, gb, NULL, dw);
-        double tm = smoe_now();
+        double tm = tic(S);
         smoe_status s = smoe_model_layer_bwd(S->model, l, w, dw, S->dx, &S->ep, err);
         if (s)
             return s;
@@ -303,9 +314,10 @@ static smoe_status step_backward(tr_state *S, int64_t step, smoe_err *err)
     tr_weight *we = &S->st->w[S->top_idx[SMOE_T_EMBED]];
     float *dembed = top(S, S->top_dw, SMOE_T_EMBED);
     memset(dembed, 0, sizeof(float) * (size_t)we->info.gathered_numel);
-    double tm = smoe_now();
+    double tm = tic(S);
     smoe_model_embed_bwd(S->model, dembed, S->tokens, S->dx);
     S->model_s += smoe_now() - tm;
+    S->model_cpu_s += smoe_thread_cpu() - S->cpu_mark;
     reduce_top(S, SMOE_T_EMBED);
     return SMOE_OK;
 }
@@ -313,17 +325,35 @@ static smoe_status step_backward(tr_state *S, int64_t step, smoe_err *err)
 /* The record: losses summed over ranks, times and memory maxed over ranks;
  * the loss is MaxText's learning/loss (cross-entropy + z-loss + the
  * load-balance loss). */
-static void step_record(tr_state *S, int64_t step, double loss, double dt, smoe_comm_stats *rs,
-                        const tr_pf_stats *ps, smoe_train_step *rec)
+/* CPU time read at a step's start and end: the training thread's, and the
+ * process's (every thread: training, progress, MPI's own) user and kernel. */
+typedef struct { double thread, user, sys; } tr_cpu;
+
+static tr_cpu cpu_now(void)
+{
+    tr_cpu c = { smoe_thread_cpu(), 0, 0 };
+    smoe_process_cpu(&c.user, &c.sys);
+    return c;
+}
+
+static void step_record(tr_state *S, int64_t step, double loss, double dt, tr_cpu cpu,
+                        smoe_comm_stats *rs, const tr_pf_stats *ps, smoe_train_step *rec)
 {
     smoe_model_stats ms = smoe_model_stats_get(S->model);
-    double sum[3] = { loss + ms.aux_loss, ms.aux_loss, ms.z_loss };
-    smoe_comm_allreduce_sum_f64(S->cm, sum, 3);
+    tr_cpu c1 = cpu_now();
+    double sum[7] = { loss + ms.aux_loss, ms.aux_loss, ms.z_loss,
+                      c1.user + c1.sys - cpu.user - cpu.sys, c1.sys - cpu.sys,
+                      c1.thread - cpu.thread, S->model_cpu_s };
+    smoe_comm_allreduce_sum_f64(S->cm, sum, 7);
     rec->aux_loss = sum[1];
     rec->z_loss = sum[2];
+    rec->cpu_ms = sum[3] * 1e3;
+    rec->sys_ms = sum[4] * 1e3;
+    rec->train_cpu_ms = sum[5] * 1e3;
+    rec->compute_cpu_ms = sum[6] * 1e3;
     tr_mem m = mem_now(S, ps->peak_bytes);
     double a2a = rs->a2a_s;
-    double v[12] = { dt, rs->gather_wait_s + rs->residual_s, rs->residual_s, a2a,
+    double v[13] = { dt, rs->gather_wait_s + rs->residual_s, rs->residual_s, a2a,
                      S->model_s - a2a, rs->gather_busy_s, rs->reduce_wait_s,
                      (double)ps->peak_bytes, (double)(tr_mem_static(&m) + ps->peak_bytes),
                      (double)ps->overruns, (double)ps->at_use,
@@ -435,8 +465,9 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
     if (!S->early) /* else reset at the previous step's record, its gathers' bytes kept */
         memset(rs, 0, sizeof *rs);
     S->early_bytes = S->early_ops = 0;
-    S->model_s = 0;
+    S->model_s = S->model_cpu_s = 0;
     smoe_model_stats_reset(S->model);
+    tr_cpu cpu0 = cpu_now();
     double t0 = smoe_now();
     refresh_budget(S);
     step_begin(S, step);
@@ -468,7 +499,7 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
     smoe_comm_set_phase(cm, "step %lld: metrics", (long long)step + 1);
     rec->lr = lr;
     rec->grad_norm = gnorm;
-    step_record(S, step, loss, t_end - t0, rs, &ps, rec);
+    step_record(S, step, loss, t_end - t0, cpu0, rs, &ps, rec);
     if (S->early) { /* what completes from now on is the next step's */
         memset(rs, 0, sizeof *rs);
         rs->gather_bytes = S->early_bytes;
