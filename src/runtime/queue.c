@@ -103,9 +103,10 @@ static void finish(smoe_rt *rt, rt_op *op)
  * Open MPI runs its progress engine once per MPI_Test of an incomplete
  * request, and over TCP each run is a poll() of every socket: testing the
  * ops one by one cost a poll() per op in flight at every progress call
- * (9 % of the ranks' CPU time across the shaped link, perf). One test call
- * progresses every collective at once (libnbc's progress is one callback
- * over all of them) and returns the same completions. */
+ * (across the shaped link, poll() was 10 % of the ranks' CPU samples in
+ * perf, 5 % with one call). One test call progresses every collective at
+ * once (libnbc's progress is one callback over all of them) and returns
+ * the same completions. */
 static void test_running(smoe_rt *rt)
 {
     MPI_Request req[RT_QUEUES * RT_WINDOW];
@@ -167,7 +168,6 @@ void rt_progress_locked(smoe_rt *rt)
             op = next;
         }
     }
-    rt->last_pass = smoe_now();
 }
 
 void *rt_progress_main(void *arg);
@@ -203,7 +203,7 @@ void rt_enqueue(smoe_rt *rt, int q, rt_op *op)
     pthread_mutex_unlock(&rt->lock);
 }
 
-void rt_progress_now(smoe_rt *rt)
+void smoe_rt_progress(smoe_rt *rt)
 {
     if (rt->have_thread) {
         /* the thread polls; the compute thread only makes sure it is not
@@ -217,21 +217,6 @@ void rt_progress_now(smoe_rt *rt)
     pthread_mutex_lock(&rt->lock);
     rt_progress_locked(rt);
     pthread_mutex_unlock(&rt->lock);
-}
-
-/* The progress calls between kernels. With the progress thread they add a
- * pass only when none was made for half its period: each pass is an MPI
- * call (over TCP a poll() of every socket), and the kernels' hundreds of
- * calls a step cost the ranks CPU time on the cores they share with the
- * link's work, for transfers the thread keeps moving anyway. Waits
- * progress at every round (rt_progress_now). */
-#define RT_HOOK_GAP_S 0.5e-3
-
-void smoe_rt_progress(smoe_rt *rt)
-{
-    if (rt->have_thread && smoe_now() - rt->last_pass < RT_HOOK_GAP_S)
-        return;
-    rt_progress_now(rt);
 }
 
 smoe_status smoe_rt_drain(smoe_rt *rt, smoe_err *err)

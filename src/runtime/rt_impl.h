@@ -44,7 +44,8 @@ struct rt_op {
     const int *scounts, *sdispls, *rcounts, *rdispls;
     MPI_Request req;
     int running;
-    int done;          /* found complete by the last test of the running ops */
+    int done;          /* by the pass's one test of the running ops: 1 complete,
+                          0 not, -1 not in it (tested on its own) */
     double t_issue;    /* enqueued (the trace spans issue -> completion) */
     int exclusive;     /* runs alone on its queue (the expert all-to-all) */
     int serial;        /* waits for every earlier op (a dependent stage) */
@@ -96,8 +97,6 @@ struct smoe_rt {
     int hosts;                    /* hosts the ranks span (MPI_COMM_TYPE_SHARED) */
     char thread_why[96];          /* why it is on or off, for the banner */
     _Atomic int stop_thread;
-    _Atomic double last_pass;     /* when the queues were last progressed (written under
-                                     the lock, read without it) */
     smoe_rt_stats stats;
     smoe_rt_span_fn span;
     void *span_ud;
@@ -109,10 +108,6 @@ struct smoe_rt {
     MPI_Op bf16_sum;        /* the bf16 sum (smoe_bf16_add); made on first use */
     int have_bf16_sum;
 };
-
-/* A progress pass from the application thread now (waits: every round);
- * with the progress thread, skipped when the thread holds the lock. */
-void rt_progress_now(smoe_rt *rt);
 
 /* Wait for one request (a small collective of the application thread)
  * with the runtime's timeout; `what` names it in the abort message. */

@@ -113,7 +113,7 @@ smoe_rt_wait smoe_rt_wait_begin(const char *what) { return smoe_comm_wait_begin(
 
 void smoe_rt_wait_step(smoe_rt *rt, smoe_rt_wait *w)
 {
-    rt_progress_now(rt);
+    smoe_rt_progress(rt);
     if (++w->spins <= 256)
         return;
     struct timespec ts = { 0, 50 * 1000 };
