@@ -14,7 +14,13 @@
 # (no-prefetch's step less its waits), L the link's time per step: the
 # busiest host's bytes sent per step (its interface's counter over a
 # separate prefetch run of 2 and of 2 + STEPS/3 steps) over RATE.
-# Also prints the BLAS kernel, the single-core sgemm rate and the load.
+# Then the CPU floor: the ranks' CPU time per step (all threads, user and
+# kernel, from the JSON's cpu_ms) over the cores, for prefetch and
+# no-prefetch, prefetch's step over it and C over no-prefetch's (where the
+# 4 ranks share 2 cores no step is shorter than its own floor; C below
+# no-prefetch's floor is work no-prefetch does inside its waits). Also
+# prints the BLAS kernel, the single-core sgemm rate and the load.
+# bench/overlap_perf.sh profiles where that CPU time goes.
 # Needs root (network namespaces), Open MPI and python3.
 # usage: bench/overlap.sh [BUILD_DIR] [STEPS] [RATE] [KEY=VALUE|--train-flag ...]
 # (e.g. --no-progress-thread: smoe train runs its progress thread across
