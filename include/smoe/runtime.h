@@ -32,8 +32,11 @@
  *   only move when MPI is entered, so smoe_rt_progress() must be called
  *   often: the model calls it between kernels, and an optional progress
  *   thread (progress_thread = 1, or AUTO across hosts) calls it once a
- *   millisecond, sleeping between polls. All ranks enqueue the same ops in the same order, so the
- *   per-communicator order MPI requires holds.
+ *   millisecond, sleeping between polls. A pass tests every running op in
+ *   one MPI_Testsome: Open MPI runs its progress engine (over TCP a poll()
+ *   of every socket) once per test call, not once per op. All ranks
+ *   enqueue the same ops in the same order, so the per-communicator order
+ *   MPI requires holds.
  *   Thread-safety: one application thread drives the runtime; the optional
  *   progress thread shares the queues under a mutex.
  */
