@@ -124,8 +124,10 @@ static void test_running(smoe_rt *rt)
     if (n == 0)
         return;
     rt_check(rt, MPI_Testsome(n, req, &done, idx, MPI_STATUSES_IGNORE), "MPI_Testsome");
-    for (int i = 0; i < done && done != MPI_UNDEFINED; i++)
+    for (int i = 0; i < done && done != MPI_UNDEFINED; i++) {
         of[idx[i]]->done = 1;
+        of[idx[i]]->req = req[idx[i]]; /* MPI_REQUEST_NULL: freed by the test */
+    }
 }
 
 void rt_progress_locked(smoe_rt *rt)
