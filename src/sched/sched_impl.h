@@ -71,6 +71,21 @@ struct smoe_sim_model {
     double skew;     /* a sync point's wait for the last rank (cpu profiles) */
 };
 
+/* One pass of the event simulation (sim.c): compute segments take `rate`
+ * times the model's (every-rank-busy) time, and every sync point waits
+ * `skew` s for the last rank. */
+typedef struct sim_pass {
+    double rate, skew;
+} sim_pass;
+typedef struct sim_pass_out {
+    double work_s; /* the rank's CPU work at the every-rank-busy rate: the
+                      model's compute plus the cores' part of its collectives */
+    int nsync;     /* sync points (a unit's first gather, an expert exchange) */
+} sim_pass_out;
+smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const smoe_schedule *sc,
+                         const sim_pass *p, smoe_sim_result *r, sim_pass_out *out,
+                         smoe_trace *trace);
+
 /* Members of the group over `axes` (each once, size-1 axes ignored) whose
  * device index is below dpn, i.e. on device 0's node; *g = the group size.
  * Closed form, O(mesh axes). */
