@@ -256,6 +256,25 @@ static void test_top_level(void)
     CHECKF(NEAR(r.step_s, 30), "top-level depth 0 step %g, expected 30", r.step_s);
     CHECKF(NEAR(r.exposed_gather_s, 11), "top-level depth 0 exposed %g, expected 11",
            r.exposed_gather_s);
+    /* a 4 s optimizer: with prefetch it updates layer 0 (half the
+     * gathered bytes; the top-level weights count none here) and then
+     * issues the next step's first gathers, so they go 2 s before the
+     * step's start: embedding [-2, -1], unit 0 [-1, 1], head [1, 3]; unit
+     * 0 waits [0, 1], computes [1, 4]; unit 1's gather (at 1) [3, 5] waits
+     * [4, 5], compute [5, 8]; the backward as above from 8: units 2, 3
+     * [8, 14] [14, 20], reduction [20, 21], the optimizer [21, 25]: 25 s,
+     * 2 s exposed (not 27 s, 4 s). Without prefetch the first gathers stay
+     * at the step's start: 30 + 4 s, 11 s exposed. */
+    m.optimizer_s = 4;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 34), "top-level depth 0, optimizer: step %g, expected 34", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 11), "top-level depth 0, optimizer: exposed %g, expected 11",
+           r.exposed_gather_s);
+    s.prefetch_depth = 1;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 25), "early first gathers: step %g, expected 25", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 2), "early first gathers: exposed %g, expected 2",
+           r.exposed_gather_s);
 }
 
 /* Ranks that share cores (sched/cores.c): a step is bounded by the ranks'

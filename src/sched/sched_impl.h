@@ -118,6 +118,10 @@ void sim_pool_free(sim_pool *p);
  * each when its unit has a buffer (start(ud, entry, when)); while hold >= 0
  * only that unit's entries and those listed before them. */
 void sim_pool_issue(sim_pool *p, double t, sim_pool_start start, void *ud);
+/* How long before the step's start (s, at the model's rates) smoe train
+ * issues the entries at point -1 and the top-level gathers: the part of
+ * the optimizer after the weights they gather. */
+double sim_pool_lead(const smoe_sim_model *m, const smoe_schedule *sc);
 /* Is a buffer free at t? */
 int sim_pool_free_at(const sim_pool *p, double t);
 /* Unit u's buffer frees at t (its compute, or its reductions, ended). */

@@ -736,22 +736,26 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
     /* top-level weights, then the units whose prefetch window starts at 0;
      * smoe's executor (train's loop.c, step_begin) gathers the embedding,
      * then the schedule's first entries, then the head's weights, which
-     * are used last (waited for at the head) */
+     * are used last (waited for at the head); with prefetch it issues them
+     * inside the last step's optimizer, at t0 (pool.c) */
     double head_s = x.pool ? m->top_gather_s - m->top_embed_s : 0;
-    double top = engine(&x, &x.geng, 0, m->top_gather_s - head_s, LANE_GATHER,
+    double t0 = x.pool ? -sim_pool_lead(m, sc) * x.p.rate : 0;
+    x.geng = t0;
+    double top = engine(&x, &x.geng, t0, m->top_gather_s - head_s, LANE_GATHER,
                         x.pool ? "embedding weights" : "top-level weights");
     x.r.gather_busy_s += m->top_gather_s;
-    mem(&x, 0, m->top_bytes);
+    mem(&x, t0, m->top_bytes);
     for (int u = 0; x.mx && u < nu; u++)
         if (mx_point(m, u) == MX_START)
             issue_unit(&x, u, 0);
     if (x.pool)
-        sim_pool_issue(&x.P, 0, pool_start, &x);
+        sim_pool_issue(&x.P, t0, pool_start, &x);
     else if (!x.mx)
         issue_point(&x, -1, 1, 3, 0);
-    double head_end = head_s > 0 ? engine_u(&x, &x.geng, 0, head_s, LANE_GATHER, "head weights",
+    double head_end = head_s > 0 ? engine_u(&x, &x.geng, t0, head_s, LANE_GATHER, "head weights",
                                             -1, 1 - m->top_head_net)
                                  : 0;
+    top = fmax(0, top);
     if (top > 0) {
         x.r.exposed_gather_s += top;
         span(&x, LANE_WAIT, "wait top-level gathers", 0, top);
