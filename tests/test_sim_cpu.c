@@ -305,7 +305,8 @@ static void test_top_level(void)
  *   core_share 0.5 with 1 rank a host (half a core in all): alone it
  *   still has half a core, the profile's rates: the baseline's 27 s. And
  *   a profile without core_share keeps its sync_skew (1 s at 3 sync
- *   points: 30 s). */
+ *   points: 30 s), as does a model whose gathers cross hosts (a network
+ *   part). */
 static void test_core_share(void)
 {
     smoe_sim_model m = two_layers(2);
@@ -333,6 +334,10 @@ static void test_core_share(void)
     CHECKF(NEAR(r.exposed_gather_s, 40), "shared cores, long gathers: exposed %g, expected 40",
            r.exposed_gather_s);
     m.k[0].w[0].pre_s = 2;
+    m.k[0].w[0].pre_net = 0.5; /* across hosts: the profile's rates and skew */
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 30), "shared cores across hosts: step %g, expected 30", r.step_s);
+    m.k[0].w[0].pre_net = 0;
     m.hw.devices_per_node = 1;
     m.hw.core_share = 0.5;
     m.skew = 0;
