@@ -37,9 +37,6 @@
 #include <math.h>
 #include <string.h>
 
-/* The layer of unit u (forward 0..L-1, backward L..2L-1). */
-static int layer_of(const smoe_sim_model *m, int u) { return u < m->L ? u : 2 * m->L - 1 - u; }
-
 /* Does any gather cross hosts (the cost model gave it a network part)? */
 static int on_network(const smoe_sim_model *m)
 {
@@ -90,7 +87,7 @@ smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_
     for (int i = 0; i < sc->n && !st; i++) {
         const smoe_sched_gather *g = &sc->g[i];
         if (g->unit < 0 || g->unit >= 2 * m->L || g->issue < -1 || g->issue > g->unit ||
-            g->weight < 0 || g->weight >= m->k[m->kind_of[layer_of(m, g->unit)]].nw)
+            g->weight < 0 || g->weight >= m->k[m->kind_of[sim_unit_layer(m->L, g->unit)]].nw)
             st = SMOE_EINVAL;
     }
     if (!st)

@@ -48,8 +48,7 @@ double sim_pool_lead(const smoe_sim_model *m, const smoe_schedule *sc)
     int any = 0;
     for (int i = 0; i < sc->n; i++)
         if (sc->g[i].issue < 0) {
-            int u = sc->g[i].unit;
-            first[u < m->L ? u : 2 * m->L - 1 - u] = 1;
+            first[sim_unit_layer(m->L, sc->g[i].unit)] = 1;
             any = 1;
         }
     if (!any)

@@ -71,6 +71,10 @@ struct smoe_sim_model {
     double skew;     /* a sync point's wait for the last rank (cpu profiles) */
 };
 
+/* The layer of unit u of L layers: forward 0..L-1, backward L..2L-1 (the
+ * schedule's units, sched.h). */
+static inline int sim_unit_layer(int L, int u) { return u < L ? u : 2 * L - 1 - u; }
+
 /* One pass of the event simulation (sim.c): compute segments take `rate`
  * times the model's (every-rank-busy) time, and every sync point waits
  * `skew` s for the last rank. */

@@ -212,7 +212,7 @@ static double exchange(sim *x, double t, double dur)
     return urgent(x, t, dur, LANE_COMM, "expert exchange");
 }
 
-static int unit_layer(const smoe_sim_model *m, int u) { return u < m->L ? u : 2 * m->L - 1 - u; }
+static int unit_layer(const smoe_sim_model *m, int u) { return sim_unit_layer(m->L, u); }
 
 /* What the gathers move: the weights cast to the compute dtype (XLA's
  * scan, smoe's runtime), as stored (MaxText's path, and the legacy plan,
