@@ -28,6 +28,17 @@ typedef void (*bench_fn)(void *ud);
 enum { CALIB_ROUNDS = 9 };
 #define CALIB_TARGET_S 0.04
 
+/* A compute-bound kernel timed while a rank had `had` of a core, brought to
+ * the calibration's common share `to`: its CPU time is what the share does
+ * not change (a rank's rate is its rate on a core times its share), so the
+ * figures of one profile, timed seconds apart while others' load came and
+ * went, describe one machine (at 4 ranks alone on 2 cores every share is
+ * 0.50 and this is 1; under load a 64-wide sgemm came out 2.4x the 512-wide
+ * rate and compute_scale 0.70, the roofline's rates and the layers timed at
+ * other shares). Collectives are not scaled: their wall time is partly
+ * waiting, not a core's work. */
+static double at_share(double had, double to) { return had > 0 && to > 0 ? had / to : 1; }
+
 /* The spread of each measured figure (interquartile range over the
  * median of its rounds), written beside the profile. */
 enum { SP_PEAK, SP_SMALL, SP_CALL, SP_HBM, SP_OPT, SP_ICI, SP_A2A, SP_SCALE, SP_N };
@@ -452,7 +463,8 @@ static void run_layer(void *ud)
  * of the same calibration); the layers' time it gives the simulator is the
  * measured one, spr[2]. */
 static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
-                                 const smoe_hw *hw, double *scale, double spr[3], smoe_err *err)
+                                 const smoe_hw *hw, double share, double *scale, double spr[3],
+                                 smoe_err *err)
 {
     smoe_model_cfg mc;
     smoe_mesh one = plan->mesh;
@@ -513,7 +525,7 @@ static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe
     for (int i = 0; i < np; i++) {
         if ((s = la[i].s))
             return s;
-        measured += p[i].med;
+        measured += p[i].med * at_share(p[i].share, share);
         kshare[i] = p[i].share;
         for (int r = 0; r < p[i].rounds; r++)
             per[r] += p[i].t[r];
@@ -623,8 +635,15 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
                              { .fn = run_adamw, .ud = &opt } };
     calib_probe_run(rt, rates, 5, CALIB_ROUNDS, CALIB_TARGET_S);
     smoe_free(opt.c);
-    double t_big = rates[0].med, t_small = rates[1].med, t_call = rates[2].med;
-    double t_add = rates[3].med, t_opt = rates[4].med;
+    /* each rate at the rates' median share of a core (at_share) */
+    double shares[5];
+    for (int i = 0; i < 5; i++)
+        shares[i] = rates[i].share;
+    const double share = calib_median(shares, 5);
+    double t[5];
+    for (int i = 0; i < 5; i++)
+        t[i] = rates[i].med * at_share(rates[i].share, share);
+    double t_big = t[0], t_small = t[1], t_call = t[2], t_add = t[3], t_opt = t[4];
     double fig[4][3] = { { 0 } }; /* ici, a2a, compute_scale, dcn: spread, share (, s) */
     spread sp;
     memset(&sp, 0, sizeof sp);
@@ -678,10 +697,9 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     if ((per_node > 1 && (s = calib_a2a(rt, &hw.a2a_latency, &hw.a2a_bandwidth, fig[1], err))) ||
         (s = calib_skew(rt, &mesh, &work, &hw.sync_skew, &hw.reduce_lag_bandwidth, err)))
         return s;
-    if ((s = calib_compute(rt, cfg, plan, &hw, &hw.compute_scale, fig[2], err)))
+    if ((s = calib_compute(rt, cfg, plan, &hw, share, &hw.compute_scale, fig[2], err)))
         return s;
-    hw.core_share = fmin(1, fig[2][1]); /* while the layers ran: what the
-                                           simulator scales (sched/cores.c) */
+    hw.core_share = fmin(1, share); /* the rates' condition (sched/cores.c) */
     /* the mode resolved (the default follows the hosts), not the one asked */
     snprintf(hw.progress, sizeof hw.progress, "%s",
              smoe_rt_get_opts(rt).progress_thread ? "thread" : "calls");
