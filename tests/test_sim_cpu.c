@@ -243,20 +243,7 @@ static void test_top_level(void)
     snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
     m.top_gather_s = 3;
     m.top_embed_s = 1;
-    smoe_sim_sched s;
-    smoe_sim_result r;
-    memset(&s, 0, sizeof s);
-    s.prefetch_depth = 1;
-    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
-    CHECKF(NEAR(r.step_s, 23), "top-level depth 1 step %g, expected 23", r.step_s);
-    CHECKF(NEAR(r.exposed_gather_s, 4), "top-level depth 1 exposed %g, expected 4",
-           r.exposed_gather_s);
-    s.prefetch_depth = 0;
-    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
-    CHECKF(NEAR(r.step_s, 30), "top-level depth 0 step %g, expected 30", r.step_s);
-    CHECKF(NEAR(r.exposed_gather_s, 11), "top-level depth 0 exposed %g, expected 11",
-           r.exposed_gather_s);
-    /* a 4 s optimizer: with prefetch it updates layer 0 (half the
+    /* and with a 4 s optimizer: with prefetch it updates layer 0 (half the
      * gathered bytes; the top-level weights count none here) and then
      * issues the next step's first gathers, so they go 2 s before the
      * step's start: embedding [-2, -1], unit 0 [-1, 1], head [1, 3]; unit
@@ -265,16 +252,23 @@ static void test_top_level(void)
      * [8, 14] [14, 20], reduction [20, 21], the optimizer [21, 25]: 25 s,
      * 2 s exposed (not 27 s, 4 s). Without prefetch the first gathers stay
      * at the step's start: 30 + 4 s, 11 s exposed. */
-    m.optimizer_s = 4;
-    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
-    CHECKF(NEAR(r.step_s, 34), "top-level depth 0, optimizer: step %g, expected 34", r.step_s);
-    CHECKF(NEAR(r.exposed_gather_s, 11), "top-level depth 0, optimizer: exposed %g, expected 11",
-           r.exposed_gather_s);
-    s.prefetch_depth = 1;
-    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
-    CHECKF(NEAR(r.step_s, 25), "early first gathers: step %g, expected 25", r.step_s);
-    CHECKF(NEAR(r.exposed_gather_s, 2), "early first gathers: exposed %g, expected 2",
-           r.exposed_gather_s);
+    static const struct {
+        int depth;
+        double optimizer, step, exposed;
+    } cases[] = { { 1, 0, 23, 4 }, { 0, 0, 30, 11 }, { 0, 4, 34, 11 }, { 1, 4, 25, 2 } };
+    smoe_sim_sched s;
+    smoe_sim_result r;
+    memset(&s, 0, sizeof s);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        s.prefetch_depth = cases[i].depth;
+        m.optimizer_s = cases[i].optimizer;
+        CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+        CHECKF(NEAR(r.step_s, cases[i].step), "top-level depth %d, optimizer %g s: step %g, expected %g",
+               cases[i].depth, cases[i].optimizer, r.step_s, cases[i].step);
+        CHECKF(NEAR(r.exposed_gather_s, cases[i].exposed),
+               "top-level depth %d, optimizer %g s: exposed %g, expected %g", cases[i].depth,
+               cases[i].optimizer, r.exposed_gather_s, cases[i].exposed);
+    }
 }
 
 /* Ranks that share cores (sched/cores.c): a step is bounded by the ranks'
