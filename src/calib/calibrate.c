@@ -738,7 +738,7 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
         { "sync_skew", "wait for the last rank at a collective after compute, s" },
         { "reduce_lag_bandwidth", "gradient bytes per s of the wait for a reduce-scatter's root" },
         { "optimizer_rate", "parameters per s: smoe train's gradient norm and AdamW step" },
-        { "core_share", "the part of a core a rank had while every rank ran the layers" },
+        { "core_share", "the part of a core a rank had, every rank busy (the rates are at it)" },
         { NULL, NULL },
     };
     fprintf(f,
