@@ -31,9 +31,11 @@ while [ "$i" -le "$n" ]; do
   "$top/bench/profile_drift.sh" "$dir/p1.yml" "$dir/p$i.yml" || status=1
   i=$((i + 1))
 done
-for k in peak_flops gemm_small_flops hbm_bandwidth ici_bandwidth compute_scale optimizer_rate \
-         a2a_bandwidth op_overhead sync_skew; do
-  for f in "$dir"/p*.yml; do sed -n "s/^$k: *\([^ ]*\).*/\1/p" "$f"; done |
+# layer_time (a comment): the layers' measured time, which the simulator
+# uses (compute_scale is it over the roofline of the same profile's rates)
+for k in peak_flops gemm_small_flops hbm_bandwidth ici_bandwidth compute_scale layer_time \
+         optimizer_rate a2a_bandwidth op_overhead sync_skew core_share; do
+  for f in "$dir"/p*.yml; do sed -n "s/^\(# \)*$k:* *\([^ ]*\).*/\2/p" "$f"; done |
     awk -v k="$k" '{ v[NR] = $1 + 0 }
       END { lo = v[1]; hi = v[1]; s = ""
             for (i = 1; i <= NR; i++) { s = s sprintf(" %10.4g", v[i]); if (v[i] < lo) lo = v[i]; if (v[i] > hi) hi = v[i] }

@@ -38,6 +38,20 @@ for k in peak_flops gemm_small_flops op_overhead hbm_bandwidth optimizer_rate ic
     bad "spread of $k: '$line'"
   fi
 done
+# the share of a core the rates are given at (in (0, 1]), and the layers'
+# measured time beside compute_scale
+v=$(sed -n 's/^core_share: *\([^ ]*\).*/\1/p' "$dir/hw.yml")
+if awk -v v="$v" 'BEGIN { exit !(v + 0 > 0 && v + 0 <= 1) }'; then
+  ok "core_share = $v"
+else
+  bad "core_share is '$v'"
+fi
+v=$(sed -n 's/^# layer_time \([^ ]*\) s: .*/\1/p' "$dir/hw.yml")
+if awk -v v="$v" 'BEGIN { exit !(v + 0 > 0 && v + 0 < 1e300) }'; then
+  ok "layer_time = $v"
+else
+  bad "layer_time is '$v'"
+fi
 # one host: both ranks on its fast interconnect
 if grep -q '^# 1 host(s) of 2 rank(s)' "$dir/hw.yml" && grep -q '^devices_per_node: 2 ' "$dir/hw.yml"; then
   ok "one host of 2 ranks"

@@ -557,7 +557,8 @@ static void hw_roundtrip(const smoe_hw *hw, const char *what)
                          hw->collectives_use_compute, hw->elementwise_bandwidth,
                          hw->op_overhead, hw->compute_bytes, hw->gemm_small_flops,
                          hw->compute_scale, hw->sync_skew, hw->compute_efficiency,
-                         hw->permute_bandwidth };
+                         hw->permute_bandwidth, hw->reduce_lag_bandwidth, hw->optimizer_rate,
+                         hw->core_share };
     const double b[] = { back.devices_per_chip, back.peak_flops, back.hbm_bytes,
                          back.hbm_bandwidth, back.ici_bandwidth, back.ici_links, back.ici_latency,
                          back.devices_per_node, back.dcn_bandwidth, back.dcn_latency,
@@ -565,7 +566,8 @@ static void hw_roundtrip(const smoe_hw *hw, const char *what)
                          back.collectives_use_compute, back.elementwise_bandwidth,
                          back.op_overhead, back.compute_bytes, back.gemm_small_flops,
                          back.compute_scale, back.sync_skew, back.compute_efficiency,
-                         back.permute_bandwidth };
+                         back.permute_bandwidth, back.reduce_lag_bandwidth, back.optimizer_rate,
+                         back.core_share };
     for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
         CHECKF(close_to(b[i], a[i]), "%s: field %zu: %g read back as %g", what, i, a[i], b[i]);
 }
@@ -584,6 +586,9 @@ static void test_hw_schema(const char *cfgdir)
             hw_roundtrip(&hw, path);
     }
     smoe_hw cpu = cpu_profile();
+    cpu.reduce_lag_bandwidth = 2e9;
+    cpu.optimizer_rate = 3e8;
+    cpu.core_share = 0.5;
     hw_roundtrip(&cpu, "cpu profile, every key set");
     snprintf(cpu.progress, sizeof cpu.progress, "thread");
     hw_roundtrip(&cpu, "cpu profile, progress thread");

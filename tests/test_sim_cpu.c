@@ -243,19 +243,104 @@ static void test_top_level(void)
     snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
     m.top_gather_s = 3;
     m.top_embed_s = 1;
+    /* and with a 4 s optimizer: with prefetch it updates layer 0 (half the
+     * gathered bytes; the top-level weights count none here) and then
+     * issues the next step's first gathers, so they go 2 s before the
+     * step's start: embedding [-2, -1], unit 0 [-1, 1], head [1, 3]; unit
+     * 0 waits [0, 1], computes [1, 4]; unit 1's gather (at 1) [3, 5] waits
+     * [4, 5], compute [5, 8]; the backward as above from 8: units 2, 3
+     * [8, 14] [14, 20], reduction [20, 21], the optimizer [21, 25]: 25 s,
+     * 2 s exposed (not 27 s, 4 s). Without prefetch the first gathers stay
+     * at the step's start: 30 + 4 s, 11 s exposed. */
+    static const struct {
+        int depth;
+        double optimizer, step, exposed;
+    } cases[] = { { 1, 0, 23, 4 }, { 0, 0, 30, 11 }, { 0, 4, 34, 11 }, { 1, 4, 25, 2 } };
     smoe_sim_sched s;
     smoe_sim_result r;
     memset(&s, 0, sizeof s);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        s.prefetch_depth = cases[i].depth;
+        m.optimizer_s = cases[i].optimizer;
+        CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+        CHECKF(NEAR(r.step_s, cases[i].step), "top-level depth %d, optimizer %g s: step %g, expected %g",
+               cases[i].depth, cases[i].optimizer, r.step_s, cases[i].step);
+        CHECKF(NEAR(r.exposed_gather_s, cases[i].exposed),
+               "top-level depth %d, optimizer %g s: exposed %g, expected %g", cases[i].depth,
+               cases[i].optimizer, r.exposed_gather_s, cases[i].exposed);
+    }
+}
+
+/* Ranks that share cores (sched/cores.c): a step is bounded by the ranks'
+ * CPU work over the cores and by one rank's path with its compute at a
+ * whole core's rate. The two layers above on a cpu profile (depth 0, pool
+ * 2; units 0, 1 forward 3 s, 2, 3 backward 6 s at the every-rank-busy
+ * rate; gathers 2 s; reductions 1 s), 4 ranks a host.
+ *   core_share 0.25 (a core between the 4): a rank alone computes at 4x,
+ *   0.75 s forward, 1.5 s backward. Path with no wait at sync points: g0
+ *   [0, 2] c [2, 2.75], g1 [2.75, 4.75] c [4.75, 5.5], g2 [5.5, 7.5] c
+ *   [7.5, 9] r [9, 10], g3 [9, 11] c [11, 12.5] r [12.5, 13.5]: 13.5 s.
+ *   Work: 3 + 3 + 6 + 6 = 18 s, so the 3 sync points (units 1-3's first
+ *   gathers; unit 0's at the step's start is none) wait (18 - 13.5) / 3 =
+ *   1.5 s each: g1 [2.75, 6.25] c [6.25, 7], g2 [7, 10.5] c [10.5, 12] r
+ *   [12, 13], g3 [12, 15.5] c [15.5, 17] r [17, 18]: 18 s, 2 + 3 x 3.5 =
+ *   12.5 s exposed, 4.5 s compute.
+ *   At depth 1 (pool 3) the path is g0 [0, 2] c [2, 2.75], g1 (at 2)
+ *   [2, 4] c [4, 4.75], g2 (at 4) [4, 6] c [6, 7.5] r [7.5, 8.5], g3 (at
+ *   6) [6, 8] c [8, 9.5] r [9.5, 10.5]: 10.5 s; the sync points wait
+ *   7.5 / 3 = 2.5 s: g1 [2, 6.5] c [6.5, 7.25], g2 (at 6.5) [6.5, 11] c
+ *   [11, 12.5] r [12.5, 13.5], g3 (at 11) [11, 15.5] c [15.5, 17] r
+ *   [17, 18]: 18 s again (the step is the cores' work), 2 + 3.75 + 3.75 +
+ *   3 = 12.5 s exposed.
+ *   10 s gathers: the path g0 [0, 10] c [10, 10.75], g1 [10.75, 20.75]
+ *   c [20.75, 21.5], g2 [21.5, 31.5] c [31.5, 33] r [33, 34], g3 [33, 43]
+ *   c [43, 44.5] r [44.5, 45.5] is over the work: 45.5 s, 40 s exposed,
+ *   no wait added.
+ *   core_share 0.5 with 1 rank a host (half a core in all): alone it
+ *   still has half a core, the profile's rates: the baseline's 27 s. And
+ *   a profile without core_share keeps its sync_skew (1 s at 3 sync
+ *   points: 30 s), as does a model whose gathers cross hosts (a network
+ *   part). */
+static void test_core_share(void)
+{
+    smoe_sim_model m = two_layers(2);
+    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
+    m.hw.devices_per_node = 4;
+    m.hw.core_share = 0.25;
+    m.skew = 1; /* replaced by the cores' bound */
+    smoe_sim_sched s;
+    smoe_sim_result r;
+    memset(&s, 0, sizeof s);
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 18), "shared cores depth 0: step %g, expected 18", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 12.5), "shared cores depth 0: exposed %g, expected 12.5",
+           r.exposed_gather_s);
+    CHECKF(NEAR(r.compute_s, 4.5), "shared cores depth 0: compute %g, expected 4.5", r.compute_s);
     s.prefetch_depth = 1;
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
-    CHECKF(NEAR(r.step_s, 23), "top-level depth 1 step %g, expected 23", r.step_s);
-    CHECKF(NEAR(r.exposed_gather_s, 4), "top-level depth 1 exposed %g, expected 4",
+    CHECKF(NEAR(r.step_s, 18), "shared cores depth 1: step %g, expected 18", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 12.5), "shared cores depth 1: exposed %g, expected 12.5",
            r.exposed_gather_s);
     s.prefetch_depth = 0;
+    m.k[0].w[0].pre_s = 10;
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
-    CHECKF(NEAR(r.step_s, 30), "top-level depth 0 step %g, expected 30", r.step_s);
-    CHECKF(NEAR(r.exposed_gather_s, 11), "top-level depth 0 exposed %g, expected 11",
+    CHECKF(NEAR(r.step_s, 45.5), "shared cores, long gathers: step %g, expected 45.5", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 40), "shared cores, long gathers: exposed %g, expected 40",
            r.exposed_gather_s);
+    m.k[0].w[0].pre_s = 2;
+    m.k[0].w[0].pre_net = 0.5; /* across hosts: the profile's rates and skew */
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 30), "shared cores across hosts: step %g, expected 30", r.step_s);
+    m.k[0].w[0].pre_net = 0;
+    m.hw.devices_per_node = 1;
+    m.hw.core_share = 0.5;
+    m.skew = 0;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 27), "half a core in all: step %g, expected 27", r.step_s);
+    m.hw.core_share = 0;
+    m.skew = 1;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 30), "no core_share: step %g, expected 30", r.step_s);
 }
 
 /* The progress mode and the cross-host terms of a gather, by hand, on the
@@ -329,6 +414,7 @@ int main(int argc, char **argv)
     test_grad_before_prefetch();
     test_network_stretch();
     test_top_level();
+    test_core_share();
     if (argc > 1)
         test_network_parts(argv[1]);
     if (argc > 1)

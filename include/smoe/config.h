@@ -219,6 +219,10 @@ typedef struct smoe_hw {
     double optimizer_rate;   /* cpu: parameter elements per second of smoe
                                 train's update (gradient norm + AdamW);
                                 0 = a bandwidth-bound estimate */
+    double core_share;       /* cpu: the part of a core each rank had while
+                                every rank computed (its CPU time over the
+                                wall time, the rates' condition); 0 = not
+                                measured (sched/cores.c) */
 } smoe_hw;
 
 /* Read a profile file: name and kind strings, numbers each in its range

@@ -28,6 +28,17 @@ typedef void (*bench_fn)(void *ud);
 enum { CALIB_ROUNDS = 9 };
 #define CALIB_TARGET_S 0.04
 
+/* A compute-bound kernel timed while a rank had `had` of a core, brought to
+ * the calibration's common share `to`: its CPU time is what the share does
+ * not change (a rank's rate is its rate on a core times its share), so the
+ * figures of one profile, timed seconds apart while others' load came and
+ * went, describe one machine (at 4 ranks alone on 2 cores every share is
+ * 0.50 and this is 1; under load a 64-wide sgemm came out 2.4x the 512-wide
+ * rate and compute_scale 0.70, the roofline's rates and the layers timed at
+ * other shares). Collectives are not scaled: their wall time is partly
+ * waiting, not a core's work. */
+static double at_share(double had, double to) { return had > 0 && to > 0 ? had / to : 1; }
+
 /* The spread of each measured figure (interquartile range over the
  * median of its rounds), written beside the profile. */
 enum { SP_PEAK, SP_SMALL, SP_CALL, SP_HBM, SP_OPT, SP_ICI, SP_A2A, SP_SCALE, SP_N };
@@ -446,9 +457,14 @@ static void run_layer(void *ud)
 }
 
 /* smoe's own layer kernels (one dense and one MoE layer, forward and
- * backward, experts all local) against the cost model's roofline. */
+ * backward, experts all local) against the cost model's roofline; spr:
+ * the spread, the share of a core, the measured seconds. The ratio moves
+ * with the roofline's inputs (peak_flops, gemm_small_flops, hbm_bandwidth
+ * of the same calibration); the layers' time it gives the simulator is the
+ * measured one, spr[2]. */
 static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
-                                 const smoe_hw *hw, double *scale, double spr[2], smoe_err *err)
+                                 const smoe_hw *hw, double share, double *scale, double spr[3],
+                                 smoe_err *err)
 {
     smoe_model_cfg mc;
     smoe_mesh one = plan->mesh;
@@ -509,13 +525,14 @@ static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe
     for (int i = 0; i < np; i++) {
         if ((s = la[i].s))
             return s;
-        measured += p[i].med;
+        measured += p[i].med * at_share(p[i].share, share);
         kshare[i] = p[i].share;
         for (int r = 0; r < p[i].rounds; r++)
             per[r] += p[i].t[r];
     }
     spr[0] = calib_spread(per, p[0].rounds);
     spr[1] = calib_median(kshare, np);
+    spr[2] = measured;
     for (int k = 0; k < 2; k++)
         for (int sl = 0; sl < SMOE_W_NSLOTS; sl++) {
             smoe_free(w[k][sl]);
@@ -549,6 +566,26 @@ static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe
     return SMOE_OK;
 }
 
+/* The elementwise probe's length: one activation of the model at its
+ * training shape (batch x seq x emb floats, what the cost model's
+ * elementwise terms move), within [2^14, 2^21]. At a fixed 2^21 (two 8 MiB
+ * arrays a rank, four ranks) the working set of the two ranks on the
+ * cores at a time filled this machine's 32 MiB L3, shared with whatever
+ * else runs on the host: the figure fell 2.9e10 -> 1.8e10 over five
+ * calibrations. The model's activations sit in a core's own L2, as this
+ * probe now does for the default model (2 x 256 KiB a rank). */
+static int64_t act_elems(const smoe_config *cfg, const smoe_plan *plan)
+{
+    smoe_model_cfg mc;
+    smoe_mesh one = plan->mesh;
+    for (int i = 0; i < one.n; i++)
+        one.size[i] = 1;
+    int64_t n = 1 << 21;
+    if (smoe_train_model_cfg(cfg, &one, &mc, NULL) == SMOE_OK)
+        n = mc.batch * mc.seq * mc.emb;
+    return n < (1 << 14) ? 1 << 14 : n > (1 << 21) ? 1 << 21 : n;
+}
+
 smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
                                int progress_thread, const char *path, smoe_err *err)
 {
@@ -562,14 +599,17 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
         return s;
     smoe_blas_info info;
     smoe_blas_init(1, &info);
-    const int64_t big = 512, small = 64, ew_n = 1 << 21;
+    const int64_t big = 512, small = 64, ew_n = act_elems(cfg, plan);
     mm_args m, work;
-    m.a = smoe_malloc(sizeof(float) * (size_t)ew_n);
+    /* a and c: the elementwise probe's arrays, the matmuls' operands
+     * (big x big) and the optimizer's gradient (2^18) */
+    const int64_t cap = ew_n > big * big ? ew_n : big * big;
+    m.a = smoe_malloc(sizeof(float) * (size_t)cap);
     m.b = smoe_malloc(sizeof(float) * (size_t)(big * big));
-    m.c = smoe_malloc(sizeof(float) * (size_t)ew_n);
+    m.c = smoe_malloc(sizeof(float) * (size_t)cap);
     if (!m.a || !m.b || !m.c)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    for (int64_t i = 0; i < ew_n; i++)
+    for (int64_t i = 0; i < cap; i++)
         m.a[i] = m.c[i] = (float)(i % 7) * 0.25f;
     for (int64_t i = 0; i < big * big; i++)
         m.b[i] = (float)(i % 5) * 0.5f;
@@ -595,9 +635,16 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
                              { .fn = run_adamw, .ud = &opt } };
     calib_probe_run(rt, rates, 5, CALIB_ROUNDS, CALIB_TARGET_S);
     smoe_free(opt.c);
-    double t_big = rates[0].med, t_small = rates[1].med, t_call = rates[2].med;
-    double t_add = rates[3].med, t_opt = rates[4].med;
-    double fig[4][2] = { { 0 } }; /* ici, a2a, compute_scale, dcn: spread, share */
+    /* each rate at the rates' median share of a core (at_share) */
+    double shares[5];
+    for (int i = 0; i < 5; i++)
+        shares[i] = rates[i].share;
+    const double share = calib_median(shares, 5);
+    double t[5];
+    for (int i = 0; i < 5; i++)
+        t[i] = rates[i].med * at_share(rates[i].share, share);
+    double t_big = t[0], t_small = t[1], t_call = t[2], t_add = t[3], t_opt = t[4];
+    double fig[4][3] = { { 0 } }; /* ici, a2a, compute_scale, dcn: spread, share (, s) */
     spread sp;
     memset(&sp, 0, sizeof sp);
     sp.v[SP_PEAK] = rates[0].spread;
@@ -650,8 +697,9 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     if ((per_node > 1 && (s = calib_a2a(rt, &hw.a2a_latency, &hw.a2a_bandwidth, fig[1], err))) ||
         (s = calib_skew(rt, &mesh, &work, &hw.sync_skew, &hw.reduce_lag_bandwidth, err)))
         return s;
-    if ((s = calib_compute(rt, cfg, plan, &hw, &hw.compute_scale, fig[2], err)))
+    if ((s = calib_compute(rt, cfg, plan, &hw, share, &hw.compute_scale, fig[2], err)))
         return s;
+    hw.core_share = fmin(1, share); /* the rates' condition (sched/cores.c) */
     /* the mode resolved (the default follows the hosts), not the one asked */
     snprintf(hw.progress, sizeof hw.progress, "%s",
              smoe_rt_get_opts(rt).progress_thread ? "thread" : "calls");
@@ -671,7 +719,7 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     smoe_hw_note notes[] = {
         { "peak_flops", "512-wide sgemm, FLOP/s per rank" },
         { "hbm_bytes", "RAM per rank" },
-        { "hbm_bandwidth", "elementwise y += x, bytes/s per rank" },
+        { "hbm_bandwidth", "elementwise y += x of one activation, bytes/s per rank" },
         { "ici_bandwidth", "2 x all-gather bytes received per second, within a host" },
         { "ici_latency", "all-gather fixed cost / (ranks - 1), s, within a host" },
         { "devices_per_node", "ranks per host" },
@@ -690,6 +738,7 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
         { "sync_skew", "wait for the last rank at a collective after compute, s" },
         { "reduce_lag_bandwidth", "gradient bytes per s of the wait for a reduce-scatter's root" },
         { "optimizer_rate", "parameters per s: smoe train's gradient norm and AdamW step" },
+        { "core_share", "the part of a core a rank had, every rank busy (the rates are at it)" },
         { NULL, NULL },
     };
     fprintf(f,
@@ -706,6 +755,8 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
             "# (its CPU time over the wall time; %d ranks on %ld cores alone: %.2f)\n",
             CALIB_ROUNDS, CALIB_MAX_ROUNDS, sp.rounds, sp.share[SP_PEAK], per_node,
             sysconf(_SC_NPROCESSORS_ONLN), fmin(1, (double)sysconf(_SC_NPROCESSORS_ONLN) / per_node));
+    fprintf(f, "# layer_time %.6g s: the layers' measured forward + backward (compute_scale x\n"
+               "# the roofline)\n", fig[2][2]);
     for (int i = 0; i < SP_N; i++)
         if (per_node > 1 || (i != SP_ICI && i != SP_A2A))
             fprintf(f, "# spread %s %.3f share %.2f\n", sp_key[i], sp.v[i], sp.share[i]);

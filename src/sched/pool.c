@@ -21,16 +21,45 @@ smoe_status sim_pool_init(sim_pool *p, const smoe_schedule *sc, int nunits)
     p->next = 0;
     p->reached = -1;
     p->hold = -1;
-    p->last = 0;
-    p->sfree = smoe_calloc((size_t)p->n, sizeof *p->sfree);
+    p->last = -INFINITY; /* the step's first entries may go before its start */
+    p->sfree = smoe_malloc(sizeof *p->sfree * (size_t)p->n);
     p->uslot = smoe_malloc(sizeof *p->uslot * (size_t)nunits);
     if (!p->sfree || !p->uslot) {
         sim_pool_free(p);
         return SMOE_ENOMEM;
     }
+    for (int b = 0; b < p->n; b++)
+        p->sfree[b] = -INFINITY;
     for (int u = 0; u < nunits; u++)
         p->uslot[u] = -1;
     return SMOE_OK;
+}
+
+/* smoe train's optimizer updates first the weights the next step gathers
+ * at its start (the top-level weights and the layers of the schedule's
+ * entries at point -1), then issues those gathers and updates the rest
+ * (train's loop.c, next_split): they go that part of the update before the
+ * step's start. The part by gathered bytes (a layer's gathered buffer
+ * stands for its parameters). 0 when no entry is at point -1 (no prefetch:
+ * the first gathers stay at the step's start). */
+double sim_pool_lead(const smoe_sim_model *m, const smoe_schedule *sc)
+{
+    unsigned char first[SIM_MAX_LAYERS] = { 0 };
+    int any = 0;
+    for (int i = 0; i < sc->n; i++)
+        if (sc->g[i].issue < 0) {
+            first[sim_unit_layer(m->L, sc->g[i].unit)] = 1;
+            any = 1;
+        }
+    if (!any)
+        return 0;
+    double done = m->top_bytes, all = m->top_bytes;
+    for (int l = 0; l < m->L; l++) {
+        double b = m->k[m->kind_of[l]].bytes;
+        all += b;
+        done += first[l] ? b : 0;
+    }
+    return all > 0 ? m->optimizer_s * (1 - done / all) : 0;
 }
 
 void sim_pool_free(sim_pool *p)

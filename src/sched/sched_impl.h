@@ -71,6 +71,25 @@ struct smoe_sim_model {
     double skew;     /* a sync point's wait for the last rank (cpu profiles) */
 };
 
+/* The layer of unit u of L layers: forward 0..L-1, backward L..2L-1 (the
+ * schedule's units, sched.h). */
+static inline int sim_unit_layer(int L, int u) { return u < L ? u : 2 * L - 1 - u; }
+
+/* One pass of the event simulation (sim.c): compute segments take `rate`
+ * times the model's (every-rank-busy) time, and every sync point waits
+ * `skew` s for the last rank. */
+typedef struct sim_pass {
+    double rate, skew;
+} sim_pass;
+typedef struct sim_pass_out {
+    double work_s; /* the rank's CPU work at the every-rank-busy rate: the
+                      model's compute plus the cores' part of its collectives */
+    int nsync;     /* sync points (a unit's first gather, an expert exchange) */
+} sim_pass_out;
+smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const smoe_schedule *sc,
+                         const sim_pass *p, smoe_sim_result *r, sim_pass_out *out,
+                         smoe_trace *trace);
+
 /* Members of the group over `axes` (each once, size-1 axes ignored) whose
  * device index is below dpn, i.e. on device 0's node; *g = the group size.
  * Closed form, O(mesh axes). */
@@ -103,6 +122,10 @@ void sim_pool_free(sim_pool *p);
  * each when its unit has a buffer (start(ud, entry, when)); while hold >= 0
  * only that unit's entries and those listed before them. */
 void sim_pool_issue(sim_pool *p, double t, sim_pool_start start, void *ud);
+/* How long before the step's start (s, at the model's rates) smoe train
+ * issues the entries at point -1 and the top-level gathers: the part of
+ * the optimizer after the weights they gather. */
+double sim_pool_lead(const smoe_sim_model *m, const smoe_schedule *sc);
 /* Is a buffer free at t? */
 int sim_pool_free_at(const sim_pool *p, double t);
 /* Unit u's buffer frees at t (its compute, or its reductions, ended). */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int unit_layer(int L, int u) { return u < L ? u : 2 * L - 1 - u; }
+static int unit_layer(int L, int u) { return sim_unit_layer(L, u); }
 
 static int kind_of(const smoe_schedule *s, int u) { return unit_layer(s->L, u) >= s->n_dense; }
 

@@ -9,7 +9,9 @@
  * its unit is ready to run. On cpu profiles collectives are work of the
  * same cores, so compute that overlaps them is stretched by the overlap,
  * and every sync point (a unit's first gather, an expert exchange) waits
- * the measured arrival spread of the ranks.
+ * the arrival spread of the ranks (the pass's: cores.c, where ranks
+ * outnumber cores, derives it and the compute rate from the ranks' CPU
+ * work over the cores).
  * Memory: gathered weights live from issue to the end of their use,
  * gradients of a layer from the start of its backward to the end of its
  * reductions; the peak adds parameters, gradients, optimizer state and
@@ -67,6 +69,9 @@ typedef struct sim {
     sim_pool P;              /* its buffers (pool.c) */
     int gb;                  /* the backward unit's gradient buffer in P, -1: none */
     double lag;              /* the reductions' root behind the others (cpu) */
+    sim_pass p;              /* this pass's compute rate and sync wait (cores.c) */
+    double work;             /* the rank's CPU work, at the every-rank-busy rate */
+    int nsync;               /* sync points met */
 } sim;
 
 static void mem(sim *x, double t, double bytes)
@@ -86,7 +91,10 @@ static void span(sim *x, int lane, const char *name, double t0, double t1)
 
 static void busy(sim *x, double t0, double t1, double cpu)
 {
-    if (!x->m->use_compute || t1 <= t0 || cpu <= 0 || x->nbusy == x->capbusy)
+    if (!x->m->use_compute || t1 <= t0 || cpu <= 0)
+        return;
+    x->work += cpu * (t1 - t0);
+    if (x->nbusy == x->capbusy)
         return;
     x->busy0[x->nbusy] = t0;
     x->busyw[x->nbusy] = cpu;
@@ -99,6 +107,8 @@ static void busy(sim *x, double t0, double t1, double cpu)
  * a transfer on the network goes on while the rank computes). */
 static double compute(sim *x, double t, double dur, const char *name)
 {
+    x->work += dur;
+    dur *= x->p.rate;
     double start = fmax(t, x->comp), end = start + dur;
     if (x->m->use_compute) /* stretched by the collectives it overlaps */
         for (int it = 0; it < 3; it++) {
@@ -202,7 +212,7 @@ static double exchange(sim *x, double t, double dur)
     return urgent(x, t, dur, LANE_COMM, "expert exchange");
 }
 
-static int unit_layer(const smoe_sim_model *m, int u) { return u < m->L ? u : 2 * m->L - 1 - u; }
+static int unit_layer(const smoe_sim_model *m, int u) { return sim_unit_layer(m->L, u); }
 
 /* What the gathers move: the weights cast to the compute dtype (XLA's
  * scan, smoe's runtime), as stored (MaxText's path, and the legacy plan,
@@ -283,7 +293,8 @@ static void issue(sim *x, int u, int w, double frac, double t)
     if (x->gend[u] == 0 && dur > 0 && t > 0) {
         /* a sync point: also waits for a reductions' root (not at the step's
          * start, which follows the last step's blocking all-reduces) */
-        dur += x->m->skew + x->lag;
+        x->nsync++;
+        dur += x->p.skew + x->lag;
         x->lag = 0;
     }
     x->r.gather_busy_s += dur;
@@ -507,7 +518,8 @@ static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const
             if (ph == 1 && !waited && x->xla && k->moe)
                 issue_point(x, u, 0, 2, t); /* the MoE block's entry */
             if (j > 0 && k->moe && k->a2a_s + k->permute_s > 0) {
-                double a1 = exchange(x, t, k->a2a_s + k->permute_s / 2 + x->m->skew);
+                double a1 = exchange(x, t, k->a2a_s + k->permute_s / 2 + x->p.skew);
+                x->nsync++;
                 x->r.a2a_s += a1 - t;
                 t = x->comp = fmax(x->comp, a1);
             }
@@ -557,7 +569,8 @@ static void run_unit(sim *x, int u)
             issue_point(x, u, 0, 2, t); /* the MoE block's entry */
         if (k->moe && k->a2a_s + perm > 0) {
             for (int half = 0; half < 2; half++) {
-                double a0 = t, a1 = exchange(x, t, k->a2a_s + perm + x->m->skew);
+                double a0 = t, a1 = exchange(x, t, k->a2a_s + perm + x->p.skew);
+                x->nsync++;
                 x->r.a2a_s += a1 - a0;
                 x->comp = fmax(x->comp, a1);
                 if (half == 0)
@@ -711,32 +724,38 @@ static void sim_memory(sim *x)
     x->r.peak_hbm_bytes = m->mem_params + m->mem_grads + m->mem_optimizer + peak + act + act_peak;
 }
 
-static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const smoe_schedule *sc,
-                       smoe_sim_result *r, smoe_trace *trace)
+smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const smoe_schedule *sc,
+                         const sim_pass *p, smoe_sim_result *r, sim_pass_out *out,
+                         smoe_trace *trace)
 {
     sim x;
     if (sim_init(&x, m, s, sc, trace))
         return SMOE_ENOMEM;
+    x.p = *p;
     int nu = 2 * m->L;
     /* top-level weights, then the units whose prefetch window starts at 0;
      * smoe's executor (train's loop.c, step_begin) gathers the embedding,
      * then the schedule's first entries, then the head's weights, which
-     * are used last (waited for at the head) */
+     * are used last (waited for at the head); with prefetch it issues them
+     * inside the last step's optimizer, at t0 (pool.c) */
     double head_s = x.pool ? m->top_gather_s - m->top_embed_s : 0;
-    double top = engine(&x, &x.geng, 0, m->top_gather_s - head_s, LANE_GATHER,
+    double t0 = x.pool ? -sim_pool_lead(m, sc) * x.p.rate : 0;
+    x.geng = t0;
+    double top = engine(&x, &x.geng, t0, m->top_gather_s - head_s, LANE_GATHER,
                         x.pool ? "embedding weights" : "top-level weights");
     x.r.gather_busy_s += m->top_gather_s;
-    mem(&x, 0, m->top_bytes);
+    mem(&x, t0, m->top_bytes);
     for (int u = 0; x.mx && u < nu; u++)
         if (mx_point(m, u) == MX_START)
             issue_unit(&x, u, 0);
     if (x.pool)
-        sim_pool_issue(&x.P, 0, pool_start, &x);
+        sim_pool_issue(&x.P, t0, pool_start, &x);
     else if (!x.mx)
         issue_point(&x, -1, 1, 3, 0);
-    double head_end = head_s > 0 ? engine_u(&x, &x.geng, 0, head_s, LANE_GATHER, "head weights",
+    double head_end = head_s > 0 ? engine_u(&x, &x.geng, t0, head_s, LANE_GATHER, "head weights",
                                             -1, 1 - m->top_head_net)
                                  : 0;
+    top = fmax(0, top);
     if (top > 0) {
         x.r.exposed_gather_s += top;
         span(&x, LANE_WAIT, "wait top-level gathers", 0, top);
@@ -765,34 +784,8 @@ static smoe_status run(const smoe_sim_model *m, const smoe_sim_sched *s, const s
     for (int i = 0; i < x.nq; i++)
         span(&x, x.ql[i], x.qn[i], x.qt[i], x.qe[i]);
     *r = x.r;
+    out->work_s = x.work;
+    out->nsync = x.nsync;
     sim_free(&x);
     return SMOE_OK;
-}
-
-smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_sim_result *r,
-                         smoe_trace *trace)
-{
-    smoe_schedule *own = NULL;
-    const smoe_schedule *sc = s->schedule;
-    if (!sc) {
-        if (!s->distance && (s->prefetch_depth < 0 || s->prefetch_depth > SMOE_SIM_MAX_DEPTH))
-            return SMOE_EINVAL;
-        smoe_status st = smoe_schedule_for_model(m, s->prefetch_depth, s->distance, &own, NULL);
-        if (st)
-            return st;
-        sc = own;
-    }
-    smoe_status st = SMOE_OK;
-    if (sc->L != m->L)
-        st = SMOE_EINVAL;
-    for (int i = 0; i < sc->n && !st; i++) {
-        const smoe_sched_gather *g = &sc->g[i];
-        if (g->unit < 0 || g->unit >= 2 * m->L || g->issue < -1 || g->issue > g->unit ||
-            g->weight < 0 || g->weight >= m->k[m->kind_of[unit_layer(m, g->unit)]].nw)
-            st = SMOE_EINVAL;
-    }
-    if (!st)
-        st = run(m, s, sc, r, trace);
-    smoe_schedule_free(own);
-    return st;
 }
