@@ -11,7 +11,13 @@
  * sgemm does not) and by wall time.
  * Figures only; nothing here asserts on time.
  *
- * usage: bench_compute tiny|wide [ROUNDS]   (default 15 rounds, 1 warm-up)
+ * With --gemms the timed rounds also take a census of the step's sgemm
+ * calls (gemm_census.c): each shape's rate against the rounds' median
+ * sgemm, the time outside sgemm, and the ratio the step would reach with
+ * no time outside sgemm, i.e. the ceiling the GEMM shapes alone set.
+ *
+ * usage: bench_compute tiny|wide [ROUNDS] [--gemms]
+ *        (default 15 rounds, 1 warm-up)
  *   tiny: the bundled 'tiny' model of smoe train's main job (emb 128, 4
  *         heads, lora 32, nope/rope/v 16/8/16, mlp 256, moe_mlp 64,
  *         8 experts top-2 + 1 shared, 1 dense + 3 MoE layers, vocab 256),
@@ -22,6 +28,7 @@
  * main job's per-rank batch). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "../tests/model_testlib.h"
+#include "gemm_census.h"
 #include "smoe/kernels.h"
 #include "smoe/model.h"
 
@@ -96,11 +103,16 @@ static double sgemm512(float *a, float *b, float *c, int cpu)
 int main(int argc, char **argv)
 {
     if (argc < 2 || (strcmp(argv[1], "tiny") && strcmp(argv[1], "wide"))) {
-        fprintf(stderr, "usage: bench_compute tiny|wide [ROUNDS]\n");
+        fprintf(stderr, "usage: bench_compute tiny|wide [ROUNDS] [--gemms]\n");
         return 2;
     }
     const int wide = strcmp(argv[1], "wide") == 0;
     const int rounds = argc > 2 ? atoi(argv[2]) : 15;
+    const int census = argc > 3 && strcmp(argv[3], "--gemms") == 0;
+    if (argc > 4 || (argc > 3 && !census)) {
+        fprintf(stderr, "bench_compute: unknown argument '%s'\n", argv[argc > 4 ? 4 : 3]);
+        return 2;
+    }
     if (rounds < 1 || rounds > 10000) {
         fprintf(stderr, "bench_compute: ROUNDS must be in [1, 10000]\n");
         return 2;
@@ -147,10 +159,15 @@ int main(int argc, char **argv)
     job_init(&j, m, &w, 0, &g, tok, tgt, 1.0f / (float)T);
     const double flops = 3.0 * smoe_model_fwd_flops_per_token(&c) * (double)T;
 
+    double census_cpu = 0.0; /* CPU seconds of the timed steps */
     for (int k = -1; k < rounds; k++) { /* round -1: warm-up */
+        gemm_census_on(census && k >= 0);
         double c0 = cpu_now(), t0 = smoe_now();
         job_run(&j);
         double dc = cpu_now() - c0, dt = smoe_now() - t0;
+        gemm_census_on(0);
+        if (k >= 0)
+            census_cpu += dc;
         if (j.st) {
             char buf[600];
             fprintf(stderr, "bench_compute: %s\n", smoe_err_format(&j.err, buf, sizeof buf));
@@ -181,6 +198,8 @@ int main(int argc, char **argv)
                "sgemm n=512 %7.2f [%.2f-%.2f], ratio %.3f [%.3f-%.3f]\n",
                q ? "wall" : "CPU ", qm[1], qm[0], qm[2], qs[1], qs[0], qs[2], qr[1], qr[0],
                qr[2]);
+        if (census && q == 0)
+            gemm_census_print(census_cpu, flops * rounds, rounds, qs[1]);
         free(mf[q]), free(sg[q]), free(ra[q]);
     }
     job_free(&j);

@@ -231,6 +231,54 @@ static void test_rmsnorm(void)
         smoe_free(all[i]);
 }
 
+/* The blocked kernels against their one-row naive twins, bit for bit
+ * (memcmp): t covers blocks of 16 (for a kernel that runs 16 rows' chains
+ * side by side) and of 4 rows and the ragged rest, d several widths; the
+ * backward also with each output NULL. Then finite differences over 37
+ * rows. */
+static void rmsnorm_vs_ref(int64_t t, int64_t d)
+{
+    const float eps = 1e-5f;
+    float *x = fnew(t * d), *scale = fnew(d), *dy = fnew(t * d);
+    float *y[2] = {fnew(t * d), fnew(t * d)}, *rs[2] = {fnew(t), fnew(t)};
+    float *dx[2] = {fnew(t * d), fnew(t * d)}, *ds[2] = {fnew(d), fnew(d)};
+    fill(x, t * d, 2.0f);
+    fill(dy, t * d, 1.0f);
+    for (int64_t j = 0; j < d; j++)
+        scale[j] = 1.0f + 0.5f * frand();
+    smoe_rmsnorm(y[0], rs[0], x, scale, t, d, eps);
+    smoe_rmsnorm_ref(y[1], rs[1], x, scale, t, d, eps);
+    int same = !memcmp(y[0], y[1], sizeof(float) * (size_t)(t * d)) &&
+               !memcmp(rs[0], rs[1], sizeof(float) * (size_t)t);
+    for (int pass = 0; pass < 3; pass++) { /* both, dscale NULL, dx NULL */
+        for (int k = 0; k < 2; k++) {
+            memset(dx[k], 0, sizeof(float) * (size_t)(t * d));
+            for (int64_t j = 0; j < d; j++)
+                ds[k][j] = 0.25f;
+        }
+        float *dx0 = pass == 2 ? NULL : dx[0], *dx1 = pass == 2 ? NULL : dx[1];
+        float *ds0 = pass == 1 ? NULL : ds[0], *ds1 = pass == 1 ? NULL : ds[1];
+        smoe_rmsnorm_bwd(dx0, ds0, dy, x, scale, rs[0], t, d);
+        smoe_rmsnorm_bwd_ref(dx1, ds1, dy, x, scale, rs[1], t, d);
+        same = same && !memcmp(dx[0], dx[1], sizeof(float) * (size_t)(t * d)) &&
+               !memcmp(ds[0], ds[1], sizeof(float) * (size_t)d);
+    }
+    CHECKF(same, "rmsnorm t=%lld d=%lld: kernels bitwise their naive twins",
+           (long long)t, (long long)d);
+    if (t == 37 && d == 9) {
+        for (int64_t j = 0; j < d; j++)
+            ds[0][j] = 0.0f;
+        memset(dx[0], 0, sizeof(float) * (size_t)(t * d));
+        smoe_rmsnorm_bwd(dx[0], ds[0], dy, x, scale, rs[0], t, d);
+        norm_ctx c = {x, scale, y[1], rs[1], dy, t, d, eps};
+        fd_check("rmsnorm dx (37 rows)", x, t * d, dx[0], norm_loss, &c);
+        fd_check("rmsnorm dscale (37 rows)", scale, d, ds[0], norm_loss, &c);
+    }
+    float *all[] = {x, scale, dy, y[0], y[1], rs[0], rs[1], dx[0], dx[1], ds[0], ds[1]};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        smoe_free(all[i]);
+}
+
 /* ---- activations ---- */
 
 typedef struct act_ctx {
@@ -591,6 +639,11 @@ int main(int argc, char **argv)
     test_gemm();
     test_matmul();
     test_rmsnorm();
+    rmsnorm_vs_ref(37, 9);
+    rmsnorm_vs_ref(37, 128);
+    rmsnorm_vs_ref(48, 130);
+    rmsnorm_vs_ref(3, 1);
+    rmsnorm_vs_ref(16, 3);
     test_activations();
     test_swiglu_sig();
     test_rope();

@@ -76,6 +76,12 @@ void smoe_rmsnorm(float *y, float *rstd, const float *x, const float *scale,
 void smoe_rmsnorm_bwd(float *dx, float *dscale, const float *dy,
                       const float *x, const float *scale, const float *rstd,
                       int64_t t, int64_t d);
+/* Naive twins (one row at a time, ref.c); the two above match them bit for
+ * bit (their rows' sums are the same chains, run side by side). */
+void smoe_rmsnorm_ref(float *y, float *rstd, const float *x, const float *scale,
+                      int64_t t, int64_t d, float eps);
+void smoe_rmsnorm_bwd_ref(float *dx, float *dscale, const float *dy, const float *x,
+                          const float *scale, const float *rstd, int64_t t, int64_t d);
 
 /* ---- activations ---- */
 /* SwiGLU: h (n) = silu(a) * b. */
