@@ -1,14 +1,12 @@
 /* The calibration's statistics (src/calib) against hand-computed values:
  * the median, the spread (interquartile range over the median) and the
  * Theil-Sen line, which one noisy size must not bend (least squares on
- * the case below gives a slope of 14.4 for the true 3), and the gather
- * probe's sizes from a plan. White-box.
+ * the case below gives a slope of 14.4 for the true 3). White-box.
  * usage: test_calib_stats */
 #include "../src/calib/calib_impl.h"
 #include "check.h"
 
 #include <math.h>
-#include <string.h>
 
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-12)
 
@@ -54,47 +52,10 @@ static void test_fit(void)
     CHECKF(b > 0 && b <= 1e-12, "b %g", b);
 }
 
-/* The within-host gather probe's sizes from a plan: only parameters with a
- * gather count; from 2^10 to the largest shard (2^14 here: 16384), six
- * evenly on a log scale, 1024 * 16^(k/5) rounded then up to rows of 16:
- * 1024, 1783 -> 1792, 3104, 5405 -> 5408, 9410 -> 9424, 16384; with a
- * shard past 2^20 the top is 2^20 and the steps 4x exactly. */
-static void test_gather_sizes(void)
-{
-    smoe_weight w[3];
-    memset(w, 0, sizeof w);
-    w[0].kind = SMOE_ENTRY_PARAM;
-    w[0].gather.status = SMOE_GATHER_TAGGED;
-    w[0].gather.numel_in = 16384;
-    w[1].kind = SMOE_ENTRY_PARAM; /* nothing to gather */
-    w[1].gather.status = SMOE_GATHER_NOOP;
-    w[1].gather.numel_in = 1 << 22;
-    w[2].kind = SMOE_ENTRY_MU; /* a moment, never gathered */
-    w[2].gather.status = SMOE_GATHER_TAGGED;
-    w[2].gather.numel_in = 1 << 21;
-    smoe_plan plan;
-    memset(&plan, 0, sizeof plan);
-    plan.n = 3;
-    plan.w = w;
-    int64_t s[6];
-    const int64_t want[6] = { 1024, 1792, 3104, 5408, 9424, 16384 };
-    calib_gather_sizes(&plan, s);
-    for (int k = 0; k < 6; k++)
-        CHECK(s[k] == want[k]);
-    w[0].gather.numel_in = 100; /* below 2^14: 2^14 */
-    calib_gather_sizes(&plan, s);
-    CHECK(s[0] == 1024 && s[5] == 16384);
-    w[0].gather.numel_in = 1 << 23;
-    calib_gather_sizes(&plan, s);
-    for (int k = 0; k < 6; k++)
-        CHECK(s[k] == (int64_t)1 << (10 + 2 * k));
-}
-
 int main(void)
 {
     test_median();
     test_spread();
     test_fit();
-    test_gather_sizes();
     return check_report();
 }
