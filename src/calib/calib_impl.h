@@ -29,10 +29,6 @@ void calib_probe_run(smoe_rt *rt, calib_probe *p, int n, int rounds, double targ
 /* The interquartile range of n values over their median (0 for n < 2). */
 double calib_spread(const double *v, int n);
 
-/* The within-host gather probe's six per-rank sizes, floats (calibrate.c),
- * from the plan's gathers (layer_gathers.c). */
-void calib_gather_sizes(const smoe_plan *plan, int64_t sizes[6]);
-
 /* The cross-host figures of the cost model (dcn_latency per cross-host
  * step, dcn_bandwidth: bytes from other hosts per second per rank)
  * measured on the gathers smoe train issues: every gathered weight of one

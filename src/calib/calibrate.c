@@ -35,8 +35,8 @@ enum { CALIB_ROUNDS = 9 };
  * went, describe one machine (at 4 ranks alone on 2 cores every share is
  * 0.50 and this is 1; under load a 64-wide sgemm came out 2.4x the 512-wide
  * rate and compute_scale 0.70, the roofline's rates and the layers timed at
- * other shares). Collectives across hosts are not scaled: their wall time
- * is partly waiting, not a core's work (within a host: calib_gather). */
+ * other shares). Collectives are not scaled: their wall time is partly
+ * waiting, not a core's work. */
 static double at_share(double had, double to) { return had > 0 && to > 0 ? had / to : 1; }
 
 /* The spread of each measured figure (interquartile range over the
@@ -214,20 +214,12 @@ static void fit_probes(const calib_probe *p, const double *x, int n, int size, d
     *bw = num / b;
 }
 
-/* The gathers over mesh axis `axis`: weights of sizes[i] floats per rank
- * (NULL: 2^8 .. 2^18, 4x apart), six sizes taking turns (probe.c); *bw in
- * the convention of `half` (1: the cost model takes one direction of the
- * fast interconnect as half its figure). Where `to` > 0 (within a host)
- * each size's time is brought to that share of a core as the compute rates
- * are (at_share): there a gather is the ranks' own copy through shared
- * memory (Open MPI's single-copy CMA is a process_vm_readv by the
- * receiver), the cores' work the simulator counts at the profile's
- * core_share (sched/cores.c). Timed as it had been, at the gather probe's
- * own share, the figure followed that share: 4 calibrations at load 7
- * (gather shares 0.17-0.25) gave 2.0-4.2e9. */
+/* The gathers over mesh axis `axis`: weights of `per` floats per rank,
+ * six sizes taking turns (probe.c); *bw in the convention of `half` (1:
+ * the cost model takes one direction of the fast interconnect as half its
+ * figure). */
 static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, const char *axis, int half,
-                                const int64_t *sizes, double to, double *lat, double *bw,
-                                double spr[2], smoe_err *err)
+                                double *lat, double *bw, double spr[2], smoe_err *err)
 {
     int size = (int)smoe_mesh_axis_size(mesh, axis);
     double xs[6];
@@ -237,8 +229,11 @@ static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, const char *
     smoe_status s = SMOE_OK;
     memset(x, 0, sizeof x);
     memset(p, 0, sizeof p);
-    for (; n < 6; n++) {
-        const int64_t per = sizes ? sizes[n] : (int64_t)1 << (8 + 2 * n);
+    /* within a host the sizes reach 4 MiB per rank: below ~1 MiB the times of a
+     * copy through shared memory between ranks sharing cores are their
+     * scheduling, not their bytes */
+    const int64_t lo = half ? 1 << 10 : 1 << 8, hi = half ? 1 << 20 : 1 << 18;
+    for (int64_t per = lo; per <= hi && n < 6; per *= 4, n++) {
         smoe_pspec spec = { 2, { { 1, { axis } }, { 0, { NULL } } } };
         int64_t shape[2] = { (int64_t)size * per / 16, 16 };
         smoe_gather plan;
@@ -248,34 +243,22 @@ static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, const char *
         if ((s = smoe_gather_exec_of(&plan, 0, "calibrate", &ex, err)) ||
             (s = smoe_rt_wgather_new(rt, &ex, "calibrate", &x[n].g, err)))
             goto out;
-        x[n].shard = smoe_malloc((size_t)per * sizeof(float));
-        x[n].buf = smoe_malloc((size_t)(per * size) * sizeof(float));
+        x[n].shard = smoe_calloc((size_t)per, sizeof(float));
+        x[n].buf = smoe_calloc((size_t)(per * size), sizeof(float));
         if (!x[n].shard || !x[n].buf) {
             s = smoe_err_set(err, SMOE_ENOMEM, "out of memory");
             n++;
             goto out;
         }
-        /* written, as training's weights are (a calloc'ed shard never
-         * written reads the kernel's one zero page) */
-        for (int64_t i = 0; i < per; i++)
-            x[n].shard[i] = (float)(i % 7) * 0.25f;
-        memset(x[n].buf, 0, (size_t)(per * size) * sizeof(float));
         xs[n] = (double)per * 4 * (size - 1); /* bytes received */
         p[n].fn = run_ag;
         p[n].ud = &x[n];
     }
     calib_probe_run(rt, p, n, CALIB_ROUNDS, CALIB_TARGET_S);
-    for (int i = 0; i < n && to > 0; i++) {
-        const double f = at_share(p[i].share, to);
-        p[i].med *= f;
-        for (int r = 0; r < p[i].rounds; r++)
-            p[i].t[r] *= f;
-    }
     if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
         for (int i = 0; i < n; i++)
-            fprintf(stderr,
-                    "gather %s: %.0f bytes: %.1f us (share %.2f, spread %.0f %%, %d calls)\n", axis,
-                    xs[i], p[i].med * 1e6, p[i].share, 100 * p[i].spread, p[i].inner);
+            fprintf(stderr, "gather %s: %.0f bytes: %.1f us (spread %.0f %%, %d calls)\n", axis,
+                    xs[i], p[i].med * 1e6, 100 * p[i].spread, p[i].inner);
     fit_probes(p, xs, n, size, half ? 2.0 : 1.0, lat, bw, spr);
 out:
     for (int i = 0; i < n; i++) {
@@ -692,13 +675,11 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     hw.compute_bytes = 4;
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
     hw.hbm_bytes = (double)pages * (double)psz / size;
-    int64_t gsz[6];
-    calib_gather_sizes(plan, gsz);
-    if (per_node > 1 && (s = calib_gather(rt, &mesh, "expert", 1, gsz, share, &hw.ici_latency,
+    if (per_node > 1 && (s = calib_gather(rt, &mesh, "expert", 1, &hw.ici_latency,
                                           &hw.ici_bandwidth, fig[0], err)))
         return s;
-    if (nodes > 1 && (s = calib_gather(rt, &mesh, "fsdp", 0, NULL, 0, &hw.dcn_latency,
-                                       &hw.dcn_bandwidth, fig[3], err)))
+    if (nodes > 1 && (s = calib_gather(rt, &mesh, "fsdp", 0, &hw.dcn_latency, &hw.dcn_bandwidth,
+                                       fig[3], err)))
         return s;
     int layer_dcn = 0; /* across hosts: a layer's gathers as training issues them */
     if (nodes > 1 && (s = calib_layer_gathers(rt, plan, nodes, per_node, run_layer_work, &work,

@@ -181,30 +181,3 @@ smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, i
     *used = 1;
     return SMOE_OK;
 }
-
-/* calib_impl.h. The within-host gather probe's six per-rank sizes (floats),
- * spaced evenly on a log scale from 2^10 (4 KiB messages, the first size past Open MPI's
- * shared-memory eager limit, btl_vader_eager_limit 4096 bytes with the
- * header: below it another protocol, copy-in/copy-out, and a step in time
- * the line cannot fit: received 6 KiB took 27-63 us, 12 KiB 47-124 us,
- * 24 KiB 67-114 us) to the model's largest gathered shard, within
- * [2^14, 2^20]. They were 2^10 .. 2^20 whatever the model: the largest
- * gathered into 16 MiB a rank, four ranks' 64 MiB past this machine's
- * 32 MiB L3, where the default model's gathers (shards up to 64 KiB) are
- * not. */
-void calib_gather_sizes(const smoe_plan *plan, int64_t sizes[6])
-{
-    int64_t hi = 0;
-    for (int i = 0; i < plan->n; i++) {
-        const smoe_gather *g = &plan->w[i].gather;
-        if (plan->w[i].kind == SMOE_ENTRY_PARAM && g->status != SMOE_GATHER_NOOP &&
-            g->numel_in > hi)
-            hi = g->numel_in;
-    }
-    const int64_t lo = 1 << 10;
-    hi = hi < (1 << 14) ? 1 << 14 : hi > (1 << 20) ? 1 << 20 : hi;
-    for (int k = 0; k < 6; k++) {
-        int64_t v = (int64_t)llround((double)lo * pow((double)hi / (double)lo, k / 5.0));
-        sizes[k] = (v + 15) / 16 * 16; /* the probe's shape: rows of 16 */
-    }
-}
