@@ -229,16 +229,10 @@ static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, const char *
     smoe_status s = SMOE_OK;
     memset(x, 0, sizeof x);
     memset(p, 0, sizeof p);
-    /* within a host 4 KiB .. 1 MiB per rank (5 sizes): below that the times
-     * of a copy through shared memory between ranks sharing cores are their
-     * scheduling, not their bytes (and below 4 KiB Open MPI's eager
-     * protocol, a step the line cannot fit). Not 4 MiB: that size gathers
-     * 16 MiB a rank, four ranks' 64 MiB past this machine's 32 MiB L3, and
-     * its bytes came at 1.31-1.36 GB/s against 1.97-2.33 GB/s for the sizes
-     * below (load 7, share 0.24-0.25; alike at share 0.17-0.19): a bent line
-     * whose fitted slope moved between calibrations. The default model's
-     * gathers are shards of 2-64 KiB, in cache. */
-    const int64_t lo = half ? 1 << 10 : 1 << 8, hi = 1 << 18;
+    /* within a host the sizes reach 4 MiB per rank: below ~1 MiB the times of a
+     * copy through shared memory between ranks sharing cores are their
+     * scheduling, not their bytes */
+    const int64_t lo = half ? 1 << 10 : 1 << 8, hi = half ? 1 << 20 : 1 << 18;
     for (int64_t per = lo; per <= hi && n < 6; per *= 4, n++) {
         smoe_pspec spec = { 2, { { 1, { axis } }, { 0, { NULL } } } };
         int64_t shape[2] = { (int64_t)size * per / 16, 16 };
@@ -263,9 +257,8 @@ static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, const char *
     calib_probe_run(rt, p, n, CALIB_ROUNDS, CALIB_TARGET_S);
     if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
         for (int i = 0; i < n; i++)
-            fprintf(stderr,
-                    "gather %s: %.0f bytes: %.1f us (share %.2f, spread %.0f %%, %d calls)\n", axis,
-                    xs[i], p[i].med * 1e6, p[i].share, 100 * p[i].spread, p[i].inner);
+            fprintf(stderr, "gather %s: %.0f bytes: %.1f us (spread %.0f %%, %d calls)\n", axis,
+                    xs[i], p[i].med * 1e6, 100 * p[i].spread, p[i].inner);
     fit_probes(p, xs, n, size, half ? 2.0 : 1.0, lat, bw, spr);
 out:
     for (int i = 0; i < n; i++) {
