@@ -257,8 +257,9 @@ static smoe_status calib_gather(smoe_rt *rt, const smoe_mesh *mesh, const char *
     calib_probe_run(rt, p, n, CALIB_ROUNDS, CALIB_TARGET_S);
     if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
         for (int i = 0; i < n; i++)
-            fprintf(stderr, "gather %s: %.0f bytes: %.1f us (spread %.0f %%, %d calls)\n", axis,
-                    xs[i], p[i].med * 1e6, 100 * p[i].spread, p[i].inner);
+            fprintf(stderr,
+                    "gather %s: %.0f bytes: %.1f us (share %.2f, spread %.0f %%, %d calls)\n", axis,
+                    xs[i], p[i].med * 1e6, p[i].share, 100 * p[i].spread, p[i].inner);
     fit_probes(p, xs, n, size, half ? 2.0 : 1.0, lat, bw, spr);
 out:
     for (int i = 0; i < n; i++) {

@@ -21,6 +21,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static double cpu_now(void)
@@ -79,6 +80,8 @@ void calib_probe_run(smoe_rt *rt, calib_probe *p, int n, int rounds, double targ
         p[i].inner = calls_for(rt, &p[i], target);
     double sh[CALIB_MAX_ROUNDS][8];
     int done = 0;
+    struct rusage ru0, ru1; /* page faults in the timed rounds (the pilot touched the buffers) */
+    getrusage(RUSAGE_SELF, &ru0);
     while (done < CALIB_MAX_ROUNDS) {
         for (; done < rounds; done++)
             for (int i = 0; i < n; i++)
@@ -101,6 +104,10 @@ void calib_probe_run(smoe_rt *rt, calib_probe *p, int n, int rounds, double targ
             s[r] = sh[r][i < 8 ? i : 7];
         p[i].share = calib_median(s, done);
     }
+    getrusage(RUSAGE_SELF, &ru1);
+    if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
+        fprintf(stderr, "probes: %ld minor page faults in the timed rounds\n",
+                ru1.ru_minflt - ru0.ru_minflt);
     if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
         for (int i = 0; i < n; i++) {
             fprintf(stderr, "probe %d (%d calls, share %.2f):", i, p[i].inner, p[i].share);
