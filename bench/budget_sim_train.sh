@@ -41,13 +41,13 @@ if [ "$net" = 1 ]; then
   "$top/scripts/netns.sh" up 2 "$rate"
   half=$((np / 2))
   launch() {
-    "$top/scripts/netns.sh" mpirun --bind-to none --host "10.99.0.1:$half,10.99.0.2:$half" \
+    "$top/scripts/netns.sh" mpirun $bind --host "10.99.0.1:$half,10.99.0.2:$half" \
       -np "$np" -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$@"
   }
   where="2 netns hosts x $half ranks, link $rate (tbf)"
 else
   trap 'rm -rf "$dir"' EXIT
-  launch() { mpirun -np "$np" -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$@"; }
+  launch() { mpirun $bind -np "$np" -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$@"; }
   where="1 host, $np ranks"
 fi
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $where"

@@ -19,7 +19,7 @@ echo "== machine: $(nproc) cores; 1 host, $np ranks; $n calibrations back to bac
 i=1
 while [ "$i" -le "$n" ]; do
   echo "== calibration $i, load: $(uptime | sed 's/.*load average: //')"
-  mpirun -np "$np" -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$build/smoe" sim --calibrate \
+  mpirun $bind -np "$np" -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$build/smoe" sim --calibrate \
     --out "$dir/p$i.yml" $over >/dev/null
   i=$((i + 1))
 done

@@ -16,7 +16,7 @@ steps=$count
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 echo "== calibrate ($np ranks)"
-mpirun -np "$np" -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$build/smoe" sim --calibrate \
+mpirun $bind -np "$np" -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$build/smoe" sim --calibrate \
   --out "$dir/cpu-mpi.yml" $over
 sed 's/^/   /' "$dir/cpu-mpi.yml"
 echo "== predict"
@@ -27,10 +27,10 @@ echo "== predict"
   --hardware "$dir/cpu-mpi.yml" --batch 4 --seq 128 --remat none --dtype-bytes 4 \
   --prefetch-depth 1 | sed -n '4,8p'
 echo "== measure ($steps steps each)"
-mpirun -np "$np" -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$build/smoe" train --steps "$steps" \
+mpirun $bind -np "$np" -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$build/smoe" train --steps "$steps" \
   --compare --quiet --json $over >"$dir/train.json"
 echo "== calibrate again: did the machine stay the same?"
-mpirun -np "$np" -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$build/smoe" sim --calibrate \
+mpirun $bind -np "$np" -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$build/smoe" sim --calibrate \
   --out "$dir/after.yml" $over
 drift=0
 "$top/bench/profile_drift.sh" "$dir/cpu-mpi.yml" "$dir/after.yml" || drift=1
