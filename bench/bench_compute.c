@@ -69,12 +69,6 @@ static smoe_model_cfg bench_cfg(int wide)
 /* This thread's CPU seconds: on a loaded machine the scheduler shares the
  * cores, so a 1 s step loses time slices that a 2 ms sgemm never sees; CPU
  * time counts only the time the code ran. */
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -95,9 +89,9 @@ static void quart(double *v, int n, double q[3])
 static double sgemm512(float *a, float *b, float *c, int cpu)
 {
     const int64_t n = 512;
-    double t0 = cpu ? cpu_now() : smoe_now();
+    double t0 = cpu ? smoe_thread_cpu() : smoe_now();
     smoe_gemm(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-    return 2.0 * (double)(n * n * n) / ((cpu ? cpu_now() : smoe_now()) - t0) / 1e9;
+    return 2.0 * (double)(n * n * n) / ((cpu ? smoe_thread_cpu() : smoe_now()) - t0) / 1e9;
 }
 
 int main(int argc, char **argv)
@@ -162,9 +156,9 @@ int main(int argc, char **argv)
     double census_cpu = 0.0; /* CPU seconds of the timed steps */
     for (int k = -1; k < rounds; k++) { /* round -1: warm-up */
         gemm_census_on(census && k >= 0);
-        double c0 = cpu_now(), t0 = smoe_now();
+        double c0 = smoe_thread_cpu(), t0 = smoe_now();
         job_run(&j);
-        double dc = cpu_now() - c0, dt = smoe_now() - t0;
+        double dc = smoe_thread_cpu() - c0, dt = smoe_now() - t0;
         gemm_census_on(0);
         if (k >= 0)
             census_cpu += dc;

@@ -10,6 +10,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "gemm_census.h"
+#include "smoe/core.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -28,12 +29,6 @@ typedef struct shape {
 static shape tab[CENSUS_MAX];
 static int ntab, on, overflow;
 
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void __real_cblas_sgemm(const enum CBLAS_ORDER o, const enum CBLAS_TRANSPOSE a,
                         const enum CBLAS_TRANSPOSE b, const blasint m, const blasint n,
@@ -56,9 +51,9 @@ void __wrap_cblas_sgemm(const enum CBLAS_ORDER o, const enum CBLAS_TRANSPOSE a,
         __real_cblas_sgemm(o, a, b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    double t0 = cpu_now();
+    double t0 = smoe_thread_cpu();
     __real_cblas_sgemm(o, a, b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-    double dt = cpu_now() - t0;
+    double dt = smoe_thread_cpu() - t0;
     const int ta = a == CblasTrans, tb = b == CblasTrans;
     int i = 0;
     while (i < ntab && !(tab[i].ta == ta && tab[i].tb == tb && tab[i].m == m &&

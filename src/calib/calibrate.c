@@ -457,6 +457,16 @@ static void run_layer(void *ud)
         a->s = smoe_model_layer_bwd(a->model, a->l, a->w, a->dw, a->dx, a->self, a->err);
 }
 
+/* The model as one rank runs it alone (every mesh axis of size 1). */
+static smoe_status one_rank_cfg(const smoe_config *cfg, const smoe_plan *plan,
+                                smoe_model_cfg *mc, smoe_err *err)
+{
+    smoe_mesh one = plan->mesh;
+    for (int i = 0; i < one.n; i++)
+        one.size[i] = 1;
+    return smoe_train_model_cfg(cfg, &one, mc, err);
+}
+
 /* smoe's own layer kernels (one dense and one MoE layer, forward and
  * backward, experts all local) against the cost model's roofline; spr:
  * the spread, the share of a core, the measured seconds. The ratio moves
@@ -468,10 +478,7 @@ static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe
                                  smoe_err *err)
 {
     smoe_model_cfg mc;
-    smoe_mesh one = plan->mesh;
-    for (int i = 0; i < one.n; i++)
-        one.size[i] = 1;
-    smoe_status s = smoe_train_model_cfg(cfg, &one, &mc, err);
+    smoe_status s = one_rank_cfg(cfg, plan, &mc, err);
     if (s)
         return s;
     int has[2] = { mc.n_dense > 0, mc.n_moe > 0 };
@@ -578,11 +585,8 @@ static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe
 static int64_t act_elems(const smoe_config *cfg, const smoe_plan *plan)
 {
     smoe_model_cfg mc;
-    smoe_mesh one = plan->mesh;
-    for (int i = 0; i < one.n; i++)
-        one.size[i] = 1;
     int64_t n = 1 << 21;
-    if (smoe_train_model_cfg(cfg, &one, &mc, NULL) == SMOE_OK)
+    if (one_rank_cfg(cfg, plan, &mc, NULL) == SMOE_OK)
         n = mc.batch * mc.seq * mc.emb;
     return n < (1 << 14) ? 1 << 14 : n > (1 << 21) ? 1 << 21 : n;
 }

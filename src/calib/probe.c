@@ -24,12 +24,6 @@
 #include <sys/resource.h>
 #include <time.h>
 
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* The slowest rank's time of `inner` calls, all ranks starting together;
  * *share (if not NULL) the smallest rank's CPU time over its wall time:
@@ -37,11 +31,11 @@ static double cpu_now(void)
 static double sample(smoe_rt *rt, const calib_probe *p, int inner, double *share)
 {
     smoe_rt_barrier(rt);
-    double t0 = smoe_now(), c0 = cpu_now();
+    double t0 = smoe_now(), c0 = smoe_thread_cpu();
     for (int i = 0; i < inner; i++)
         p->fn(p->ud);
     double wall = smoe_now() - t0;
-    double t[2] = { wall, -(cpu_now() - c0) / fmax(wall, 1e-9) };
+    double t[2] = { wall, -(smoe_thread_cpu() - c0) / fmax(wall, 1e-9) };
     smoe_rt_allreduce_max_f64(rt, t, 2);
     if (share)
         *share = -t[1];
@@ -80,8 +74,10 @@ void calib_probe_run(smoe_rt *rt, calib_probe *p, int n, int rounds, double targ
         p[i].inner = calls_for(rt, &p[i], target);
     double sh[CALIB_MAX_ROUNDS][8];
     int done = 0;
+    const int debug = getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0;
     struct rusage ru0, ru1; /* page faults in the timed rounds (the pilot touched the buffers) */
-    getrusage(RUSAGE_SELF, &ru0);
+    if (debug)
+        getrusage(RUSAGE_SELF, &ru0);
     while (done < CALIB_MAX_ROUNDS) {
         for (; done < rounds; done++)
             for (int i = 0; i < n; i++)
@@ -104,15 +100,15 @@ void calib_probe_run(smoe_rt *rt, calib_probe *p, int n, int rounds, double targ
             s[r] = sh[r][i < 8 ? i : 7];
         p[i].share = calib_median(s, done);
     }
+    if (!debug)
+        return;
     getrusage(RUSAGE_SELF, &ru1);
-    if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
-        fprintf(stderr, "probes: %ld minor page faults in the timed rounds\n",
-                ru1.ru_minflt - ru0.ru_minflt);
-    if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
-        for (int i = 0; i < n; i++) {
-            fprintf(stderr, "probe %d (%d calls, share %.2f):", i, p[i].inner, p[i].share);
-            for (int r = 0; r < p[i].rounds; r++)
-                fprintf(stderr, " %.3g", p[i].t[r] / p[i].med);
-            fprintf(stderr, "\n");
-        }
+    fprintf(stderr, "probes: %ld minor page faults in the timed rounds\n",
+            ru1.ru_minflt - ru0.ru_minflt);
+    for (int i = 0; i < n; i++) {
+        fprintf(stderr, "probe %d (%d calls, share %.2f):", i, p[i].inner, p[i].share);
+        for (int r = 0; r < p[i].rounds; r++)
+            fprintf(stderr, " %.3g", p[i].t[r] / p[i].med);
+        fprintf(stderr, "\n");
+    }
 }
