@@ -2,7 +2,8 @@
 # How far a machine's measured rates moved between two cpu-mpi profiles
 # (smoe sim --calibrate before and after a measurement): the largest
 # relative change of the compute, memory and gather rates, and with
-# several hosts of the cross-host gathers' bandwidth and latency (a
+# several hosts of the cross-host gathers' bandwidth and latency and the
+# cross-host reductions' bandwidth (a
 # latency under 1e-5 s counts as 1e-5: a fit's intercept at noise level,
 # whose ratio means nothing; a profile of one host copies the within-host
 # figures there, which are checked already). A benchmark on a shared
@@ -18,7 +19,7 @@ awk -v limit="$limit" '
   FNR == 1 { f++ }
   /^# [0-9]+ host\(s\)/ { hosts[f] = $2 + 0 }
   /share [0-9.]+: the part of a core/ { for (i = 1; i < NF; i++) if ($i == "share") share[f] = $(i + 1) + 0 }
-  /^(peak_flops|gemm_small_flops|hbm_bandwidth|ici_bandwidth|compute_scale|dcn_bandwidth|dcn_latency):/ {
+  /^(peak_flops|gemm_small_flops|hbm_bandwidth|ici_bandwidth|compute_scale|dcn_bandwidth|dcn_latency|dcn_reduce_bandwidth):/ {
     k = $1; sub(":", "", k); v[f, k] = $2 + 0; keys[k] = 1
   }
   END {

@@ -126,6 +126,47 @@ static void test_network_stretch(void)
     }
 }
 
+/* smoe's MoE backward in its model's order (model/moe.c moe_bwd): the
+ * shared experts' and the combine's transposes, the exchange to the
+ * experts' owners, the experts', the exchange back, then the router and
+ * attention. Two MoE layers of the model above (pre 3 s of which half the
+ * shared experts, the backward 2x; two 0.5 s exchanges per pass on the
+ * reductions' engine, 6 s reductions), depth 1: forward [0, 2] gather,
+ * [2, 5] compute, exchanges [5, 6]; [6, 9], [9, 10]. Backward unit 2
+ * (gathered by then): shared experts [10, 13], exchanges [13, 14], the
+ * rest [14, 17], its reduction [17, 23]. Unit 3: shared experts [17, 20],
+ * its first exchange queues behind unit 2's reduction: [23, 24], the rest
+ * [24, 27], reduction [27, 33]: 33 s, 7 s in the exchanges (3 s of it
+ * waiting). In the forward's order (the whole 6 s first) unit 3's
+ * exchanges would follow the reduction: 30 s, 4 s. */
+static void test_moe_backward_order(void)
+{
+    smoe_sim_model m = two_layers(2);
+    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
+    sim_kind *k = &m.k[0];
+    k->moe = 1;
+    k->pre_shared = 0.5;
+    k->a2a_s = 0.5;
+    k->w[0].rs_s = 6;
+    smoe_sim_sched s;
+    smoe_sim_result r;
+    memset(&s, 0, sizeof s);
+    s.prefetch_depth = 1;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 33), "moe backward order: step %g, expected 33", r.step_s);
+    CHECKF(NEAR(r.a2a_s, 7), "moe backward order: exchanges %g, expected 7", r.a2a_s);
+    CHECKF(NEAR(r.compute_s, 18), "moe backward order: compute %g, expected 18", r.compute_s);
+    /* no shared experts: unit 3's first exchange at its start, 6 s behind
+     * the reduction: exchanges [23, 24], compute [24, 30], reduction
+     * [30, 36] */
+    k->pre_shared = 0;
+    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 36), "moe backward, no shared experts: step %g, expected 36",
+           r.step_s);
+    CHECKF(NEAR(r.a2a_s, 10), "moe backward, no shared experts: exchanges %g, expected 10",
+           r.a2a_s);
+}
+
 /* The network parts the cost model gives (coll(): the within-node ring's
  * steps and bytes are the cores' work, the network's latency and bytes are
  * not): deepseek2-16b on fsdp 2 x expert 2, a cpu profile of 2 ranks per
@@ -136,7 +177,11 @@ static void test_network_stretch(void)
  * MPI's linear MPI_Iallgather: the node's block arrives during the other
  * node's), so it takes dcn_latency + max(t_local, t_far) (not ici_latency
  * + dcn_latency + ...), t_local of it the cores'. On one host every part
- * is the cores' and the ring's 3 steps are paid: 3 ici_latency + 3 B / ici. */
+ * is the cores' and the ring's 3 steps are paid: 3 ici_latency + 3 B / ici.
+ * Its gradient's reduction costs the same (the gather's transpose; no axis
+ * left to all-reduce over), or across hosts, where the profile measured
+ * the reductions (dcn_reduce_bandwidth, dcn_reduce_latency), the same terms
+ * at those figures; on one host they change nothing. */
 /* deepseek2-16b on fsdp 2 x expert 2 (4 devices): its plan, or NULL (a
  * check failed; *cfg freed). */
 static smoe_plan *fsdp2_expert2(const char *cfgdir, smoe_config **cfg)
@@ -168,8 +213,12 @@ static void test_network_parts(const char *cfgdir)
     hw.dcn_latency = 4e-4;
     smoe_sim_shape sh = { .batch = 1, .seq = 128, .remat = SMOE_REMAT_NONE, .dtype_bytes = 4,
                           .compute_bytes = 4 };
-    for (int hosts = 2; hosts >= 1; hosts--) {
+    for (int pass = 0; pass < 3; pass++) {
+        /* across hosts, then with the reductions' own figures, then one host */
+        const int hosts = pass < 2 ? 2 : 1, red = pass > 0;
         hw.devices_per_node = 4 / hosts;
+        hw.dcn_reduce_bandwidth = red ? 5e7 : 0;
+        hw.dcn_reduce_latency = red ? 1e-3 : 0;
         smoe_sim_model *m;
         if (smoe_sim_model_build(cfg, p, &hw, &sh, &m, &err)) {
             CHECKF(0, "model: %s", err.msg);
@@ -209,12 +258,23 @@ static void test_network_parts(const char *cfgdir)
                            x->name, x->pre_net, want);
                     CHECKF(fabs(x->pre_stored_s - t) < 1e-12, "%s 4-way across hosts: %g s, "
                            "expected %g", x->name, x->pre_stored_s, t);
+                    /* its reduction: the gather's terms at the reductions' own
+                     * figures where the profile has them */
+                    double tr = red ? hw.dcn_reduce_latency +
+                                      fmax(tl, 2 * B / hw.dcn_reduce_bandwidth) : t;
+                    CHECKF(fabs(x->rs_s - tr) < 1e-12, "%s 4-way reduction across hosts%s: "
+                           "%g s, expected %g", x->name, red ? " (its own figures)" : "", x->rs_s,
+                           tr);
+                    CHECKF(fabs(x->rs_net - (1 - tl / tr)) < 1e-9, "%s 4-way reduction: "
+                           "network part %g, expected %g", x->name, x->rs_net, 1 - tl / tr);
                 }
                 if (hosts == 1 && stages == 1 && d4 >= 0 && !x->routed) {
                     double B = (double)g->bytes_in, t = 3 * hw.ici_latency +
                                                         3 * B / (hw.ici_bandwidth / 2);
                     CHECKF(fabs(x->pre_stored_s - t) < 1e-12, "%s 4-way on one host: %g s, "
                            "expected %g", x->name, x->pre_stored_s, t);
+                    CHECKF(fabs(x->rs_s - t) < 1e-12, "%s 4-way reduction on one host: %g s, "
+                           "expected %g", x->name, x->rs_s, t);
                     four++;
                 }
             }
@@ -415,6 +475,7 @@ int main(int argc, char **argv)
     test_network_stretch();
     test_top_level();
     test_core_share();
+    test_moe_backward_order();
     if (argc > 1)
         test_network_parts(argv[1]);
     if (argc > 1)

@@ -84,7 +84,8 @@ check $? "at MPI_THREAD_FUNNELED the default runs without the thread, bitwise th
 unset SMOE_TEST_MPI_THREAD
 
 # the calibration across the hosts: on the training's mesh (fsdp = hosts,
-# expert = ranks per host) the dcn figures come from a layer's gathers; on
+# expert = ranks per host) the dcn figures come from a layer's gathers, and the
+# reductions' own (dcn_reduce_*) from its reductions; on
 # fsdp=4 (not the calibration's hosts x ranks) from the one-weight sweep.
 # The first calibrates by default, which across hosts is with the progress
 # thread, as smoe train's default (progress: thread, which the simulator
@@ -99,8 +100,17 @@ for mesh in ici_expert_parallelism=2 ici_fsdp_parallelism=4; do
   rc=$?
   lat=$(sed -n 's/^dcn_latency: *\([^ ]*\).*/\1/p' "$dir/hw.yml" 2>/dev/null)
   bw=$(sed -n 's/^dcn_bandwidth: *\([^ ]*\).*/\1/p' "$dir/hw.yml" 2>/dev/null)
-  want="one rank per host"
-  [ "$mesh" = ici_expert_parallelism=2 ] && want="a layer's gathers started together"
+  want="one rank per host" red=0
+  [ "$mesh" = ici_expert_parallelism=2 ] && want="a layer's gathers started together" red=1
+  # the reductions' own figures only from a layer's (on the training's mesh)
+  redok=0
+  rbw=$(sed -n 's/^dcn_reduce_bandwidth: *\([^ ]*\).*/\1/p' "$dir/hw.yml" 2>/dev/null)
+  if [ "$red" = 1 ]; then
+    grep -q "^dcn_reduce_bandwidth:.*reductions enqueued together" "$dir/hw.yml" &&
+      awk -v b="$rbw" 'BEGIN { exit !(b + 0 > 0 && b + 0 < 1e300) }' && redok=1
+  else
+    [ -z "$rbw" ] && redok=1
+  fi
   "$smoe" sim --base "$SMOE_CONFIG_DIR/train.yml" --model tiny --devices 4 "$mesh" \
     --hardware "$dir/hw.yml" --json >"$dir/sim.json" 2>"$dir/sim.err"
   src=$?
@@ -112,9 +122,9 @@ for mesh in ici_expert_parallelism=2 ici_fsdp_parallelism=4; do
     grep -q "^progress: $mode\$" "$dir/hw.yml" &&
     grep '^dcn_bandwidth:' "$dir/hw.yml" | grep -q "$want" &&
     awk -v l="$lat" -v b="$bw" 'BEGIN { exit !(l + 0 >= 0 && l + 0 < 10 && b + 0 > 0 && b + 0 < 1e300) }' &&
-    [ "$simok" = 1 ]; then
+    [ "$simok" = 1 ] && [ "$redok" = 1 ]; then
     pass=$((pass + 1))
-    echo "ok: calibrate on 2 hosts, $mesh, progress $mode: dcn_latency $lat s, dcn_bandwidth $bw B/s ($want); sim exit $src"
+    echo "ok: calibrate on 2 hosts, $mesh, progress $mode: dcn_latency $lat s, dcn_bandwidth $bw B/s ($want), dcn_reduce_bandwidth ${rbw:-none}; sim exit $src"
   else
     fail=$((fail + 1))
     echo "FAIL: calibrate on 2 hosts, $mesh, progress $mode (exit $rc, sim exit $src):" >&2

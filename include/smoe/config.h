@@ -219,6 +219,13 @@ typedef struct smoe_hw {
     double optimizer_rate;   /* cpu: parameter elements per second of smoe
                                 train's update (gradient norm + AdamW);
                                 0 = a bandwidth-bound estimate */
+    double dcn_reduce_bandwidth; /* cpu: a gradient reduction across hosts,
+                                    the bytes its weight's gather brings from
+                                    other hosts per second (its transpose
+                                    on the wire is the MPI library's
+                                    algorithm); 0 = dcn_bandwidth */
+    double dcn_reduce_latency; /* the same per cross-host step, s (with
+                                  dcn_reduce_bandwidth) */
     double core_share;       /* cpu: the part of a core each rank had while
                                 every rank computed (its CPU time over the
                                 wall time, the rates' condition); 0 = not

@@ -39,15 +39,25 @@ double calib_spread(const double *v, int n);
  * compute). Each set's time over its cross-host steps is fitted against
  * its bytes from other hosts per step (calib_fit): the cost model's
  * one-round gather across hosts (sched/cost.c coll_at). Where the fit
- * finds no slope (noise), *bw (on entry: the one-weight sweep's) is kept
- * and *lat is the sets' median time per step beyond their bytes at *bw.
+ * finds no slope (noise), bw (on entry: the one-weight sweep's) is kept
+ * and lat is the sets' median time per step beyond their bytes at bw.
+ * The same weights' gradient reductions, enqueued together as smoe train
+ * does at the end of a layer's backward, give reduce_lat and reduce_bw on
+ * the same terms (the gather's bytes and steps): Open MPI's libnbc reduces
+ * a reduce-scatter to one root and scatters from it
+ * (ompi/mca/coll/libnbc/nbc_ireduce_scatter_block.c),
+ * which is not the gather's transpose on the wire.
  * Only when plan's mesh is the calibration's (fsdp = hosts, expert = ranks
  * per host, every other axis 1): the gathers then run on the training's
- * communicators; *used = 0 otherwise (the caller keeps the sweep's
+ * communicators; used = 0 otherwise (the caller keeps the sweep's
  * figures). Collective. */
+typedef struct calib_dcn {
+    double lat, bw;               /* in: the sweep's; out: the gathers' */
+    double reduce_lat, reduce_bw; /* out: the reductions' (when used) */
+    int used;
+} calib_dcn;
 SMOE_MUST_CHECK
 smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
-                                void (*idle)(void *), void *ud, double *lat, double *bw,
-                                int *used, smoe_err *err);
+                                void (*idle)(void *), void *ud, calib_dcn *out, smoe_err *err);
 
 #endif

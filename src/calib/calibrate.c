@@ -686,11 +686,18 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     if (nodes > 1 && (s = calib_gather(rt, &mesh, "fsdp", 0, &hw.dcn_latency, &hw.dcn_bandwidth,
                                        fig[3], err)))
         return s;
-    int layer_dcn = 0; /* across hosts: a layer's gathers as training issues them */
+    /* across hosts: a layer's gathers and reductions as training issues them */
+    calib_dcn dcn = { .lat = hw.dcn_latency, .bw = hw.dcn_bandwidth };
     if (nodes > 1 && (s = calib_layer_gathers(rt, plan, nodes, per_node, run_layer_work, &work,
-                                              &hw.dcn_latency, &hw.dcn_bandwidth, &layer_dcn,
-                                              err)))
+                                              &dcn, err)))
         return s;
+    const int layer_dcn = dcn.used;
+    if (layer_dcn) {
+        hw.dcn_latency = dcn.lat;
+        hw.dcn_bandwidth = dcn.bw;
+        hw.dcn_reduce_latency = dcn.reduce_lat;
+        hw.dcn_reduce_bandwidth = dcn.reduce_bw;
+    }
     if (per_node == 1) { /* no fast interconnect: the network's figures */
         hw.ici_bandwidth = 2 * hw.dcn_bandwidth;
         hw.ici_latency = hw.dcn_latency;
@@ -734,6 +741,9 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
         { "dcn_latency", layer_dcn ? "a layer's gathers started together as smoe train does: "
                                      "fixed cost per cross-host step, s"
                                    : "all-gather fixed cost / (hosts - 1), s" },
+        { "dcn_reduce_bandwidth", "a layer's gradient reductions enqueued together as smoe train "
+                                  "does: the gathers' bytes from other hosts per second" },
+        { "dcn_reduce_latency", "the same reductions: fixed cost per cross-host step, s" },
         { "collective_engines", "smoe's runtime: a gather queue, an exchange/reduction queue" },
         { "a2a_bandwidth", "all-to-all bytes sent to the others per second" },
         { "a2a_latency", "all-to-all fixed cost / (ranks - 1), s" },

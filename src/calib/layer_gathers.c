@@ -49,6 +49,7 @@ typedef struct layer_set {
     int n;
     smoe_wgather *g[MAX_SET];
     float *shard[MAX_SET], *buf[MAX_SET];
+    float *grad[MAX_SET], *scratch[MAX_SET]; /* the reductions' (scratch: when they pack) */
     double far_bytes, far_steps; /* the cost model's terms (cost.c coll_at) */
     char what[64];
 } layer_set;
@@ -81,8 +82,12 @@ static smoe_status build_set(smoe_rt *rt, const smoe_plan *plan, int kind, int p
         smoe_rt_wgather_info(L->g[k], &info);
         L->shard[k] = smoe_calloc((size_t)info.shard_numel, sizeof(float));
         L->buf[k] = smoe_calloc((size_t)info.gathered_numel, sizeof(float));
+        L->grad[k] = smoe_calloc((size_t)info.shard_numel, sizeof(float));
+        if (smoe_rt_wgather_needs_pack(L->g[k]))
+            L->scratch[k] = smoe_calloc((size_t)info.gathered_numel, sizeof(float));
         L->n++; /* counted before the check, so free_set frees what was allocated */
-        if (!L->shard[k] || !L->buf[k])
+        if (!L->shard[k] || !L->buf[k] || !L->grad[k] ||
+            (smoe_rt_wgather_needs_pack(L->g[k]) && !L->scratch[k]))
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
         double fb, fs; /* the cost model's terms (sched: the one-round gather) */
         smoe_sim_gather_far(g, &plan->mesh, per_node, (double)s, &fb, &fs);
@@ -97,6 +102,8 @@ static void free_set(layer_set *L)
     for (int i = 0; i < L->n; i++) {
         smoe_free(L->shard[i]);
         smoe_free(L->buf[i]);
+        smoe_free(L->grad[i]);
+        smoe_free(L->scratch[i]);
     }
 }
 
@@ -117,12 +124,42 @@ static double run_set(smoe_rt *rt, layer_set *L, void (*idle)(void *), void *ud)
     return smoe_now() - t0;
 }
 
-smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
-                                void (*idle)(void *), void *ud, double *lat, double *bw,
-                                int *used, smoe_err *err)
+/* The same weights' gradient reductions, enqueued together at the end of a
+ * layer's backward as smoe train does and drained; this rank's seconds. */
+static double run_reduce(smoe_rt *rt, layer_set *L, void (*idle)(void *), void *ud,
+                         smoe_status *st, smoe_err *err)
 {
-    *used = 0;
-    if (nodes < 2 || *bw <= 0 || !same_mesh(&plan->mesh, nodes, per_node))
+    idle(ud);
+    smoe_rt_barrier(rt);
+    double t0 = smoe_now();
+    for (int i = 0; i < L->n; i++)
+        smoe_rt_wgather_reduce(rt, L->g[i], L->buf[i], L->scratch[i], L->grad[i], NULL, NULL);
+    *st = smoe_rt_drain(rt, err);
+    return smoe_now() - t0;
+}
+
+/* A line through the sets' (bytes, seconds) per cross-host step: *lat, *bw;
+ * where it finds no slope (noise), *bw is kept and *lat is the sets'
+ * median time per step beyond their bytes at *bw. */
+static void fit_sets(const double *xs, double *ys, int n, double *lat, double *bw)
+{
+    double a, b;
+    calib_fit(xs, ys, n, &a, &b);
+    if (b <= 1e-12) {
+        for (int i = 0; i < n; i++)
+            ys[i] = fmax(0, ys[i] - xs[i] / *bw);
+        a = calib_median(ys, n);
+    } else {
+        *bw = 1.0 / b;
+    }
+    *lat = a;
+}
+
+smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
+                                void (*idle)(void *), void *ud, calib_dcn *out, smoe_err *err)
+{
+    out->used = 0;
+    if (nodes < 2 || out->bw <= 0 || !same_mesh(&plan->mesh, nodes, per_node))
         return SMOE_OK;
     static const int64_t scale[3] = { 1, 2, 4 };
     layer_set set[6];
@@ -136,31 +173,37 @@ smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, i
             else
                 nset++;
         }
-    /* the sets take turns rep by rep (one unmeasured round first), so a
-     * change of the shared machine's load falls on all of them; the
-     * slowest rank's mean. The mean, not the median: on a shared machine
-     * one set in a few takes several times the others (a rank
-     * descheduled), and a step's wait, whose median training reports, is
-     * the sum of a dozen such sets, near the sum of their means. */
-    double mean[6] = { 0 };
+    /* the sets take turns rep by rep, each's gathers then its reductions
+     * (one unmeasured round first), so a change of the shared machine's
+     * load falls on all of them; the slowest rank's mean. The mean, not the
+     * median: on a shared machine one set in a few takes several times the
+     * others (a rank descheduled), and a step's wait, whose median training
+     * reports, is the sum of a dozen such sets, near the sum of their
+     * means. */
+    double mean[12] = { 0 }; /* [j] the gathers, [6 + j] the reductions */
     for (int r = -1; r < REPS && !s; r++)
-        for (int j = 0; j < nset; j++) {
+        for (int j = 0; j < nset && !s; j++) {
             double t = run_set(rt, &set[j], idle, ud);
-            if (r >= 0)
+            double tr = run_reduce(rt, &set[j], idle, ud, &s, err);
+            if (r >= 0) {
                 mean[j] += t / REPS;
+                mean[6 + j] += tr / REPS;
+            }
         }
     if (!s && nset > 0)
-        smoe_rt_allreduce_max_f64(rt, mean, nset);
-    double xs[6], ys[6];
+        smoe_rt_allreduce_max_f64(rt, mean, 12);
+    double xs[6], ys[6], yr[6];
     int n = 0;
     for (int j = 0; j < nset; j++) {
         if (!s) {
             xs[n] = set[j].far_bytes / set[j].far_steps;
-            ys[n++] = mean[j] / set[j].far_steps;
+            ys[n] = mean[j] / set[j].far_steps;
+            yr[n++] = mean[6 + j] / set[j].far_steps;
             if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
                 fprintf(stderr, "layer gathers %s: %d gathers, %.0f bytes from other hosts, %.0f "
-                        "cross-host steps: %.1f us\n", set[j].what, set[j].n, set[j].far_bytes,
-                        set[j].far_steps, mean[j] * 1e6);
+                        "cross-host steps: %.1f us, their reductions %.1f us\n", set[j].what,
+                        set[j].n, set[j].far_bytes, set[j].far_steps, mean[j] * 1e6,
+                        mean[6 + j] * 1e6);
         }
         free_set(&set[j]);
     }
@@ -168,16 +211,9 @@ smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, i
         return s;
     if (n < 2)
         return SMOE_OK;
-    double a, b;
-    calib_fit(xs, ys, n, &a, &b);
-    if (b <= 1e-12) { /* no slope through the noise: the sweep's bandwidth, the sets' rest */
-        for (int i = 0; i < n; i++)
-            ys[i] = fmax(0, ys[i] - xs[i] / *bw);
-        a = calib_median(ys, n);
-    } else {
-        *bw = 1.0 / b;
-    }
-    *lat = a;
-    *used = 1;
+    fit_sets(xs, ys, n, &out->lat, &out->bw);
+    out->reduce_bw = out->bw; /* kept where the reductions' fit finds no slope */
+    fit_sets(xs, yr, n, &out->reduce_lat, &out->reduce_bw);
+    out->used = 1;
     return SMOE_OK;
 }

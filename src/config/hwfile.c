@@ -107,6 +107,8 @@ static const struct hw_key {
     { "reduce_lag_bandwidth", HW(reduce_lag_bandwidth), 0, 0, BW0 },
     { "optimizer_rate", HW(optimizer_rate), 0, 0, { 1e3, 1e15, 0, 1 } },
     { "core_share", HW(core_share), 0, 0, { 1e-3, 1, 0, 1 } },
+    { "dcn_reduce_bandwidth", HW(dcn_reduce_bandwidth), 0, 0, BW0 },
+    { "dcn_reduce_latency", HW(dcn_reduce_latency), 0, 0, SECS },
 };
 #define N_HW ((int)(sizeof k_hw / sizeof k_hw[0]))
 

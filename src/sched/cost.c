@@ -17,6 +17,7 @@ typedef struct cost {
     double eff; /* compute_efficiency: > 0 times every FLOP at peak x eff and
                    folds memory-bound work into it (it was measured that way) */
     double ici, dcn; /* one-direction bytes/s per device */
+    double dcn_lat;  /* s per cross-node step */
     double *net;     /* when set, coll() adds the part of its time that is
                         not work of the cores but the network's (cpu profiles) */
 } cost;
@@ -168,9 +169,9 @@ static double coll_at(const cost *c, const smoe_axes *axes, double bytes, double
     double lat = steps_local * c->hw->ici_latency;
     if (far > 0 && one_round && strcmp(c->hw->kind, "cpu") == 0)
         lat = 0; /* the within-node blocks arrive during the cross-node round */
-    lat += far_steps * c->hw->dcn_latency;
+    lat += far_steps * c->dcn_lat;
     if (c->net && far > 0)
-        *c->net += far_steps * c->hw->dcn_latency + fmax(0, t_far - t_local);
+        *c->net += far_steps * c->dcn_lat + fmax(0, t_far - t_local);
     return lat + fmax(t_local, t_far);
 }
 
@@ -264,7 +265,7 @@ static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shap
         att += attn_core / (rate(c, S, S, 128) * c->eff) + c->overhead;
     else
         att += fmax(attn_core / rate(c, S, S, 128), scores * c->ab / c->ew) + c->overhead;
-    double pre = att + ew(c, elem, 1), expt = 0, post = 0;
+    double pre = att + ew(c, elem, 1), expt = 0, post = 0, shared = 0;
     if (!k->moe) {
         pre += 2 * mm(c, T, E, (double)d->mlp, wb) + mm(c, T, (double)d->mlp, E, wb) +
                ew(c, T * (double)d->mlp, 3);
@@ -272,9 +273,11 @@ static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shap
         double ex = (double)d->experts, tk = (double)d->topk, f = (double)d->moe_mlp;
         double sh_w = (double)(d->shared_experts * d->moe_mlp);
         pre += mm(c, T, (double)d->moe_in, ex, wb) + ew(c, T * ex, 4);
-        if (sh_w > 0)
-            pre += 2 * mm(c, T, (double)d->moe_in, sh_w, wb) + mm(c, T, sh_w, E, wb) +
-                   ew(c, T * sh_w, 3);
+        if (sh_w > 0) {
+            shared = 2 * mm(c, T, (double)d->moe_in, sh_w, wb) + mm(c, T, sh_w, E, wb) +
+                     ew(c, T * sh_w, 3);
+            pre += shared;
+        }
         /* rows this device's experts process: T * topk on average */
         double rows = T * tk / e_local;
         for (int i = 0; i < (int)e_local && i < 4096; i++)
@@ -285,6 +288,7 @@ static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shap
         post += ew(c, T * tk * E, 2);
     }
     k->fwd_pre = pre;
+    k->pre_shared = pre > 0 ? shared / pre : 0;
     k->fwd_exp = expt;
     k->fwd_post = post;
     double recompute = sh->remat == SMOE_REMAT_FULL ? 1 : sh->remat == SMOE_REMAT_DOTS ? 0.15 : 0;
@@ -384,6 +388,15 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     c.overhead = hw->op_overhead;
     c.ici = hw->ici_bandwidth / 2 / hw->devices_per_chip;
     c.dcn = hw->dcn_bandwidth / hw->devices_per_chip;
+    c.dcn_lat = hw->dcn_latency;
+    /* the gradient reductions across nodes: their own figures where the
+     * profile measured them (cpu: the MPI library's reduce-scatter is not
+     * the gather's transpose on the wire) */
+    cost cr = c;
+    if (hw->dcn_reduce_bandwidth > 0) {
+        cr.dcn = hw->dcn_reduce_bandwidth / hw->devices_per_chip;
+        cr.dcn_lat = hw->dcn_reduce_latency;
+    }
     double a2a_bw = hw->a2a_bandwidth > 0 ? hw->a2a_bandwidth / hw->devices_per_chip : 0;
 
     /* layer kinds from the plan's stacks; layers in stack order */
@@ -460,23 +473,29 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
          * jnp.asarray(kernel, self.dtype)); the latency parts (the times
          * at 2 bytes per element less those at 1) let a run scale both to
          * the bytes its gathers move */
-        x.rs_s = x.pre_stored_s + allreduce_time(&c, &w->gather, 1);
-        x.rs_cast_s = x.pre_s + allreduce_time(&c, &w->gather, cast);
+        x.rs_s = gather_time(&cr, &w->gather, NULL, 0, 1) + allreduce_time(&cr, &w->gather, 1);
+        x.rs_cast_s = gather_time(&cr, &w->gather, NULL, 0, cast) +
+                      allreduce_time(&cr, &w->gather, cast);
         { /* the parts of the gather and the reduction that are the cores'
            * work (the rest is on the network) */
             double net = 0;
             c.net = &net;
             double t = gather_time(&c, &w->gather, NULL, 0, 1);
             x.pre_net = t > 0 ? fmin(1, net / t) : 0;
-            t += allreduce_time(&c, &w->gather, 1);
-            x.rs_net = t > 0 ? fmin(1, net / t) : 0;
             c.net = NULL;
+            net = 0;
+            cr.net = &net;
+            t = gather_time(&cr, &w->gather, NULL, 0, 1) + allreduce_time(&cr, &w->gather, 1);
+            x.rs_net = t > 0 ? fmin(1, net / t) : 0;
+            cr.net = NULL;
         }
         {
             double g1 = gather_time(&c, &w->gather, NULL, 0, 1 / wbytes);
             double g2 = gather_time(&c, &w->gather, NULL, 0, 2 / wbytes);
-            double r1 = g1 + allreduce_time(&c, &w->gather, 1 / wbytes);
-            double r2 = g2 + allreduce_time(&c, &w->gather, 2 / wbytes);
+            double r1 = gather_time(&cr, &w->gather, NULL, 0, 1 / wbytes) +
+                        allreduce_time(&cr, &w->gather, 1 / wbytes);
+            double r2 = gather_time(&cr, &w->gather, NULL, 0, 2 / wbytes) +
+                        allreduce_time(&cr, &w->gather, 2 / wbytes);
             x.ag_lat_s = fmax(0, 2 * g1 - g2);
             x.rs_lat_s = fmax(0, 2 * r1 - r2);
         }

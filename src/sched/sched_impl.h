@@ -39,6 +39,7 @@ typedef struct sim_kind {
     double bwd_pre, bwd_exp, bwd_post; /* with rematerialisation */
     double bwd_full_pre, bwd_full_exp, bwd_full_post; /* with full remat */
     double recompute;                  /* forward passes recomputed in the backward */
+    double pre_shared;                 /* the shared experts' part of pre (0..1) */
     double a2a_s;                      /* one expert exchange */
     double permute_s;                  /* dispatch + combine of one forward pass */
     double bytes;                      /* gathered bytes of the layer */

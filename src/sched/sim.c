@@ -493,11 +493,15 @@ static double experts_fwd(sim *x, int u, double t, double dur, const char *name)
     return compute(x, t, dur / 3, name);
 }
 
-/* XLA's backward in op order: the recomputed forward (pre, experts,
+/* A backward in op order: the recomputed forward (pre, experts,
  * combine, each exchange carrying a dispatch or combine), then the
  * transposes in reverse (combine, experts, pre) at 2x the forward; the
  * routed weights are first needed by the experts' recompute (or, without
- * recompute, by their backward). c[3]: the backward's phases. */
+ * recompute, by their backward). XLA's, and smoe's model on cpu profiles
+ * (model/moe.c moe_bwd), which runs the shared experts' transpose first,
+ * with the combine's: its first exchange follows them, so it queues behind
+ * the reductions the previous unit left on the engine, as it does in
+ * training. c[3]: the backward's phases. */
 static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const double c[3])
 {
     double rc = x->mx ? 1 : k->recompute;
@@ -507,6 +511,7 @@ static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const
     double fsum = k->fwd_pre + k->fwd_exp + k->fwd_post, bsum = c[0] + c[1] + c[2];
     double sc = fsum > 0 ? bsum / ((rc + 2) * fsum) : 1;
     double fw[3] = { k->fwd_pre * sc, k->fwd_exp * sc, k->fwd_post * sc };
+    double first = x->split ? 0 : fw[0] * k->pre_shared; /* smoe: shared experts first */
     double t = start;
     int waited = 0;
     for (int pass = 0; pass < 2; pass++) {
@@ -533,8 +538,9 @@ static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const
                     continue;
                 }
             }
-            if (fw[ph] > 0 || ph == 0)
-                t = compute(x, t, fw[ph] * f, nm[ph]);
+            double d = fw[ph] + (pass == 1 ? (ph == 2) - (ph == 0) : 0) * first;
+            if (d > 0 || ph == 0)
+                t = compute(x, t, d * f, nm[ph]);
             if (pass == 1 && ph == 1)
                 x->t_exp_grad = t;
         }
@@ -561,7 +567,7 @@ static void run_unit(sim *x, int u)
     double perm = k->permute_s * (!bwd ? 1 : 1 + (full ? 1 : k->recompute)) / 2;
     snprintf(x->name, sizeof x->name, "%s L%d %s", bwd ? "bwd" : "fwd", l, k->moe ? "moe" : "dense");
     double t;
-    if (bwd && x->split) {
+    if (bwd) {
         t = bwd_op_order(x, u, k, start, c);
     } else {
         t = compute(x, start, c[0], x->name);
