@@ -16,201 +16,11 @@
  * gradients of a layer from the start of its backward to the end of its
  * reductions; the peak adds parameters, gradients, optimizer state and
  * activations. */
-#include "sched_impl.h"
+#include "sim_impl.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum { LANE_COMPUTE = SMOE_LANE_COMPUTE, LANE_GATHER = SMOE_LANE_GATHER, LANE_COMM = SMOE_LANE_COMM,
-       LANE_WAIT = SMOE_LANE_WAIT };
-
-typedef struct mev {
-    double t, bytes;
-} mev;
-
-typedef struct sim {
-    const smoe_sim_model *m;
-    const smoe_sim_sched *s;
-    smoe_trace *trace;
-    double comp, geng, aeng_own, reng_own;
-    double *aeng, *reng; /* expert exchanges, reductions */
-    double *gend;  /* (2L) prefetched gathers of a unit done */
-    double *gend_exp; /* (2L) the same for its routed experts' weights (split) */
-    double *gend_down; /* (2L) the same for the routed down projection (split) */
-    int split;     /* each op waits only for its own weights (XLA's dataflow):
-                      the experts phase for the routed weights, the rest for
-                      the others; smoe's runtime waits for the whole layer */
-    int mx;        /* MaxText's prefetch family */
-    int xla;       /* XLA's scan (the baseline) on an accelerator: the routed
-                      experts' weights gathered at the MoE block's entry */
-    int gmode;     /* the dtype the gathers move: G_CAST, G_STORED, G_BYTES, G_WIRE */
-    double gratio; /* G_BYTES: bytes per element moved / stored; G_WIRE: / compute */
-    double t_exp_grad; /* XLA: when the unit's experts' transposes ended */
-    mev *ev;
-    int nev, cap;
-    double *busy0, *busy1, *busyw; /* comm intervals (cpu profiles) and the
-                                      fraction of each that is the cores' work */
-    int nbusy, capbusy;
-    smoe_sim_result r;
-    char name[96];
-    /* shared engine on accelerators: an expert exchange goes ahead of the
-     * queued (not yet started) gathers and reductions, as the scheduler
-     * runs the op the compute waits for first; the tasks of the engine: */
-    int prio;
-    double *qs, *qe, *qt; /* start, end, issue (tasks of the gather engine) */
-    int *qu;              /* unit of a gather, -1 otherwise */
-    const char **qn;
-    int *ql;
-    int nq, capq;
-    const smoe_schedule *sc; /* UNIFORM: the gathers, in issue order */
-    int *at;                 /* (2L + 2) entries of issue point p start at at[p + 1] */
-    int pool;                /* cpu profiles: smoe's executor runs the schedule */
-    sim_pool P;              /* its buffers (pool.c) */
-    int gb;                  /* the backward unit's gradient buffer in P, -1: none */
-    double lag;              /* the reductions' root behind the others (cpu) */
-    sim_pass p;              /* this pass's compute rate and sync wait (cores.c) */
-    double work;             /* the rank's CPU work, at the every-rank-busy rate */
-    int nsync;               /* sync points met */
-} sim;
-
-static void mem(sim *x, double t, double bytes)
-{
-    if (x->nev < x->cap) {
-        x->ev[x->nev].t = t;
-        x->ev[x->nev].bytes = bytes;
-        x->nev++;
-    }
-}
-
-static void span(sim *x, int lane, const char *name, double t0, double t1)
-{
-    if (x->trace && t1 > t0)
-        smoe_trace_span(x->trace, lane, name, t0, t1);
-}
-
-static void busy(sim *x, double t0, double t1, double cpu)
-{
-    if (!x->m->use_compute || t1 <= t0 || cpu <= 0)
-        return;
-    x->work += cpu * (t1 - t0);
-    if (x->nbusy == x->capbusy)
-        return;
-    x->busy0[x->nbusy] = t0;
-    x->busyw[x->nbusy] = cpu;
-    x->busy1[x->nbusy++] = t1;
-}
-
-/* A compute segment of `dur` seconds ready at t; returns its end. A
- * collective it overlaps stretches it by the overlap times the fraction of
- * the collective's time that is the cores' work (all of it within a node;
- * a transfer on the network goes on while the rank computes). */
-static double compute(sim *x, double t, double dur, const char *name)
-{
-    x->work += dur;
-    dur *= x->p.rate;
-    double start = fmax(t, x->comp), end = start + dur;
-    if (x->m->use_compute) /* stretched by the collectives it overlaps */
-        for (int it = 0; it < 3; it++) {
-            double over = 0;
-            for (int i = 0; i < x->nbusy; i++)
-                over += x->busyw[i] * fmax(0, fmin(end, x->busy1[i]) - fmax(start, x->busy0[i]));
-            end = start + dur + over;
-        }
-    x->comp = end;
-    x->r.compute_s += end - start;
-    span(x, LANE_COMPUTE, name, start, end);
-    return end;
-}
-
-static void record(sim *x, double t, double start, double end, int unit, int lane,
-                   const char *name)
-{
-    if (x->nq == x->capq)
-        return;
-    x->qt[x->nq] = t;
-    x->qs[x->nq] = start;
-    x->qe[x->nq] = end;
-    x->qu[x->nq] = unit;
-    x->ql[x->nq] = lane;
-    x->qn[x->nq++] = name;
-}
-
-static double engine_u(sim *x, double *freep, double t, double dur, int lane, const char *name,
-                       int unit, double cpu)
-{
-    double start = fmax(*freep, t), end = start + dur;
-    *freep = end;
-    busy(x, start, end, cpu);
-    if (freep == &x->geng)
-        record(x, t, start, end, unit, lane, name); /* spans at the end */
-    else
-        span(x, lane, name, t, end);
-    return end;
-}
-
-static double engine(sim *x, double *freep, double t, double dur, int lane, const char *name)
-{
-    return engine_u(x, freep, t, dur, lane, name, -1, 1);
-}
-
-/* A gradient reduction of weight w on the reduction engine. */
-static double reduction(sim *x, const sim_w *w, double t, double dur)
-{
-    return engine_u(x, x->reng, t, dur, LANE_COMM, "reduce-scatter", -1, 1 - w->rs_net);
-}
-
-/* An op the compute waits for, issued at t on the gather engine: it waits
- * for the op running at t, then runs; the ops queued after it move back. */
-static double urgent(sim *x, double t, double dur, int lane, const char *name)
-{
-    int i = 0;
-    while (i < x->nq && x->qs[i] < t)
-        i++;
-    double start = t;
-    if (i > 0 && x->qe[i - 1] > t) /* the op running at t */
-        start = x->qe[i - 1];
-    double end = start + dur, cur = end;
-    for (int j = i; j < x->nq; j++) {
-        double d = x->qe[j] - x->qs[j];
-        x->qs[j] = fmax(x->qs[j], cur);
-        x->qe[j] = x->qs[j] + d;
-        cur = x->qe[j];
-        if (x->qu[j] >= 0) { /* a gather: 3 x unit + its group (issue()) */
-            int grp = x->qu[j] % 3;
-            double *ge = (grp == 2 ? x->gend_down : grp ? x->gend_exp : x->gend) + x->qu[j] / 3;
-            if (x->qe[j] > *ge)
-                *ge = x->qe[j];
-        }
-    }
-    if (x->nq < x->capq) { /* insert at i */
-        memmove(x->qs + i + 1, x->qs + i, sizeof(double) * (size_t)(x->nq - i));
-        memmove(x->qe + i + 1, x->qe + i, sizeof(double) * (size_t)(x->nq - i));
-        memmove(x->qt + i + 1, x->qt + i, sizeof(double) * (size_t)(x->nq - i));
-        memmove(x->qu + i + 1, x->qu + i, sizeof(int) * (size_t)(x->nq - i));
-        memmove(x->ql + i + 1, x->ql + i, sizeof(int) * (size_t)(x->nq - i));
-        memmove(x->qn + i + 1, x->qn + i, sizeof(const char *) * (size_t)(x->nq - i));
-        x->qt[i] = t;
-        x->qs[i] = start;
-        x->qe[i] = end;
-        x->qu[i] = -1;
-        x->ql[i] = lane;
-        x->qn[i] = name;
-        x->nq++;
-    }
-    x->geng = fmax(x->geng, cur);
-    busy(x, start, end, 1);
-    return end;
-}
-
-/* An expert exchange: on a shared accelerator engine it goes ahead of the
- * queued gathers; otherwise it queues on its engine. */
-static double exchange(sim *x, double t, double dur)
-{
-    if (!x->prio)
-        return engine(x, x->aeng, t, dur, LANE_COMM, "expert exchange");
-    return urgent(x, t, dur, LANE_COMM, "expert exchange");
-}
 
 static int unit_layer(const smoe_sim_model *m, int u) { return sim_unit_layer(m->L, u); }
 
@@ -301,12 +111,12 @@ static void issue(sim *x, int u, int w, double frac, double t)
     /* what waits for it: the layer's start, the experts (their up
      * projections), or the routed down projection (split) */
     int grp = !x->split || !k->w[w].routed ? 0 : k->w[w].down ? 2 : 1;
-    double end = engine_u(x, &x->geng, t, dur, LANE_GATHER, k->w[w].name, 3 * u + grp,
+    double end = sim_engine_u(x, &x->geng, t, dur, LANE_GATHER, k->w[w].name, 3 * u + grp,
                           1 - k->w[w].pre_net);
     double *ge = grp == 2 ? &x->gend_down[u] : grp ? &x->gend_exp[u] : &x->gend[u];
     if (end > *ge)
         *ge = end;
-    mem(x, t, w_bytes(x, &k->w[w]) * frac);
+    sim_mem(x, t, w_bytes(x, &k->w[w]) * frac);
     /* what moves: smoe's records are smaller than the buffers they fill */
     x->r.issued_bytes += w_bytes(x, &k->w[w]) * frac * (x->gmode == G_WIRE ? x->gratio : 1);
 }
@@ -373,7 +183,7 @@ static double wait_gathers(sim *x, double ready, double until, const char *name)
     if (until <= ready)
         return ready;
     x->r.exposed_gather_s += until - ready;
-    span(x, LANE_WAIT, name, ready, until);
+    sim_span(x, LANE_WAIT, name, ready, until);
     return until;
 }
 
@@ -383,10 +193,10 @@ static double reduce(sim *x, const sim_kind *k, double start, double end)
 {
     double rs_end = end;
     if (x->mx) { /* dW(k) whole, as stored, until its reduce-scatter ends */
-        mem(x, end, k_bytes(x, k));
+        sim_mem(x, end, k_bytes(x, k));
         for (int w = 0; w < k->nw; w++)
-            rs_end = reduction(x, &k->w[w], end, rs_time(x, &k->w[w]));
-        mem(x, rs_end, -k_bytes(x, k));
+            rs_end = sim_reduction(x, &k->w[w], end, rs_time(x, &k->w[w]));
+        sim_mem(x, rs_end, -k_bytes(x, k));
     } else if (x->xla) {
         /* XLA's scan in op order: a weight's gradient appears with its
          * transpose, the routed experts' when the experts' transposes end,
@@ -399,10 +209,10 @@ static double reduce(sim *x, const sim_kind *k, double start, double end)
                     continue;
                 double p = routed && k->moe ? fmin(x->t_exp_grad, end) : end;
                 double b = w_bytes(x, &k->w[w]);
-                double e = reduction(x, &k->w[w], p, rs_time(x, &k->w[w]));
-                mem(x, p, -b); /* the gathered weight */
-                mem(x, p, b);
-                mem(x, e, -b);
+                double e = sim_reduction(x, &k->w[w], p, rs_time(x, &k->w[w]));
+                sim_mem(x, p, -b); /* the gathered weight */
+                sim_mem(x, p, b);
+                sim_mem(x, e, -b);
             }
     } else if (x->s->stream_grads) {
         /* XLA's scan: weight w's gradient appears after (w + 1) / nw of the
@@ -410,16 +220,16 @@ static double reduce(sim *x, const sim_kind *k, double start, double end)
          * its gather moved */
         for (int w = 0; w < k->nw; w++) {
             double p = start + (end - start) * (w + 1) / k->nw;
-            double e = reduction(x, &k->w[w], p, rs_time(x, &k->w[w]));
-            mem(x, p, w_bytes(x, &k->w[w]));
-            mem(x, e, -w_bytes(x, &k->w[w]));
+            double e = sim_reduction(x, &k->w[w], p, rs_time(x, &k->w[w]));
+            sim_mem(x, p, w_bytes(x, &k->w[w]));
+            sim_mem(x, e, -w_bytes(x, &k->w[w]));
             rs_end = fmax(rs_end, e);
         }
     } else { /* smoe's runtime: the layer's gradients from its start */
-        mem(x, start, k->bytes);
+        sim_mem(x, start, k->bytes);
         for (int w = 0; w < k->nw; w++)
-            rs_end = reduction(x, &k->w[w], end, k->w[w].rs_s);
-        mem(x, rs_end, -k->bytes);
+            rs_end = sim_reduction(x, &k->w[w], end, k->w[w].rs_s);
+        sim_mem(x, rs_end, -k->bytes);
         if (x->pool && x->m->hw.reduce_lag_bandwidth > 0) /* its root reduces alone */
             x->lag += k->bytes / x->m->hw.reduce_lag_bandwidth;
     }
@@ -462,7 +272,7 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
         for (int w = 0; w < k->nw; w++)
             res += k->w[w].res_legacy_s;
         if (res > 0) { /* on the same links: it runs ahead of queued prefetches */
-            double t0 = x->comp, t1 = urgent(x, t0, res, LANE_WAIT, "residual gathers");
+            double t0 = x->comp, t1 = sim_urgent(x, t0, res, LANE_WAIT, "residual gathers");
             x->comp = t1;
             x->r.residual_s += t1 - t0;
             x->r.exposed_gather_s += t1 - t0;
@@ -471,7 +281,7 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
     if (x->pool && u >= m->L && x->gb < 0) { /* the compute waits for a gradient buffer */
         double t0 = x->comp, t1 = sim_pool_grad(&x->P, t0, &x->gb);
         if (t1 > t0)
-            span(x, LANE_WAIT, "wait gradient buffer", t0, t1);
+            sim_span(x, LANE_WAIT, "wait gradient buffer", t0, t1);
         x->comp = fmax(x->comp, t1);
         x->P.hold = -1;
         sim_pool_issue(&x->P, x->comp, pool_start, x);
@@ -487,10 +297,10 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
 static double experts_fwd(sim *x, int u, double t, double dur, const char *name)
 {
     if (x->gend_down[u] <= t + dur * 2 / 3)
-        return compute(x, t, dur, name);
-    t = compute(x, t, dur * 2 / 3, name);
+        return sim_compute(x, t, dur, name);
+    t = sim_compute(x, t, dur * 2 / 3, name);
     t = x->comp = wait_gathers(x, t, x->gend_down[u], "wait expert gathers");
-    return compute(x, t, dur / 3, name);
+    return sim_compute(x, t, dur / 3, name);
 }
 
 /* A backward in op order: the recomputed forward (pre, experts,
@@ -523,7 +333,7 @@ static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const
             if (ph == 1 && !waited && x->xla && k->moe)
                 issue_point(x, u, 0, 2, t); /* the MoE block's entry */
             if (j > 0 && k->moe && k->a2a_s + k->permute_s > 0) {
-                double a1 = exchange(x, t, k->a2a_s + k->permute_s / 2 + x->p.skew);
+                double a1 = sim_exchange(x, t, k->a2a_s + k->permute_s / 2 + x->p.skew);
                 x->nsync++;
                 x->r.a2a_s += a1 - t;
                 t = x->comp = fmax(x->comp, a1);
@@ -540,7 +350,7 @@ static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const
             }
             double d = fw[ph] + (pass == 1 ? (ph == 2) - (ph == 0) : 0) * first;
             if (d > 0 || ph == 0)
-                t = compute(x, t, d * f, nm[ph]);
+                t = sim_compute(x, t, d * f, nm[ph]);
             if (pass == 1 && ph == 1)
                 x->t_exp_grad = t;
         }
@@ -570,29 +380,29 @@ static void run_unit(sim *x, int u)
     if (bwd) {
         t = bwd_op_order(x, u, k, start, c);
     } else {
-        t = compute(x, start, c[0], x->name);
+        t = sim_compute(x, start, c[0], x->name);
         if (x->xla && k->moe)
             issue_point(x, u, 0, 2, t); /* the MoE block's entry */
         if (k->moe && k->a2a_s + perm > 0) {
             for (int half = 0; half < 2; half++) {
-                double a0 = t, a1 = exchange(x, t, k->a2a_s + perm + x->p.skew);
+                double a0 = t, a1 = sim_exchange(x, t, k->a2a_s + perm + x->p.skew);
                 x->nsync++;
                 x->r.a2a_s += a1 - a0;
                 x->comp = fmax(x->comp, a1);
                 if (half == 0)
                     a1 = x->comp = wait_gathers(x, a1, x->gend_exp[u], "wait expert gathers");
                 t = half == 0 ? experts_fwd(x, u, a1, c[1], "experts")
-                              : compute(x, a1, c[2], "combine");
+                              : sim_compute(x, a1, c[2], "combine");
             }
         } else if (k->moe) {
             t = x->comp = wait_gathers(x, t, x->gend_exp[u], "wait expert gathers");
             t = experts_fwd(x, u, t, c[1], "experts");
             if (c[2] > 0)
-                t = compute(x, t, c[2], "experts");
+                t = sim_compute(x, t, c[2], "experts");
         }
     }
     if (!bwd || !x->xla) /* (XLA's backward frees each with its transpose) */
-        mem(x, t, -k_bytes(x, k)); /* the gathered weights */
+        sim_mem(x, t, -k_bytes(x, k)); /* the gathered weights */
     double rs_end = t;
     if (bwd)
         rs_end = reduce(x, k, start, t);
@@ -747,10 +557,10 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
     double head_s = x.pool ? m->top_gather_s - m->top_embed_s : 0;
     double t0 = x.pool ? -sim_pool_lead(m, sc) * x.p.rate : 0;
     x.geng = t0;
-    double top = engine(&x, &x.geng, t0, m->top_gather_s - head_s, LANE_GATHER,
+    double top = sim_engine(&x, &x.geng, t0, m->top_gather_s - head_s, LANE_GATHER,
                         x.pool ? "embedding weights" : "top-level weights");
     x.r.gather_busy_s += m->top_gather_s;
-    mem(&x, t0, m->top_bytes);
+    sim_mem(&x, t0, m->top_bytes);
     for (int u = 0; x.mx && u < nu; u++)
         if (mx_point(m, u) == MX_START)
             issue_unit(&x, u, 0);
@@ -758,37 +568,37 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
         sim_pool_issue(&x.P, t0, pool_start, &x);
     else if (!x.mx)
         issue_point(&x, -1, 1, 3, 0);
-    double head_end = head_s > 0 ? engine_u(&x, &x.geng, t0, head_s, LANE_GATHER, "head weights",
+    double head_end = head_s > 0 ? sim_engine_u(&x, &x.geng, t0, head_s, LANE_GATHER, "head weights",
                                             -1, 1 - m->top_head_net)
                                  : 0;
     top = fmax(0, top);
     if (top > 0) {
         x.r.exposed_gather_s += top;
-        span(&x, LANE_WAIT, "wait top-level gathers", 0, top);
+        sim_span(&x, LANE_WAIT, "wait top-level gathers", 0, top);
     }
     x.comp = top;
-    compute(&x, top, m->embed_fwd_s, "embed");
+    sim_compute(&x, top, m->embed_fwd_s, "embed");
     for (int u = 0; u < m->L; u++)
         run_unit(&x, u);
     x.comp = wait_gathers(&x, x.comp, head_end, "wait head gathers");
-    double h = compute(&x, x.comp, m->head_s, "head");
-    mem(&x, h, -m->top_bytes); /* embedding and head weights done */
+    double h = sim_compute(&x, x.comp, m->head_s, "head");
+    sim_mem(&x, h, -m->top_bytes); /* embedding and head weights done */
     for (int u = m->L; u < nu; u++)
         run_unit(&x, u);
-    mem(&x, x.comp, m->top_bytes); /* the embedding's gradient */
-    double e = compute(&x, x.comp, m->embed_bwd_s, "embed bwd");
-    engine(&x, x.reng, e, m->top_rs_s, LANE_COMM, "reduce-scatter top");
+    sim_mem(&x, x.comp, m->top_bytes); /* the embedding's gradient */
+    double e = sim_compute(&x, x.comp, m->embed_bwd_s, "embed bwd");
+    sim_engine(&x, x.reng, e, m->top_rs_s, LANE_COMM, "reduce-scatter top");
     double wait = fmax(0, fmax(*x.reng, *x.aeng) - x.comp) + x.lag; /* and the root */
     x.r.reduce_wait_s = wait;
     if (wait > 0)
-        span(&x, LANE_WAIT, "wait reductions", x.comp, x.comp + wait);
+        sim_span(&x, LANE_WAIT, "wait reductions", x.comp, x.comp + wait);
     x.comp += wait;
-    compute(&x, x.comp, m->optimizer_s, "adamw");
+    sim_compute(&x, x.comp, m->optimizer_s, "adamw");
     x.r.step_s = x.comp;
-    mem(&x, x.comp, -m->top_bytes);
+    sim_mem(&x, x.comp, -m->top_bytes);
     sim_memory(&x);
     for (int i = 0; i < x.nq; i++)
-        span(&x, x.ql[i], x.qn[i], x.qt[i], x.qe[i]);
+        sim_span(&x, x.ql[i], x.qn[i], x.qt[i], x.qe[i]);
     *r = x.r;
     out->work_s = x.work;
     out->nsync = x.nsync;

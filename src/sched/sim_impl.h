@@ -1,0 +1,74 @@
+/* The state of one simulated step (sim.c's event loop) and its resources
+ * (engines.c: the compute stream, the collective engines, memory events).
+ * Private to those two files. */
+#ifndef SMOE_SCHED_SIM_IMPL_H
+#define SMOE_SCHED_SIM_IMPL_H
+
+#include "sched_impl.h"
+
+enum { LANE_COMPUTE = SMOE_LANE_COMPUTE, LANE_GATHER = SMOE_LANE_GATHER, LANE_COMM = SMOE_LANE_COMM,
+       LANE_WAIT = SMOE_LANE_WAIT };
+
+typedef struct mev {
+    double t, bytes;
+} mev;
+
+typedef struct sim {
+    const smoe_sim_model *m;
+    const smoe_sim_sched *s;
+    smoe_trace *trace;
+    double comp, geng, aeng_own, reng_own;
+    double *aeng, *reng; /* expert exchanges, reductions */
+    double *gend;  /* (2L) prefetched gathers of a unit done */
+    double *gend_exp; /* (2L) the same for its routed experts' weights (split) */
+    double *gend_down; /* (2L) the same for the routed down projection (split) */
+    int split;     /* each op waits only for its own weights (XLA's dataflow):
+                      the experts phase for the routed weights, the rest for
+                      the others; smoe's runtime waits for the whole layer */
+    int mx;        /* MaxText's prefetch family */
+    int xla;       /* XLA's scan (the baseline) on an accelerator: the routed
+                      experts' weights gathered at the MoE block's entry */
+    int gmode;     /* the dtype the gathers move: G_CAST, G_STORED, G_BYTES, G_WIRE */
+    double gratio; /* G_BYTES: bytes per element moved / stored; G_WIRE: / compute */
+    double t_exp_grad; /* XLA: when the unit's experts' transposes ended */
+    mev *ev;
+    int nev, cap;
+    double *busy0, *busy1, *busyw; /* comm intervals (cpu profiles) and the
+                                      fraction of each that is the cores' work */
+    int nbusy, capbusy;
+    smoe_sim_result r;
+    char name[96];
+    /* shared engine on accelerators: an expert exchange goes ahead of the
+     * queued (not yet started) gathers and reductions, as the scheduler
+     * runs the op the compute waits for first; the tasks of the engine: */
+    int prio;
+    double *qs, *qe, *qt; /* start, end, issue (tasks of the gather engine) */
+    int *qu;              /* unit of a gather, -1 otherwise */
+    const char **qn;
+    int *ql;
+    int nq, capq;
+    const smoe_schedule *sc; /* UNIFORM: the gathers, in issue order */
+    int *at;                 /* (2L + 2) entries of issue point p start at at[p + 1] */
+    int pool;                /* cpu profiles: smoe's executor runs the schedule */
+    sim_pool P;              /* its buffers (pool.c) */
+    int gb;                  /* the backward unit's gradient buffer in P, -1: none */
+    double lag;              /* the reductions' root behind the others (cpu) */
+    sim_pass p;              /* this pass's compute rate and sync wait (cores.c) */
+    double work;             /* the rank's CPU work, at the every-rank-busy rate */
+    int nsync;               /* sync points met */
+} sim;
+
+/* engines.c */
+void sim_mem(sim *x, double t, double bytes);
+void sim_span(sim *x, int lane, const char *name, double t0, double t1);
+void sim_busy(sim *x, double t0, double t1, double cpu);
+double sim_compute(sim *x, double t, double dur, const char *name);
+void sim_record(sim *x, double t, double start, double end, int unit, int lane, const char *name);
+double sim_engine_u(sim *x, double *freep, double t, double dur, int lane, const char *name,
+                    int unit, double cpu);
+double sim_engine(sim *x, double *freep, double t, double dur, int lane, const char *name);
+double sim_reduction(sim *x, const sim_w *w, double t, double dur);
+double sim_urgent(sim *x, double t, double dur, int lane, const char *name);
+double sim_exchange(sim *x, double t, double dur);
+
+#endif
