@@ -14,6 +14,23 @@
 
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-9)
 
+/* The two layers of sim_testlib.h on a cpu profile (smoe's executor). */
+static smoe_sim_model cpu_two_layers(void)
+{
+    smoe_sim_model m = two_layers(2);
+    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
+    return m;
+}
+
+/* m's step at a uniform prefetch depth. */
+static smoe_status run_at(const smoe_sim_model *m, int depth, smoe_sim_result *r)
+{
+    smoe_sim_sched s;
+    memset(&s, 0, sizeof s);
+    s.prefetch_depth = depth;
+    return smoe_sim_run(m, &s, r, NULL);
+}
+
 /* smoe's executor on a cpu profile, by hand (the two layers above; units
  * 0, 1 forward, 2, 3 backward): entries in list order, a pool of the
  * schedule's max distance + 2 buffers, a backward unit's buffer held until
@@ -22,8 +39,7 @@
  * layer) waited at the next unit's first gather or at the end. */
 static void test_cpu_executor(void)
 {
-    smoe_sim_model m = two_layers(2);
-    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
+    smoe_sim_model m = cpu_two_layers();
     smoe_sim_sched s;
     smoe_sim_result r;
     memset(&s, 0, sizeof s);
@@ -75,15 +91,11 @@ static void test_cpu_executor(void)
  * for b0 [17, 22], and the step would end at 39 s. */
 static void test_grad_before_prefetch(void)
 {
-    smoe_sim_model m = two_layers(2);
-    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
+    smoe_sim_model m = cpu_two_layers();
     m.L = 3;
     m.k[0].w[0].rs_s = 5;
-    smoe_sim_sched s;
     smoe_sim_result r;
-    memset(&s, 0, sizeof s);
-    s.prefetch_depth = 1;
-    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECK(run_at(&m, 1, &r) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 35), "gradient buffer first: step %g, expected 35", r.step_s);
     CHECKF(NEAR(r.exposed_gather_s, 3), "gradient buffer first: exposed %g, expected 3",
            r.exposed_gather_s);
@@ -104,8 +116,7 @@ static void test_grad_before_prefetch(void)
  * 21 s of an accelerator (gathers and reductions beside the compute). */
 static void test_network_stretch(void)
 {
-    smoe_sim_model m = two_layers(2);
-    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
+    smoe_sim_model m = cpu_two_layers();
     m.use_compute = 1;
     smoe_sim_sched s;
     smoe_sim_result r;
@@ -141,18 +152,14 @@ static void test_network_stretch(void)
  * exchanges would follow the reduction: 30 s, 4 s. */
 static void test_moe_backward_order(void)
 {
-    smoe_sim_model m = two_layers(2);
-    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
+    smoe_sim_model m = cpu_two_layers();
     sim_kind *k = &m.k[0];
     k->moe = 1;
     k->pre_shared = 0.5;
     k->a2a_s = 0.5;
     k->w[0].rs_s = 6;
-    smoe_sim_sched s;
     smoe_sim_result r;
-    memset(&s, 0, sizeof s);
-    s.prefetch_depth = 1;
-    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECK(run_at(&m, 1, &r) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 33), "moe backward order: step %g, expected 33", r.step_s);
     CHECKF(NEAR(r.a2a_s, 7), "moe backward order: exchanges %g, expected 7", r.a2a_s);
     CHECKF(NEAR(r.compute_s, 18), "moe backward order: compute %g, expected 18", r.compute_s);
@@ -160,7 +167,7 @@ static void test_moe_backward_order(void)
      * the reduction: exchanges [23, 24], compute [24, 30], reduction
      * [30, 36] */
     k->pre_shared = 0;
-    CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+    CHECK(run_at(&m, 1, &r) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 36), "moe backward, no shared experts: step %g, expected 36",
            r.step_s);
     CHECKF(NEAR(r.a2a_s, 10), "moe backward, no shared experts: exchanges %g, expected 10",
@@ -299,8 +306,7 @@ static void test_network_parts(const char *cfgdir)
  * all). */
 static void test_top_level(void)
 {
-    smoe_sim_model m = two_layers(2);
-    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
+    smoe_sim_model m = cpu_two_layers();
     m.top_gather_s = 3;
     m.top_embed_s = 1;
     /* and with a 4 s optimizer: with prefetch it updates layer 0 (half the
@@ -363,8 +369,7 @@ static void test_top_level(void)
  *   part). */
 static void test_core_share(void)
 {
-    smoe_sim_model m = two_layers(2);
-    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
+    smoe_sim_model m = cpu_two_layers();
     m.hw.devices_per_node = 4;
     m.hw.core_share = 0.25;
     m.skew = 1; /* replaced by the cores' bound */
