@@ -119,6 +119,7 @@ typedef struct cli_runs {
     int n, compare;
     const char *key[8]; /* SMOE_TRAIN_MAX_MODES */
     const char *progress; /* the progress thread's setting (smoe_rt_progress_note), or NULL */
+    const char *priority; /* its priority (smoe_rt_progress_priority), or NULL */
 } cli_runs;
 
 /* Output of training runs: JSON (train_json.c) and text (train_text.c). */

@@ -508,7 +508,7 @@ int cmd_train(int argc, char **argv)
         }
     }
     cli_runs runs = { compare ? 3 : nsched > 1 ? nsched : 0, compare, { NULL },
-                      smoe_rt_progress_note(rt) };
+                      smoe_rt_progress_note(rt), NULL };
     for (int i = 0; i < runs.n; i++)
         runs.key[i] = compare ? train_mode_key(i) : sched_paths[i];
     run_ctx rc = { root, quiet, c.json, &runs, o.steps };
@@ -520,6 +520,7 @@ int cmd_train(int argc, char **argv)
             snprintf(err.where, sizeof err.where, "argument '--max-memory %s'", maxmem_arg);
         fail(rt, &err);
     }
+    runs.priority = smoe_rt_progress_priority(rt); /* collective */
     if (root && plot_path)
         cli_plot_trace(o.trace_path, plot_path);
     if (root) {

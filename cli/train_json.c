@@ -129,7 +129,10 @@ void train_print_json(FILE *f, const smoe_plan *p, const smoe_train_result *res,
     } else {
         root = run_json(p, res, -1, 0, reduce_dtype);
     }
-    if (rs->progress)
+    if (rs->progress) {
         cJSON_AddItemToObject(root, "progress_thread", cli_json_string(rs->progress));
+        cJSON_AddItemToObject(root, "progress_thread_priority",
+                              rs->priority ? cli_json_string(rs->priority) : cJSON_CreateNull());
+    }
     cli_json_print(f, root);
 }

@@ -70,6 +70,13 @@ check $? "the progress thread is on by default across 2 hosts"
 net nopt --no-progress-thread && "$cmp" "$dir/two.json" "$dir/two.bin" "$dir/nopt.json" \
   "$dir/nopt.bin" 0 >"$dir/cmp.out" 2>&1 && grep -q '"progress_thread":[[:space:]]*"off (as asked)"' "$dir/nopt.json"
 check $? "--no-progress-thread across hosts == the default (thread on), bitwise"
+# the thread's priority raised above the compute's (root may; another user
+# is told why not), none without a thread
+want='"(nice -10|not raised \([^)]*\))"'
+[ "$(id -u)" = 0 ] && want='"nice -10"'
+grep -Eq "\"progress_thread_priority\":[[:space:]]*$want" "$dir/two.json" &&
+  grep -q '"progress_thread_priority":[[:space:]]*null' "$dir/nopt.json"
+check $? "the progress thread's priority: $(grep -o '"progress_thread_priority":[^,}]*' "$dir/two.json" | head -1), none without the thread"
 # (the schedule's length fixed to the whole run's 4 steps, which is what
 # the uninterrupted run's default is)
 net half --steps 2 learning_rate_schedule_steps=4 --checkpoint-dir "$dir/ck" &&

@@ -89,6 +89,10 @@ const char *smoe_rt_library(const smoe_rt *rt);
 /* The progress thread's setting as resolved by smoe_rt_set_mesh, and why:
  * "on (2 hosts)", "off (one host)", "on (as asked)", ... */
 const char *smoe_rt_progress_note(const smoe_rt *rt);
+/* The progress thread's priority, agreed over the ranks: "nice -10" where
+ * every rank's thread raised it, "not raised (REASON)" where one could
+ * not, NULL where no thread ran. Collective. */
+const char *smoe_rt_progress_priority(smoe_rt *rt);
 
 /* Advance every queue: test the running ops, start the next ones. */
 void smoe_rt_progress(smoe_rt *rt);

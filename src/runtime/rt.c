@@ -167,6 +167,7 @@ smoe_status smoe_rt_set_mesh(smoe_rt *rt, const smoe_mesh *mesh,
         snprintf(rt->thread_why, sizeof rt->thread_why, "%s (as asked)", asked ? "on" : "off");
     }
     rt->want_thread = rt->thread_on;
+    rt->prio_err = -1;
     return SMOE_OK;
 }
 
@@ -264,6 +265,21 @@ const int64_t *smoe_rt_coords(const smoe_rt *rt) { return rt->coords; }
 const char *smoe_rt_library(const smoe_rt *rt) { return rt->library; }
 
 const char *smoe_rt_progress_note(const smoe_rt *rt) { return rt->thread_why; }
+
+const char *smoe_rt_progress_priority(smoe_rt *rt)
+{
+    int64_t e[1] = { rt->have_thread ? rt->prio_err : -2 };
+    smoe_rt_allreduce_max_i64(rt, e, 1); /* a rank that could not: said */
+    if (e[0] == -2)
+        return NULL;
+    if (e[0] == 0)
+        snprintf(rt->prio_note, sizeof rt->prio_note, "nice %d", RT_PROGRESS_NICE);
+    else if (e[0] < 0)
+        snprintf(rt->prio_note, sizeof rt->prio_note, "not raised (the thread had not run)");
+    else
+        snprintf(rt->prio_note, sizeof rt->prio_note, "not raised (%s)", strerror((int)e[0]));
+    return rt->prio_note;
+}
 smoe_rt_stats *smoe_rt_stats_get(smoe_rt *rt) { return &rt->stats; }
 
 void smoe_rt_set_span_hook(smoe_rt *rt, smoe_rt_span_fn fn, void *ud)

@@ -9,6 +9,8 @@
 
 #define RT_MAX_COMMS 64
 #define RT_QUEUES 3
+/* The progress thread's nice value (queue.c raise_priority). */
+#define RT_PROGRESS_NICE (-10)
 /* the gather queue, the all-to-all/reduction queue, and the queue of the
  * un-prefetched residual gathers (issued at use and waited at once) */
 enum { RT_Q_GATHER = 0, RT_Q_COMM = 1, RT_Q_RESIDUAL = 2 };
@@ -97,6 +99,8 @@ struct smoe_rt {
     int hosts;                    /* hosts the ranks span (MPI_COMM_TYPE_SHARED) */
     char thread_why[96];          /* why it is on or off, for the banner */
     _Atomic int stop_thread;
+    _Atomic int prio_err;         /* the thread's priority: -1 not tried, 0 raised, else errno */
+    char prio_note[96];           /* smoe_rt_progress_priority's text */
     smoe_rt_stats stats;
     smoe_rt_span_fn span;
     void *span_ud;
