@@ -255,12 +255,14 @@ smoe_status smoe_rt_drain(smoe_rt *rt, smoe_err *err)
  * value RT_PROGRESS_NICE, rt_impl.h; Linux gives each thread its own, by
  * its thread id). Where the ranks outnumber the cores, at the compute's
  * priority it woke behind the compute threads on the shared cores and a
- * gather across the link waited for its turn: across the shaped link
- * (smoe train --compare, 2 hosts x 2 ranks on 2 cores, three pairs of runs
- * taking turns) 1.9-2.4 ms of the prefetched gathers stayed exposed a
- * step at nice 0 and 0.06-0.15 ms at nice -10, the step no longer. It
- * sleeps between polls, so it takes no core from the compute beyond its
- * polls. Raising it needs CAP_SYS_NICE or an RLIMIT_NICE that allows it;
+ * gather across the link waited for its turn. Across the shaped link
+ * (smoe train --compare, 2 hosts x 2 ranks on 2 cores, runs at nice 0 and
+ * -10 taking turns): in 3 pairs the prefetched gathers left 1.9-2.4 ms a
+ * step exposed at nice 0 and 0.06-0.15 ms at -10; in 4 more pairs both
+ * left under 0.3 ms and the prefetch step was 94-104 ms at -10 for 99-117
+ * at 0, shorter in every pair (no-prefetch's unchanged: 108-117 for
+ * 108-126). It sleeps between polls, so it takes no core from the compute
+ * beyond its polls. Raising it needs CAP_SYS_NICE or an RLIMIT_NICE that allows it;
  * without, the thread runs at the compute's priority and the run says so
  * (smoe_rt_progress_priority). */
 static void raise_priority(smoe_rt *rt)
