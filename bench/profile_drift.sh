@@ -6,7 +6,13 @@
 # cross-host reductions' bandwidth (a
 # latency under 1e-5 s counts as 1e-5: a fit's intercept at noise level,
 # whose ratio means nothing; a profile of one host copies the within-host
-# figures there, which are checked already). A benchmark on a shared
+# figures there, which are checked already). Where both profiles say the
+# bytes of a cross-host step of the model's layers (`# dcn_step_bytes`,
+# smoe sim --calibrate on the training's mesh), the cross-host figures are
+# checked as the time of that step, latency + bytes / bandwidth, for the
+# gathers and the reductions: what the simulator charges per step, where a
+# latency of 1e-5 or 5e-5 s beside a 0.4 ms transfer is a 10 % change, not
+# 400 %. A benchmark on a shared
 # machine whose rates moved more than LIMIT (default 0.15) during
 # its run compares a prediction for one machine with a measurement on
 # another: exit 1 then. Where the profiles say it (smoe sim --calibrate's
@@ -19,10 +25,22 @@ awk -v limit="$limit" '
   FNR == 1 { f++ }
   /^# [0-9]+ host\(s\)/ { hosts[f] = $2 + 0 }
   /share [0-9.]+: the part of a core/ { for (i = 1; i < NF; i++) if ($i == "share") share[f] = $(i + 1) + 0 }
-  /^(peak_flops|gemm_small_flops|hbm_bandwidth|ici_bandwidth|compute_scale|dcn_bandwidth|dcn_latency|dcn_reduce_bandwidth):/ {
+  /^(peak_flops|gemm_small_flops|hbm_bandwidth|ici_bandwidth|compute_scale|dcn_bandwidth|dcn_latency|dcn_reduce_bandwidth|dcn_reduce_latency):/ {
     k = $1; sub(":", "", k); v[f, k] = $2 + 0; keys[k] = 1
   }
+  /^# dcn_step_bytes [0-9]/ { step[f] = $3 + 0 }
   END {
+    if (step[1] > 0 && step[2] > 0 && v[1, "dcn_bandwidth"] > 0 && v[2, "dcn_bandwidth"] > 0) {
+      for (i = 1; i <= 2; i++) {
+        v[i, "dcn_step"] = v[i, "dcn_latency"] + step[i] / v[i, "dcn_bandwidth"]
+        if (v[i, "dcn_reduce_bandwidth"] > 0)
+          v[i, "dcn_reduce_step"] = v[i, "dcn_reduce_latency"] + step[i] / v[i, "dcn_reduce_bandwidth"]
+      }
+      delete keys["dcn_latency"]; delete keys["dcn_bandwidth"]
+      delete keys["dcn_reduce_latency"]; delete keys["dcn_reduce_bandwidth"]
+      keys["dcn_step"] = 1; keys["dcn_reduce_step"] = 1
+    } else
+      delete keys["dcn_reduce_latency"]
     worst = 0; wk = ""
     for (k in keys) {
       a = v[1, k]; b = v[2, k]

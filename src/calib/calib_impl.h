@@ -54,6 +54,7 @@ double calib_spread(const double *v, int n);
 typedef struct calib_dcn {
     double lat, bw;               /* in: the sweep's; out: the gathers' */
     double reduce_lat, reduce_bw; /* out: the reductions' (when used) */
+    double step_bytes;            /* out: bytes per cross-host step of the model's layers */
     int used;
 } calib_dcn;
 SMOE_MUST_CHECK

@@ -772,6 +772,9 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
             sysconf(_SC_NPROCESSORS_ONLN), fmin(1, (double)sysconf(_SC_NPROCESSORS_ONLN) / per_node));
     fprintf(f, "# layer_time %.6g s: the layers' measured forward + backward (compute_scale x\n"
                "# the roofline)\n", fig[2][2]);
+    if (layer_dcn) /* what bench/profile_drift.sh times a cross-host step at */
+        fprintf(f, "# dcn_step_bytes %.0f: bytes from other hosts per cross-host step of the\n"
+                   "# model's layers\n", dcn.step_bytes);
     for (int i = 0; i < SP_N; i++)
         if (per_node > 1 || (i != SP_ICI && i != SP_A2A))
             fprintf(f, "# spread %s %.3f share %.2f\n", sp_key[i], sp.v[i], sp.share[i]);

@@ -211,6 +211,13 @@ smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, i
         return s;
     if (n < 2)
         return SMOE_OK;
+    /* a cross-host step of the model's own layers (the sets at 1x) */
+    double one[2];
+    int n1 = 0;
+    for (int j = 0; j < nset && n1 < 2; j++)
+        if (strstr(set[j].what, " x1"))
+            one[n1++] = set[j].far_bytes / set[j].far_steps;
+    out->step_bytes = n1 ? (one[0] + one[n1 - 1]) / 2 : 0;
     fit_sets(xs, ys, n, &out->lat, &out->bw);
     out->reduce_bw = out->bw; /* kept where the reductions' fit finds no slope */
     fit_sets(xs, yr, n, &out->reduce_lat, &out->reduce_bw);
