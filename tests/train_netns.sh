@@ -114,6 +114,7 @@ for mesh in ici_expert_parallelism=2 ici_fsdp_parallelism=4; do
   rbw=$(sed -n 's/^dcn_reduce_bandwidth: *\([^ ]*\).*/\1/p' "$dir/hw.yml" 2>/dev/null)
   if [ "$red" = 1 ]; then
     grep -q "^dcn_reduce_bandwidth:.*reductions enqueued together" "$dir/hw.yml" &&
+      grep -q "^# dcn_step_bytes [1-9][0-9]*:" "$dir/hw.yml" &&
       awk -v b="$rbw" 'BEGIN { exit !(b + 0 > 0 && b + 0 < 1e300) }' && redok=1
   else
     [ -z "$rbw" ] && redok=1
