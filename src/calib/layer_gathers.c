@@ -51,6 +51,7 @@ typedef struct layer_set {
     float *shard[MAX_SET], *buf[MAX_SET];
     float *grad[MAX_SET], *scratch[MAX_SET]; /* the reductions' (scratch: when they pack) */
     double far_bytes, far_steps; /* the cost model's terms (cost.c coll_at) */
+    int64_t scale;               /* the model's bytes times this */
     char what[64];
 } layer_set;
 
@@ -58,6 +59,7 @@ static smoe_status build_set(smoe_rt *rt, const smoe_plan *plan, int kind, int p
                              int64_t s, layer_set *L, smoe_err *err)
 {
     memset(L, 0, sizeof *L);
+    L->scale = s;
     size_t pl = strlen(k_stacks[kind]);
     snprintf(L->what, sizeof L->what, "%s x%lld", k_stacks[kind], (long long)s);
     for (int i = 0; i < plan->n && L->n < MAX_SET; i++) {
@@ -192,11 +194,15 @@ smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, i
         }
     if (!s && nset > 0)
         smoe_rt_allreduce_max_f64(rt, mean, 12);
-    double xs[6], ys[6], yr[6];
-    int n = 0;
+    double xs[6], ys[6], yr[6], one = 0; /* one: a cross-host step of the model's own layers */
+    int n = 0, n1 = 0;
     for (int j = 0; j < nset; j++) {
         if (!s) {
             xs[n] = set[j].far_bytes / set[j].far_steps;
+            if (set[j].scale == 1) {
+                one += xs[n];
+                n1++;
+            }
             ys[n] = mean[j] / set[j].far_steps;
             yr[n++] = mean[6 + j] / set[j].far_steps;
             if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
@@ -211,13 +217,7 @@ smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, i
         return s;
     if (n < 2)
         return SMOE_OK;
-    /* a cross-host step of the model's own layers (the sets at 1x) */
-    double one[2];
-    int n1 = 0;
-    for (int j = 0; j < nset && n1 < 2; j++)
-        if (strstr(set[j].what, " x1"))
-            one[n1++] = set[j].far_bytes / set[j].far_steps;
-    out->step_bytes = n1 ? (one[0] + one[n1 - 1]) / 2 : 0;
+    out->step_bytes = n1 ? one / n1 : 0;
     fit_sets(xs, ys, n, &out->lat, &out->bw);
     out->reduce_bw = out->bw; /* kept where the reductions' fit finds no slope */
     fit_sets(xs, yr, n, &out->reduce_lat, &out->reduce_bw);

@@ -262,9 +262,9 @@ smoe_status smoe_rt_drain(smoe_rt *rt, smoe_err *err)
  * left under 0.3 ms and the prefetch step was 94-104 ms at -10 for 99-117
  * at 0, shorter in every pair (no-prefetch's unchanged: 108-117 for
  * 108-126). It sleeps between polls, so it takes no core from the compute
- * beyond its polls. Raising it needs CAP_SYS_NICE or an RLIMIT_NICE that allows it;
- * without, the thread runs at the compute's priority and the run says so
- * (smoe_rt_progress_priority). */
+ * beyond its polls. Raising it needs CAP_SYS_NICE or an RLIMIT_NICE that
+ * allows it; without, the thread runs at the compute's priority and the
+ * run says so (smoe_rt_progress_priority). */
 static void raise_priority(smoe_rt *rt)
 {
     errno = 0;

@@ -222,6 +222,14 @@ static double allreduce_time(const cost *c, const smoe_gather *g, double scale)
     return 2 * t;
 }
 
+/* A weight's gradient reduction: its gather's transpose (reduce-scattered
+ * over the gather's axes) and the all-reduce over the axes it is
+ * replicated on, at c's figures (the reductions' own across nodes). */
+static double reduce_time(const cost *c, const smoe_gather *g, double scale)
+{
+    return gather_time(c, g, NULL, 0, scale) + allreduce_time(c, g, scale);
+}
+
 static int is_routed(const smoe_weight *w)
 {
     for (int d = 0; d < w->rank; d++)
@@ -473,9 +481,8 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
          * jnp.asarray(kernel, self.dtype)); the latency parts (the times
          * at 2 bytes per element less those at 1) let a run scale both to
          * the bytes its gathers move */
-        x.rs_s = gather_time(&cr, &w->gather, NULL, 0, 1) + allreduce_time(&cr, &w->gather, 1);
-        x.rs_cast_s = gather_time(&cr, &w->gather, NULL, 0, cast) +
-                      allreduce_time(&cr, &w->gather, cast);
+        x.rs_s = reduce_time(&cr, &w->gather, 1);
+        x.rs_cast_s = reduce_time(&cr, &w->gather, cast);
         { /* the parts of the gather and the reduction that are the cores'
            * work (the rest is on the network) */
             double net = 0;
@@ -485,17 +492,15 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
             c.net = NULL;
             net = 0;
             cr.net = &net;
-            t = gather_time(&cr, &w->gather, NULL, 0, 1) + allreduce_time(&cr, &w->gather, 1);
+            t = reduce_time(&cr, &w->gather, 1);
             x.rs_net = t > 0 ? fmin(1, net / t) : 0;
             cr.net = NULL;
         }
         {
             double g1 = gather_time(&c, &w->gather, NULL, 0, 1 / wbytes);
             double g2 = gather_time(&c, &w->gather, NULL, 0, 2 / wbytes);
-            double r1 = gather_time(&cr, &w->gather, NULL, 0, 1 / wbytes) +
-                        allreduce_time(&cr, &w->gather, 1 / wbytes);
-            double r2 = gather_time(&cr, &w->gather, NULL, 0, 2 / wbytes) +
-                        allreduce_time(&cr, &w->gather, 2 / wbytes);
+            double r1 = reduce_time(&cr, &w->gather, 1 / wbytes);
+            double r2 = reduce_time(&cr, &w->gather, 2 / wbytes);
             x.ag_lat_s = fmax(0, 2 * g1 - g2);
             x.rs_lat_s = fmax(0, 2 * r1 - r2);
         }

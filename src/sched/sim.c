@@ -372,9 +372,9 @@ static void run_unit(sim *x, int u)
     double c[3] = { !bwd ? k->fwd_pre : full ? k->bwd_full_pre : k->bwd_pre,
                     !bwd ? k->fwd_exp : full ? k->bwd_full_exp : k->bwd_exp,
                     !bwd ? k->fwd_post : full ? k->bwd_full_post : k->bwd_post };
-    /* dispatch + combine: once per forward, again per recompute and for
-     * the backward's transposes; half with each exchange */
-    double perm = k->permute_s * (!bwd ? 1 : 1 + (full ? 1 : k->recompute)) / 2;
+    /* the forward's dispatch + combine, half with each exchange (the
+     * backward's: bwd_op_order) */
+    double perm = k->permute_s / 2;
     snprintf(x->name, sizeof x->name, "%s L%d %s", bwd ? "bwd" : "fwd", l, k->moe ? "moe" : "dense");
     double t;
     if (bwd) {
@@ -568,8 +568,8 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
         sim_pool_issue(&x.P, t0, pool_start, &x);
     else if (!x.mx)
         issue_point(&x, -1, 1, 3, 0);
-    double head_end = head_s > 0 ? sim_engine_u(&x, &x.geng, t0, head_s, LANE_GATHER, "head weights",
-                                            -1, 1 - m->top_head_net)
+    double head_end = head_s > 0 ? sim_engine_u(&x, &x.geng, t0, head_s, LANE_GATHER,
+                                                "head weights", -1, 1 - m->top_head_net)
                                  : 0;
     top = fmax(0, top);
     if (top > 0) {
