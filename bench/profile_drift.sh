@@ -12,7 +12,10 @@
 # checked as the time of that step, latency + bytes / bandwidth, for the
 # gathers and the reductions: what the simulator charges per step, where a
 # latency of 1e-5 or 5e-5 s beside a 0.4 ms transfer is a 10 % change, not
-# 400 %. A benchmark on a shared
+# 400 %. Likewise within a host where both say `# ici_step_bytes` (one
+# host: its figures fitted to a layer's gathers and reductions as smoe
+# train issues them): ici_step and ici_reduce_step, latency + bytes /
+# (bandwidth / 2), in place of ici_bandwidth. A benchmark on a shared
 # machine whose rates moved more than LIMIT (default 0.15) during
 # its run compares a prediction for one machine with a measurement on
 # another: exit 1 then. Where the profiles say it (smoe sim --calibrate's
@@ -25,11 +28,22 @@ awk -v limit="$limit" '
   FNR == 1 { f++ }
   /^# [0-9]+ host\(s\)/ { hosts[f] = $2 + 0 }
   /share [0-9.]+: the part of a core/ { for (i = 1; i < NF; i++) if ($i == "share") share[f] = $(i + 1) + 0 }
-  /^(peak_flops|gemm_small_flops|hbm_bandwidth|ici_bandwidth|compute_scale|dcn_bandwidth|dcn_latency|dcn_reduce_bandwidth|dcn_reduce_latency):/ {
+  /^(peak_flops|gemm_small_flops|hbm_bandwidth|ici_bandwidth|ici_latency|ici_reduce_bandwidth|ici_reduce_latency|compute_scale|dcn_bandwidth|dcn_latency|dcn_reduce_bandwidth|dcn_reduce_latency):/ {
     k = $1; sub(":", "", k); v[f, k] = $2 + 0; keys[k] = 1
   }
   /^# dcn_step_bytes [0-9]/ { step[f] = $3 + 0 }
+  /^# ici_step_bytes [0-9]/ { istep[f] = $3 + 0 }
   END {
+    delete keys["ici_latency"]; delete keys["ici_reduce_latency"]; delete keys["ici_reduce_bandwidth"]
+    if (istep[1] > 0 && istep[2] > 0 && v[1, "ici_bandwidth"] > 0 && v[2, "ici_bandwidth"] > 0) {
+      for (i = 1; i <= 2; i++) {
+        v[i, "ici_step"] = v[i, "ici_latency"] + istep[i] / (v[i, "ici_bandwidth"] / 2)
+        if (v[i, "ici_reduce_bandwidth"] > 0)
+          v[i, "ici_reduce_step"] = v[i, "ici_reduce_latency"] + istep[i] / (v[i, "ici_reduce_bandwidth"] / 2)
+      }
+      delete keys["ici_bandwidth"]
+      keys["ici_step"] = 1; keys["ici_reduce_step"] = 1
+    }
     if (step[1] > 0 && step[2] > 0 && v[1, "dcn_bandwidth"] > 0 && v[2, "dcn_bandwidth"] > 0) {
       for (i = 1; i <= 2; i++) {
         v[i, "dcn_step"] = v[i, "dcn_latency"] + step[i] / v[i, "dcn_bandwidth"]

@@ -5,6 +5,10 @@
 # as a latency that is 400 % (void); as the step's time, 1e-5 + 4e-4 s
 # then 5e-5 + 4e-4 s, 9.8 % (held). The reductions the same way: 2e-5 and
 # 2e-5 s at 8e7 then 6e7 B/s: 6.2e-4 then 8.2e-4 s, 32.3 % (void).
+# One host with `# ici_step_bytes 13861`: ici_bandwidth 4e9 then 3e9 is
+# 33 % (void) as a rate; as the step's time, 3e-5 + 13861 / 2e9 then
+# 3.2e-5 + 13861 / 1.5e9 s, 11.7 % (held); its reductions 2e-4 s at 2e9
+# then 1e9 B/s: 2.139e-4 then 2.277e-4 s, 6.5 %.
 # usage: profile_drift.sh SOURCE_DIR
 top=$1
 dir=$(mktemp -d)
@@ -21,6 +25,22 @@ prof() { # FILE LATENCY REDUCE_BW [STEP_BYTES]
     [ -n "$3" ] && echo "dcn_reduce_bandwidth: $3" && echo "dcn_reduce_latency: 2e-5"
     echo "# 2 host(s) of 2 rank(s)."
     [ -n "$4" ] && echo "# dcn_step_bytes $4: bytes from other hosts per cross-host step of the"
+  } >"$1"
+}
+prof1() { # FILE ICI_BW ICI_LATENCY REDUCE_BW [STEP_BYTES]
+  {
+    echo "name: cpu-mpi"
+    echo "kind: cpu"
+    echo "peak_flops: 5e10"
+    echo "ici_bandwidth: $2"
+    echo "ici_latency: $3"
+    echo "ici_reduce_bandwidth: $4"
+    echo "ici_reduce_latency: 2e-4"
+    echo "compute_scale: 1.4"
+    echo "dcn_bandwidth: $2"
+    echo "dcn_latency: $3"
+    echo "# 1 host(s) of 4 rank(s)."
+    [ -n "$5" ] && echo "# ici_step_bytes $5: bytes within the host per step of the model's"
   } >"$1"
 }
 pass=0
@@ -45,5 +65,11 @@ check 0 "10% (dcn_step)" "$dir/a.yml" "$dir/b.yml"
 prof "$dir/a.yml" 1e-5 8e7 48000
 prof "$dir/b.yml" 1e-5 6e7 48000
 check 1 "32% (dcn_reduce_step)" "$dir/a.yml" "$dir/b.yml"
+prof1 "$dir/a.yml" 4e9 3e-5 2e9 ""
+prof1 "$dir/b.yml" 3e9 3.2e-5 1e9 ""
+check 1 "33% (ici_bandwidth)" "$dir/a.yml" "$dir/b.yml"
+prof1 "$dir/a.yml" 4e9 3e-5 2e9 13861
+prof1 "$dir/b.yml" 3e9 3.2e-5 1e9 13861
+check 0 "12% (ici_step)" "$dir/a.yml" "$dir/b.yml"
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

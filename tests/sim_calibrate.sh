@@ -12,6 +12,12 @@ pass=0
 fail=0
 ok() { pass=$((pass + 1)); echo "ok: $1"; }
 bad() { fail=$((fail + 1)); echo "FAIL: $1" >&2; }
+# NAME VALUE CONDITION: ok when the awk condition on v holds
+check_val() {
+  if awk -v v="$2" "BEGIN { exit !($3) }"; then ok "$1 = $2"; else bad "$1 is '$2'"; fi
+}
+finite='v + 0 > 0 && v + 0 < 1e300'
+unit='v + 0 > 0 && v + 0 <= 1'
 if timeout 300 "$mpiexec" -n 2 "$smoe" sim --calibrate --out "$dir/hw.yml" >"$dir/out" 2>"$dir/err"; then
   ok "calibrate ran"
 else
@@ -19,12 +25,7 @@ else
 fi
 for k in peak_flops gemm_small_flops hbm_bandwidth ici_bandwidth a2a_bandwidth op_overhead \
          compute_scale reduce_lag_bandwidth; do
-  v=$(sed -n "s/^$k: *\([^ ]*\).*/\1/p" "$dir/hw.yml")
-  if awk -v v="$v" 'BEGIN { exit !(v + 0 > 0 && v + 0 < 1e300) }'; then
-    ok "$k = $v"
-  else
-    bad "$k is '$v'"
-  fi
+  check_val "$k" "$(sed -n "s/^$k: *\([^ ]*\).*/\1/p" "$dir/hw.yml")" "$finite"
 done
 # each figure's spread over its interleaved rounds and the part of a core a
 # rank had (CPU time over wall time: in (0, 1])
@@ -40,23 +41,33 @@ for k in peak_flops gemm_small_flops op_overhead hbm_bandwidth optimizer_rate ic
 done
 # the share of a core the rates are given at (in (0, 1]), and the layers'
 # measured time beside compute_scale
-v=$(sed -n 's/^core_share: *\([^ ]*\).*/\1/p' "$dir/hw.yml")
-if awk -v v="$v" 'BEGIN { exit !(v + 0 > 0 && v + 0 <= 1) }'; then
-  ok "core_share = $v"
-else
-  bad "core_share is '$v'"
-fi
-v=$(sed -n 's/^# layer_time \([^ ]*\) s: .*/\1/p' "$dir/hw.yml")
-if awk -v v="$v" 'BEGIN { exit !(v + 0 > 0 && v + 0 < 1e300) }'; then
-  ok "layer_time = $v"
-else
-  bad "layer_time is '$v'"
-fi
+check_val core_share "$(sed -n 's/^core_share: *\([^ ]*\).*/\1/p' "$dir/hw.yml")" "$unit"
+check_val layer_time "$(sed -n 's/^# layer_time \([^ ]*\) s: .*/\1/p' "$dir/hw.yml")" "$finite"
 # one host: both ranks on its fast interconnect
 if grep -q '^# 1 host(s) of 2 rank(s)' "$dir/hw.yml" && grep -q '^devices_per_node: 2 ' "$dir/hw.yml"; then
   ok "one host of 2 ranks"
 else
   bad "the hosts: $(grep -E 'host|devices_per_node' "$dir/hw.yml")"
+fi
+# one host: the within-host figures from a layer's gathers and reductions
+# as smoe train issues them (src/calib/layer_gathers.c), with the bytes of
+# a step of the model's layers for bench/profile_drift.sh
+for k in ici_bandwidth ici_latency ici_reduce_bandwidth ici_reduce_latency; do
+  line=$(grep "^$k:" "$dir/hw.yml")
+  v=$(echo "$line" | sed 's/^[^:]*: *\([^ ]*\).*/\1/')
+  if echo "$line" | grep -Eq "together as smoe train does|the same reductions" &&
+     awk -v v="$v" 'BEGIN { exit !(v + 0 > 0 && v + 0 < 1e300) }'; then
+    ok "$k = $v, measured as training issues them"
+  else
+    bad "$k: '$line'"
+  fi
+done
+check_val gather_core_fraction \
+  "$(sed -n 's/^gather_core_fraction: *\([^ ]*\).*/\1/p' "$dir/hw.yml")" "$unit"
+if grep -q '^# ici_step_bytes [1-9][0-9]*:' "$dir/hw.yml"; then
+  ok "$(grep '^# ici_step_bytes' "$dir/hw.yml")"
+else
+  bad "no ici_step_bytes line"
 fi
 if "$smoe" sim --base "$SMOE_CONFIG_DIR/train.yml" --model tiny --devices 2 \
      --hardware "$dir/hw.yml" --json >"$dir/sim.json" 2>"$dir/err" &&

@@ -113,7 +113,12 @@ static void test_grad_before_prefetch(void)
  * stretches unit 3 [20, 27], the last reduction [27, 28]: 28 s. Half of
  * each gather on the network: 1 s per overlap, [2, 6] [6, 10] [10, 17]
  * [17, 24], reduction [24, 25]: 25 s. All on the network: no stretch, the
- * 21 s of an accelerator (gathers and reductions beside the compute). */
+ * 21 s of an accelerator (gathers and reductions beside the compute).
+ * A profile that measured the cores' part of a layer's collectives
+ * (gather_core_fraction 0.5: the ranks' CPU time in them, the TCP stack's
+ * included) stretches by it whatever the network's part: [2, 6] [6, 10]
+ * [10, 17], the reduction's 0.5 s [17, 23.5], reduction [23.5, 24.5]:
+ * 24.5 s, 21.5 s compute. */
 static void test_network_stretch(void)
 {
     smoe_sim_model m = cpu_two_layers();
@@ -122,11 +127,12 @@ static void test_network_stretch(void)
     smoe_sim_result r;
     memset(&s, 0, sizeof s);
     s.prefetch_depth = 1;
-    const double net[3] = { 0, 0.5, 1 }, rnet[3] = { 0, 0, 1 };
-    const double step[3] = { 28, 25, 21 }, comp[3] = { 25, 22, 18 };
-    for (int i = 0; i < 3; i++) {
+    const double net[4] = { 0, 0.5, 1, 1 }, rnet[4] = { 0, 0, 1, 1 };
+    const double step[4] = { 28, 25, 21, 24.5 }, comp[4] = { 25, 22, 18, 21.5 };
+    for (int i = 0; i < 4; i++) {
         m.k[0].w[0].pre_net = net[i];
         m.k[0].w[0].rs_net = rnet[i];
+        m.hw.gather_core_fraction = i == 3 ? 0.5 : 0;
         CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
         CHECKF(NEAR(r.step_s, step[i]), "network part %g: step %g, expected %g", net[i], r.step_s,
                step[i]);
@@ -188,7 +194,10 @@ static void test_moe_backward_order(void)
  * Its gradient's reduction costs the same (the gather's transpose; no axis
  * left to all-reduce over), or across hosts, where the profile measured
  * the reductions (dcn_reduce_bandwidth, dcn_reduce_latency), the same terms
- * at those figures; on one host they change nothing. */
+ * at those figures; on one host they change nothing, and the within-host
+ * reductions' own figures (ici_reduce_bandwidth, ici_reduce_latency: the
+ * calibration on one host) give 3 ici_reduce_latency + 3 B / (their
+ * bandwidth / 2). */
 /* deepseek2-16b on fsdp 2 x expert 2 (4 devices): its plan, or NULL (a
  * check failed; *cfg freed). */
 static smoe_plan *fsdp2_expert2(const char *cfgdir, smoe_config **cfg)
@@ -220,12 +229,15 @@ static void test_network_parts(const char *cfgdir)
     hw.dcn_latency = 4e-4;
     smoe_sim_shape sh = { .batch = 1, .seq = 128, .remat = SMOE_REMAT_NONE, .dtype_bytes = 4,
                           .compute_bytes = 4 };
-    for (int pass = 0; pass < 3; pass++) {
-        /* across hosts, then with the reductions' own figures, then one host */
-        const int hosts = pass < 2 ? 2 : 1, red = pass > 0;
+    for (int pass = 0; pass < 4; pass++) {
+        /* across hosts, then with the reductions' own figures, then one
+         * host, then with the within-host reductions' figures */
+        const int hosts = pass < 2 ? 2 : 1, red = pass > 0, ired = pass == 3;
         hw.devices_per_node = 4 / hosts;
         hw.dcn_reduce_bandwidth = red ? 5e7 : 0;
         hw.dcn_reduce_latency = red ? 1e-3 : 0;
+        hw.ici_reduce_bandwidth = ired ? 1e9 : 0;
+        hw.ici_reduce_latency = ired ? 3e-4 : 0;
         smoe_sim_model *m;
         if (smoe_sim_model_build(cfg, p, &hw, &sh, &m, &err)) {
             CHECKF(0, "model: %s", err.msg);
@@ -280,8 +292,10 @@ static void test_network_parts(const char *cfgdir)
                                                         3 * B / (hw.ici_bandwidth / 2);
                     CHECKF(fabs(x->pre_stored_s - t) < 1e-12, "%s 4-way on one host: %g s, "
                            "expected %g", x->name, x->pre_stored_s, t);
-                    CHECKF(fabs(x->rs_s - t) < 1e-12, "%s 4-way reduction on one host: %g s, "
-                           "expected %g", x->name, x->rs_s, t);
+                    double tr = ired ? 3 * hw.ici_reduce_latency +
+                                       3 * B / (hw.ici_reduce_bandwidth / 2) : t;
+                    CHECKF(fabs(x->rs_s - tr) < 1e-12, "%s 4-way reduction on one host%s: %g s, "
+                           "expected %g", x->name, ired ? " (its own figures)" : "", x->rs_s, tr);
                     four++;
                 }
             }
@@ -351,13 +365,21 @@ static void test_top_level(void)
  *   1.5 s each: g1 [2.75, 6.25] c [6.25, 7], g2 [7, 10.5] c [10.5, 12] r
  *   [12, 13], g3 [12, 15.5] c [15.5, 17] r [17, 18]: 18 s, 2 + 3 x 3.5 =
  *   12.5 s exposed, 4.5 s compute.
- *   At depth 1 (pool 3) the path is g0 [0, 2] c [2, 2.75], g1 (at 2)
- *   [2, 4] c [4, 4.75], g2 (at 4) [4, 6] c [6, 7.5] r [7.5, 8.5], g3 (at
- *   6) [6, 8] c [8, 9.5] r [9.5, 10.5]: 10.5 s; the sync points wait
- *   7.5 / 3 = 2.5 s: g1 [2, 6.5] c [6.5, 7.25], g2 (at 6.5) [6.5, 11] c
- *   [11, 12.5] r [12.5, 13.5], g3 (at 11) [11, 15.5] c [15.5, 17] r
- *   [17, 18]: 18 s again (the step is the cores' work), 2 + 3.75 + 3.75 +
- *   3 = 12.5 s exposed.
+ *   At depth 1 (pool 3) the path is g0 [0, 2] c [2, 2.75], g1 (issued
+ *   with g0 at the step's start: no sync point) [2, 4] c [4, 4.75], g2
+ *   (at 2.75) [4, 6] c [6, 7.5] r [7.5, 8.5], g3 (at 4.75) [6, 8] c
+ *   [8, 9.5] r [9.5, 10.5]: 10.5 s; the 2 sync points wait 7.5 / 2 =
+ *   3.75 s: g2 [4, 9.75] c [9.75, 11.25] r [11.25, 12.25], g3 [9.75, 15.5]
+ *   c [15.5, 17] r [17, 18]: 18 s again (the step is the cores' work),
+ *   2 + 1.25 + 5 + 4.25 = 12.5 s exposed.
+ *   With gather_core_fraction 0.5 (half a gather's time the cores' work,
+ *   the rest waiting on the others' turns, which runs during the wait):
+ *   a sync point takes max(2, wait + 1). Depth 0: 2.5 s each, g1 [2.75,
+ *   5.25] c [5.25, 6], g2 [6, 8.5] c [8.5, 10] r [10, 11], g3 [10, 12.5]
+ *   c [12.5, 14] r [14, 15]: the work's 18 s, 2 + 3 x 2.5 = 9.5 s exposed.
+ *   Depth 1: 4.75 s, g2 [4, 8.75] c [8.75, 10.25] r [10.25, 11.25], g3
+ *   [8.75, 13.5] c [13.5, 15] r [15, 16]: 18 s, 2 + 1.25 + 4 + 3.25 =
+ *   10.5 s exposed.
  *   10 s gathers: the path g0 [0, 10] c [10, 10.75], g1 [10.75, 20.75]
  *   c [20.75, 21.5], g2 [21.5, 31.5] c [31.5, 33] r [33, 34], g3 [33, 43]
  *   c [43, 44.5] r [44.5, 45.5] is over the work: 45.5 s, 40 s exposed,
@@ -386,6 +408,16 @@ static void test_core_share(void)
     CHECKF(NEAR(r.step_s, 18), "shared cores depth 1: step %g, expected 18", r.step_s);
     CHECKF(NEAR(r.exposed_gather_s, 12.5), "shared cores depth 1: exposed %g, expected 12.5",
            r.exposed_gather_s);
+    m.hw.gather_core_fraction = 0.5;
+    const double part_exposed[2] = { 9.5, 10.5 };
+    for (int d = 0; d < 2; d++) {
+        s.prefetch_depth = d;
+        CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+        CHECKF(NEAR(r.step_s, 18) && NEAR(r.exposed_gather_s, part_exposed[d]),
+               "shared cores, half the gathers the cores' work, depth %d: step %g, exposed %g, "
+               "expected 18, %g", d, r.step_s, r.exposed_gather_s, part_exposed[d]);
+    }
+    m.hw.gather_core_fraction = 0;
     s.prefetch_depth = 0;
     m.k[0].w[0].pre_s = 10;
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
@@ -447,6 +479,22 @@ static void test_progress_mode(const char *cfgdir)
                p->w[i].path, fb, fs);
         smoe_sim_gather_far(g, &p->mesh, 4, 1, &fb, &fs);
         CHECKF(fb == 0 && fs == 0, "%s on one host: %g over %g", p->w[i].path, fb, fs);
+        /* the within-host part (smoe_sim_gather_near, what the calibration
+         * on one host fits ici_latency and ici_bandwidth to): the bytes as
+         * coll_at times them, (members - 1) x B x (host members - 1) /
+         * (members - 1), over host members - 1 steps. 2 hosts: a 4-way
+         * stage B over 1 step, an fsdp stage (a member on each host)
+         * nothing, an expert stage B over 1; one host: 3 B over 3, B over
+         * 1, B over 1. */
+        const double near_b[2][3] = { { B, 0, B }, { 3 * B, B, B } };
+        const double near_s[2][3] = { { 1, 0, 1 }, { 3, 1, 1 } };
+        for (int one = 0; one < 2; one++) {
+            double nb, ns;
+            smoe_sim_gather_near(g, &p->mesh, one ? 4 : 2, 1, &nb, &ns);
+            CHECKF(NEAR(nb, near_b[one][k]) && NEAR(ns, near_s[one][k]), "%s, %d host(s): %g "
+                   "bytes within the host over %g steps, expected %g over %g", p->w[i].path,
+                   2 - one, nb, ns, near_b[one][k], near_s[one][k]);
+        }
         kinds[k]++;
     }
     CHECKF(kinds[0] > 0 && kinds[1] > 0, "checked %d 4-way and %d fsdp stages",

@@ -91,8 +91,9 @@ check $? "at MPI_THREAD_FUNNELED the default runs without the thread, bitwise th
 unset SMOE_TEST_MPI_THREAD
 
 # the calibration across the hosts: on the training's mesh (fsdp = hosts,
-# expert = ranks per host) the dcn figures come from a layer's gathers, and the
-# reductions' own (dcn_reduce_*) from its reductions; on
+# expert = ranks per host) the dcn figures come from a layer's gathers, the
+# reductions' own (dcn_reduce_*) from its reductions, and the cores' part of
+# their time (gather_core_fraction, in (0, 1]) from the ranks' CPU time; on
 # fsdp=4 (not the calibration's hosts x ranks) from the one-weight sweep.
 # The first calibrates by default, which across hosts is with the progress
 # thread, as smoe train's default (progress: thread, which the simulator
@@ -113,11 +114,13 @@ for mesh in ici_expert_parallelism=2 ici_fsdp_parallelism=4; do
   redok=0
   rbw=$(sed -n 's/^dcn_reduce_bandwidth: *\([^ ]*\).*/\1/p' "$dir/hw.yml" 2>/dev/null)
   if [ "$red" = 1 ]; then
+    cf=$(sed -n 's/^gather_core_fraction: *\([^ ]*\).*/\1/p' "$dir/hw.yml" 2>/dev/null)
     grep -q "^dcn_reduce_bandwidth:.*reductions enqueued together" "$dir/hw.yml" &&
       grep -q "^# dcn_step_bytes [1-9][0-9]*:" "$dir/hw.yml" &&
-      awk -v b="$rbw" 'BEGIN { exit !(b + 0 > 0 && b + 0 < 1e300) }' && redok=1
+      awk -v b="$rbw" -v c="$cf" 'BEGIN { exit !(b + 0 > 0 && b + 0 < 1e300 && c + 0 > 0 &&
+                                               c + 0 <= 1) }' && redok=1
   else
-    [ -z "$rbw" ] && redok=1
+    [ -z "$rbw" ] && ! grep -q "^gather_core_fraction:" "$dir/hw.yml" && redok=1
   fi
   "$smoe" sim --base "$SMOE_CONFIG_DIR/train.yml" --model tiny --devices 4 "$mesh" \
     --hardware "$dir/hw.yml" --json >"$dir/sim.json" 2>"$dir/sim.err"

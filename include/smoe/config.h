@@ -226,6 +226,18 @@ typedef struct smoe_hw {
                                     algorithm); 0 = dcn_bandwidth */
     double dcn_reduce_latency; /* the same per cross-host step, s (with
                                   dcn_reduce_bandwidth) */
+    double ici_reduce_bandwidth; /* cpu: a gradient reduction within a host,
+                                    on ici_bandwidth's terms (2 x the bytes
+                                    its weight's gather moves there per
+                                    second); 0 = ici_bandwidth */
+    double ici_reduce_latency; /* the same per within-host step, s (with
+                                  ici_reduce_bandwidth) */
+    double gather_core_fraction; /* cpu: the part of a layer's gathers' and
+                                    reductions' time that is the cores' work
+                                    (the ranks' CPU time in them over their
+                                    wall time at core_share; the rest they
+                                    wait on each other's turns or the link);
+                                    0 = all but the network's part */
     double core_share;       /* cpu: the part of a core each rank had while
                                 every rank computed (its CPU time over the
                                 wall time, the rates' condition); 0 = not

@@ -119,6 +119,13 @@ void smoe_sim_model_free(smoe_sim_model *m);
  * and the cross-node steps (members' nodes - 1 per stage). */
 void smoe_sim_gather_far(const smoe_gather *g, const smoe_mesh *m, double devices_per_node,
                          double scale, double *far_bytes, double *far_steps);
+/* Its within-node part on cpu profiles, on the same terms: the bytes from
+ * members on the device's node, scaled as coll_at times them at
+ * ici_bandwidth / 2 (received bytes x (node members - 1) / (members - 1)
+ * per stage), and the within-node latency steps (node members - 1 per
+ * stage). */
+void smoe_sim_gather_near(const smoe_gather *g, const smoe_mesh *m, double devices_per_node,
+                          double scale, double *near_bytes, double *near_steps);
 /* Modelled compute seconds of one layer of a kind, forward and backward
  * (0 when the model has no layer of that kind). */
 void smoe_sim_model_compute(const smoe_sim_model *m, int kind, double *fwd, double *bwd);

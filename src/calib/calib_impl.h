@@ -47,18 +47,35 @@ double calib_spread(const double *v, int n);
  * a reduce-scatter to one root and scatters from it
  * (ompi/mca/coll/libnbc/nbc_ireduce_scatter_block.c),
  * which is not the gather's transpose on the wire.
- * Only when plan's mesh is the calibration's (fsdp = hosts, expert = ranks
- * per host, every other axis 1): the gathers then run on the training's
- * communicators; used = 0 otherwise (the caller keeps the sweep's
- * figures). Collective. */
+ * Across hosts only when plan's mesh is the calibration's (fsdp = hosts,
+ * expert = ranks per host, every other axis 1): the gathers then run on
+ * the training's communicators; used = 0 otherwise (the caller keeps the
+ * sweep's figures).
+ * On one host (nodes 1, per_node > 1; any mesh: every communicator is
+ * within it) the same sets give the within-host figures on the cost
+ * model's terms instead (smoe_sim_gather_near): lat per within-host step
+ * (ici_latency), bw the near bytes per second (ici_bandwidth / 2, coll_at's
+ * rate). Collective. */
 typedef struct calib_dcn {
     double lat, bw;               /* in: the sweep's; out: the gathers' */
     double reduce_lat, reduce_bw; /* out: the reductions' (when used) */
-    double step_bytes;            /* out: bytes per cross-host step of the model's layers */
+    double step_bytes;            /* out: bytes per step of the model's layers */
+    double cpu_share;             /* out: the ranks' CPU time in the sets over their wall
+                                     time (a rank computing alone on its core: 1) */
     int used;
 } calib_dcn;
 SMOE_MUST_CHECK
 smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
                                 void (*idle)(void *), void *ud, calib_dcn *out, smoe_err *err);
+/* The profile's figures from those sets, into hw (which holds the sweep's
+ * on entry): on one host ici_latency, ici_bandwidth and ici_reduce_*,
+ * across hosts dcn_latency, dcn_bandwidth and dcn_reduce_*, and both ways
+ * gather_core_fraction (the sets' CPU share over `share`, the rates'
+ * share of a core); *out the sets' fit (used = 0: hw unchanged).
+ * Collective. */
+SMOE_MUST_CHECK
+smoe_status calib_layer_figures(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
+                                void (*idle)(void *), void *ud, double share, smoe_hw *hw,
+                                calib_dcn *out, smoe_err *err);
 
 #endif

@@ -686,18 +686,12 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     if (nodes > 1 && (s = calib_gather(rt, &mesh, "fsdp", 0, &hw.dcn_latency, &hw.dcn_bandwidth,
                                        fig[3], err)))
         return s;
-    /* across hosts: a layer's gathers and reductions as training issues them */
-    calib_dcn dcn = { .lat = hw.dcn_latency, .bw = hw.dcn_bandwidth };
-    if (nodes > 1 && (s = calib_layer_gathers(rt, plan, nodes, per_node, run_layer_work, &work,
-                                              &dcn, err)))
+    /* a layer's gathers and reductions as training issues them */
+    calib_dcn sets;
+    if ((s = calib_layer_figures(rt, plan, nodes, per_node, run_layer_work, &work, share, &hw,
+                                 &sets, err)))
         return s;
-    const int layer_dcn = dcn.used;
-    if (layer_dcn) {
-        hw.dcn_latency = dcn.lat;
-        hw.dcn_bandwidth = dcn.bw;
-        hw.dcn_reduce_latency = dcn.reduce_lat;
-        hw.dcn_reduce_bandwidth = dcn.reduce_bw;
-    }
+    const int layer_ici = sets.used && nodes == 1, layer_dcn = sets.used && nodes > 1;
     if (per_node == 1) { /* no fast interconnect: the network's figures */
         hw.ici_bandwidth = 2 * hw.dcn_bandwidth;
         hw.ici_latency = hw.dcn_latency;
@@ -732,8 +726,12 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
         { "peak_flops", "512-wide sgemm, FLOP/s per rank" },
         { "hbm_bytes", "RAM per rank" },
         { "hbm_bandwidth", "elementwise y += x of one activation, bytes/s per rank" },
-        { "ici_bandwidth", "2 x all-gather bytes received per second, within a host" },
-        { "ici_latency", "all-gather fixed cost / (ranks - 1), s, within a host" },
+        { "ici_bandwidth", layer_ici ? "2 x bytes per second within the host, a layer's gathers "
+                                       "started together as smoe train does"
+                                     : "2 x all-gather bytes received per second, within a host" },
+        { "ici_latency", layer_ici ? "a layer's gathers started together as smoe train does: "
+                                     "fixed cost per within-host step, s"
+                                   : "all-gather fixed cost / (ranks - 1), s, within a host" },
         { "devices_per_node", "ranks per host" },
         { "dcn_bandwidth", layer_dcn ? "bytes from other hosts per second, a layer's gathers "
                                        "started together as smoe train does"
@@ -744,6 +742,11 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
         { "dcn_reduce_bandwidth", "a layer's gradient reductions enqueued together as smoe train "
                                   "does: the gathers' bytes from other hosts per second" },
         { "dcn_reduce_latency", "the same reductions: fixed cost per cross-host step, s" },
+        { "ici_reduce_bandwidth", "a layer's gradient reductions enqueued together as smoe train "
+                                  "does: 2 x the gathers' bytes within the host per second" },
+        { "ici_reduce_latency", "the same reductions: fixed cost per within-host step, s" },
+        { "gather_core_fraction", "a layer's gathers and reductions as smoe train issues them: "
+                                  "the ranks' CPU time over their wall time at core_share" },
         { "collective_engines", "smoe's runtime: a gather queue, an exchange/reduction queue" },
         { "a2a_bandwidth", "all-to-all bytes sent to the others per second" },
         { "a2a_latency", "all-to-all fixed cost / (ranks - 1), s" },
@@ -772,9 +775,12 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
             sysconf(_SC_NPROCESSORS_ONLN), fmin(1, (double)sysconf(_SC_NPROCESSORS_ONLN) / per_node));
     fprintf(f, "# layer_time %.6g s: the layers' measured forward + backward (compute_scale x\n"
                "# the roofline)\n", fig[2][2]);
+    if (layer_ici) /* what bench/profile_drift.sh times a within-host step at */
+        fprintf(f, "# ici_step_bytes %.0f: bytes within the host per step of the model's\n"
+                   "# layers, at ici_bandwidth / 2\n", sets.step_bytes);
     if (layer_dcn) /* what bench/profile_drift.sh times a cross-host step at */
         fprintf(f, "# dcn_step_bytes %.0f: bytes from other hosts per cross-host step of the\n"
-                   "# model's layers\n", dcn.step_bytes);
+                   "# model's layers\n", sets.step_bytes);
     for (int i = 0; i < SP_N; i++)
         if (per_node > 1 || (i != SP_ICI && i != SP_A2A))
             fprintf(f, "# spread %s %.3f share %.2f\n", sp_key[i], sp.v[i], sp.share[i]);

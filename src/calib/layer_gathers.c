@@ -1,9 +1,12 @@
-/* A layer's weight gathers across hosts, measured as smoe train issues
- * them (calib_impl.h). A one-weight sweep (calibrate.c) times one gather
- * at a time, back to back; training starts a layer's dozen gathers at
- * once, up to the runtime's window of them in flight over the link, on
- * communicators of 2 and 4 ranks, and waits for each in turn: what each
- * costs there is what the simulator needs, so that is what is timed. */
+/* A layer's weight gathers, measured as smoe train issues them
+ * (calib_impl.h): across hosts the link's terms, on one host the shared
+ * memory's. A one-weight sweep (calibrate.c) times one gather at a time,
+ * back to back; training starts a layer's dozen gathers at once, up to the
+ * runtime's window of them in flight, on communicators of 2 and 4 ranks,
+ * and waits for each in turn: what each costs there is what the simulator
+ * needs, so that is what is timed. On one host that is 3-5x the sweep's
+ * sum for the default model's layers (the ranks that share a core take
+ * turns at every handshake of a dozen collectives at once). */
 #include "calib_impl.h"
 
 #include "smoe/model.h"
@@ -51,6 +54,7 @@ typedef struct layer_set {
     float *shard[MAX_SET], *buf[MAX_SET];
     float *grad[MAX_SET], *scratch[MAX_SET]; /* the reductions' (scratch: when they pack) */
     double far_bytes, far_steps; /* the cost model's terms (cost.c coll_at) */
+    double near_bytes, near_steps; /* the same within the node */
     int64_t scale;               /* the model's bytes times this */
     char what[64];
 } layer_set;
@@ -91,12 +95,24 @@ static smoe_status build_set(smoe_rt *rt, const smoe_plan *plan, int kind, int p
         if (!L->shard[k] || !L->buf[k] || !L->grad[k] ||
             (smoe_rt_wgather_needs_pack(L->g[k]) && !L->scratch[k]))
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-        double fb, fs; /* the cost model's terms (sched: the one-round gather) */
+        double fb, fs, nb, ns; /* the cost model's terms (sched: the one-round gather) */
         smoe_sim_gather_far(g, &plan->mesh, per_node, (double)s, &fb, &fs);
+        smoe_sim_gather_near(g, &plan->mesh, per_node, (double)s, &nb, &ns);
         L->far_bytes += fb;
         L->far_steps += fs;
+        L->near_bytes += nb;
+        L->near_steps += ns;
     }
     return SMOE_OK;
+}
+
+/* The process's CPU seconds, every thread (the progress thread moves the
+ * collectives where it runs). */
+static double process_cpu(void)
+{
+    double u, s;
+    smoe_process_cpu(&u, &s);
+    return u + s;
 }
 
 static void free_set(layer_set *L)
@@ -112,35 +128,37 @@ static void free_set(layer_set *L)
 /* One set started together and waited for in order (smoe train at use),
  * every rank starting after `idle` (a layer's compute, as training's
  * gathers at use follow the previous layer's: the link is idle meanwhile)
- * and a barrier; this rank's seconds. */
-static double run_set(smoe_rt *rt, layer_set *L, void (*idle)(void *), void *ud)
+ * and a barrier; this rank's seconds; *cpu += its CPU seconds in them. */
+static double run_set(smoe_rt *rt, layer_set *L, void (*idle)(void *), void *ud, double *cpu)
 {
     smoe_rt_ticket t[MAX_SET];
     idle(ud);
     smoe_rt_barrier(rt);
-    double t0 = smoe_now();
+    double t0 = smoe_now(), c0 = process_cpu();
     for (int i = 0; i < L->n; i++)
         smoe_rt_wgather_start(rt, L->g[i], L->shard[i], L->buf[i], &t[i]);
     for (int i = 0; i < L->n; i++)
         smoe_rt_wgather_wait(rt, L->g[i], L->buf[i], &t[i], NULL, NULL);
+    *cpu += process_cpu() - c0;
     return smoe_now() - t0;
 }
 
 /* The same weights' gradient reductions, enqueued together at the end of a
  * layer's backward as smoe train does and drained; this rank's seconds. */
 static double run_reduce(smoe_rt *rt, layer_set *L, void (*idle)(void *), void *ud,
-                         smoe_status *st, smoe_err *err)
+                         double *cpu, smoe_status *st, smoe_err *err)
 {
     idle(ud);
     smoe_rt_barrier(rt);
-    double t0 = smoe_now();
+    double t0 = smoe_now(), c0 = process_cpu();
     for (int i = 0; i < L->n; i++)
         smoe_rt_wgather_reduce(rt, L->g[i], L->buf[i], L->scratch[i], L->grad[i], NULL, NULL);
     *st = smoe_rt_drain(rt, err);
+    *cpu += process_cpu() - c0;
     return smoe_now() - t0;
 }
 
-/* A line through the sets' (bytes, seconds) per cross-host step: *lat, *bw;
+/* A line through the sets' (bytes, seconds) per step: *lat, *bw;
  * where it finds no slope (noise), *bw is kept and *lat is the sets'
  * median time per step beyond their bytes at *bw. */
 static void fit_sets(const double *xs, double *ys, int n, double *lat, double *bw)
@@ -161,7 +179,8 @@ smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, i
                                 void (*idle)(void *), void *ud, calib_dcn *out, smoe_err *err)
 {
     out->used = 0;
-    if (nodes < 2 || out->bw <= 0 || !same_mesh(&plan->mesh, nodes, per_node))
+    const int near = nodes == 1; /* one host: the within-node terms, on any mesh */
+    if (out->bw <= 0 || (near ? per_node < 2 : !same_mesh(&plan->mesh, nodes, per_node)))
         return SMOE_OK;
     static const int64_t scale[3] = { 1, 2, 4 };
     layer_set set[6];
@@ -170,7 +189,7 @@ smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, i
     for (int kind = 0; kind < 2 && !s; kind++)
         for (int k = 0; k < 3 && !s; k++) {
             s = build_set(rt, plan, kind, per_node, scale[k], &set[nset], err);
-            if (s || set[nset].far_steps <= 0)
+            if (s || (near ? set[nset].near_steps : set[nset].far_steps) <= 0)
                 free_set(&set[nset]);
             else
                 nset++;
@@ -183,32 +202,42 @@ smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, i
      * reports, is the sum of a dozen such sets, near the sum of their
      * means. */
     double mean[12] = { 0 }; /* [j] the gathers, [6 + j] the reductions */
+    double busy[2] = { 0, 0 }; /* this rank's CPU and wall seconds in them */
     for (int r = -1; r < REPS && !s; r++)
         for (int j = 0; j < nset && !s; j++) {
-            double t = run_set(rt, &set[j], idle, ud);
-            double tr = run_reduce(rt, &set[j], idle, ud, &s, err);
+            double cpu = 0, t = run_set(rt, &set[j], idle, ud, &cpu);
+            double tr = run_reduce(rt, &set[j], idle, ud, &cpu, &s, err);
             if (r >= 0) {
                 mean[j] += t / REPS;
                 mean[6 + j] += tr / REPS;
+                busy[0] += cpu;
+                busy[1] += t + tr;
             }
         }
-    if (!s && nset > 0)
+    if (!s && nset > 0) {
         smoe_rt_allreduce_max_f64(rt, mean, 12);
-    double xs[6], ys[6], yr[6], one = 0; /* one: a cross-host step of the model's own layers */
+        smoe_rt_allreduce_sum_f64(rt, busy, 2);
+    }
+    out->cpu_share = busy[1] > 0 ? busy[0] / busy[1] : 0;
+    if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
+        fprintf(stderr, "layer sets: the ranks' CPU time over their wall time %.3f\n", out->cpu_share);
+    double xs[6], ys[6], yr[6], one = 0; /* one: a step of the model's own layers */
     int n = 0, n1 = 0;
     for (int j = 0; j < nset; j++) {
         if (!s) {
-            xs[n] = set[j].far_bytes / set[j].far_steps;
+            double bytes = near ? set[j].near_bytes : set[j].far_bytes;
+            double steps = near ? set[j].near_steps : set[j].far_steps;
+            xs[n] = bytes / steps;
             if (set[j].scale == 1) {
                 one += xs[n];
                 n1++;
             }
-            ys[n] = mean[j] / set[j].far_steps;
-            yr[n++] = mean[6 + j] / set[j].far_steps;
+            ys[n] = mean[j] / steps;
+            yr[n++] = mean[6 + j] / steps;
             if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
-                fprintf(stderr, "layer gathers %s: %d gathers, %.0f bytes from other hosts, %.0f "
-                        "cross-host steps: %.1f us, their reductions %.1f us\n", set[j].what,
-                        set[j].n, set[j].far_bytes, set[j].far_steps, mean[j] * 1e6,
+                fprintf(stderr, "layer gathers %s: %d gathers, %.0f bytes %s, %.0f steps: %.1f us, "
+                        "their reductions %.1f us\n", set[j].what, set[j].n, bytes,
+                        near ? "within the host" : "from other hosts", steps, mean[j] * 1e6,
                         mean[6 + j] * 1e6);
         }
         free_set(&set[j]);
@@ -222,5 +251,31 @@ smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, i
     out->reduce_bw = out->bw; /* kept where the reductions' fit finds no slope */
     fit_sets(xs, yr, n, &out->reduce_lat, &out->reduce_bw);
     out->used = 1;
+    return SMOE_OK;
+}
+
+smoe_status calib_layer_figures(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
+                                void (*idle)(void *), void *ud, double share, smoe_hw *hw,
+                                calib_dcn *out, smoe_err *err)
+{
+    const int near = nodes == 1;
+    *out = (calib_dcn){ .lat = near ? hw->ici_latency : hw->dcn_latency,
+                        .bw = near ? hw->ici_bandwidth / 2 : hw->dcn_bandwidth };
+    smoe_status s = calib_layer_gathers(rt, plan, nodes, per_node, idle, ud, out, err);
+    if (s || !out->used)
+        return s;
+    if (near) { /* ici_bandwidth is 2x the cost model's within-node rate */
+        hw->ici_latency = out->lat;
+        hw->ici_bandwidth = 2 * out->bw;
+        hw->ici_reduce_latency = out->reduce_lat;
+        hw->ici_reduce_bandwidth = 2 * out->reduce_bw;
+    } else {
+        hw->dcn_latency = out->lat;
+        hw->dcn_bandwidth = out->bw;
+        hw->dcn_reduce_latency = out->reduce_lat;
+        hw->dcn_reduce_bandwidth = out->reduce_bw;
+    }
+    if (out->cpu_share > 0) /* the sets' CPU time at the rates' share of a core */
+        hw->gather_core_fraction = fmin(1, fmax(1e-3, out->cpu_share / fmax(share, 1e-3)));
     return SMOE_OK;
 }

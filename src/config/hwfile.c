@@ -109,6 +109,9 @@ static const struct hw_key {
     { "core_share", HW(core_share), 0, 0, { 1e-3, 1, 0, 1 } },
     { "dcn_reduce_bandwidth", HW(dcn_reduce_bandwidth), 0, 0, BW0 },
     { "dcn_reduce_latency", HW(dcn_reduce_latency), 0, 0, SECS },
+    { "ici_reduce_bandwidth", HW(ici_reduce_bandwidth), 0, 0, BW0 },
+    { "ici_reduce_latency", HW(ici_reduce_latency), 0, 0, SECS },
+    { "gather_core_fraction", HW(gather_core_fraction), 0, 0, { 1e-3, 1, 0, 1 } },
 };
 #define N_HW ((int)(sizeof k_hw / sizeof k_hw[0]))
 

@@ -20,8 +20,15 @@
  * the work exceeds it, the difference is the ranks arriving apart at the
  * sync points (a unit's first gather, an expert exchange: where a rank
  * that is ahead waits while the others compute), spread evenly over the
- * path's sync points, and the loop runs again with that wait. The step is
- * the larger of the two bounds. This takes the place of the profile's
+ * path's sync points, and the loop runs again with that wait. Where the
+ * profile measured the cores' part of a layer's gathers
+ * (gather_core_fraction f: on one host they take 3-5x the one-weight
+ * sweep's sum, most of the rest the ranks waiting on each other's turns),
+ * that rest runs during the wait, all members being on the host: the
+ * last rank still does its own part, f of the gathers' time, after it
+ * arrives, so a sync point takes max(gathers, wait + f x gathers)
+ * (wait + gathers, added, made the no-prefetch wait 1.4-1.5x training's).
+ * The step is the larger of the two bounds. This takes the place of the profile's
  * sync_skew, which measured the same time-slicing after one layer of
  * compute; a profile without core_share (or with whole cores per rank)
  * runs once at the profile's rates with its sync_skew.
@@ -51,7 +58,7 @@ static smoe_status step(const smoe_sim_model *m, const smoe_sim_sched *s, const 
                         smoe_sim_result *r, smoe_trace *trace)
 {
     double share = m->hw.core_share, cores = share * m->hw.devices_per_node;
-    sim_pass p = { 1, m->skew };
+    sim_pass p = { 1, m->skew, 0 };
     sim_pass_out o;
     if (strcmp(m->hw.kind, "cpu") != 0 || !(share > 0 && share < 1) || on_network(m))
         return sim_run_pass(m, s, sc, &p, r, &o, trace);
@@ -62,6 +69,7 @@ static smoe_status step(const smoe_sim_model *m, const smoe_sim_sched *s, const 
         return st;
     double work = o.work_s, path = r->step_s;
     p.skew = o.nsync > 0 && work > path ? (work - path) / o.nsync : 0;
+    p.overlap = 1;
     if ((st = sim_run_pass(m, s, sc, &p, r, &o, trace)))
         return st;
     r->step_s = fmax(r->step_s, work);

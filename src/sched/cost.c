@@ -17,6 +17,7 @@ typedef struct cost {
     double eff; /* compute_efficiency: > 0 times every FLOP at peak x eff and
                    folds memory-bound work into it (it was measured that way) */
     double ici, dcn; /* one-direction bytes/s per device */
+    double ici_lat;  /* s per within-node step */
     double dcn_lat;  /* s per cross-node step */
     double *net;     /* when set, coll() adds the part of its time that is
                         not work of the cores but the network's (cpu profiles) */
@@ -118,22 +119,46 @@ void sim_stage_far(const smoe_mesh *m, const smoe_axes *axes, double dpn, double
     *far_steps = (double)*g / *gl - 1;
 }
 
-void smoe_sim_gather_far(const smoe_gather *g, const smoe_mesh *m, double devices_per_node,
-                         double scale, double *far_bytes, double *far_steps)
+/* Both parts of a gather's stages: t[0..1] the near bytes and steps (as
+ * coll_at counts them on cpu profiles), t[2..3] the far ones. */
+static void gather_parts(const smoe_gather *g, const smoe_mesh *m, double dpn, double scale,
+                         double t[4])
 {
     double local = (double)g->bytes_in * scale;
-    *far_bytes = *far_steps = 0;
+    t[0] = t[1] = t[2] = t[3] = 0;
     for (int d = 0; d < g->rank; d++) {
         const smoe_axes *ax = &g->axes[d];
         if (!ax->n)
             continue;
-        double grp = (double)smoe_axes_size(ax, m), gl, fb, fs;
+        double grp = (double)smoe_axes_size(ax, m), gl, fb, fs, bytes = local * (grp - 1);
         int64_t n;
-        sim_stage_far(m, ax, devices_per_node, local * (grp - 1), &n, &gl, &fb, &fs);
-        *far_bytes += fb;
-        *far_steps += fs;
+        sim_stage_far(m, ax, dpn, bytes, &n, &gl, &fb, &fs);
+        if (n > 1 && gl > 1) {
+            t[0] += bytes * (gl - 1) / (double)(n - 1);
+            t[1] += gl - 1;
+        }
+        t[2] += fb;
+        t[3] += fs;
         local *= grp;
     }
+}
+
+void smoe_sim_gather_far(const smoe_gather *g, const smoe_mesh *m, double devices_per_node,
+                         double scale, double *far_bytes, double *far_steps)
+{
+    double t[4];
+    gather_parts(g, m, devices_per_node, scale, t);
+    *far_bytes = t[2];
+    *far_steps = t[3];
+}
+
+void smoe_sim_gather_near(const smoe_gather *g, const smoe_mesh *m, double devices_per_node,
+                          double scale, double *near_bytes, double *near_steps)
+{
+    double t[4];
+    gather_parts(g, m, devices_per_node, scale, t);
+    *near_bytes = t[0];
+    *near_steps = t[1];
 }
 
 /* A collective moving `bytes` per device into (or out of) it over `axes`.
@@ -166,7 +191,7 @@ static double coll_at(const cost *c, const smoe_axes *axes, double bytes, double
     double t_local = bytes * (gl - 1) / (double)(g - 1) / ici;
     double t_far = far_bytes / c->dcn;
     double steps_local = strcmp(c->hw->kind, "tpu") == 0 ? 3 * (cbrt(gl) - 1) : gl - 1;
-    double lat = steps_local * c->hw->ici_latency;
+    double lat = steps_local * c->ici_lat;
     if (far > 0 && one_round && strcmp(c->hw->kind, "cpu") == 0)
         lat = 0; /* the within-node blocks arrive during the cross-node round */
     lat += far_steps * c->dcn_lat;
@@ -395,12 +420,17 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     m->wire_bytes = sh->wire_bytes > 0 ? sh->wire_bytes : 0;
     c.overhead = hw->op_overhead;
     c.ici = hw->ici_bandwidth / 2 / hw->devices_per_chip;
+    c.ici_lat = hw->ici_latency;
     c.dcn = hw->dcn_bandwidth / hw->devices_per_chip;
     c.dcn_lat = hw->dcn_latency;
-    /* the gradient reductions across nodes: their own figures where the
-     * profile measured them (cpu: the MPI library's reduce-scatter is not
-     * the gather's transpose on the wire) */
+    /* the gradient reductions: their own figures where the profile
+     * measured them (cpu: the MPI library's reduce-scatter is not the
+     * gather's transpose on the wire), within and across nodes */
     cost cr = c;
+    if (hw->ici_reduce_bandwidth > 0) {
+        cr.ici = hw->ici_reduce_bandwidth / 2 / hw->devices_per_chip;
+        cr.ici_lat = hw->ici_reduce_latency;
+    }
     if (hw->dcn_reduce_bandwidth > 0) {
         cr.dcn = hw->dcn_reduce_bandwidth / hw->devices_per_chip;
         cr.dcn_lat = hw->dcn_reduce_latency;

@@ -91,7 +91,8 @@ double sim_engine(sim *x, double *freep, double t, double dur, int lane, const c
 /* A gradient reduction of weight w on the reduction engine. */
 double sim_reduction(sim *x, const sim_w *w, double t, double dur)
 {
-    return sim_engine_u(x, x->reng, t, dur, LANE_COMM, "reduce-scatter", -1, 1 - w->rs_net);
+    return sim_engine_u(x, x->reng, t, dur, LANE_COMM, "reduce-scatter", -1,
+                        sim_core_part(x, w->rs_net));
 }
 
 /* An op the compute waits for, issued at t on the gather engine: it waits

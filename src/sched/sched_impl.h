@@ -78,9 +78,12 @@ static inline int sim_unit_layer(int L, int u) { return u < L ? u : 2 * L - 1 - 
 
 /* One pass of the event simulation (sim.c): compute segments take `rate`
  * times the model's (every-rank-busy) time, and every sync point waits
- * `skew` s for the last rank. */
+ * `skew` s for the last rank; with `overlap`, the part of the unit's
+ * gathers that is not the cores' work (gather_core_fraction) runs during
+ * that wait. */
 typedef struct sim_pass {
     double rate, skew;
+    int overlap;
 } sim_pass;
 typedef struct sim_pass_out {
     double work_s; /* the rank's CPU work at the every-rank-busy rate: the

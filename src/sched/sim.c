@@ -104,7 +104,17 @@ static void issue(sim *x, int u, int w, double frac, double t)
         /* a sync point: also waits for a reductions' root (not at the step's
          * start, which follows the last step's blocking all-reduces) */
         x->nsync++;
-        dur += x->p.skew + x->lag;
+        double skew = x->p.skew;
+        if (x->p.overlap && x->core_frac > 0) {
+            /* the last rank, arriving `skew` late, still does its own part
+             * of the unit's gathers (their cores' part); their waits on
+             * the others' turns ran meanwhile */
+            double set = 0;
+            for (int i = 0; i < k->nw; i++)
+                set += pre_time(x, &k->w[i]);
+            skew = fmax(0, skew - (1 - x->core_frac) * set);
+        }
+        dur += skew + x->lag;
         x->lag = 0;
     }
     x->r.gather_busy_s += dur;
@@ -112,7 +122,7 @@ static void issue(sim *x, int u, int w, double frac, double t)
      * projections), or the routed down projection (split) */
     int grp = !x->split || !k->w[w].routed ? 0 : k->w[w].down ? 2 : 1;
     double end = sim_engine_u(x, &x->geng, t, dur, LANE_GATHER, k->w[w].name, 3 * u + grp,
-                          1 - k->w[w].pre_net);
+                          sim_core_part(x, k->w[w].pre_net));
     double *ge = grp == 2 ? &x->gend_down[u] : grp ? &x->gend_exp[u] : &x->gend[u];
     if (end > *ge)
         *ge = end;
@@ -466,6 +476,7 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
     }
     x->split = strcmp(m->hw.kind, "cpu") != 0;
     x->mx = s->family == SMOE_SCHED_MAXTEXT;
+    x->core_frac = m->hw.gather_core_fraction;
     /* On a shared engine XLA's own collectives let an exchange go ahead of
      * queued gathers (assumed: its scheduler runs first the op the compute
      * waits for). MaxText's tagged gathers without the dedicated SparseCore

@@ -53,6 +53,7 @@ typedef struct sim {
     sim_pool P;              /* its buffers (pool.c) */
     int gb;                  /* the backward unit's gradient buffer in P, -1: none */
     double lag;              /* the reductions' root behind the others (cpu) */
+    double core_frac;        /* the profile's gather_core_fraction (cpu; 0: none) */
     sim_pass p;              /* this pass's compute rate and sync wait (cores.c) */
     double work;             /* the rank's CPU work, at the every-rank-busy rate */
     int nsync;               /* sync points met */
@@ -70,5 +71,14 @@ double sim_engine(sim *x, double *freep, double t, double dur, int lane, const c
 double sim_reduction(sim *x, const sim_w *w, double t, double dur);
 double sim_urgent(sim *x, double t, double dur, int lane, const char *name);
 double sim_exchange(sim *x, double t, double dur);
+
+/* The cores' part of a gather's or reduction's time whose network part
+ * is `net`: the profile's measured share of a layer's collectives where it
+ * has one (the ranks' CPU time in them: their polling and copies, and
+ * across hosts the TCP stack's), else everything but the network part. */
+static inline double sim_core_part(const sim *x, double net)
+{
+    return x->core_frac > 0 ? x->core_frac : 1 - net;
+}
 
 #endif
