@@ -56,17 +56,17 @@ double calib_spread(const double *v, int n);
  * model's terms instead (smoe_sim_gather_near): lat per within-host step
  * (ici_latency), bw the near bytes per second (ici_bandwidth / 2, coll_at's
  * rate). Collective. */
-typedef struct calib_dcn {
+typedef struct calib_sets {
     double lat, bw;               /* in: the sweep's; out: the gathers' */
     double reduce_lat, reduce_bw; /* out: the reductions' (when used) */
     double step_bytes;            /* out: bytes per step of the model's layers */
     double cpu_share;             /* out: the ranks' CPU time in the sets over their wall
                                      time (a rank computing alone on its core: 1) */
     int used;
-} calib_dcn;
+} calib_sets;
 SMOE_MUST_CHECK
 smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
-                                void (*idle)(void *), void *ud, calib_dcn *out, smoe_err *err);
+                                void (*idle)(void *), void *ud, calib_sets *out, smoe_err *err);
 /* The profile's figures from those sets, into hw (which holds the sweep's
  * on entry): on one host ici_latency, ici_bandwidth and ici_reduce_*,
  * across hosts dcn_latency, dcn_bandwidth and dcn_reduce_*, and both ways
@@ -76,6 +76,6 @@ smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, i
 SMOE_MUST_CHECK
 smoe_status calib_layer_figures(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
                                 void (*idle)(void *), void *ud, double share, smoe_hw *hw,
-                                calib_dcn *out, smoe_err *err);
+                                calib_sets *out, smoe_err *err);
 
 #endif

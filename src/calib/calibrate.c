@@ -687,7 +687,7 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
                                        fig[3], err)))
         return s;
     /* a layer's gathers and reductions as training issues them */
-    calib_dcn sets;
+    calib_sets sets;
     if ((s = calib_layer_figures(rt, plan, nodes, per_node, run_layer_work, &work, share, &hw,
                                  &sets, err)))
         return s;

@@ -176,7 +176,7 @@ static void fit_sets(const double *xs, double *ys, int n, double *lat, double *b
 }
 
 smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
-                                void (*idle)(void *), void *ud, calib_dcn *out, smoe_err *err)
+                                void (*idle)(void *), void *ud, calib_sets *out, smoe_err *err)
 {
     out->used = 0;
     const int near = nodes == 1; /* one host: the within-node terms, on any mesh */
@@ -220,7 +220,8 @@ smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, i
     }
     out->cpu_share = busy[1] > 0 ? busy[0] / busy[1] : 0;
     if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
-        fprintf(stderr, "layer sets: the ranks' CPU time over their wall time %.3f\n", out->cpu_share);
+        fprintf(stderr, "layer sets: the ranks' CPU time over their wall time %.3f\n",
+                out->cpu_share);
     double xs[6], ys[6], yr[6], one = 0; /* one: a step of the model's own layers */
     int n = 0, n1 = 0;
     for (int j = 0; j < nset; j++) {
@@ -256,10 +257,10 @@ smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, i
 
 smoe_status calib_layer_figures(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
                                 void (*idle)(void *), void *ud, double share, smoe_hw *hw,
-                                calib_dcn *out, smoe_err *err)
+                                calib_sets *out, smoe_err *err)
 {
     const int near = nodes == 1;
-    *out = (calib_dcn){ .lat = near ? hw->ici_latency : hw->dcn_latency,
+    *out = (calib_sets){ .lat = near ? hw->ici_latency : hw->dcn_latency,
                         .bw = near ? hw->ici_bandwidth / 2 : hw->dcn_bandwidth };
     smoe_status s = calib_layer_gathers(rt, plan, nodes, per_node, idle, ud, out, err);
     if (s || !out->used)
