@@ -30,8 +30,8 @@
  * (wait + gathers, added, made the no-prefetch wait 1.4-1.5x training's).
  * The step is the larger of the two bounds. This takes the place of the
  * profile's sync_skew, which measured the same time-slicing after one
- * layer of compute; a profile without core_share (or with whole cores per rank)
- * runs once at the profile's rates with its sync_skew.
+ * layer of compute; a profile without core_share (or with whole cores per
+ * rank) runs once at the profile's rates with its sync_skew.
  * Only on one host. Across hosts the work is not all counted: the
  * transfers' part on the network (pre_net, rs_net) is the kernel's TCP
  * work, which on hosts that share cores (the netns hosts of the tests and

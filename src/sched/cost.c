@@ -109,11 +109,15 @@ static double local_members(const cost *c, const smoe_axes *axes, int64_t *g)
 }
 
 void sim_stage_far(const smoe_mesh *m, const smoe_axes *axes, double dpn, double bytes,
-                   int64_t *g, double *gl, double *far_bytes, double *far_steps)
+                   int64_t *g, double *gl, double *near_bytes, double *far_bytes,
+                   double *far_steps)
 {
     *gl = sim_local_members(m, axes, (int64_t)dpn, g);
-    *far_bytes = *far_steps = 0;
-    if (*g <= 1 || bytes <= 0 || *gl >= (double)*g)
+    *near_bytes = *far_bytes = *far_steps = 0;
+    if (*g <= 1 || bytes <= 0)
+        return;
+    *near_bytes = bytes * (*gl - 1) / (double)(*g - 1);
+    if (*gl >= (double)*g)
         return;
     *far_bytes = bytes * ((double)*g - *gl) / (double)(*g - 1);
     *far_steps = (double)*g / *gl - 1;
@@ -130,11 +134,11 @@ static void gather_parts(const smoe_gather *g, const smoe_mesh *m, double dpn, d
         const smoe_axes *ax = &g->axes[d];
         if (!ax->n)
             continue;
-        double grp = (double)smoe_axes_size(ax, m), gl, fb, fs, bytes = local * (grp - 1);
+        double grp = (double)smoe_axes_size(ax, m), gl, nb, fb, fs;
         int64_t n;
-        sim_stage_far(m, ax, dpn, bytes, &n, &gl, &fb, &fs);
-        if (n > 1 && gl > 1) {
-            t[0] += bytes * (gl - 1) / (double)(n - 1);
+        sim_stage_far(m, ax, dpn, local * (grp - 1), &n, &gl, &nb, &fb, &fs);
+        if (nb > 0) {
+            t[0] += nb;
             t[1] += gl - 1;
         }
         t[2] += fb;
@@ -182,13 +186,14 @@ static double coll_at(const cost *c, const smoe_axes *axes, double bytes, double
                       int one_round)
 {
     int64_t g;
-    double gl, far_bytes, far_steps;
-    sim_stage_far(c->mesh, axes, c->hw->devices_per_node, bytes, &g, &gl, &far_bytes, &far_steps);
+    double gl, near_bytes, far_bytes, far_steps;
+    sim_stage_far(c->mesh, axes, c->hw->devices_per_node, bytes, &g, &gl, &near_bytes, &far_bytes,
+                  &far_steps);
     if (g <= 1 || bytes <= 0)
         return 0;
     double ici = bw_override > 0 ? bw_override : c->ici;
     double far = (double)g - gl;
-    double t_local = bytes * (gl - 1) / (double)(g - 1) / ici;
+    double t_local = near_bytes / ici;
     double t_far = far_bytes / c->dcn;
     double steps_local = strcmp(c->hw->kind, "tpu") == 0 ? 3 * (cbrt(gl) - 1) : gl - 1;
     double lat = steps_local * c->ici_lat;

@@ -99,11 +99,13 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
  * Closed form, O(mesh axes). */
 double sim_local_members(const smoe_mesh *m, const smoe_axes *axes, int64_t dpn, int64_t *g);
 /* One stage of a collective over `axes` moving `bytes` into device 0: *g
- * members, *gl of them on its node, *far_bytes of the bytes from the
- * others (bytes x (g - gl) / (g - 1)) over *far_steps cross-node steps
- * (g / gl - 1). The one owner of these terms (coll_at, smoe_sim_gather_far). */
+ * members, *gl of them on its node, *near_bytes of the bytes from those
+ * (bytes x (gl - 1) / (g - 1)), *far_bytes from the others (bytes x
+ * (g - gl) / (g - 1)) over *far_steps cross-node steps (g / gl - 1). The
+ * one owner of these terms (coll_at, smoe_sim_gather_far, _near). */
 void sim_stage_far(const smoe_mesh *m, const smoe_axes *axes, double dpn, double bytes,
-                   int64_t *g, double *gl, double *far_bytes, double *far_steps);
+                   int64_t *g, double *gl, double *near_bytes, double *far_bytes,
+                   double *far_steps);
 
 /* smoe train's prefetch executor as the simulator runs it (pool.c, cpu
  * profiles): entries in list order, a pool of (the schedule's max distance

@@ -105,14 +105,15 @@ static void issue(sim *x, int u, int w, double frac, double t)
          * start, which follows the last step's blocking all-reduces) */
         x->nsync++;
         double skew = x->p.skew;
-        if (x->p.overlap && x->core_frac > 0) {
+        const double f = x->m->hw.gather_core_fraction;
+        if (x->p.overlap && f > 0) {
             /* the last rank, arriving `skew` late, still does its own part
              * of the unit's gathers (their cores' part); their waits on
              * the others' turns ran meanwhile */
             double set = 0;
             for (int i = 0; i < k->nw; i++)
                 set += pre_time(x, &k->w[i]);
-            skew = fmax(0, skew - (1 - x->core_frac) * set);
+            skew = fmax(0, skew - (1 - f) * set);
         }
         dur += skew + x->lag;
         x->lag = 0;
@@ -476,7 +477,6 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
     }
     x->split = strcmp(m->hw.kind, "cpu") != 0;
     x->mx = s->family == SMOE_SCHED_MAXTEXT;
-    x->core_frac = m->hw.gather_core_fraction;
     /* On a shared engine XLA's own collectives let an exchange go ahead of
      * queued gathers (assumed: its scheduler runs first the op the compute
      * waits for). MaxText's tagged gathers without the dedicated SparseCore

@@ -53,7 +53,6 @@ typedef struct sim {
     sim_pool P;              /* its buffers (pool.c) */
     int gb;                  /* the backward unit's gradient buffer in P, -1: none */
     double lag;              /* the reductions' root behind the others (cpu) */
-    double core_frac;        /* the profile's gather_core_fraction (cpu; 0: none) */
     sim_pass p;              /* this pass's compute rate and sync wait (cores.c) */
     double work;             /* the rank's CPU work, at the every-rank-busy rate */
     int nsync;               /* sync points met */
@@ -78,7 +77,8 @@ double sim_exchange(sim *x, double t, double dur);
  * across hosts the TCP stack's), else everything but the network part. */
 static inline double sim_core_part(const sim *x, double net)
 {
-    return x->core_frac > 0 ? x->core_frac : 1 - net;
+    const double f = x->m->hw.gather_core_fraction;
+    return f > 0 ? f : 1 - net;
 }
 
 #endif
