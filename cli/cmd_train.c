@@ -31,6 +31,7 @@ static void usage(FILE *f)
             "                  [--comm-timeout SECONDS] [--checkpoint-dir DIR]\n"
             "                  [--checkpoint-every N] [--checkpoint-keep N] [--resume]\n"
             "                  [--schedule FILE | --hbm-budget BYTES [--hardware NAME|FILE]]\n"
+            "  as root or with more ranks than cores: scripts/mpirun.sh -np N build/smoe train ...\n"
             "\n"
             "  the mesh: mesh_axes and ici_* from the config (one -1 filled from the\n"
             "  number of ranks); defaults: --base configs/train.yml (base.yml plus\n"
