@@ -13,8 +13,9 @@ nvcc --version | tail -1; cmake --version | head -1; gcc --version | head -1
 python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())'
 ldd build/smoe | grep 'not found'
 # NCCL comes with PyTorch's wheel there; cuBLASLt with the CUDA toolkit
-nccl=$(python3 -c "import glob; print(sorted(glob.glob('/opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl/lib'))[0])")
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$nccl:${LD_LIBRARY_PATH:-}
+nccl=$(python3 -c "import importlib.util as u; print(list(u.find_spec('nvidia.nccl').submodule_search_locations)[0] + '/lib')")
+cuda=$(dirname "$(dirname "$(command -v nvcc)")")
+export LD_LIBRARY_PATH=$cuda/lib64:$nccl:${LD_LIBRARY_PATH:-}
 "$probe"
 echo "--- two processes on one GPU, a distinct NCCL_HOSTID each"
 id=$(mktemp -u)
