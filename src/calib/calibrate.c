@@ -24,7 +24,8 @@ typedef void (*bench_fn)(void *ud);
 /* Every rate a median over CALIB_ROUNDS (more while they spread, up to
  * CALIB_MAX_ROUNDS) interleaved samples of about CALIB_TARGET_S each
  * (probe.c): timed as best of 5 over a few ms, a quiet machine's rates
- * moved 16-99 % between two calibrations. */
+ * did not repeat between two calibrations
+ * (bench/results/2026-12-01-budget-sim-train.md). */
 enum { CALIB_ROUNDS = 9 };
 #define CALIB_TARGET_S 0.04
 
@@ -33,10 +34,10 @@ enum { CALIB_ROUNDS = 9 };
  * not change (a rank's rate is its rate on a core times its share), so the
  * figures of one profile, timed seconds apart while others' load came and
  * went, describe one machine (at 4 ranks alone on 2 cores every share is
- * 0.50 and this is 1; under load a 64-wide sgemm came out 2.4x the 512-wide
- * rate and compute_scale 0.70, the roofline's rates and the layers timed at
- * other shares). Collectives are not scaled: their wall time is partly
- * waiting, not a core's work. */
+ * 0.50 and this is 1; under load the rates of one profile, each timed at
+ * another share, described different machines:
+ * bench/results/2026-12-02-budget-sim-train.md). Collectives are not
+ * scaled: their wall time is partly waiting, not a core's work. */
 static double at_share(double had, double to) { return had > 0 && to > 0 ? had / to : 1; }
 
 /* The spread of each measured figure (interquartile range over the
@@ -577,11 +578,12 @@ static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe
 /* The elementwise probe's length: one activation of the model at its
  * training shape (batch x seq x emb floats, what the cost model's
  * elementwise terms move), within [2^14, 2^21]. At a fixed 2^21 (two 8 MiB
- * arrays a rank, four ranks) the working set of the two ranks on the
- * cores at a time filled this machine's 32 MiB L3, shared with whatever
- * else runs on the host: the figure fell 2.9e10 -> 1.8e10 over five
- * calibrations. The model's activations sit in a core's own L2, as this
- * probe now does for the default model (2 x 256 KiB a rank). */
+ * arrays a rank, four ranks) the working set of the ranks on the cores at
+ * a time fills a small machine's shared L3, so the figure moved with
+ * whatever else ran on the host
+ * (bench/results/2026-12-02-budget-sim-train.md). The model's
+ * activations sit in a core's own L2, and so does this probe for the
+ * default model (2 x 256 KiB a rank). */
 static int64_t act_elems(const smoe_config *cfg, const smoe_plan *plan)
 {
     smoe_model_cfg mc;

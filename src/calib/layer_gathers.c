@@ -4,9 +4,10 @@
  * back to back; training starts a layer's dozen gathers at once, up to the
  * runtime's window of them in flight, on communicators of 2 and 4 ranks,
  * and waits for each in turn: what each costs there is what the simulator
- * needs, so that is what is timed. On one host that is 3-5x the sweep's
- * sum for the default model's layers (the ranks that share a core take
- * turns at every handshake of a dozen collectives at once). */
+ * needs, so that is what is timed. On one host that is several times the
+ * sweep's sum for the default model's layers (the ranks that share a core
+ * take turns at every handshake of a dozen collectives at once; the
+ * figures: bench/results/2026-12-02-budget-sim-train.md). */
 #include "calib_impl.h"
 
 #include "smoe/model.h"

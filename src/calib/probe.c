@@ -4,17 +4,19 @@
  * ranks than cores on a small machine, so a rank's rate is its share of a
  * core over many scheduler slices. A timing of a few milliseconds sees a
  * different machine each time: a rank descheduled at the barrier starts
- * late and then runs alone on a core (a 64-wide sgemm came out at 4x the
- * rate of a 512-wide one), or shares it for the whole window, and a
- * best-of-N picks whichever came last. So every sample here is a window
- * long enough to span many slices (`target` seconds, calls per sample
- * agreed by all ranks from a pilot), with every rank running the same
- * kernel at once and the slowest rank's time taken; the probes of one
- * measurement take turns round by round (a load change falls on all of
- * them alike); the figure is the median over the rounds and its spread the
- * interquartile range over the median. While any probe's spread is over
- * CALIB_SPREAD_GOAL, rounds are added (up to CALIB_MAX_ROUNDS): a median
- * of more samples where the machine is noisier. */
+ * late and then runs alone on a core (a 64-wide sgemm came out several
+ * times the rate of a 512-wide one:
+ * bench/results/2026-12-01-budget-sim-train.md), or shares it for the
+ * whole window, and a best-of-N picks whichever came last. So every
+ * sample here is a window long enough to span many slices (`target`
+ * seconds, calls per sample agreed by all ranks from a pilot), with every
+ * rank running the same kernel at once and the slowest rank's time taken;
+ * the probes of one measurement take turns round by round (a load change
+ * falls on all of them alike); the figure is the median over the rounds
+ * and its spread the interquartile range over the median. While any
+ * probe's spread is over CALIB_SPREAD_GOAL, rounds are added (up to
+ * CALIB_MAX_ROUNDS): a median of more samples where the machine is
+ * noisier. */
 #define _GNU_SOURCE
 #include "calib_impl.h"
 

@@ -10,9 +10,8 @@
  * bitwise the scalar expf. Not glibc's vector expf: its last-ulp
  * differences from the scalar expf are enough to move the
  * sharded-vs-single-rank training oracle (train_oracle, 5 steps, relative
- * 1e-5) past its tolerance on the MoE gate (1.7e-5 measured), as any other
- * rounding change of the sigmoid did (1 / (1 + exp(-a)) for every a:
- * 1.0e-5).
+ * 1e-5) past its tolerance on the MoE gate, as any other rounding change
+ * of the sigmoid did (bench/results/2026-12-01-sigmoid-rounding.md).
  */
 #include "smoe/kernels.h"
 

@@ -107,10 +107,10 @@ static void finish(smoe_rt *rt, rt_op *op)
  * Open MPI runs its progress engine once per MPI_Test of an incomplete
  * request, and over TCP each run is a poll() of every socket: testing the
  * ops one by one cost a poll() per op in flight at every progress call
- * (across the shaped link, poll() was 10 % of the ranks' CPU samples in
- * perf, 5 % with one call). One test call progresses every collective at
- * once (libnbc's progress is one callback over all of them) and returns
- * the same completions. */
+ * (across the shaped link, one call halved poll()'s share of the ranks'
+ * CPU: bench/results/2026-12-02-overlap.md). One test call progresses
+ * every collective at once (libnbc's progress is one callback over all of
+ * them) and returns the same completions. */
 static void test_running(smoe_rt *rt)
 {
     MPI_Request req[RT_QUEUES * RT_WINDOW];
@@ -246,25 +246,22 @@ smoe_status smoe_rt_drain(smoe_rt *rt, smoe_err *err)
 /* The progress thread polls once a millisecond, sleeping in between: a
  * thread that polled without pause (yielding the CPU between polls) took
  * the cores from the ranks' compute where ranks outnumber cores, and hid
- * less of the gathers across the shaped link than none at all (README,
- * overlap benchmark); a millisecond keeps a link of a few Gbit/s fed from
- * the socket buffers while the compute thread is inside a long kernel. */
+ * less of the gathers across the shaped link than none at all
+ * (bench/results/2026-12-01-overlap.md); a millisecond keeps a link of a
+ * few Gbit/s fed from the socket buffers while the compute thread is
+ * inside a long kernel. */
 #define RT_POLL_NS (1000 * 1000)
 
 /* The thread runs at a higher priority than the ranks' compute (its nice
  * value RT_PROGRESS_NICE, rt_impl.h; Linux gives each thread its own, by
  * its thread id). Where the ranks outnumber the cores, at the compute's
  * priority it woke behind the compute threads on the shared cores and a
- * gather across the link waited for its turn. Across the shaped link
- * (smoe train --compare, 2 hosts x 2 ranks on 2 cores, runs at nice 0 and
- * -10 taking turns): in 3 pairs the prefetched gathers left 1.9-2.4 ms a
- * step exposed at nice 0 and 0.06-0.15 ms at -10; in 4 more pairs both
- * left under 0.3 ms and the prefetch step was 94-104 ms at -10 for 99-117
- * at 0, shorter in every pair (no-prefetch's unchanged: 108-117 for
- * 108-126). It sleeps between polls, so it takes no core from the compute
- * beyond its polls. Raising it needs CAP_SYS_NICE or an RLIMIT_NICE that
- * allows it; without, the thread runs at the compute's priority and the
- * run says so (smoe_rt_progress_priority). */
+ * gather across the link waited for its turn (pairs of runs at the two
+ * priorities: bench/results/2026-12-02-overlap.md). It sleeps between
+ * polls, so it takes no core from the compute beyond its polls. Raising
+ * it needs CAP_SYS_NICE or an RLIMIT_NICE that allows it; without, the
+ * thread runs at the compute's priority and the run says so
+ * (smoe_rt_progress_priority). */
 static void raise_priority(smoe_rt *rt)
 {
     errno = 0;

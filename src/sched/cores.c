@@ -22,12 +22,14 @@
  * that is ahead waits while the others compute), spread evenly over the
  * path's sync points, and the loop runs again with that wait. Where the
  * profile measured the cores' part of a layer's gathers
- * (gather_core_fraction f: on one host they take 3-5x the one-weight
- * sweep's sum, most of the rest the ranks waiting on each other's turns),
+ * (gather_core_fraction f: on one host they take several times the
+ * one-weight sweep's sum, most of the rest the ranks waiting on each
+ * other's turns),
  * that rest runs during the wait, all members being on the host: the
  * last rank still does its own part, f of the gathers' time, after it
  * arrives, so a sync point takes max(gathers, wait + f x gathers)
- * (wait + gathers, added, made the no-prefetch wait 1.4-1.5x training's).
+ * (wait + gathers, added, over-predicted training's no-prefetch wait:
+ * bench/results/2026-12-02-budget-sim-train.md).
  * The step is the larger of the two bounds. This takes the place of the
  * profile's sync_skew, which measured the same time-slicing after one
  * layer of compute; a profile without core_share (or with whole cores per
@@ -38,7 +40,7 @@
  * benchmarks) takes the same cores; and a wait spread over the sync
  * points lengthens gathers that are already on the path. There the loop
  * runs once, as before: the every-rank-busy rates and the profile's
- * sync_skew (README, predicted vs measured). */
+ * sync_skew (docs/sim.md, "Checked against reality"). */
 #include "sched_impl.h"
 
 #include <math.h>
