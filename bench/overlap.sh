@@ -24,7 +24,7 @@
 # Needs root (network namespaces), Open MPI and python3.
 # usage: bench/overlap.sh [BUILD_DIR] [STEPS] [RATE] [KEY=VALUE|--train-flag ...]
 # (e.g. --no-progress-thread: smoe train runs its progress thread across
-# hosts by default, which the README's figures use)
+# hosts by default, which the results in bench/results/ use)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$top/build}" && pwd)

@@ -148,7 +148,7 @@ int cli_read_trace(const char *trace_path, struct smoe_trace **t, int max);
  * exchanges inside them): the median seconds med[pass][kind] (pass 0
  * forward, 1 backward; kind 0 dense, 1 MoE) over count[pass][kind] spans. */
 void cli_trace_layer_times(const char *trace_path, double med[2][2], int count[2][2]);
-/* Prefetch schedule files (schema in the README): write (schedule_json.c)
+/* Prefetch schedule files (schema in docs/formats.md): write (schedule_json.c)
  * dies with one line on error; read and parse (schedule_json_read.c)
  * return SMOE_EINVAL with where = the file (or `name`) and the first bad
  * field in the message. */

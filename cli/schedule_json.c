@@ -1,4 +1,4 @@
-/* The prefetch schedule as a JSON file (schema in the README, "schedule
+/* The prefetch schedule as a JSON file (schema in docs/formats.md, "Schedule
  * files"), written by `smoe sim --schedule-out`; the reader, used by `smoe
  * train --schedule`, is schedule_json_read.c (apart, so that the fuzz
  * target compiles it alone). */

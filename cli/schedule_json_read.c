@@ -1,4 +1,4 @@
-/* Reading a prefetch schedule file (schema in the README, "schedule
+/* Reading a prefetch schedule file (schema in docs/formats.md, "Schedule
  * files"; written by schedule_json.c): every field checked, the first bad
  * one named, then the schedule checked as a whole (smoe_schedule_check).
  * Needs only cJSON, core and sched, so the fuzz target compiles it in. */

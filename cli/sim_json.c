@@ -1,6 +1,6 @@
 /* `smoe sim --json`: {"hardware", "mesh", "shape", "schedules": {NAME: {...}},
  * "reported": {NAME: {...}}, "sources": {KEY: TEXT}, "pareto": [...]}
- * (schema in the README). */
+ * (schema in docs/formats.md). */
 #include "cli.h"
 #include "smoe/sched.h"
 

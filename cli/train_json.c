@@ -1,5 +1,5 @@
-/* `smoe train --json`: rank 0 prints one object at the end (schema in the
- * README). With --compare: {"runs": {"no_prefetch": RUN, "prefetch": RUN,
+/* `smoe train --json`: rank 0 prints one object at the end (schema in
+ * docs/formats.md). With --compare: {"runs": {"no_prefetch": RUN, "prefetch": RUN,
  * "legacy": RUN}} (with repeated --schedule: one RUN per file, keyed by
  * its path), each RUN holding the steps that schedule ran (they take
  * turns in one training run) and its summary after the warm-up round. */

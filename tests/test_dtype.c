@@ -9,7 +9,8 @@
  *  - the record streams: pack/unpack against the kernels, the in-place
  *    tail expansion against the out-of-place one, the round trip;
  *  - names, parsing and sizes.
- * It prints the measured round-trip error per dtype (the README's figures). */
+ * It prints the measured round-trip error per dtype
+ * (bench/results/2026-12-01-dtype-round-trip.md). */
 #include "smoe/dtype.h"
 
 #include <float.h>

@@ -1,7 +1,7 @@
 /* smoe config: MaxText configuration files turned into typed values, with
  * file:line:col on every error.
  *
- * Assembly follows MaxText's pyconfig (see README, "Config assembly"):
+ * Assembly follows MaxText's pyconfig (see docs/plan.md, "Config assembly"):
  *   base file (with base_config: inheritance)
  *   <- model file (models/<model_name>.yml beside the base file)
  *   <- key=value overrides (and MAXTEXT_<KEY> environment variables)
@@ -245,7 +245,7 @@ typedef struct smoe_hw {
 } smoe_hw;
 
 /* Read a profile file: name and kind strings, numbers each in its range
- * (README, "Hardware profiles"). Errors carry file:line:col. */
+ * (docs/formats.md, "Hardware profiles"). Errors carry file:line:col. */
 SMOE_MUST_CHECK
 smoe_status smoe_hw_load(const char *path, smoe_hw *hw, smoe_err *err);
 /* The same from text; `name` is the file named in locations. */

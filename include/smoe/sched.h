@@ -64,7 +64,7 @@ smoe_status smoe_trace_write(FILE *f, const char *const *fragments, const size_t
  *            of tokens + reduce-scatter of outputs);
  *   grads    reduce-scatter over the gather axes, all-reduce over the axes
  *            a weight is replicated on; AdamW over the local shards.
- * Exact formulas: README, "smoe sim". */
+ * Exact formulas: docs/sim.md, "The step model". */
 typedef enum smoe_remat { SMOE_REMAT_FULL, SMOE_REMAT_NONE, SMOE_REMAT_DOTS } smoe_remat;
 
 typedef struct smoe_sim_shape {

@@ -1,5 +1,5 @@
 /* The FSDP-prefetch gather plan of one per-layer weight, legacy and
- * co-axis (the change description; pseudo-code in the README). Pure. */
+ * co-axis (the change description; docs/plan.md, "The gather plan"). Pure. */
 #include "smoe/plan.h"
 
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* The MaxText keys that change the numbers of a training run and that smoe
  * train does not implement: each must hold the value(s) smoe implements
  * (MaxText's defaults), or the run is refused with one line naming the key,
- * where it is set, and what smoe accepts. The README's table of training
+ * where it is set, and what smoe accepts. docs/train.md's table of training
  * keys lists these next to the implemented ones and those with no effect
  * here. A key absent from the configuration has MaxText's default. */
 #include "train_impl.h"

@@ -304,7 +304,7 @@ smoe_status tr_fingerprint(const smoe_config *cfg, const smoe_plan *plan,
 SMOE_MUST_CHECK
 smoe_status tr_fingerprint_check(const smoe_comm *cm, const tr_fingerprint_t *fp, smoe_err *err);
 
-/* manifest.c: the checkpoint manifest (JSON, schema in the README) */
+/* manifest.c: the checkpoint manifest (JSON, schema in docs/formats.md) */
 #define TR_CKPT_VERSION 2 /* 2: run_id, config, layout digest in the shard header */
 #define TR_CKPT_HEADER 64 /* bytes before the slabs in a shard file */
 typedef struct tr_mweight {
