@@ -4,7 +4,8 @@
 # run from a scratch directory that looks like the repository root
 # (`build` and `scripts` are links to the real ones, so the output files the
 # commands name land in the scratch directory, never in the source tree),
-# with no environment beyond PATH and HOME, as a reader would type it.
+# with no environment beyond PATH and HOME, as a reader would type it (a
+# sanitizer build's ASAN_OPTIONS/UBSAN_OPTIONS pass through).
 # Every command must exit 0, and every FILE.svg/FILE.json it names must
 # exist afterwards. First the extraction runs on a planted README whose
 # block has a failing command, which must be caught (so the test can fail).
@@ -40,6 +41,7 @@ run_block() { # FILE DIR
     ran=$((ran + 1))
     echo "\$ $cmd"
     (cd "$2" && env -i PATH="$PATH" HOME="$2" ${launcher:+MPIRUN="$launcher"} \
+       ${ASAN_OPTIONS:+ASAN_OPTIONS="$ASAN_OPTIONS"} ${UBSAN_OPTIONS:+UBSAN_OPTIONS="$UBSAN_OPTIONS"} \
        sh -c "$cmd") </dev/null >"$2/.out" 2>&1
     rc=$?
     if [ "$rc" -ne 0 ]; then
