@@ -3,9 +3,10 @@
 # tests/README.md, bench/README.md and bench/results/*.md names a file or
 # directory that exists, and a link with #anchor names a heading (or an
 # <a id>) of the Markdown file it points to, by GitHub's rule for heading
-# anchors; and every docs/*.md is linked from README.md. Links inside
-# fenced code blocks are not links. First the check runs on a planted tree
-# whose three faults it must find (so it can fail), then on the real one.
+# anchors; every docs/*.md is linked from README.md and every
+# bench/results/*.md from bench/README.md. Links inside fenced code blocks
+# are not links. First the check runs on a planted tree whose four faults
+# it must find (so it can fail), then on the real one.
 # usage: tests/docs_links.sh SOURCE_DIR
 set -u
 src=${1:?usage: docs_links.sh SOURCE_DIR}
@@ -64,6 +65,7 @@ scan() { # README DOCUMENT...
         target = path == "" ? f : norm(dir(f) "/" path)
         print "E\t" target "\t" f "\t" link
         if (f == norm(readme)) linked[target] = 1
+        if (f ~ /\/bench\/README\.md$/) listed[target] = 1
         if (anchor != "" && target ~ /\.md$/) want[++nw] = target SUBSEP anchor SUBSEP f SUBSEP link
       }
     }
@@ -74,9 +76,12 @@ scan() { # README DOCUMENT...
         if (!((w[1], w[2]) in anch))
           print "X\t" w[3] ": link \047" w[4] "\047: no heading #" w[2] " in " w[1]
       }
-      for (g in files)
+      for (g in files) {
         if (g ~ /\/docs\/[^\/]*\.md$/ && !(g in linked))
           print "X\t" norm(readme) ": does not link " substr(g, match(g, /docs\/[^\/]*$/))
+        if (g ~ /\/bench\/results\/[^\/]*\.md$/ && !(g in listed))
+          print "X\tbench/README.md: does not list " substr(g, match(g, /results\/[^\/]*$/))
+      }
     }' "$@"
 }
 
@@ -100,7 +105,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
 # The planted tree: a missing file, a missing heading, a document the
-# README does not link; a link inside a code block and a good anchor are fine.
+# README does not link, a result bench/README.md does not list; a link
+# inside a code block and a good anchor are fine.
 mkdir -p "$tmp/tree/docs"
 cat >"$tmp/tree/README.md" <<'EOF'
 # Planted
@@ -125,11 +131,12 @@ echo '# Bench' >"$tmp/tree/bench/README.md"
 echo '# A result' >"$tmp/tree/bench/results/2000-01-01-x.md"
 check_tree "$tmp/tree" >"$tmp/planted.out"
 got=$?
-if [ "$got" -eq 3 ] && grep -q "missing.md" "$tmp/planted.out" &&
-   grep -q "#nowhere" "$tmp/planted.out" && grep -q "does not link docs/b.md" "$tmp/planted.out"; then
+if [ "$got" -eq 4 ] && grep -q "missing.md" "$tmp/planted.out" &&
+   grep -q "#nowhere" "$tmp/planted.out" && grep -q "does not link docs/b.md" "$tmp/planted.out" &&
+   grep -q "does not list results/2000-01-01-x.md" "$tmp/planted.out"; then
   ok
 else
-  bad "the planted tree gave $got faults, expected 3:"
+  bad "the planted tree gave $got faults, expected 4:"
   cat "$tmp/planted.out"
 fi
 
