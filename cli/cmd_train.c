@@ -176,6 +176,11 @@ static void print_banner(const smoe_config *cfg, const smoe_plan *p, smoe_rt *rt
            "AdamW fp32\n", smoe_dtype_name(p->gather_dtype), blk,
            smoe_dtype_name((smoe_dtype)o->reduce_dtype));
     printf("progress thread: %s\n", smoe_rt_progress_note(rt));
+    smoe_train_unapplied un[SMOE_TRAIN_MAX_UNAPPLIED];
+    int nu = smoe_train_unapplied_keys(cfg, un, SMOE_TRAIN_MAX_UNAPPLIED);
+    for (int i = 0; i < nu; i++)
+        printf("%s  %s: %s: %s\n", i ? "" : "not applied by smoe train:\n", un[i].key,
+               un[i].value, un[i].reason);
     fflush(stdout);
 }
 

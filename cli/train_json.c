@@ -49,6 +49,14 @@ static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r, int mode,
         cJSON_AddItemToObject(x, "now", cli_json_string(r->changes[i].to));
         cJSON_AddItemToArray(ch, x);
     }
+    cJSON *na = cJSON_AddArrayToObject(o, "not_applied");
+    for (int i = 0; i < r->nunapplied; i++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddItemToObject(x, "key", cli_json_string(r->unapplied[i].key));
+        cJSON_AddItemToObject(x, "value", cli_json_string(r->unapplied[i].value));
+        cJSON_AddItemToObject(x, "reason", cli_json_string(r->unapplied[i].reason));
+        cJSON_AddItemToArray(na, x);
+    }
     cJSON *steps = cJSON_AddArrayToObject(o, "steps");
     for (int64_t i = 0; i < r->nsteps; i++) {
         const smoe_train_step *s = &r->steps[i];

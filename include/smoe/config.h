@@ -70,6 +70,8 @@ typedef enum smoe_scalar_type {
     SMOE_T_MAP
 } smoe_scalar_type;
 smoe_scalar_type smoe_node_type(const smoe_node *n);
+/* 1 if n is a boolean scalar that reads true. */
+int smoe_node_bool_value(const smoe_node *n);
 const char *smoe_type_name(smoe_scalar_type t);
 /* Structural equality with typed scalars ("10_000" == "10000"). */
 int smoe_node_equal(const smoe_node *a, const smoe_node *b);
@@ -131,6 +133,11 @@ const char *smoe_config_default_dir(void);
 SMOE_MUST_CHECK
 smoe_status smoe_config_mesh(const smoe_config *c, int64_t devices,
                              int64_t slices, smoe_mesh *out, smoe_err *err);
+
+/* The parallelism key of a mesh axis without its ici_/dcn_ prefix
+ * ("fsdp" -> "fsdp_parallelism", "stage" -> "pipeline_parallelism"), or
+ * NULL for an axis with none or unknown. Static storage. */
+const char *smoe_config_axis_key(const char *axis);
 
 /* ---- MaxText accelerator names ----
  * MaxText's accelerator_to_spec_map.py (data/maxtext/topologies.tsv, at

@@ -128,6 +128,14 @@ typedef struct smoe_train_change {
     char *key, *from, *to;       /* a config key, its value in the checkpoint and now */
 } smoe_train_change;
 
+/* A MaxText key smoe train reads and does not apply (smoe_train_unapplied_keys). */
+typedef struct smoe_train_unapplied {
+    const char *key;             /* static storage */
+    char value[64];              /* its value in the config, YAML flow text (cut to fit) */
+    const char *reason;          /* static storage: what MaxText would do, what smoe train does */
+} smoe_train_unapplied;
+#define SMOE_TRAIN_MAX_UNAPPLIED 128
+
 typedef struct smoe_train_result {
     int64_t first_step;          /* 0, or the step a resumed run started at */
     char resumed_from[4300];     /* the checkpoint directory, or "" */
@@ -155,6 +163,8 @@ typedef struct smoe_train_result {
     double model_flops_per_step;     /* forward + backward, all ranks */
     char params_sha256[65];
     char recipe[640];                /* the MaxText recipe features in effect */
+    int nunapplied;                  /* keys read and not applied (smoe_train_unapplied_keys) */
+    smoe_train_unapplied unapplied[SMOE_TRAIN_MAX_UNAPPLIED];
     smoe_blas_info blas;
 } smoe_train_result;
 
@@ -175,6 +185,17 @@ const smoe_train_key *smoe_train_keys(int *n);
  * the key and its location): before anything is built from them. */
 SMOE_MUST_CHECK
 smoe_status smoe_train_check_keys(const smoe_config *cfg, smoe_err *err);
+
+/* The MaxText keys cfg sets to a value smoe train does not apply, in the
+ * order of its table (recipe_keys.c), at most cap of them into out; returns
+ * how many there are (never more than SMOE_TRAIN_MAX_UNAPPLIED). Each asks
+ * for something that leaves the numbers of a step as they are (a kernel,
+ * remat, memory or placement choice) or that smoe train takes from
+ * elsewhere (the data, the run's length, the initialisation, checkpoints);
+ * a key that would change the numbers is refused instead (smoe_train_run's
+ * checks). A key absent, null or at MaxText's default asks nothing and is
+ * not listed. Pure; out's strings are static or inside out. */
+int smoe_train_unapplied_keys(const smoe_config *cfg, smoe_train_unapplied *out, int cap);
 
 /* Run the training on the ranks of comm (their mesh: the plan's), with
  * the prefetch schedule `schedule` (NULL: o's depth, modes or budget; see

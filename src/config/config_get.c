@@ -186,6 +186,12 @@ static int axis_key(const char *axis)
     return -1;
 }
 
+const char *smoe_config_axis_key(const char *axis)
+{
+    int i = axis_key(axis);
+    return i < 0 ? NULL : k_axis_keys[i].key;
+}
+
 /* Read the prefix_* parallelism values of the mesh axes; missing keys are
  * 1 (MaxText would fail: it only happens with a trimmed base file). */
 static smoe_status read_sizes(const smoe_config *c, const smoe_mesh *m,

@@ -42,8 +42,6 @@ struct smoe_config {
 SMOE_MUST_CHECK
 smoe_status cfg_rules_from_node(smoe_arena *a, const smoe_node *n,
                                 smoe_rules *out, smoe_err *err);
-/* 1 if n is a boolean scalar that reads true. */
-int smoe_node_bool_value(const smoe_node *n);
 /* A node that is a plain scalar with the given text (arena). */
 smoe_node *cfg_scalar(smoe_arena *a, const char *text, smoe_loc loc);
 

@@ -516,65 +516,6 @@ static smoe_status load_all(const smoe_comm *cm, tr_store *st, reader *r)
     return s;
 }
 
-static char *copy_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = smoe_malloc(n);
-    if (p)
-        memcpy(p, s, n);
-    return p;
-}
-
-/* One entry of res->changes (room for it was allocated); `to` is taken
- * over. 0 when out of memory (the entry's strings are freed with res). */
-static int add_change(smoe_train_result *res, const char *key, const char *from, char *to)
-{
-    smoe_train_change *c = &res->changes[res->nchanges++];
-    c->key = copy_str(key);
-    c->from = copy_str(from ? from : "(not set)");
-    c->to = to;
-    return c->key && c->from && c->to;
-}
-
-/* The config keys that differ between the checkpoint's run and this one. */
-static smoe_status config_changes(const tr_manifest *m, const smoe_config *cfg,
-                                  const char *wire, smoe_train_result *res, smoe_err *err)
-{
-    const smoe_node *v;
-    int n = 0;
-    while (smoe_config_key_at(cfg, n, &v))
-        n++;
-    int cap = n + m->ncfg + 1; /* + the wire */
-    res->changes = smoe_calloc((size_t)(cap ? cap : 1), sizeof *res->changes);
-    if (!res->changes)
-        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    for (int i = 0; i < n; i++) { /* changed or new keys */
-        const char *k = smoe_config_key_at(cfg, i, &v);
-        char *now = tr_node_text(v);
-        const char *old = NULL;
-        for (int j = 0; j < m->ncfg && !old; j++)
-            if (strcmp(m->cfg_keys[j], k) == 0)
-                old = m->cfg_vals[j];
-        if (now && old && strcmp(old, now) == 0) {
-            smoe_free(now);
-            continue;
-        }
-        if (!add_change(res, k, old, now))
-            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    }
-    for (int j = 0; j < m->ncfg; j++) /* keys gone */
-        if (!smoe_config_get(cfg, m->cfg_keys[j]) &&
-            !add_change(res, m->cfg_keys[j], m->cfg_vals[j], copy_str("(not set)")))
-            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    /* the dtypes the gathers and reductions move (not config keys, but a
-     * resumed run in other dtypes is not the checkpoint's run continued) */
-    const char *old = m->wire ? m->wire : TR_WIRE_FP32;
-    if (wire && strcmp(old, wire) != 0 && !add_change(res, "(gather and reduce dtypes)", old,
-                                                      copy_str(wire)))
-        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    return SMOE_OK;
-}
-
 /* The checkpoint's run must be this one's in model, data and seed. */
 static smoe_status check_run(const tr_manifest *m, const tr_store *st, const tr_ckpt_opts *co,
                              const char *dir, const char *mpath, smoe_err *err)
@@ -666,7 +607,8 @@ smoe_status tr_ckpt_load(const smoe_comm *cm, tr_store *st, tr_ckpt_opts *co,
     smoe_free(r.fd);
     smoe_free(r.coords);
     if (!s && smoe_comm_rank(cm) == 0 && m.version >= 2)
-        s = config_changes(&m, co->cfg, co->wire, res, err);
+        s = tr_ckpt_changes(&m, co->cfg, co->wire, smoe_comm_mesh(cm), smoe_comm_size(cm), res,
+                            err);
     if (!s) {
         res->first_step = m.step;
         snprintf(res->resumed_from, sizeof res->resumed_from, "%s", dir);

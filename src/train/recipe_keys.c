@@ -1,26 +1,34 @@
-/* The MaxText keys that change the numbers of a training run and that smoe
- * train does not implement: each must hold the value(s) smoe implements
- * (MaxText's defaults), or the run is refused with one line naming the key,
- * where it is set, and what smoe accepts. docs/train.md's table of training
- * keys lists these next to the implemented ones and those with no effect
- * here. A key absent from the configuration has MaxText's default. */
+/* The MaxText keys smoe train reads and does not implement. Those that
+ * change the numbers of a training run must hold the value(s) smoe
+ * implements (MaxText's defaults), or the run is refused with one line
+ * naming the key, where it is set, and what smoe accepts. Those that do not
+ * (a kernel, remat, memory or placement choice) or that smoe train takes
+ * from elsewhere (the data, the run's length) are listed with the reason
+ * whenever they ask for something (smoe_train_unapplied_keys: the banner
+ * and the JSON of smoe train). docs/train.md's table of training keys
+ * lists both next to the implemented ones. A key absent from the configuration
+ * has MaxText's default. */
 #include "train_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { R_BOOL, R_INT, R_FLOAT, R_STR, R_EMPTY } rkind;
+typedef enum { R_BOOL, R_INT, R_FLOAT, R_STR, R_EMPTY, R_NONPOS } rkind;
 
-typedef struct refusal {
+typedef struct key_rule {
     const char *key;
     rkind kind;
-    const char *want; /* R_BOOL "false"/"true"; R_INT/R_FLOAT the number;
-                         R_STR values separated by '|' ("" allowed) */
-    const char *why;  /* what MaxText would do instead */
-} refusal;
+    const char *want; /* R_BOOL "false"/"true"; R_INT/R_FLOAT the number(s);
+                         R_STR the strings ("" allowed); alternatives
+                         separated by '|'; R_NONPOS: the key acts only
+                         when > 0 */
+    const char *why;  /* refused: what MaxText would do instead; not
+                         applied: what MaxText would do and what smoe
+                         train does */
+} key_rule;
 
-static const refusal k_refused[] = {
+static const key_rule k_refused[] = {
     { "opt_type", R_STR, "adamw", "another optimizer" },
     { "dtype", R_STR, "float32", "activations in another precision" },
     { "weight_dtype", R_STR, "float32", "weights in another precision" },
@@ -50,10 +58,179 @@ static const refusal k_refused[] = {
     { "moba", R_BOOL, "false", "mixture-of-block attention" },
     { "mhc_expansion_rate", R_INT, "1", "hyper-connections" },
     { "engram_layers", R_EMPTY, "[]", "engram layers" },
-    { "mlp_activations_limit", R_FLOAT, "-1", "clipped SwiGLU activations" },
+    /* moe.py apply_ffn_activation clips only when > 0 */
+    { "mlp_activations_limit", R_NONPOS, "", "clipped SwiGLU activations" },
+    /* moe.py get_ragged_buffer_size: > 0 sizes the buffer to drop tokens */
+    { "ragged_buffer_factor", R_NONPOS, "", "a ragged buffer that drops the tokens past it" },
+    { "experimental_sa_quant_q_fp8", R_BOOL, "false", "float8 queries in the attention kernel" },
+    { "experimental_sa_quant_k_fp8", R_BOOL, "false", "float8 keys in the attention kernel" },
+    /* train.py: the state it starts from, the batches, the optimizer */
+    { "load_parameters_path", R_STR, "", "another run's parameters as the start" },
+    { "load_full_state_path", R_STR, "", "another run's training state as the start" },
+    { "enable_rampup_batch_size", R_BOOL, "false",
+      "a global batch ramped up over the first samples" },
+    { "enable_diloco", R_BOOL, "false", "DiLoCo's inner and outer optimizers" },
 };
 
-static smoe_status refuse(const smoe_config *c, const refusal *r, smoe_err *err)
+/* ---- the keys read and not applied ----
+ * Each asks for something smoe train does not do that leaves the numbers
+ * of a step as they are (a kernel, memory or placement choice), or that
+ * smoe train takes from elsewhere (the data, the run's length, the
+ * initialisation, checkpoints). A key set to a value in `want` (MaxText's
+ * default, or what smoe train does anyway) asks nothing and is not listed;
+ * any other value is listed with `why`. Read at commit
+ * e591f30: configs/types.py and base.yml for the defaults; the files named
+ * in the reasons for what the keys do. */
+#define W_REMAT                                                                             \
+    "which activations MaxText recomputes in the backward or moves to the host (decoders.py " \
+    "get_remat_policy); smoe train keeps every activation of the step and recomputes none: "  \
+    "memory and time, not the numbers"
+#define W_KERNEL                                                                            \
+    "a choice among MaxText's kernels, sorts or collectives for the same computation; smoe "  \
+    "train runs its own (BLAS matmuls, MPI all-gathers and all-to-alls): the same numbers"
+#define W_DATA                                                                              \
+    "smoe train's tokens are the bytes of --data, windows of max_target_length drawn from "   \
+    "--seed: no dataset, tokenizer, packing or shuffling of MaxText's"
+#define W_INIT                                                                              \
+    "smoe train draws its own initial weights from --seed (normal, with its own scales), "    \
+    "not with MaxText's initializers"
+#define W_SLICES                                                                            \
+    "multi-slice (DCN) parallelism; smoe train's mesh is one slice of its MPI ranks "         \
+    "(mesh_axes and the ici_* keys)"
+#define W_OFFLOAD                                                                           \
+    "MaxText would keep that state in host memory; smoe train keeps it in its ranks' "        \
+    "memory: placement, not the numbers"
+#define W_CKPT                                                                              \
+    "smoe train checkpoints with --checkpoint-dir, --checkpoint-every and --checkpoint-keep"
+
+static const key_rule k_unapplied[] = {
+    /* remat (decoders.py, maxtext_utils.get_save_and_offload_names) */
+    { "remat_policy", R_STR, "full", W_REMAT },
+    { "decoder_layer_input", R_STR, "device", W_REMAT },
+    { "context", R_STR, "remat", W_REMAT },
+    { "mlpwi", R_STR, "remat", W_REMAT },
+    { "mlpwi_0", R_STR, "remat", W_REMAT },
+    { "mlpwi_1", R_STR, "remat", W_REMAT },
+    { "mlpwo", R_STR, "remat", W_REMAT },
+    { "moe_mlpwi_0", R_STR, "remat", W_REMAT },
+    { "moe_mlpwi_1", R_STR, "remat", W_REMAT },
+    { "moe_mlpwo", R_STR, "remat", W_REMAT },
+    { "query_proj", R_STR, "remat", W_REMAT },
+    { "key_proj", R_STR, "remat", W_REMAT },
+    { "value_proj", R_STR, "remat", W_REMAT },
+    { "kv_proj", R_STR, "remat", W_REMAT },
+    { "qkv_proj", R_STR, "remat", W_REMAT },
+    { "out_proj", R_STR, "remat", W_REMAT },
+    { "query_wa_proj", R_STR, "remat", W_REMAT },
+    { "kv_wa_proj", R_STR, "remat", W_REMAT },
+    { "mla_q", R_STR, "remat", W_REMAT },
+    { "mla_kv", R_STR, "remat", W_REMAT },
+    { "attention_out", R_STR, "remat", W_REMAT },
+    /* the MoE layer (moe.py) */
+    { "use_ring_of_experts", R_BOOL, "false",
+      "MaxText's ring of experts all-gathers the tokens over the expert axis, runs each shard's "
+      "experts on them and reduce-scatters the outputs; smoe train sends each token to its "
+      "experts' ranks and back by all-to-all, which computes the same numbers" },
+    { "sparse_matmul", R_BOOL, "true",
+      "false selects MaxText's dense path (einsums over dispatch masks); smoe train always runs "
+      "the sparse one: tokens sorted by expert, one matmul per expert" },
+    { "megablox", R_BOOL, "true",
+      "false makes MaxText's grouped matmul jax.lax.ragged_dot instead of the Megablox kernel; "
+      "smoe train runs one BLAS matmul per expert: the same products" },
+    { "use_custom_sort_vjp", R_BOOL, "true", W_KERNEL },
+    { "use_ragged_sort", R_BOOL, "false", W_KERNEL },
+    { "use_gather_mosaic_kernel", R_BOOL, "false", W_KERNEL },
+    { "ragged_gather_fallback", R_BOOL, "false", W_KERNEL },
+    { "ragged_gather_reduce_fallback", R_BOOL, "false", W_KERNEL },
+    { "merge_gating_gmm", R_BOOL, "false", W_KERNEL },
+    { "use_tokamax_gmm", R_BOOL, "false", W_KERNEL },
+    { "use_gmm_v2", R_BOOL, "false", W_KERNEL },
+    { "num_moe_token_chunks", R_INT, "1", W_KERNEL },
+    { "moe_chunk_barrier", R_BOOL, "false", W_KERNEL },
+    { "num_moe_emb_chunks", R_INT, "0", W_KERNEL },
+    { "moe_dispatch_no_expert_sharding", R_BOOL, "false", W_KERNEL },
+    { "moe_fsdp_use_two_stage_all_gather", R_BOOL, "false", W_KERNEL },
+    { "dense_fsdp_use_two_stage_all_gather", R_BOOL, "false", W_KERNEL },
+    /* attention, embedding, loss, precision */
+    { "attention", R_STR, "autoselected",
+      "the attention kernel MaxText would run (dot_product, flash, cudnn_flash_te, ...); smoe "
+      "train computes the causal softmax attention with its own kernels: the same numbers" },
+    { "use_tokamax_splash", R_BOOL, "false", W_KERNEL },
+    { "use_jax_splash", R_BOOL, "false", W_KERNEL },
+    { "use_splash_scheduler", R_BOOL, "false", W_KERNEL },
+    { "use_sliced_mla_proj", R_BOOL, "false", W_KERNEL },
+    { "mla_qk_head_chunk_size", R_INT, "0",
+      "MaxText would compute MLA's q.k in chunks of heads to save memory; smoe train computes "
+      "it in one pass: the same numbers" },
+    { "use_iota_embed", R_BOOL, "false",
+      "MaxText would look the tokens up as a one-hot matmul (embeddings.py) instead of a "
+      "gather; smoe train gathers the embedding rows: the same numbers" },
+    { "num_vocab_tiling", R_INT, "1",
+      "MaxText would compute the logits and cross-entropy in tiles to save memory; smoe train "
+      "computes them its own way: the same loss" },
+    { "vocab_tiling_ag_once", R_BOOL, "false", W_KERNEL },
+    { "matmul_precision", R_STR, "default|bfloat16|highest|float32",
+      "XLA's matmul precision; smoe train multiplies float32 by float32 with float32 sums "
+      "(XLA's highest) whatever this asks" },
+    { "rope_pairwise", R_BOOL, "false",
+      "MaxText would compute the interleaved rotation on real pairs instead of complex numbers "
+      "(embeddings.py): the same rotation, which smoe train applies with rope_interleave" },
+    /* memory and placement */
+    { "optimizer_memory_host_offload", R_BOOL, "false", W_OFFLOAD },
+    { "parameter_memory_host_offload", R_BOOL, "false", W_OFFLOAD },
+    { "shard_optimizer_over_data", R_BOOL, "false",
+      "ZeRO-1: MaxText would shard the optimizer state over the data axis; smoe train shards "
+      "each weight's AdamW moments as the weight itself: placement, not the numbers" },
+    { "hardware", R_STR, "tpu|cpu", "smoe train runs on the CPU cores of its MPI ranks" },
+    { "num_slices", R_INT, "-1|1", W_SLICES },
+    { "dcn_diloco_parallelism", R_INT, "1|-1", W_SLICES },
+    { "dcn_data_parallelism", R_INT, "1|-1", W_SLICES },
+    { "dcn_fsdp_parallelism", R_INT, "1|-1", W_SLICES },
+    { "dcn_fsdp_transpose_parallelism", R_INT, "1|-1", W_SLICES },
+    { "dcn_sequence_parallelism", R_INT, "1|-1", W_SLICES },
+    { "dcn_context_parallelism", R_INT, "1|-1", W_SLICES },
+    { "dcn_context_usp_ulysses_parallelism", R_INT, "1|-1", W_SLICES },
+    { "dcn_context_autoregressive_parallelism", R_INT, "1|-1", W_SLICES },
+    { "dcn_tensor_parallelism", R_INT, "1|-1", W_SLICES },
+    { "dcn_tensor_sequence_parallelism", R_INT, "1|-1", W_SLICES },
+    { "dcn_pipeline_parallelism", R_INT, "1|-1", W_SLICES },
+    { "dcn_expert_parallelism", R_INT, "1|-1", W_SLICES },
+    { "dcn_autoregressive_parallelism", R_INT, "1|-1", W_SLICES },
+    /* the run: its length, start, data, checkpoints, evaluation */
+    { "steps", R_INT, "150001",
+      "the run's length is --steps (learning_rate_schedule_steps: -1 follows it)" },
+    { "init_weights_seed", R_INT, "0", W_INIT },
+    { "dense_init_scale", R_FLOAT, "1", W_INIT },
+    { "dataset_type", R_STR, "tfds", W_DATA },
+    { "dataset_path", R_STR, "", W_DATA },
+    { "dataset_name", R_STR, "c4/en:3.1.0", W_DATA },
+    { "train_split", R_STR, "train", W_DATA },
+    { "hf_path", R_STR, "", W_DATA },
+    { "hf_name", R_STR, "", W_DATA },
+    { "hf_data_dir", R_STR, "", W_DATA },
+    { "hf_train_files", R_STR, "", W_DATA },
+    { "grain_train_files", R_STR, "", W_DATA },
+    { "grain_train_mixture_config_path", R_STR, "", W_DATA },
+    { "tokenizer_path", R_STR, "", W_DATA },
+    { "tokenizer_type", R_STR, "sentencepiece", W_DATA },
+    { "tokenize_train_data", R_BOOL, "true", W_DATA },
+    { "add_bos", R_BOOL, "true", W_DATA },
+    { "add_eos", R_BOOL, "true", W_DATA },
+    { "packing", R_BOOL, "true", W_DATA },
+    { "enable_data_shuffling", R_BOOL, "true", W_DATA },
+    { "data_shuffle_seed", R_INT, "0", W_DATA },
+    { "num_epoch", R_INT, "1", W_DATA },
+    { "reuse_example_batch", R_NONPOS, "", W_DATA },
+    { "enable_checkpointing", R_BOOL, "true", W_CKPT },
+    { "checkpoint_period", R_INT, "10000", W_CKPT },
+    { "async_checkpointing", R_BOOL, "true", W_CKPT },
+    { "max_num_checkpoints_to_keep", R_STR, "None", W_CKPT },
+    { "eval_interval", R_NONPOS, "", "smoe train does not evaluate" },
+};
+_Static_assert(sizeof k_unapplied / sizeof k_unapplied[0] <= SMOE_TRAIN_MAX_UNAPPLIED,
+               "room for every key read and not applied");
+
+static smoe_status refuse(const smoe_config *c, const key_rule *r, smoe_err *err)
 {
     char want[96];
     const char *w = r->want;
@@ -72,20 +249,26 @@ static smoe_status refuse(const smoe_config *c, const refusal *r, smoe_err *err)
             }
         }
     } else {
-        snprintf(want, sizeof want, "%s", w);
+        snprintf(want, sizeof want, "%s", r->kind == R_NONPOS ? "a value <= 0" : w);
     }
     return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(c, r->key),
                        "%s: smoe train implements only %s: %s (MaxText would train with %s)",
                        r->key, r->key, want, r->why);
 }
 
-static int str_in(const char *v, const char *list)
+/* Is `v` one of the '|'-separated alternatives of `list`? Numbers
+ * (num) compare by value ("150_001" is 150001). */
+static int one_of(const char *v, const char *list, int num)
 {
-    size_t n = strlen(v);
+    double x = 0, y;
+    if (num && smoe_parse_f64(v, &x))
+        return 0;
     for (const char *p = list;;) {
         const char *e = strchr(p, '|');
         size_t l = e ? (size_t)(e - p) : strlen(p);
-        if (l == n && strncmp(p, v, n) == 0)
+        char alt[64];
+        snprintf(alt, sizeof alt, "%.*s", (int)(l < sizeof alt ? l : sizeof alt - 1), p);
+        if (num ? smoe_parse_f64(alt, &y) == 0 && x == y : strcmp(alt, v) == 0)
             return 1;
         if (!e)
             return 0;
@@ -93,47 +276,80 @@ static int str_in(const char *v, const char *list)
     }
 }
 
-static smoe_status check_one(const smoe_config *c, const refusal *r, smoe_err *err)
+/* Does node n (present) hold one of r's values? A value of another type
+ * holds none. */
+static int holds_want(const smoe_node *n, const key_rule *r)
+{
+    smoe_scalar_type t = smoe_node_type(n);
+    double x;
+    if (t == SMOE_T_NULL) /* MaxText's None: not set */
+        return 1;
+    if (r->kind == R_EMPTY)
+        return n->kind == SMOE_NODE_SEQ && n->n == 0;
+    if (n->kind != SMOE_NODE_SCALAR)
+        return 0;
+    switch (r->kind) {
+    case R_BOOL: return t == SMOE_T_BOOL && smoe_node_bool_value(n) == (r->want[0] == 't');
+    case R_INT:
+    case R_FLOAT: return one_of(n->str, r->want, 1);
+    case R_NONPOS: return smoe_parse_f64(n->str, &x) == 0 && x <= 0;
+    default: return one_of(n->str, r->want, 0);
+    }
+}
+
+/* A refused key: its type checked (the config's error), then its value;
+ * absent or null (MaxText's None, where its type allows it) is not set. */
+static smoe_status check_one(const smoe_config *c, const key_rule *r, smoe_err *err)
 {
     const smoe_node *n = smoe_config_get(c, r->key);
-    smoe_status s;
-    if (!n)
+    smoe_status s = SMOE_OK;
+    int b;
+    int64_t i;
+    double f;
+    const char *str;
+    if (!n || smoe_node_type(n) == SMOE_T_NULL)
         return SMOE_OK;
     switch (r->kind) {
-    case R_BOOL: {
-        int v;
-        if ((s = smoe_config_bool(c, r->key, &v, err)))
-            return s;
-        return v == (strcmp(r->want, "true") == 0) ? SMOE_OK : refuse(c, r, err);
+    case R_BOOL: s = smoe_config_bool(c, r->key, &b, err); break;
+    case R_INT: s = smoe_config_int(c, r->key, &i, err); break;
+    case R_FLOAT:
+    case R_NONPOS: s = smoe_config_float(c, r->key, &f, err); break;
+    case R_STR: s = smoe_config_str(c, r->key, &str, err); break;
+    case R_EMPTY: break;
     }
-    case R_INT: {
-        int64_t v;
-        if ((s = smoe_config_int(c, r->key, &v, err)))
-            return s;
-        return v == (int64_t)strtoll(r->want, NULL, 10) ? SMOE_OK : refuse(c, r, err);
+    if (s)
+        return s;
+    return holds_want(n, r) ? SMOE_OK : refuse(c, r, err);
+}
+
+/* n's value as one line of YAML flow text, cut to fit. */
+static void value_text(const smoe_node *n, char *buf, size_t cap)
+{
+    if (n->kind == SMOE_NODE_SCALAR) {
+        snprintf(buf, cap, "%s", n->str ? n->str : "");
+        return;
     }
-    case R_FLOAT: {
-        double v;
-        if ((s = smoe_config_float(c, r->key, &v, err)))
-            return s;
-        double want = strtod(r->want, NULL);
-        /* mlp_activations_limit acts only when > 0 (moe.py apply_ffn_activation) */
-        if (strcmp(r->key, "mlp_activations_limit") == 0)
-            return v <= 0 ? SMOE_OK : refuse(c, r, err);
-        return v == want ? SMOE_OK : refuse(c, r, err);
+    char *t = tr_node_text(n);
+    snprintf(buf, cap, "%s", t ? t : "(a collection)");
+    smoe_free(t);
+}
+
+int smoe_train_unapplied_keys(const smoe_config *cfg, smoe_train_unapplied *out, int cap)
+{
+    int n = 0;
+    for (size_t i = 0; i < sizeof k_unapplied / sizeof k_unapplied[0]; i++) {
+        const key_rule *r = &k_unapplied[i];
+        const smoe_node *v = smoe_config_get(cfg, r->key);
+        if (!v || holds_want(v, r))
+            continue; /* absent: MaxText's default */
+        if (n < cap) {
+            out[n].key = r->key;
+            out[n].reason = r->why;
+            value_text(v, out[n].value, sizeof out[n].value);
+        }
+        n++;
     }
-    case R_STR: {
-        const char *v;
-        if ((s = smoe_config_str(c, r->key, &v, err)))
-            return s;
-        return str_in(v, r->want) ? SMOE_OK : refuse(c, r, err);
-    }
-    case R_EMPTY:
-        return smoe_node_type(n) == SMOE_T_NULL || (n->kind == SMOE_NODE_SEQ && n->n == 0)
-                   ? SMOE_OK
-                   : refuse(c, r, err);
-    }
-    return SMOE_OK;
+    return n;
 }
 
 smoe_status tr_refuse_keys(const smoe_config *c, smoe_err *err)
@@ -151,7 +367,7 @@ smoe_status tr_refuse_keys(const smoe_config *c, smoe_err *err)
             return s;
     }
     if (nm[0] && nm[1]) {
-        static const refusal w = { "weight_sparsity_n", R_STR, "null", "N:M weight sparsity" };
+        static const key_rule w = { "weight_sparsity_n", R_STR, "null", "N:M weight sparsity" };
         return refuse(c, &w, err);
     }
     /* dropout acts only with enable_dropout (train.py loss_fn) */
@@ -164,7 +380,7 @@ smoe_status tr_refuse_keys(const smoe_config *c, smoe_err *err)
         (s = smoe_config_float(c, "dropout_rate", &rate, err)))
         return s;
     if (on && rate != 0) {
-        static const refusal d = { "dropout_rate", R_FLOAT, "0", "dropout" };
+        static const key_rule d = { "dropout_rate", R_FLOAT, "0", "dropout" };
         return refuse(c, &d, err);
     }
     return SMOE_OK;

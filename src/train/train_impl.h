@@ -278,7 +278,8 @@ tr_mem tr_mem_of(const tr_store *st, const smoe_model_cfg *mc, int64_t act_bytes
 smoe_status tr_trainer_check(const smoe_comm *cm, const smoe_config *cfg, const smoe_plan *plan,
                              const smoe_train_opts *o, smoe_model_cfg *mc, tr_hparams *hp,
                              smoe_err *err);
-/* The set-up facts of a run (recipe, BLAS, memory estimate) into res. */
+/* The set-up facts of a run (recipe, BLAS, memory estimate, the keys not
+ * applied) into res. */
 void tr_trainer_result(const smoe_trainer *t, smoe_train_result *res);
 /* The summary of res's steps and of the run (peaks, RSS, sizes). Collective. */
 void tr_trainer_summarize(smoe_trainer *t, smoe_train_result *res);
@@ -396,6 +397,15 @@ smoe_status tr_ckpt_save(const smoe_comm *cm, tr_ckpt *ck, const tr_store *st,
 SMOE_MUST_CHECK
 smoe_status tr_ckpt_load(const smoe_comm *cm, tr_store *st, tr_ckpt_opts *co,
                          smoe_train_result *res, smoe_err *err);
+
+/* ckpt_changes.c: the differences between the run that wrote manifest m
+ * and this one (cfg, wire: tr_wire_text, the ranks' mesh and number) into
+ * res->changes, key by key: the merged config, the wire, each mesh axis
+ * whose size differs and the global batch. Rank 0. */
+SMOE_MUST_CHECK
+smoe_status tr_ckpt_changes(const tr_manifest *m, const smoe_config *cfg, const char *wire,
+                            const smoe_mesh *mesh, int ranks, smoe_train_result *res,
+                            smoe_err *err);
 
 /* Checkpoint I/O (fsync, a busy or network file system) can keep one rank
  * out of the collectives far longer than any step does while its peers wait

@@ -525,6 +525,7 @@ void tr_trainer_result(const smoe_trainer *t, smoe_train_result *res)
     res->memory_estimate_bytes = t->memory_estimate;
     snprintf(res->schedule_note, sizeof res->schedule_note, "%s", t->schedule_note);
     res->prefetch_distance = t->max_distance;
+    res->nunapplied = smoe_train_unapplied_keys(t->cfg, res->unapplied, SMOE_TRAIN_MAX_UNAPPLIED);
 }
 
 void tr_trainer_summarize(smoe_trainer *t, smoe_train_result *res)
