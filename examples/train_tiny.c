@@ -6,7 +6,7 @@
  * single-rank one (smoe_comm_local_new), which never starts MPI; built
  * with TRAIN_TINY_NO_MPI the program has only the latter and links no MPI.
  *
- *   train_tiny [--local] [STEPS [OUT.json [OUT.bin]]]   (default 5 steps)
+ *   train_tiny [--local] [STEPS [OUT.json [OUT.bin]]]   (default 5 steps, at most 2^40)
  *   mpiexec -n N train_tiny ...                  (N ranks; one without a launcher)
  *
  * It prints one line per step; OUT.json gets the steps and the parameter
@@ -26,6 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* the most steps a run may ask for (as smoe train --steps) */
+#define MAX_STEPS ((int64_t)1 << 40)
 
 /* The ranks: the MPI runtime, or one rank without it. */
 typedef struct ranks {
@@ -156,11 +159,24 @@ int main(int argc, char **argv)
         return 1;
     }
     int root = r.rank == 0;
-    int64_t steps = argc > 1 ? strtoll(argv[1], NULL, 10) : 5;
+    int64_t steps = 5;
     const char *json_path = argc > 2 ? argv[2] : NULL, *dump_path = argc > 3 ? argv[3] : NULL;
     const char *cdir = smoe_config_default_dir();
-    if (!cdir || steps < 1) {
-        smoe_err_set(&err, SMOE_EINVAL, cdir ? "STEPS must be >= 1" : "no configs directory");
+    if (argc > 1 && (smoe_parse_i64(argv[1], &steps) || steps < 1 || steps > MAX_STEPS)) {
+        smoe_err_in(&err, SMOE_EINVAL, "STEPS", "'%s': expected an integer from 1 to %lld",
+                    argv[1], (long long)MAX_STEPS);
+        return fail(&r, &err);
+    }
+    if (!cdir) {
+        smoe_err_set(&err, SMOE_EINVAL, "no configs directory");
+        return fail(&r, &err);
+    }
+    /* a record per step (the JSON has them all), asked for before anything
+     * large: too many steps for this machine are refused at once */
+    smoe_train_step *rec = calloc((size_t)steps, sizeof *rec);
+    if (!rec) {
+        smoe_err_in(&err, SMOE_ENOMEM, "STEPS", "%lld: out of memory for a record per step "
+                    "(%lld bytes)", (long long)steps, (long long)steps * (long long)sizeof *rec);
         return fail(&r, &err);
     }
     char base[4200], data_path[4200];
@@ -199,13 +215,14 @@ int main(int argc, char **argv)
     const smoe_model_cfg *mc = smoe_trainer_model(t);
     int64_t T = mc->batch * mc->seq;
     int32_t *tokens = malloc(sizeof *tokens * (size_t)T), *targets = malloc(sizeof *targets * (size_t)T);
-    smoe_train_step *rec = calloc((size_t)steps, sizeof *rec);
-    if (!tokens || !targets || !rec)
-        return 1;
+    if (!tokens || !targets) {
+        smoe_err_set(&err, SMOE_ENOMEM, "out of memory for a batch (%lld tokens)", (long long)T);
+        return fail(&r, &err);
+    }
     for (int64_t s = 0; s < steps; s++) {
-        smoe_train_data_batch(data, o.seed, s, r.rank * mc->batch, mc->batch, mc->seq,
-                              tokens, targets);
-        if (smoe_trainer_step(t, tokens, targets, &rec[s], &err))
+        if (smoe_train_data_batch(data, o.seed, s, r.rank * mc->batch, mc->batch, mc->seq,
+                                  tokens, targets, &err) ||
+            smoe_trainer_step(t, tokens, targets, &rec[s], &err))
             return fail(&r, &err);
         if (root)
             printf("step %lld loss %.6f grad_norm %.4f\n", (long long)s + 1, rec[s].loss,

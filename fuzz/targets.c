@@ -312,6 +312,7 @@ smoe_fuzz_fn smoe_fuzz_target(const char *name)
 void smoe_fuzz_cleanup(void)
 {
     smoe_fuzz_sim_cleanup();
+    smoe_fuzz_schedule_cleanup();
     smoe_config_free(g_params_cfg);
     g_params_cfg = NULL;
 }

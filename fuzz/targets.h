@@ -51,8 +51,11 @@ void smoe_fuzz_sim_cleanup(void);
  * then its consistency and a write/parse round trip. */
 int smoe_fuzz_manifest(const uint8_t *data, size_t size);
 /* prefetch schedule file text -> cli_schedule_parse_text (target_schedule.c),
- * then the accepted schedule's bounds. */
+ * then the accepted schedule's bounds and its match with the tiny model's
+ * weights (smoe_schedule_match). */
 int smoe_fuzz_schedule(const uint8_t *data, size_t size);
+/* Frees the model target_schedule.c caches (called by smoe_fuzz_cleanup). */
+void smoe_fuzz_schedule_cleanup(void);
 
 /* Target by name ("yaml", "overrides", "rules", "params_json", "manifest",
  * "hwfile", "scenario", "schedule"), or NULL. */

@@ -49,8 +49,8 @@ static int run(smoe_trainer *t, int64_t from, int64_t to, smoe_train_step *rec)
     smoe_err err;
     int bad = 0;
     for (int64_t s = from; s < to && !bad; s++) {
-        smoe_train_data_batch(data, 7, s, 0, mc->batch, mc->seq, tok, tgt);
-        bad = smoe_trainer_step(t, tok, tgt, &rec[s], &err) != SMOE_OK;
+        bad = smoe_train_data_batch(data, 7, s, 0, mc->batch, mc->seq, tok, tgt, &err) ||
+              smoe_trainer_step(t, tok, tgt, &rec[s], &err) != SMOE_OK;
         CHECKF(!bad, "step %lld: %s", (long long)s + 1, err.msg);
     }
     free(tok);
@@ -250,7 +250,7 @@ static void test_set_mode(void)
         return;
     static const int depth[6] = { 3, 0, 2, 2, 9, 1 };
     for (int s = 0; s < 6; s++) {
-        smoe_trainer_set_mode(t, depth[s], 0);
+        CHECKF(smoe_trainer_set_mode(t, depth[s], 0, &err) == SMOE_OK, "%s", err.msg);
         run(t, s, s + 1, b);
     }
     check_as_reference(t, b, "depths 3 0 2 2 9 1");

@@ -279,6 +279,18 @@ smoe_schedule *smoe_schedule_alloc(int n);
  * -1..unit, free == unit, entries in issue order. SMOE_EINVAL names the
  * field ("gathers[12].issue"). */
 smoe_status smoe_schedule_check(const smoe_schedule *s, smoe_err *err);
+/* Match a schedule's weight names with a model's: names[kind][0..n[kind])
+ * are the model's layer weights of each kind (plan paths; kind 0 dense, 1
+ * MoE). A schedule runs on the model only when, for each kind, its names
+ * are the model's, each exactly once, in any order (a name given twice
+ * leaves another weight never gathered). map (may be NULL) gets, per kind
+ * and schedule index, the model's index. SMOE_EINVAL names the field and
+ * the weight: one that is not the model's, one named twice (and the one it
+ * leaves out), or one missing. Pure. */
+SMOE_MUST_CHECK
+smoe_status smoe_schedule_match(const smoe_schedule *s, const int n[2],
+                                const char *const *names[2],
+                                int map[2][SMOE_SIM_MAX_WEIGHTS], smoe_err *err);
 /* The farthest issue distance in layers (a point -1 counts as unit + 1). */
 int smoe_schedule_max_distance(const smoe_schedule *s);
 void smoe_schedule_free(smoe_schedule *s);

@@ -222,7 +222,7 @@ void smoe_train_result_free(smoe_train_result *r);
  *   smoe_trainer_new(cfg, plan, NULL, &comm, &opts, data, &t, &err);
  *   for (step = 0; step < opts.steps; step++) {
  *       smoe_train_data_batch(data, opts.seed, step, rank * batch, batch, seq,
- *                             tokens, targets);
+ *                             tokens, targets, &err);
  *       smoe_trainer_step(t, tokens, targets, &rec, &err);
  *   }
  *   smoe_trainer_gather(t, i, full, &err);               parameter i, whole
@@ -241,9 +241,13 @@ void smoe_train_data_free(smoe_train_data *d);
  * i starts at an offset drawn from (seed, step, i), so every mesh sees the
  * same global batch. Rank r of a trainer holds sequences
  * r * batch .. (r + 1) * batch - 1 (batch: smoe_trainer_model(t)->batch).
+ * SMOE_EINVAL, nothing written, for batch < 0, seq < 1, or a seq longer
+ * than the text allows (seq + 2 bytes, as smoe_train_data_load checks).
  * Pure. */
-void smoe_train_data_batch(const smoe_train_data *d, uint64_t seed, int64_t step, int64_t first,
-                           int64_t batch, int64_t seq, int32_t *tokens, int32_t *targets);
+SMOE_MUST_CHECK
+smoe_status smoe_train_data_batch(const smoe_train_data *d, uint64_t seed, int64_t step,
+                                  int64_t first, int64_t batch, int64_t seq, int32_t *tokens,
+                                  int32_t *targets, smoe_err *err);
 
 typedef struct smoe_trainer smoe_trainer;
 /* Build the trainer: the model configuration, the recipe and the numeric
@@ -279,12 +283,17 @@ void smoe_trainer_free(smoe_trainer *t);
 const smoe_model_cfg *smoe_trainer_model(const smoe_trainer *t);
 /* Steps done so far (the next step's 0-based index). */
 int64_t smoe_trainer_steps_done(const smoe_trainer *t);
-/* The schedule of the next steps: prefetch depth (at most the deepest of
- * o's schedules) and plan (legacy: o must have named a legacy schedule);
- * a trainer made with a schedule or o->hbm_budget keeps that schedule
- * (the depth is not used). Numerically every schedule is the same
- * (bitwise). Not collective, but every rank must set the same. */
-void smoe_trainer_set_mode(smoe_trainer *t, int prefetch_depth, int legacy);
+/* The schedule of the next steps: prefetch depth (>= 0; past the deepest
+ * of o's schedules it is clamped to it) and plan (legacy: o must have
+ * named a legacy schedule, and a co-axis one for legacy 0); a trainer made
+ * with a schedule or o->hbm_budget keeps that schedule (the depth is not
+ * used). Numerically every schedule is the same (bitwise). SMOE_EINVAL for
+ * a negative depth or a plan the trainer has no gathers for, SMOE_ENOMEM;
+ * the mode is then unchanged. Not collective, but every rank must set the
+ * same. */
+SMOE_MUST_CHECK
+smoe_status smoe_trainer_set_mode(smoe_trainer *t, int prefetch_depth, int legacy,
+                                  smoe_err *err);
 /* One training step on this rank's batch: tokens and targets (batch *
  * seq, values in [0, vocab)), this rank's sequences of the global batch.
  * Gathers, forward, backward, gradient reductions, AdamW with the

@@ -124,6 +124,68 @@ smoe_status smoe_schedule_for_model(const smoe_sim_model *m, int depth,
     return smoe_schedule_build(m->L, n_dense, nw, names, depth, levels, out, err);
 }
 
+static const char *const k_kind[2] = { "dense", "moe" };
+
+/* The index of `name` among names[0..n), or -1. */
+static int find_name(const char *const *names, int n, const char *name)
+{
+    for (int j = 0; j < n; j++)
+        if (names[j] && strcmp(names[j], name) == 0)
+            return j;
+    return -1;
+}
+
+/* One kind's names: a permutation of the model's (see smoe_schedule_match). */
+static smoe_status match_kind(const smoe_schedule *s, int k, int n, const char *const *names,
+                              int *map, smoe_err *err)
+{
+    int at[SMOE_SIM_MAX_WEIGHTS], dup = -1, dup_of = -1, miss = -1;
+    for (int j = 0; j < n; j++)
+        at[j] = -1;
+    for (int w = 0; w < s->nweights[k]; w++) {
+        int j = find_name(names, n, s->names[k][w]);
+        if (j < 0)
+            return smoe_err_set(err, SMOE_EINVAL, "weights.%s[%d]: '%s' is not a weight of "
+                                "the model's %s layers", k_kind[k], w, s->names[k][w],
+                                k ? "MoE" : "dense");
+        if (at[j] >= 0 && dup < 0)
+            dup = w, dup_of = at[j];
+        else if (at[j] < 0)
+            at[j] = w;
+        if (map)
+            map[w] = j;
+    }
+    for (int j = 0; j < n && miss < 0; j++)
+        if (at[j] < 0)
+            miss = j;
+    if (dup >= 0)
+        return smoe_err_set(err, SMOE_EINVAL, "weights.%s[%d]: '%s' is named twice (also "
+                            "weights.%s[%d])%s%s%s", k_kind[k], dup, s->names[k][dup],
+                            k_kind[k], dup_of, miss < 0 ? "" : "; '",
+                            miss < 0 ? "" : names[miss], miss < 0 ? "" : "' is missing");
+    if (miss >= 0)
+        return smoe_err_set(err, SMOE_EINVAL, "weights.%s: '%s', a weight of the model's %s "
+                            "layers, is missing", k_kind[k], names[miss], k ? "MoE" : "dense");
+    return SMOE_OK;
+}
+
+smoe_status smoe_schedule_match(const smoe_schedule *s, const int n[2],
+                                const char *const *names[2],
+                                int map[2][SMOE_SIM_MAX_WEIGHTS], smoe_err *err)
+{
+    for (int k = 0; k < 2; k++) {
+        if (n[k] < 0 || n[k] > SMOE_SIM_MAX_WEIGHTS || s->nweights[k] < 0 ||
+            s->nweights[k] > SMOE_SIM_MAX_WEIGHTS)
+            return smoe_err_set(err, SMOE_EINVAL, "weights.%s: %d names for %d weights (at "
+                                "most %d)", k_kind[k], s->nweights[k], n[k],
+                                SMOE_SIM_MAX_WEIGHTS);
+        smoe_status st = match_kind(s, k, n[k], names[k], map ? map[k] : NULL, err);
+        if (st)
+            return st;
+    }
+    return SMOE_OK;
+}
+
 int smoe_schedule_max_distance(const smoe_schedule *s)
 {
     int d = 0;

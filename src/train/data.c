@@ -93,10 +93,12 @@ void tr_data_free(tr_data *d)
     d->text = NULL;
 }
 
-void tr_data_batch(const tr_data *d, uint64_t seed, int64_t step, int64_t first,
-                   int64_t batch, int64_t seq, int32_t *tokens, int32_t *targets)
+/* needs seq + 2 <= d->n (smoe_train_data_batch checks): a sequence's
+ * start is drawn from [0, d->n - seq), its last target is text[start + seq] */
+static void data_batch(const tr_data *d, uint64_t seed, int64_t step, int64_t first,
+                       int64_t batch, int64_t seq, int32_t *tokens, int32_t *targets)
 {
-    uint64_t span = (uint64_t)(d->n - seq - 1) + 1;
+    uint64_t span = (uint64_t)(d->n - seq);
     for (int64_t b = 0; b < batch; b++) {
         uint64_t key = tr_mix(tr_mix(seed, (uint64_t)step), (uint64_t)(first + b));
         int64_t start = (int64_t)(tr_mix(key, 7) % span);
@@ -131,8 +133,19 @@ void smoe_train_data_free(smoe_train_data *d)
     smoe_free(d);
 }
 
-void smoe_train_data_batch(const smoe_train_data *d, uint64_t seed, int64_t step, int64_t first,
-                           int64_t batch, int64_t seq, int32_t *tokens, int32_t *targets)
+smoe_status smoe_train_data_batch(const smoe_train_data *d, uint64_t seed, int64_t step,
+                                  int64_t first, int64_t batch, int64_t seq, int32_t *tokens,
+                                  int32_t *targets, smoe_err *err)
 {
-    tr_data_batch(d, seed, step, first, batch, seq, tokens, targets);
+    if (batch < 0 || seq < 1 || ((!tokens || !targets) && batch > 0))
+        return smoe_err_set(err, SMOE_EINVAL, "a batch of %lld sequences of %lld tokens%s: "
+                            "expected batch >= 0 and seq >= 1", (long long)batch,
+                            (long long)seq, tokens && targets ? "" : " (no buffers)");
+    if (seq > d->n - 2)
+        return smoe_err_set(err, SMOE_EINVAL, "seq %lld: a sequence of %lld tokens needs %lld "
+                            "bytes of text (its bytes and the next one as target, plus one); "
+                            "the data holds %lld", (long long)seq, (long long)seq,
+                            (long long)seq + 2, (long long)d->n);
+    data_batch(d, seed, step, first, batch, seq, tokens, targets);
+    return SMOE_OK;
 }

@@ -253,23 +253,17 @@ smoe_status tr_pf_set_schedule(tr_prefetch *P, const smoe_schedule *s, int legac
     if (s->L != P->L || s->n_dense != P->n_dense)
         return smoe_err_set(err, SMOE_EINVAL, "layers: a schedule of %d layers (%d dense) for a "
                             "model of %d (%d dense)", s->L, s->n_dense, P->L, P->n_dense);
-    int map[2][SMOE_SIM_MAX_WEIGHTS];
-    for (int k = 0; k < 2; k++) {
-        int have = (k == 0 ? P->n_dense : P->L - P->n_dense) > 0 ? P->nidx[k] : 0;
-        if (s->nweights[k] != have && have)
-            return smoe_err_set(err, SMOE_EINVAL, "weights.%s: %d names, the model has %d",
-                                k ? "moe" : "dense", s->nweights[k], have);
-        for (int w = 0; w < s->nweights[k]; w++) {
-            map[k][w] = -1;
-            for (int j = 0; j < P->nidx[k] && map[k][w] < 0; j++)
-                if (strcmp(weight(P, k, j)->pw->path, s->names[k][w]) == 0)
-                    map[k][w] = j;
-            if (map[k][w] < 0)
-                return smoe_err_set(err, SMOE_EINVAL, "weights.%s[%d]: '%s' is not a weight of "
-                                    "this model's %s layers", k ? "moe" : "dense", w,
-                                    s->names[k][w], k ? "MoE" : "dense");
-        }
-    }
+    /* every weight of the model exactly once: a name given twice would
+     * leave another weight's buffer never gathered */
+    int map[2][SMOE_SIM_MAX_WEIGHTS], n[2] = { P->nidx[0], P->nidx[1] };
+    const char *nm[2][TR_MAX_LAYER_WEIGHTS];
+    for (int k = 0; k < 2; k++)
+        for (int j = 0; j < P->nidx[k]; j++)
+            nm[k][j] = weight(P, k, j)->pw->path;
+    const char *const *names[2] = { nm[0], nm[1] };
+    smoe_status st = smoe_schedule_match(s, n, names, map, err);
+    if (st)
+        return st;
     for (int i = 0; i < s->n; i++)
         if (s->g[i].chunk0 != 0 || s->g[i].nchunks != SMOE_SCHED_CHUNKS)
             return smoe_err_set(err, SMOE_EINVAL, "gathers[%d].nchunks: smoe train gathers whole "

@@ -68,11 +68,16 @@ static double linear(double init, double end, int64_t T, int64_t count)
 /* make_cos_schedule of maxtext_utils.create_learning_rate_schedule: at
  * e591f30 pct = step / (len - 1) (1 when len <= 1); before e886dd212
  * (the legacy key) pct = step / len. a = (cos(pi pct) + 1) / 2; init * a +
- * final * (1 - a). */
+ * final * (1 - a). Within the schedule pct <= 1; past its end (a trainer
+ * stepped beyond its steps, which MaxText's loop never does) pct is held at
+ * 1, the final value, as optax's cosine_decay_schedule holds its own
+ * (count clipped to decay_steps) instead of climbing back. */
 static double cosine(double init, double fin, int64_t len, int64_t step, int legacy)
 {
     double pct = legacy ? (double)step / (double)len
                         : len > 1 ? (double)step / (double)(len - 1) : 1.0;
+    if (pct > 1.0)
+        pct = 1.0;
     double a = 0.5 * (cos(3.14159265358979323846 * pct) + 1.0);
     return init * a + fin * (1.0 - a);
 }

@@ -63,12 +63,16 @@ static smoe_status run_steps(const smoe_comm *cm, smoe_trainer *t, const smoe_tr
         int mi = step_mode(step, nmodes);
         if (modes[mi].schedule) /* a schedule file's: the one built for that mode */
             tr_trainer_use_mode(t, mi);
-        else
-            smoe_trainer_set_mode(t, modes[mi].prefetch_depth, modes[mi].legacy);
+        else if ((s = smoe_trainer_set_mode(t, modes[mi].prefetch_depth, modes[mi].legacy,
+                                            err))) /* o's modes: each rank the same verdict */
+            break;
         int mn = step_mode(step + 1, nmodes); /* the next step's, for its first gathers */
         tr_trainer_next(t, step + 1 < o->steps, modes[mn].schedule ? mn : -1,
                         modes[mn].prefetch_depth, modes[mn].legacy);
-        smoe_train_data_batch(data, o->seed, step, first, mc->batch, mc->seq, tokens, targets);
+        /* the data was loaded for mc->seq on every rank: the same verdict */
+        if ((s = smoe_train_data_batch(data, o->seed, step, first, mc->batch, mc->seq, tokens,
+                                       targets, err)))
+            break;
         s = smoe_trainer_step(t, tokens, targets, rec, err);
         rec->mode = mi;
         res->nsteps++;

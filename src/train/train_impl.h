@@ -126,10 +126,6 @@ typedef struct smoe_train_data tr_data;
 SMOE_MUST_CHECK
 smoe_status tr_data_load(const char *path, int64_t need, tr_data *d, smoe_err *err);
 void tr_data_free(tr_data *d);
-/* Tokens and targets of this rank's `batch` sequences of step `step`;
- * first is the global index of its first sequence. */
-void tr_data_batch(const tr_data *d, uint64_t seed, int64_t step, int64_t first,
-                   int64_t batch, int64_t seq, int32_t *tokens, int32_t *targets);
 
 /* digest.c: SHA-256 (OpenSSL) */
 typedef struct tr_sha tr_sha;

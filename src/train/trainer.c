@@ -37,6 +37,7 @@ struct smoe_trainer {
     /* the prefetch schedules (schedules.c): one per mode of o, those built
      * here owned; `extra` one of another depth asked by set_mode */
     int nmodes, max_distance;
+    int plans[2];                /* the co-axis / legacy gathers built */
     smoe_train_mode modes[SMOE_TRAIN_MAX_MODES];
     smoe_schedule *own[SMOE_TRAIN_MAX_MODES], *extra;
     const smoe_schedule *sched[SMOE_TRAIN_MAX_MODES];
@@ -201,9 +202,10 @@ static smoe_status param_table(smoe_trainer *t, smoe_err *err)
 static smoe_status build(smoe_trainer *t, const smoe_train_data *data, smoe_err *err)
 {
     const smoe_comm *cm = &t->comm;
-    int max_depth, plans[2];
-    schedules(&t->o, &max_depth, plans);
-    smoe_status s = tr_store_build(cm, t->plan, &t->mc, plans, t->o.reduce_dtype, &t->st, err);
+    int max_depth;
+    schedules(&t->o, &max_depth, t->plans);
+    smoe_status s = tr_store_build(cm, t->plan, &t->mc, t->plans, t->o.reduce_dtype, &t->st,
+                                   err);
     if (s == SMOE_EINVAL && err) { /* a weight the runtime cannot move: name the sizes */
         char dims[1400];
         size_keys(t->cfg, dims, sizeof dims);
@@ -316,35 +318,57 @@ const smoe_model_cfg *smoe_trainer_model(const smoe_trainer *t) { return &t->mc;
 
 int64_t smoe_trainer_steps_done(const smoe_trainer *t) { return t->step; }
 
-/* The schedule of a uniform depth (clamped to the pool): o's file or
- * budget plan when there is one, else a mode's, else `extra`, built when
- * `build` (NULL when it would have to be and build is 0). */
-static const smoe_schedule *depth_schedule(smoe_trainer *t, int prefetch_depth, int build)
+/* The schedule of a uniform depth (clamped to the pool) into *out: o's
+ * file or budget plan when there is one, else a mode's, else `extra`,
+ * built when `build` (NULL when it would have to be and build is 0).
+ * SMOE_ENOMEM leaves `extra` as it was. */
+static smoe_status depth_schedule(smoe_trainer *t, int prefetch_depth, int build,
+                                  const smoe_schedule **out, smoe_err *err)
 {
     int d = prefetch_depth < t->max_distance ? prefetch_depth : t->max_distance;
-    const smoe_schedule *s = t->sched[0]; /* o's file or budget plan: the one schedule */
+    *out = t->sched[0]; /* o's file or budget plan: the one schedule */
     if (t->given || t->o.hbm_budget)
-        return s;
+        return SMOE_OK;
     for (int i = 0; i < t->nmodes; i++)
         if (t->modes[i].prefetch_depth == d)
-            s = t->sched[i];
-    if (s->depth == d)
+            *out = t->sched[i];
+    if ((*out)->depth == d)
+        return SMOE_OK;
+    *out = t->extra;
+    if (t->extra && t->extra->depth == d)
+        return SMOE_OK;
+    *out = NULL;
+    if (!build)
+        return SMOE_OK;
+    smoe_schedule *x = NULL; /* another depth: built, then it replaces extra */
+    smoe_status s = tr_schedule_depth(&t->st, &t->mc, d, &x, err);
+    if (s)
         return s;
-    if (!t->extra || t->extra->depth != d) { /* another depth: build it */
-        if (!build)
-            return NULL;
-        tr_loop_forget(t->S, t->extra);
-        smoe_schedule_free(t->extra);
-        t->extra = NULL;
-        SMOE_ASSERT(tr_schedule_depth(&t->st, &t->mc, d, &t->extra, NULL) == SMOE_OK);
-    }
-    return t->extra;
+    tr_loop_forget(t->S, t->extra);
+    smoe_schedule_free(t->extra);
+    t->extra = x;
+    *out = x;
+    return SMOE_OK;
 }
 
-void smoe_trainer_set_mode(smoe_trainer *t, int prefetch_depth, int legacy)
+smoe_status smoe_trainer_set_mode(smoe_trainer *t, int prefetch_depth, int legacy,
+                                  smoe_err *err)
 {
-    const smoe_schedule *s = depth_schedule(t, prefetch_depth, 1);
+    if (prefetch_depth < 0)
+        return smoe_err_set(err, SMOE_EINVAL, "prefetch depth %d: must be >= 0",
+                            prefetch_depth);
+    if (!t->plans[legacy ? 1 : 0])
+        return smoe_err_set(err, SMOE_EINVAL, "legacy %d: the trainer has only the %s gathers "
+                            "(its options name no %s schedule)", legacy,
+                            legacy ? "co-axis" : "legacy", legacy ? "legacy" : "co-axis");
+    const smoe_schedule *s;
+    smoe_status st = depth_schedule(t, prefetch_depth, 1, &s, err);
+    if (st)
+        return st;
+    /* the schedule was built or accepted for this model, the plan's
+     * gathers exist: the switch cannot fail */
     SMOE_ASSERT(tr_loop_set_mode(t->S, s, legacy, t->o.hbm_budget, NULL) == SMOE_OK);
+    return SMOE_OK;
 }
 
 void tr_trainer_use_mode(smoe_trainer *t, int mode)
@@ -361,7 +385,7 @@ void tr_trainer_next(smoe_trainer *t, int more, int mode, int prefetch_depth, in
         s = t->sched[mode];
         legacy = t->modes[mode].legacy;
     } else if (more) {
-        s = depth_schedule(t, prefetch_depth, 0);
+        (void)depth_schedule(t, prefetch_depth, 0, &s, NULL); /* not built: cannot fail */
     }
     tr_loop_set_next(t->S, s, legacy);
     t->next_told = 1;
