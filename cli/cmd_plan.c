@@ -35,7 +35,7 @@ static void usage(FILE *f)
             "                     leaves a legacy residual, one line saying why\n"
             "  --dtype-bytes N    bytes per element of the stored weights (default 4)\n"
             CLI_GATHER_USAGE
-            "  --json             one JSON object (schema in the README)\n"
+            "  --json             one JSON object (schema in docs/formats.md)\n"
             "  KEY=VALUE          MaxText config overrides, e.g. ici_expert_parallelism=8\n");
 }
 

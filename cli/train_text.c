@@ -118,8 +118,8 @@ void print_result(const smoe_train_opts *o, smoe_rt *rt, const smoe_train_result
                "once. On one host a\n"
                "gather is a memcpy on the cores that compute, so prefetch moves its cost into "
                "compute rather than\n"
-               "hiding it; only a transfer limited by a link can hide (see README, overlap "
-               "benchmark).\n");
+               "hiding it; only a transfer limited by a link can hide (see bench/README.md, "
+               "overlap benchmark).\n");
     }
     printf("\npeak gathered buffers per rank: forward %lld B, backward %lld B (largest layer "
            "%lld B; bound %d and %d layers at depth %d)\n",

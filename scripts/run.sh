@@ -11,7 +11,6 @@ build=${1:-build}
 steps=${2:-30}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build"
-# Open MPI as root and with more ranks than cores (MPICH ignores these)
-. scripts/mpi-env.sh
-mpirun -np 4 -x OPENBLAS_NUM_THREADS "$build/smoe" train --steps "$steps" --compare \
+# mpirun with Open MPI's settings for root and more ranks than cores
+scripts/mpirun.sh -np 4 "$build/smoe" train --steps "$steps" --compare \
   ici_expert_parallelism=2
