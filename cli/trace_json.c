@@ -31,7 +31,7 @@ int cli_read_trace(const char *trace_path, smoe_trace **t, int max)
     char *text;
     size_t len;
     smoe_err err;
-    if (smoe_read_file(trace_path, &text, &len, &err))
+    if (smoe_read_file_max(trace_path, SMOE_MAX_TRACE_BYTES, &text, &len, &err))
         cli_die(&err);
     cJSON *root = cJSON_ParseWithLength(text, len);
     smoe_free(text);

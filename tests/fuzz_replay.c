@@ -27,7 +27,7 @@ static void replay_file(smoe_fuzz_fn fn, const char *path)
     char *buf;
     size_t n;
     smoe_err err;
-    if (smoe_read_file(path, &buf, &n, &err)) {
+    if (smoe_read_file_max(path, SMOE_MAX_TRACE_BYTES, &buf, &n, &err)) {
         fprintf(stderr, "FAIL: %s: %s\n", path, err.msg);
         g_fail++;
         return;
