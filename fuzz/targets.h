@@ -53,9 +53,12 @@ int smoe_fuzz_manifest(const uint8_t *data, size_t size);
 /* prefetch schedule file text -> cli_schedule_parse_text (target_schedule.c),
  * then the accepted schedule's bounds. */
 int smoe_fuzz_schedule(const uint8_t *data, size_t size);
+/* --trace file text read back -> cli_trace_parse_text (target_trace.c),
+ * then the per-layer compute of an accepted trace (cli_trace_layers). */
+int smoe_fuzz_trace(const uint8_t *data, size_t size);
 
 /* Target by name ("yaml", "overrides", "rules", "params_json", "manifest",
- * "hwfile", "scenario", "schedule"), or NULL. */
+ * "hwfile", "scenario", "schedule", "trace"), or NULL. */
 smoe_fuzz_fn smoe_fuzz_target(const char *name);
 /* Frees what the targets cache between calls (the rules config). */
 void smoe_fuzz_cleanup(void);
