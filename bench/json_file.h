@@ -9,7 +9,7 @@
 static inline cJSON *json_file_load(const char *path)
 {
     char *b;
-    if (smoe_read_file(path, &b, NULL, NULL))
+    if (smoe_read_file_max(path, (size_t)1 << 30, &b, NULL, NULL))
         return NULL;
     cJSON *j = cJSON_Parse(b);
     smoe_free(b);

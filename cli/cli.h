@@ -143,11 +143,27 @@ void cli_plot_trace(const char *trace_path, const char *svg_path);
  * row; the caller frees them); returns how many (dies on error). */
 struct smoe_trace;
 int cli_read_trace(const char *trace_path, struct smoe_trace **t, int max);
-/* Per-layer compute from a trace (spans named "fwd L<n> dense|moe",
+/* Per-layer compute from a trace file (cli_trace_layers; dies on error). */
+void cli_trace_layer_times(const char *trace_path, double med[2][2], int count[2][2]);
+/* The pure side (trace_json_read.c: cJSON, core and sched only, so the
+ * fuzz target compiles it in). Parse a trace's text (n bytes; `name`
+ * names it in errors) into up to max (at most CLI_TRACE_ROWS) traces, one
+ * per process row in order of appearance, *rows of them (the caller frees
+ * them; none on error). SMOE_EINVAL at name:line:col with the event's
+ * index and key for a number out of range or text that is not a trace;
+ * SMOE_ENOMEM "out of memory reading the file". */
+#define CLI_TRACE_ROWS 64
+SMOE_MUST_CHECK
+smoe_status cli_trace_parse_text(const char *text, size_t n, const char *name,
+                                 struct smoe_trace **t, int max, int *rows, smoe_err *err);
+/* Per-layer compute in traces t[0..n) (spans named "fwd L<n> dense|moe",
  * "bwd L<n> ..." as smoe train and smoe sim write them, less the expert
  * exchanges inside them): the median seconds med[pass][kind] (pass 0
- * forward, 1 backward; kind 0 dense, 1 MoE) over count[pass][kind] spans. */
-void cli_trace_layer_times(const char *trace_path, double med[2][2], int count[2][2]);
+ * forward, 1 backward; kind 0 dense, 1 MoE) over count[pass][kind] spans
+ * (a kind's first 4096). O(n log n) in the spans; SMOE_ENOMEM. */
+SMOE_MUST_CHECK
+smoe_status cli_trace_layers(struct smoe_trace *const *t, int n, double med[2][2],
+                             int count[2][2], smoe_err *err);
 /* Prefetch schedule files (schema in docs/formats.md): write (schedule_json.c)
  * dies with one line on error; read and parse (schedule_json_read.c)
  * return SMOE_EINVAL with where = the file (or `name`) and the first bad

@@ -254,6 +254,19 @@ static void apply_profile(smoe_sim_model *m, double med[2][2], int n[2][2])
         smoe_sim_model_set_compute(m, k, n[0][k] ? med[0][k] : -1, n[1][k] ? med[1][k] : -1);
 }
 
+/* The profile's per-layer compute; "-" (modelled) where the trace has no
+ * span of that pass and kind, so a measured 0 reads as 0. */
+static void print_profile(const char *path, double med[2][2], int n[2][2])
+{
+    char c[2][2][24];
+    for (int p = 0; p < 2; p++)
+        for (int k = 0; k < 2; k++)
+            cell(c[p][k], sizeof c[p][k], n[p][k] ? med[p][k] * 1e3 : -1, "%.2f");
+    printf("compute per layer from %s (median of its spans, exchanges excluded): "
+           "dense %s / %s, MoE %s / %s ms forward / backward (-: modelled)\n",
+           path, c[0][0], c[1][0], c[0][1], c[1][1]);
+}
+
 /* A schedule's timeline: one process row, its lanes named as smoe train
  * names them. */
 static smoe_trace *new_trace(int pid, const char *name)
@@ -634,10 +647,7 @@ int cmd_sim(int argc, char **argv)
             printf("smoe's runtime gathers %s: %.4g bytes per element on the wire (its "
                    "schedules only)\n", smoe_dtype_name(c.gather_dtype), sh.wire_bytes);
         if (profile)
-            printf("compute per layer from %s (median of its spans, exchanges excluded): "
-                   "dense %.2f / %.2f ms, MoE %.2f / %.2f ms forward / backward (0: modelled)\n",
-                   profile, prof[0][0] * 1e3, prof[1][0] * 1e3, prof[0][1] * 1e3,
-                   prof[1][1] * 1e3);
+            print_profile(profile, prof, prof_n);
         if (accel)
             printf("schedules: baseline = XLA's scan; prefetch* and legacy = MaxText's "
                    "prefetch_fsdp_weights (depth 1, full remat); %s = smoe's own at "

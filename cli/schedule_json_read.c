@@ -128,13 +128,9 @@ smoe_status cli_schedule_parse_text(const char *text, size_t n, const char *name
                                     smoe_schedule **out, smoe_err *err)
 {
     *out = NULL;
-    cJSON *root = cJSON_ParseWithLength(text, n);
-    smoe_status st;
-    if (!root) {
-        const char *at = cJSON_GetErrorPtr();
-        long off = at && at >= text && at <= text + n ? (long)(at - text) : 0;
-        st = smoe_err_in(err, SMOE_EINVAL, name, "not JSON (at byte %ld)", off);
-    } else {
+    cJSON *root;
+    smoe_status st = smoe_json_parse(name, text, n, NULL, NULL, &root, err);
+    if (!st) {
         smoe_err e;
         st = parse(root, out, &e);
         if (st)
@@ -149,9 +145,7 @@ smoe_status cli_schedule_read(const char *path, smoe_schedule **out, smoe_err *e
     *out = NULL;
     char *text;
     size_t n;
-    /* a schedule of 65536 layers x 48 weights x 4 chunks is ~2.5 GB of
-     * JSON; smoe's own files are far below this limit */
-    smoe_status st = smoe_read_file_max(path, (size_t)1 << 30, &text, &n, err);
+    smoe_status st = smoe_read_file_max(path, SMOE_MAX_SCHEDULE_BYTES, &text, &n, err);
     if (st == SMOE_EIO || st == SMOE_ENOTFOUND) { /* a bad --schedule argument */
         err->code = SMOE_EINVAL;
         return SMOE_EINVAL;

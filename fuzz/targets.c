@@ -302,6 +302,7 @@ smoe_fuzz_fn smoe_fuzz_target(const char *name)
         { "hwfile", smoe_fuzz_hwfile },
         { "scenario", smoe_fuzz_scenario },
         { "schedule", smoe_fuzz_schedule },
+        { "trace", smoe_fuzz_trace },
     };
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         if (strcmp(k[i].name, name) == 0)

@@ -56,9 +56,12 @@ int smoe_fuzz_manifest(const uint8_t *data, size_t size);
 int smoe_fuzz_schedule(const uint8_t *data, size_t size);
 /* Frees the model target_schedule.c caches (called by smoe_fuzz_cleanup). */
 void smoe_fuzz_schedule_cleanup(void);
+/* --trace file text read back -> cli_trace_parse_text (target_trace.c),
+ * then the per-layer compute of an accepted trace (cli_trace_layers). */
+int smoe_fuzz_trace(const uint8_t *data, size_t size);
 
 /* Target by name ("yaml", "overrides", "rules", "params_json", "manifest",
- * "hwfile", "scenario", "schedule"), or NULL. */
+ * "hwfile", "scenario", "schedule", "trace"), or NULL. */
 smoe_fuzz_fn smoe_fuzz_target(const char *name);
 /* Frees what the targets cache between calls (the rules config). */
 void smoe_fuzz_cleanup(void);

@@ -3,8 +3,9 @@
 # the YAML loader, the key=value overrides, the logical_axis_rules ->
 # PartitionSpec -> gather-plan pipeline, the --params JSON reader and the
 # checkpoint manifest reader (fuzz/targets.c, fuzz/target_manifest.c),
-# smoe sim's hardware profiles and scenarios (fuzz/targets_sim.c) and the
-# prefetch schedule files of smoe train --schedule (fuzz/target_schedule.c). Each
+# smoe sim's hardware profiles and scenarios (fuzz/targets_sim.c), the
+# prefetch schedule files of smoe train --schedule (fuzz/target_schedule.c)
+# and the --trace files that smoe sim --profile reads (fuzz/target_trace.c). Each
 # target runs for SECONDS from its seed corpus
 # (fuzz/corpus/<target>, plus what earlier runs found in
 # build-fuzz/corpus/<target>) with the dictionary fuzz/<target>.dict. Exits non-zero if any target crashed, leaked,
@@ -13,12 +14,12 @@
 # to tests/data/fuzz-regress/<target>/ (the fuzz_regress test replays it).
 # usage: scripts/fuzz.sh [SECONDS] [TARGET...]
 #        (default 60 s each; targets yaml overrides rules params_json manifest hwfile scenario
-#        schedule)
+#        schedule trace)
 set -eu
 cd "$(dirname "$0")/.."
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-yaml overrides rules params_json manifest hwfile scenario schedule}
+targets=${*:-yaml overrides rules params_json manifest hwfile scenario schedule trace}
 ./scripts/deps.sh clang libclang-rt-14-dev
 
 build=build-fuzz

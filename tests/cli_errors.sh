@@ -39,7 +39,7 @@ expect "argument 'custom_mesh_and_rule=nope': unknown rule set" plan --devices 4
 expect "dup_logical.json:6:[0-9]+: .*logical axis 'mlp' is used twice" plan --devices 4 --params "$data/bad/dup_logical.json"
 expect "broken.json:3:[0-9]+: malformed JSON" plan --devices 4 --params "$data/bad/broken.json"
 expect "missing.json: cannot open file" plan --devices 4 --params "$data/bad/missing.json"
-expect "/dev/zero: larger than 128 MiB" plan --devices 4 --params /dev/zero
+expect "/dev/zero: larger than 16 MiB" plan --devices 4 --params /dev/zero
 expect "dup_key_late.json:4:3: duplicate key '.step'" plan --devices 4 --params "$data/bad/dup_key_late.json"
 expect "argument 'ici_expert_parallelism=four': 'ici_expert_parallelism' must be an integer" plan --devices 4 ici_expert_parallelism=four
 # compressed gathers: an unknown dtype, a block out of range or without int8,

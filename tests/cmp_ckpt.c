@@ -50,7 +50,7 @@ static int ckpt_load(const char *dir, ckpt *c)
     char *text;
     size_t len;
     snprintf(path, sizeof path, "%s/manifest.json", dir);
-    if (smoe_read_file(path, &text, &len, NULL)) {
+    if (smoe_read_file_max(path, SMOE_MAX_MANIFEST_BYTES, &text, &len, NULL)) {
         fprintf(stderr, "cmp_ckpt: cannot read %s\n", path);
         return -1;
     }
@@ -98,7 +98,7 @@ static int ckpt_load(const char *dir, ckpt *c)
     for (int r = 0; r < c->ranks; r++) {
         snprintf(path, sizeof path, "%s/%s", dir,
                  item(cJSON_GetArrayItem(shards, r), "file")->valuestring);
-        if (smoe_read_file(path, &c->shard[r], &len, NULL) ||
+        if (smoe_read_file_max(path, (size_t)1 << 34, &c->shard[r], &len, NULL) ||
             (int64_t)len < c->header + 3 * c->slab * 4) {
             fprintf(stderr, "cmp_ckpt: cannot read %s\n", path);
             return -1;

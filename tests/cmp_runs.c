@@ -21,7 +21,7 @@ static char *slurp(const char *path, long *n)
 {
     char *b;
     size_t len;
-    if (smoe_read_file(path, &b, &len, NULL))
+    if (smoe_read_file_max(path, (size_t)1 << 30, &b, &len, NULL))
         return NULL;
     *n = (long)len;
     return b;

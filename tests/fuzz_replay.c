@@ -27,7 +27,7 @@ static void replay_file(smoe_fuzz_fn fn, const char *path)
     char *buf;
     size_t n;
     smoe_err err;
-    if (smoe_read_file(path, &buf, &n, &err)) {
+    if (smoe_read_file_max(path, SMOE_MAX_TRACE_BYTES, &buf, &n, &err)) {
         fprintf(stderr, "FAIL: %s: %s\n", path, err.msg);
         g_fail++;
         return;
@@ -78,7 +78,7 @@ int main(int argc, char **argv)
 {
     static const char *const k_targets[] = { "yaml", "overrides", "rules",
                                              "params_json", "manifest", "hwfile", "scenario",
-                                             "schedule" };
+                                             "schedule", "trace" };
     if (argc == 4 && strcmp(argv[1], "--all") == 0) {
         for (size_t t = 0; t < sizeof k_targets / sizeof k_targets[0]; t++) {
             smoe_fuzz_fn fn = smoe_fuzz_target(k_targets[t]);
@@ -102,7 +102,8 @@ int main(int argc, char **argv)
                 g_fail++;
             }
     } else {
-        fprintf(stderr, "usage: fuzz_replay yaml|overrides|rules|params_json|manifest|hwfile|scenario|schedule PATH...\n"
+        fprintf(stderr, "usage: fuzz_replay yaml|overrides|rules|params_json|manifest|hwfile|scenario|schedule|"
+                        "trace PATH...\n"
                         "       fuzz_replay --all REGRESS_DIR CORPUS_DIR\n");
         return 2;
     }

@@ -15,8 +15,8 @@
  * field no file sets takes MaxTextConfig's default.
  *
  * The YAML reader (libyaml) lives in yaml_load.c, the JSON --params reader
- * (cJSON) in params_json.c; nothing else in smoe includes those libraries'
- * headers. */
+ * (cJSON) in params_json.c and the parse path every JSON reader shares in
+ * json.c; besides them only smoe's other JSON files include cJSON. */
 #ifndef SMOE_CONFIG_H
 #define SMOE_CONFIG_H
 
@@ -178,6 +178,19 @@ smoe_status smoe_params_load_json_text(smoe_arena *a, const char *name,
                                        const char *text, size_t len,
                                        smoe_logical_entry **out, int *n,
                                        smoe_err *err);
+
+/* ---- JSON text: the parse path every JSON reader of smoe's shares ----
+ * Parse text[0..n) (a file's bytes; `name` names it in errors) into *out
+ * (cJSON_Delete). pos NULL: the text is one JSON value and whitespace.
+ * pos not NULL: the value that starts at text[*pos] (whitespace skipped)
+ * and *pos moves past it, so a reader can take a long array one element
+ * at a time. Errors: SMOE_ENOMEM "out of memory reading the file" (cJSON
+ * allocates through smoe_malloc), SMOE_EINVAL `what` (NULL: "not JSON")
+ * at name:line:col. Not thread-safe (cJSON's allocator is process-wide). */
+struct cJSON;
+SMOE_MUST_CHECK
+smoe_status smoe_json_parse(const char *name, const char *text, size_t n, size_t *pos,
+                            const char *what, struct cJSON **out, smoe_err *err);
 
 /* ---- hardware profiles (configs/hardware/NAME.yml) ----
  * Per-chip numbers as the vendors publish them; the simulator derives

@@ -140,14 +140,39 @@ void smoe_process_cpu(double *user, double *sys);
 /* The 1-based line:col of `at` inside `text` (which starts at line 1). */
 smoe_loc smoe_text_loc(const char *file, const char *text, const char *at);
 /* Read a whole file into a NUL-terminated buffer (smoe_free); *len gets
- * its size (may be NULL). SMOE_EIO / SMOE_ENOTFOUND naming the path. */
-SMOE_MUST_CHECK
-smoe_status smoe_read_file(const char *path, char **out, size_t *len, smoe_err *err);
-/* The same, refusing (SMOE_EINVAL, naming the file) one longer than `max`
- * bytes without reading further: /dev/zero or a huge file fails fast. */
+ * its size (may be NULL). The one reader of smoe's input files: a file
+ * longer than `max` bytes is refused (SMOE_EINVAL naming the file and the
+ * cap) without reading it (a regular file) or after max + 1 bytes (a pipe,
+ * /dev/zero), so memory stays bounded; SMOE_ENOMEM "out of memory reading
+ * the file", SMOE_EIO / SMOE_ENOTFOUND, each naming the path. */
 SMOE_MUST_CHECK
 smoe_status smoe_read_file_max(const char *path, size_t max, char **out, size_t *len,
                                smoe_err *err);
+/* ---- the size caps of smoe's input files: the one list ----
+ * Rule: a cap is a multiple of the largest real file of its kind (the
+ * largest that smoe writes, or that MaxText ships), so no real input comes
+ * near it, while a runaway file is refused before a reader spends memory
+ * on it (a JSON tree costs several times its text). Whole MiB. */
+/* YAML: base, model, rules, --hardware, --scenario files; about 50x
+ * MaxText's base.yml, the largest config there is. */
+#define SMOE_MAX_YAML_BYTES ((size_t)4 << 20)
+/* --params (MaxText's logical_shardings.json): about 100x the largest
+ * golden dump (tests/data/maxtext). */
+#define SMOE_MAX_PARAMS_BYTES ((size_t)16 << 20)
+/* --schedule: 3x the largest schedule smoe sim writes for a bundled model
+ * (DeepSeek at the simulator's 512-layer limit, every weight gathered in
+ * quarters: four times the gathers of its whole-weight plans). Every rank
+ * parses it. */
+#define SMOE_MAX_SCHEDULE_BYTES ((size_t)32 << 20)
+/* A checkpoint's manifest.json: the config and weight list (tens of KiB)
+ * plus one line per rank's shard: room for about 100,000 ranks. */
+#define SMOE_MAX_MANIFEST_BYTES ((size_t)16 << 20)
+/* A --trace file read back (smoe sim --profile, smoe train --plot): it
+ * grows with a run's steps x ranks; over ten times the largest smoe sim
+ * writes (512 layers of DeepSeek under every schedule), thousands of
+ * rank-steps of a training run. The reader keeps the text and its spans
+ * (about twice the file). */
+#define SMOE_MAX_TRACE_BYTES ((size_t)256 << 20)
 
 #ifdef __cplusplus
 }

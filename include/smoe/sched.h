@@ -46,6 +46,8 @@ smoe_status smoe_trace_fragment(smoe_trace *t, const char **out, size_t *len, sm
 const char *smoe_trace_name(const smoe_trace *t);
 int smoe_trace_event(const smoe_trace *t, int64_t i, int *tid, double *t0, double *t1,
                      const char **name);
+/* Events that could not be kept (out of memory): 0 for a complete trace. */
+int64_t smoe_trace_lost(const smoe_trace *t);
 /* Write a whole trace file from per-rank fragments. */
 SMOE_MUST_CHECK
 smoe_status smoe_trace_write(FILE *f, const char *const *fragments, const size_t *lens,

@@ -207,7 +207,7 @@ smoe_status smoe_hw_load(const char *path, smoe_hw *hw, smoe_err *err)
 {
     char *text;
     size_t n;
-    smoe_status s = smoe_read_file(path, &text, &n, err);
+    smoe_status s = smoe_read_file_max(path, SMOE_MAX_YAML_BYTES, &text, &n, err);
     if (s)
         return s;
     s = smoe_hw_load_text(text, path, hw, err);
@@ -367,7 +367,7 @@ smoe_status smoe_scenario_load(smoe_arena *a, const char *path, smoe_scenario *s
 {
     char *text;
     size_t n;
-    smoe_status s = smoe_read_file(path, &text, &n, err);
+    smoe_status s = smoe_read_file_max(path, SMOE_MAX_YAML_BYTES, &text, &n, err);
     if (s)
         return s;
     s = smoe_scenario_load_text(a, text, path, sc, err);

@@ -12,9 +12,8 @@
 #include <string.h>
 
 /* Limits: a MaxText state tree of the largest models has a few thousand
- * entries; a --params file past these is refused, not read into memory
- * (each entry becomes a plan row of ~11 KB). */
-#define PARAMS_MAX_BYTES ((size_t)128 << 20)
+ * entries; a --params file past these (or past SMOE_MAX_PARAMS_BYTES) is
+ * refused, not read into memory (each entry becomes a plan row of ~11 KB). */
 #define PARAMS_MAX_ENTRIES (1 << 17)
 
 /* Where each top-level key of the JSON object starts, in document order (the
@@ -75,7 +74,7 @@ static smoe_status entry_from(smoe_arena *a, const cJSON *item, smoe_loc loc,
     e->key = smoe_arena_strdup(a, item->string);
     e->loc = loc;
     if (!e->key)
-        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        return smoe_err_in(err, SMOE_ENOMEM, loc.file, "out of memory reading the file");
     const cJSON *spec = cJSON_GetObjectItemCaseSensitive(item, "partition_spec");
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(item, "shape");
     if (!cJSON_IsObject(item) || !cJSON_IsArray(spec) || !cJSON_IsArray(shape))
@@ -108,7 +107,7 @@ static smoe_status entry_from(smoe_arena *a, const cJSON *item, smoe_loc loc,
         } else if (cJSON_IsString(x) && x->valuestring[0]) {
             e->names[d] = smoe_arena_strdup(a, x->valuestring);
             if (!e->names[d])
-                return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+                return smoe_err_in(err, SMOE_ENOMEM, loc.file, "out of memory reading the file");
         } else {
             return smoe_err_at(err, SMOE_EINVAL, e->loc,
                                "entry '%s': partition_spec[%d] must be a logical "
@@ -126,14 +125,10 @@ static smoe_status load_text(smoe_arena *a, const char *path, const char *text,
                              smoe_logical_entry **out, int *n, smoe_err *err)
 {
     smoe_status s = SMOE_OK;
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
-    if (!root) {
-        const char *at = end ? end : cJSON_GetErrorPtr();
-        s = smoe_err_at(err, SMOE_EINVAL, smoe_text_loc(path, text, at ? at : text),
-                        "malformed JSON");
+    cJSON *root = NULL;
+    s = smoe_json_parse(path, text, strlen(text), NULL, "malformed JSON", &root, err);
+    if (s)
         goto done;
-    }
     if (!cJSON_IsObject(root)) {
         s = smoe_err_in(err, SMOE_EINVAL, path,
                         "expected a JSON object mapping keys to "
@@ -152,7 +147,7 @@ static smoe_status load_text(smoe_arena *a, const char *path, const char *text,
     smoe_loc *locs = NULL;
     int nloc = file && e ? top_level_keys(a, file, text, &locs, count) : -1;
     if (nloc < 0) {
-        s = smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        s = smoe_err_in(err, SMOE_ENOMEM, path, "out of memory reading the file");
         goto done;
     }
     cfg_map seen;
@@ -170,7 +165,7 @@ static smoe_status load_text(smoe_arena *a, const char *path, const char *text,
         if ((s = entry_from(a, item, at, &e[i], err)))
             goto done;
         if (cfg_map_set(a, &seen, e[i].key, NULL)) {
-            s = smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+            s = smoe_err_in(err, SMOE_ENOMEM, path, "out of memory reading the file");
             goto done;
         }
         i++;
@@ -187,7 +182,7 @@ smoe_status smoe_params_load_json(smoe_arena *a, const char *path,
                                   smoe_err *err)
 {
     char *text;
-    smoe_status s = smoe_read_file_max(path, PARAMS_MAX_BYTES, &text, NULL, err);
+    smoe_status s = smoe_read_file_max(path, SMOE_MAX_PARAMS_BYTES, &text, NULL, err);
     if (s)
         return s;
     s = load_text(a, path, text, out, n, err);
@@ -200,13 +195,13 @@ smoe_status smoe_params_load_json_text(smoe_arena *a, const char *name,
                                        smoe_logical_entry **out, int *n,
                                        smoe_err *err)
 {
-    if (len > PARAMS_MAX_BYTES)
+    if (len > SMOE_MAX_PARAMS_BYTES)
         return smoe_err_in(err, SMOE_EINVAL, name,
                            "larger than %zu MiB (smoe's limit for a --params file)",
-                           PARAMS_MAX_BYTES >> 20);
+                           SMOE_MAX_PARAMS_BYTES >> 20);
     char *buf = smoe_malloc(len + 1);
     if (!buf)
-        return smoe_err_set(err, SMOE_ENOMEM, "out of memory reading %s", name);
+        return smoe_err_in(err, SMOE_ENOMEM, name, "out of memory reading the file");
     if (len)
         memcpy(buf, text, len);
     buf[len] = 0;

@@ -8,7 +8,6 @@
  * walk over the tree is bounded too ("billion laughs"). */
 #include "config_impl.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -308,8 +307,8 @@ static smoe_status parse(builder *b, yaml_parser_t *p, smoe_node **out,
     return SMOE_OK;
 }
 
-static smoe_status run(smoe_arena *a, const char *name, FILE *f,
-                       const char *text, smoe_node **out, smoe_err *err)
+static smoe_status run(smoe_arena *a, const char *name, const char *text, size_t n,
+                       smoe_node **out, smoe_err *err)
 {
     yaml_parser_t p;
     builder *b = smoe_calloc(1, sizeof *b);
@@ -321,10 +320,7 @@ static smoe_status run(smoe_arena *a, const char *name, FILE *f,
         smoe_free(b);
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     }
-    if (f)
-        yaml_parser_set_input_file(&p, f);
-    else
-        yaml_parser_set_input_string(&p, (const unsigned char *)text, strlen(text));
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, n);
     smoe_status s = parse(b, &p, out, err);
     yaml_parser_delete(&p);
     smoe_free(b);
@@ -337,11 +333,15 @@ smoe_status smoe_yaml_load_file(smoe_arena *a, const char *path,
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) /* pipes stay allowed */
         return smoe_err_in(err, SMOE_EINVAL, path, "is a directory, not a YAML file");
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return smoe_err_in(err, SMOE_ENOTFOUND, path, "cannot open file: %s", strerror(errno));
-    smoe_status s = run(a, path, f, NULL, out, err);
-    fclose(f);
+    char *text;
+    size_t n;
+    smoe_status s = smoe_read_file_max(path, SMOE_MAX_YAML_BYTES, &text, &n, err);
+    if (s == SMOE_EIO && err) /* a file that cannot be read is a bad argument */
+        err->code = SMOE_ENOTFOUND;
+    if (s)
+        return s == SMOE_EIO ? SMOE_ENOTFOUND : s;
+    s = run(a, path, text, n, out, err); /* every byte: a NUL is an error */
+    smoe_free(text);
     return s;
 }
 
@@ -349,5 +349,5 @@ smoe_status smoe_yaml_load_string(smoe_arena *a, const char *text,
                                   const char *name, smoe_node **out,
                                   smoe_err *err)
 {
-    return run(a, name, NULL, text, out, err);
+    return run(a, name, text, strlen(text), out, err);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 
 /* Copy s into buf without '_' separators; an underscore must sit between
@@ -144,9 +145,39 @@ smoe_loc smoe_text_loc(const char *file, const char *text, const char *at)
     return l;
 }
 
-smoe_status smoe_read_file(const char *path, char **out, size_t *len, smoe_err *err)
+/* Is f a regular file longer than max bytes (refused before reading)? */
+static int regular_size_over(FILE *f, size_t max)
 {
-    return smoe_read_file_max(path, (size_t)1 << 40, out, len, err);
+    struct stat st;
+    return fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
+           (unsigned long long)st.st_size > max;
+}
+
+/* Read all of f into a buffer of at most max + 2 bytes (room to see one
+ * byte too many and the NUL); *n gets the bytes read. NULL when out of
+ * memory. */
+static char *slurp(FILE *f, size_t max, size_t *n)
+{
+    size_t limit = max + 2, cap = limit < ((size_t)1 << 16) ? limit : (size_t)1 << 16;
+    char *buf = smoe_malloc(cap);
+    *n = 0;
+    while (buf && *n <= max) {
+        if (*n + 1 >= cap) {
+            size_t want = cap > limit / 2 ? limit : cap * 2;
+            char *nb = smoe_realloc(buf, want);
+            if (!nb) {
+                smoe_free(buf);
+                return NULL;
+            }
+            buf = nb;
+            cap = want;
+        }
+        size_t got = fread(buf + *n, 1, cap - *n - 1, f);
+        *n += got;
+        if (got == 0)
+            break;
+    }
+    return buf;
 }
 
 smoe_status smoe_read_file_max(const char *path, size_t max, char **out, size_t *len,
@@ -157,32 +188,16 @@ smoe_status smoe_read_file_max(const char *path, size_t max, char **out, size_t 
     if (!f)
         return smoe_err_in(err, errno == ENOENT ? SMOE_ENOTFOUND : SMOE_EIO, path,
                            "cannot open file: %s", strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = smoe_malloc(cap);
-    while (buf) {
-        if (n + 1 >= cap) {
-            char *nb = cap < ((size_t)1 << 40) ? smoe_realloc(buf, cap * 2) : NULL;
-            if (!nb) {
-                smoe_free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0)
-            break;
-        if (n > max) {
-            smoe_free(buf);
-            fclose(f);
-            return smoe_err_in(err, SMOE_EINVAL, path,
-                               "larger than %zu MiB (smoe's limit for this file)", max >> 20);
-        }
-    }
+    size_t n = 0;
+    int over = regular_size_over(f, max);
+    char *buf = over ? NULL : slurp(f, max, &n);
     int bad = ferror(f), why = errno;
     fclose(f);
+    if (over || (buf && n > max)) {
+        smoe_free(buf);
+        return smoe_err_in(err, SMOE_EINVAL, path,
+                           "larger than %zu MiB (smoe's limit for this file)", max >> 20);
+    }
     if (!buf)
         return smoe_err_in(err, SMOE_ENOMEM, path, "out of memory reading the file");
     if (bad) {

@@ -163,6 +163,8 @@ smoe_status smoe_trace_write(FILE *f, const char *const *fragments, const size_t
 
 const char *smoe_trace_name(const smoe_trace *t) { return t->pname; }
 
+int64_t smoe_trace_lost(const smoe_trace *t) { return t->lost; }
+
 int smoe_trace_event(const smoe_trace *t, int64_t i, int *tid, double *t0, double *t1,
                      const char **name)
 {

@@ -579,7 +579,7 @@ smoe_status tr_ckpt_load(const smoe_comm *cm, tr_store *st, tr_ckpt_opts *co,
     tr_manifest m;
     memset(&m, 0, sizeof m);
     char *text = NULL;
-    s = smoe_read_file(mpath, &text, NULL, err);
+    s = smoe_read_file_max(mpath, SMOE_MAX_MANIFEST_BYTES, &text, NULL, err);
     if (!s)
         s = tr_manifest_parse(mpath, text, &m, err);
     smoe_free(text);

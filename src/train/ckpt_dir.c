@@ -216,7 +216,7 @@ void tr_ckpt_prune(const char *dir, const char *run_id, int64_t newest, int keep
             continue; /* the newest is kept whatever keep says */
         char *text = NULL;
         snprintf(path, sizeof path, "%s/%s/manifest.json", dir, e->d_name);
-        if (smoe_read_file(path, &text, NULL, NULL) == SMOE_OK &&
+        if (smoe_read_file_max(path, SMOE_MAX_MANIFEST_BYTES, &text, NULL, NULL) == SMOE_OK &&
             tr_manifest_run_id(text, id) == SMOE_OK && strcmp(id, run_id) == 0)
             steps[n++] = k; /* this run's */
         smoe_free(text);

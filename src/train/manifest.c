@@ -287,8 +287,8 @@ static smoe_status parse_config(pctx *c, const cJSON *cfg, tr_manifest *m)
 smoe_status tr_manifest_run_id(const char *text, char id[33])
 {
     id[0] = 0;
-    cJSON *o = cJSON_Parse(text);
-    if (!o)
+    cJSON *o;
+    if (smoe_json_parse("manifest.json", text, strlen(text), NULL, NULL, &o, NULL))
         return SMOE_EINVAL;
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "run_id");
     smoe_status s = SMOE_EINVAL;
@@ -308,13 +308,11 @@ smoe_status tr_manifest_parse(const char *file, const char *text, tr_manifest *m
     if (!m->a)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     pctx c = { file, err, m->a };
-    const char *end = NULL;
-    cJSON *o = cJSON_ParseWithOpts(text, &end, 1);
-    if (!o) {
-        const char *at = cJSON_GetErrorPtr();
-        return smoe_err_at(err, SMOE_EINVAL, smoe_text_loc(file, text, at ? at : text),
-                           "not valid JSON (truncated or corrupted manifest)");
-    }
+    cJSON *o;
+    smoe_status ps = smoe_json_parse(file, text, strlen(text), NULL,
+                                     "not valid JSON (truncated or corrupted manifest)", &o, err);
+    if (ps)
+        return ps;
     smoe_status s = SMOE_OK;
     const cJSON *fmt = member(&c, o, "format", cJSON_String, "", &s);
     const cJSON *ver = member(&c, o, "version", cJSON_Number, "", &s);
