@@ -1,4 +1,5 @@
-/* Output files written whole or not at all (core's smoe_out):
+/* Output files written whole or not at all (core's smoe_out), and the
+ * profile that says it is whole (config's `complete: true`):
  * - a new file gets 0666 less the umask; a rewrite keeps the file's mode;
  *   no temporary is left beside it;
  * - two writers of one path, interleaved by the test: each writes its own
@@ -9,10 +10,15 @@
  *   and an allocation that fails leave an existing file byte-identical
  *   and no temporary; the error names the path and the OS error;
  * - /dev/null is written in place (still the device); a symbolic link
- *   stays a link and its target is replaced.
+ *   stays a link and its target is replaced;
+ * - a cpu profile written by smoe_hw_write loads whole, and cut at any
+ *   line boundary it is refused (naming the file: "incomplete profile"
+ *   once past its kind), where before such a cut loaded as a profile
+ *   without its later keys.
  * usage: test_outfile */
 #define _GNU_SOURCE
 #include "check.h"
+#include "smoe/config.h"
 #include "smoe/core.h"
 
 #include <dirent.h>
@@ -195,6 +201,43 @@ static void test_special_files(void)
           !smoe_out_is_temp("LATEST", NULL) && !smoe_out_is_temp("a.tmp.abc", NULL));
 }
 
+/* A calibrated profile, and every cut of it at a line boundary. */
+static void test_profile_cuts(void)
+{
+    smoe_hw hw;
+    memset(&hw, 0, sizeof hw);
+    snprintf(hw.name, sizeof hw.name, "cpu-mpi");
+    snprintf(hw.kind, sizeof hw.kind, "cpu");
+    snprintf(hw.progress, sizeof hw.progress, "calls");
+    hw.devices_per_chip = 1, hw.peak_flops = 9e10, hw.hbm_bytes = 6e9, hw.hbm_bandwidth = 1e10;
+    hw.ici_bandwidth = 3e9, hw.ici_links = 1, hw.ici_latency = 2e-5, hw.devices_per_node = 4;
+    hw.dcn_bandwidth = 3e9, hw.dcn_latency = 2e-5, hw.collective_engines = 2;
+    hw.a2a_bandwidth = 2e9, hw.compute_scale = 1.7, hw.sync_skew = 3e-4, hw.core_share = 0.5;
+    char p[128], text[8192];
+    snprintf(p, sizeof p, "%s/cpu.yml", dir);
+    smoe_err err;
+    FILE *f = fopen(p, "w");
+    CHECK(f && smoe_hw_write(f, &hw, NULL, "# spread peak_flops 0.010 share 0.50\n", &err) == 0);
+    if (f)
+        fclose(f);
+    snprintf(text, sizeof text, "%s", text_of(p));
+    smoe_hw back;
+    CHECKF(smoe_hw_load_text(text, p, &back, &err) == SMOE_OK, "whole: %s", err.msg);
+    int cuts = 0, refused = 0, named = 0;
+    for (char *nl = strchr(text, '\n'); nl && nl[1]; nl = strchr(nl + 1, '\n')) {
+        char keep = nl[1];
+        nl[1] = 0; /* the text up to and with this line */
+        smoe_status s = smoe_hw_load_text(text, p, &back, &err);
+        cuts++;
+        refused += s == SMOE_EINVAL;
+        named += s && strcmp(err.where, p) == 0 && strstr(err.msg, "incomplete profile");
+        CHECKF(s != SMOE_OK, "cut after %zu bytes: loaded", (size_t)(nl + 1 - text));
+        nl[1] = keep;
+    }
+    CHECKF(cuts > 15 && refused == cuts && named == cuts - 1, "%d cuts, %d refused, %d named",
+           cuts, refused, named);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) {
@@ -207,6 +250,7 @@ int main(void)
     for (int how = 0; how < 3; how++)
         test_failed_rewrite(how);
     test_special_files();
+    test_profile_cuts();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0);

@@ -2,7 +2,9 @@
  * no MPI):
  * - a parameter dump to X while another writer's temporary X.tmp is in
  *   progress leaves that temporary byte-identical (the dump has its own)
- *   and X a whole dump, equal to one written where nothing else is.
+ *   and X a whole dump, equal to one written where nothing else is;
+ * - a trace that cannot be rewritten (ENOSPC) leaves the good one
+ *   byte-identical.
  * usage: test_train_files CONFIG_DIR DATA_FILE */
 #define _GNU_SOURCE
 #include "check.h"
@@ -120,6 +122,28 @@ static void test_dump_beside_other_writer(void)
     smoe_trainer_free(t);
 }
 
+static void test_trace_rewrite(void)
+{
+    char tr[128], good[128];
+    snprintf(tr, sizeof tr, "%s/trace.json", dir);
+    snprintf(good, sizeof good, "%s/good.json", dir);
+    smoe_err err;
+    smoe_trainer *t = trained(NULL, tr, 1);
+    if (!t)
+        return;
+    CHECKF(smoe_trainer_write_trace(t, tr, &err) == SMOE_OK, "%s", err.msg);
+    CHECK(smoe_trainer_write_trace(t, good, &err) == SMOE_OK);
+    CHECK(steps(t, 1) == 0);
+    smoe_out_fail_after(100);
+    smoe_status s = smoe_trainer_write_trace(t, tr, &err);
+    smoe_out_fail_after(-1);
+    CHECKF(s == SMOE_EIO && strcmp(err.where, tr) == 0 &&
+               strstr(err.msg, "No space left on device (the file is unchanged)"),
+           "%s: %s", err.where, err.msg);
+    CHECKF(same_file(tr, good), "the good trace changed under a failed rewrite");
+    smoe_trainer_free(t);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -129,6 +153,7 @@ int main(int argc, char **argv)
     if (trainer_setup("test_train_files", argv[1], argv[2], &cfg, &plan, &comm, &data, dir))
         return 1;
     test_dump_beside_other_writer();
+    test_trace_rewrite();
     CHECK(trainer_teardown(dir, cfg, plan, &comm, data) == 0);
     return check_report();
 }
