@@ -1,5 +1,6 @@
 #!/bin/sh
-# Outputs are written whole or not at all:
+# Outputs are written whole or not at all, and what interrupted saves leave
+# does not block the next run:
 # - a parameter dump beside another job's temporary X.tmp leaves it as it
 #   was (each writer has its own) and X a whole dump;
 # - a cpu profile cut at a line boundary is refused in one line naming the
@@ -9,7 +10,10 @@
 #   over a good file, fails in one line naming it and the OS error, and the
 #   good file stays byte-identical with no temporary beside it:
 #   sim --schedule-out, --trace, --plot; train --trace, --plot,
-#   --dump-params; sim --calibrate --out.
+#   --dump-params; sim --calibrate --out;
+# - a save killed half-way leaves step_N.tmp/; on a file system it fills,
+#   --resume removes it, says so in one line, and saves another step
+#   (before: "No space left on device" naming the new step's shard).
 # usage: full_disk.sh MPIEXEC SMOE DATA_DIR
 mpiexec=$1
 smoe=$2
@@ -99,4 +103,20 @@ left=$(ls "$mnt" | tr '\n' ' ')
 [ "$left" = "d.bin fill hw.yml p.svg s.json t.json tp.svg tt.json " ]
 check $? "no temporary left: $left"
 
+# --- a save killed half-way, then --resume on the file system it fills
+umount "$mnt"
+mount -t tmpfs -o size=24m tmpfs "$mnt"
+SMOE_TEST_KILL_IN_SAVE=2 "$smoe" train --steps 2 --quiet --checkpoint-every 1 \
+  --checkpoint-dir "$mnt/ck" >/dev/null 2>&1
+[ -d "$mnt/ck/step_00000002.tmp" ] && [ "$(cat "$mnt/ck/LATEST")" = step_00000001 ]
+check $? "a killed save left step_00000002.tmp: $(ls "$mnt/ck" | tr '\n' ' ')"
+# resumed to save step 3 (not 2 again): it needs the space step 2's left
+"$smoe" train --steps 3 --quiet --checkpoint-every 3 --checkpoint-dir "$mnt/ck" --resume \
+  >/dev/null 2>"$dir/err"
+rc=$?
+[ "$rc" -eq 0 ] && [ "$(grep -c . "$dir/err")" -eq 1 ] &&
+  grep -q "^note: removed stale temporary $mnt/ck/step_00000002.tmp from an interrupted save$" \
+    "$dir/err" &&
+  [ "$(cat "$mnt/ck/LATEST")" = step_00000003 ] && [ ! -e "$mnt/ck/step_00000002.tmp" ]
+seen $? "resume on a full disk after a killed save (exit $rc): $(ls "$mnt/ck" | tr '\n' ' ')"
 summary

@@ -278,7 +278,7 @@ smoe_status smoe_trainer_new(const smoe_config *cfg, const smoe_plan *plan,
         goto fail;
     tr_wire_text(plan, o->reduce_dtype, t->wire, sizeof t->wire);
     tr_ckpt_opts co = { o->ckpt_dir, 0, o->steps, o->seed, o->ckpt_keep, &t->fp,
-                        smoe_config_rules(cfg), cfg, "", t->wire };
+                        smoe_config_rules(cfg), cfg, "", t->wire, o->on_note, o->ud };
     t->co = co;
     /* the checkpoint directory: this run's, writable on every rank */
     if (o->ckpt_dir) {
