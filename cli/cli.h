@@ -178,9 +178,14 @@ smoe_status cli_schedule_read(const char *path, struct smoe_schedule **out, smoe
 SMOE_MUST_CHECK
 smoe_status cli_schedule_parse_text(const char *text, size_t n, const char *name,
                                     struct smoe_schedule **out, smoe_err *err);
-/* Close a file just written (bad: a write failed, errno set by it); on any
- * failure one line naming `where` (with errno's text) and exit. */
-void cli_close_written(FILE *f, int bad, const char *where);
+/* The output file of option `opt` (--trace PATH ...), written whole or
+ * not at all (smoe_out); a file that cannot be created is one line naming
+ * the argument, exit 1. */
+smoe_out *cli_out_open(const char *opt, const char *path);
+/* The end of its writer, which returned s (smoe_out_finish): on any
+ * failure one line naming the argument (the OS error's text), exit 1. */
+void cli_out_finish(smoe_out *o, smoe_status s, smoe_err *err, const char *opt,
+                    const char *path);
 /* JSON output of smoe sim (sim_json.c). */
 struct smoe_sim_shape;
 void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw,

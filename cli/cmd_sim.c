@@ -10,7 +10,6 @@
 #include "smoe/sched.h"
 #include "smoe/train.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,19 +299,11 @@ static void write_plot(const char *path, const smoe_sim_model *m, smoe_trace *co
         marks[d].exposed_gather_s = r.exposed_gather_s;
         marks[d].label = labels[d];
     }
-    char where[300];
-    snprintf(where, sizeof where, "argument '--plot %s'", path);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        cli_io_error(where, "cannot write the file");
     smoe_err err;
-    smoe_status s = smoe_plot_svg(f, traces, n, curve, ncurve, marks, PLOT_DEPTHS + 1, &err);
-    if (fclose(f) != 0 && !s)
-        s = smoe_err_set(&err, SMOE_EIO, "error writing the picture");
-    if (s) {
-        snprintf(err.where, sizeof err.where, "%s", path);
-        cli_die(&err);
-    }
+    smoe_out *o = cli_out_open("--plot", path);
+    smoe_status s = smoe_plot_svg(smoe_out_file(o), traces, n, curve, ncurve, marks,
+                                  PLOT_DEPTHS + 1, &err);
+    cli_out_finish(o, s, &err, "--plot", path);
 }
 
 /* --calibrate: under mpirun; the model (default: smoe train's bundled
@@ -713,17 +704,9 @@ int cmd_sim(int argc, char **argv)
                     cli_die(&err);
                 nt++;
             }
-        FILE *f = fopen(trace_path, "w");
-        if (!f) {
-            char where[300];
-            snprintf(where, sizeof where, "argument '--trace %s'", trace_path);
-            cli_usage_error(where, "cannot write the file");
-        }
-        char where[300];
-        snprintf(where, sizeof where, "argument '--trace %s'", trace_path);
-        errno = 0;
-        int bad = smoe_trace_write(f, frags, lens, nt, &err) != SMOE_OK;
-        cli_close_written(f, bad, where);
+        smoe_out *o = cli_out_open("--trace", trace_path);
+        cli_out_finish(o, smoe_trace_write(smoe_out_file(o), frags, lens, nt, &err), &err,
+                       "--trace", trace_path);
         for (int i = 0; i < n; i++)
             smoe_trace_free(traces[i]);
     }

@@ -113,6 +113,13 @@ static void on_step(void *ud, const smoe_train_step *r)
     fflush(c->json ? stderr : stdout);
 }
 
+/* what the run says about the files it found (rank 0), even when quiet */
+static void on_note(void *ud, const char *line)
+{
+    (void)ud;
+    fprintf(stderr, "note: %s\n", line);
+}
+
 static _Noreturn void fail(smoe_rt *rt, const smoe_err *err)
 {
     if (smoe_rt_rank(rt) == 0) {
@@ -519,6 +526,7 @@ int cmd_train(int argc, char **argv)
         runs.key[i] = compare ? train_mode_key(i) : sched_paths[i];
     run_ctx rc = { root, quiet, c.json, &runs, o.steps };
     o.on_step = on_step;
+    o.on_note = on_note;
     o.ud = &rc;
     smoe_comm comm = smoe_rt_comm(rt);
     if (smoe_train_run(cfg, plan, nsched == 1 ? scheds[0] : NULL, &comm, &o, &res, &err)) {

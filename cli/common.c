@@ -91,16 +91,26 @@ int64_t cli_bytes(const char *opt, const char *val)
     return v;
 }
 
-void cli_close_written(FILE *f, int bad, const char *where)
+/* "argument '--trace PATH'" into err->where, and die */
+static _Noreturn void die_in_arg(smoe_err *err, const char *opt, const char *path)
 {
-    int e = errno;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
-    errno = e;
-    if (bad)
-        cli_io_error(where, "cannot write the file");
+    snprintf(err->where, sizeof err->where, "argument '%s %s'", opt, path);
+    cli_die(err);
+}
+
+smoe_out *cli_out_open(const char *opt, const char *path)
+{
+    smoe_out *o;
+    smoe_err err;
+    if (smoe_out_open(path, "the file", &o, &err))
+        die_in_arg(&err, opt, path);
+    return o;
+}
+
+void cli_out_finish(smoe_out *o, smoe_status s, smoe_err *err, const char *opt, const char *path)
+{
+    if (smoe_out_finish(o, s, err))
+        die_in_arg(err, opt, path);
 }
 
 const char *cli_fmt_bytes(double b, char *buf, size_t n)

@@ -6,7 +6,6 @@
 #include "smoe/sched.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +13,6 @@
 
 void cli_schedule_write(const char *path, const smoe_schedule *s, const char *hardware)
 {
-    char where[300];
-    snprintf(where, sizeof where, "argument '--schedule-out %s'", path);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "format", CLI_SCHEDULE_FORMAT);
     cJSON_AddNumberToObject(o, "version", CLI_SCHEDULE_VERSION);
@@ -59,15 +56,10 @@ void cli_schedule_write(const char *path, const smoe_schedule *s, const char *ha
     cJSON_Delete(o);
     if (!text)
         cli_usage_error(NULL, "out of memory formatting the schedule");
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        free(text);
-        cli_io_error(where, "cannot write the file");
-    }
-    errno = 0;
-    int bad = fputs(text, f) < 0 || fputc('\n', f) == EOF;
-    int e = errno;
+    smoe_out *out = cli_out_open("--schedule-out", path);
+    fputs(text, smoe_out_file(out));
+    fputc('\n', smoe_out_file(out));
     free(text);
-    errno = e;
-    cli_close_written(f, bad, where);
+    smoe_err err;
+    cli_out_finish(out, SMOE_OK, &err, "--schedule-out", path); /* a failed write: the commit's */
 }

@@ -26,21 +26,11 @@ void cli_plot_trace(const char *trace_path, const char *svg_path)
     smoe_trace *t[CLI_TRACE_ROWS];
     int n = cli_read_trace(trace_path, t, CLI_TRACE_ROWS);
     smoe_err err;
-    FILE *f = fopen(svg_path, "w");
-    if (!f) {
-        char where[300];
-        snprintf(where, sizeof where, "argument '--plot %s'", svg_path);
-        cli_io_error(where, "cannot write the file");
-    }
-    smoe_status s = smoe_plot_svg(f, t, n, NULL, 0, NULL, 0, &err);
-    if (fclose(f) != 0 && !s)
-        s = smoe_err_set(&err, SMOE_EIO, "error writing the picture");
+    smoe_out *o = cli_out_open("--plot", svg_path);
+    smoe_status s = smoe_plot_svg(smoe_out_file(o), t, n, NULL, 0, NULL, 0, &err);
     for (int i = 0; i < n; i++)
         smoe_trace_free(t[i]);
-    if (s) {
-        snprintf(err.where, sizeof err.where, "%s", svg_path);
-        cli_die(&err);
-    }
+    cli_out_finish(o, s, &err, "--plot", svg_path);
 }
 
 void cli_trace_layer_times(const char *trace_path, double med[2][2], int count[2][2])

@@ -136,10 +136,10 @@ static int write_json(const char *path, const smoe_train_step *rec, int64_t step
     }
     cJSON_AddStringToObject(o, "params_sha256", sha);
     char *text = cJSON_Print(o);
-    FILE *f = text ? fopen(path, "w") : NULL;
-    int bad = !f || fputs(text, f) < 0;
-    if (f && fclose(f) != 0)
-        bad = 1;
+    smoe_err err; /* written whole or not at all, as smoe's own outputs */
+    int bad = !text || smoe_out_write_file(path, "the record", text, strlen(text), &err);
+    if (text && bad)
+        fprintf(stderr, "train_tiny: %s: %s\n", err.where, err.msg);
     free(text);
     cJSON_Delete(o);
     return bad ? -1 : 0;

@@ -533,7 +533,7 @@ static void hw_roundtrip(const smoe_hw *hw, const char *what)
     char text[8192];
     FILE *f = tmpfile();
     smoe_err err;
-    CHECKF(f && smoe_hw_write(f, hw, NULL, &err) == SMOE_OK, "%s: write", what);
+    CHECKF(f && smoe_hw_write(f, hw, NULL, NULL, &err) == SMOE_OK, "%s: write", what);
     if (!f)
         return;
     rewind(f);
@@ -604,7 +604,7 @@ static void test_hw_schema(const char *cfgdir)
         FILE *f = tmpfile();
         smoe_err err;
         smoe_hw back;
-        if (!f || smoe_hw_write(f, &cpu, NULL, &err)) {
+        if (!f || smoe_hw_write(f, &cpu, NULL, NULL, &err)) {
             CHECK(0);
             if (f)
                 fclose(f);

@@ -16,6 +16,7 @@
  * usage: test_trainer CONFIG_DIR DATA_FILE */
 #define _GNU_SOURCE
 #include "check.h"
+#include "trainer_setup.h"
 #include "smoe/train.h"
 
 #include <math.h>
@@ -309,31 +310,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: test_trainer CONFIG_DIR DATA_FILE\n");
         return 2;
     }
-    smoe_err err;
-    char base[4200], tmpl[] = "/tmp/smoe_trainer_XXXXXX";
-    snprintf(base, sizeof base, "%s/train.yml", argv[1]);
-    smoe_config_opts co;
-    memset(&co, 0, sizeof co);
-    co.base_path = base;
-    co.model = "tiny";
-    smoe_plan_opts po = { 1, 1, NULL, 4 };
-    if (smoe_config_load(&co, &cfg, &err) || smoe_plan_build(cfg, &po, &plan, &err) ||
-        smoe_comm_local_new(&plan->mesh, 20, &comm, &err) ||
-        smoe_train_data_load(argv[2], 128, &data, &err) || !mkdtemp(tmpl)) {
-        fprintf(stderr, "test_trainer: set-up: %s\n", err.msg);
+    char tmpl[] = "/tmp/smoe_trainer_XXXXXX";
+    if (trainer_setup("test_trainer", argv[1], argv[2], &cfg, &plan, &comm, &data, tmpl))
         return 1;
-    }
     test_resume(tmpl);
     test_params_and_refusals();
     reference();
     test_set_mode();
     test_given_schedule();
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
-    CHECK(system(cmd) == 0);
-    smoe_train_data_free(data);
-    smoe_plan_free(plan);
-    smoe_config_free(cfg);
-    smoe_comm_local_free(&comm);
+    CHECK(trainer_teardown(tmpl, cfg, plan, &comm, data) == 0);
     return check_report();
 }

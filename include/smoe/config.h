@@ -265,7 +265,9 @@ typedef struct smoe_hw {
 } smoe_hw;
 
 /* Read a profile file: name and kind strings, numbers each in its range
- * (docs/formats.md, "Hardware profiles"). Errors carry file:line:col. */
+ * (docs/formats.md, "Hardware profiles"); a cpu profile must hold `complete: true`
+ * (smoe_hw_write's last line), else it is refused as cut short, naming the
+ * file. Errors carry file:line:col. */
 SMOE_MUST_CHECK
 smoe_status smoe_hw_load(const char *path, smoe_hw *hw, smoe_err *err);
 /* The same from text; `name` is the file named in locations. */
@@ -278,10 +280,14 @@ typedef struct smoe_hw_note {
 /* Write hw as a profile file that smoe_hw_load reads back to the same
  * values (6 significant digits): name, kind, every required key, and each
  * optional key that is set (non-zero), in the loader's order, with the note
- * of `notes` (an array ended by a NULL key; may be NULL) that names the key.
- * The one schema is the loader's key table. SMOE_EIO when f has an error. */
+ * of `notes` (an array ended by a NULL key; may be NULL) that names the key;
+ * then `trailer` (comment lines, may be NULL) and last `complete: true`,
+ * the line a cpu profile must end with (the loader refuses one without it:
+ * a file cut short). The one schema is the loader's key table. SMOE_EIO
+ * when f has an error. */
 SMOE_MUST_CHECK
-smoe_status smoe_hw_write(FILE *f, const smoe_hw *hw, const smoe_hw_note *notes, smoe_err *err);
+smoe_status smoe_hw_write(FILE *f, const smoe_hw *hw, const smoe_hw_note *notes,
+                          const char *trailer, smoe_err *err);
 
 /* ---- simulation scenarios (configs/scenarios/NAME.yml) ---- */
 #define SMOE_SCN_MAX_OVERRIDES 32

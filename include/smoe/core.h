@@ -1,5 +1,5 @@
 /* smoe core: status codes, the error struct, the allocation path, the abort
- * hook, arenas and the clock. Every other module depends on this one and on nothing
+ * hook, arenas, the clock and output files. Every other module depends on this one and on nothing
  * else below it. Nothing here calls exit(); fatal invariants go through the
  * abort hook (the MPI runtime points it at MPI_Abort so no rank hangs).
  */
@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -95,6 +96,7 @@ const char *smoe_lane_name(int lane);
 void *smoe_malloc(size_t n);
 void *smoe_calloc(size_t count, size_t size); /* overflow-checked */
 void *smoe_realloc(void *p, size_t n);
+char *smoe_strdup(const char *s); /* a copy of s; NULL when out of memory */
 void smoe_free(void *p);
 /* Count-limited failure for tests: the N-th allocation from now (1-based)
  * and every later one fail; 0 disables. */
@@ -173,6 +175,46 @@ smoe_status smoe_read_file_max(const char *path, size_t max, char **out, size_t 
  * rank-steps of a training run. The reader keeps the text and its spans
  * (about twice the file). */
 #define SMOE_MAX_TRACE_BYTES ((size_t)256 << 20)
+
+/* ---- output files: written whole or not at all (outfile.c) ----
+ * Every output file smoe writes goes through these. smoe_out_open creates a
+ * temporary beside path (path.tmp.XXXXXX, unique per writer) that the
+ * caller writes through smoe_out_file; smoe_out_commit flushes, fsyncs
+ * and renames it onto path, which until then is the old file whole (or
+ * absent). Of two writers of one path each commits its own complete file;
+ * path holds the later one. A path that is not a regular file (/dev/null,
+ * a FIFO) is written in place; a symbolic link's target is replaced.
+ * `what` names the file in errors ("the trace": "PATH: cannot write the
+ * trace: No space left on device (the file is unchanged)", or "(not
+ * created)" where there was none; SMOE_EIO with the first OS error of any
+ * write, flush, fsync or rename). Commit and abort free the handle (abort
+ * removes the temporary; NULL is a no-op). Not thread-safe per handle. */
+typedef struct smoe_out smoe_out;
+SMOE_MUST_CHECK
+smoe_status smoe_out_open(const char *path, const char *what, smoe_out **out, smoe_err *err);
+FILE *smoe_out_file(const smoe_out *o);
+SMOE_MUST_CHECK
+smoe_status smoe_out_commit(smoe_out *o, smoe_err *err);
+void smoe_out_abort(smoe_out *o);
+/* The end of a writer that returned s: commit when s is SMOE_OK or a
+ * failed write (SMOE_EIO, the stream in error: the commit fails naming its
+ * OS error), else abort and return s. o may be NULL (then s). */
+SMOE_MUST_CHECK
+smoe_status smoe_out_finish(smoe_out *o, smoe_status s, smoe_err *err);
+/* open, n bytes of data, commit */
+SMOE_MUST_CHECK
+smoe_status smoe_out_write_file(const char *path, const char *what, const void *data, size_t n,
+                                smoe_err *err);
+/* Is the file name `name` (no directory) a temporary of smoe_out_open's
+ * (BASE.tmp.XXXXXX)? *base_len (may be NULL) gets BASE's length. */
+int smoe_out_is_temp(const char *name, size_t *base_len);
+/* fsync a directory (after a rename in it); 0, or -1 with errno. A file
+ * system that cannot sync directories (EINVAL) counts as synced. */
+int smoe_sync_dir(const char *dir);
+/* Test hook: the writes of output files fail with ENOSPC once `bytes`
+ * more bytes have been written; -1 (the default) disables. Process-global,
+ * set before any writer runs. */
+void smoe_out_fail_after(long bytes);
 
 #ifdef __cplusplus
 }

@@ -120,6 +120,9 @@ typedef struct smoe_train_opts {
     int resume;
     /* called on every rank after each step with the agreed record */
     void (*on_step)(void *ud, const smoe_train_step *rec);
+    /* called on rank 0 with each line the run says about the files it
+     * found (a stale temporary of an interrupted save, removed); may be NULL */
+    void (*on_note)(void *ud, const char *line);
     void *ud;
 } smoe_train_opts;
 

@@ -14,6 +14,7 @@
 #include "smoe/train.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -593,6 +594,17 @@ static int64_t act_elems(const smoe_config *cfg, const smoe_plan *plan)
     return n < (1 << 14) ? 1 << 14 : n > (1 << 21) ? 1 << 21 : n;
 }
 
+/* printf onto the end of the string in buf (cap bytes; cut at the end) */
+static void addf(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void addf(char *buf, size_t cap, const char *fmt, ...)
+{
+    size_t n = strlen(buf);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, cap - n, fmt, ap);
+    va_end(ap);
+}
+
 smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
                                int progress_thread, const char *path, smoe_err *err)
 {
@@ -721,9 +733,10 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     }
     if (smoe_rt_rank(rt) != 0)
         return SMOE_OK;
-    FILE *f = path ? fopen(path, "w") : stdout;
-    if (!f)
-        return smoe_err_in(err, SMOE_EIO, path, "cannot write the profile");
+    smoe_out *o = NULL;
+    if (path && (s = smoe_out_open(path, "the profile", &o, err)))
+        return s;
+    FILE *f = o ? smoe_out_file(o) : stdout;
     smoe_hw_note notes[] = {
         { "peak_flops", "512-wide sgemm, FLOP/s per rank" },
         { "hbm_bytes", "RAM per rank" },
@@ -767,31 +780,31 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
             "# A device is one rank; collectives over shared memory are work of the same cores.\n"
             "# %d host(s) of %d rank(s).\n",
             size, info.corename, nodes, per_node);
-    smoe_status ws = smoe_hw_write(f, &hw, notes, NULL);
-    /* each figure's spread over its rounds, for a reader judging a drift */
-    fprintf(f,
-            "# spread: the interquartile range over the median of %d-%d interleaved rounds (the\n"
-            "# rates' %.0f); share %.2f: the part of a core a rank had while the rates were timed\n"
-            "# (its CPU time over the wall time; %d ranks on %ld cores alone: %.2f)\n",
-            CALIB_ROUNDS, CALIB_MAX_ROUNDS, sp.rounds, sp.share[SP_PEAK], per_node,
-            sysconf(_SC_NPROCESSORS_ONLN), fmin(1, (double)sysconf(_SC_NPROCESSORS_ONLN) / per_node));
-    fprintf(f, "# layer_time %.6g s: the layers' measured forward + backward (compute_scale x\n"
-               "# the roofline)\n", fig[2][2]);
+    /* after the keys: each figure's spread over its rounds, for a reader
+     * judging a drift */
+    char tail[4096] = "";
+    addf(tail, sizeof tail,
+         "# spread: the interquartile range over the median of %d-%d interleaved rounds (the\n"
+         "# rates' %.0f); share %.2f: the part of a core a rank had while the rates were timed\n"
+         "# (its CPU time over the wall time; %d ranks on %ld cores alone: %.2f)\n",
+         CALIB_ROUNDS, CALIB_MAX_ROUNDS, sp.rounds, sp.share[SP_PEAK], per_node,
+         sysconf(_SC_NPROCESSORS_ONLN), fmin(1, (double)sysconf(_SC_NPROCESSORS_ONLN) / per_node));
+    addf(tail, sizeof tail, "# layer_time %.6g s: the layers' measured forward + backward "
+                            "(compute_scale x\n# the roofline)\n", fig[2][2]);
     if (layer_ici) /* what bench/profile_drift.sh times a within-host step at */
-        fprintf(f, "# ici_step_bytes %.0f: bytes within the host per step of the model's\n"
-                   "# layers, at ici_bandwidth / 2\n", sets.step_bytes);
+        addf(tail, sizeof tail, "# ici_step_bytes %.0f: bytes within the host per step of the "
+                                "model's\n# layers, at ici_bandwidth / 2\n", sets.step_bytes);
     if (layer_dcn) /* what bench/profile_drift.sh times a cross-host step at */
-        fprintf(f, "# dcn_step_bytes %.0f: bytes from other hosts per cross-host step of the\n"
-                   "# model's layers\n", sets.step_bytes);
+        addf(tail, sizeof tail, "# dcn_step_bytes %.0f: bytes from other hosts per cross-host "
+                                "step of the\n# model's layers\n", sets.step_bytes);
     for (int i = 0; i < SP_N; i++)
         if (per_node > 1 || (i != SP_ICI && i != SP_A2A))
-            fprintf(f, "# spread %s %.3f share %.2f\n", sp_key[i], sp.v[i], sp.share[i]);
-    if (ferror(f))
-        ws = SMOE_EIO;
-    if (path && fclose(f) != 0)
-        ws = SMOE_EIO;
-    if (ws)
-        return smoe_err_in(err, SMOE_EIO, path ? path : "standard output",
-                           "cannot write the profile");
+            addf(tail, sizeof tail, "# spread %s %.3f share %.2f\n", sp_key[i], sp.v[i],
+                 sp.share[i]);
+    smoe_status ws = smoe_hw_write(f, &hw, notes, tail, err);
+    if (o)
+        return smoe_out_finish(o, ws, err);
+    if (ws || ferror(f))
+        return smoe_err_in(err, SMOE_EIO, "standard output", "cannot write the profile");
     return SMOE_OK;
 }

@@ -130,7 +130,28 @@ static void hw_put(smoe_hw *hw, const struct hw_key *k, double v)
         *(double *)p = v;
 }
 
-smoe_status smoe_hw_write(FILE *f, const smoe_hw *hw, const smoe_hw_note *notes, smoe_err *err)
+/* A cpu profile is measured (smoe sim --calibrate) and its last line is
+ * `complete: true`: one cut short (a full disk, an interrupted copy) lacks
+ * it and is refused rather than read as a profile without its later keys.
+ * Accelerator profiles are written by hand from data sheets; on them the
+ * line is optional. */
+#define COMPLETE_KEY "complete"
+static smoe_status check_complete(const smoe_node *root, const char *kind, const char *name,
+                                  smoe_err *err)
+{
+    const smoe_node *n = smoe_node_get(root, COMPLETE_KEY);
+    if (n && (n->kind != SMOE_NODE_SCALAR || strcmp(n->str, "true") != 0))
+        return smoe_err_at(err, SMOE_EINVAL, n->loc, "'" COMPLETE_KEY "' must be true");
+    if (!n && strcmp(kind, "cpu") == 0)
+        return smoe_err_in(err, SMOE_EINVAL, name,
+                           "incomplete profile: a cpu profile ends with the line '" COMPLETE_KEY
+                           ": true' (smoe sim --calibrate writes it last; a file cut short "
+                           "lacks it): measure it again");
+    return SMOE_OK;
+}
+
+smoe_status smoe_hw_write(FILE *f, const smoe_hw *hw, const smoe_hw_note *notes,
+                          const char *trailer, smoe_err *err)
 {
     fprintf(f, "name: %s\nkind: %s\n", hw->name, hw->kind);
     if (hw->progress[0])
@@ -150,6 +171,8 @@ smoe_status smoe_hw_write(FILE *f, const smoe_hw *hw, const smoe_hw_note *notes,
         else
             fprintf(f, "%s: %s\n", k_hw[i].k, num);
     }
+    fputs(trailer ? trailer : "", f);
+    fprintf(f, "%s: %-14s # the last line: a profile cut short lacks it\n", COMPLETE_KEY, "true");
     if (ferror(f))
         return smoe_err_set(err, SMOE_EIO, "error writing the profile");
     return SMOE_OK;
@@ -162,13 +185,14 @@ smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, s
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     smoe_node *root;
     memset(hw, 0, sizeof *hw);
-    const char *keys[N_HW + 4];
+    const char *keys[N_HW + 5];
     keys[0] = "name";
     keys[1] = "kind";
     keys[2] = "progress";
+    keys[3] = COMPLETE_KEY;
     for (int i = 0; i < N_HW; i++)
-        keys[i + 3] = k_hw[i].k;
-    keys[N_HW + 3] = NULL;
+        keys[i + 4] = k_hw[i].k;
+    keys[N_HW + 4] = NULL;
     smoe_status s = smoe_yaml_load_string(a, text, name, &root, err);
     if (!s && root->kind != SMOE_NODE_MAP)
         s = smoe_err_at(err, SMOE_EINVAL, root->loc, "expected a mapping of keys to values");
@@ -181,6 +205,8 @@ smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, s
     if (!s && strcmp(hw->kind, "tpu") && strcmp(hw->kind, "gpu") && strcmp(hw->kind, "cpu"))
         s = smoe_err_at(err, SMOE_EINVAL, smoe_node_get(root, "kind")->loc,
                         "'kind' must be tpu, gpu or cpu");
+    if (!s)
+        s = check_complete(root, hw->kind, name, err);
     if (!s && smoe_node_get(root, "progress")) {
         s = str(root, "progress", hw->progress, sizeof hw->progress, err);
         if (!s && strcmp(hw->progress, "calls") && strcmp(hw->progress, "thread"))

@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static long g_fail_after; /* 0 = never fail */
 
@@ -51,6 +52,15 @@ void *smoe_realloc(void *p, size_t n)
     if (n == 0)
         n = 1;
     return realloc(p, n);
+}
+
+char *smoe_strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = smoe_malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
 }
 
 void smoe_free(void *p)

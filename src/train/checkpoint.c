@@ -104,10 +104,16 @@ static smoe_status layout_digest(const smoe_mesh *mesh, int nw, const tr_mweight
 static smoe_status write_shard(const smoe_comm *cm, const tr_store *st, const char *path,
                                int64_t step, const char layout[65], char hex[65], smoe_err *err)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0)
-        return tr_io_err(err, path, "cannot create the shard file");
+    smoe_out *o;
+    smoe_status s = smoe_out_open(path, "the shard file", &o, err);
+    if (s)
+        return s;
+    FILE *f = smoe_out_file(o);
     tr_sha *h = tr_sha_new();
+    if (!h) {
+        smoe_out_abort(o);
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    }
     ckpt_header hd;
     memset(&hd, 0, sizeof hd);
     memcpy(hd.magic, k_magic, sizeof k_magic);
@@ -118,26 +124,21 @@ static smoe_status write_shard(const smoe_comm *cm, const tr_store *st, const ch
     memcpy(hd.layout, layout, sizeof hd.layout);
     const float *slabs[3] = { st->params, st->m, st->v };
     size_t bytes = sizeof(float) * (size_t)st->total;
-    int bad = !h || tr_write_all(fd, &hd, sizeof hd) != 0;
-    if (h)
-        tr_sha_update(h, &hd, sizeof hd);
+    fwrite(&hd, sizeof hd, 1, f); /* a failed write is the commit's */
+    tr_sha_update(h, &hd, sizeof hd);
     /* test hook: die half-way through a save, as a node failure would */
     const char *kill_at = getenv("SMOE_TEST_KILL_IN_SAVE");
-    for (int c = 0; c < 3 && !bad; c++) {
+    for (int c = 0; c < 3 && !ferror(f); c++) {
         if (c == 1 && kill_at && atoll(kill_at) == step &&
-            smoe_comm_rank(cm) == smoe_comm_size(cm) - 1)
+            smoe_comm_rank(cm) == smoe_comm_size(cm) - 1) {
+            fflush(f);
             raise(SIGKILL);
-        bad = tr_write_all(fd, slabs[c], bytes) != 0;
+        }
+        fwrite(slabs[c], 1, bytes, f);
         tr_sha_update(h, slabs[c], bytes);
     }
-    if (!bad)
-        bad = fsync(fd) != 0;
-    smoe_status s = bad ? tr_io_err(err, path, "cannot write the shard file") : SMOE_OK;
-    if (close(fd) != 0 && !s)
-        s = tr_io_err(err, path, "cannot write the shard file");
-    if (h)
-        tr_sha_final(h, hex);
-    return s;
+    tr_sha_final(h, hex);
+    return smoe_out_commit(o, err);
 }
 
 typedef struct shard_rec {
@@ -216,12 +217,8 @@ static smoe_status publish(const smoe_comm *cm, const tr_store *st, const tr_ckp
         goto done;
     }
     snprintf(path, sizeof path, "%s/manifest.json", tmp);
-    if ((s = tr_write_text(path, text, err)))
-        goto done;
-    if (tr_fsync_dir(tmp) != 0) {
-        s = tr_io_err(err, tmp, "cannot sync the checkpoint directory");
-        goto done;
-    }
+    if ((s = smoe_out_write_file(path, "the manifest", text, strlen(text), err)))
+        goto done; /* written and its directory synced, as each shard */
     /* step_N.tmp -> step_N (an older step_N of this run, left when it
      * resumed from an earlier step, is moved aside first, removed after) */
     snprintf(dst, sizeof dst, "%s/%s", co->dir, name);
@@ -238,16 +235,13 @@ static smoe_status publish(const smoe_comm *cm, const tr_store *st, const tr_ckp
     }
     if (had)
         tr_remove_dir(path);
-    snprintf(path, sizeof path, "%s/LATEST.tmp", co->dir);
+    /* LATEST replaced whole; the directory's sync also keeps the rename */
     snprintf(dst, sizeof dst, "%s/LATEST", co->dir);
     char line[64];
     snprintf(line, sizeof line, "%s\n", name);
-    if ((s = tr_write_text(path, line, err)))
+    if ((s = smoe_out_write_file(dst, "the latest checkpoint's name", line, strlen(line),
+                                 err)))
         goto done;
-    if (rename(path, dst) != 0 || tr_fsync_dir(co->dir) != 0) {
-        s = tr_io_err(err, dst, "cannot update");
-        goto done;
-    }
     tr_ckpt_prune(co->dir, co->run_id, co->step, co->keep);
 done:
     smoe_free(text);
@@ -267,6 +261,16 @@ static int store_finite(const tr_store *st)
             if (!isfinite(slabs[c][i]))
                 return 0;
     return 1;
+}
+
+/* The end of a save of status s: agreed; a failed one leaves no step_N.tmp
+ * (every rank is done with it once the status is agreed). */
+static smoe_status saved(const smoe_comm *cm, const char *tmp, smoe_status s, smoe_err *err)
+{
+    s = smoe_comm_agree_err(cm, s, err);
+    if (s && smoe_comm_rank(cm) == 0)
+        tr_remove_dir(tmp);
+    return s;
 }
 
 smoe_status tr_ckpt_save(const smoe_comm *cm, tr_ckpt *ck, const tr_store *st,
@@ -306,16 +310,16 @@ smoe_status tr_ckpt_save(const smoe_comm *cm, tr_ckpt *ck, const tr_store *st,
     s = write_shard(cm, st, path, co->step, layout, mine.sha, err);
     mine.bytes = TR_CKPT_HEADER + 3 * st->total * (int64_t)sizeof(float);
     if ((s = smoe_comm_agree_err(cm, s, err)))
-        return s;
+        return saved(cm, tmp, s, err);
     shard_rec *recs = root ? smoe_calloc((size_t)size, sizeof *recs) : NULL;
     s = root && !recs ? smoe_err_set(err, SMOE_ENOMEM, "out of memory") : SMOE_OK;
     if ((s = smoe_comm_agree_err(cm, s, err)))
-        return s;
+        return saved(cm, tmp, s, err);
     smoe_comm_gather_bytes(cm, &mine, recs, (int64_t)sizeof mine);
     if (root)
         s = publish(cm, st, co, tmp, name, recs, err);
     smoe_free(recs);
-    return smoe_comm_agree_err(cm, s, err);
+    return saved(cm, tmp, s, err);
 }
 
 /* ---- resume ---- */

@@ -10,6 +10,10 @@
  *   or unwritable directory is found before any step runs.
  * - Pruning keeps the newest N checkpoints of this run only, never the one
  *   just written and never another run's.
+ * - What an interrupted save leaves (step_N.tmp/, LATEST's temporary, a
+ *   replaced step_N.stale/, a probe file) is removed when a run opens the
+ *   directory, under the lock, and named: on a full disk it holds the space
+ *   the next save needs. A save that fails removes its own step_N.tmp/.
  * - LATEST names the checkpoint to resume; one that names a missing or
  *   incomplete checkpoint is an error naming both (no silent fallback); a
  *   directory without LATEST resumes from its newest complete checkpoint and
@@ -27,6 +31,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#define PROBE_PREFIX ".probe-rank"
 
 struct tr_ckpt {
     int lock_fd; /* rank 0: the directory, flock'ed; -1 elsewhere */
@@ -56,31 +62,6 @@ int tr_write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
-int tr_fsync_dir(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
-smoe_status tr_write_text(const char *path, const char *text, smoe_err *err)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0)
-        return tr_io_err(err, path, "cannot create");
-    int bad = tr_write_all(fd, text, strlen(text)) != 0 || fsync(fd) != 0;
-    int e = errno;
-    if (close(fd) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
-    errno = e;
-    return bad ? tr_io_err(err, path, "cannot write") : SMOE_OK;
-}
-
 static smoe_status mkdirs(const char *path, smoe_err *err)
 {
     char buf[4096];
@@ -105,11 +86,11 @@ static smoe_status mkdirs(const char *path, smoe_err *err)
     return SMOE_OK;
 }
 
-void tr_remove_dir(const char *path)
+int tr_remove_dir(const char *path)
 {
     DIR *d = opendir(path);
     if (!d)
-        return;
+        return -1;
     struct dirent *e;
     char f[4400];
     while ((e = readdir(d)) != NULL) {
@@ -119,7 +100,7 @@ void tr_remove_dir(const char *path)
         unlink(f);
     }
     closedir(d);
-    rmdir(path);
+    return rmdir(path);
 }
 
 int64_t tr_step_of(const char *name)
@@ -235,8 +216,64 @@ void tr_ckpt_prune(const char *dir, const char *run_id, int64_t newest, int keep
     smoe_free(steps);
 }
 
+/* ---- stale temporaries ---- */
+/* Is name (in dir) left by an interrupted save: step_N.tmp/ (never
+ * published), LATEST's temporary (LATEST.tmp.XXXXXX; LATEST.tmp from
+ * older versions), step_N.stale/ beside a complete step_N (the older
+ * checkpoint it replaced); or by an interrupted start: a probe file? None
+ * is ever read again. Returns what left it, or NULL. */
+static const char *stale_from(const char *dir, const char *name)
+{
+    static const char save[] = "an interrupted save";
+    size_t n = strlen(name), base;
+    char step[16];
+    if (strncmp(name, PROBE_PREFIX, strlen(PROBE_PREFIX)) == 0)
+        return "an interrupted start";
+    if (strcmp(name, "LATEST.tmp") == 0 ||
+        (smoe_out_is_temp(name, &base) && base == 6 && strncmp(name, "LATEST", 6) == 0))
+        return save;
+    if (n < 13 || n >= 13 + 8)
+        return NULL;
+    memcpy(step, name, 13);
+    step[13] = 0;
+    if (tr_step_of(step) < 0)
+        return NULL;
+    if (strcmp(name + 13, ".tmp") == 0 ||
+        (strcmp(name + 13, ".stale") == 0 && has_manifest(dir, step)))
+        return save;
+    return NULL;
+}
+
+/* Remove dir's stale temporaries, each said through co->on_note. Rank 0,
+ * under the directory's lock (no other job writes there). */
+static void remove_stale(const tr_ckpt_opts *co)
+{
+    DIR *d = opendir(co->dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char path[4400], line[4500];
+    while ((e = readdir(d)) != NULL) {
+        const char *from = stale_from(co->dir, e->d_name);
+        if (!from)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", co->dir, e->d_name);
+        struct stat sb;
+        int dir = lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+        if ((dir ? tr_remove_dir(path) : unlink(path)) == 0)
+            snprintf(line, sizeof line, "removed stale temporary %s from %s", path, from);
+        else
+            snprintf(line, sizeof line, "cannot remove stale temporary %s (from %s): %s", path,
+                     from, strerror(errno));
+        if (co->on_note)
+            co->on_note(co->ud, line);
+    }
+    closedir(d);
+}
+
 /* ---- opening the directory for a run ---- */
-/* Anything a run leaves: LATEST, step_N/, step_N.tmp/, step_N.stale/. */
+/* Anything a run leaves: LATEST, step_N/, step_N.stale/ (stale
+ * temporaries do not count: they are removed). */
 static int holds_checkpoints(const char *dir, char what[64])
 {
     DIR *d = opendir(dir);
@@ -245,6 +282,8 @@ static int holds_checkpoints(const char *dir, char what[64])
     struct dirent *e;
     int found = 0;
     while (!found && (e = readdir(d)) != NULL) {
+        if (stale_from(dir, e->d_name))
+            continue;
         if (strcmp(e->d_name, "LATEST") == 0 || strncmp(e->d_name, "step_", 5) == 0) {
             snprintf(what, 64, "%.60s", e->d_name);
             found = 1;
@@ -274,11 +313,13 @@ static void new_run_id(char id[33])
         snprintf(id + 2 * i, 3, "%02x", b[i]);
 }
 
-/* Every rank: create, write, sync and remove a file in dir. */
+/* Every rank: create, write, sync and remove a file in dir (the file is
+ * named when the write fails: a full disk). */
 static smoe_status probe(const smoe_comm *cm, const char *dir, smoe_err *err)
 {
     char path[4400];
-    snprintf(path, sizeof path, "%s/.probe-rank%d-%ld", dir, smoe_comm_rank(cm), (long)getpid());
+    snprintf(path, sizeof path, "%s/" PROBE_PREFIX "%d-%ld", dir, smoe_comm_rank(cm),
+             (long)getpid());
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0)
         return tr_io_err(err, dir, "cannot write into the checkpoint directory");
@@ -290,7 +331,7 @@ static smoe_status probe(const smoe_comm *cm, const char *dir, smoe_err *err)
     }
     unlink(path);
     errno = e;
-    return bad ? tr_io_err(err, dir, "cannot write into the checkpoint directory") : SMOE_OK;
+    return bad ? tr_io_err(err, path, "cannot write into the checkpoint directory") : SMOE_OK;
 }
 
 smoe_status tr_ckpt_open(const smoe_comm *cm, tr_ckpt_opts *co, int resume, tr_ckpt **out,
@@ -317,15 +358,17 @@ smoe_status tr_ckpt_open(const smoe_comm *cm, tr_ckpt_opts *co, int resume, tr_c
     }
     if ((s = smoe_comm_agree_err(cm, s, err)))
         goto fail;
-    /* every rank must be able to write its shard there */
-    s = probe(cm, co->dir, err);
-    if ((s = smoe_comm_agree_err(cm, s, err)))
-        goto fail;
     char what[64];
     if (root && !resume && holds_checkpoints(co->dir, what))
         s = smoe_err_in(err, SMOE_EINVAL, co->dir,
                         "already holds checkpoints (%s): continue that run with --resume, or "
                         "use an empty directory (nothing was changed)", what);
+    else if (root) /* before the probe: on a full disk they hold its space */
+        remove_stale(co);
+    if ((s = smoe_comm_agree_err(cm, s, err)))
+        goto fail;
+    /* every rank must be able to write its shard there */
+    s = probe(cm, co->dir, err);
     if ((s = smoe_comm_agree_err(cm, s, err)))
         goto fail;
     /* a fresh run's id (a resumed run takes the checkpoint's) */

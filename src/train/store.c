@@ -5,12 +5,9 @@
 #define _GNU_SOURCE
 #include "train_impl.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static const char *const k_stacks[2] = { "decoder/dense_layers/", "decoder/moe_layers/" };
 
@@ -243,24 +240,12 @@ static void place_layer(const smoe_comm *cm, const tr_weight *w, int64_t l, cons
     }
 }
 
-/* The parameter dump (a regular file, or a new one) is written as
- * DUMP.tmp and renamed into place only when every byte is on disk: a
- * failed write leaves no truncated dump. Anything else (a device, a FIFO)
- * is written in place, never replaced. */
-typedef struct dump_out {
-    FILE *f;
-    int direct;   /* not a regular file: written in place */
-    int bad, err; /* the first failure and its errno */
-} dump_out;
-
-static void dump_put(dump_out *d, const void *p, size_t size, size_t n)
+/* The parameter dump goes through smoe_out (core): written whole or not
+ * at all, by each writer into its own temporary. */
+static void dump_put(smoe_out *d, const void *p, size_t size, size_t n)
 {
-    if (!d->f || d->bad)
-        return;
-    if (fwrite(p, size, n, d->f) != n) {
-        d->bad = 1;
-        d->err = errno ? errno : EIO;
-    }
+    if (d)
+        fwrite(p, size, n, smoe_out_file(d)); /* a failure is the commit's */
 }
 
 /* Weight w whole into full on rank 0 (all: shard_numel * ranks floats of
@@ -299,25 +284,17 @@ smoe_status tr_store_digest(const smoe_comm *cm, const tr_store *st, const char 
                             smoe_err *err)
 {
     int root = smoe_comm_rank(cm) == 0;
-    dump_out d = { NULL, 0, 0, 0 };
+    smoe_out *d = NULL;
     tr_sha *sha = NULL;
     float *all = NULL, *full = NULL;
     smoe_status s = SMOE_OK;
-    char tmp[4200] = "";
     if (root) {
         sha = tr_sha_new();
         if (!sha)
             s = smoe_err_set(err, SMOE_ENOMEM, "cannot start SHA-256");
-        if (!s && dump) {
-            struct stat sb;
-            d.direct = stat(dump, &sb) == 0 && !S_ISREG(sb.st_mode);
-            snprintf(tmp, sizeof tmp, "%s%s", dump, d.direct ? "" : ".tmp");
-            errno = 0;
-            if (!(d.f = fopen(tmp, "wb")))
-                s = smoe_err_in(err, SMOE_EIO, dump, "cannot write the parameter dump: %s",
-                                strerror(errno));
-        }
-        dump_put(&d, "SMOEPRM1\n", 1, 9);
+        if (!s && dump)
+            s = smoe_out_open(dump, "the parameter dump", &d, err);
+        dump_put(d, "SMOEPRM1\n", 1, 9);
     }
     s = smoe_comm_agree(cm, s);
     for (int i = 0; i < st->n && !s; i++) {
@@ -336,42 +313,21 @@ smoe_status tr_store_digest(const smoe_comm *cm, const tr_store *st, const char 
         if (root) {
             tr_sha_update(sha, full, sizeof *full * (size_t)total);
             uint32_t kl = (uint32_t)strlen(pw->key), rk = (uint32_t)pw->rank;
-            dump_put(&d, &kl, sizeof kl, 1);
-            dump_put(&d, pw->key, 1, kl);
-            dump_put(&d, &rk, sizeof rk, 1);
-            dump_put(&d, pw->shape, sizeof(int64_t), (size_t)pw->rank);
-            dump_put(&d, full, sizeof *full, (size_t)total);
+            dump_put(d, &kl, sizeof kl, 1);
+            dump_put(d, pw->key, 1, kl);
+            dump_put(d, &rk, sizeof rk, 1);
+            dump_put(d, pw->shape, sizeof(int64_t), (size_t)pw->rank);
+            dump_put(d, full, sizeof *full, (size_t)total);
             smoe_free(all);
             smoe_free(full);
             all = full = NULL;
         }
     }
-    if (root) {
-        if (sha)
-            tr_sha_final(sha, hex);
-        if (d.f) {
-            if (!d.bad && (fflush(d.f) != 0 || ferror(d.f) ||
-                           (!d.direct && fsync(fileno(d.f)) != 0))) {
-                d.bad = 1;
-                d.err = errno ? errno : EIO;
-            }
-            if (fclose(d.f) != 0 && !d.bad) {
-                d.bad = 1;
-                d.err = errno ? errno : EIO;
-            }
-            if (!d.bad && !d.direct && rename(tmp, dump) != 0) {
-                d.bad = 1;
-                d.err = errno;
-            }
-            if (d.bad) {
-                if (!d.direct)
-                    unlink(tmp);
-                if (!s)
-                    s = smoe_err_in(err, SMOE_EIO, dump,
-                                    "error writing the parameter dump: %s%s", strerror(d.err),
-                                    d.direct ? "" : " (nothing written)");
-            }
-        }
-    }
+    if (root && sha)
+        tr_sha_final(sha, hex);
+    if (root && s)
+        smoe_out_abort(d);
+    else if (root && d)
+        s = smoe_out_commit(d, err);
     return smoe_comm_agree(cm, s);
 }

@@ -367,13 +367,17 @@ typedef struct tr_ckpt_opts {
     char run_id[33];             /* this run's id: set by tr_ckpt_open / tr_ckpt_load */
     const char *wire;            /* what the gathers and reductions move (tr_wire_text):
                                     save: recorded; load: a difference is a change */
+    void (*on_note)(void *ud, const char *line); /* open: a stale temporary removed */
+    void *ud;
 } tr_ckpt_opts;
 typedef struct tr_ckpt tr_ckpt;
 /* Open co->dir for this run before step 1. Rank 0 creates it and holds an
- * advisory lock (flock) on it until tr_ckpt_close; every rank checks that
- * it can write there; a fresh run (resume 0) into a directory that already
- * holds checkpoints is refused (nothing is deleted); a fresh run gets a new
- * run id. Collective; errors agreed (the failing rank's message). */
+ * advisory lock (flock) on it until tr_ckpt_close; a fresh run (resume 0)
+ * into a directory that already holds checkpoints is refused (nothing is
+ * deleted); otherwise rank 0 removes the stale temporaries of interrupted
+ * saves, each said through co->on_note; every rank checks that it can
+ * write there; a fresh run gets a new run id. Collective; errors agreed
+ * (the failing rank's message). */
 SMOE_MUST_CHECK
 smoe_status tr_ckpt_open(const smoe_comm *cm, tr_ckpt_opts *co, int resume, tr_ckpt **out,
                          smoe_err *err);
@@ -421,10 +425,7 @@ static inline double tr_io_begin(const smoe_comm *cm)
 SMOE_MUST_CHECK
 smoe_status tr_io_err(smoe_err *err, const char *path, const char *what);
 int tr_write_all(int fd, const void *p, size_t n);
-int tr_fsync_dir(const char *path);
-SMOE_MUST_CHECK
-smoe_status tr_write_text(const char *path, const char *text, smoe_err *err);
-void tr_remove_dir(const char *path);
+int tr_remove_dir(const char *path); /* its files, then it: rmdir's result */
 int64_t tr_step_of(const char *name);
 /* The checkpoint to resume from in dir (name "" when none). */
 SMOE_MUST_CHECK

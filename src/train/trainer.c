@@ -280,7 +280,7 @@ smoe_status smoe_trainer_new(const smoe_config *cfg, const smoe_plan *plan,
         goto fail;
     tr_wire_text(plan, o->reduce_dtype, t->wire, sizeof t->wire);
     tr_ckpt_opts co = { o->ckpt_dir, 0, o->steps, o->seed, o->ckpt_keep, &t->fp,
-                        smoe_config_rules(cfg), cfg, "", t->wire };
+                        smoe_config_rules(cfg), cfg, "", t->wire, o->on_note, o->ud };
     t->co = co;
     /* the checkpoint directory: this run's, writable on every rank */
     if (o->ckpt_dir) {
@@ -520,20 +520,21 @@ smoe_status smoe_trainer_write_trace(smoe_trainer *t, const char *path, smoe_err
     if (!s && smoe_comm_rank(cm) == 0) {
         const char **frags = smoe_calloc((size_t)size, sizeof *frags);
         size_t *fl = smoe_calloc((size_t)size, sizeof *fl);
-        FILE *f = fopen(path, "w");
-        if (!frags || !fl || !f) {
-            s = smoe_err_in(err, SMOE_EIO, path, "cannot write the trace");
-        } else {
+        smoe_out *o = NULL;
+        if (!frags || !fl)
+            s = smoe_err_in(err, SMOE_ENOMEM, path, "out of memory writing the trace");
+        else
+            s = smoe_out_open(path, "the trace", &o, err);
+        if (!s) {
             int64_t off = 0;
             for (int r = 0; r < size; r++) {
                 frags[r] = all + off;
                 fl[r] = (size_t)lens[r];
                 off += lens[r];
             }
-            s = smoe_trace_write(f, frags, fl, size, err);
+            s = smoe_out_finish(o, smoe_trace_write(smoe_out_file(o), frags, fl, size, err),
+                                err);
         }
-        if (f && fclose(f) != 0 && !s)
-            s = smoe_err_in(err, SMOE_EIO, path, "cannot write the trace");
         smoe_free(frags);
         smoe_free(fl);
     }
