@@ -72,8 +72,8 @@ static int steps(smoe_trainer *t, int n)
     smoe_err err;
     int bad = !tok || !tgt;
     for (int64_t s = s0; s < s0 + n && !bad; s++) {
-        smoe_train_data_batch(data, 7, s, 0, mc->batch, mc->seq, tok, tgt);
-        bad = smoe_trainer_step(t, tok, tgt, &rec, &err) != SMOE_OK;
+        bad = smoe_train_data_batch(data, 7, s, 0, mc->batch, mc->seq, tok, tgt, &err) ||
+              smoe_trainer_step(t, tok, tgt, &rec, &err) != SMOE_OK;
     }
     free(tok);
     free(tgt);
