@@ -70,7 +70,11 @@ int cli_common_opt(cli_common *c, int opt, const char *arg);
 /* Collect KEY=VALUE positionals argv[optind..); anything else dies. */
 void cli_collect_overrides(cli_common *c, int argc, char **argv, int first);
 
-/* Print err and exit (2 for bad input, 1 otherwise). */
+/* The exit status of err: 2 for bad input, 1 otherwise. */
+int cli_exit_code(const smoe_err *err);
+/* Print err: one line "smoe: <where>: <message>" on stderr. */
+void cli_print_err(const smoe_err *err);
+/* Print err and exit (cli_exit_code). */
 _Noreturn void cli_die(const smoe_err *err);
 _Noreturn void cli_usage_error(const char *where, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -340,13 +340,13 @@ static int calibrate(int argc, char **argv, cli_common *c, const char *out, int 
         s = smoe_calib_measure(rt, cfg, plan, pthread, out, &err);
     smoe_plan_free(plan);
     smoe_config_free(cfg);
+    /* every rank has the same verdict; rank 0 prints it before the ranks
+     * leave together (a rank that exits first may have the launcher end
+     * the others) */
+    if (s && root)
+        cli_print_err(&err);
     smoe_rt_finalize(rt);
-    if (s) {
-        if (root)
-            cli_die(&err);
-        return SMOE_EXIT_USAGE;
-    }
-    return SMOE_EXIT_OK;
+    return s ? cli_exit_code(&err) : SMOE_EXIT_OK;
 }
 
 /* --schedule-out: the budgeted plan (with --hbm-budget) or the uniform

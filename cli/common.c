@@ -8,11 +8,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Noreturn void cli_die(const smoe_err *err)
+int cli_exit_code(const smoe_err *err)
+{
+    return err->code == SMOE_EINVAL || err->code == SMOE_ENOTFOUND ? SMOE_EXIT_USAGE
+                                                                   : SMOE_EXIT_FAIL;
+}
+
+void cli_print_err(const smoe_err *err)
 {
     char buf[1200];
     fprintf(stderr, "smoe: %s\n", smoe_err_format(err, buf, sizeof buf));
-    exit(err->code == SMOE_EINVAL || err->code == SMOE_ENOTFOUND ? SMOE_EXIT_USAGE : SMOE_EXIT_FAIL);
+}
+
+_Noreturn void cli_die(const smoe_err *err)
+{
+    cli_print_err(err);
+    exit(cli_exit_code(err));
 }
 
 _Noreturn void cli_usage_error(const char *where, const char *fmt, ...)

@@ -176,6 +176,16 @@ const smoe_train_key *smoe_train_keys(int *n);
 SMOE_MUST_CHECK
 smoe_status smoe_train_check_keys(const smoe_config *cfg, smoe_err *err);
 
+/* The one check of a rank's memory against this machine's (smoe train's
+ * plan, smoe sim --calibrate's layers), made before anything large is
+ * allocated: `need` bytes per rank, its parts in words in `what`, over the
+ * physical memory is SMOE_EINVAL "the model needs X GiB per rank (what),
+ * more than this machine's Y GiB of memory: VERDICT (the model's size
+ * keys of cfg)"; SMOE_OK otherwise (or where the memory is unknown). */
+SMOE_MUST_CHECK
+smoe_status smoe_train_check_ram(const smoe_config *cfg, double need, const char *what,
+                                 const char *verdict, smoe_err *err);
+
 /* Run the training on the ranks of comm (their mesh: the plan's), with
  * the prefetch schedule `schedule` (NULL: o's depth, modes or budget; see
  * smoe_trainer_new). Collective: every rank calls it with the same
