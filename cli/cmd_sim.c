@@ -75,15 +75,6 @@ typedef struct run {
     int have;
 } run;
 
-static const char *find_file(const char *arg, const char *sub, char *buf, size_t n)
-{
-    if (strchr(arg, '/') || strstr(arg, ".yml") || strstr(arg, ".yaml"))
-        return arg;
-    const char *dir = smoe_config_default_dir();
-    snprintf(buf, n, "%s/%s/%s.yml", dir ? dir : ".", sub, arg);
-    return buf;
-}
-
 static smoe_remat parse_remat(const char *s, const char *where)
 {
     if (strcmp(s, "full") == 0)
@@ -462,7 +453,7 @@ int cmd_sim(int argc, char **argv)
     const char **scn_over = NULL; /* the scenario's overrides, then the command line's */
     if (scenario) {
         smoe_err err;
-        const char *f = find_file(scenario, "scenarios", path, sizeof path);
+        const char *f = cli_named_file(scenario, "scenarios", path, sizeof path);
         if (access(f, R_OK) != 0) {
             char where[300];
             snprintf(where, sizeof where, "argument '--scenario %s'", scenario);
@@ -517,13 +508,10 @@ int cmd_sim(int argc, char **argv)
         depth = 1;
     smoe_hw hw;
     smoe_err err;
-    const char *hwf = find_file(hardware, "hardware", path, sizeof path);
-    if (access(hwf, R_OK) != 0) {
-        char where[300];
-        snprintf(where, sizeof where, "argument '--hardware %s'", hardware);
-        cli_usage_error(where, "no hardware profile %s", hwf);
-    }
-    if (smoe_hw_load(hwf, &hw, &err))
+    const char *hwf = cli_named_file(hardware, "hardware", path, sizeof path);
+    char hw_where[300];
+    snprintf(hw_where, sizeof hw_where, "argument '--hardware %s'", hardware);
+    if (cli_hardware_check(hardware, hwf, hw_where, &err) || smoe_hw_load(hwf, &hw, &err))
         cli_die(&err);
     smoe_sim_shape sh;
     memset(&sh, 0, sizeof sh);

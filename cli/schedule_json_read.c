@@ -132,8 +132,9 @@ smoe_status cli_schedule_parse_text(const char *text, size_t n, const char *name
     smoe_status st;
     if (!root) {
         const char *at = cJSON_GetErrorPtr();
-        long off = at && at >= text && at <= text + n ? (long)(at - text) : 0;
-        st = smoe_err_in(err, SMOE_EINVAL, name, "not JSON (at byte %ld)", off);
+        if (!(at && at >= text && at <= text + n))
+            at = text;
+        st = smoe_err_at(err, SMOE_EINVAL, smoe_text_loc(name, text, at), "not JSON");
     } else {
         smoe_err e;
         st = parse(root, out, &e);

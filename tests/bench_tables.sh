@@ -8,12 +8,7 @@
 # usage: bench_tables.sh SOURCE_DIR
 top=$1
 command -v python3 >/dev/null 2>&1 || { echo "python3 not found: skipped"; exit 77; }
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok: $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL: $1" >&2; }
+. "$(dirname "$0")/check_lib.sh"
 
 # FILE FIRST SKIP N: a --compare run's JSON of N steps from step FIRST, the
 # three schedules taking turns; the first round's steps take 1000 ms, the
@@ -98,5 +93,4 @@ if grep -n "| *sed 's/^/   /'" "$top"/bench/*.sh >"$dir/pipes"; then
 else
   ok "no table piped into sed"
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

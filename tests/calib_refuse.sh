@@ -8,12 +8,7 @@
 # usage: calib_refuse.sh MPIEXEC SMOE
 mpiexec=$1
 smoe=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok: $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL: $1" >&2; }
+. "$(dirname "$0")/check_lib.sh"
 # NAME RC PATTERN NP ARGS...: under NP ranks, exit RC with one 'smoe:' line
 # matching PATTERN, no measurement line and no profile written
 refused() {
@@ -63,5 +58,4 @@ if [ "$rc" -eq 2 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] &&
 else
   bad "2-rank profile on 4 devices: exit $rc, $(cat "$dir/err")"
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

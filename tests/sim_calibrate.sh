@@ -6,12 +6,7 @@
 # usage: sim_calibrate.sh MPIEXEC SMOE
 mpiexec=$1
 smoe=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok: $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL: $1" >&2; }
+. "$(dirname "$0")/check_lib.sh"
 # NAME VALUE CONDITION: ok when the awk condition on v holds
 check_val() {
   if awk -v v="$2" "BEGIN { exit !($3) }"; then ok "$1 = $2"; else bad "$1 is '$2'"; fi
@@ -105,5 +100,4 @@ if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$(grep -c '^smoe:' "$dir/err")" -e
 else
   bad "unwritable profile: exit $rc, $(cat "$dir/err")"
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

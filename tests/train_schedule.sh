@@ -110,7 +110,7 @@ fi
 
 # bad files and flags
 printf 'not json' >"$dir/bad1.json"
-refused2 "$dir/bad1.json: not JSON" 4 $M --steps 1 --schedule "$dir/bad1.json"
+refused2 "$dir/bad1.json:1:1: not JSON" 4 $M --steps 1 --schedule "$dir/bad1.json"
 refused2 "$dir/missing.json: cannot open file" 4 $M --steps 1 --schedule "$dir/missing.json"
 sed 's/"format":.*/"format": "other",/' "$dir/sched3.json" >"$dir/bad2.json"
 refused2 "$dir/bad2.json: format" 4 $M --steps 1 --schedule "$dir/bad2.json"
