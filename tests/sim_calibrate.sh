@@ -13,10 +13,19 @@ check_val() {
 }
 finite='v + 0 > 0 && v + 0 < 1e300'
 unit='v + 0 > 0 && v + 0 <= 1'
+# the profile through a symbolic link: written through it, the link kept
+# (the temporary file and rename are for a regular file or a new one)
+: >"$dir/hw-target.yml"
+ln -s hw-target.yml "$dir/hw.yml"
 if timeout 300 "$mpiexec" -n 2 "$smoe" sim --calibrate --out "$dir/hw.yml" >"$dir/out" 2>"$dir/err"; then
   ok "calibrate ran"
 else
   bad "calibrate failed: $(tail -3 "$dir/err")"
+fi
+if [ -L "$dir/hw.yml" ] && grep -q '^peak_flops:' "$dir/hw-target.yml"; then
+  ok "written through a symbolic link, the link kept"
+else
+  bad "the symbolic link: $(ls -l "$dir")"
 fi
 for k in peak_flops gemm_small_flops hbm_bandwidth ici_bandwidth a2a_bandwidth op_overhead \
          compute_scale reduce_lag_bandwidth; do
@@ -91,6 +100,12 @@ if timeout 300 "$mpiexec" -n 2 "$smoe" sim --calibrate --progress-thread --out "
   ok "--progress-thread: progress: thread"
 else
   bad "--progress-thread: $(grep '^progress' "$dir/hwt.yml"; tail -3 "$dir/err")"
+fi
+# a new file: its temporary file renamed over it, none left behind
+if [ -f "$dir/hwt.yml" ] && [ -z "$(ls "$dir" | grep '\.yml\.')" ]; then
+  ok "no temporary file left"
+else
+  bad "temporary files: $(ls "$dir")"
 fi
 timeout 300 "$mpiexec" -n 2 "$smoe" sim --calibrate --out "$dir/no/such/dir/hw.yml" \
   >/dev/null 2>"$dir/err"

@@ -843,5 +843,5 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     if (s)
         return s;
     s = smoe_rt_agree_err(rt, measure(rt, cfg, plan, progress_thread, out.f, err), err);
-    return calib_out_close(&out, s, err);
+    return smoe_rt_agree_err(rt, calib_out_close(&out, s, err), err); /* rank 0's close */
 }

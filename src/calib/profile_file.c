@@ -2,8 +2,9 @@
  * the target, created before anything is measured (a path that cannot be
  * written is refused at once, not after the measurement), renamed over the
  * target once the profile is whole (a failed calibration leaves an older
- * profile as it was). Rank 0 alone holds the file; every rank gets its
- * verdict. */
+ * profile as it was); a target that is not a regular file is opened as it
+ * is, also before measuring. Rank 0 alone holds the file; every rank gets
+ * its verdict. */
 #define _GNU_SOURCE
 #include "calib_impl.h"
 
@@ -14,12 +15,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static smoe_status open_tmp(calib_out *o, const char *path, smoe_err *err)
+/* A path that is there and not a regular file (a device such as
+ * /dev/stdout, a FIFO, a symbolic link) is written through as it is:
+ * renaming over it would replace the node itself. */
+static smoe_status open_as_is(calib_out *o, const char *path, smoe_err *err)
 {
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return smoe_err_in(err, SMOE_EIO, path, "cannot write the profile: %s",
                            strerror(EISDIR));
+    if (!(o->f = fopen(path, "w")))
+        return smoe_err_in(err, SMOE_EIO, path, "cannot write the profile: %s",
+                           strerror(errno));
+    return SMOE_OK;
+}
+
+static smoe_status open_tmp(calib_out *o, const char *path, smoe_err *err)
+{
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return open_as_is(o, path, err);
     if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s.XXXXXX", path) >= sizeof o->tmp)
         return smoe_err_in(err, SMOE_EINVAL, path, "the path is too long");
     int fd = mkstemp(o->tmp);
