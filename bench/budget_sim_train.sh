@@ -24,6 +24,7 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 default_n=8
 . "$top/bench/ranks_args.sh"
+. "$top/bench/table_lib.sh"
 rounds=$count
 net=${NET:-0}
 rate=${RATE:-2gbit}
@@ -65,8 +66,8 @@ r=1
 while [ "$r" -le "$repeat" ]; do
   echo "== run $r: calibrate ($np ranks)"
   launch "$build/smoe" sim --calibrate $pth --out "$dir/cpu-mpi.yml" $over
-  grep -E '^(progress|peak_flops|ici_bandwidth|ici_latency|dcn_bandwidth|dcn_latency|devices_per_node|a2a_bandwidth|compute_scale|sync_skew|reduce_lag_bandwidth|optimizer_rate):' \
-    "$dir/cpu-mpi.yml" | sed 's/^/   /'
+  indented grep -E '^(progress|peak_flops|ici_bandwidth|ici_latency|dcn_bandwidth|dcn_latency|devices_per_node|a2a_bandwidth|compute_scale|sync_skew|reduce_lag_bandwidth|optimizer_rate):' \
+    "$dir/cpu-mpi.yml"
   p0=$(sim --prefetch-depth 0 --json | peak baseline)
   p2=$(sim --prefetch-depth 2 --json | peak prefetch)
   if [ -z "$p0" ] || [ -z "$p2" ]; then # the simulator refused (its line above)

@@ -35,10 +35,11 @@ shift $(($# < 3 ? $# : 3))
 # layer exceeds the time its gathers need on the shaped link
 model="ici_expert_parallelism=2 per_device_batch_size=8 $*"
 . "$top/scripts/mpi-env.sh"
+. "$top/bench/table_lib.sh"
 export SMOE_CONFIG_DIR="$build/configs"
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== BLAS"
-"$build/bench/bench_gemm" | sed 's/^/   /'
+indented "$build/bench/bench_gemm"
 dir=$(mktemp -d)
 cleanup() { "$top/scripts/netns.sh" down; rm -rf "$dir"; }
 trap cleanup EXIT
@@ -70,11 +71,11 @@ bits=$(echo "$rate" | awk '{ r = $1 + 0; u = tolower($1); sub(/^[0-9.]+/, "", u)
   if (!m) { print "bench/overlap.sh: unknown rate unit in " $1 > "/dev/stderr"; exit 1 }
   printf "%.0f", r * m }')
 echo "   link: the busiest host sends $per bytes per prefetch step"
-python3 "$top/bench/overlap_table.py" "$dir/a.json" "$per" "$bits" | sed 's/^/   /'
+indented python3 "$top/bench/overlap_table.py" "$dir/a.json" "$per" "$bits"
 echo
 echo "== (b) 1 host, 4 ranks over shared memory, same mesh"
 # shellcheck disable=SC2086
 mpirun -np 4 -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$build/smoe" train --steps "$steps" \
   --compare --quiet --json $model >"$dir/b.json"
 echo "   load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 "$top/bench/overlap_table.py" "$dir/b.json" | sed 's/^/   /'
+indented python3 "$top/bench/overlap_table.py" "$dir/b.json"

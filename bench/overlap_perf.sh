@@ -18,6 +18,7 @@ rate=${3:-2gbit}
 secs=${4:-6}
 P=${SMOE_NETNS:-smoe}
 . "$top/scripts/mpi-env.sh"
+. "$top/bench/table_lib.sh"
 export SMOE_CONFIG_DIR="$build/configs"
 command -v perf >/dev/null 2>&1 || { echo "bench/overlap_perf.sh: perf not installed" >&2; exit 1; }
 echo "== machine: $(nproc) cores; load: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -43,5 +44,5 @@ perf record -q -g -p "$pids" -o "$dir/perf.data" sleep "$secs" >/dev/null 2>&1
 kill "$job" 2>/dev/null || true
 wait "$job" 2>/dev/null || true
 echo "   load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-perf script -i "$dir/perf.data" -F comm,tid,ip,sym,dso 2>/dev/null |
-  python3 "$top/bench/perf_classes.py" | sed 's/^/   /'
+perf script -i "$dir/perf.data" -F comm,tid,ip,sym,dso >"$dir/perf.txt" 2>/dev/null
+indented python3 "$top/bench/perf_classes.py" <"$dir/perf.txt"

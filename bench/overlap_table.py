@@ -2,10 +2,11 @@
 of one `smoe train --compare` run (no-prefetch, prefetch and legacy taking
 turns step by step, so the machine's load falls on the three alike).
 
-Per schedule, over its steps after the warm-up round: the median and
-quartiles of the step, the exposed all-gather wait, the wait for gradient
-reductions (a gradient buffer, the final drain), the all-to-all and the
-compute. Then the two goals:
+Per schedule, over its steps after the warm-up round (the run's first
+warmup_steps_skipped steps, all schedules' together: one step of each),
+the median and quartiles of the step, the exposed all-gather wait, the
+wait for gradient reductions (a gradient buffer, the final drain), the
+all-to-all and the compute. Then the two goals:
   hidden = 1 - prefetch's exposed wait / no-prefetch's (median over steps);
   step / max(C, L), where C is what a step costs when transfers are free
   (no-prefetch's median of step - exposed all-gather - reduction waits:
@@ -36,6 +37,24 @@ def quart(v):
     return q[1], q[0], q[2]
 
 
+def fail(msg):
+    sys.exit("overlap_table.py: " + msg)
+
+
+def counted(name, r):
+    """The steps of schedule `name` that its summary counts: those after the
+    run's first warmup_steps_skipped steps (a count over the whole run, the
+    schedules taking turns, not over this schedule's own steps)."""
+    first = r["first_step"] + r["summary"]["warmup_steps_skipped"]
+    steps = [s for s in r["steps"] if s["step"] >= first]
+    if len(steps) != r["summary"]["steps_counted"]:
+        fail("%s: %d steps after the warm-up round, but its summary counts %d"
+             % (name, len(steps), r["summary"]["steps_counted"]))
+    if not steps:
+        fail("%s: no step after the warm-up round (run more steps)" % name)
+    return steps
+
+
 def main():
     run = json.load(open(sys.argv[1]))["runs"]
     link = None
@@ -49,7 +68,7 @@ def main():
     print("|---" * (len(cols) + 2) + "|")
     for k in ("no_prefetch", "prefetch", "legacy"):
         r = run[k]
-        steps = r["steps"][r["summary"]["warmup_steps_skipped"]:]
+        steps = counted(k, r)
         med[k] = {f: quart([s[f] for s in steps]) for _, f in cols}
         free = [s["step_ms"] - s["exposed_gather_ms"] - s["reduce_wait_ms"] for s in steps]
         med[k]["free"] = quart(free)

@@ -18,17 +18,18 @@ echo "|---|---|---|---|---|---|---|---|---|---|"
 row() { # seq scale dtype
   e=$(awk "BEGIN{printf \"%.4g\", $eff * $2}")
   sed "s/^compute_efficiency: .*/compute_efficiency: $e/" "$hw" >"$tmp/hw.yml"
-  "$build/smoe" sim --scenario seed --seq "$1" --hardware "$tmp/hw.yml" "weight_dtype=$3" |
-    awk -v seq="$1" -v e="$e" -v dt="$3" '
-      /^predicted vs reported/ { on = 1; next }
-      /^where the scenario/ { on = 0 }
-      on && $1 == "baseline" { bs = $4; be = $10; bh = $13 }
-      on && $1 == "prefetch" { pc = $7; pe = $10; ph = $13 }
-      on && $1 == "prefetch_ep_as_dp" { dp = $7 }
-      on && $1 == "prefetch_ring_of_experts" { ro = $7 }
-      on && $1 == "prefetch_shared_queue" { sq = $7 }
-      END { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s |\n",
-            seq, e, dt, bs, pc, dp, ro, sq, be, pe, bh, ph }'
+  "$build/smoe" sim --scenario seed --seq "$1" --hardware "$tmp/hw.yml" "weight_dtype=$3" \
+    >"$tmp/sim.txt"
+  awk -v seq="$1" -v e="$e" -v dt="$3" '
+    /^predicted vs reported/ { on = 1; next }
+    /^where the scenario/ { on = 0 }
+    on && $1 == "baseline" { bs = $4; be = $10; bh = $13 }
+    on && $1 == "prefetch" { pc = $7; pe = $10; ph = $13 }
+    on && $1 == "prefetch_ep_as_dp" { dp = $7 }
+    on && $1 == "prefetch_ring_of_experts" { ro = $7 }
+    on && $1 == "prefetch_shared_queue" { sq = $7 }
+    END { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s |\n",
+          seq, e, dt, bs, pc, dp, ro, sq, be, pe, bh, ph }' "$tmp/sim.txt"
 }
 for s in 2048 4096 8192; do
   for f in 0.8 1 1.2; do

@@ -25,7 +25,8 @@ echo "== predict"
   --prefetch-depth 1 --json >"$dir/sim.json"
 "$build/smoe" sim --base "$build/configs/train.yml" --model tiny --devices "$np" $over \
   --hardware "$dir/cpu-mpi.yml" --batch 4 --seq 128 --remat none --dtype-bytes 4 \
-  --prefetch-depth 1 | sed -n '4,8p'
+  --prefetch-depth 1 >"$dir/sim.txt"
+sed -n '4,8p' "$dir/sim.txt"
 echo "== measure ($steps steps each)"
 mpirun $bind -np "$np" -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$build/smoe" train --steps "$steps" \
   --compare --quiet --json $over >"$dir/train.json"

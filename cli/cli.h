@@ -70,7 +70,11 @@ int cli_common_opt(cli_common *c, int opt, const char *arg);
 /* Collect KEY=VALUE positionals argv[optind..); anything else dies. */
 void cli_collect_overrides(cli_common *c, int argc, char **argv, int first);
 
-/* Print err and exit (2 for bad input, 1 otherwise). */
+/* The exit status of err: 2 for bad input, 1 otherwise. */
+int cli_exit_code(const smoe_err *err);
+/* Print err: one line "smoe: <where>: <message>" on stderr. */
+void cli_print_err(const smoe_err *err);
+/* Print err and exit (cli_exit_code). */
 _Noreturn void cli_die(const smoe_err *err);
 _Noreturn void cli_usage_error(const char *where, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -83,14 +87,29 @@ void cli_check_stdout(void);
 /* Strict integer option value in [lo, hi]; dies naming the option. */
 int64_t cli_int(const char *opt, const char *val, int64_t lo, int64_t hi);
 double cli_float(const char *opt, const char *val, double lo, double hi);
-/* Byte counts (smoe_parse_bytes: 4096, 512M, 16GB, 1.5GiB), exiting with a
- * usage error naming the argument otherwise. */
+/* The one reader of every byte-count flag (sim --hbm-budget, train
+ * --hbm-budget and --max-memory): smoe_parse_bytes (4096, 512M, 16GB,
+ * 1.5GiB), at least 1 (each is memory a run must fit in); SMOE_EINVAL
+ * naming the argument as typed otherwise. cli_bytes: the same, exiting. */
+SMOE_MUST_CHECK
+smoe_status cli_parse_bytes(const char *opt, const char *val, int64_t *out, smoe_err *err);
 int64_t cli_bytes(const char *opt, const char *val);
 /* What every byte-count flag says when its value does not parse. */
 #define CLI_BYTES_EXPECTED "expected a byte count such as 4096, 512M, 16GB or 1.5GiB"
 /* Format a byte count as "1.5 GiB". */
 const char *cli_fmt_bytes(double b, char *buf, size_t n);
 
+/* The file of an option's NAME|FILE: a NAME is the bundled
+ * configs/SUB/NAME.yml (written into buf; --hardware: SUB hardware,
+ * --scenario: scenarios), a path (a '/' or .yml/.yaml) is itself. */
+const char *cli_named_file(const char *arg, const char *sub, char *buf, size_t n);
+/* SMOE_EINVAL naming `where` when the profile `path` of --hardware `arg`
+ * cannot be read; for cpu-mpi (this machine's, which smoe does not ship)
+ * the message says how to measure it. The one check of smoe sim and
+ * smoe train --hbm-budget. */
+SMOE_MUST_CHECK
+smoe_status cli_hardware_check(const char *arg, const char *path, const char *where,
+                               smoe_err *err);
 /* Load the config from common options (dies on error). */
 smoe_config *cli_load_config(const cli_common *c);
 /* Build the plan (dies on error). */
@@ -107,6 +126,8 @@ struct cJSON;
 struct cJSON *cli_json_mesh(const smoe_mesh *m);
 /* A JSON string of text that may not be UTF-8 (invalid bytes as \xNN). */
 struct cJSON *cli_json_string(const char *s);
+/* Add item to object obj under a key that may not be UTF-8 (as above). */
+void cli_json_add(struct cJSON *obj, const char *key, struct cJSON *item);
 void cli_json_print(FILE *f, struct cJSON *root);
 
 #define CLI_STR_(x) #x
@@ -186,6 +207,12 @@ smoe_out *cli_out_open(const char *opt, const char *path);
  * failure one line naming the argument (the OS error's text), exit 1. */
 void cli_out_finish(smoe_out *o, smoe_status s, smoe_err *err, const char *opt,
                     const char *path);
+/* Whether the output `path` of option `opt` can be written (made in its
+ * directory, or an existing special file opened as it is): SMOE_EIO
+ * "argument 'OPT PATH': cannot write the file: REASON" otherwise. For
+ * outputs written after long work, checked before it (out_probe.c). */
+SMOE_MUST_CHECK
+smoe_status cli_probe_output(const char *path, const char *opt, smoe_err *err);
 /* JSON output of smoe sim (sim_json.c). */
 struct smoe_sim_shape;
 void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw,

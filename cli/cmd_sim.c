@@ -74,15 +74,6 @@ typedef struct run {
     int have;
 } run;
 
-static const char *find_file(const char *arg, const char *sub, char *buf, size_t n)
-{
-    if (strchr(arg, '/') || strstr(arg, ".yml") || strstr(arg, ".yaml"))
-        return arg;
-    const char *dir = smoe_config_default_dir();
-    snprintf(buf, n, "%s/%s/%s.yml", dir ? dir : ".", sub, arg);
-    return buf;
-}
-
 static smoe_remat parse_remat(const char *s, const char *where)
 {
     if (strcmp(s, "full") == 0)
@@ -344,13 +335,13 @@ static int calibrate(int argc, char **argv, cli_common *c, const char *out, int 
         s = smoe_calib_measure(rt, cfg, plan, pthread, out, &err);
     smoe_plan_free(plan);
     smoe_config_free(cfg);
+    /* every rank has the same verdict; rank 0 prints it before the ranks
+     * leave together (a rank that exits first may have the launcher end
+     * the others) */
+    if (s && root)
+        cli_print_err(&err);
     smoe_rt_finalize(rt);
-    if (s) {
-        if (root)
-            cli_die(&err);
-        return SMOE_EXIT_USAGE;
-    }
-    return SMOE_EXIT_OK;
+    return s ? cli_exit_code(&err) : SMOE_EXIT_OK;
 }
 
 /* --schedule-out: the budgeted plan (with --hbm-budget) or the uniform
@@ -466,7 +457,7 @@ int cmd_sim(int argc, char **argv)
     const char **scn_over = NULL; /* the scenario's overrides, then the command line's */
     if (scenario) {
         smoe_err err;
-        const char *f = find_file(scenario, "scenarios", path, sizeof path);
+        const char *f = cli_named_file(scenario, "scenarios", path, sizeof path);
         if (access(f, R_OK) != 0) {
             char where[300];
             snprintf(where, sizeof where, "argument '--scenario %s'", scenario);
@@ -521,13 +512,10 @@ int cmd_sim(int argc, char **argv)
         depth = 1;
     smoe_hw hw;
     smoe_err err;
-    const char *hwf = find_file(hardware, "hardware", path, sizeof path);
-    if (access(hwf, R_OK) != 0) {
-        char where[300];
-        snprintf(where, sizeof where, "argument '--hardware %s'", hardware);
-        cli_usage_error(where, "no hardware profile %s", hwf);
-    }
-    if (smoe_hw_load(hwf, &hw, &err))
+    const char *hwf = cli_named_file(hardware, "hardware", path, sizeof path);
+    char hw_where[300];
+    snprintf(hw_where, sizeof hw_where, "argument '--hardware %s'", hardware);
+    if (cli_hardware_check(hardware, hwf, hw_where, &err) || smoe_hw_load(hwf, &hw, &err))
         cli_die(&err);
     smoe_sim_shape sh;
     memset(&sh, 0, sizeof sh);

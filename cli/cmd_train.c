@@ -141,6 +141,30 @@ static _Noreturn void fail_arg(smoe_rt *rt, const char *where, const char *msg)
     fail(rt, &e);
 }
 
+/* The files rank 0 writes after the last step, checked before the first
+ * (every rank gets rank 0's verdict). */
+static void check_outputs(smoe_rt *rt, const char *plot, const char *trace, const char *dump)
+{
+    const char *path[3] = { plot, trace, dump }, *opt[3] = { "--plot", "--trace", "--dump-params" };
+    smoe_err err;
+    smoe_status s = SMOE_OK;
+    for (int i = 0; i < 3 && !s; i++)
+        if (path[i] && smoe_rt_rank(rt) == 0)
+            s = cli_probe_output(path[i], opt[i], &err);
+    if (smoe_rt_agree_err(rt, s, &err))
+        fail(rt, &err);
+}
+
+/* The library names a byte-count flag by its value in bytes: the error
+ * quotes what was typed instead. */
+static void requote(smoe_err *err, const char *opt, const char *typed)
+{
+    char pre[64];
+    snprintf(pre, sizeof pre, "argument '%s ", opt);
+    if (typed && strncmp(err->where, pre, strlen(pre)) == 0)
+        snprintf(err->where, sizeof err->where, "argument '%s %s'", opt, typed);
+}
+
 static void print_banner(const smoe_config *cfg, const smoe_plan *p, smoe_rt *rt,
                          const smoe_train_opts *o, int shared, const smoe_model_cfg *mc)
 {
@@ -168,7 +192,7 @@ static void print_banner(const smoe_config *cfg, const smoe_plan *p, smoe_rt *rt
     if (o->schedule_name) /* --schedule FILE */
         snprintf(sched, sizeof sched, "the schedule %s", o->schedule_name);
     else if (o->hbm_budget)
-        snprintf(sched, sizeof sched, "planned for --hbm-budget %lld on %s",
+        snprintf(sched, sizeof sched, "planned for %lld bytes per rank (--hbm-budget) on %s",
                  (long long)o->hbm_budget, o->hw->name);
     else
         snprintf(sched, sizeof sched, "prefetch depth %d", o->prefetch_depth);
@@ -269,7 +293,7 @@ int cmd_train(int argc, char **argv)
     opterr = 0;
     optind = 1;
     int li = -1;
-    const char *maxmem_arg = NULL, *sched_path = NULL, *hw_arg = NULL;
+    const char *maxmem_arg = NULL, *budget_arg = NULL, *sched_path = NULL, *hw_arg = NULL;
     const char *sched_paths[SMOE_TRAIN_MAX_MODES];
     int nsched = 0;
     while ((opt = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
@@ -319,8 +343,8 @@ int cmd_train(int argc, char **argv)
             pthread_seen = 1;
             break;
         case OPT_MAXMEM:
-            if (smoe_parse_bytes(optarg, &o.max_memory) || o.max_memory < 1)
-                fail_arg(rt, where, CLI_BYTES_EXPECTED);
+            if (cli_parse_bytes("--max-memory", optarg, &o.max_memory, &err))
+                fail(rt, &err);
             maxmem_arg = optarg;
             break;
         case OPT_TIMEOUT: {
@@ -357,9 +381,9 @@ int cmd_train(int argc, char **argv)
             break;
         case OPT_HARDWARE: hw_arg = optarg; break;
         case OPT_HBM_BUDGET:
-            if (smoe_parse_bytes(optarg, &v) || v < 1)
-                fail_arg(rt, where, CLI_BYTES_EXPECTED);
-            o.hbm_budget = v;
+            if (cli_parse_bytes("--hbm-budget", optarg, &o.hbm_budget, &err))
+                fail(rt, &err);
+            budget_arg = optarg;
             break;
         case OPT_TRACE: o.trace_path = optarg; break;
         case OPT_PLOT: plot_path = optarg; break;
@@ -421,6 +445,7 @@ int cmd_train(int argc, char **argv)
                  "cannot be combined with --dump-params or --checkpoint-dir");
     if (plot_path && !o.trace_path)
         fail_arg(rt, "argument '--plot'", "needs --trace FILE (the timeline it draws)");
+    check_outputs(rt, plot_path, o.trace_path, o.dump_path);
     if ((o.ckpt_every || o.ckpt_keep || o.resume) && !o.ckpt_dir)
         fail_arg(rt, o.resume ? "argument '--resume'" : o.ckpt_keep ? "argument '--checkpoint-keep'"
                                                       : "argument '--checkpoint-every'",
@@ -448,24 +473,16 @@ int cmd_train(int argc, char **argv)
     }
     smoe_hw hw;
     if (o.hbm_budget) {
-        char hwp[4200];
+        char hwbuf[4200], hw_where[300];
         const char *name = hw_arg ? hw_arg : "cpu-mpi";
-        if (!strchr(name, '/') && !strstr(name, ".yml") && cdir)
-            snprintf(hwp, sizeof hwp, "%s/hardware/%s.yml", cdir, name);
+        const char *hwp = cli_named_file(name, "hardware", hwbuf, sizeof hwbuf);
+        if (hw_arg)
+            snprintf(hw_where, sizeof hw_where, "argument '--hardware %s'", hw_arg);
         else
-            snprintf(hwp, sizeof hwp, "%s", name);
-        if (!hw_arg && access(hwp, R_OK) != 0) {
-            char msg[9000];
-            snprintf(msg, sizeof msg, "plans on the cpu-mpi profile %s, which cannot be read: "
-                     "measure it with 'mpirun -np N smoe sim --calibrate --out %s' or pass "
-                     "--hardware FILE", hwp, hwp);
-            fail_arg(rt, "argument '--hbm-budget'", msg);
-        }
-        if (smoe_hw_load(hwp, &hw, &err)) {
-            if (!err.where[0] || strstr(err.msg, "cannot open"))
-                snprintf(err.where, sizeof err.where, "argument '--hardware %s'", name);
+            snprintf(hw_where, sizeof hw_where, "argument '--hbm-budget' (planned on --hardware "
+                     "cpu-mpi unless given)");
+        if (cli_hardware_check(name, hwp, hw_where, &err) || smoe_hw_load(hwp, &hw, &err))
             fail(rt, &err);
-        }
         o.hw = &hw;
     }
     if (!o.data_path) {
@@ -530,8 +547,8 @@ int cmd_train(int argc, char **argv)
     o.ud = &rc;
     smoe_comm comm = smoe_rt_comm(rt);
     if (smoe_train_run(cfg, plan, nsched == 1 ? scheds[0] : NULL, &comm, &o, &res, &err)) {
-        if (err.code == SMOE_ENOMEM && maxmem_arg && strstr(err.where, "--max-memory"))
-            snprintf(err.where, sizeof err.where, "argument '--max-memory %s'", maxmem_arg);
+        requote(&err, "--max-memory", maxmem_arg);
+        requote(&err, "--hbm-budget", budget_arg);
         fail(rt, &err);
     }
     runs.priority = smoe_rt_progress_priority(rt); /* collective */

@@ -7,12 +7,24 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-_Noreturn void cli_die(const smoe_err *err)
+int cli_exit_code(const smoe_err *err)
+{
+    return err->code == SMOE_EINVAL || err->code == SMOE_ENOTFOUND ? SMOE_EXIT_USAGE
+                                                                   : SMOE_EXIT_FAIL;
+}
+
+void cli_print_err(const smoe_err *err)
 {
     char buf[1200];
     fprintf(stderr, "smoe: %s\n", smoe_err_format(err, buf, sizeof buf));
-    exit(err->code == SMOE_EINVAL || err->code == SMOE_ENOTFOUND ? SMOE_EXIT_USAGE : SMOE_EXIT_FAIL);
+}
+
+_Noreturn void cli_die(const smoe_err *err)
+{
+    cli_print_err(err);
+    exit(cli_exit_code(err));
 }
 
 _Noreturn void cli_usage_error(const char *where, const char *fmt, ...)
@@ -81,13 +93,27 @@ double cli_float(const char *opt, const char *val, double lo, double hi)
     return v;
 }
 
-int64_t cli_bytes(const char *opt, const char *val)
+smoe_status cli_parse_bytes(const char *opt, const char *val, int64_t *out, smoe_err *err)
 {
     char where[256];
     snprintf(where, sizeof where, "argument '%s %s'", opt, val ? val : "");
     int64_t v;
-    if (smoe_parse_bytes(val, &v))
-        cli_usage_error(where, "%s", CLI_BYTES_EXPECTED);
+    if (!val || smoe_parse_bytes(val, &v))
+        return smoe_err_in(err, SMOE_EINVAL, where, "%s", CLI_BYTES_EXPECTED);
+    if (v < 1) /* a budget or limit that nothing fits in */
+        return smoe_err_in(err, SMOE_EINVAL, where,
+                           "must be at least 1 byte: 0 bytes hold nothing (leave the option out "
+                           "for no limit)");
+    *out = v;
+    return SMOE_OK;
+}
+
+int64_t cli_bytes(const char *opt, const char *val)
+{
+    int64_t v;
+    smoe_err err;
+    if (cli_parse_bytes(opt, val, &v, &err))
+        cli_die(&err);
     return v;
 }
 
@@ -128,6 +154,28 @@ const char *cli_fmt_bytes(double b, char *buf, size_t n)
     else
         snprintf(buf, n, "%.1f %s", b, unit[u]);
     return buf;
+}
+
+const char *cli_named_file(const char *arg, const char *sub, char *buf, size_t n)
+{
+    if (strchr(arg, '/') || strstr(arg, ".yml") || strstr(arg, ".yaml"))
+        return arg;
+    const char *dir = smoe_config_default_dir();
+    snprintf(buf, n, "%s/%s/%s.yml", dir ? dir : ".", sub, arg);
+    return buf;
+}
+
+smoe_status cli_hardware_check(const char *arg, const char *path, const char *where,
+                               smoe_err *err)
+{
+    if (access(path, R_OK) == 0)
+        return SMOE_OK;
+    if (strcmp(arg, "cpu-mpi") != 0)
+        return smoe_err_in(err, SMOE_EINVAL, where, "no hardware profile %s", path);
+    return smoe_err_in(err, SMOE_EINVAL, where,
+                       "no cpu-mpi profile %s (this machine's: smoe does not ship one): measure "
+                       "it with 'mpirun -np N smoe sim --calibrate --out %s', or pass "
+                       "--hardware FILE", path, path);
 }
 
 smoe_config *cli_load_config(const cli_common *c)

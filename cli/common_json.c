@@ -51,12 +51,12 @@ static size_t utf8_len(const unsigned char *s)
     return n;
 }
 
-struct cJSON *cli_json_string(const char *s)
+/* s as UTF-8 (invalid bytes as \xNN), malloc'd; NULL when out of memory. */
+static char *utf8_text(const char *s)
 {
-    size_t len = strlen(s);
-    char *buf = malloc(4 * len + 1);
+    char *buf = malloc(4 * strlen(s) + 1);
     if (!buf)
-        return cJSON_CreateString("");
+        return NULL;
     size_t o = 0;
     for (const unsigned char *p = (const unsigned char *)s; *p;) {
         size_t n = utf8_len(p);
@@ -70,7 +70,20 @@ struct cJSON *cli_json_string(const char *s)
         }
     }
     buf[o] = 0;
-    cJSON *x = cJSON_CreateString(buf);
+    return buf;
+}
+
+struct cJSON *cli_json_string(const char *s)
+{
+    char *buf = utf8_text(s);
+    cJSON *x = cJSON_CreateString(buf ? buf : "");
     free(buf);
     return x;
+}
+
+void cli_json_add(struct cJSON *obj, const char *key, struct cJSON *item)
+{
+    char *k = utf8_text(key);
+    cJSON_AddItemToObject(obj, k ? k : "", item); /* the key is copied */
+    free(k);
 }

@@ -113,7 +113,8 @@ void plan_print_json(FILE *f, const smoe_plan *p)
     cJSON *entries = cJSON_AddObjectToObject(root, "entries");
     for (int i = 0; i < p->n; i++) {
         const smoe_weight *w = &p->w[i];
-        cJSON *e = cJSON_AddObjectToObject(entries, w->key);
+        cJSON *e = cJSON_CreateObject();
+        cli_json_add(entries, w->key, e); /* --params keys may not be UTF-8 */
         cJSON_AddItemToObject(e, "shape", i64_array(w->shape, w->rank));
         cJSON *lg = cJSON_AddArrayToObject(e, "logical");
         cJSON *ps = cJSON_AddArrayToObject(e, "partition_spec");

@@ -58,7 +58,7 @@ void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const smoe_s
     if (sc && sc->n_sources) { /* where the scenario's facts come from */
         cJSON *src = cJSON_AddObjectToObject(root, "sources");
         for (int i = 0; i < sc->n_sources; i++)
-            cJSON_AddItemToObject(src, sc->source_key[i], cli_json_string(sc->source_text[i]));
+            cli_json_add(src, sc->source_key[i], cli_json_string(sc->source_text[i]));
     }
     if (ncurve) {
         cJSON *pc = cJSON_AddArrayToObject(root, "pareto");

@@ -133,7 +133,7 @@ void train_print_json(FILE *f, const smoe_plan *p, const smoe_train_result *res,
         root = cJSON_CreateObject();
         cJSON *runs = cJSON_AddObjectToObject(root, "runs");
         for (int i = 0; i < rs->n; i++)
-            cJSON_AddItemToObject(runs, rs->key[i], run_json(p, res, i, skip, reduce_dtype));
+            cli_json_add(runs, rs->key[i], run_json(p, res, i, skip, reduce_dtype));
     } else {
         root = run_json(p, res, -1, 0, reduce_dtype);
     }

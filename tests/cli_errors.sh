@@ -48,7 +48,7 @@ expect "^smoe: --gather-dtype 'fp16': not a gather dtype \\(fp32\\|bf16\\|int8\\
 expect "argument '--int8-block 1': must be between 2 and 4096" plan --devices 4 --gather-dtype int8 --int8-block 1
 expect "argument '--int8-block': needs --gather-dtype int8" plan --devices 4 --int8-block 64
 expect "argument '--int8-fallback': needs --gather-dtype int8" plan --devices 4 --int8-fallback bf16
-expect "^smoe: --int8-fallback 'int8': not a gather dtype \\(fp32\\|bf16\\)$" plan --devices 4 --gather-dtype int8 --int8-fallback int8
+expect "^smoe: --int8-fallback 'int8': not an int8 fallback dtype \\(fp32\\|bf16\\)$" plan --devices 4 --gather-dtype int8 --int8-fallback int8
 expect "argument '--dtype-bytes': a bf16 gather converts fp32 master weights" plan --devices 4 --gather-dtype bf16 --dtype-bytes 2
 expect "argument '--gather-dtype int8': [a-z_/0-9]+: int8 gather: the shard's last dim \\([0-9]+.*\\) is not a whole number of int8 blocks of 4096" plan --devices 4 --gather-dtype int8 --int8-block 4096
 # built-in enumeration: what it does not have is refused by name

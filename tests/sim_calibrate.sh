@@ -6,22 +6,26 @@
 # usage: sim_calibrate.sh MPIEXEC SMOE
 mpiexec=$1
 smoe=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok: $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL: $1" >&2; }
+. "$(dirname "$0")/check_lib.sh"
 # NAME VALUE CONDITION: ok when the awk condition on v holds
 check_val() {
   if awk -v v="$2" "BEGIN { exit !($3) }"; then ok "$1 = $2"; else bad "$1 is '$2'"; fi
 }
 finite='v + 0 > 0 && v + 0 < 1e300'
 unit='v + 0 > 0 && v + 0 <= 1'
+# the profile through a symbolic link: written through it, the link kept
+# (the temporary file and rename are for a regular file or a new one)
+: >"$dir/hw-target.yml"
+ln -s hw-target.yml "$dir/hw.yml"
 if timeout 300 "$mpiexec" -n 2 "$smoe" sim --calibrate --out "$dir/hw.yml" >"$dir/out" 2>"$dir/err"; then
   ok "calibrate ran"
 else
   bad "calibrate failed: $(tail -3 "$dir/err")"
+fi
+if [ -L "$dir/hw.yml" ] && grep -q '^peak_flops:' "$dir/hw-target.yml"; then
+  ok "written through a symbolic link, the link kept"
+else
+  bad "the symbolic link: $(ls -l "$dir")"
 fi
 for k in peak_flops gemm_small_flops hbm_bandwidth ici_bandwidth a2a_bandwidth op_overhead \
          compute_scale reduce_lag_bandwidth; do
@@ -97,6 +101,12 @@ if timeout 300 "$mpiexec" -n 2 "$smoe" sim --calibrate --progress-thread --out "
 else
   bad "--progress-thread: $(grep '^progress' "$dir/hwt.yml"; tail -3 "$dir/err")"
 fi
+# a new file: its temporary file renamed over it, none left behind
+if [ -f "$dir/hwt.yml" ] && [ -z "$(ls "$dir" | grep '\.yml\.')" ]; then
+  ok "no temporary file left"
+else
+  bad "temporary files: $(ls "$dir")"
+fi
 timeout 300 "$mpiexec" -n 2 "$smoe" sim --calibrate --out "$dir/no/such/dir/hw.yml" \
   >/dev/null 2>"$dir/err"
 rc=$?
@@ -105,5 +115,4 @@ if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$(grep -c '^smoe:' "$dir/err")" -e
 else
   bad "unwritable profile: exit $rc, $(cat "$dir/err")"
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

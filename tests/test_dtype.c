@@ -319,7 +319,7 @@ static void test_names(void)
     CHECK(smoe_dtype_parse("--gather-dtype", "fp16", all, &t, &err) == SMOE_EINVAL);
     CHECK_STR(err.msg, "--gather-dtype 'fp16': not a gather dtype (fp32|bf16|int8)");
     CHECK(smoe_dtype_parse("--reduce-dtype", "int8", 3, &t, &err) == SMOE_EINVAL);
-    CHECK_STR(err.msg, "--reduce-dtype 'int8': not a gather dtype (fp32|bf16)");
+    CHECK_STR(err.msg, "--reduce-dtype 'int8': not a reduce dtype (fp32|bf16)");
     CHECK(smoe_dtype_check_block("--int8-block", 1, &err) == SMOE_EINVAL);
     CHECK(smoe_dtype_check_block("--int8-block", 4097, &err) == SMOE_EINVAL);
     CHECK(smoe_dtype_check_block("--int8-block", 32, &err) == SMOE_OK);

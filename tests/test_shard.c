@@ -131,7 +131,10 @@ static void test_bytes(void)
         { "0.5K", 512 },
     };
     static const char *const bad[] = { "", "G", "GB", "iB", "16iB", "-1", "1Q", "16 G",
-                                       "nan", "1e30", "16GG", "0x10", "8E" };
+                                       "nan", "1e30", "16GG", "0x10", "8E",
+                                       /* the README's grammar: no exponent or
+                                        * sign, a '.' between digits */
+                                       "1e3", "1E3M", "2.5e1K", "+5", ".5", "5.", "1.2.3" };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         int64_t v = -1;
         CHECKF(smoe_parse_bytes(ok[i].s, &v) == 0 && v == ok[i].v, "'%s' -> %lld, want %lld",

@@ -87,7 +87,7 @@ must_run r16d0 4 --steps $steps --reduce-dtype bf16 $E2 --prefetch-depth 0 &&
 differ f32 r16 "bf16 reductions: the losses are not fp32's"
 
 refused "--gather-dtype 'fp8': not a gather dtype \\(fp32\\|bf16\\|int8\\)" 2 --gather-dtype fp8
-refused "--reduce-dtype 'int8': not a gather dtype \\(fp32\\|bf16\\)" 2 --reduce-dtype int8
+refused "--reduce-dtype 'int8': not a reduce dtype \\(fp32\\|bf16\\)" 2 --reduce-dtype int8
 refused "argument '--int8-block 1': must be between" 2 --gather-dtype int8 --int8-block 1
 refused "argument '--int8-fallback': needs --gather-dtype int8" 2 --int8-fallback bf16
 

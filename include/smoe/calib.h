@@ -30,7 +30,12 @@ extern "C" {
  * span more than one host); the profile records the mode that ran
  * (`progress: thread | calls`). Rank 0 writes the profile
  * (YAML, the keys of configs/hardware/ files) to `path`, or stdout when
- * NULL. Collective; the mesh of rt must not be set yet. */
+ * NULL: to a temporary file beside path, created before anything is
+ * measured and renamed over path at the end (SMOE_EIO naming path when it
+ * cannot be written). Refused before measuring with SMOE_EINVAL: fewer
+ * than 2 ranks, or the model's layers, timed whole on every rank, over
+ * this machine's memory (smoe_train_check_ram). Collective (every rank
+ * returns the same status); the mesh of rt must not be set yet. */
 SMOE_MUST_CHECK
 smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
                                int progress_thread, const char *path, smoe_err *err);

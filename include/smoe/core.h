@@ -52,6 +52,10 @@ smoe_status smoe_err_at(smoe_err *e, smoe_status code, smoe_loc loc,
 smoe_status smoe_err_in(smoe_err *e, smoe_status code, const char *where,
                         const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Text from a file, fit for a one-line message: at most max bytes of s
+ * into buf (n bytes), each byte outside printable ASCII (a newline, an
+ * escape sequence, UTF-8) as the four characters \xNN; returns buf. */
+const char *smoe_err_quote(const char *s, size_t max, char *buf, size_t n);
 /* "where: msg" or just "msg" into buf; returns buf. */
 const char *smoe_err_format(const smoe_err *e, char *buf, size_t n);
 const char *smoe_status_name(smoe_status s);
@@ -127,7 +131,8 @@ char *smoe_arena_printf(smoe_arena *a, const char *fmt, ...)
  * underscores between digits ("10_000") are accepted. */
 int smoe_parse_i64(const char *s, int64_t *out);
 int smoe_parse_f64(const char *s, double *out);
-/* A byte count: a non-negative number (integer or decimal, underscores as
+/* A byte count: a non-negative number (integer or decimal: digits with at
+ * most one '.' between digits, no sign or exponent; underscores as
  * above) and an optional binary unit K, M, G or T (powers of 1024), each
  * also written KB or KiB (any case): "4096", "512M", "16GB", "1.5GiB".
  * The result is rounded to whole bytes and must stay below 2^63. The one

@@ -199,6 +199,15 @@ smoe_status smoe_train_check_keys(const smoe_config *cfg, smoe_err *err);
  * checks). A key absent, null or at MaxText's default asks nothing and is
  * not listed. Pure; out's strings are static or inside out. */
 int smoe_train_unapplied_keys(const smoe_config *cfg, smoe_train_unapplied *out, int cap);
+/* The one check of a rank's memory against this machine's (smoe train's
+ * plan, smoe sim --calibrate's layers), made before anything large is
+ * allocated: `need` bytes per rank, its parts in words in `what`, over the
+ * physical memory is SMOE_EINVAL "the model needs X GiB per rank (what),
+ * more than this machine's Y GiB of memory: VERDICT (the model's size
+ * keys of cfg)"; SMOE_OK otherwise (or where the memory is unknown). */
+SMOE_MUST_CHECK
+smoe_status smoe_train_check_ram(const smoe_config *cfg, double need, const char *what,
+                                 const char *verdict, smoe_err *err);
 
 /* Run the training on the ranks of comm (their mesh: the plan's), with
  * the prefetch schedule `schedule` (NULL: o's depth, modes or budget; see

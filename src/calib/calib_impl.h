@@ -5,6 +5,8 @@
 
 #include "smoe/calib.h"
 
+#include <stdio.h>
+
 /* The median of n values (n <= 32; reordered). */
 double calib_median(double *v, int n);
 /* t = a + b x over n <= 6 points, robustly (Theil-Sen); a >= 0, b > 0. */
@@ -77,5 +79,23 @@ SMOE_MUST_CHECK
 smoe_status calib_layer_figures(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
                                 void (*idle)(void *), void *ud, double share, smoe_hw *hw,
                                 calib_sets *out, smoe_err *err);
+
+/* The profile's file (profile_file.c): rank 0's f, smoe_out's temporary
+ * beside path (stdout when path is NULL), NULL on the other ranks. */
+typedef struct calib_out {
+    smoe_out *out; /* NULL: stdout, or not rank 0 */
+    FILE *f;
+} calib_out;
+/* Create the temporary file before anything is measured; every rank
+ * returns rank 0's verdict (SMOE_EIO naming path and the reason).
+ * Collective. */
+SMOE_MUST_CHECK
+smoe_status calib_out_open(smoe_rt *rt, const char *path, calib_out *o, smoe_err *err);
+/* Finish: with s == SMOE_OK (or a failed write) commit the file over path
+ * (SMOE_EIO naming it and the OS error on failure); with another error
+ * remove the temporary file and return s. Rank 0's call is the one that
+ * acts. */
+SMOE_MUST_CHECK
+smoe_status calib_out_close(calib_out *o, smoe_status s, smoe_err *err);
 
 #endif

@@ -469,6 +469,49 @@ static smoe_status one_rank_cfg(const smoe_config *cfg, const smoe_plan *plan,
     return smoe_train_model_cfg(cfg, &one, mc, err);
 }
 
+/* The layers calib_compute times: one of each kind the model has (has[k]),
+ * whole (experts all local), at the model's training shape. */
+static smoe_status timed_layers(const smoe_config *cfg, const smoe_plan *plan,
+                                smoe_model_cfg *mc, int has[2], smoe_err *err)
+{
+    smoe_status s = one_rank_cfg(cfg, plan, mc, err);
+    if (s)
+        return s;
+    has[0] = mc->n_dense > 0;
+    has[1] = mc->n_moe > 0;
+    mc->n_dense = has[0];
+    mc->n_moe = has[1];
+    mc->ep = 1;
+    return SMOE_OK;
+}
+
+/* What calib_compute will allocate on every rank (the layers' weights and
+ * gradients, their activations and the input copies), against this
+ * machine's memory by smoe train's check, before anything is measured. */
+static smoe_status check_memory(const smoe_config *cfg, const smoe_plan *plan, smoe_err *err)
+{
+    smoe_model_cfg mc;
+    int has[2];
+    int64_t act = 0;
+    smoe_status s = timed_layers(cfg, plan, &mc, has, err);
+    if (!s)
+        s = smoe_model_need_bytes(&mc, &act, err);
+    if (s)
+        return s;
+    double w = 0;
+    for (int k = 0; k < 2; k++)
+        for (int sl = 0; sl < SMOE_W_NSLOTS; sl++)
+            if (has[k] && smoe_wslot_used(&mc, (smoe_wslot)sl, k))
+                w += (double)smoe_wslot_numel(&mc, (smoe_wslot)sl);
+    const double wbytes = 2 * 4 * w, xbytes = 4.0 * 4 * (double)(mc.batch * mc.seq * mc.emb);
+    char what[300];
+    snprintf(what, sizeof what, "one layer of each kind whole: weights and gradients %.0f, "
+             "activations %lld, inputs %.0f", wbytes, (long long)act, xbytes);
+    return smoe_train_check_ram(cfg, wbytes + (double)act + xbytes, what,
+                                "smoe sim --calibrate times a layer of each kind whole on "
+                                "every rank: calibrate with a smaller --model", err);
+}
+
 /* smoe's own layer kernels (one dense and one MoE layer, forward and
  * backward, experts all local) against the cost model's roofline; spr:
  * the spread, the share of a core, the measured seconds. The ratio moves
@@ -480,13 +523,10 @@ static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe
                                  smoe_err *err)
 {
     smoe_model_cfg mc;
-    smoe_status s = one_rank_cfg(cfg, plan, &mc, err);
+    int has[2];
+    smoe_status s = timed_layers(cfg, plan, &mc, has, err);
     if (s)
         return s;
-    int has[2] = { mc.n_dense > 0, mc.n_moe > 0 };
-    mc.n_dense = has[0];
-    mc.n_moe = has[1];
-    mc.ep = 1;
     smoe_model *model;
     if ((s = smoe_model_new(&mc, &model, err)))
         return s;
@@ -605,8 +645,9 @@ static void addf(char *buf, size_t cap, const char *fmt, ...)
     va_end(ap);
 }
 
-smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
-                               int progress_thread, const char *path, smoe_err *err)
+/* The measurement, rank 0 writing the profile to f. */
+static smoe_status measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
+                           int progress_thread, FILE *f, smoe_err *err)
 {
     smoe_status s;
     int size = smoe_rt_size(rt), per_node = ranks_per_node(rt), nodes = size / per_node;
@@ -733,10 +774,6 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     }
     if (smoe_rt_rank(rt) != 0)
         return SMOE_OK;
-    smoe_out *o = NULL;
-    if (path && (s = smoe_out_open(path, "the profile", &o, err)))
-        return s;
-    FILE *f = o ? smoe_out_file(o) : stdout;
     smoe_hw_note notes[] = {
         { "peak_flops", "512-wide sgemm, FLOP/s per rank" },
         { "hbm_bytes", "RAM per rank" },
@@ -801,10 +838,25 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
         if (per_node > 1 || (i != SP_ICI && i != SP_A2A))
             addf(tail, sizeof tail, "# spread %s %.3f share %.2f\n", sp_key[i], sp.v[i],
                  sp.share[i]);
-    smoe_status ws = smoe_hw_write(f, &hw, notes, tail, err);
-    if (o)
-        return smoe_out_finish(o, ws, err);
-    if (ws || ferror(f))
-        return smoe_err_in(err, SMOE_EIO, "standard output", "cannot write the profile");
-    return SMOE_OK;
+    return smoe_hw_write(f, &hw, notes, tail, err);
+}
+
+smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
+                               int progress_thread, const char *path, smoe_err *err)
+{
+    /* one rank has no collective to time (the profile's ici and dcn
+     * figures would be 0, which no profile may hold) */
+    if (smoe_rt_size(rt) < 2)
+        return smoe_err_set(err, SMOE_EINVAL,
+                            "smoe sim --calibrate needs at least 2 MPI ranks (it times the "
+                            "collectives between them): run it under 'mpirun -np N' with N >= 2, "
+                            "as many ranks per host as smoe train will run");
+    calib_out out;
+    smoe_status s = smoe_rt_agree_err(rt, check_memory(cfg, plan, err), err);
+    if (!s)
+        s = calib_out_open(rt, path, &out, err);
+    if (s)
+        return s;
+    s = smoe_rt_agree_err(rt, measure(rt, cfg, plan, progress_thread, out.f, err), err);
+    return smoe_rt_agree_err(rt, calib_out_close(&out, s, err), err); /* rank 0's close */
 }

@@ -92,7 +92,8 @@ static const struct hw_key {
     { "devices_per_node", HW(devices_per_node), 1, 0, { 1, 1LL << 40, 1, 0 } },
     { "dcn_bandwidth", HW(dcn_bandwidth), 1, 0, BW },
     { "dcn_latency", HW(dcn_latency), 1, 0, SECS },
-    { "collective_engines", HW(collective_engines), 1, 0, { 0, 64, 1, 0 } },
+    /* at least one: the simulator has no collective without an engine */
+    { "collective_engines", HW(collective_engines), 1, 0, { 1, 64, 1, 0 } },
     { "a2a_bandwidth", HW(a2a_bandwidth), 0, 0, BW0 },
     { "a2a_latency", HW(a2a_latency), 0, 0, SECS },
     { "collectives_use_compute", HW(collectives_use_compute), 0, 1, { 0, 1, 1, 0 } },

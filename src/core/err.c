@@ -87,3 +87,19 @@ const char *smoe_status_name(smoe_status s)
     }
     return "unknown status";
 }
+
+const char *smoe_err_quote(const char *s, size_t max, char *buf, size_t n)
+{
+    size_t o = 0;
+    if (n == 0)
+        return buf;
+    for (size_t i = 0; s[i] && i < max && o + 5 < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c < 0x7f)
+            buf[o++] = (char)c;
+        else
+            o += (size_t)snprintf(buf + o, n - o, "\\x%02X", c);
+    }
+    buf[o] = 0;
+    return buf;
+}

@@ -71,6 +71,21 @@ int smoe_parse_f64(const char *s, double *out)
     return 0;
 }
 
+/* The number of a byte count as the README's grammar has it: digits, with
+ * at most one '.' between digits (and underscores between digits, which
+ * smoe_parse_f64 checks): no sign, no exponent. */
+static int plain_decimal(const char *s)
+{
+    size_t n = strlen(s);
+    int dots = 0;
+    if (n == 0 || s[0] < '0' || s[0] > '9' || s[n - 1] < '0' || s[n - 1] > '9')
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '.' ? dots++ > 0 : s[i] != '_' && (s[i] < '0' || s[i] > '9'))
+            return 0;
+    return 1;
+}
+
 int smoe_parse_bytes(const char *s, int64_t *out)
 {
     static const char units[] = "kmgt";
@@ -93,7 +108,7 @@ int smoe_parse_bytes(const char *s, int64_t *out)
         return -1; /* "iB" without a unit letter */
     }
     double v;
-    if (smoe_parse_f64(num, &v) || !(v >= 0) || v * mult >= 9.2e18)
+    if (!plain_decimal(num) || smoe_parse_f64(num, &v) || !(v >= 0) || v * mult >= 9.2e18)
         return -1;
     *out = (int64_t)llround(v * mult);
     return 0;

@@ -3,6 +3,7 @@
  * DESIGN block in dtype.h. */
 #include "smoe/dtype.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char *const names[] = { "fp32", "bf16", "int8" };
@@ -33,8 +34,18 @@ smoe_status smoe_dtype_parse(const char *flag, const char *s, unsigned allowed,
             k += l;
         }
     }
-    return smoe_err_set(err, SMOE_EINVAL, "%s '%s': not a gather dtype (%s)", flag,
-                        s ? s : "", choices);
+    /* the flag's role: "--reduce-dtype" a reduce dtype, "--int8-fallback"
+     * an int8 fallback dtype */
+    char role[48];
+    snprintf(role, sizeof role, "%s", flag + strspn(flag, "-"));
+    size_t n = strlen(role);
+    if (n > 6 && strcmp(role + n - 6, "-dtype") == 0)
+        role[n - 6] = 0;
+    for (char *c = role; *c; c++)
+        if (*c == '-')
+            *c = ' ';
+    return smoe_err_set(err, SMOE_EINVAL, "%s '%s': not %s %s dtype (%s)", flag, s ? s : "",
+                        strchr("aeiou", role[0]) && role[0] ? "an" : "a", role, choices);
 }
 
 smoe_status smoe_dtype_check_block(const char *flag, int64_t block, smoe_err *err)

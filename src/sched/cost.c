@@ -362,6 +362,19 @@ static smoe_status add_weight(sim_kind *k, const sim_w *w, smoe_err *err)
     return SMOE_OK;
 }
 
+static smoe_status calls_across_hosts(const smoe_plan *plan, const smoe_hw *hw, smoe_err *err)
+{
+    long long dev = (long long)smoe_mesh_devices(&plan->mesh), per = (long long)hw->devices_per_node;
+    return smoe_err_set(err, SMOE_EINVAL,
+                        "profile %s: hosts of %lld ranks (devices_per_node: the ranks per host it "
+                        "was calibrated with), so %lld devices span %lld hosts, and progress "
+                        "'calls' with gathers across hosts is not modelled (the link would move "
+                        "only at the ranks' MPI calls): for %lld ranks on one host calibrate "
+                        "under as many ('mpirun -np %lld smoe sim --calibrate'); across hosts "
+                        "calibrate with --progress-thread and train with --progress-thread",
+                        hw->name, per, dev, (dev + per - 1) / per, dev, dev);
+}
+
 smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
                                  const smoe_hw *hw, const smoe_sim_shape *sh,
                                  smoe_sim_model **out, smoe_err *err)
@@ -378,7 +391,10 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
      * thread is off unless asked for (btl_tcp_progress_thread, ompi#1491,
      * #2839). The links below move data all along, which is the runtime's
      * progress thread; a link that moves at the ranks' polls is not
-     * modelled, so such a prediction across hosts is refused. */
+     * modelled, so such a prediction across hosts is refused. A host is
+     * the profile's devices_per_node ranks (a cpu profile: the ranks per
+     * host it was measured with), so more devices than that are hosts too:
+     * the message says so, for the ranks that share one host. */
     if (strcmp(hw->kind, "cpu") == 0 && strcmp(hw->progress, "calls") == 0)
         for (int i = 0; i < plan->n; i++) {
             double fb, fs;
@@ -386,11 +402,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
                 continue;
             smoe_sim_gather_far(&plan->w[i].gather, &plan->mesh, hw->devices_per_node, 1, &fb, &fs);
             if (fs > 0)
-                return smoe_err_set(err, SMOE_EINVAL,
-                                    "profile %s: progress 'calls' with gathers across hosts is not "
-                                    "modelled (the link would move only at the ranks' MPI calls); "
-                                    "measure it with 'smoe sim --calibrate --progress-thread' and "
-                                    "train with --progress-thread", hw->name);
+                return calls_across_hosts(plan, hw, err);
         }
     if (d.experts > 0 && d.topk > d.experts) /* as smoe train refuses it */
         return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "num_experts_per_tok"),

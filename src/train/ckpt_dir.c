@@ -160,10 +160,11 @@ smoe_status tr_ckpt_find(const char *dir, char name[32], char *note, size_t note
         line[0] = 0;
     fclose(f);
     line[strcspn(line, "\r\n")] = 0;
+    char shown[200]; /* the file's bytes, any of them, escaped */
     if (tr_step_of(line) < 0)
         return smoe_err_in(err, SMOE_EIO, path,
-                           "does not name a checkpoint (expected step_NNNNNNNN, found '%.40s'); "
-                           "%s%s", line,
+                           "does not name a checkpoint (expected step_NNNNNNNN, found '%s'); "
+                           "%s%s", smoe_err_quote(line, 40, shown, sizeof shown),
                            newest[0] ? "the newest complete checkpoint is " : "there is no "
                                                                                 "complete checkpoint",
                            newest);

@@ -59,6 +59,21 @@ static void size_keys(const smoe_config *cfg, char *buf, size_t cap)
     }
 }
 
+smoe_status smoe_train_check_ram(const smoe_config *cfg, double need, const char *what,
+                                 const char *verdict, smoe_err *err)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    double ram = pages > 0 && psize > 0 ? (double)pages * (double)psize : 0;
+    if (!(ram > 0 && need > ram))
+        return SMOE_OK;
+    char dims[1400];
+    size_keys(cfg, dims, sizeof dims);
+    return smoe_err_set(err, SMOE_EINVAL,
+                        "the model needs %.3g GiB per rank (%s), more than this machine's "
+                        "%.3g GiB of memory: %s (%s)",
+                        need / 1073741824.0, what, ram / 1073741824.0, verdict, dims);
+}
+
 /* What this rank will need, checked before anything large is allocated:
  * against --max-memory, and against the machine's memory. */
 static smoe_status check_memory(smoe_trainer *t, int max_depth, int64_t data_bytes,
@@ -76,7 +91,7 @@ static smoe_status check_memory(smoe_trainer *t, int max_depth, int64_t data_byt
         return s;
     smoe_comm_allreduce_max_i64(&t->comm, est, 1);
     t->memory_estimate = est[0];
-    char what[400], dims[1400];
+    char what[400];
     snprintf(what, sizeof what,
              "shards, gradients and AdamW moments %.0f, gathered-layer pool %.0f, top-level "
              "buffers %.0f, activations %lld, data %lld",
@@ -87,16 +102,8 @@ static smoe_status check_memory(smoe_trainer *t, int max_depth, int64_t data_byt
         return smoe_err_in(err, SMOE_ENOMEM, where, "the plan needs %lld bytes per rank (%s)",
                            (long long)est[0], what);
     }
-    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-    double ram = pages > 0 && psize > 0 ? (double)pages * (double)psize : 0;
-    if (ram > 0 && (double)est[0] > ram) {
-        size_keys(t->cfg, dims, sizeof dims);
-        return smoe_err_set(err, SMOE_EINVAL,
-                            "the model needs %.3g GiB per rank (%s), more than this machine's "
-                            "%.3g GiB of memory: the model is too large for this mesh (%s)",
-                            (double)est[0] / 1073741824.0, what, ram / 1073741824.0, dims);
-    }
-    return SMOE_OK;
+    return smoe_train_check_ram(t->cfg, (double)est[0], what,
+                                "the model is too large for this mesh", err);
 }
 
 /* The schedules of o: the deepest prefetch depth and the plans they use. */
