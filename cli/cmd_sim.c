@@ -552,7 +552,7 @@ int cmd_sim(int argc, char **argv)
      * baseline); cpu profiles smoe's runtime, which smoe train executes */
     if (profile)
         apply_profile(m, prof, prof_n);
-    int accel = strcmp(hw.kind, "cpu") != 0;
+    int accel = hw.kind != SMOE_HW_CPU;
     smoe_sched_family fam = accel ? SMOE_SCHED_MAXTEXT : SMOE_SCHED_UNIFORM;
     run runs[MAX_RUNS];
     int n = 0;

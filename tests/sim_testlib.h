@@ -14,7 +14,7 @@ static inline smoe_sim_model two_layers(int engines)
 {
     smoe_sim_model m;
     memset(&m, 0, sizeof m);
-    snprintf(m.hw.kind, sizeof m.hw.kind, "tpu");
+    m.hw.kind = SMOE_HW_TPU;
     m.hw.collective_engines = engines;
     m.L = 2;
     m.nkinds = 2;
@@ -56,7 +56,7 @@ static inline smoe_config *load_deepseek(const char *cfgdir, const char *const *
 /* A cpu profile with every key set. */
 static inline smoe_hw cpu_profile(void)
 {
-    smoe_hw cpu = { .name = "cpu-mpi", .kind = "cpu", .devices_per_chip = 1,
+    smoe_hw cpu = { .name = "cpu-mpi", .kind = SMOE_HW_CPU, .devices_per_chip = 1,
                     .peak_flops = 3.25e10, .hbm_bytes = 6e9, .hbm_bandwidth = 1.1e10,
                     .ici_bandwidth = 4.5e9, .ici_links = 1, .ici_latency = 2.5e-6,
                     .devices_per_node = 4, .dcn_bandwidth = 4.5e9, .dcn_latency = 2.5e-6,

@@ -23,7 +23,7 @@ static smoe_sim_model layers(int L)
 {
     smoe_sim_model m;
     memset(&m, 0, sizeof m);
-    snprintf(m.hw.kind, sizeof m.hw.kind, "tpu");
+    m.hw.kind = SMOE_HW_TPU;
     m.hw.collective_engines = 4;
     m.L = L;
     m.nkinds = 2;

@@ -92,7 +92,7 @@ static void test_maxtext_family(void)
     k->bytes_stored = 100;
     k->bytes = 50;
     k->bwd_full_pre = 9;
-    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu"); /* whole-layer waits */
+    m.hw.kind = SMOE_HW_CPU; /* whole-layer waits */
     m.k[1] = *k;
     smoe_sim_sched s;
     smoe_sim_result r;
@@ -126,7 +126,7 @@ static smoe_sim_model one_moe_layer(void)
 {
     smoe_sim_model m;
     memset(&m, 0, sizeof m);
-    snprintf(m.hw.kind, sizeof m.hw.kind, "tpu");
+    m.hw.kind = SMOE_HW_TPU;
     m.hw.collective_engines = 4;
     m.L = 1;
     m.nkinds = 2;
@@ -546,10 +546,10 @@ static void hw_roundtrip(const smoe_hw *hw, const char *what)
     if (s)
         return;
     CHECK_STR(back.name, hw->name);
-    CHECK_STR(back.kind, hw->kind);
+    CHECK_INT(back.kind, hw->kind);
     /* a cpu profile that does not state its progress mode was measured
      * before the key, progressed only inside MPI calls */
-    CHECK_STR(back.progress, hw->progress[0] || strcmp(hw->kind, "cpu") ? hw->progress : "calls");
+    CHECK_STR(back.progress, hw->progress[0] || hw->kind != SMOE_HW_CPU ? hw->progress : "calls");
     const double a[] = { hw->devices_per_chip, hw->peak_flops, hw->hbm_bytes,
                          hw->hbm_bandwidth, hw->ici_bandwidth, hw->ici_links, hw->ici_latency,
                          hw->devices_per_node, hw->dcn_bandwidth, hw->dcn_latency,

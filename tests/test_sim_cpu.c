@@ -18,7 +18,7 @@
 static smoe_sim_model cpu_two_layers(void)
 {
     smoe_sim_model m = two_layers(2);
-    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
+    m.hw.kind = SMOE_HW_CPU;
     return m;
 }
 

@@ -175,9 +175,15 @@ smoe_status smoe_params_load_json_text(smoe_arena *a, const char *name,
 /* ---- hardware profiles (configs/hardware/NAME.yml) ----
  * Per-chip numbers as the vendors publish them; the simulator derives
  * per-device ones (devices_per_chip). See configs/hardware/ for sources. */
+/* The devices a profile describes: its file's "kind: tpu | gpu | cpu",
+ * parsed once by the loader (nothing else compares the text). */
+typedef enum smoe_hw_kind { SMOE_HW_TPU = 0, SMOE_HW_GPU, SMOE_HW_CPU } smoe_hw_kind;
+/* A kind's name in profile files: "tpu", "gpu", "cpu" ("?" out of range). */
+const char *smoe_hw_kind_name(smoe_hw_kind k);
+
 typedef struct smoe_hw {
     char name[64];
-    char kind[16];           /* tpu | gpu | cpu */
+    smoe_hw_kind kind;
     char progress[16];       /* cpu: how MPI transfers progress in the run the
                                 profile was measured under, and which it
                                 predicts: "calls" (only inside MPI calls: the

@@ -666,7 +666,7 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
     smoe_hw hw;
     memset(&hw, 0, sizeof hw);
     snprintf(hw.name, sizeof hw.name, "cpu-mpi");
-    snprintf(hw.kind, sizeof hw.kind, "cpu");
+    hw.kind = SMOE_HW_CPU;
     hw.devices_per_chip = 1;
     hw.peak_flops = 2.0 * (double)(big * big * big) / t_big;
     hw.gemm_small_flops = 2.0 * (double)(small * small * small) / t_small;

@@ -130,9 +130,31 @@ static void hw_put(smoe_hw *hw, const struct hw_key *k, double v)
         *(double *)p = v;
 }
 
+/* The kinds in smoe_hw_kind's order: the file's names. */
+static const char *const k_kinds[] = { "tpu", "gpu", "cpu" };
+
+const char *smoe_hw_kind_name(smoe_hw_kind k)
+{
+    return (unsigned)k < sizeof k_kinds / sizeof k_kinds[0] ? k_kinds[k] : "?";
+}
+
+/* The profile's 'kind', the one place its text is compared. */
+static smoe_status kind_of(const smoe_node *root, smoe_hw_kind *out, smoe_err *err)
+{
+    char text[16];
+    smoe_status s = str(root, "kind", text, sizeof text, err);
+    for (int i = 0; !s && i < (int)(sizeof k_kinds / sizeof k_kinds[0]); i++)
+        if (strcmp(text, k_kinds[i]) == 0) {
+            *out = (smoe_hw_kind)i;
+            return SMOE_OK;
+        }
+    return s ? s : smoe_err_at(err, SMOE_EINVAL, smoe_node_get(root, "kind")->loc,
+                               "'kind' must be tpu, gpu or cpu");
+}
+
 smoe_status smoe_hw_write(FILE *f, const smoe_hw *hw, const smoe_hw_note *notes, smoe_err *err)
 {
-    fprintf(f, "name: %s\nkind: %s\n", hw->name, hw->kind);
+    fprintf(f, "name: %s\nkind: %s\n", hw->name, smoe_hw_kind_name(hw->kind));
     if (hw->progress[0])
         fprintf(f, "progress: %s\n", hw->progress);
     for (int i = 0; i < N_HW; i++) {
@@ -177,16 +199,13 @@ smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, s
     if (!s)
         s = str(root, "name", hw->name, sizeof hw->name, err);
     if (!s)
-        s = str(root, "kind", hw->kind, sizeof hw->kind, err);
-    if (!s && strcmp(hw->kind, "tpu") && strcmp(hw->kind, "gpu") && strcmp(hw->kind, "cpu"))
-        s = smoe_err_at(err, SMOE_EINVAL, smoe_node_get(root, "kind")->loc,
-                        "'kind' must be tpu, gpu or cpu");
+        s = kind_of(root, &hw->kind, err);
     if (!s && smoe_node_get(root, "progress")) {
         s = str(root, "progress", hw->progress, sizeof hw->progress, err);
         if (!s && strcmp(hw->progress, "calls") && strcmp(hw->progress, "thread"))
             s = smoe_err_at(err, SMOE_EINVAL, smoe_node_get(root, "progress")->loc,
                             "'progress' must be calls or thread");
-        if (!s && strcmp(hw->kind, "cpu"))
+        if (!s && hw->kind != SMOE_HW_CPU)
             s = smoe_err_at(err, SMOE_EINVAL, smoe_node_get(root, "progress")->loc,
                             "'progress' is a cpu profile's key (smoe sim --calibrate)");
     }
@@ -195,9 +214,9 @@ smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, s
         if (!(s = num_in(root, k_hw[i].k, &v, k_hw[i].req, &k_hw[i].r, err)))
             hw_put(hw, &k_hw[i], v);
     }
-    if (!s && !hw->progress[0] && strcmp(hw->kind, "cpu") == 0) /* measured before the key */
+    if (!s && !hw->progress[0] && hw->kind == SMOE_HW_CPU) /* measured before the key */
         snprintf(hw->progress, sizeof hw->progress, "calls");
-    if (!s && hw->compute_bytes == 0 && strcmp(hw->kind, "cpu") == 0)
+    if (!s && hw->compute_bytes == 0 && hw->kind == SMOE_HW_CPU)
         hw->compute_bytes = 4; /* smoe's kernels; accelerators: the config's dtype */
     smoe_arena_free(a);
     return s;

@@ -42,7 +42,6 @@
 #include "sched_impl.h"
 
 #include <math.h>
-#include <string.h>
 
 /* Does any gather cross hosts (the cost model gave it a network part)? */
 static int on_network(const smoe_sim_model *m)
@@ -60,7 +59,7 @@ static smoe_status step(const smoe_sim_model *m, const smoe_sim_sched *s, const 
     double share = m->hw.core_share, cores = share * m->hw.devices_per_node;
     sim_pass p = { 1, m->skew, 0 };
     sim_pass_out o;
-    if (strcmp(m->hw.kind, "cpu") != 0 || !(share > 0 && share < 1) || on_network(m))
+    if (m->hw.kind != SMOE_HW_CPU || !(share > 0 && share < 1) || on_network(m))
         return sim_run_pass(m, s, sc, &p, r, &o, trace);
     p.rate = share / fmin(1, cores); /* a rank alone on its core */
     p.skew = 0;

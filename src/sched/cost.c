@@ -195,9 +195,9 @@ static double coll_at(const cost *c, const smoe_axes *axes, double bytes, double
     double far = (double)g - gl;
     double t_local = near_bytes / ici;
     double t_far = far_bytes / c->dcn;
-    double steps_local = strcmp(c->hw->kind, "tpu") == 0 ? 3 * (cbrt(gl) - 1) : gl - 1;
+    double steps_local = c->hw->kind == SMOE_HW_TPU ? 3 * (cbrt(gl) - 1) : gl - 1;
     double lat = steps_local * c->ici_lat;
-    if (far > 0 && one_round && strcmp(c->hw->kind, "cpu") == 0)
+    if (far > 0 && one_round && c->hw->kind == SMOE_HW_CPU)
         lat = 0; /* the within-node blocks arrive during the cross-node round */
     lat += far_steps * c->dcn_lat;
     if (c->net && far > 0)
@@ -298,7 +298,7 @@ static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shap
     }
     /* the attention core: FLOPs at the matmul rate; scores are kept on
      * chip (flash) on accelerators, materialised on cpu */
-    double scores = strcmp(c->hw->kind, "cpu") == 0 ? B * H * S * S * 3 : 0;
+    double scores = c->hw->kind == SMOE_HW_CPU ? B * H * S * S * 3 : 0;
     if (c->eff > 0)
         att += attn_core / (rate(c, S, S, 128) * c->eff) + c->overhead;
     else
@@ -342,7 +342,7 @@ static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shap
                         (k->moe ? (double)d->topk * (E * 2 + (double)d->moe_mlp * 3) +
                                       (double)(d->shared_experts * d->moe_mlp) * 3
                                 : (double)d->mlp * 3));
-    if (strcmp(c->hw->kind, "cpu") == 0)
+    if (c->hw->kind == SMOE_HW_CPU)
         inner += B * H * S * S; /* attention probabilities */
     k->act_peak = inner * c->ab;
     k->act_input = T * E * c->ab;
@@ -379,7 +379,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
      * #2839). The links below move data all along, which is the runtime's
      * progress thread; a link that moves at the ranks' polls is not
      * modelled, so such a prediction across hosts is refused. */
-    if (strcmp(hw->kind, "cpu") == 0 && strcmp(hw->progress, "calls") == 0)
+    if (hw->kind == SMOE_HW_CPU && strcmp(hw->progress, "calls") == 0)
         for (int i = 0; i < plan->n; i++) {
             double fb, fs;
             if (plan->w[i].kind != SMOE_ENTRY_PARAM)

@@ -475,7 +475,7 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
             x->aeng = &x->geng;
         }
     }
-    x->split = strcmp(m->hw.kind, "cpu") != 0;
+    x->split = m->hw.kind != SMOE_HW_CPU;
     x->mx = s->family == SMOE_SCHED_MAXTEXT;
     /* On a shared engine XLA's own collectives let an exchange go ahead of
      * queued gathers (assumed: its scheduler runs first the op the compute
