@@ -361,7 +361,7 @@ static void write_schedule(const char *path, const smoe_sim_model *m, const smoe
         cli_die(&err);
     if (budget >= 0)
         s->budget = (double)budget;
-    snprintf(s->progress, sizeof s->progress, "%s", hw->progress);
+    snprintf(s->progress, sizeof s->progress, "%s", hw->cpu.progress);
     smoe_sim_sched sd;
     smoe_sim_result r;
     memset(&sd, 0, sizeof sd);

@@ -60,11 +60,13 @@ static inline smoe_hw cpu_profile(void)
                     .peak_flops = 3.25e10, .hbm_bytes = 6e9, .hbm_bandwidth = 1.1e10,
                     .ici_bandwidth = 4.5e9, .ici_links = 1, .ici_latency = 2.5e-6,
                     .devices_per_node = 4, .dcn_bandwidth = 4.5e9, .dcn_latency = 2.5e-6,
-                    .collective_engines = 2, .a2a_bandwidth = 3e9, .a2a_latency = 1e-6,
-                    .collectives_use_compute = 1, .elementwise_bandwidth = 1.1e10,
-                    .op_overhead = 1.5e-7, .compute_bytes = 4, .gemm_small_flops = 8e9,
-                    .compute_scale = 1.7, .sync_skew = 1e-4, .compute_efficiency = 0.5,
-                    .permute_bandwidth = 2e9 };
+                    .collective_engines = 2, .compute_efficiency = 0.5,
+                    .permute_bandwidth = 2e9,
+                    .cpu = { .a2a_bandwidth = 3e9, .a2a_latency = 1e-6,
+                             .collectives_use_compute = 1, .elementwise_bandwidth = 1.1e10,
+                             .op_overhead = 1.5e-7, .compute_bytes = 4,
+                             .gemm_small_flops = 8e9, .compute_scale = 1.7,
+                             .sync_skew = 1e-4 } };
     return cpu;
 }
 

@@ -549,25 +549,26 @@ static void hw_roundtrip(const smoe_hw *hw, const char *what)
     CHECK_INT(back.kind, hw->kind);
     /* a cpu profile that does not state its progress mode was measured
      * before the key, progressed only inside MPI calls */
-    CHECK_STR(back.progress, hw->progress[0] || hw->kind != SMOE_HW_CPU ? hw->progress : "calls");
+    CHECK_STR(back.cpu.progress,
+              hw->cpu.progress[0] || hw->kind != SMOE_HW_CPU ? hw->cpu.progress : "calls");
     const double a[] = { hw->devices_per_chip, hw->peak_flops, hw->hbm_bytes,
                          hw->hbm_bandwidth, hw->ici_bandwidth, hw->ici_links, hw->ici_latency,
                          hw->devices_per_node, hw->dcn_bandwidth, hw->dcn_latency,
-                         hw->collective_engines, hw->a2a_bandwidth, hw->a2a_latency,
-                         hw->collectives_use_compute, hw->elementwise_bandwidth,
-                         hw->op_overhead, hw->compute_bytes, hw->gemm_small_flops,
-                         hw->compute_scale, hw->sync_skew, hw->compute_efficiency,
-                         hw->permute_bandwidth, hw->reduce_lag_bandwidth, hw->optimizer_rate,
-                         hw->core_share };
+                         hw->collective_engines, hw->cpu.a2a_bandwidth, hw->cpu.a2a_latency,
+                         hw->cpu.collectives_use_compute, hw->cpu.elementwise_bandwidth,
+                         hw->cpu.op_overhead, hw->cpu.compute_bytes, hw->cpu.gemm_small_flops,
+                         hw->cpu.compute_scale, hw->cpu.sync_skew, hw->compute_efficiency,
+                         hw->permute_bandwidth, hw->cpu.reduce_lag_bandwidth, hw->cpu.optimizer_rate,
+                         hw->cpu.core_share };
     const double b[] = { back.devices_per_chip, back.peak_flops, back.hbm_bytes,
                          back.hbm_bandwidth, back.ici_bandwidth, back.ici_links, back.ici_latency,
                          back.devices_per_node, back.dcn_bandwidth, back.dcn_latency,
-                         back.collective_engines, back.a2a_bandwidth, back.a2a_latency,
-                         back.collectives_use_compute, back.elementwise_bandwidth,
-                         back.op_overhead, back.compute_bytes, back.gemm_small_flops,
-                         back.compute_scale, back.sync_skew, back.compute_efficiency,
-                         back.permute_bandwidth, back.reduce_lag_bandwidth, back.optimizer_rate,
-                         back.core_share };
+                         back.collective_engines, back.cpu.a2a_bandwidth, back.cpu.a2a_latency,
+                         back.cpu.collectives_use_compute, back.cpu.elementwise_bandwidth,
+                         back.cpu.op_overhead, back.cpu.compute_bytes, back.cpu.gemm_small_flops,
+                         back.cpu.compute_scale, back.cpu.sync_skew, back.compute_efficiency,
+                         back.permute_bandwidth, back.cpu.reduce_lag_bandwidth, back.cpu.optimizer_rate,
+                         back.cpu.core_share };
     for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
         CHECKF(close_to(b[i], a[i]), "%s: field %zu: %g read back as %g", what, i, a[i], b[i]);
 }
@@ -586,13 +587,13 @@ static void test_hw_schema(const char *cfgdir)
             hw_roundtrip(&hw, path);
     }
     smoe_hw cpu = cpu_profile();
-    cpu.reduce_lag_bandwidth = 2e9;
-    cpu.optimizer_rate = 3e8;
-    cpu.core_share = 0.5;
+    cpu.cpu.reduce_lag_bandwidth = 2e9;
+    cpu.cpu.optimizer_rate = 3e8;
+    cpu.cpu.core_share = 0.5;
     hw_roundtrip(&cpu, "cpu profile, every key set");
-    snprintf(cpu.progress, sizeof cpu.progress, "thread");
+    snprintf(cpu.cpu.progress, sizeof cpu.cpu.progress, "thread");
     hw_roundtrip(&cpu, "cpu profile, progress thread");
-    snprintf(cpu.progress, sizeof cpu.progress, "calls");
+    snprintf(cpu.cpu.progress, sizeof cpu.cpu.progress, "calls");
     hw_roundtrip(&cpu, "cpu profile, progress calls");
     /* the mode is one of two words, and a cpu profile's */
     static const char *const bad[][2] = {

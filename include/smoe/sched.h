@@ -103,7 +103,7 @@ smoe_status smoe_sim_dtypes(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_
 typedef struct smoe_sim_model smoe_sim_model;
 
 /* The step model of cfg's model on plan's mesh, hw and shape. A cpu
- * profile measured with progress only inside MPI calls (hw->progress
+ * profile measured with progress only inside MPI calls (hw->cpu.progress
  * "calls") on a plan whose gathers cross hosts is refused (SMOE_EINVAL, one
  * line): the model's links move data all along (progress "thread"), and a
  * link that moves only at the ranks' polls is not modelled. */
@@ -247,7 +247,7 @@ typedef struct smoe_schedule {
     char names[2][SMOE_SIM_MAX_WEIGHTS][SMOE_SCHED_NAME]; /* plan paths */
     int depth;          /* the uniform depth it was built from, or -1 (levels) */
     double budget;      /* the planner's budget (bytes), or 0 */
-    char progress[16];  /* the profile's progress mode (smoe_hw.progress) the
+    char progress[16];  /* the profile's progress mode (smoe_hw.cpu.progress) the
                            prediction is for: smoe train refuses to run it
                            under the other one; "" = not stated */
     /* the simulator's prediction (0: none) */

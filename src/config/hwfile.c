@@ -93,27 +93,34 @@ static const struct hw_key {
     { "dcn_bandwidth", HW(dcn_bandwidth), 1, 0, BW },
     { "dcn_latency", HW(dcn_latency), 1, 0, SECS },
     { "collective_engines", HW(collective_engines), 1, 0, { 0, 64, 1, 0 } },
-    { "a2a_bandwidth", HW(a2a_bandwidth), 0, 0, BW0 },
-    { "a2a_latency", HW(a2a_latency), 0, 0, SECS },
-    { "collectives_use_compute", HW(collectives_use_compute), 0, 1, { 0, 1, 1, 0 } },
-    { "elementwise_bandwidth", HW(elementwise_bandwidth), 0, 0, BW0 },
-    { "op_overhead", HW(op_overhead), 0, 0, SECS },
-    { "compute_bytes", HW(compute_bytes), 0, 0, { 1, 8, 1, 1 } },
-    { "gemm_small_flops", HW(gemm_small_flops), 0, 0, { 1e6, 1e19, 0, 1 } },
-    { "compute_scale", HW(compute_scale), 0, 0, { 1e-3, 1e4, 0, 1 } },
-    { "sync_skew", HW(sync_skew), 0, 0, SECS },
+    { "a2a_bandwidth", HW(cpu.a2a_bandwidth), 0, 0, BW0 },
+    { "a2a_latency", HW(cpu.a2a_latency), 0, 0, SECS },
+    { "collectives_use_compute", HW(cpu.collectives_use_compute), 0, 1, { 0, 1, 1, 0 } },
+    { "elementwise_bandwidth", HW(cpu.elementwise_bandwidth), 0, 0, BW0 },
+    { "op_overhead", HW(cpu.op_overhead), 0, 0, SECS },
+    { "compute_bytes", HW(cpu.compute_bytes), 0, 0, { 1, 8, 1, 1 } },
+    { "gemm_small_flops", HW(cpu.gemm_small_flops), 0, 0, { 1e6, 1e19, 0, 1 } },
+    { "compute_scale", HW(cpu.compute_scale), 0, 0, { 1e-3, 1e4, 0, 1 } },
+    { "sync_skew", HW(cpu.sync_skew), 0, 0, SECS },
     { "compute_efficiency", HW(compute_efficiency), 0, 0, { 1e-3, 1, 0, 1 } },
     { "permute_bandwidth", HW(permute_bandwidth), 0, 0, BW0 },
-    { "reduce_lag_bandwidth", HW(reduce_lag_bandwidth), 0, 0, BW0 },
-    { "optimizer_rate", HW(optimizer_rate), 0, 0, { 1e3, 1e15, 0, 1 } },
-    { "core_share", HW(core_share), 0, 0, { 1e-3, 1, 0, 1 } },
-    { "dcn_reduce_bandwidth", HW(dcn_reduce_bandwidth), 0, 0, BW0 },
-    { "dcn_reduce_latency", HW(dcn_reduce_latency), 0, 0, SECS },
-    { "ici_reduce_bandwidth", HW(ici_reduce_bandwidth), 0, 0, BW0 },
-    { "ici_reduce_latency", HW(ici_reduce_latency), 0, 0, SECS },
-    { "gather_core_fraction", HW(gather_core_fraction), 0, 0, { 1e-3, 1, 0, 1 } },
+    { "reduce_lag_bandwidth", HW(cpu.reduce_lag_bandwidth), 0, 0, BW0 },
+    { "optimizer_rate", HW(cpu.optimizer_rate), 0, 0, { 1e3, 1e15, 0, 1 } },
+    { "core_share", HW(cpu.core_share), 0, 0, { 1e-3, 1, 0, 1 } },
+    { "dcn_reduce_bandwidth", HW(cpu.dcn_reduce_bandwidth), 0, 0, BW0 },
+    { "dcn_reduce_latency", HW(cpu.dcn_reduce_latency), 0, 0, SECS },
+    { "ici_reduce_bandwidth", HW(cpu.ici_reduce_bandwidth), 0, 0, BW0 },
+    { "ici_reduce_latency", HW(cpu.ici_reduce_latency), 0, 0, SECS },
+    { "gather_core_fraction", HW(cpu.gather_core_fraction), 0, 0, { 1e-3, 1, 0, 1 } },
 };
 #define N_HW ((int)(sizeof k_hw / sizeof k_hw[0]))
+
+/* Does key k land in the CPU model's terms (smoe_hw.cpu)? Only a cpu
+ * profile may set those. */
+static int cpu_key(const struct hw_key *k)
+{
+    return k->off >= offsetof(smoe_hw, cpu) && k->off < offsetof(smoe_hw, cpu) + sizeof(smoe_hw_cpu);
+}
 
 static double hw_get(const smoe_hw *hw, const struct hw_key *k)
 {
@@ -155,8 +162,8 @@ static smoe_status kind_of(const smoe_node *root, smoe_hw_kind *out, smoe_err *e
 smoe_status smoe_hw_write(FILE *f, const smoe_hw *hw, const smoe_hw_note *notes, smoe_err *err)
 {
     fprintf(f, "name: %s\nkind: %s\n", hw->name, smoe_hw_kind_name(hw->kind));
-    if (hw->progress[0])
-        fprintf(f, "progress: %s\n", hw->progress);
+    if (hw->cpu.progress[0])
+        fprintf(f, "progress: %s\n", hw->cpu.progress);
     for (int i = 0; i < N_HW; i++) {
         double v = hw_get(hw, &k_hw[i]);
         if (!k_hw[i].req && v == 0)
@@ -201,8 +208,8 @@ smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, s
     if (!s)
         s = kind_of(root, &hw->kind, err);
     if (!s && smoe_node_get(root, "progress")) {
-        s = str(root, "progress", hw->progress, sizeof hw->progress, err);
-        if (!s && strcmp(hw->progress, "calls") && strcmp(hw->progress, "thread"))
+        s = str(root, "progress", hw->cpu.progress, sizeof hw->cpu.progress, err);
+        if (!s && strcmp(hw->cpu.progress, "calls") && strcmp(hw->cpu.progress, "thread"))
             s = smoe_err_at(err, SMOE_EINVAL, smoe_node_get(root, "progress")->loc,
                             "'progress' must be calls or thread");
         if (!s && hw->kind != SMOE_HW_CPU)
@@ -213,11 +220,14 @@ smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, s
         double v = 0;
         if (!(s = num_in(root, k_hw[i].k, &v, k_hw[i].req, &k_hw[i].r, err)))
             hw_put(hw, &k_hw[i], v);
+        if (!s && hw->kind != SMOE_HW_CPU && cpu_key(&k_hw[i]) && smoe_node_get(root, k_hw[i].k))
+            s = smoe_err_at(err, SMOE_EINVAL, smoe_node_get(root, k_hw[i].k)->loc,
+                            "'%s' is a cpu profile's key (smoe sim --calibrate)", k_hw[i].k);
     }
-    if (!s && !hw->progress[0] && hw->kind == SMOE_HW_CPU) /* measured before the key */
-        snprintf(hw->progress, sizeof hw->progress, "calls");
-    if (!s && hw->compute_bytes == 0 && hw->kind == SMOE_HW_CPU)
-        hw->compute_bytes = 4; /* smoe's kernels; accelerators: the config's dtype */
+    if (!s && !hw->cpu.progress[0] && hw->kind == SMOE_HW_CPU) /* measured before the key */
+        snprintf(hw->cpu.progress, sizeof hw->cpu.progress, "calls");
+    if (!s && hw->cpu.compute_bytes == 0 && hw->kind == SMOE_HW_CPU)
+        hw->cpu.compute_bytes = 4; /* smoe's kernels; accelerators: the config's dtype */
     smoe_arena_free(a);
     return s;
 }

@@ -56,7 +56,7 @@ static int on_network(const smoe_sim_model *m)
 static smoe_status step(const smoe_sim_model *m, const smoe_sim_sched *s, const smoe_schedule *sc,
                         smoe_sim_result *r, smoe_trace *trace)
 {
-    double share = m->hw.core_share, cores = share * m->hw.devices_per_node;
+    double share = m->hw.cpu.core_share, cores = share * m->hw.devices_per_node;
     sim_pass p = { 1, m->skew, 0 };
     sim_pass_out o;
     if (m->hw.kind != SMOE_HW_CPU || !(share > 0 && share < 1) || on_network(m))

@@ -367,6 +367,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
                                  smoe_sim_model **out, smoe_err *err)
 {
     smoe_dims d;
+    const smoe_hw_cpu *cpu = &hw->cpu; /* the CPU model's terms: 0 on accelerators */
     smoe_status s = smoe_plan_dims(cfg, &d, err);
     if (s)
         return s;
@@ -379,7 +380,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
      * #2839). The links below move data all along, which is the runtime's
      * progress thread; a link that moves at the ranks' polls is not
      * modelled, so such a prediction across hosts is refused. */
-    if (hw->kind == SMOE_HW_CPU && strcmp(hw->progress, "calls") == 0)
+    if (hw->kind == SMOE_HW_CPU && strcmp(cpu->progress, "calls") == 0)
         for (int i = 0; i < plan->n; i++) {
             double fb, fs;
             if (plan->w[i].kind != SMOE_ENTRY_PARAM)
@@ -400,21 +401,21 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     if (!m)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     m->hw = *hw;
-    m->use_compute = hw->collectives_use_compute;
-    m->skew = hw->sync_skew;
+    m->use_compute = cpu->collectives_use_compute;
+    m->skew = cpu->sync_skew;
     cost c;
     memset(&c, 0, sizeof c);
     c.hw = &m->hw;
     c.mesh = &plan->mesh;
     c.flops = hw->peak_flops / hw->devices_per_chip;
-    c.small_flops = hw->gemm_small_flops > 0 ? hw->gemm_small_flops / hw->devices_per_chip : 0;
+    c.small_flops = cpu->gemm_small_flops > 0 ? cpu->gemm_small_flops / hw->devices_per_chip : 0;
     c.hbm = hw->hbm_bandwidth / hw->devices_per_chip;
-    c.ew = hw->elementwise_bandwidth > 0 ? hw->elementwise_bandwidth / hw->devices_per_chip
+    c.ew = cpu->elementwise_bandwidth > 0 ? cpu->elementwise_bandwidth / hw->devices_per_chip
                                          : c.hbm;
     /* dtype sizes: the shape's (smoe_sim_dtypes), else bf16 compute and
      * fp32 gradients and moments */
     const double wbytes = (double)plan->dtype_bytes;
-    c.ab = sh->compute_bytes > 0 ? sh->compute_bytes : hw->compute_bytes > 0 ? hw->compute_bytes : 2;
+    c.ab = sh->compute_bytes > 0 ? sh->compute_bytes : cpu->compute_bytes > 0 ? cpu->compute_bytes : 2;
     const double gbytes = sh->grad_bytes > 0 ? sh->grad_bytes : 4;
     const double mom = sh->no_moments ? 0
                        : (sh->mu_bytes > 0 ? sh->mu_bytes : 4) + (sh->nu_bytes > 0 ? sh->nu_bytes : 4);
@@ -423,7 +424,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     m->compute_bytes = c.ab;
     m->weight_bytes = wbytes;
     m->wire_bytes = sh->wire_bytes > 0 ? sh->wire_bytes : 0;
-    c.overhead = hw->op_overhead;
+    c.overhead = cpu->op_overhead;
     c.ici = hw->ici_bandwidth / 2 / hw->devices_per_chip;
     c.ici_lat = hw->ici_latency;
     c.dcn = hw->dcn_bandwidth / hw->devices_per_chip;
@@ -432,15 +433,15 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
      * measured them (cpu: the MPI library's reduce-scatter is not the
      * gather's transpose on the wire), within and across nodes */
     cost cr = c;
-    if (hw->ici_reduce_bandwidth > 0) {
-        cr.ici = hw->ici_reduce_bandwidth / 2 / hw->devices_per_chip;
-        cr.ici_lat = hw->ici_reduce_latency;
+    if (cpu->ici_reduce_bandwidth > 0) {
+        cr.ici = cpu->ici_reduce_bandwidth / 2 / hw->devices_per_chip;
+        cr.ici_lat = cpu->ici_reduce_latency;
     }
-    if (hw->dcn_reduce_bandwidth > 0) {
-        cr.dcn = hw->dcn_reduce_bandwidth / hw->devices_per_chip;
-        cr.dcn_lat = hw->dcn_reduce_latency;
+    if (cpu->dcn_reduce_bandwidth > 0) {
+        cr.dcn = cpu->dcn_reduce_bandwidth / hw->devices_per_chip;
+        cr.dcn_lat = cpu->dcn_reduce_latency;
     }
-    double a2a_bw = hw->a2a_bandwidth > 0 ? hw->a2a_bandwidth / hw->devices_per_chip : 0;
+    double a2a_bw = cpu->a2a_bandwidth > 0 ? cpu->a2a_bandwidth / hw->devices_per_chip : 0;
 
     /* layer kinds from the plan's stacks; layers in stack order */
     const char *stacks[2] = { NULL, NULL };
@@ -562,9 +563,9 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         m->top_head_net /= m->top_gather_s - m->top_embed_s;
     for (int k = 0; k < 2; k++) {
         layer_compute(&c, &d, sh, e_local, &m->k[k]);
-        if (hw->compute_scale > 0) { /* measured kernels vs the roofline (cpu) */
+        if (cpu->compute_scale > 0) { /* measured kernels vs the roofline (cpu) */
             sim_kind *x = &m->k[k];
-            double f = hw->compute_scale;
+            double f = cpu->compute_scale;
             x->fwd_pre *= f, x->fwd_exp *= f, x->fwd_post *= f;
             x->bwd_pre *= f, x->bwd_exp *= f, x->bwd_post *= f;
         }
@@ -591,14 +592,14 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     m->embed_fwd_s = ew(&c, T * E, 2);
     m->embed_bwd_s = ew(&c, T * E, 3);
     m->head_s = 3 * mm(&c, T, E, V, c.ab) + ew(&c, T * V, 4);
-    if (hw->compute_scale > 0) {
-        m->head_s *= hw->compute_scale;
-        m->embed_fwd_s *= hw->compute_scale;
-        m->embed_bwd_s *= hw->compute_scale;
+    if (cpu->compute_scale > 0) {
+        m->head_s *= cpu->compute_scale;
+        m->embed_fwd_s *= cpu->compute_scale;
+        m->embed_bwd_s *= cpu->compute_scale;
     }
     /* AdamW reads p, g, mu, nu and writes p, mu, nu */
-    m->optimizer_s = hw->optimizer_rate > 0 /* measured (cpu profiles) */
-                         ? m->shard_elems / (hw->optimizer_rate / hw->devices_per_chip)
+    m->optimizer_s = cpu->optimizer_rate > 0 /* measured (cpu profiles) */
+                         ? m->shard_elems / (cpu->optimizer_rate / hw->devices_per_chip)
                          : m->shard_elems * (2 * wbytes + gbytes + 2 * mom) / c.ew;
     *out = m;
     return SMOE_OK;

@@ -105,7 +105,7 @@ static void issue(sim *x, int u, int w, double frac, double t)
          * start, which follows the last step's blocking all-reduces) */
         x->nsync++;
         double skew = x->p.skew;
-        const double f = x->m->hw.gather_core_fraction;
+        const double f = x->m->hw.cpu.gather_core_fraction;
         if (x->p.overlap && f > 0) {
             /* the last rank, arriving `skew` late, still does its own part
              * of the unit's gathers (their cores' part); their waits on
@@ -241,8 +241,8 @@ static double reduce(sim *x, const sim_kind *k, double start, double end)
         for (int w = 0; w < k->nw; w++)
             rs_end = sim_reduction(x, &k->w[w], end, k->w[w].rs_s);
         sim_mem(x, rs_end, -k->bytes);
-        if (x->pool && x->m->hw.reduce_lag_bandwidth > 0) /* its root reduces alone */
-            x->lag += k->bytes / x->m->hw.reduce_lag_bandwidth;
+        if (x->pool && x->m->hw.cpu.reduce_lag_bandwidth > 0) /* its root reduces alone */
+            x->lag += k->bytes / x->m->hw.cpu.reduce_lag_bandwidth;
     }
     return rs_end;
 }

@@ -77,7 +77,7 @@ double sim_exchange(sim *x, double t, double dur);
  * across hosts the TCP stack's), else everything but the network part. */
 static inline double sim_core_part(const sim *x, double net)
 {
-    const double f = x->m->hw.gather_core_fraction;
+    const double f = x->m->hw.cpu.gather_core_fraction;
     return f > 0 ? f : 1 - net;
 }
 
