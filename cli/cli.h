@@ -165,11 +165,13 @@ smoe_status cli_schedule_parse_text(const char *text, size_t n, const char *name
 /* Close a file just written (bad: a write failed, errno set by it); on any
  * failure one line naming `where` (with errno's text) and exit. */
 void cli_close_written(FILE *f, int bad, const char *where);
-/* JSON output of smoe sim (sim_json.c). */
+/* JSON output of smoe sim (sim_json.c): per schedule its name, the
+ * executor it simulates (smoe_sim_executor_name) and its result. */
 struct smoe_sim_shape;
 void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw,
                     const struct smoe_sim_shape *sh, const char *const *names,
-                    const struct smoe_sim_result *res, int n, const smoe_scenario *sc,
+                    const char *const *executors, const struct smoe_sim_result *res, int n,
+                    const smoe_scenario *sc,
                     const struct smoe_sim_point *curve, int ncurve);
 /* JSON output of a plan (plan_json.c). */
 void plan_print_json(FILE *f, const smoe_plan *p);

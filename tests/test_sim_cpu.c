@@ -27,6 +27,7 @@ static smoe_status run_at(const smoe_sim_model *m, int depth, smoe_sim_result *r
 {
     smoe_sim_sched s;
     memset(&s, 0, sizeof s);
+    s.executor = SMOE_SIM_EXEC_RUNTIME;
     s.prefetch_depth = depth;
     return smoe_sim_run(m, &s, r, NULL);
 }
@@ -43,6 +44,7 @@ static void test_cpu_executor(void)
     smoe_sim_sched s;
     smoe_sim_result r;
     memset(&s, 0, sizeof s);
+    s.executor = SMOE_SIM_EXEC_RUNTIME;
     /* depth 0, pool 2, no lag: as the accelerator case, 27 s, 8 s exposed */
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 27), "cpu baseline step %g, expected 27", r.step_s);
@@ -63,8 +65,8 @@ static void test_cpu_executor(void)
     CHECKF(NEAR(r.mem_gathered, 300), "cpu depth-1 gathered %g, expected 300", r.mem_gathered);
     /* a 5 s reduction at depth 0: unit 2's buffer frees at 23, so unit 3's
      * gradient buffer waits [20, 23] (compute [23, 29], reduction [29, 34]):
-     * 34 s where the accelerator model (no pool) gives 31 s; and the pool
-     * holds the peak at two layers (the accelerator: three) */
+     * 34 s where XLA's dataflow (XLA_PREFETCH: no pool) gives 31 s; and
+     * the pool holds the peak at two layers (XLA_PREFETCH: three) */
     m.hw.cpu.reduce_lag_bandwidth = 0;
     m.k[0].w[0].rs_s = 5;
     s.prefetch_depth = 0;
@@ -73,6 +75,7 @@ static void test_cpu_executor(void)
     CHECKF(NEAR(r.mem_gathered, 200), "cpu pool gathered %g, expected 200", r.mem_gathered);
     smoe_sim_model a = two_layers(2);
     a.k[0].w[0].rs_s = 5;
+    s.executor = SMOE_SIM_EXEC_XLA_PREFETCH;
     CHECK(smoe_sim_run(&a, &s, &r, NULL) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 31), "accelerator step %g, expected 31", r.step_s);
     CHECKF(NEAR(r.mem_gathered, 300), "accelerator gathered %g, expected 300", r.mem_gathered);
@@ -126,6 +129,7 @@ static void test_network_stretch(void)
     smoe_sim_sched s;
     smoe_sim_result r;
     memset(&s, 0, sizeof s);
+    s.executor = SMOE_SIM_EXEC_RUNTIME;
     s.prefetch_depth = 1;
     const double net[4] = { 0, 0.5, 1, 1 }, rnet[4] = { 0, 0, 1, 1 };
     const double step[4] = { 28, 25, 21, 24.5 }, comp[4] = { 25, 22, 18, 21.5 };
@@ -339,6 +343,7 @@ static void test_top_level(void)
     smoe_sim_sched s;
     smoe_sim_result r;
     memset(&s, 0, sizeof s);
+    s.executor = SMOE_SIM_EXEC_RUNTIME;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         s.prefetch_depth = cases[i].depth;
         m.optimizer_s = cases[i].optimizer;
@@ -398,6 +403,7 @@ static void test_core_share(void)
     smoe_sim_sched s;
     smoe_sim_result r;
     memset(&s, 0, sizeof s);
+    s.executor = SMOE_SIM_EXEC_RUNTIME;
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 18), "shared cores depth 0: step %g, expected 18", r.step_s);
     CHECKF(NEAR(r.exposed_gather_s, 12.5), "shared cores depth 0: exposed %g, expected 12.5",

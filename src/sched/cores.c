@@ -80,6 +80,8 @@ smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_
 {
     smoe_schedule *own = NULL;
     const smoe_schedule *sc = s->schedule;
+    if (!smoe_sim_executor_name(s->executor))
+        return SMOE_EINVAL; /* no executor chosen */
     if (!sc) {
         if (!s->distance && (s->prefetch_depth < 0 || s->prefetch_depth > SMOE_SIM_MAX_DEPTH))
             return SMOE_EINVAL;
