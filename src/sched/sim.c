@@ -620,3 +620,49 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
     sim_free(&x);
     return SMOE_OK;
 }
+
+/* Does schedule sc fit model m: its layers, every entry's unit, weight and
+ * issue point? */
+static int schedule_fits(const smoe_sim_model *m, const smoe_schedule *sc)
+{
+    if (sc->L != m->L)
+        return 0;
+    for (int i = 0; i < sc->n; i++) {
+        const smoe_sched_gather *g = &sc->g[i];
+        if (g->unit < 0 || g->unit >= 2 * m->L || g->issue < -1 || g->issue > g->unit ||
+            g->weight < 0 || g->weight >= m->k[m->kind_of[unit_layer(m, g->unit)]].nw)
+            return 0;
+    }
+    return 1;
+}
+
+/* One step: one pass at the profile's rates, or where a host's ranks share
+ * fewer cores than they are, the core-sharing model's passes (cores.c). */
+smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_sim_result *r,
+                         smoe_trace *trace)
+{
+    smoe_schedule *own = NULL;
+    const smoe_schedule *sc = s->schedule;
+    if (!smoe_sim_executor_name(s->executor))
+        return SMOE_EINVAL; /* no executor chosen */
+    if (!sc) {
+        if (!s->distance && (s->prefetch_depth < 0 || s->prefetch_depth > SMOE_SIM_MAX_DEPTH))
+            return SMOE_EINVAL;
+        smoe_status st = smoe_schedule_for_model(m, s->prefetch_depth, s->distance, &own, NULL);
+        if (st)
+            return st;
+        sc = own;
+    }
+    smoe_status st;
+    if (!schedule_fits(m, sc)) {
+        st = SMOE_EINVAL;
+    } else if (sim_cores_shared(m)) {
+        st = sim_cores_step(m, s, sc, r, trace);
+    } else {
+        sim_pass p = { 1, m->skew, 0 };
+        sim_pass_out o;
+        st = sim_run_pass(m, s, sc, &p, r, &o, trace);
+    }
+    smoe_schedule_free(own);
+    return st;
+}
