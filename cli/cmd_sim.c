@@ -6,6 +6,7 @@
  * --calibrate (under mpirun) measures a cpu-mpi profile instead. */
 #include "cli.h"
 #include "smoe/calib.h"
+#include "smoe/plot.h"
 #include "smoe/runtime.h"
 #include "smoe/sched.h"
 #include "smoe/train.h"

@@ -4,6 +4,7 @@
  * writes it ("X" spans, process_name / thread_name metadata), one
  * smoe_trace per process row. */
 #include "cli.h"
+#include "smoe/plot.h"
 #include "smoe/sched.h"
 
 #include <cjson/cJSON.h>

@@ -318,21 +318,6 @@ smoe_status smoe_schedule_check(const smoe_schedule *s, smoe_err *err);
 int smoe_schedule_max_distance(const smoe_schedule *s);
 void smoe_schedule_free(smoe_schedule *s);
 
-/* ---- pictures ----
- * An SVG: a Pareto panel (when ncurve + nmarks > 0: the points of curve
- * joined, marks labelled) above one timeline per trace (NULL traces are
- * skipped), lanes as rows on a common time axis. Each panel and lane is
- * named in a comment "<!-- lane TRACE LANE x= y= w= h= spans=N -->" /
- * "<!-- panel pareto x= y= w= h= -->" giving its box in pixels. The
- * caller opens and closes f; write errors give SMOE_EIO. */
-typedef struct smoe_plot_mark {
-    double peak_hbm_bytes, exposed_gather_s;
-    const char *label;
-} smoe_plot_mark;
-SMOE_MUST_CHECK
-smoe_status smoe_plot_svg(FILE *f, smoe_trace *const *traces, int n, const smoe_sim_point *curve,
-                          int ncurve, const smoe_plot_mark *marks, int nmarks, smoe_err *err);
-
 #ifdef __cplusplus
 }
 #endif
