@@ -32,6 +32,17 @@ static inline smoe_sim_model two_layers(int engines)
     return m;
 }
 
+/* m's step under executor e at a uniform prefetch depth. */
+static inline smoe_status run_depth(const smoe_sim_model *m, smoe_sim_executor e, int depth,
+                                    smoe_sim_result *r)
+{
+    smoe_sim_sched s;
+    memset(&s, 0, sizeof s);
+    s.executor = e;
+    s.prefetch_depth = depth;
+    return smoe_sim_run(m, &s, r, NULL);
+}
+
 /* deepseek2-16b from CONFIG_DIR/base.yml with overrides; NULL (a check
  * failed) when it does not load. */
 static inline smoe_config *load_deepseek(const char *cfgdir, const char *const *ov, int n_ov)

@@ -22,16 +22,6 @@ static smoe_sim_model cpu_two_layers(void)
     return m;
 }
 
-/* m's step at a uniform prefetch depth. */
-static smoe_status run_at(const smoe_sim_model *m, int depth, smoe_sim_result *r)
-{
-    smoe_sim_sched s;
-    memset(&s, 0, sizeof s);
-    s.executor = SMOE_SIM_EXEC_RUNTIME;
-    s.prefetch_depth = depth;
-    return smoe_sim_run(m, &s, r, NULL);
-}
-
 /* smoe's executor on a cpu profile, by hand (the two layers above; units
  * 0, 1 forward, 2, 3 backward): entries in list order, a pool of the
  * schedule's max distance + 2 buffers, a backward unit's buffer held until
@@ -98,7 +88,7 @@ static void test_grad_before_prefetch(void)
     m.L = 3;
     m.k[0].w[0].rs_s = 5;
     smoe_sim_result r;
-    CHECK(run_at(&m, 1, &r) == SMOE_OK);
+    CHECK(run_depth(&m, SMOE_SIM_EXEC_RUNTIME, 1, &r) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 35), "gradient buffer first: step %g, expected 35", r.step_s);
     CHECKF(NEAR(r.exposed_gather_s, 3), "gradient buffer first: exposed %g, expected 3",
            r.exposed_gather_s);
@@ -169,7 +159,7 @@ static void test_moe_backward_order(void)
     k->a2a_s = 0.5;
     k->w[0].rs_s = 6;
     smoe_sim_result r;
-    CHECK(run_at(&m, 1, &r) == SMOE_OK);
+    CHECK(run_depth(&m, SMOE_SIM_EXEC_RUNTIME, 1, &r) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 33), "moe backward order: step %g, expected 33", r.step_s);
     CHECKF(NEAR(r.a2a_s, 7), "moe backward order: exchanges %g, expected 7", r.a2a_s);
     CHECKF(NEAR(r.compute_s, 18), "moe backward order: compute %g, expected 18", r.compute_s);
@@ -177,7 +167,7 @@ static void test_moe_backward_order(void)
      * the reduction: exchanges [23, 24], compute [24, 30], reduction
      * [30, 36] */
     k->pre_shared = 0;
-    CHECK(run_at(&m, 1, &r) == SMOE_OK);
+    CHECK(run_depth(&m, SMOE_SIM_EXEC_RUNTIME, 1, &r) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 36), "moe backward, no shared experts: step %g, expected 36",
            r.step_s);
     CHECKF(NEAR(r.a2a_s, 10), "moe backward, no shared experts: exchanges %g, expected 10",

@@ -13,16 +13,6 @@
 
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-9)
 
-static smoe_status run(const smoe_sim_model *m, smoe_sim_executor e, int depth,
-                       smoe_sim_result *r)
-{
-    smoe_sim_sched s;
-    memset(&s, 0, sizeof s);
-    s.executor = e;
-    s.prefetch_depth = depth;
-    return smoe_sim_run(m, &s, r, NULL);
-}
-
 /* The two layers of sim_testlib.h with a 5 s reduction, at depth 0: smoe's
  * runtime holds unit 2's buffer until its reduction ends at 23, so unit 3's
  * gradient buffer waits [20, 23] and the step ends at 34 with two layers
@@ -37,11 +27,11 @@ static void test_profile_does_not_choose(void)
         m.hw.kind = kinds[i];
         m.k[0].w[0].rs_s = 5;
         smoe_sim_result r;
-        CHECK(run(&m, SMOE_SIM_EXEC_RUNTIME, 0, &r) == SMOE_OK);
+        CHECK(run_depth(&m, SMOE_SIM_EXEC_RUNTIME, 0, &r) == SMOE_OK);
         CHECKF(NEAR(r.step_s, 34) && NEAR(r.mem_gathered, 200),
                "%s, smoe_runtime: step %g, gathered %g; expected 34, 200",
                smoe_hw_kind_name(kinds[i]), r.step_s, r.mem_gathered);
-        CHECK(run(&m, SMOE_SIM_EXEC_XLA_PREFETCH, 0, &r) == SMOE_OK);
+        CHECK(run_depth(&m, SMOE_SIM_EXEC_XLA_PREFETCH, 0, &r) == SMOE_OK);
         CHECKF(NEAR(r.step_s, 31) && NEAR(r.mem_gathered, 300),
                "%s, xla_prefetch: step %g, gathered %g; expected 31, 300",
                smoe_hw_kind_name(kinds[i]), r.step_s, r.mem_gathered);
@@ -57,7 +47,7 @@ static void test_same_on_every_kind(void)
             smoe_sim_model m = two_layers(1);
             m.hw.kind = (smoe_hw_kind)k;
             m.k[0].w[0].rs_s = 3;
-            CHECK(run(&m, (smoe_sim_executor)e, 1, &r[k]) == SMOE_OK);
+            CHECK(run_depth(&m, (smoe_sim_executor)e, 1, &r[k]) == SMOE_OK);
         }
         CHECKF(NEAR(r[0].step_s, r[2].step_s) && NEAR(r[1].step_s, r[2].step_s) &&
                    NEAR(r[0].peak_hbm_bytes, r[2].peak_hbm_bytes),
@@ -71,8 +61,8 @@ static void test_choice_required(void)
 {
     smoe_sim_model m = two_layers(2);
     smoe_sim_result r;
-    CHECK(run(&m, SMOE_SIM_EXEC_NONE, 0, &r) == SMOE_EINVAL);
-    CHECK(run(&m, (smoe_sim_executor)99, 0, &r) == SMOE_EINVAL);
+    CHECK(run_depth(&m, SMOE_SIM_EXEC_NONE, 0, &r) == SMOE_EINVAL);
+    CHECK(run_depth(&m, (smoe_sim_executor)99, 0, &r) == SMOE_EINVAL);
     CHECK(smoe_sim_executor_name(SMOE_SIM_EXEC_NONE) == NULL);
     static const char *const names[] = { "xla_scan", "xla_prefetch", "maxtext", "smoe_runtime" };
     for (int e = SMOE_SIM_EXEC_XLA_SCAN; e <= SMOE_SIM_EXEC_RUNTIME; e++) {

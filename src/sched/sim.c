@@ -455,6 +455,34 @@ static void sim_free(sim *x)
     smoe_free(x->qn);
 }
 
+/* The executor's rules (smoe_sim_executor): how a layer waits for its
+ * weights, the shared engine's order, what the gathers move. */
+static void executor_rules(sim *x, const smoe_sim_sched *s)
+{
+    const smoe_sim_model *m = x->m;
+    x->split = s->executor != SMOE_SIM_EXEC_RUNTIME;
+    x->mx = s->executor == SMOE_SIM_EXEC_MAXTEXT;
+    /* On a shared engine XLA's own collectives let an exchange go ahead of
+     * queued gathers (assumed: its scheduler runs first the op the compute
+     * waits for). MaxText's tagged gathers without the dedicated SparseCore
+     * "share the SparseCore queue with the layer's own SparseCore work (e.g.
+     * MoE token gathers) and must finish before that work can"
+     * (fsdp_prefetch.py, _explicit_fsdp_all_gather): issue order, as smoe's
+     * runtime. */
+    x->prio = x->aeng == &x->geng && x->split && !x->mx;
+    x->xla = s->executor == SMOE_SIM_EXEC_XLA_SCAN;
+    if (s->gather_bytes > 0) {
+        x->gmode = G_BYTES;
+        x->gratio = m->weight_bytes > 0 ? s->gather_bytes / m->weight_bytes : 1;
+    } else {
+        x->gmode = x->mx || s->legacy ? G_STORED : G_CAST;
+    }
+    if (x->gmode == G_CAST && !x->xla && m->wire_bytes > 0 && m->compute_bytes > 0) {
+        x->gmode = G_WIRE; /* smoe's schedules with compressed gathers */
+        x->gratio = m->wire_bytes / m->compute_bytes;
+    }
+}
+
 /* The engines and buffers of one run. Engines: with one collective engine
  * everything queues on it; with two, exchanges share one with the
  * reductions; with three or more each kind has its own. A shared schedule
@@ -480,27 +508,7 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
             x->aeng = &x->geng;
         }
     }
-    x->split = s->executor != SMOE_SIM_EXEC_RUNTIME;
-    x->mx = s->executor == SMOE_SIM_EXEC_MAXTEXT;
-    /* On a shared engine XLA's own collectives let an exchange go ahead of
-     * queued gathers (assumed: its scheduler runs first the op the compute
-     * waits for). MaxText's tagged gathers without the dedicated SparseCore
-     * "share the SparseCore queue with the layer's own SparseCore work (e.g.
-     * MoE token gathers) and must finish before that work can"
-     * (fsdp_prefetch.py, _explicit_fsdp_all_gather): issue order, as smoe's
-     * runtime. */
-    x->prio = x->aeng == &x->geng && x->split && !x->mx;
-    x->xla = s->executor == SMOE_SIM_EXEC_XLA_SCAN;
-    if (s->gather_bytes > 0) {
-        x->gmode = G_BYTES;
-        x->gratio = m->weight_bytes > 0 ? s->gather_bytes / m->weight_bytes : 1;
-    } else {
-        x->gmode = x->mx || s->legacy ? G_STORED : G_CAST;
-    }
-    if (x->gmode == G_CAST && !x->xla && m->wire_bytes > 0 && m->compute_bytes > 0) {
-        x->gmode = G_WIRE; /* smoe's runtime with compressed gathers */
-        x->gratio = m->wire_bytes / m->compute_bytes;
-    }
+    executor_rules(x, s);
     int nu = 2 * m->L;
     x->cap = nu * (4 * SMOE_SIM_MAX_WEIGHTS + 8) + 16;
     x->capbusy = m->use_compute ? nu * (2 * SMOE_SIM_MAX_WEIGHTS + 4) + 16 : 0;
