@@ -213,11 +213,13 @@ void cli_out_finish(smoe_out *o, smoe_status s, smoe_err *err, const char *opt,
  * outputs written after long work, checked before it (out_probe.c). */
 SMOE_MUST_CHECK
 smoe_status cli_probe_output(const char *path, const char *opt, smoe_err *err);
-/* JSON output of smoe sim (sim_json.c). */
+/* JSON output of smoe sim (sim_json.c): per schedule its name, the
+ * executor it simulates (smoe_sim_executor_name) and its result. */
 struct smoe_sim_shape;
 void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw,
                     const struct smoe_sim_shape *sh, const char *const *names,
-                    const struct smoe_sim_result *res, int n, const smoe_scenario *sc,
+                    const char *const *executors, const struct smoe_sim_result *res, int n,
+                    const smoe_scenario *sc,
                     const struct smoe_sim_point *curve, int ncurve);
 /* JSON output of a plan (plan_json.c). */
 void plan_print_json(FILE *f, const smoe_plan *p);

@@ -6,6 +6,7 @@
  * --calibrate (under mpirun) measures a cpu-mpi profile instead. */
 #include "cli.h"
 #include "smoe/calib.h"
+#include "smoe/plot.h"
 #include "smoe/runtime.h"
 #include "smoe/sched.h"
 #include "smoe/train.h"
@@ -70,6 +71,7 @@ static void usage(FILE *f)
 
 typedef struct run {
     const char *name;
+    smoe_sim_executor exec; /* what the row simulates */
     smoe_sim_result r;
     int have;
 } run;
@@ -178,13 +180,14 @@ static smoe_sim_model *build(const cli_common *c, const char *rules, const char 
 static void print_table(const run *runs, int n)
 {
     char b[32];
-    printf("%-26s %10s %11s %14s %12s %10s %12s\n", "schedule", "step ms", "compute ms",
-           "exposed AG ms", "residual ms", "a2a ms", "peak HBM");
+    printf("%-26s %10s %11s %14s %12s %10s %12s  %s\n", "schedule", "step ms", "compute ms",
+           "exposed AG ms", "residual ms", "a2a ms", "peak HBM", "executor");
     for (int i = 0; i < n; i++) {
         const smoe_sim_result *r = &runs[i].r;
-        printf("%-26s %10.1f %11.1f %14.1f %12.1f %10.1f %12s\n", runs[i].name, r->step_s * 1e3,
-               r->compute_s * 1e3, r->exposed_gather_s * 1e3, r->residual_s * 1e3,
-               r->a2a_s * 1e3, cli_fmt_bytes(r->peak_hbm_bytes, b, sizeof b));
+        printf("%-26s %10.1f %11.1f %14.1f %12.1f %10.1f %12s  %s\n", runs[i].name,
+               r->step_s * 1e3, r->compute_s * 1e3, r->exposed_gather_s * 1e3,
+               r->residual_s * 1e3, r->a2a_s * 1e3,
+               cli_fmt_bytes(r->peak_hbm_bytes, b, sizeof b), smoe_sim_executor_name(runs[i].exec));
     }
 }
 
@@ -273,8 +276,8 @@ static smoe_trace *new_trace(int pid, const char *name)
 
 /* --plot: the Pareto curve with smoe's uniform depths 0..PLOT_DEPTHS
  * marked, over every schedule's timeline. */
-static void write_plot(const char *path, const smoe_sim_model *m, smoe_trace *const *traces, int n,
-                       const smoe_sim_point *curve, int ncurve)
+static void write_plot(const char *path, const smoe_sim_model *m, smoe_sim_executor own,
+                       smoe_trace *const *traces, int n, const smoe_sim_point *curve, int ncurve)
 {
     smoe_plot_mark marks[PLOT_DEPTHS + 1];
     char labels[PLOT_DEPTHS + 1][24];
@@ -282,6 +285,7 @@ static void write_plot(const char *path, const smoe_sim_model *m, smoe_trace *co
         smoe_sim_sched sd;
         smoe_sim_result r;
         memset(&sd, 0, sizeof sd);
+        sd.executor = own;
         sd.prefetch_depth = d;
         if (smoe_sim_run(m, &sd, &r, NULL))
             cli_usage_error(NULL, "out of memory in the simulation");
@@ -345,10 +349,10 @@ static int calibrate(int argc, char **argv, cli_common *c, const char *out, int 
 }
 
 /* --schedule-out: the budgeted plan (with --hbm-budget) or the uniform
- * depth, with the simulator's prediction of it. */
-static void write_schedule(const char *path, const smoe_sim_model *m, const smoe_hw *hw,
-                           int64_t budget, const unsigned char dist[][SMOE_SIM_MAX_WEIGHTS],
-                           int depth)
+ * depth, with the simulator's prediction of it under executor `own`. */
+static void write_schedule(const char *path, const smoe_sim_model *m, smoe_sim_executor own,
+                           const smoe_hw *hw, int64_t budget,
+                           const unsigned char dist[][SMOE_SIM_MAX_WEIGHTS], int depth)
 {
     smoe_schedule *s;
     smoe_err err;
@@ -356,10 +360,11 @@ static void write_schedule(const char *path, const smoe_sim_model *m, const smoe
         cli_die(&err);
     if (budget >= 0)
         s->budget = (double)budget;
-    snprintf(s->progress, sizeof s->progress, "%s", hw->progress);
+    snprintf(s->progress, sizeof s->progress, "%s", hw->cpu.progress);
     smoe_sim_sched sd;
     smoe_sim_result r;
     memset(&sd, 0, sizeof sd);
+    sd.executor = own;
     sd.schedule = s;
     if (smoe_sim_run(m, &sd, &r, NULL))
         cli_usage_error(NULL, "out of memory in the simulation");
@@ -540,35 +545,39 @@ int cmd_sim(int argc, char **argv)
                                    "model's layer kinds");
         }
     }
-    /* accelerators run MaxText's prefetch path (and XLA's scan as the
-     * baseline); cpu profiles smoe's runtime, which smoe train executes */
     if (profile)
         apply_profile(m, prof, prof_n);
-    int accel = strcmp(hw.kind, "cpu") != 0;
-    smoe_sched_family fam = accel ? SMOE_SCHED_MAXTEXT : SMOE_SCHED_UNIFORM;
+    /* What each row simulates is chosen here: on accelerators XLA's scan
+     * (the baseline), MaxText's prefetch path (prefetch*, legacy and the
+     * scenario's variants) and smoe's schedule in XLA's dataflow (the
+     * uniform depth, the budgeted plan); on cpu profiles smoe's runtime,
+     * which smoe train executes, for every row. */
+    int accel = hw.kind != SMOE_HW_CPU;
+    smoe_sim_executor own = accel ? SMOE_SIM_EXEC_XLA_PREFETCH : SMOE_SIM_EXEC_RUNTIME;
+    smoe_sim_executor mx = accel ? SMOE_SIM_EXEC_MAXTEXT : own;
     run runs[MAX_RUNS];
     int n = 0;
     smoe_sim_sched sd;
     char uniform_name[32];
     snprintf(uniform_name, sizeof uniform_name, "uniform_depth_%d", depth);
-    struct { const char *name; int depth, legacy, shared; smoe_sched_family f; } base[] = {
-        { "baseline", 0, 0, 0, SMOE_SCHED_UNIFORM }, { "prefetch", depth, 0, 0, fam },
-        { "prefetch_shared_queue", depth, 0, 1, fam }, { "legacy", depth, 1, 0, fam },
-        { uniform_name, depth, 0, 0, SMOE_SCHED_UNIFORM },
+    /* XLA's baseline runs without the dedicated SparseCore (the change
+     * description gives its flags to the prefetch runs only): its gathers
+     * queue with the exchanges */
+    struct { const char *name; int depth, legacy, shared; smoe_sim_executor e; } base[] = {
+        { "baseline", 0, 0, accel, accel ? SMOE_SIM_EXEC_XLA_SCAN : own },
+        { "prefetch", depth, 0, 0, mx }, { "prefetch_shared_queue", depth, 0, 1, mx },
+        { "legacy", depth, 1, 0, mx }, { uniform_name, depth, 0, 0, own },
     };
     smoe_trace *traces[MAX_RUNS];
     for (int i = 0; i < (accel ? 5 : 4); i++) {
         memset(&sd, 0, sizeof sd);
+        sd.executor = base[i].e;
         sd.prefetch_depth = base[i].depth;
         sd.legacy = base[i].legacy;
-        /* XLA's baseline runs without the dedicated SparseCore (the
-         * change description gives its flags to the prefetch runs only):
-         * its gathers queue with the exchanges */
-        sd.shared_engine = base[i].shared || (accel && i == 0);
-        sd.family = base[i].f;
-        sd.stream_grads = accel && i == 0;
+        sd.shared_engine = base[i].shared;
         traces[n] = trace_path || plot_path ? new_trace(n, base[i].name) : NULL;
         runs[n].name = base[i].name;
+        runs[n].exec = sd.executor;
         if (smoe_sim_run(m, &sd, &runs[n].r, traces[n]))
             cli_usage_error(NULL, "out of memory in the simulation");
         n++;
@@ -579,10 +588,11 @@ int cmd_sim(int argc, char **argv)
         smoe_sim_model *vm = build(&c, sc.variants[v].rules, sc.variants[v].overrides,
                                    sc.variants[v].n_overrides, &hw, &vsh, &vp);
         memset(&sd, 0, sizeof sd);
+        sd.executor = mx;
         sd.prefetch_depth = depth;
-        sd.family = fam;
         traces[n] = trace_path || plot_path ? new_trace(n, sc.variants[v].name) : NULL;
         runs[n].name = sc.variants[v].name;
+        runs[n].exec = sd.executor;
         if (profile)
             apply_profile(vm, prof, prof_n);
         if (smoe_sim_run(vm, &sd, &runs[n].r, traces[n]))
@@ -597,25 +607,29 @@ int cmd_sim(int argc, char **argv)
     smoe_sim_result best;
     if (budget >= 0 || sweep || plot_path) {
         double b = budget >= 0 ? (double)budget : INFINITY;
-        if (smoe_sim_plan_budget(m, 0, b, dist, &best, &feasible, curve, 512, &ncurve))
+        if (smoe_sim_plan_budget(m, own, 0, b, dist, &best, &feasible, curve, 512, &ncurve))
             cli_usage_error(NULL, "out of memory in the planner");
-        if (whole && budget >= 0 && smoe_sim_plan_budget_whole(m, 0, b, dist, &best, &feasible))
+        if (whole && budget >= 0 &&
+            smoe_sim_plan_budget_whole(m, own, 0, b, dist, &best, &feasible))
             cli_usage_error(NULL, "out of memory in the planner");
         if (budget >= 0) {
             runs[n].name = "budgeted";
+            runs[n].exec = own;
             runs[n].r = best;
             traces[n] = NULL;
             n++;
         }
     }
     if (c.json) {
-        const char *names[MAX_RUNS];
+        const char *names[MAX_RUNS], *execs[MAX_RUNS];
         smoe_sim_result res[MAX_RUNS];
         for (int i = 0; i < n; i++) {
             names[i] = runs[i].name;
+            execs[i] = smoe_sim_executor_name(runs[i].exec);
             res[i] = runs[i].r;
         }
-        sim_print_json(stdout, plan, &hw, &sh, names, res, n, &sc, curve, sweep ? ncurve : 0);
+        sim_print_json(stdout, plan, &hw, &sh, names, execs, res, n, &sc, curve,
+                       sweep ? ncurve : 0);
     } else {
         printf("hardware: %s (%s); %lld devices; batch %lld x seq %lld per device, remat %s; "
                "bytes per element: weights %d, compute %d, gradients %d, moments %d + %d\n",
@@ -679,9 +693,9 @@ int cmd_sim(int argc, char **argv)
         }
     }
     if (plot_path)
-        write_plot(plot_path, m, traces, n, curve, ncurve);
+        write_plot(plot_path, m, own, traces, n, curve, ncurve);
     if (sched_out)
-        write_schedule(sched_out, m, &hw, budget, dist, depth);
+        write_schedule(sched_out, m, own, &hw, budget, dist, depth);
     if (trace_path) {
         const char *frags[MAX_RUNS];
         size_t lens[MAX_RUNS];

@@ -216,7 +216,7 @@ static void print_banner(const smoe_config *cfg, const smoe_plan *p, smoe_rt *rt
 }
 
 /* A schedule's prediction, or a profile the planner runs on, is for one
- * progress mode (smoe_hw.progress): this run's (the runtime's, after the
+ * progress mode (smoe_hw.cpu.progress): this run's (the runtime's, after the
  * mesh is set, whatever set it) must be the same, or it is refused. */
 static void check_progress(smoe_rt *rt, smoe_schedule *const *scheds, int n,
                            const char *const *paths, const smoe_hw *hw)
@@ -224,7 +224,7 @@ static void check_progress(smoe_rt *rt, smoe_schedule *const *scheds, int n,
     const char *mine = smoe_rt_get_opts(rt).progress_thread ? "thread" : "calls";
     char where[4300], msg[400];
     for (int i = 0; i <= n; i++) {
-        const char *theirs = i < n ? scheds[i]->progress : hw ? hw->progress : "";
+        const char *theirs = i < n ? scheds[i]->progress : hw ? hw->cpu.progress : "";
         if (!theirs[0] || strcmp(theirs, mine) == 0)
             continue;
         if (i < n)

@@ -1,4 +1,5 @@
-/* `smoe sim --json`: {"hardware", "mesh", "shape", "schedules": {NAME: {...}},
+/* `smoe sim --json`: {"hardware", "mesh", "shape", "schedules": {NAME: {...,
+ * "executor": what the row simulates}},
  * "reported": {NAME: {...}}, "sources": {KEY: TEXT}, "pareto": [...]}
  * (schema in docs/formats.md). */
 #include "cli.h"
@@ -7,8 +8,9 @@
 #include <cjson/cJSON.h>
 
 void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const smoe_sim_shape *sh,
-                    const char *const *names, const smoe_sim_result *res, int n,
-                    const smoe_scenario *sc, const smoe_sim_point *curve, int ncurve)
+                    const char *const *names, const char *const *executors,
+                    const smoe_sim_result *res, int n, const smoe_scenario *sc,
+                    const smoe_sim_point *curve, int ncurve)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddItemToObject(root, "hardware", cli_json_string(hw->name));
@@ -43,6 +45,7 @@ void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const smoe_s
         cJSON_AddNumberToObject(mem, "optimizer", r->mem_optimizer);
         cJSON_AddNumberToObject(mem, "gathered", r->mem_gathered);
         cJSON_AddNumberToObject(mem, "activations", r->mem_activations);
+        cJSON_AddItemToObject(o, "executor", cli_json_string(executors[i]));
     }
     cJSON *rep = cJSON_AddObjectToObject(root, "reported");
     for (int i = 0; sc && i < sc->n_reported; i++) {

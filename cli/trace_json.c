@@ -4,6 +4,7 @@
  * SMOE_MAX_TRACE_BYTES) and parsed by trace_json_read.c; here the CLI's
  * side: one line and exit on any error. */
 #include "cli.h"
+#include "smoe/plot.h"
 #include "smoe/sched.h"
 
 int cli_read_trace(const char *trace_path, smoe_trace **t, int max)

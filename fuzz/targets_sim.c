@@ -74,10 +74,10 @@ int smoe_fuzz_hwfile(const uint8_t *data, size_t size)
     smoe_sim_model *m = NULL;
     if (smoe_sim_model_build(cfg, g_plan, &hw, &sh, &m, &err) != SMOE_OK)
         return 0;
-    static const struct { int depth, legacy, shared, family, stream; } k[] = {
-        { 0, 0, 0, SMOE_SCHED_UNIFORM, 1 }, { 2, 0, 0, SMOE_SCHED_UNIFORM, 0 },
-        { 1, 0, 0, SMOE_SCHED_MAXTEXT, 0 }, { 1, 0, 1, SMOE_SCHED_MAXTEXT, 0 },
-        { 1, 1, 0, SMOE_SCHED_MAXTEXT, 0 },
+    static const struct { int depth, legacy, shared; smoe_sim_executor e; } k[] = {
+        { 0, 0, 1, SMOE_SIM_EXEC_XLA_SCAN }, { 2, 0, 0, SMOE_SIM_EXEC_XLA_PREFETCH },
+        { 2, 0, 0, SMOE_SIM_EXEC_RUNTIME }, { 1, 0, 0, SMOE_SIM_EXEC_MAXTEXT },
+        { 1, 0, 1, SMOE_SIM_EXEC_MAXTEXT }, { 1, 1, 0, SMOE_SIM_EXEC_MAXTEXT },
     };
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         smoe_sim_sched sd;
@@ -85,8 +85,7 @@ int smoe_fuzz_hwfile(const uint8_t *data, size_t size)
         sd.prefetch_depth = k[i].depth;
         sd.legacy = k[i].legacy;
         sd.shared_engine = k[i].shared;
-        sd.family = (smoe_sched_family)k[i].family;
-        sd.stream_grads = k[i].stream;
+        sd.executor = k[i].e;
         smoe_sim_result r;
         if (smoe_sim_run(m, &sd, &r, NULL) == SMOE_OK)
             check_result(&r);

@@ -40,5 +40,7 @@ plant include/smoe/train.h '#include "smoe/runtime.h"' "include/smoe/train.h: in
 plant src/train/loop.c '#include "../model/model_impl.h"' "an internal header of module 'model'"
 plant src/plan/plan.c '#include "smoe/nosuch.h"' "not in the layer table"
 plant src/sched/sim.c '#include <mpi.h>' "included outside its module: src/sched/sim.c"
+plant src/sched/sim.c '#include "smoe/plot.h"' "src/sched/sim.c: includes smoe/plot.h"
+plant include/smoe/sched.h '#include "smoe/plot.h"' "include/smoe/sched.h: includes smoe/plot.h"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

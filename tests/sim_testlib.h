@@ -14,7 +14,7 @@ static inline smoe_sim_model two_layers(int engines)
 {
     smoe_sim_model m;
     memset(&m, 0, sizeof m);
-    snprintf(m.hw.kind, sizeof m.hw.kind, "tpu");
+    m.hw.kind = SMOE_HW_TPU;
     m.hw.collective_engines = engines;
     m.L = 2;
     m.nkinds = 2;
@@ -30,6 +30,17 @@ static inline smoe_sim_model two_layers(int engines)
     k->fwd_pre = 3;
     k->bwd_pre = 6;
     return m;
+}
+
+/* m's step under executor e at a uniform prefetch depth. */
+static inline smoe_status run_depth(const smoe_sim_model *m, smoe_sim_executor e, int depth,
+                                    smoe_sim_result *r)
+{
+    smoe_sim_sched s;
+    memset(&s, 0, sizeof s);
+    s.executor = e;
+    s.prefetch_depth = depth;
+    return smoe_sim_run(m, &s, r, NULL);
 }
 
 /* deepseek2-16b from CONFIG_DIR/base.yml with overrides; NULL (a check
@@ -56,15 +67,17 @@ static inline smoe_config *load_deepseek(const char *cfgdir, const char *const *
 /* A cpu profile with every key set. */
 static inline smoe_hw cpu_profile(void)
 {
-    smoe_hw cpu = { .name = "cpu-mpi", .kind = "cpu", .devices_per_chip = 1,
+    smoe_hw cpu = { .name = "cpu-mpi", .kind = SMOE_HW_CPU, .devices_per_chip = 1,
                     .peak_flops = 3.25e10, .hbm_bytes = 6e9, .hbm_bandwidth = 1.1e10,
                     .ici_bandwidth = 4.5e9, .ici_links = 1, .ici_latency = 2.5e-6,
                     .devices_per_node = 4, .dcn_bandwidth = 4.5e9, .dcn_latency = 2.5e-6,
-                    .collective_engines = 2, .a2a_bandwidth = 3e9, .a2a_latency = 1e-6,
-                    .collectives_use_compute = 1, .elementwise_bandwidth = 1.1e10,
-                    .op_overhead = 1.5e-7, .compute_bytes = 4, .gemm_small_flops = 8e9,
-                    .compute_scale = 1.7, .sync_skew = 1e-4, .compute_efficiency = 0.5,
-                    .permute_bandwidth = 2e9 };
+                    .collective_engines = 2, .compute_efficiency = 0.5,
+                    .permute_bandwidth = 2e9,
+                    .cpu = { .a2a_bandwidth = 3e9, .a2a_latency = 1e-6,
+                             .collectives_use_compute = 1, .elementwise_bandwidth = 1.1e10,
+                             .op_overhead = 1.5e-7, .compute_bytes = 4,
+                             .gemm_small_flops = 8e9, .compute_scale = 1.7,
+                             .sync_skew = 1e-4 } };
     return cpu;
 }
 

@@ -207,12 +207,13 @@ static void test_profile_cuts(void)
     smoe_hw hw;
     memset(&hw, 0, sizeof hw);
     snprintf(hw.name, sizeof hw.name, "cpu-mpi");
-    snprintf(hw.kind, sizeof hw.kind, "cpu");
-    snprintf(hw.progress, sizeof hw.progress, "calls");
+    hw.kind = SMOE_HW_CPU;
+    snprintf(hw.cpu.progress, sizeof hw.cpu.progress, "calls");
     hw.devices_per_chip = 1, hw.peak_flops = 9e10, hw.hbm_bytes = 6e9, hw.hbm_bandwidth = 1e10;
     hw.ici_bandwidth = 3e9, hw.ici_links = 1, hw.ici_latency = 2e-5, hw.devices_per_node = 4;
     hw.dcn_bandwidth = 3e9, hw.dcn_latency = 2e-5, hw.collective_engines = 2;
-    hw.a2a_bandwidth = 2e9, hw.compute_scale = 1.7, hw.sync_skew = 3e-4, hw.core_share = 0.5;
+    hw.cpu.a2a_bandwidth = 2e9, hw.cpu.compute_scale = 1.7, hw.cpu.sync_skew = 3e-4;
+    hw.cpu.core_share = 0.5;
     char p[128], text[8192];
     snprintf(p, sizeof p, "%s/cpu.yml", dir);
     smoe_err err;

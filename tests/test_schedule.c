@@ -23,7 +23,7 @@ static smoe_sim_model layers(int L)
 {
     smoe_sim_model m;
     memset(&m, 0, sizeof m);
-    snprintf(m.hw.kind, sizeof m.hw.kind, "tpu");
+    m.hw.kind = SMOE_HW_TPU;
     m.hw.collective_engines = 4;
     m.L = L;
     m.nkinds = 2;
@@ -97,6 +97,7 @@ static void test_depths(void)
     smoe_sim_sched sd;
     for (int d = 0; d <= 12; d++) {
         memset(&sd, 0, sizeof sd);
+        sd.executor = SMOE_SIM_EXEC_XLA_PREFETCH;
         sd.prefetch_depth = d;
         CHECK(smoe_sim_run(&m, &sd, &r[d], NULL) == SMOE_OK);
         CHECKF(NEAR(r[d].issued_bytes, 2 * 6 * 40), "depth %d: issued %g bytes, expected 480", d,
@@ -127,6 +128,7 @@ static void test_depths(void)
     smoe_schedule *s;
     CHECK(smoe_schedule_for_model(&m, 5, NULL, &s, NULL) == SMOE_OK);
     memset(&sd, 0, sizeof sd);
+    sd.executor = SMOE_SIM_EXEC_XLA_PREFETCH;
     sd.schedule = s;
     smoe_sim_result x;
     CHECK(smoe_sim_run(&m, &sd, &x, NULL) == SMOE_OK);
@@ -134,6 +136,7 @@ static void test_depths(void)
     smoe_schedule_free(s);
     /* beyond the step's units nothing changes; beyond the bound refused */
     memset(&sd, 0, sizeof sd);
+    sd.executor = SMOE_SIM_EXEC_XLA_PREFETCH;
     sd.prefetch_depth = SMOE_SIM_MAX_DEPTH;
     CHECK(smoe_sim_run(&m, &sd, &x, NULL) == SMOE_OK);
     CHECK(NEAR(x.exposed_gather_s, r[12].exposed_gather_s));
@@ -149,10 +152,12 @@ static void test_whole(void)
     smoe_sim_result best, base;
     smoe_sim_sched sd;
     memset(&sd, 0, sizeof sd);
+    sd.executor = SMOE_SIM_EXEC_XLA_PREFETCH;
     CHECK(smoe_sim_run(&m, &sd, &base, NULL) == SMOE_OK);
     int feasible;
     double budget = base.peak_hbm_bytes + 45;
-    CHECK(smoe_sim_plan_budget_whole(&m, 0, budget, lv, &best, &feasible) == SMOE_OK);
+    CHECK(smoe_sim_plan_budget_whole(&m, SMOE_SIM_EXEC_XLA_PREFETCH, 0, budget, lv, &best,
+                                     &feasible) == SMOE_OK);
     CHECK(feasible);
     CHECK(best.peak_hbm_bytes <= budget);
     CHECK(best.exposed_gather_s < base.exposed_gather_s);

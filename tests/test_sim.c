@@ -24,6 +24,7 @@ static void test_hand_schedules(void)
     /* no prefetch: gather 2 before each of the four units; the last
      * reduce-scatter ends 1 s after the last backward */
     memset(&s, 0, sizeof s);
+    s.executor = SMOE_SIM_EXEC_XLA_PREFETCH;
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 27), "baseline step %g, expected 27", r.step_s);
     CHECKF(NEAR(r.exposed_gather_s, 8), "baseline exposed %g, expected 8", r.exposed_gather_s);
@@ -48,6 +49,7 @@ static void test_hand_schedules(void)
     smoe_sim_model m1 = two_layers(1);
     m1.k[0].w[0].rs_s = 5;
     memset(&s, 0, sizeof s);
+    s.executor = SMOE_SIM_EXEC_XLA_PREFETCH;
     s.prefetch_depth = 1;
     CHECK(smoe_sim_run(&m1, &s, &r, NULL) == SMOE_OK);
     /* unit 3's gather was issued at 8 and ends at 10, before the RS of
@@ -70,6 +72,7 @@ static void test_hand_schedules(void)
     me.k[1].bwd_post = 2;
     me.k[1].a2a_s = 0.5;
     memset(&s, 0, sizeof s);
+    s.executor = SMOE_SIM_EXEC_XLA_PREFETCH;
     CHECK(smoe_sim_run(&me, &s, &r, NULL) == SMOE_OK);
     CHECKF(NEAR(r.a2a_s, 2), "a2a %g, expected 2", r.a2a_s);
     CHECKF(NEAR(r.step_s, 29), "MoE baseline step %g, expected 29", r.step_s);
@@ -92,12 +95,11 @@ static void test_maxtext_family(void)
     k->bytes_stored = 100;
     k->bytes = 50;
     k->bwd_full_pre = 9;
-    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu"); /* whole-layer waits */
     m.k[1] = *k;
     smoe_sim_sched s;
     smoe_sim_result r;
     memset(&s, 0, sizeof s);
-    s.family = SMOE_SCHED_MAXTEXT;
+    s.executor = SMOE_SIM_EXEC_MAXTEXT;
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
     /* gathers: W0, W2 at 0 (each stack's first forward layer) [0,2] [2,4];
      * W1 one layer ahead at 2 [4,6]; W3 at 9 [9,11]; the forward computes
@@ -111,12 +113,13 @@ static void test_maxtext_family(void)
     CHECKF(NEAR(r.compute_s, 48), "maxtext compute %g, expected 48", r.compute_s);
     /* live: W0, W2, W1 in [2,5]; at 35 dW2 (until 36), W1, W0 */
     CHECKF(NEAR(r.mem_gathered, 300), "maxtext gathered peak %g, expected 300", r.mem_gathered);
-    /* the same model under XLA's scan (no prefetch, cast gathers of 1 s,
-     * the policy's 6 s backward): 8 exposed gathers, step 45 */
+    /* the same model under smoe's runtime (no prefetch, cast gathers of
+     * 1 s, the policy's 6 s backward): 8 exposed gathers, step 45 */
     memset(&s, 0, sizeof s);
+    s.executor = SMOE_SIM_EXEC_RUNTIME;
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
-    CHECKF(NEAR(r.step_s, 45), "scan step %g, expected 45", r.step_s);
-    CHECKF(NEAR(r.exposed_gather_s, 8), "scan exposed %g, expected 8", r.exposed_gather_s);
+    CHECKF(NEAR(r.step_s, 45), "runtime step %g, expected 45", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 8), "runtime exposed %g, expected 8", r.exposed_gather_s);
 }
 
 /* One MoE layer on an accelerator with its own engine per kind: forward
@@ -126,7 +129,7 @@ static smoe_sim_model one_moe_layer(void)
 {
     smoe_sim_model m;
     memset(&m, 0, sizeof m);
-    snprintf(m.hw.kind, sizeof m.hw.kind, "tpu");
+    m.hw.kind = SMOE_HW_TPU;
     m.hw.collective_engines = 4;
     m.L = 1;
     m.nkinds = 2;
@@ -156,6 +159,7 @@ static void test_split_waits(void)
     smoe_sim_sched s;
     smoe_sim_result r;
     memset(&s, 0, sizeof s);
+    s.executor = SMOE_SIM_EXEC_XLA_PREFETCH;
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
     /* fwd: attn [0,1], routed [1,5]; pre [1,4], experts wait to 5, [5,7].
      * bwd: attn [7,8], routed [8,12]; pre [8,11], wait to 12, experts
@@ -213,6 +217,7 @@ static void test_wire(void)
     smoe_sim_sched s;
     smoe_sim_result r;
     memset(&s, 0, sizeof s);
+    s.executor = SMOE_SIM_EXEC_XLA_PREFETCH;
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
     expect_run("wire", &r, 22, 1, -1, -1);
     CHECKF(NEAR(r.issued_bytes, 50), "wire issued %g, expected 50", r.issued_bytes);
@@ -250,7 +255,7 @@ static void test_xla_baseline(void)
     smoe_sim_sched s;
     smoe_sim_result r;
     memset(&s, 0, sizeof s);
-    s.stream_grads = 1;
+    s.executor = SMOE_SIM_EXEC_XLA_SCAN;
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
     /* fwd: attn [0,1] (wait 1), pre [1,4], routed issued at 4 [4,8] (wait
      * 4), experts [8,10]. bwd: attn [10,11] (wait 1), recompute pre
@@ -291,14 +296,16 @@ static void test_xla_baseline(void)
     dk->fwd_exp = 3;
     dk->bwd_exp = 9;
     memset(&s, 0, sizeof s);
-    s.stream_grads = 1;
+    s.executor = SMOE_SIM_EXEC_XLA_SCAN;
     CHECK(smoe_sim_run(&d, &s, &r, NULL) == SMOE_OK);
     expect_run("down-projection", &r, 32, 8, 24, -1);
-    /* the same schedule without stream_grads is smoe's runtime: every
-     * gather at the layer's start (routed [1,5] during pre [1,4]) */
+    /* the same schedule run as smoe's (XLA's dataflow, not XLA's scan):
+     * every gather at the layer's start (routed [1,5] during pre [1,4]) */
     memset(&s, 0, sizeof s);
+    s.executor = SMOE_SIM_EXEC_XLA_PREFETCH;
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
-    CHECKF(NEAR(r.exposed_gather_s, 4), "runtime exposed %g, expected 4", r.exposed_gather_s);
+    CHECKF(NEAR(r.exposed_gather_s, 4), "xla_prefetch exposed %g, expected 4",
+           r.exposed_gather_s);
 }
 
 /* Without the dedicated SparseCore MaxText's tagged gathers keep issue order
@@ -327,7 +334,7 @@ static void test_shared_queue_order(void)
     smoe_sim_sched s;
     smoe_sim_result r;
     memset(&s, 0, sizeof s);
-    s.family = SMOE_SCHED_MAXTEXT;
+    s.executor = SMOE_SIM_EXEC_MAXTEXT;
     s.prefetch_depth = 1;
     s.shared_engine = 1;
     smoe_trace *t = smoe_trace_new(0, 0);
@@ -357,12 +364,13 @@ static void test_planner(void)
     smoe_sim_point curve[64];
     int feasible, n;
     /* below one layer's gathered weights: nothing fits, no prefetch */
-    CHECK(smoe_sim_plan_budget(&m, 0, 50, dist, &best, &feasible, curve, 64, &n) == SMOE_OK);
+    const smoe_sim_executor x = SMOE_SIM_EXEC_XLA_PREFETCH;
+    CHECK(smoe_sim_plan_budget(&m, x, 0, 50, dist, &best, &feasible, curve, 64, &n) == SMOE_OK);
     CHECK(!feasible);
     CHECK(dist[0][0] == 0);
     CHECKF(NEAR(best.exposed_gather_s, 8), "infeasible budget: exposed %g", best.exposed_gather_s);
     /* between the no-prefetch and the depth-1 peaks: part of a weight */
-    CHECK(smoe_sim_plan_budget(&m, 0, 250, dist, &best, &feasible, curve, 64, &n) == SMOE_OK);
+    CHECK(smoe_sim_plan_budget(&m, x, 0, 250, dist, &best, &feasible, curve, 64, &n) == SMOE_OK);
     CHECK(feasible);
     CHECKF(best.peak_hbm_bytes <= 250, "budget 250: peak %g", best.peak_hbm_bytes);
     CHECKF(best.exposed_gather_s < 8 && best.exposed_gather_s > 2,
@@ -375,10 +383,11 @@ static void test_planner(void)
                 curve[i].exposed_gather_s <= curve[i - 1].exposed_gather_s;
     CHECKF(mono, "Pareto curve of %d points not monotone", n);
     /* unlimited: as good as unlimited depth */
-    CHECK(smoe_sim_plan_budget(&m, 0, INFINITY, dist, &best, &feasible, curve, 64, &n) ==
+    CHECK(smoe_sim_plan_budget(&m, x, 0, INFINITY, dist, &best, &feasible, curve, 64, &n) ==
           SMOE_OK);
     smoe_sim_sched s;
     memset(&s, 0, sizeof s);
+    s.executor = SMOE_SIM_EXEC_XLA_PREFETCH;
     s.prefetch_depth = 4;
     CHECK(smoe_sim_run(&m, &s, &deep, NULL) == SMOE_OK);
     CHECKF(NEAR(best.exposed_gather_s, deep.exposed_gather_s),
@@ -438,6 +447,7 @@ static void test_memory(const char *cfgdir, const char *const *ov, int n_ov, int
     /* the total is the breakdown */
     smoe_sim_sched s;
     memset(&s, 0, sizeof s);
+    s.executor = SMOE_SIM_EXEC_XLA_PREFETCH;
     s.prefetch_depth = 1;
     smoe_sim_result r;
     CHECK(smoe_sim_run(m, &s, &r, NULL) == SMOE_OK);
@@ -546,28 +556,29 @@ static void hw_roundtrip(const smoe_hw *hw, const char *what)
     if (s)
         return;
     CHECK_STR(back.name, hw->name);
-    CHECK_STR(back.kind, hw->kind);
+    CHECK_INT(back.kind, hw->kind);
     /* a cpu profile that does not state its progress mode was measured
      * before the key, progressed only inside MPI calls */
-    CHECK_STR(back.progress, hw->progress[0] || strcmp(hw->kind, "cpu") ? hw->progress : "calls");
+    CHECK_STR(back.cpu.progress,
+              hw->cpu.progress[0] || hw->kind != SMOE_HW_CPU ? hw->cpu.progress : "calls");
     const double a[] = { hw->devices_per_chip, hw->peak_flops, hw->hbm_bytes,
                          hw->hbm_bandwidth, hw->ici_bandwidth, hw->ici_links, hw->ici_latency,
                          hw->devices_per_node, hw->dcn_bandwidth, hw->dcn_latency,
-                         hw->collective_engines, hw->a2a_bandwidth, hw->a2a_latency,
-                         hw->collectives_use_compute, hw->elementwise_bandwidth,
-                         hw->op_overhead, hw->compute_bytes, hw->gemm_small_flops,
-                         hw->compute_scale, hw->sync_skew, hw->compute_efficiency,
-                         hw->permute_bandwidth, hw->reduce_lag_bandwidth, hw->optimizer_rate,
-                         hw->core_share };
+                         hw->collective_engines, hw->cpu.a2a_bandwidth, hw->cpu.a2a_latency,
+                         hw->cpu.collectives_use_compute, hw->cpu.elementwise_bandwidth,
+                         hw->cpu.op_overhead, hw->cpu.compute_bytes, hw->cpu.gemm_small_flops,
+                         hw->cpu.compute_scale, hw->cpu.sync_skew, hw->compute_efficiency,
+                         hw->permute_bandwidth, hw->cpu.reduce_lag_bandwidth, hw->cpu.optimizer_rate,
+                         hw->cpu.core_share };
     const double b[] = { back.devices_per_chip, back.peak_flops, back.hbm_bytes,
                          back.hbm_bandwidth, back.ici_bandwidth, back.ici_links, back.ici_latency,
                          back.devices_per_node, back.dcn_bandwidth, back.dcn_latency,
-                         back.collective_engines, back.a2a_bandwidth, back.a2a_latency,
-                         back.collectives_use_compute, back.elementwise_bandwidth,
-                         back.op_overhead, back.compute_bytes, back.gemm_small_flops,
-                         back.compute_scale, back.sync_skew, back.compute_efficiency,
-                         back.permute_bandwidth, back.reduce_lag_bandwidth, back.optimizer_rate,
-                         back.core_share };
+                         back.collective_engines, back.cpu.a2a_bandwidth, back.cpu.a2a_latency,
+                         back.cpu.collectives_use_compute, back.cpu.elementwise_bandwidth,
+                         back.cpu.op_overhead, back.cpu.compute_bytes, back.cpu.gemm_small_flops,
+                         back.cpu.compute_scale, back.cpu.sync_skew, back.compute_efficiency,
+                         back.permute_bandwidth, back.cpu.reduce_lag_bandwidth, back.cpu.optimizer_rate,
+                         back.cpu.core_share };
     for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
         CHECKF(close_to(b[i], a[i]), "%s: field %zu: %g read back as %g", what, i, a[i], b[i]);
 }
@@ -586,13 +597,13 @@ static void test_hw_schema(const char *cfgdir)
             hw_roundtrip(&hw, path);
     }
     smoe_hw cpu = cpu_profile();
-    cpu.reduce_lag_bandwidth = 2e9;
-    cpu.optimizer_rate = 3e8;
-    cpu.core_share = 0.5;
+    cpu.cpu.reduce_lag_bandwidth = 2e9;
+    cpu.cpu.optimizer_rate = 3e8;
+    cpu.cpu.core_share = 0.5;
     hw_roundtrip(&cpu, "cpu profile, every key set");
-    snprintf(cpu.progress, sizeof cpu.progress, "thread");
+    snprintf(cpu.cpu.progress, sizeof cpu.cpu.progress, "thread");
     hw_roundtrip(&cpu, "cpu profile, progress thread");
-    snprintf(cpu.progress, sizeof cpu.progress, "calls");
+    snprintf(cpu.cpu.progress, sizeof cpu.cpu.progress, "calls");
     hw_roundtrip(&cpu, "cpu profile, progress calls");
     /* the mode is one of two words, and a cpu profile's */
     static const char *const bad[][2] = {

@@ -18,17 +18,8 @@
 static smoe_sim_model cpu_two_layers(void)
 {
     smoe_sim_model m = two_layers(2);
-    snprintf(m.hw.kind, sizeof m.hw.kind, "cpu");
+    m.hw.kind = SMOE_HW_CPU;
     return m;
-}
-
-/* m's step at a uniform prefetch depth. */
-static smoe_status run_at(const smoe_sim_model *m, int depth, smoe_sim_result *r)
-{
-    smoe_sim_sched s;
-    memset(&s, 0, sizeof s);
-    s.prefetch_depth = depth;
-    return smoe_sim_run(m, &s, r, NULL);
 }
 
 /* smoe's executor on a cpu profile, by hand (the two layers above; units
@@ -43,6 +34,7 @@ static void test_cpu_executor(void)
     smoe_sim_sched s;
     smoe_sim_result r;
     memset(&s, 0, sizeof s);
+    s.executor = SMOE_SIM_EXEC_RUNTIME;
     /* depth 0, pool 2, no lag: as the accelerator case, 27 s, 8 s exposed */
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 27), "cpu baseline step %g, expected 27", r.step_s);
@@ -50,7 +42,7 @@ static void test_cpu_executor(void)
     CHECKF(NEAR(r.mem_gathered, 200), "cpu baseline gathered %g, expected 200", r.mem_gathered);
     /* the lag: unit 3's gather [18, 21] waits unit 2's root 1 s; the end
      * waits the reduction [27, 28] and unit 3's root 1 s: 29 s, 9 s */
-    m.hw.reduce_lag_bandwidth = 100;
+    m.hw.cpu.reduce_lag_bandwidth = 100;
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 29), "cpu lag step %g, expected 29", r.step_s);
     CHECKF(NEAR(r.exposed_gather_s, 9), "cpu lag exposed %g, expected 9", r.exposed_gather_s);
@@ -63,9 +55,9 @@ static void test_cpu_executor(void)
     CHECKF(NEAR(r.mem_gathered, 300), "cpu depth-1 gathered %g, expected 300", r.mem_gathered);
     /* a 5 s reduction at depth 0: unit 2's buffer frees at 23, so unit 3's
      * gradient buffer waits [20, 23] (compute [23, 29], reduction [29, 34]):
-     * 34 s where the accelerator model (no pool) gives 31 s; and the pool
-     * holds the peak at two layers (the accelerator: three) */
-    m.hw.reduce_lag_bandwidth = 0;
+     * 34 s where XLA's dataflow (XLA_PREFETCH: no pool) gives 31 s; and
+     * the pool holds the peak at two layers (XLA_PREFETCH: three) */
+    m.hw.cpu.reduce_lag_bandwidth = 0;
     m.k[0].w[0].rs_s = 5;
     s.prefetch_depth = 0;
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
@@ -73,6 +65,7 @@ static void test_cpu_executor(void)
     CHECKF(NEAR(r.mem_gathered, 200), "cpu pool gathered %g, expected 200", r.mem_gathered);
     smoe_sim_model a = two_layers(2);
     a.k[0].w[0].rs_s = 5;
+    s.executor = SMOE_SIM_EXEC_XLA_PREFETCH;
     CHECK(smoe_sim_run(&a, &s, &r, NULL) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 31), "accelerator step %g, expected 31", r.step_s);
     CHECKF(NEAR(r.mem_gathered, 300), "accelerator gathered %g, expected 300", r.mem_gathered);
@@ -95,7 +88,7 @@ static void test_grad_before_prefetch(void)
     m.L = 3;
     m.k[0].w[0].rs_s = 5;
     smoe_sim_result r;
-    CHECK(run_at(&m, 1, &r) == SMOE_OK);
+    CHECK(run_depth(&m, SMOE_SIM_EXEC_RUNTIME, 1, &r) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 35), "gradient buffer first: step %g, expected 35", r.step_s);
     CHECKF(NEAR(r.exposed_gather_s, 3), "gradient buffer first: exposed %g, expected 3",
            r.exposed_gather_s);
@@ -126,13 +119,14 @@ static void test_network_stretch(void)
     smoe_sim_sched s;
     smoe_sim_result r;
     memset(&s, 0, sizeof s);
+    s.executor = SMOE_SIM_EXEC_RUNTIME;
     s.prefetch_depth = 1;
     const double net[4] = { 0, 0.5, 1, 1 }, rnet[4] = { 0, 0, 1, 1 };
     const double step[4] = { 28, 25, 21, 24.5 }, comp[4] = { 25, 22, 18, 21.5 };
     for (int i = 0; i < 4; i++) {
         m.k[0].w[0].pre_net = net[i];
         m.k[0].w[0].rs_net = rnet[i];
-        m.hw.gather_core_fraction = i == 3 ? 0.5 : 0;
+        m.hw.cpu.gather_core_fraction = i == 3 ? 0.5 : 0;
         CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
         CHECKF(NEAR(r.step_s, step[i]), "network part %g: step %g, expected %g", net[i], r.step_s,
                step[i]);
@@ -165,7 +159,7 @@ static void test_moe_backward_order(void)
     k->a2a_s = 0.5;
     k->w[0].rs_s = 6;
     smoe_sim_result r;
-    CHECK(run_at(&m, 1, &r) == SMOE_OK);
+    CHECK(run_depth(&m, SMOE_SIM_EXEC_RUNTIME, 1, &r) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 33), "moe backward order: step %g, expected 33", r.step_s);
     CHECKF(NEAR(r.a2a_s, 7), "moe backward order: exchanges %g, expected 7", r.a2a_s);
     CHECKF(NEAR(r.compute_s, 18), "moe backward order: compute %g, expected 18", r.compute_s);
@@ -173,7 +167,7 @@ static void test_moe_backward_order(void)
      * the reduction: exchanges [23, 24], compute [24, 30], reduction
      * [30, 36] */
     k->pre_shared = 0;
-    CHECK(run_at(&m, 1, &r) == SMOE_OK);
+    CHECK(run_depth(&m, SMOE_SIM_EXEC_RUNTIME, 1, &r) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 36), "moe backward, no shared experts: step %g, expected 36",
            r.step_s);
     CHECKF(NEAR(r.a2a_s, 10), "moe backward, no shared experts: exchanges %g, expected 10",
@@ -234,10 +228,10 @@ static void test_network_parts(const char *cfgdir)
          * host, then with the within-host reductions' figures */
         const int hosts = pass < 2 ? 2 : 1, red = pass > 0, ired = pass == 3;
         hw.devices_per_node = 4 / hosts;
-        hw.dcn_reduce_bandwidth = red ? 5e7 : 0;
-        hw.dcn_reduce_latency = red ? 1e-3 : 0;
-        hw.ici_reduce_bandwidth = ired ? 1e9 : 0;
-        hw.ici_reduce_latency = ired ? 3e-4 : 0;
+        hw.cpu.dcn_reduce_bandwidth = red ? 5e7 : 0;
+        hw.cpu.dcn_reduce_latency = red ? 1e-3 : 0;
+        hw.cpu.ici_reduce_bandwidth = ired ? 1e9 : 0;
+        hw.cpu.ici_reduce_latency = ired ? 3e-4 : 0;
         smoe_sim_model *m;
         if (smoe_sim_model_build(cfg, p, &hw, &sh, &m, &err)) {
             CHECKF(0, "model: %s", err.msg);
@@ -279,8 +273,8 @@ static void test_network_parts(const char *cfgdir)
                            "expected %g", x->name, x->pre_stored_s, t);
                     /* its reduction: the gather's terms at the reductions' own
                      * figures where the profile has them */
-                    double tr = red ? hw.dcn_reduce_latency +
-                                      fmax(tl, 2 * B / hw.dcn_reduce_bandwidth) : t;
+                    double tr = red ? hw.cpu.dcn_reduce_latency +
+                                      fmax(tl, 2 * B / hw.cpu.dcn_reduce_bandwidth) : t;
                     CHECKF(fabs(x->rs_s - tr) < 1e-12, "%s 4-way reduction across hosts%s: "
                            "%g s, expected %g", x->name, red ? " (its own figures)" : "", x->rs_s,
                            tr);
@@ -292,8 +286,8 @@ static void test_network_parts(const char *cfgdir)
                                                         3 * B / (hw.ici_bandwidth / 2);
                     CHECKF(fabs(x->pre_stored_s - t) < 1e-12, "%s 4-way on one host: %g s, "
                            "expected %g", x->name, x->pre_stored_s, t);
-                    double tr = ired ? 3 * hw.ici_reduce_latency +
-                                       3 * B / (hw.ici_reduce_bandwidth / 2) : t;
+                    double tr = ired ? 3 * hw.cpu.ici_reduce_latency +
+                                       3 * B / (hw.cpu.ici_reduce_bandwidth / 2) : t;
                     CHECKF(fabs(x->rs_s - tr) < 1e-12, "%s 4-way reduction on one host%s: %g s, "
                            "expected %g", x->name, ired ? " (its own figures)" : "", x->rs_s, tr);
                     four++;
@@ -339,6 +333,7 @@ static void test_top_level(void)
     smoe_sim_sched s;
     smoe_sim_result r;
     memset(&s, 0, sizeof s);
+    s.executor = SMOE_SIM_EXEC_RUNTIME;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         s.prefetch_depth = cases[i].depth;
         m.optimizer_s = cases[i].optimizer;
@@ -393,11 +388,12 @@ static void test_core_share(void)
 {
     smoe_sim_model m = cpu_two_layers();
     m.hw.devices_per_node = 4;
-    m.hw.core_share = 0.25;
+    m.hw.cpu.core_share = 0.25;
     m.skew = 1; /* replaced by the cores' bound */
     smoe_sim_sched s;
     smoe_sim_result r;
     memset(&s, 0, sizeof s);
+    s.executor = SMOE_SIM_EXEC_RUNTIME;
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 18), "shared cores depth 0: step %g, expected 18", r.step_s);
     CHECKF(NEAR(r.exposed_gather_s, 12.5), "shared cores depth 0: exposed %g, expected 12.5",
@@ -408,7 +404,7 @@ static void test_core_share(void)
     CHECKF(NEAR(r.step_s, 18), "shared cores depth 1: step %g, expected 18", r.step_s);
     CHECKF(NEAR(r.exposed_gather_s, 12.5), "shared cores depth 1: exposed %g, expected 12.5",
            r.exposed_gather_s);
-    m.hw.gather_core_fraction = 0.5;
+    m.hw.cpu.gather_core_fraction = 0.5;
     const double part_exposed[2] = { 9.5, 10.5 };
     for (int d = 0; d < 2; d++) {
         s.prefetch_depth = d;
@@ -417,7 +413,7 @@ static void test_core_share(void)
                "shared cores, half the gathers the cores' work, depth %d: step %g, exposed %g, "
                "expected 18, %g", d, r.step_s, r.exposed_gather_s, part_exposed[d]);
     }
-    m.hw.gather_core_fraction = 0;
+    m.hw.cpu.gather_core_fraction = 0;
     s.prefetch_depth = 0;
     m.k[0].w[0].pre_s = 10;
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
@@ -430,11 +426,11 @@ static void test_core_share(void)
     CHECKF(NEAR(r.step_s, 30), "shared cores across hosts: step %g, expected 30", r.step_s);
     m.k[0].w[0].pre_net = 0;
     m.hw.devices_per_node = 1;
-    m.hw.core_share = 0.5;
+    m.hw.cpu.core_share = 0.5;
     m.skew = 0;
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 27), "half a core in all: step %g, expected 27", r.step_s);
-    m.hw.core_share = 0;
+    m.hw.cpu.core_share = 0;
     m.skew = 1;
     CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
     CHECKF(NEAR(r.step_s, 30), "no core_share: step %g, expected 30", r.step_s);
@@ -506,7 +502,7 @@ static void test_progress_mode(const char *cfgdir)
     for (int hosts = 2; hosts >= 1; hosts--)
         for (int i = 0; i < 3; i++) {
             hw.devices_per_node = 4 / hosts;
-            snprintf(hw.progress, sizeof hw.progress, "%s", mode[i]);
+            snprintf(hw.cpu.progress, sizeof hw.cpu.progress, "%s", mode[i]);
             smoe_sim_model *m = NULL;
             memset(&err, 0, sizeof err);
             smoe_status st = smoe_sim_model_build(cfg, p, &hw, &sh, &m, &err);

@@ -195,16 +195,69 @@ smoe_status smoe_json_parse(const char *name, const char *text, size_t n, size_t
 /* ---- hardware profiles (configs/hardware/NAME.yml) ----
  * Per-chip numbers as the vendors publish them; the simulator derives
  * per-device ones (devices_per_chip). See configs/hardware/ for sources. */
-typedef struct smoe_hw {
-    char name[64];
-    char kind[16];           /* tpu | gpu | cpu */
-    char progress[16];       /* cpu: how MPI transfers progress in the run the
+/* The devices a profile describes: its file's "kind: tpu | gpu | cpu",
+ * parsed once by the loader (nothing else compares the text). */
+typedef enum smoe_hw_kind { SMOE_HW_TPU = 0, SMOE_HW_GPU, SMOE_HW_CPU } smoe_hw_kind;
+/* A kind's name in profile files: "tpu", "gpu", "cpu" ("?" out of range). */
+const char *smoe_hw_kind_name(smoe_hw_kind k);
+
+/* The CPU model's terms: a cpu profile's own keys (smoe sim --calibrate
+ * measures them on smoe train's MPI ranks, per device). Only cpu profiles
+ * hold them (the loader refuses them in a tpu or gpu profile), so they are
+ * 0 / "" ("not set") on accelerators. */
+typedef struct smoe_hw_cpu {
+    char progress[16];       /* how MPI transfers progress in the run the
                                 profile was measured under, and which it
                                 predicts: "calls" (only inside MPI calls: the
                                 runtime's polls at kernel boundaries) or
-                                "thread" (smoe train --progress-thread);
-                                "" = not stated (accelerators; a cpu profile
-                                without the key was measured as "calls") */
+                                "thread" (smoe train --progress-thread); a
+                                profile without the key was measured as
+                                "calls" */
+    double a2a_bandwidth;    /* bytes/s, 0 = use ici_bandwidth */
+    double a2a_latency;
+    int collectives_use_compute; /* 1: collectives are CPU work of the ranks */
+    double elementwise_bandwidth; /* bytes/s for non-matmul work, 0 = hbm */
+    double op_overhead;      /* seconds per kernel call, 0 = none */
+    double compute_bytes;    /* bytes per activation element (4: smoe's fp32
+                                kernels; accelerators: the config's dtype) */
+    double gemm_small_flops; /* FLOP/s of a 64-wide matmul, 0 = peak */
+    double compute_scale;    /* measured kernel time / roofline, 0 = 1 */
+    double sync_skew;        /* seconds a collective waits for the last rank
+                                after independent compute, 0 = none */
+    double reduce_lag_bandwidth; /* gradient bytes per second of the wait the
+                                    next collective has for a reduce-scatter's
+                                    root (which alone reduces); 0 = none */
+    double optimizer_rate;   /* parameter elements per second of smoe train's
+                                update (gradient norm + AdamW); 0 = a
+                                bandwidth-bound estimate */
+    double dcn_reduce_bandwidth; /* a gradient reduction across hosts, the
+                                    bytes its weight's gather brings from
+                                    other hosts per second (its transpose
+                                    on the wire is the MPI library's
+                                    algorithm); 0 = dcn_bandwidth */
+    double dcn_reduce_latency; /* the same per cross-host step, s (with
+                                  dcn_reduce_bandwidth) */
+    double ici_reduce_bandwidth; /* a gradient reduction within a host, on
+                                    ici_bandwidth's terms (2 x the bytes its
+                                    weight's gather moves there per second);
+                                    0 = ici_bandwidth */
+    double ici_reduce_latency; /* the same per within-host step, s (with
+                                  ici_reduce_bandwidth) */
+    double gather_core_fraction; /* the part of a layer's gathers' and
+                                    reductions' time that is the cores' work
+                                    (the ranks' CPU time in them over their
+                                    wall time at core_share; the rest they
+                                    wait on each other's turns or the link);
+                                    0 = all but the network's part */
+    double core_share;       /* the part of a core each rank had while every
+                                rank computed (its CPU time over the wall
+                                time, the rates' condition); 0 = not
+                                measured (sched/cores.c) */
+} smoe_hw_cpu;
+
+typedef struct smoe_hw {
+    char name[64];
+    smoe_hw_kind kind;
     double devices_per_chip;
     double peak_flops;       /* dense FLOP/s per chip (bf16; fp32 for cpu) */
     double hbm_bytes;        /* memory per chip */
@@ -216,58 +269,20 @@ typedef struct smoe_hw {
     double dcn_bandwidth;    /* slow network, bytes/s per chip, one direction */
     double dcn_latency;
     double collective_engines;
-    /* cpu profiles (smoe sim --calibrate): measured per device */
-    double a2a_bandwidth;    /* bytes/s, 0 = use ici_bandwidth */
-    double a2a_latency;
-    int collectives_use_compute; /* 1: collectives are CPU work of the ranks */
-    double elementwise_bandwidth; /* bytes/s for non-matmul work, 0 = hbm */
-    double op_overhead;      /* seconds per kernel call (cpu), 0 = none */
-    double compute_bytes;    /* bytes per activation element (2 bf16, 4 fp32) */
-    double gemm_small_flops; /* FLOP/s of a 64-wide matmul (cpu), 0 = peak */
-    double compute_scale;    /* measured kernel time / roofline (cpu), 0 = 1 */
-    double sync_skew;        /* seconds a collective waits for the last rank
-                                after independent compute (cpu), 0 = none */
     double compute_efficiency; /* achieved / peak FLOP/s of the layers' matmul
                                   work, from a published run; 0 = 1 (roofline) */
     double permute_bandwidth;  /* bytes/s of routed rows the MoE dispatch and
                                   combine (sort, permute) move on the collective
                                   engines; 0 = that work is not modelled */
-    double reduce_lag_bandwidth; /* cpu: gradient bytes per second of the
-                                    wait the next collective has for a
-                                    reduce-scatter's root (which alone
-                                    reduces); 0 = none */
-    double optimizer_rate;   /* cpu: parameter elements per second of smoe
-                                train's update (gradient norm + AdamW);
-                                0 = a bandwidth-bound estimate */
-    double dcn_reduce_bandwidth; /* cpu: a gradient reduction across hosts,
-                                    the bytes its weight's gather brings from
-                                    other hosts per second (its transpose
-                                    on the wire is the MPI library's
-                                    algorithm); 0 = dcn_bandwidth */
-    double dcn_reduce_latency; /* the same per cross-host step, s (with
-                                  dcn_reduce_bandwidth) */
-    double ici_reduce_bandwidth; /* cpu: a gradient reduction within a host,
-                                    on ici_bandwidth's terms (2 x the bytes
-                                    its weight's gather moves there per
-                                    second); 0 = ici_bandwidth */
-    double ici_reduce_latency; /* the same per within-host step, s (with
-                                  ici_reduce_bandwidth) */
-    double gather_core_fraction; /* cpu: the part of a layer's gathers' and
-                                    reductions' time that is the cores' work
-                                    (the ranks' CPU time in them over their
-                                    wall time at core_share; the rest they
-                                    wait on each other's turns or the link);
-                                    0 = all but the network's part */
-    double core_share;       /* cpu: the part of a core each rank had while
-                                every rank computed (its CPU time over the
-                                wall time, the rates' condition); 0 = not
-                                measured (sched/cores.c) */
+    smoe_hw_cpu cpu;         /* kind SMOE_HW_CPU only: the CPU model */
 } smoe_hw;
 
-/* Read a profile file: name and kind strings, numbers each in its range
- * (docs/formats.md, "Hardware profiles"); a cpu profile must hold `complete: true`
- * (smoe_hw_write's last line), else it is refused as cut short, naming the
- * file. Errors carry file:line:col. */
+/* Read a profile file: its name, its kind (into smoe_hw_kind), numbers
+ * each in its range (docs/formats.md, "Hardware profiles"); a key of the
+ * CPU model (smoe_hw_cpu, progress included) in a tpu or gpu profile is
+ * refused; a cpu profile must hold `complete: true` (smoe_hw_write's last
+ * line), else it is refused as cut short, naming the file. Errors carry
+ * file:line:col. */
 SMOE_MUST_CHECK
 smoe_status smoe_hw_load(const char *path, smoe_hw *hw, smoe_err *err);
 /* The same from text; `name` is the file named in locations. */

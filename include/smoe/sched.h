@@ -86,10 +86,10 @@ typedef struct smoe_sim_shape {
     /* smoe's runtime with compressed gathers (smoe sim --gather-dtype): the
      * bytes per element its weight gathers move on average (2 for bf16,
      * (B + 4) / B for int8 blocks of B, a mix with an int8 fallback); 0 =
-     * the compute dtype's. Its UNIFORM schedules (not XLA's scan, not the
-     * legacy plan, not MaxText's path) scale their gathers' bandwidth part
-     * by wire_bytes / compute_bytes; the gathered buffers keep the compute
-     * dtype (the runtime expands the records into them). */
+     * the compute dtype's. smoe's schedules (executors XLA_PREFETCH and
+     * RUNTIME, below; not the legacy plan) scale their gathers' bandwidth
+     * part by wire_bytes / compute_bytes; the gathered buffers keep the
+     * compute dtype (the runtime expands the records into them). */
     double wire_bytes;
 } smoe_sim_shape;
 
@@ -105,7 +105,7 @@ smoe_status smoe_sim_dtypes(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_
 typedef struct smoe_sim_model smoe_sim_model;
 
 /* The step model of cfg's model on plan's mesh, hw and shape. A cpu
- * profile measured with progress only inside MPI calls (hw->progress
+ * profile measured with progress only inside MPI calls (hw->cpu.progress
  * "calls") on a plan whose gathers cross hosts is refused (SMOE_EINVAL, one
  * line): the model's links move data all along (progress "thread"), and a
  * link that moves only at the ranks' polls is not modelled. */
@@ -145,44 +145,74 @@ void smoe_sim_model_set_compute(smoe_sim_model *m, int kind, double fwd, double 
  * into a smoe_schedule (below) unless `schedule` is given. */
 #define SMOE_SIM_MAX_WEIGHTS 48
 #define SMOE_SIM_MAX_LEVEL 16
-/* Schedule families:
- *   UNIFORM  smoe's runtime: every weight prefetch_depth layers ahead (or
- *            the planner's levels), gathered in the compute dtype, the
- *            backward's gradients held from the layer's start to its
- *            reductions' end; with depth 0 and stream_grads, XLA's own scan
- *            (the baseline): each weight's gradient reduce-scattered in the
- *            compute dtype as the backward produces it, and on accelerators
- *            the routed experts' weights gathered in program order at the
- *            MoE block's entry (after attention and the router), not at the
- *            layer's start.
- *   MAXTEXT  MaxText's prefetch_fsdp_weights (layers/fsdp_prefetch.py), per
- *            layer stack: the forward's first gather issued at the step's
- *            start (it depends only on the parameters), then W(k+1) during
- *            layer k; the backward's first two gathers fenced behind the
- *            stack's incoming gradient (an optimization barrier), then
- *            W(k-1) during layer k; W(k), W(k-1) and dW(k) live until dW(k)'s
- *            reduce-scatter; weights gathered as stored (weight_dtype: the
- *            pipeline gathers the nnx.Param leaves, the layers cast after); the
- *            backward always rematerialises the layer in full and only layer
- *            inputs are saved. */
-typedef enum smoe_sched_family { SMOE_SCHED_UNIFORM = 0, SMOE_SCHED_MAXTEXT } smoe_sched_family;
+/* What executes the schedule: the request's choice, never the profile's
+ * (the profile says what the hardware is; on a cpu profile its CPU model
+ * applies whichever executor runs). 0 is no choice: smoe_sim_run refuses
+ * it.
+ *   XLA_SCAN      XLA's own scan (the baseline): the schedule's prefetches
+ *                 (depth 0: none) in XLA's dataflow, each op waiting only for
+ *                 its own weights: the routed experts' weights gathered in
+ *                 program order at the MoE block's entry (after attention
+ *                 and the router), the down projection's behind the up
+ *                 projections; each weight's gradient reduce-scattered in
+ *                 the dtype its gather moved as the backward produces it
+ *                 (with its transpose); on a shared engine an expert
+ *                 exchange goes ahead of the queued gathers.
+ *   XLA_PREFETCH  smoe's schedule (prefetch_depth, the planner's levels or
+ *                 `schedule`) in XLA's dataflow, as XLA_SCAN waits and
+ *                 queues, every gather issued at its point (what is not
+ *                 prefetched at the layer's start); the gradients held from
+ *                 the layer's start to its reductions' end, reduced as
+ *                 stored.
+ *   MAXTEXT       MaxText's prefetch_fsdp_weights (layers/fsdp_prefetch.py),
+ *                 per layer stack: the forward's first gather issued at the
+ *                 step's start (it depends only on the parameters), then
+ *                 W(k+1) during layer k; the backward's first two gathers
+ *                 fenced behind the stack's incoming gradient (an
+ *                 optimization barrier), then W(k-1) during layer k; W(k),
+ *                 W(k-1) and dW(k) live until dW(k)'s reduce-scatter;
+ *                 weights gathered as stored (weight_dtype: the pipeline
+ *                 gathers the nnx.Param leaves, the layers cast after); the
+ *                 backward always rematerialises the layer in full and only
+ *                 layer inputs are saved; the waits as XLA's dataflow's, the
+ *                 shared engine in issue order. Its own issue points, not
+ *                 the schedule's.
+ *   RUNTIME       smoe's runtime, as smoe train executes a schedule: its
+ *                 entries in list order on a pool of (max distance + 2)
+ *                 layer buffers, a layer waiting for all its weights, the
+ *                 backward in smoe's model's op order (the shared experts'
+ *                 transpose first), the gradients held from the layer's
+ *                 start to its reductions' end, reduced as stored.
+ * XLA_PREFETCH and RUNTIME gather in the compute dtype (the weights cast
+ * before the gather), or in smoe_sim_shape.wire_bytes; XLA_SCAN in the
+ * compute dtype. */
+typedef enum smoe_sim_executor {
+    SMOE_SIM_EXEC_NONE = 0,
+    SMOE_SIM_EXEC_XLA_SCAN,
+    SMOE_SIM_EXEC_XLA_PREFETCH,
+    SMOE_SIM_EXEC_MAXTEXT,
+    SMOE_SIM_EXEC_RUNTIME
+} smoe_sim_executor;
+/* An executor's name in smoe sim's output: "xla_scan", "xla_prefetch",
+ * "maxtext", "smoe_runtime"; NULL for NONE or out of range. */
+const char *smoe_sim_executor_name(smoe_sim_executor e);
 
 typedef struct smoe_sim_sched {
+    smoe_sim_executor executor;
     int prefetch_depth;
-    int legacy;           /* pre-fix plan: residual co-axes gathered at use */
+    int legacy;           /* pre-fix plan: residual co-axes gathered at use,
+                             the weights as stored */
     int shared_engine;    /* gathers queue with the all-to-all and reductions */
     const unsigned char (*distance)[SMOE_SIM_MAX_WEIGHTS]; /* [kind][weight] */
-    smoe_sched_family family;
-    int stream_grads;     /* UNIFORM: per-weight gradient reductions (XLA) */
     /* Bytes per element the gathers move, and with them the gradients'
      * reductions (a reduce-scatter is its gather's transpose) on XLA's scan
-     * and MaxText's path: 0 = the family's own (MAXTEXT and legacy: as
-     * stored, weight_dtype; UNIFORM: the compute dtype, the weights cast
-     * before the gather). Other values scale the gathers' bandwidth parts
-     * from the stored dtype's (legacy gathers stay as stored). */
+     * and MaxText's path: 0 = the executor's own (MAXTEXT and legacy: as
+     * stored, weight_dtype; the others: the compute dtype). Other values
+     * scale the gathers' bandwidth parts from the stored dtype's (legacy
+     * gathers stay as stored). */
     int gather_bytes;
-    /* UNIFORM: the schedule to run (built for the same model; may be
-     * NULL: then built from distance or prefetch_depth) */
+    /* all but MAXTEXT: the schedule to run (built for the same model; may
+     * be NULL: then built from distance or prefetch_depth) */
     const struct smoe_schedule *schedule;
 } smoe_sim_sched;
 
@@ -195,29 +225,34 @@ typedef struct smoe_sim_result {
     double mem_params, mem_grads, mem_optimizer, mem_gathered, mem_activations;
 } smoe_sim_result;
 
-/* Simulate one step. trace (may be NULL) receives the timeline: lanes as
- * in smoe train's traces (compute, gathers, all-to-all/reductions, waits). */
+/* Simulate one step of s's executor. trace (may be NULL) receives the
+ * timeline: lanes as in smoe train's traces (compute, gathers,
+ * all-to-all/reductions, waits). SMOE_EINVAL: no executor, a depth out of
+ * range, a schedule of other layers or weights; SMOE_ENOMEM. */
 SMOE_MUST_CHECK
 smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s,
                          smoe_sim_result *r, smoe_trace *trace);
 
-/* Memory-budgeted prefetch: choose per layer kind and weight a prefetch
- * level minimising the exposed gather wait with peak HBM <= budget
- * (greedy on wait saved per byte, then checked against uniform depths).
- * The greedy path is the Pareto curve: up to max_points (peak, wait)
- * points in *curve. A budget below the no-prefetch peak gives no
- * prefetch (*feasible = 0). */
+/* Memory-budgeted prefetch for executor exec (XLA_PREFETCH or RUNTIME,
+ * the executors of smoe's schedules; others: SMOE_EINVAL): choose per
+ * layer kind and weight a prefetch level minimising the exposed gather
+ * wait with peak HBM <= budget (greedy on wait saved per byte, then
+ * checked against uniform depths). The greedy path is the Pareto curve: up
+ * to max_points (peak, wait) points in *curve. A budget below the
+ * no-prefetch peak gives no prefetch (*feasible = 0). */
 typedef struct smoe_sim_point {
     double peak_hbm_bytes, exposed_gather_s, step_s;
 } smoe_sim_point;
 SMOE_MUST_CHECK
-smoe_status smoe_sim_plan_budget(const smoe_sim_model *m, int shared_engine, double budget,
+smoe_status smoe_sim_plan_budget(const smoe_sim_model *m, smoe_sim_executor exec,
+                                 int shared_engine, double budget,
                                  unsigned char distance[][SMOE_SIM_MAX_WEIGHTS],
                                  smoe_sim_result *best, int *feasible,
                                  smoe_sim_point *curve, int max_points, int *n_points);
 /* The same with whole weights only (levels 0, 4, 8: no quarter chunks), as
  * smoe train executes them. */
-smoe_status smoe_sim_plan_budget_whole(const smoe_sim_model *m, int shared, double budget,
+smoe_status smoe_sim_plan_budget_whole(const smoe_sim_model *m, smoe_sim_executor exec,
+                                       int shared, double budget,
                                        unsigned char distance[][SMOE_SIM_MAX_WEIGHTS],
                                        smoe_sim_result *best, int *feasible);
 
@@ -249,7 +284,7 @@ typedef struct smoe_schedule {
     char names[2][SMOE_SIM_MAX_WEIGHTS][SMOE_SCHED_NAME]; /* plan paths */
     int depth;          /* the uniform depth it was built from, or -1 (levels) */
     double budget;      /* the planner's budget (bytes), or 0 */
-    char progress[16];  /* the profile's progress mode (smoe_hw.progress) the
+    char progress[16];  /* the profile's progress mode (smoe_hw.cpu.progress) the
                            prediction is for: smoe train refuses to run it
                            under the other one; "" = not stated */
     /* the simulator's prediction (0: none) */
@@ -296,21 +331,6 @@ smoe_status smoe_schedule_match(const smoe_schedule *s, const int n[2],
 /* The farthest issue distance in layers (a point -1 counts as unit + 1). */
 int smoe_schedule_max_distance(const smoe_schedule *s);
 void smoe_schedule_free(smoe_schedule *s);
-
-/* ---- pictures ----
- * An SVG: a Pareto panel (when ncurve + nmarks > 0: the points of curve
- * joined, marks labelled) above one timeline per trace (NULL traces are
- * skipped), lanes as rows on a common time axis. Each panel and lane is
- * named in a comment "<!-- lane TRACE LANE x= y= w= h= spans=N -->" /
- * "<!-- panel pareto x= y= w= h= -->" giving its box in pixels. The
- * caller opens and closes f; write errors give SMOE_EIO. */
-typedef struct smoe_plot_mark {
-    double peak_hbm_bytes, exposed_gather_s;
-    const char *label;
-} smoe_plot_mark;
-SMOE_MUST_CHECK
-smoe_status smoe_plot_svg(FILE *f, smoe_trace *const *traces, int n, const smoe_sim_point *curve,
-                          int ncurve, const smoe_plot_mark *marks, int nmarks, smoe_err *err);
 
 #ifdef __cplusplus
 }

@@ -592,7 +592,7 @@ static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe
     smoe_model_free(model);
     /* the cost model at the same shape, without any scale */
     smoe_hw h = *hw;
-    h.compute_scale = 0;
+    h.cpu.compute_scale = 0;
     smoe_sim_shape sh = { .batch = mc.batch, .seq = mc.seq, .remat = SMOE_REMAT_NONE, .dtype_bytes = 4 };
     smoe_sim_model *sm;
     if ((s = smoe_sim_model_build(cfg, plan, &h, &sh, &sm, err)))
@@ -721,18 +721,18 @@ static smoe_status measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
     smoe_hw hw;
     memset(&hw, 0, sizeof hw);
     snprintf(hw.name, sizeof hw.name, "cpu-mpi");
-    snprintf(hw.kind, sizeof hw.kind, "cpu");
+    hw.kind = SMOE_HW_CPU;
     hw.devices_per_chip = 1;
     hw.peak_flops = 2.0 * (double)(big * big * big) / t_big;
-    hw.gemm_small_flops = 2.0 * (double)(small * small * small) / t_small;
-    hw.hbm_bandwidth = hw.elementwise_bandwidth = 3.0 * 4.0 * (double)ew_n / t_add;
-    hw.op_overhead = t_call;
-    hw.optimizer_rate = (double)opt.n / t_opt;
+    hw.cpu.gemm_small_flops = 2.0 * (double)(small * small * small) / t_small;
+    hw.hbm_bandwidth = hw.cpu.elementwise_bandwidth = 3.0 * 4.0 * (double)ew_n / t_add;
+    hw.cpu.op_overhead = t_call;
+    hw.cpu.optimizer_rate = (double)opt.n / t_opt;
     hw.ici_links = 1;
     hw.devices_per_node = per_node;
     hw.collective_engines = 2;
-    hw.collectives_use_compute = 1;
-    hw.compute_bytes = 4;
+    hw.cpu.collectives_use_compute = 1;
+    hw.cpu.compute_bytes = 4;
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
     hw.hbm_bytes = (double)pages * (double)psz / size;
     if (per_node > 1 && (s = calib_gather(rt, &mesh, "expert", 1, &hw.ici_latency,
@@ -755,14 +755,14 @@ static smoe_status measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
         hw.dcn_bandwidth = hw.ici_bandwidth;
         hw.dcn_latency = hw.ici_latency;
     }
-    if ((per_node > 1 && (s = calib_a2a(rt, &hw.a2a_latency, &hw.a2a_bandwidth, fig[1], err))) ||
-        (s = calib_skew(rt, &mesh, &work, &hw.sync_skew, &hw.reduce_lag_bandwidth, err)))
+    if ((per_node > 1 && (s = calib_a2a(rt, &hw.cpu.a2a_latency, &hw.cpu.a2a_bandwidth, fig[1], err))) ||
+        (s = calib_skew(rt, &mesh, &work, &hw.cpu.sync_skew, &hw.cpu.reduce_lag_bandwidth, err)))
         return s;
-    if ((s = calib_compute(rt, cfg, plan, &hw, share, &hw.compute_scale, fig[2], err)))
+    if ((s = calib_compute(rt, cfg, plan, &hw, share, &hw.cpu.compute_scale, fig[2], err)))
         return s;
-    hw.core_share = fmin(1, share); /* the rates' condition (sched/cores.c) */
+    hw.cpu.core_share = fmin(1, share); /* the rates' condition (sched/cores.c) */
     /* the mode resolved (the default follows the hosts), not the one asked */
-    snprintf(hw.progress, sizeof hw.progress, "%s",
+    snprintf(hw.cpu.progress, sizeof hw.cpu.progress, "%s",
              smoe_rt_get_opts(rt).progress_thread ? "thread" : "calls");
     smoe_free(m.a);
     smoe_free(m.b);

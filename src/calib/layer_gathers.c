@@ -269,15 +269,15 @@ smoe_status calib_layer_figures(smoe_rt *rt, const smoe_plan *plan, int nodes, i
     if (near) { /* ici_bandwidth is 2x the cost model's within-node rate */
         hw->ici_latency = out->lat;
         hw->ici_bandwidth = 2 * out->bw;
-        hw->ici_reduce_latency = out->reduce_lat;
-        hw->ici_reduce_bandwidth = 2 * out->reduce_bw;
+        hw->cpu.ici_reduce_latency = out->reduce_lat;
+        hw->cpu.ici_reduce_bandwidth = 2 * out->reduce_bw;
     } else {
         hw->dcn_latency = out->lat;
         hw->dcn_bandwidth = out->bw;
-        hw->dcn_reduce_latency = out->reduce_lat;
-        hw->dcn_reduce_bandwidth = out->reduce_bw;
+        hw->cpu.dcn_reduce_latency = out->reduce_lat;
+        hw->cpu.dcn_reduce_bandwidth = out->reduce_bw;
     }
     if (out->cpu_share > 0) /* the sets' CPU time at the rates' share of a core */
-        hw->gather_core_fraction = fmin(1, fmax(1e-3, out->cpu_share / fmax(share, 1e-3)));
+        hw->cpu.gather_core_fraction = fmin(1, fmax(1e-3, out->cpu_share / fmax(share, 1e-3)));
     return SMOE_OK;
 }

@@ -94,27 +94,34 @@ static const struct hw_key {
     { "dcn_latency", HW(dcn_latency), 1, 0, SECS },
     /* at least one: the simulator has no collective without an engine */
     { "collective_engines", HW(collective_engines), 1, 0, { 1, 64, 1, 0 } },
-    { "a2a_bandwidth", HW(a2a_bandwidth), 0, 0, BW0 },
-    { "a2a_latency", HW(a2a_latency), 0, 0, SECS },
-    { "collectives_use_compute", HW(collectives_use_compute), 0, 1, { 0, 1, 1, 0 } },
-    { "elementwise_bandwidth", HW(elementwise_bandwidth), 0, 0, BW0 },
-    { "op_overhead", HW(op_overhead), 0, 0, SECS },
-    { "compute_bytes", HW(compute_bytes), 0, 0, { 1, 8, 1, 1 } },
-    { "gemm_small_flops", HW(gemm_small_flops), 0, 0, { 1e6, 1e19, 0, 1 } },
-    { "compute_scale", HW(compute_scale), 0, 0, { 1e-3, 1e4, 0, 1 } },
-    { "sync_skew", HW(sync_skew), 0, 0, SECS },
+    { "a2a_bandwidth", HW(cpu.a2a_bandwidth), 0, 0, BW0 },
+    { "a2a_latency", HW(cpu.a2a_latency), 0, 0, SECS },
+    { "collectives_use_compute", HW(cpu.collectives_use_compute), 0, 1, { 0, 1, 1, 0 } },
+    { "elementwise_bandwidth", HW(cpu.elementwise_bandwidth), 0, 0, BW0 },
+    { "op_overhead", HW(cpu.op_overhead), 0, 0, SECS },
+    { "compute_bytes", HW(cpu.compute_bytes), 0, 0, { 1, 8, 1, 1 } },
+    { "gemm_small_flops", HW(cpu.gemm_small_flops), 0, 0, { 1e6, 1e19, 0, 1 } },
+    { "compute_scale", HW(cpu.compute_scale), 0, 0, { 1e-3, 1e4, 0, 1 } },
+    { "sync_skew", HW(cpu.sync_skew), 0, 0, SECS },
     { "compute_efficiency", HW(compute_efficiency), 0, 0, { 1e-3, 1, 0, 1 } },
     { "permute_bandwidth", HW(permute_bandwidth), 0, 0, BW0 },
-    { "reduce_lag_bandwidth", HW(reduce_lag_bandwidth), 0, 0, BW0 },
-    { "optimizer_rate", HW(optimizer_rate), 0, 0, { 1e3, 1e15, 0, 1 } },
-    { "core_share", HW(core_share), 0, 0, { 1e-3, 1, 0, 1 } },
-    { "dcn_reduce_bandwidth", HW(dcn_reduce_bandwidth), 0, 0, BW0 },
-    { "dcn_reduce_latency", HW(dcn_reduce_latency), 0, 0, SECS },
-    { "ici_reduce_bandwidth", HW(ici_reduce_bandwidth), 0, 0, BW0 },
-    { "ici_reduce_latency", HW(ici_reduce_latency), 0, 0, SECS },
-    { "gather_core_fraction", HW(gather_core_fraction), 0, 0, { 1e-3, 1, 0, 1 } },
+    { "reduce_lag_bandwidth", HW(cpu.reduce_lag_bandwidth), 0, 0, BW0 },
+    { "optimizer_rate", HW(cpu.optimizer_rate), 0, 0, { 1e3, 1e15, 0, 1 } },
+    { "core_share", HW(cpu.core_share), 0, 0, { 1e-3, 1, 0, 1 } },
+    { "dcn_reduce_bandwidth", HW(cpu.dcn_reduce_bandwidth), 0, 0, BW0 },
+    { "dcn_reduce_latency", HW(cpu.dcn_reduce_latency), 0, 0, SECS },
+    { "ici_reduce_bandwidth", HW(cpu.ici_reduce_bandwidth), 0, 0, BW0 },
+    { "ici_reduce_latency", HW(cpu.ici_reduce_latency), 0, 0, SECS },
+    { "gather_core_fraction", HW(cpu.gather_core_fraction), 0, 0, { 1e-3, 1, 0, 1 } },
 };
 #define N_HW ((int)(sizeof k_hw / sizeof k_hw[0]))
+
+/* Does key k land in the CPU model's terms (smoe_hw.cpu)? Only a cpu
+ * profile may set those. */
+static int cpu_key(const struct hw_key *k)
+{
+    return k->off >= offsetof(smoe_hw, cpu) && k->off < offsetof(smoe_hw, cpu) + sizeof(smoe_hw_cpu);
+}
 
 static double hw_get(const smoe_hw *hw, const struct hw_key *k)
 {
@@ -137,13 +144,13 @@ static void hw_put(smoe_hw *hw, const struct hw_key *k, double v)
  * Accelerator profiles are written by hand from data sheets; on them the
  * line is optional. */
 #define COMPLETE_KEY "complete"
-static smoe_status check_complete(const smoe_node *root, const char *kind, const char *name,
+static smoe_status check_complete(const smoe_node *root, smoe_hw_kind kind, const char *name,
                                   smoe_err *err)
 {
     const smoe_node *n = smoe_node_get(root, COMPLETE_KEY);
     if (n && (n->kind != SMOE_NODE_SCALAR || strcmp(n->str, "true") != 0))
         return smoe_err_at(err, SMOE_EINVAL, n->loc, "'" COMPLETE_KEY "' must be true");
-    if (!n && strcmp(kind, "cpu") == 0)
+    if (!n && kind == SMOE_HW_CPU)
         return smoe_err_in(err, SMOE_EINVAL, name,
                            "incomplete profile: a cpu profile ends with the line '" COMPLETE_KEY
                            ": true' (smoe sim --calibrate writes it last; a file cut short "
@@ -151,12 +158,34 @@ static smoe_status check_complete(const smoe_node *root, const char *kind, const
     return SMOE_OK;
 }
 
+/* The kinds in smoe_hw_kind's order: the file's names. */
+static const char *const k_kinds[] = { "tpu", "gpu", "cpu" };
+
+const char *smoe_hw_kind_name(smoe_hw_kind k)
+{
+    return (unsigned)k < sizeof k_kinds / sizeof k_kinds[0] ? k_kinds[k] : "?";
+}
+
+/* The profile's 'kind', the one place its text is compared. */
+static smoe_status kind_of(const smoe_node *root, smoe_hw_kind *out, smoe_err *err)
+{
+    char text[16];
+    smoe_status s = str(root, "kind", text, sizeof text, err);
+    for (int i = 0; !s && i < (int)(sizeof k_kinds / sizeof k_kinds[0]); i++)
+        if (strcmp(text, k_kinds[i]) == 0) {
+            *out = (smoe_hw_kind)i;
+            return SMOE_OK;
+        }
+    return s ? s : smoe_err_at(err, SMOE_EINVAL, smoe_node_get(root, "kind")->loc,
+                               "'kind' must be tpu, gpu or cpu");
+}
+
 smoe_status smoe_hw_write(FILE *f, const smoe_hw *hw, const smoe_hw_note *notes,
                           const char *trailer, smoe_err *err)
 {
-    fprintf(f, "name: %s\nkind: %s\n", hw->name, hw->kind);
-    if (hw->progress[0])
-        fprintf(f, "progress: %s\n", hw->progress);
+    fprintf(f, "name: %s\nkind: %s\n", hw->name, smoe_hw_kind_name(hw->kind));
+    if (hw->cpu.progress[0])
+        fprintf(f, "progress: %s\n", hw->cpu.progress);
     for (int i = 0; i < N_HW; i++) {
         double v = hw_get(hw, &k_hw[i]);
         if (!k_hw[i].req && v == 0)
@@ -202,18 +231,15 @@ smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, s
     if (!s)
         s = str(root, "name", hw->name, sizeof hw->name, err);
     if (!s)
-        s = str(root, "kind", hw->kind, sizeof hw->kind, err);
-    if (!s && strcmp(hw->kind, "tpu") && strcmp(hw->kind, "gpu") && strcmp(hw->kind, "cpu"))
-        s = smoe_err_at(err, SMOE_EINVAL, smoe_node_get(root, "kind")->loc,
-                        "'kind' must be tpu, gpu or cpu");
+        s = kind_of(root, &hw->kind, err);
     if (!s)
         s = check_complete(root, hw->kind, name, err);
     if (!s && smoe_node_get(root, "progress")) {
-        s = str(root, "progress", hw->progress, sizeof hw->progress, err);
-        if (!s && strcmp(hw->progress, "calls") && strcmp(hw->progress, "thread"))
+        s = str(root, "progress", hw->cpu.progress, sizeof hw->cpu.progress, err);
+        if (!s && strcmp(hw->cpu.progress, "calls") && strcmp(hw->cpu.progress, "thread"))
             s = smoe_err_at(err, SMOE_EINVAL, smoe_node_get(root, "progress")->loc,
                             "'progress' must be calls or thread");
-        if (!s && strcmp(hw->kind, "cpu"))
+        if (!s && hw->kind != SMOE_HW_CPU)
             s = smoe_err_at(err, SMOE_EINVAL, smoe_node_get(root, "progress")->loc,
                             "'progress' is a cpu profile's key (smoe sim --calibrate)");
     }
@@ -221,11 +247,14 @@ smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, s
         double v = 0;
         if (!(s = num_in(root, k_hw[i].k, &v, k_hw[i].req, &k_hw[i].r, err)))
             hw_put(hw, &k_hw[i], v);
+        if (!s && hw->kind != SMOE_HW_CPU && cpu_key(&k_hw[i]) && smoe_node_get(root, k_hw[i].k))
+            s = smoe_err_at(err, SMOE_EINVAL, smoe_node_get(root, k_hw[i].k)->loc,
+                            "'%s' is a cpu profile's key (smoe sim --calibrate)", k_hw[i].k);
     }
-    if (!s && !hw->progress[0] && strcmp(hw->kind, "cpu") == 0) /* measured before the key */
-        snprintf(hw->progress, sizeof hw->progress, "calls");
-    if (!s && hw->compute_bytes == 0 && strcmp(hw->kind, "cpu") == 0)
-        hw->compute_bytes = 4; /* smoe's kernels; accelerators: the config's dtype */
+    if (!s && !hw->cpu.progress[0] && hw->kind == SMOE_HW_CPU) /* measured before the key */
+        snprintf(hw->cpu.progress, sizeof hw->cpu.progress, "calls");
+    if (!s && hw->cpu.compute_bytes == 0 && hw->kind == SMOE_HW_CPU)
+        hw->cpu.compute_bytes = 4; /* smoe's kernels; accelerators: the config's dtype */
     smoe_arena_free(a);
     return s;
 }

@@ -1,5 +1,8 @@
-/* One step of the simulator, where a host's ranks share fewer cores than
- * they are (cpu profiles of smoe train on MPI ranks).
+/* The CPU model's core sharing: one step of the simulator where a host's
+ * ranks share fewer cores than they are (cpu profiles of smoe train on MPI
+ * ranks), run by smoe_sim_run (sim.c) in place of the event loop's one
+ * pass at the profile's rates. Only the cpu profile's terms (smoe_hw.cpu)
+ * enter here; the executor is the request's, as in any pass.
  *
  * DESIGN. A cpu profile is measured with every rank busy at once
  * (smoe sim --calibrate), so its rates are a rank's while it has its
@@ -44,7 +47,6 @@
 #include "sched_impl.h"
 
 #include <math.h>
-#include <string.h>
 
 /* Does any gather cross hosts (the cost model gave it a network part)? */
 static int on_network(const smoe_sim_model *m)
@@ -56,16 +58,18 @@ static int on_network(const smoe_sim_model *m)
     return net;
 }
 
-static smoe_status step(const smoe_sim_model *m, const smoe_sim_sched *s, const smoe_schedule *sc,
-                        smoe_sim_result *r, smoe_trace *trace)
+int sim_cores_shared(const smoe_sim_model *m)
 {
-    double share = m->hw.core_share, cores = share * m->hw.devices_per_node;
-    sim_pass p = { 1, m->skew, 0 };
+    double share = m->hw.cpu.core_share;
+    return m->hw.kind == SMOE_HW_CPU && share > 0 && share < 1 && !on_network(m);
+}
+
+smoe_status sim_cores_step(const smoe_sim_model *m, const smoe_sim_sched *s,
+                           const smoe_schedule *sc, smoe_sim_result *r, smoe_trace *trace)
+{
+    double share = m->hw.cpu.core_share, cores = share * m->hw.devices_per_node;
+    sim_pass p = { share / fmin(1, cores), 0, 0 }; /* a rank alone on its core */
     sim_pass_out o;
-    if (strcmp(m->hw.kind, "cpu") != 0 || !(share > 0 && share < 1) || on_network(m))
-        return sim_run_pass(m, s, sc, &p, r, &o, trace);
-    p.rate = share / fmin(1, cores); /* a rank alone on its core */
-    p.skew = 0;
     smoe_status st = sim_run_pass(m, s, sc, &p, r, &o, NULL);
     if (st)
         return st;
@@ -76,32 +80,4 @@ static smoe_status step(const smoe_sim_model *m, const smoe_sim_sched *s, const 
         return st;
     r->step_s = fmax(r->step_s, work);
     return SMOE_OK;
-}
-
-smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_sim_result *r,
-                         smoe_trace *trace)
-{
-    smoe_schedule *own = NULL;
-    const smoe_schedule *sc = s->schedule;
-    if (!sc) {
-        if (!s->distance && (s->prefetch_depth < 0 || s->prefetch_depth > SMOE_SIM_MAX_DEPTH))
-            return SMOE_EINVAL;
-        smoe_status st = smoe_schedule_for_model(m, s->prefetch_depth, s->distance, &own, NULL);
-        if (st)
-            return st;
-        sc = own;
-    }
-    smoe_status st = SMOE_OK;
-    if (sc->L != m->L)
-        st = SMOE_EINVAL;
-    for (int i = 0; i < sc->n && !st; i++) {
-        const smoe_sched_gather *g = &sc->g[i];
-        if (g->unit < 0 || g->unit >= 2 * m->L || g->issue < -1 || g->issue > g->unit ||
-            g->weight < 0 || g->weight >= m->k[m->kind_of[sim_unit_layer(m->L, g->unit)]].nw)
-            st = SMOE_EINVAL;
-    }
-    if (!st)
-        st = step(m, s, sc, r, trace);
-    smoe_schedule_free(own);
-    return st;
 }

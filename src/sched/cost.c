@@ -195,9 +195,9 @@ static double coll_at(const cost *c, const smoe_axes *axes, double bytes, double
     double far = (double)g - gl;
     double t_local = near_bytes / ici;
     double t_far = far_bytes / c->dcn;
-    double steps_local = strcmp(c->hw->kind, "tpu") == 0 ? 3 * (cbrt(gl) - 1) : gl - 1;
+    double steps_local = c->hw->kind == SMOE_HW_TPU ? 3 * (cbrt(gl) - 1) : gl - 1;
     double lat = steps_local * c->ici_lat;
-    if (far > 0 && one_round && strcmp(c->hw->kind, "cpu") == 0)
+    if (far > 0 && one_round && c->hw->kind == SMOE_HW_CPU)
         lat = 0; /* the within-node blocks arrive during the cross-node round */
     lat += far_steps * c->dcn_lat;
     if (c->net && far > 0)
@@ -298,7 +298,7 @@ static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shap
     }
     /* the attention core: FLOPs at the matmul rate; scores are kept on
      * chip (flash) on accelerators, materialised on cpu */
-    double scores = strcmp(c->hw->kind, "cpu") == 0 ? B * H * S * S * 3 : 0;
+    double scores = c->hw->kind == SMOE_HW_CPU ? B * H * S * S * 3 : 0;
     if (c->eff > 0)
         att += attn_core / (rate(c, S, S, 128) * c->eff) + c->overhead;
     else
@@ -342,7 +342,7 @@ static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shap
                         (k->moe ? (double)d->topk * (E * 2 + (double)d->moe_mlp * 3) +
                                       (double)(d->shared_experts * d->moe_mlp) * 3
                                 : (double)d->mlp * 3));
-    if (strcmp(c->hw->kind, "cpu") == 0)
+    if (c->hw->kind == SMOE_HW_CPU)
         inner += B * H * S * S; /* attention probabilities */
     k->act_peak = inner * c->ab;
     k->act_input = T * E * c->ab;
@@ -380,6 +380,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
                                  smoe_sim_model **out, smoe_err *err)
 {
     smoe_dims d;
+    const smoe_hw_cpu *cpu = &hw->cpu; /* the CPU model's terms: 0 on accelerators */
     smoe_status s = smoe_plan_dims(cfg, &d, err);
     if (s)
         return s;
@@ -395,7 +396,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
      * the profile's devices_per_node ranks (a cpu profile: the ranks per
      * host it was measured with), so more devices than that are hosts too:
      * the message says so, for the ranks that share one host. */
-    if (strcmp(hw->kind, "cpu") == 0 && strcmp(hw->progress, "calls") == 0)
+    if (hw->kind == SMOE_HW_CPU && strcmp(cpu->progress, "calls") == 0)
         for (int i = 0; i < plan->n; i++) {
             double fb, fs;
             if (plan->w[i].kind != SMOE_ENTRY_PARAM)
@@ -412,21 +413,21 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     if (!m)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     m->hw = *hw;
-    m->use_compute = hw->collectives_use_compute;
-    m->skew = hw->sync_skew;
+    m->use_compute = cpu->collectives_use_compute;
+    m->skew = cpu->sync_skew;
     cost c;
     memset(&c, 0, sizeof c);
     c.hw = &m->hw;
     c.mesh = &plan->mesh;
     c.flops = hw->peak_flops / hw->devices_per_chip;
-    c.small_flops = hw->gemm_small_flops > 0 ? hw->gemm_small_flops / hw->devices_per_chip : 0;
+    c.small_flops = cpu->gemm_small_flops > 0 ? cpu->gemm_small_flops / hw->devices_per_chip : 0;
     c.hbm = hw->hbm_bandwidth / hw->devices_per_chip;
-    c.ew = hw->elementwise_bandwidth > 0 ? hw->elementwise_bandwidth / hw->devices_per_chip
+    c.ew = cpu->elementwise_bandwidth > 0 ? cpu->elementwise_bandwidth / hw->devices_per_chip
                                          : c.hbm;
     /* dtype sizes: the shape's (smoe_sim_dtypes), else bf16 compute and
      * fp32 gradients and moments */
     const double wbytes = (double)plan->dtype_bytes;
-    c.ab = sh->compute_bytes > 0 ? sh->compute_bytes : hw->compute_bytes > 0 ? hw->compute_bytes : 2;
+    c.ab = sh->compute_bytes > 0 ? sh->compute_bytes : cpu->compute_bytes > 0 ? cpu->compute_bytes : 2;
     const double gbytes = sh->grad_bytes > 0 ? sh->grad_bytes : 4;
     const double mom = sh->no_moments ? 0
                        : (sh->mu_bytes > 0 ? sh->mu_bytes : 4) + (sh->nu_bytes > 0 ? sh->nu_bytes : 4);
@@ -435,7 +436,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     m->compute_bytes = c.ab;
     m->weight_bytes = wbytes;
     m->wire_bytes = sh->wire_bytes > 0 ? sh->wire_bytes : 0;
-    c.overhead = hw->op_overhead;
+    c.overhead = cpu->op_overhead;
     c.ici = hw->ici_bandwidth / 2 / hw->devices_per_chip;
     c.ici_lat = hw->ici_latency;
     c.dcn = hw->dcn_bandwidth / hw->devices_per_chip;
@@ -444,15 +445,15 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
      * measured them (cpu: the MPI library's reduce-scatter is not the
      * gather's transpose on the wire), within and across nodes */
     cost cr = c;
-    if (hw->ici_reduce_bandwidth > 0) {
-        cr.ici = hw->ici_reduce_bandwidth / 2 / hw->devices_per_chip;
-        cr.ici_lat = hw->ici_reduce_latency;
+    if (cpu->ici_reduce_bandwidth > 0) {
+        cr.ici = cpu->ici_reduce_bandwidth / 2 / hw->devices_per_chip;
+        cr.ici_lat = cpu->ici_reduce_latency;
     }
-    if (hw->dcn_reduce_bandwidth > 0) {
-        cr.dcn = hw->dcn_reduce_bandwidth / hw->devices_per_chip;
-        cr.dcn_lat = hw->dcn_reduce_latency;
+    if (cpu->dcn_reduce_bandwidth > 0) {
+        cr.dcn = cpu->dcn_reduce_bandwidth / hw->devices_per_chip;
+        cr.dcn_lat = cpu->dcn_reduce_latency;
     }
-    double a2a_bw = hw->a2a_bandwidth > 0 ? hw->a2a_bandwidth / hw->devices_per_chip : 0;
+    double a2a_bw = cpu->a2a_bandwidth > 0 ? cpu->a2a_bandwidth / hw->devices_per_chip : 0;
 
     /* layer kinds from the plan's stacks; layers in stack order */
     const char *stacks[2] = { NULL, NULL };
@@ -574,9 +575,9 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         m->top_head_net /= m->top_gather_s - m->top_embed_s;
     for (int k = 0; k < 2; k++) {
         layer_compute(&c, &d, sh, e_local, &m->k[k]);
-        if (hw->compute_scale > 0) { /* measured kernels vs the roofline (cpu) */
+        if (cpu->compute_scale > 0) { /* measured kernels vs the roofline (cpu) */
             sim_kind *x = &m->k[k];
-            double f = hw->compute_scale;
+            double f = cpu->compute_scale;
             x->fwd_pre *= f, x->fwd_exp *= f, x->fwd_post *= f;
             x->bwd_pre *= f, x->bwd_exp *= f, x->bwd_post *= f;
         }
@@ -603,14 +604,14 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     m->embed_fwd_s = ew(&c, T * E, 2);
     m->embed_bwd_s = ew(&c, T * E, 3);
     m->head_s = 3 * mm(&c, T, E, V, c.ab) + ew(&c, T * V, 4);
-    if (hw->compute_scale > 0) {
-        m->head_s *= hw->compute_scale;
-        m->embed_fwd_s *= hw->compute_scale;
-        m->embed_bwd_s *= hw->compute_scale;
+    if (cpu->compute_scale > 0) {
+        m->head_s *= cpu->compute_scale;
+        m->embed_fwd_s *= cpu->compute_scale;
+        m->embed_bwd_s *= cpu->compute_scale;
     }
     /* AdamW reads p, g, mu, nu and writes p, mu, nu */
-    m->optimizer_s = hw->optimizer_rate > 0 /* measured (cpu profiles) */
-                         ? m->shard_elems / (hw->optimizer_rate / hw->devices_per_chip)
+    m->optimizer_s = cpu->optimizer_rate > 0 /* measured (cpu profiles) */
+                         ? m->shard_elems / (cpu->optimizer_rate / hw->devices_per_chip)
                          : m->shard_elems * (2 * wbytes + gbytes + 2 * mom) / c.ew;
     *out = m;
     return SMOE_OK;

@@ -50,7 +50,7 @@ smoe_status smoe_sim_dtypes(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_
     if (!sh->dtype_bytes)
         sh->dtype_bytes = w;
     if (!sh->compute_bytes)
-        sh->compute_bytes = hw->compute_bytes > 0 ? (int)hw->compute_bytes : c;
+        sh->compute_bytes = hw->cpu.compute_bytes > 0 ? (int)hw->cpu.compute_bytes : c;
     /* MaxText casts the gradients to grad_dtype only where they are float32
      * (train.py train_step: x.astype(config.grad_dtype) if x.dtype ==
      * jnp.float32): those of bf16 or fp16 weights keep the weights' dtype */

@@ -18,10 +18,12 @@
 
 typedef unsigned char levels[2][SMOE_SIM_MAX_WEIGHTS];
 
-static smoe_status eval(const smoe_sim_model *m, int shared, levels lv, smoe_sim_result *r)
+static smoe_status eval(const smoe_sim_model *m, smoe_sim_executor exec, int shared, levels lv,
+                        smoe_sim_result *r)
 {
     smoe_sim_sched s;
     memset(&s, 0, sizeof s);
+    s.executor = exec;
     s.shared_engine = shared;
     s.distance = (const unsigned char(*)[SMOE_SIM_MAX_WEIGHTS])lv;
     return smoe_sim_run(m, &s, r, NULL);
@@ -37,7 +39,8 @@ static void add_point(smoe_sim_point *curve, int max, int *n, const smoe_sim_res
     (*n)++;
 }
 
-static smoe_status plan(const smoe_sim_model *m, int shared, double budget, int quantum,
+static smoe_status plan(const smoe_sim_model *m, smoe_sim_executor exec, int shared,
+                        double budget, int quantum,
                         unsigned char distance[][SMOE_SIM_MAX_WEIGHTS], smoe_sim_result *best,
                         int *feasible, smoe_sim_point *curve, int max_points, int *n_points)
 {
@@ -48,7 +51,9 @@ static smoe_status plan(const smoe_sim_model *m, int shared, double budget, int 
     if (n_points)
         *n_points = 0;
     int np = 0;
-    if ((s = eval(m, shared, cur, &base)))
+    if (exec != SMOE_SIM_EXEC_XLA_PREFETCH && exec != SMOE_SIM_EXEC_RUNTIME)
+        return SMOE_EINVAL; /* the others do not run smoe's schedules */
+    if ((s = eval(m, exec, shared, cur, &base)))
         return s;
     add_point(curve, max_points, &np, &base);
     *feasible = base.peak_hbm_bytes <= budget;
@@ -65,7 +70,7 @@ static smoe_status plan(const smoe_sim_model *m, int shared, double budget, int 
                     continue;
                 memcpy(trial, cur, sizeof trial);
                 trial[k][w] = (unsigned char)(trial[k][w] + quantum);
-                if ((s = eval(m, shared, trial, &r)))
+                if ((s = eval(m, exec, shared, trial, &r)))
                     return s;
                 double saved = now.exposed_gather_s - r.exposed_gather_s;
                 double extra = fmax(r.peak_hbm_bytes - now.peak_hbm_bytes, 1.0);
@@ -89,6 +94,7 @@ static smoe_status plan(const smoe_sim_model *m, int shared, double budget, int 
     for (int d = 1; d <= 4 && *feasible; d++) {
         smoe_sim_sched sd;
         memset(&sd, 0, sizeof sd);
+        sd.executor = exec;
         sd.prefetch_depth = d;
         sd.shared_engine = shared;
         if ((s = smoe_sim_run(m, &sd, &r, NULL)))
@@ -112,17 +118,19 @@ static smoe_status plan(const smoe_sim_model *m, int shared, double budget, int 
     return SMOE_OK;
 }
 
-smoe_status smoe_sim_plan_budget(const smoe_sim_model *m, int shared, double budget,
-                                 unsigned char distance[][SMOE_SIM_MAX_WEIGHTS],
+smoe_status smoe_sim_plan_budget(const smoe_sim_model *m, smoe_sim_executor exec, int shared,
+                                 double budget, unsigned char distance[][SMOE_SIM_MAX_WEIGHTS],
                                  smoe_sim_result *best, int *feasible,
                                  smoe_sim_point *curve, int max_points, int *n_points)
 {
-    return plan(m, shared, budget, 1, distance, best, feasible, curve, max_points, n_points);
+    return plan(m, exec, shared, budget, 1, distance, best, feasible, curve, max_points,
+                n_points);
 }
 
-smoe_status smoe_sim_plan_budget_whole(const smoe_sim_model *m, int shared, double budget,
+smoe_status smoe_sim_plan_budget_whole(const smoe_sim_model *m, smoe_sim_executor exec,
+                                       int shared, double budget,
                                        unsigned char distance[][SMOE_SIM_MAX_WEIGHTS],
                                        smoe_sim_result *best, int *feasible)
 {
-    return plan(m, shared, budget, 4, distance, best, feasible, NULL, 0, NULL);
+    return plan(m, exec, shared, budget, 4, distance, best, feasible, NULL, 0, NULL);
 }

@@ -94,6 +94,14 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
                          const sim_pass *p, smoe_sim_result *r, sim_pass_out *out,
                          smoe_trace *trace);
 
+/* The CPU model's core sharing (cores.c): does m's step need it (a cpu
+ * profile whose ranks had part of a core each, core_share < 1, on one
+ * host)? Then sim_cores_step runs the event loop's passes on the cores'
+ * terms in place of the one pass at the profile's rates. */
+int sim_cores_shared(const smoe_sim_model *m);
+smoe_status sim_cores_step(const smoe_sim_model *m, const smoe_sim_sched *s,
+                           const smoe_schedule *sc, smoe_sim_result *r, smoe_trace *trace);
+
 /* Members of the group over `axes` (each once, size-1 axes ignored) whose
  * device index is below dpn, i.e. on device 0's node; *g = the group size.
  * Closed form, O(mesh axes). */

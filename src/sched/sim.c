@@ -3,15 +3,19 @@
  * issue order) and the communication engine (expert exchanges and gradient
  * reductions, in issue order); with a shared engine the last two are one.
  * (With enough collective engines, exchanges and reductions each get one
- * of their own too.) Units are layers in use order: forward 0..L-1, the head, backward
- * L-1..0. A weight prefetched d layers ahead is issued when the compute of
- * the unit d before its own starts; what is not prefetched is issued when
- * its unit is ready to run. On cpu profiles collectives are work of the
- * same cores, so compute that overlaps them is stretched by the overlap,
- * and every sync point (a unit's first gather, an expert exchange) waits
- * the arrival spread of the ranks (the pass's: cores.c, where ranks
- * outnumber cores, derives it and the compute rate from the ranks' CPU
- * work over the cores).
+ * of their own too.) Units are layers in use order: forward 0..L-1, the
+ * head, backward L-1..0. A weight prefetched d layers ahead is issued when
+ * the compute of the unit d before its own starts; what is not prefetched
+ * is issued when its unit is ready to run.
+ * The request's executor (smoe_sim_executor) says what runs the schedule:
+ * when gathers issue and what a layer waits for (XLA's dataflow, MaxText's
+ * issue points, smoe's runtime and its buffer pool), when gradients are
+ * reduced. The profile says only what the hardware does: on cpu profiles
+ * collectives are work of the same cores, so compute that overlaps them is
+ * stretched by the overlap, and every sync point (a unit's first gather,
+ * an expert exchange) waits the arrival spread of the ranks (the pass's:
+ * cores.c, where ranks outnumber cores, derives it and the compute rate
+ * from the ranks' CPU work over the cores).
  * Memory: gathered weights live from issue to the end of their use,
  * gradients of a layer from the start of its backward to the end of its
  * reductions; the peak adds parameters, gradients, optimizer state and
@@ -23,6 +27,18 @@
 #include <string.h>
 
 static int unit_layer(const smoe_sim_model *m, int u) { return sim_unit_layer(m->L, u); }
+
+const char *smoe_sim_executor_name(smoe_sim_executor e)
+{
+    switch (e) {
+    case SMOE_SIM_EXEC_XLA_SCAN: return "xla_scan";
+    case SMOE_SIM_EXEC_XLA_PREFETCH: return "xla_prefetch";
+    case SMOE_SIM_EXEC_MAXTEXT: return "maxtext";
+    case SMOE_SIM_EXEC_RUNTIME: return "smoe_runtime";
+    case SMOE_SIM_EXEC_NONE: break;
+    }
+    return NULL;
+}
 
 /* What the gathers move: the weights cast to the compute dtype (XLA's
  * scan, smoe's runtime), as stored (MaxText's path, and the legacy plan,
@@ -67,10 +83,10 @@ static double k_bytes(const sim *x, const sim_kind *k)
 
 /* A weight's gradient reduction: on XLA's scan and MaxText's path in the
  * dtype its gather moved (the reduce-scatter is the gather's transpose);
- * smoe's runtime and the legacy plan reduce as stored. */
+ * smoe's schedules and the legacy plan reduce as stored. */
 static double rs_time(const sim *x, const sim_w *w)
 {
-    if (x->s->legacy || (!x->mx && !x->s->stream_grads))
+    if (x->s->legacy || (!x->mx && !x->xla))
         return w->rs_s;
     return x->gmode == G_CAST ? w->rs_cast_s : x->gmode == G_STORED ? w->rs_s
                                                                     : scaled(x, w->rs_s, w->rs_lat_s);
@@ -105,7 +121,7 @@ static void issue(sim *x, int u, int w, double frac, double t)
          * start, which follows the last step's blocking all-reduces) */
         x->nsync++;
         double skew = x->p.skew;
-        const double f = x->m->hw.gather_core_fraction;
+        const double f = x->m->hw.cpu.gather_core_fraction;
         if (x->p.overlap && f > 0) {
             /* the last rank, arriving `skew` late, still does its own part
              * of the unit's gathers (their cores' part); their waits on
@@ -225,24 +241,13 @@ static double reduce(sim *x, const sim_kind *k, double start, double end)
                 sim_mem(x, p, b);
                 sim_mem(x, e, -b);
             }
-    } else if (x->s->stream_grads) {
-        /* XLA's scan: weight w's gradient appears after (w + 1) / nw of the
-         * layer's backward and is reduce-scattered from then, in the dtype
-         * its gather moved */
-        for (int w = 0; w < k->nw; w++) {
-            double p = start + (end - start) * (w + 1) / k->nw;
-            double e = sim_reduction(x, &k->w[w], p, rs_time(x, &k->w[w]));
-            sim_mem(x, p, w_bytes(x, &k->w[w]));
-            sim_mem(x, e, -w_bytes(x, &k->w[w]));
-            rs_end = fmax(rs_end, e);
-        }
-    } else { /* smoe's runtime: the layer's gradients from its start */
+    } else { /* smoe's schedules: the layer's gradients from its start */
         sim_mem(x, start, k->bytes);
         for (int w = 0; w < k->nw; w++)
             rs_end = sim_reduction(x, &k->w[w], end, k->w[w].rs_s);
         sim_mem(x, rs_end, -k->bytes);
-        if (x->pool && x->m->hw.reduce_lag_bandwidth > 0) /* its root reduces alone */
-            x->lag += k->bytes / x->m->hw.reduce_lag_bandwidth;
+        if (x->pool && x->m->hw.cpu.reduce_lag_bandwidth > 0) /* its root reduces alone */
+            x->lag += k->bytes / x->m->hw.cpu.reduce_lag_bandwidth;
     }
     return rs_end;
 }
@@ -318,7 +323,7 @@ static double experts_fwd(sim *x, int u, double t, double dur, const char *name)
  * combine, each exchange carrying a dispatch or combine), then the
  * transposes in reverse (combine, experts, pre) at 2x the forward; the
  * routed weights are first needed by the experts' recompute (or, without
- * recompute, by their backward). XLA's, and smoe's model on cpu profiles
+ * recompute, by their backward). XLA's, and smoe's model under its runtime
  * (model/moe.c moe_bwd), which runs the shared experts' transpose first,
  * with the combine's: its first exchange follows them, so it queues behind
  * the reductions the previous unit left on the engine, as it does in
@@ -450,6 +455,34 @@ static void sim_free(sim *x)
     smoe_free(x->qn);
 }
 
+/* The executor's rules (smoe_sim_executor): how a layer waits for its
+ * weights, the shared engine's order, what the gathers move. */
+static void executor_rules(sim *x, const smoe_sim_sched *s)
+{
+    const smoe_sim_model *m = x->m;
+    x->split = s->executor != SMOE_SIM_EXEC_RUNTIME;
+    x->mx = s->executor == SMOE_SIM_EXEC_MAXTEXT;
+    /* On a shared engine XLA's own collectives let an exchange go ahead of
+     * queued gathers (assumed: its scheduler runs first the op the compute
+     * waits for). MaxText's tagged gathers without the dedicated SparseCore
+     * "share the SparseCore queue with the layer's own SparseCore work (e.g.
+     * MoE token gathers) and must finish before that work can"
+     * (fsdp_prefetch.py, _explicit_fsdp_all_gather): issue order, as smoe's
+     * runtime. */
+    x->prio = x->aeng == &x->geng && x->split && !x->mx;
+    x->xla = s->executor == SMOE_SIM_EXEC_XLA_SCAN;
+    if (s->gather_bytes > 0) {
+        x->gmode = G_BYTES;
+        x->gratio = m->weight_bytes > 0 ? s->gather_bytes / m->weight_bytes : 1;
+    } else {
+        x->gmode = x->mx || s->legacy ? G_STORED : G_CAST;
+    }
+    if (x->gmode == G_CAST && !x->xla && m->wire_bytes > 0 && m->compute_bytes > 0) {
+        x->gmode = G_WIRE; /* smoe's schedules with compressed gathers */
+        x->gratio = m->wire_bytes / m->compute_bytes;
+    }
+}
+
 /* The engines and buffers of one run. Engines: with one collective engine
  * everything queues on it; with two, exchanges share one with the
  * reductions; with three or more each kind has its own. A shared schedule
@@ -475,27 +508,7 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
             x->aeng = &x->geng;
         }
     }
-    x->split = strcmp(m->hw.kind, "cpu") != 0;
-    x->mx = s->family == SMOE_SCHED_MAXTEXT;
-    /* On a shared engine XLA's own collectives let an exchange go ahead of
-     * queued gathers (assumed: its scheduler runs first the op the compute
-     * waits for). MaxText's tagged gathers without the dedicated SparseCore
-     * "share the SparseCore queue with the layer's own SparseCore work (e.g.
-     * MoE token gathers) and must finish before that work can"
-     * (fsdp_prefetch.py, _explicit_fsdp_all_gather): issue order, as smoe's
-     * runtime. */
-    x->prio = x->aeng == &x->geng && x->split && !x->mx;
-    x->xla = !x->mx && s->stream_grads && x->split;
-    if (s->gather_bytes > 0) {
-        x->gmode = G_BYTES;
-        x->gratio = m->weight_bytes > 0 ? s->gather_bytes / m->weight_bytes : 1;
-    } else {
-        x->gmode = x->mx || s->legacy ? G_STORED : G_CAST;
-    }
-    if (x->gmode == G_CAST && !s->stream_grads && m->wire_bytes > 0 && m->compute_bytes > 0) {
-        x->gmode = G_WIRE; /* smoe's runtime with compressed gathers */
-        x->gratio = m->wire_bytes / m->compute_bytes;
-    }
+    executor_rules(x, s);
     int nu = 2 * m->L;
     x->cap = nu * (4 * SMOE_SIM_MAX_WEIGHTS + 8) + 16;
     x->capbusy = m->use_compute ? nu * (2 * SMOE_SIM_MAX_WEIGHTS + 4) + 16 : 0;
@@ -517,9 +530,8 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
     if (x->qu)
         x->ql = x->qu + x->capq;
     x->at = index_points(sc, nu);
-    if (!x->split && !x->mx) { /* cpu profiles: smoe's own executor */
+    if (s->executor == SMOE_SIM_EXEC_RUNTIME) /* smoe's own executor */
         x->pool = sim_pool_init(&x->P, sc, nu) == SMOE_OK ? 1 : -1;
-    }
     if (!x->ev || !x->gend || (x->capbusy && !x->busy0) || !x->qs || !x->qu || !x->qn || !x->at ||
         x->pool < 0) {
         sim_free(x);
@@ -615,4 +627,50 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
     out->nsync = x.nsync;
     sim_free(&x);
     return SMOE_OK;
+}
+
+/* Does schedule sc fit model m: its layers, every entry's unit, weight and
+ * issue point? */
+static int schedule_fits(const smoe_sim_model *m, const smoe_schedule *sc)
+{
+    if (sc->L != m->L)
+        return 0;
+    for (int i = 0; i < sc->n; i++) {
+        const smoe_sched_gather *g = &sc->g[i];
+        if (g->unit < 0 || g->unit >= 2 * m->L || g->issue < -1 || g->issue > g->unit ||
+            g->weight < 0 || g->weight >= m->k[m->kind_of[unit_layer(m, g->unit)]].nw)
+            return 0;
+    }
+    return 1;
+}
+
+/* One step: one pass at the profile's rates, or where a host's ranks share
+ * fewer cores than they are, the core-sharing model's passes (cores.c). */
+smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_sim_result *r,
+                         smoe_trace *trace)
+{
+    smoe_schedule *own = NULL;
+    const smoe_schedule *sc = s->schedule;
+    if (!smoe_sim_executor_name(s->executor))
+        return SMOE_EINVAL; /* no executor chosen */
+    if (!sc) {
+        if (!s->distance && (s->prefetch_depth < 0 || s->prefetch_depth > SMOE_SIM_MAX_DEPTH))
+            return SMOE_EINVAL;
+        smoe_status st = smoe_schedule_for_model(m, s->prefetch_depth, s->distance, &own, NULL);
+        if (st)
+            return st;
+        sc = own;
+    }
+    smoe_status st;
+    if (!schedule_fits(m, sc)) {
+        st = SMOE_EINVAL;
+    } else if (sim_cores_shared(m)) {
+        st = sim_cores_step(m, s, sc, r, trace);
+    } else {
+        sim_pass p = { 1, m->skew, 0 };
+        sim_pass_out o;
+        st = sim_run_pass(m, s, sc, &p, r, &o, trace);
+    }
+    smoe_schedule_free(own);
+    return st;
 }

@@ -22,12 +22,14 @@ typedef struct sim {
     double *gend;  /* (2L) prefetched gathers of a unit done */
     double *gend_exp; /* (2L) the same for its routed experts' weights (split) */
     double *gend_down; /* (2L) the same for the routed down projection (split) */
-    int split;     /* each op waits only for its own weights (XLA's dataflow):
-                      the experts phase for the routed weights, the rest for
-                      the others; smoe's runtime waits for the whole layer */
-    int mx;        /* MaxText's prefetch family */
-    int xla;       /* XLA's scan (the baseline) on an accelerator: the routed
-                      experts' weights gathered at the MoE block's entry */
+    int split;     /* each op waits only for its own weights (XLA's dataflow:
+                      every executor but RUNTIME): the experts phase for the
+                      routed weights, the rest for the others; smoe's runtime
+                      waits for the whole layer */
+    int mx;        /* executor MAXTEXT: MaxText's prefetch path */
+    int xla;       /* executor XLA_SCAN (the baseline): the routed experts'
+                      weights gathered at the MoE block's entry, each
+                      gradient reduced with its transpose */
     int gmode;     /* the dtype the gathers move: G_CAST, G_STORED, G_BYTES, G_WIRE */
     double gratio; /* G_BYTES: bytes per element moved / stored; G_WIRE: / compute */
     double t_exp_grad; /* XLA: when the unit's experts' transposes ended */
@@ -49,7 +51,7 @@ typedef struct sim {
     int nq, capq;
     const smoe_schedule *sc; /* UNIFORM: the gathers, in issue order */
     int *at;                 /* (2L + 2) entries of issue point p start at at[p + 1] */
-    int pool;                /* cpu profiles: smoe's executor runs the schedule */
+    int pool;                /* executor RUNTIME: smoe's executor runs the schedule */
     sim_pool P;              /* its buffers (pool.c) */
     int gb;                  /* the backward unit's gradient buffer in P, -1: none */
     double lag;              /* the reductions' root behind the others (cpu) */
@@ -77,7 +79,7 @@ double sim_exchange(sim *x, double t, double dur);
  * across hosts the TCP stack's), else everything but the network part. */
 static inline double sim_core_part(const sim *x, double net)
 {
-    const double f = x->m->hw.gather_core_fraction;
+    const double f = x->m->hw.cpu.gather_core_fraction;
     return f > 0 ? f : 1 - net;
 }
 

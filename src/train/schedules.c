@@ -29,7 +29,8 @@ smoe_status tr_schedule_depth(const tr_store *st, const smoe_model_cfg *mc, int 
 /* The planner counts memory as smoe sim does (its activation model, one
  * top-level copy); smoe train holds its own tracked classes under the
  * budget. So the planner gets the budget moved by the difference of the
- * two no-prefetch peaks: it spends on prefetch what the run can spend. */
+ * two no-prefetch peaks: it spends on prefetch what the run can spend. It
+ * simulates smoe's runtime, what smoe train executes, on any profile. */
 static smoe_status tr_schedule_budget(const smoe_config *cfg, const smoe_plan *plan, const smoe_hw *hw,
                                const tr_store *st, const smoe_model_cfg *mc, int64_t budget,
                                smoe_schedule **out, char *note, size_t cap, smoe_err *err)
@@ -57,12 +58,14 @@ static smoe_status tr_schedule_budget(const smoe_config *cfg, const smoe_plan *p
     smoe_sim_sched none;
     smoe_sim_result r0, best;
     memset(&none, 0, sizeof none);
+    none.executor = SMOE_SIM_EXEC_RUNTIME;
     unsigned char lv[2][SMOE_SIM_MAX_WEIGHTS];
     int feasible = 0;
     s = smoe_sim_run(m, &none, &r0, NULL);
     double shift = r0.peak_hbm_bytes - (double)(tr_mem_static(&base) + 2 * f * 4);
     if (!s)
-        s = smoe_sim_plan_budget_whole(m, 0, (double)budget + shift, lv, &best, &feasible);
+        s = smoe_sim_plan_budget_whole(m, SMOE_SIM_EXEC_RUNTIME, 0, (double)budget + shift, lv,
+                                       &best, &feasible);
     if (!s)
         s = smoe_schedule_for_model(m, 0, (const unsigned char(*)[SMOE_SIM_MAX_WEIGHTS])lv, out,
                                     err);

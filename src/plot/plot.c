@@ -4,7 +4,7 @@
  * (rects, lines, polylines, text), white background. Every panel and lane is
  * also named in a comment with its box, so a test can find it in the
  * rendered picture. */
-#include "smoe/sched.h"
+#include "smoe/plot.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,0 +1,50 @@
+#!/bin/sh
+# Each row of smoe sim says what it simulates: the executor (--json: the
+# row's "executor"; the text table: its last column). On an accelerator
+# profile the baseline is XLA's scan, prefetch*, legacy and the scenario's
+# variants MaxText's path, the uniform depth and the budgeted plan smoe's
+# schedule in XLA's dataflow; on a cpu profile every row is smoe's runtime.
+# usage: sim_executor.sh SMOE DATA_DIR
+smoe=$1
+data=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+pass=0
+fail=0
+check() { # STATUS WHAT
+  if [ "$1" -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $2" >&2; fi
+}
+# FILE ROW EXECUTOR: the JSON row's executor
+row() {
+  tr -d ' \n\t' <"$1" | grep -q "\"$2\":{\"step_ms\":[^{}]*{[^{}]*},\"executor\":\"$3\""
+  check $? "$1: row $2 is not '$3'"
+}
+"$smoe" sim --scenario seed --json >"$dir/seed.json"
+check $? "smoe sim --scenario seed --json"
+row "$dir/seed.json" baseline xla_scan
+for r in prefetch prefetch_shared_queue legacy prefetch_ep_as_dp prefetch_ring_of_experts; do
+  row "$dir/seed.json" $r maxtext
+done
+row "$dir/seed.json" uniform_depth_1 xla_prefetch
+n=$(tr -d ' \n\t' <"$dir/seed.json" | grep -o '"executor":' | wc -l)
+[ "$n" -eq 7 ]
+check $? "seed: $n executors for 7 rows"
+"$smoe" sim --base "$SMOE_CONFIG_DIR/train.yml" --model tiny --devices 4 --hardware tpu7x \
+  --hbm-budget 20M --json >"$dir/tpu.json"
+check $? "smoe sim on tpu7x --hbm-budget --json"
+row "$dir/tpu.json" budgeted xla_prefetch
+"$smoe" sim --base "$SMOE_CONFIG_DIR/train.yml" --model tiny --devices 4 \
+  --hardware "$data/hardware/cpu-mpi.yml" --hbm-budget 20M --json >"$dir/cpu.json"
+check $? "smoe sim on cpu-mpi --json"
+for r in baseline prefetch prefetch_shared_queue legacy budgeted; do
+  row "$dir/cpu.json" $r smoe_runtime
+done
+"$smoe" sim --scenario seed >"$dir/seed.txt"
+grep -q '^schedule .* peak HBM  executor$' "$dir/seed.txt"
+check $? "the text table has no executor column"
+grep -q '^baseline .*  xla_scan$' "$dir/seed.txt" &&
+  grep -q '^uniform_depth_1 .*  xla_prefetch$' "$dir/seed.txt" &&
+  grep -q '^prefetch_ep_as_dp .*  maxtext$' "$dir/seed.txt"
+check $? "the text rows do not name their executors"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
