@@ -128,7 +128,9 @@ static double wire_bytes(const cli_common *c, const cli_common *cc, const smoe_c
 
 /* Build a plan and a step model for one configuration. The shape's unset
  * parts (0) come from the config: per_device_batch_size, max_target_length
- * and the dtypes (smoe_sim_dtypes); the plan is sized in the stored dtype. */
+ * and the keys the step model reads (smoe_sim_keys: the dtypes, remat_policy
+ * unless --remat or the scenario chose); the plan is sized in the stored
+ * dtype. */
 static smoe_sim_model *build(const cli_common *c, const char *rules, const char *const *extra,
                              int n_extra, const smoe_hw *hw, smoe_sim_shape *shp,
                              smoe_plan **plan_out)
@@ -152,22 +154,17 @@ static smoe_sim_model *build(const cli_common *c, const char *rules, const char 
         cc.rules = rules;
     smoe_config *cfg = cli_load_config(&cc);
     smoe_err err;
-    if (smoe_sim_dtypes(cfg, hw, &sh, &err))
-        cli_die(&err);
     if (!sh.batch)
         sh.batch = config_count(cfg, "per_device_batch_size", SMOE_SIM_MAX_BATCH);
     if (!sh.seq)
         sh.seq = config_count(cfg, "max_target_length", SMOE_SIM_MAX_SEQ);
+    if (smoe_sim_keys(cfg, hw, &sh, &err))
+        cli_die(&err);
     cc.dtype_bytes = sh.dtype_bytes;
     smoe_plan *p = cli_build_plan(&cc, cfg);
     if (c->gather_dtype != SMOE_DT_FP32 || c->int8_block || c->int8_fallback != SMOE_DT_INT8)
         sh.wire_bytes = wire_bytes(c, &cc, cfg, p);
     free(kv);
-    const smoe_node *roe = smoe_config_get(cfg, "use_ring_of_experts");
-    int ring = 0;
-    if (roe && smoe_config_bool(cfg, "use_ring_of_experts", &ring, NULL) != SMOE_OK)
-        ring = 0;
-    sh.ring_of_experts = ring;
     smoe_sim_model *m;
     if (smoe_sim_model_build(cfg, p, hw, &sh, &m, &err))
         cli_die(&err);
@@ -527,6 +524,7 @@ int cmd_sim(int argc, char **argv)
     sh.batch = batch;
     sh.seq = seq;
     sh.remat = remat ? parse_remat(remat, "argument '--remat'") : SMOE_REMAT_FULL;
+    sh.remat_set = remat != NULL; /* else the config's remat_policy */
     sh.dtype_bytes = c.dtype_bytes; /* 0: weight_dtype */
 
     smoe_plan *plan;
@@ -634,7 +632,7 @@ int cmd_sim(int argc, char **argv)
         printf("hardware: %s (%s); %lld devices; batch %lld x seq %lld per device, remat %s; "
                "bytes per element: weights %d, compute %d, gradients %d, moments %d + %d\n",
                hw.name, hwf, (long long)smoe_mesh_devices(&plan->mesh), (long long)sh.batch,
-               (long long)sh.seq, remat ? remat : "full", sh.dtype_bytes, sh.compute_bytes,
+               (long long)sh.seq, remat ? remat : smoe_sim_remat_name(sh.remat), sh.dtype_bytes, sh.compute_bytes,
                sh.grad_bytes, sh.mu_bytes, sh.nu_bytes);
         if (sh.wire_bytes > 0)
             printf("smoe's runtime gathers %s: %.4g bytes per element on the wire (its "

@@ -118,6 +118,40 @@ const char *smoe_config_key_at(const smoe_config *c, int i, const smoe_node **va
 /* Where a key's value came from, "file:line:col" or "argument '...'". */
 smoe_loc smoe_config_loc(const smoe_config *c, const char *key);
 
+/* ---- key policies ----
+ * A MaxText key a tool reads but implements only at some values. Each tool
+ * keeps a table of rules (smoe train's recipe, smoe sim's step model). A
+ * key absent from the configuration, or null (MaxText's None), holds
+ * MaxText's default. */
+typedef enum smoe_key_kind {
+    SMOE_KEY_BOOL,   /* want "true" or "false" */
+    SMOE_KEY_INT,    /* want numbers, '|'-separated, compared by value */
+    SMOE_KEY_FLOAT,
+    SMOE_KEY_STR,    /* want strings, '|'-separated ("" allowed) */
+    SMOE_KEY_EMPTY,  /* want an empty list */
+    SMOE_KEY_NONPOS  /* the key acts only when > 0 */
+} smoe_key_kind;
+typedef struct smoe_key_rule {
+    const char *key;
+    smoe_key_kind kind;
+    const char *want;
+    const char *why; /* what MaxText would do instead (refusal), or why the
+                        tool does not apply it */
+} smoe_key_rule;
+/* 1 if n (may be NULL: absent) holds one of r's values; a value of another
+ * type holds none. */
+int smoe_key_holds(const smoe_node *n, const smoe_key_rule *r);
+/* Refuse r's key in one line at its file:line:col:
+ * "KEY: ONLY only KEY: WANT (WOULD WHY)", e.g. ONLY "smoe sim models",
+ * WOULD "MaxText would run". Returns SMOE_EINVAL. */
+smoe_status smoe_key_refuse(const smoe_config *c, const smoe_key_rule *r, const char *only,
+                            const char *would, smoe_err *err);
+/* The key's type (the config's error), then its value (smoe_key_refuse
+ * unless it holds). */
+SMOE_MUST_CHECK
+smoe_status smoe_key_check(const smoe_config *c, const smoe_key_rule *r, const char *only,
+                           const char *would, smoe_err *err);
+
 /* The final, merged logical_axis_rules. Owned by the config. */
 const smoe_rules *smoe_config_rules(const smoe_config *c);
 /* The file names that went into this config, in load order, for the

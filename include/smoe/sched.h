@@ -73,6 +73,8 @@ typedef struct smoe_sim_shape {
     int64_t batch;        /* sequences per device */
     int64_t seq;          /* tokens per sequence */
     smoe_remat remat;
+    int remat_set;        /* remat is the caller's choice (--remat, a scenario);
+                             0: smoe_sim_keys reads the config's remat_policy */
     int dtype_bytes;      /* stored weights (weight_dtype) */
     int ring_of_experts;  /* EP by all-gather + reduce-scatter of tokens */
     /* bytes per element; 0 = from the defaults below (smoe_sim_dtypes fills
@@ -101,6 +103,21 @@ typedef struct smoe_sim_shape {
 SMOE_MUST_CHECK
 smoe_status smoe_sim_dtypes(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_shape *sh,
                             smoe_err *err);
+
+/* Read cfg's MaxText keys the step model depends on into *sh: the dtypes
+ * (smoe_sim_dtypes), remat_policy unless sh->remat_set (full, none and
+ * minimal: MaxText's decoders.py get_remat_policy), use_ring_of_experts;
+ * refuse in one line at the key's file:line:col a key that changes a
+ * step's time or memory in a way the model does not represent
+ * (quantization, sparse_matmul=false, token dropping, gradient
+ * accumulation, host offload, vocabulary tiling, another remat policy, and
+ * on accelerator profiles an attention that keeps its scores). Needs
+ * sh->seq. docs/sim.md lists the keys. */
+SMOE_MUST_CHECK
+smoe_status smoe_sim_keys(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_shape *sh,
+                          smoe_err *err);
+/* "full", "none" or "save-dot-products". */
+const char *smoe_sim_remat_name(smoe_remat r);
 
 typedef struct smoe_sim_model smoe_sim_model;
 

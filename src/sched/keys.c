@@ -1,0 +1,99 @@
+/* The MaxText keys smoe sim reads: the dtypes (dtypes.c), the remat policy,
+ * ring of experts, the attention kernel, and the keys that change a step's
+ * time or memory in ways the step model does not represent, each refused
+ * in one line at its file:line:col unless it holds the value the model
+ * assumes. docs/sim.md lists them. */
+#include "sched_impl.h"
+
+#include <string.h>
+
+#define SIM_ONLY "smoe sim models"
+#define SIM_WOULD "MaxText would run with"
+
+static const smoe_key_rule k_sim_refused[] = {
+    { "quantization", SMOE_KEY_STR, "", "quantized matmuls, at other rates and sizes" },
+    { "sparse_matmul", SMOE_KEY_BOOL, "true", "dense matmuls over every expert" },
+    { "capacity_factor", SMOE_KEY_NONPOS, "", "the experts with token dropping at a capacity" },
+    { "gradient_accumulation_steps", SMOE_KEY_INT, "1", "micro-batches per update" },
+    { "optimizer_memory_host_offload", SMOE_KEY_BOOL, "false",
+      "the optimizer state in host memory" },
+    { "parameter_memory_host_offload", SMOE_KEY_BOOL, "false", "the parameters in host memory" },
+    { "num_vocab_tiling", SMOE_KEY_INT, "1", "the head's logits in vocabulary tiles" },
+};
+
+/* remat_policy (MaxText layers/decoders.py get_remat_policy): "full" remats
+ * the layer with no saved names, "minimal" saves every projection's output
+ * but the attention context (the dot products); the named-tensor and
+ * custom policies are not modelled. MaxText's pyconfig reads the text
+ * "none" as None, which get_remat_policy does not take (its chain of names
+ * ends in an assertion that the policy is "full"): a null policy is
+ * refused, and --remat none asks for no remat. */
+static smoe_status sim_remat(const smoe_config *cfg, smoe_remat *out, smoe_err *err)
+{
+    static const smoe_key_rule r = { "remat_policy", SMOE_KEY_STR, "full|minimal",
+                                     "another policy's saved tensors; --remat picks a modelled one" };
+    const smoe_node *n = smoe_config_get(cfg, r.key);
+    const char *v = "full";
+    smoe_status s;
+    if (n && smoe_node_type(n) == SMOE_T_NULL)
+        return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, r.key),
+                           "remat_policy: None (MaxText's pyconfig reads 'none' as None, which its "
+                           "get_remat_policy does not take); give --remat full, none or "
+                           "save-dot-products");
+    if ((s = smoe_key_check(cfg, &r, SIM_ONLY, SIM_WOULD, err)) ||
+        (n && (s = smoe_config_str(cfg, r.key, &v, err))))
+        return s;
+    *out = strcmp(v, "minimal") == 0 ? SMOE_REMAT_DOTS : SMOE_REMAT_FULL;
+    return SMOE_OK;
+}
+
+/* attention (MaxText layers/attention_op.py): "flash" or "autoselected" at
+ * 128 tokens or more run a flash kernel in training, which keeps no
+ * scores; the accelerator model assumes it. "dot_product" (and
+ * autoselected below 128 tokens) materialises the scores. A cpu profile
+ * times smoe's own attention whatever the key. */
+static smoe_status sim_attention(const smoe_config *cfg, const smoe_hw *hw, int64_t seq,
+                                 smoe_err *err)
+{
+    static const smoe_key_rule r = { "attention", SMOE_KEY_STR,
+                                     "autoselected|flash|cudnn_flash_te|cudnn_flash_jax",
+                                     "an attention kernel that keeps its scores" };
+    if (hw->kind == SMOE_HW_CPU)
+        return SMOE_OK;
+    smoe_status s = smoe_key_check(cfg, &r, SIM_ONLY, SIM_WOULD, err);
+    const char *v = "autoselected";
+    const smoe_node *n = smoe_config_get(cfg, r.key);
+    if (s || (n && smoe_node_type(n) != SMOE_T_NULL && (s = smoe_config_str(cfg, r.key, &v, err))))
+        return s;
+    if (strcmp(v, "autoselected") == 0 && seq < 128)
+        return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, r.key),
+                           "attention: autoselected picks dot-product attention below 128 tokens "
+                           "(sequence %lld); smoe sim models only a flash kernel on %s",
+                           (long long)seq, hw->name);
+    return SMOE_OK;
+}
+
+const char *smoe_sim_remat_name(smoe_remat r)
+{
+    return r == SMOE_REMAT_NONE ? "none" : r == SMOE_REMAT_DOTS ? "save-dot-products" : "full";
+}
+
+smoe_status smoe_sim_keys(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_shape *sh,
+                          smoe_err *err)
+{
+    smoe_status s;
+    for (size_t i = 0; i < sizeof k_sim_refused / sizeof k_sim_refused[0]; i++)
+        if ((s = smoe_key_check(cfg, &k_sim_refused[i], SIM_ONLY, SIM_WOULD, err)))
+            return s;
+    if (!sh->remat_set && (s = sim_remat(cfg, &sh->remat, err)))
+        return s;
+    if ((s = sim_attention(cfg, hw, sh->seq, err)))
+        return s;
+    int ring = 0;
+    const smoe_node *n = smoe_config_get(cfg, "use_ring_of_experts");
+    if (n && smoe_node_type(n) != SMOE_T_NULL &&
+        (s = smoe_config_bool(cfg, "use_ring_of_experts", &ring, err)))
+        return s;
+    sh->ring_of_experts = ring;
+    return smoe_sim_dtypes(cfg, hw, sh, err);
+}

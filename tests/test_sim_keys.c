@@ -1,0 +1,152 @@
+/* smoe sim's MaxText key policy (src/sched/keys.c) and the key-rule engine
+ * under it (src/config/keyrule.c): each key the step model does not
+ * represent is refused at its location, remat_policy maps to the modelled
+ * policies as MaxText's decoders.py get_remat_policy names them, and
+ * MaxText's defaults (base.yml) pass unchanged. */
+#include "sim_testlib.h"
+
+static const char *cfgdir;
+
+static smoe_hw tpu(void)
+{
+    smoe_hw hw;
+    smoe_err err;
+    char f[1024];
+    snprintf(f, sizeof f, "%s/hardware/tpu7x.yml", cfgdir);
+    memset(&hw, 0, sizeof hw);
+    CHECK(smoe_hw_load(f, &hw, &err) == SMOE_OK);
+    return hw;
+}
+
+/* smoe_sim_keys on deepseek2-16b with one override; the message in msg. */
+static smoe_status keys(const char *ov, const smoe_hw *hw, smoe_sim_shape *sh, char *msg,
+                        size_t cap)
+{
+    const char *o[1] = { ov };
+    smoe_config *cfg = load_deepseek(cfgdir, o, ov ? 1 : 0);
+    smoe_err err;
+    msg[0] = '\0';
+    if (!cfg)
+        return SMOE_EINTERNAL;
+    smoe_status s = smoe_sim_keys(cfg, hw, sh, &err);
+    if (s)
+        snprintf(msg, cap, "%s", err.msg);
+    smoe_config_free(cfg);
+    return s;
+}
+
+static void test_refused(const smoe_hw *hw)
+{
+    static const char *const bad[] = {
+        "quantization=fp8_full", "quantization=int8", "sparse_matmul=false",
+        "capacity_factor=1.25", "gradient_accumulation_steps=2",
+        "optimizer_memory_host_offload=true", "parameter_memory_host_offload=true",
+        "num_vocab_tiling=4", "remat_policy=custom", "remat_policy=save_qkv_proj",
+        "attention=dot_product", "attention=paged",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
+        char msg[512], key[64];
+        snprintf(key, sizeof key, "%.*s", (int)strcspn(bad[i], "="), bad[i]);
+        CHECKF(keys(bad[i], hw, &sh, msg, sizeof msg) == SMOE_EINVAL, "%s accepted", bad[i]);
+        /* one line: where, the key, what smoe sim models, what MaxText does */
+        char want[128];
+        snprintf(want, sizeof want, "%s: smoe sim models only %s: ", key, key);
+        CHECKF(strstr(msg, want) && strstr(msg, "(MaxText would run with ") &&
+                   !strchr(msg, '\n'), "%s: '%s'", bad[i], msg);
+    }
+    /* "none" reads as None (MaxText's pyconfig): refused, --remat named */
+    smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
+    char msg[512];
+    CHECK(keys("remat_policy=none", hw, &sh, msg, sizeof msg) == SMOE_EINVAL);
+    CHECKF(strstr(msg, "--remat full, none or save-dot-products") != NULL, "'%s'", msg);
+    /* autoselected runs dot-product attention below 128 tokens */
+    sh.seq = 64;
+    CHECK(keys(NULL, hw, &sh, msg, sizeof msg) == SMOE_EINVAL);
+    CHECKF(strstr(msg, "below 128 tokens") != NULL, "'%s'", msg);
+    sh.seq = 128;
+    CHECK(keys(NULL, hw, &sh, msg, sizeof msg) == SMOE_OK);
+}
+
+static void test_modelled(const smoe_hw *hw)
+{
+    static const struct { const char *ov; smoe_remat remat; int ring; } ok[] = {
+        { NULL, SMOE_REMAT_FULL, 0 }, /* base.yml: remat_policy 'full' */
+        { "remat_policy=full", SMOE_REMAT_FULL, 0 },
+        { "remat_policy=minimal", SMOE_REMAT_DOTS, 0 },
+        { "use_ring_of_experts=true", SMOE_REMAT_FULL, 1 },
+        { "quantization=", SMOE_REMAT_FULL, 0 },
+        { "capacity_factor=-1", SMOE_REMAT_FULL, 0 },
+        { "capacity_factor=0", SMOE_REMAT_FULL, 0 },
+        { "gradient_accumulation_steps=1", SMOE_REMAT_FULL, 0 },
+        { "attention=flash", SMOE_REMAT_FULL, 0 },
+        { "attention=cudnn_flash_te", SMOE_REMAT_FULL, 0 },
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        smoe_sim_shape sh = { .batch = 1, .seq = 2048, .remat = SMOE_REMAT_NONE };
+        char msg[512];
+        CHECKF(keys(ok[i].ov, hw, &sh, msg, sizeof msg) == SMOE_OK, "%s: %s",
+               ok[i].ov ? ok[i].ov : "(defaults)", msg);
+        CHECKF(sh.remat == ok[i].remat, "%s: remat %d", ok[i].ov ? ok[i].ov : "-", sh.remat);
+        CHECK_INT(sh.ring_of_experts, ok[i].ring);
+        CHECK_INT(sh.dtype_bytes, 4); /* the dtypes are read too */
+    }
+    /* a remat the caller chose (--remat, a scenario) wins over the key */
+    smoe_sim_shape sh = { .batch = 1, .seq = 2048, .remat = SMOE_REMAT_DOTS, .remat_set = 1 };
+    char msg[512];
+    CHECKF(keys("remat_policy=custom", hw, &sh, msg, sizeof msg) == SMOE_OK, "%s", msg);
+    CHECK(sh.remat == SMOE_REMAT_DOTS);
+    /* a cpu profile times smoe's own attention whatever the key */
+    smoe_hw cpu = cpu_profile();
+    sh.seq = 64;
+    CHECKF(keys("attention=dot_product", &cpu, &sh, msg, sizeof msg) == SMOE_OK, "%s", msg);
+    CHECK_STR(smoe_sim_remat_name(SMOE_REMAT_DOTS), "save-dot-products");
+}
+
+/* The engine: values compare by type, numbers by value, null is unset. */
+static void test_engine(void)
+{
+    smoe_node n;
+    memset(&n, 0, sizeof n);
+    n.kind = SMOE_NODE_SCALAR;
+    n.plain = 1; /* typed by YAML's rules */
+    smoe_key_rule steps = { "steps", SMOE_KEY_INT, "150001|1", "" };
+    n.str = "150_001";
+    CHECK(smoe_key_holds(&n, &steps));
+    n.str = "2";
+    CHECK(!smoe_key_holds(&n, &steps));
+    CHECK(smoe_key_holds(NULL, &steps));
+    n.str = "null";
+    CHECK(smoe_key_holds(&n, &steps));
+    smoe_key_rule b = { "b", SMOE_KEY_BOOL, "false", "" };
+    n.str = "false";
+    CHECK(smoe_key_holds(&n, &b));
+    n.str = "0"; /* an integer is not a boolean */
+    CHECK(!smoe_key_holds(&n, &b));
+    smoe_key_rule s = { "s", SMOE_KEY_STR, "|a", "" };
+    n.str = "";
+    n.plain = 0; /* '' */
+    CHECK(smoe_key_holds(&n, &s));
+    n.str = "ab";
+    CHECK(!smoe_key_holds(&n, &s));
+    smoe_key_rule np = { "r", SMOE_KEY_NONPOS, "", "" };
+    n.plain = 1;
+    n.str = "-1.5";
+    CHECK(smoe_key_holds(&n, &np));
+    n.str = "0.5";
+    CHECK(!smoe_key_holds(&n, &np));
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_sim_keys CONFIG_DIR\n");
+        return 2;
+    }
+    cfgdir = argv[1];
+    smoe_hw hw = tpu();
+    test_refused(&hw);
+    test_modelled(&hw);
+    test_engine();
+    return check_report();
+}
