@@ -71,9 +71,8 @@ check $? "no LATEST: resumes from the newest complete checkpoint and says so (ex
 # --- another data file or model: refused
 refused "argument '--data': the checkpoint .* was trained on another data file" 2 --steps 9 \
   --data "$0" --checkpoint-dir "$dir/p" --resume
-refused ".*manifest.json: the checkpoint .* is of model_name tiny, this run's is deepseek3-test" \
-  2 --steps 9 --model deepseek3-test base_num_decoder_layers=3 first_num_dense_layers=1 \
-  override_model_config=true --checkpoint-dir "$dir/p" --resume
+refused ".*manifest.json: the checkpoint .* is of model_name tiny, this run's is deepseek3-tiny" \
+  2 --steps 9 --model deepseek3-tiny --checkpoint-dir "$dir/p" --resume
 
 # --- a second job on the same directory (flock held by another process)
 # The holder's sleep gets no stdout: an inherited pipe would keep ctest
