@@ -11,22 +11,17 @@
 #include "train_impl.h"
 
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-typedef enum { R_BOOL, R_INT, R_FLOAT, R_STR, R_EMPTY, R_NONPOS } rkind;
-
-typedef struct key_rule {
-    const char *key;
-    rkind kind;
-    const char *want; /* R_BOOL "false"/"true"; R_INT/R_FLOAT the number(s);
-                         R_STR the strings ("" allowed); alternatives
-                         separated by '|'; R_NONPOS: the key acts only
-                         when > 0 */
-    const char *why;  /* refused: what MaxText would do instead; not
-                         applied: what MaxText would do and what smoe
-                         train does */
-} key_rule;
+/* the tables' short names for config's key rules (smoe_key_rule) */
+#define R_BOOL SMOE_KEY_BOOL
+#define R_INT SMOE_KEY_INT
+#define R_FLOAT SMOE_KEY_FLOAT
+#define R_STR SMOE_KEY_STR
+#define R_EMPTY SMOE_KEY_EMPTY
+#define R_NONPOS SMOE_KEY_NONPOS
+typedef smoe_key_rule key_rule;
+#define TRAIN_ONLY "smoe train implements"
+#define TRAIN_WOULD "MaxText would train with"
 
 static const key_rule k_refused[] = {
     { "opt_type", R_STR, "adamw", "another optimizer" },
@@ -230,98 +225,6 @@ static const key_rule k_unapplied[] = {
 _Static_assert(sizeof k_unapplied / sizeof k_unapplied[0] <= SMOE_TRAIN_MAX_UNAPPLIED,
                "room for every key read and not applied");
 
-static smoe_status refuse(const smoe_config *c, const key_rule *r, smoe_err *err)
-{
-    char want[96];
-    const char *w = r->want;
-    if (r->kind == R_STR) { /* "a|b" -> "a" or "b", with "" spelled out */
-        size_t o = 0;
-        for (const char *p = w;; p++) {
-            if (*p == '|' || !*p) {
-                if (p == w || p[-1] == '|')
-                    o += (size_t)snprintf(want + o, sizeof want - o, "\"\"");
-                if (!*p)
-                    break;
-                o += (size_t)snprintf(want + o, sizeof want - o, " or ");
-            } else if (o + 1 < sizeof want) {
-                want[o++] = *p;
-                want[o] = '\0';
-            }
-        }
-    } else {
-        snprintf(want, sizeof want, "%s", r->kind == R_NONPOS ? "a value <= 0" : w);
-    }
-    return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(c, r->key),
-                       "%s: smoe train implements only %s: %s (MaxText would train with %s)",
-                       r->key, r->key, want, r->why);
-}
-
-/* Is `v` one of the '|'-separated alternatives of `list`? Numbers
- * (num) compare by value ("150_001" is 150001). */
-static int one_of(const char *v, const char *list, int num)
-{
-    double x = 0, y;
-    if (num && smoe_parse_f64(v, &x))
-        return 0;
-    for (const char *p = list;;) {
-        const char *e = strchr(p, '|');
-        size_t l = e ? (size_t)(e - p) : strlen(p);
-        char alt[64];
-        snprintf(alt, sizeof alt, "%.*s", (int)(l < sizeof alt ? l : sizeof alt - 1), p);
-        if (num ? smoe_parse_f64(alt, &y) == 0 && x == y : strcmp(alt, v) == 0)
-            return 1;
-        if (!e)
-            return 0;
-        p = e + 1;
-    }
-}
-
-/* Does node n (present) hold one of r's values? A value of another type
- * holds none. */
-static int holds_want(const smoe_node *n, const key_rule *r)
-{
-    smoe_scalar_type t = smoe_node_type(n);
-    double x;
-    if (t == SMOE_T_NULL) /* MaxText's None: not set */
-        return 1;
-    if (r->kind == R_EMPTY)
-        return n->kind == SMOE_NODE_SEQ && n->n == 0;
-    if (n->kind != SMOE_NODE_SCALAR)
-        return 0;
-    switch (r->kind) {
-    case R_BOOL: return t == SMOE_T_BOOL && smoe_node_bool_value(n) == (r->want[0] == 't');
-    case R_INT:
-    case R_FLOAT: return one_of(n->str, r->want, 1);
-    case R_NONPOS: return smoe_parse_f64(n->str, &x) == 0 && x <= 0;
-    default: return one_of(n->str, r->want, 0);
-    }
-}
-
-/* A refused key: its type checked (the config's error), then its value;
- * absent or null (MaxText's None, where its type allows it) is not set. */
-static smoe_status check_one(const smoe_config *c, const key_rule *r, smoe_err *err)
-{
-    const smoe_node *n = smoe_config_get(c, r->key);
-    smoe_status s = SMOE_OK;
-    int b;
-    int64_t i;
-    double f;
-    const char *str;
-    if (!n || smoe_node_type(n) == SMOE_T_NULL)
-        return SMOE_OK;
-    switch (r->kind) {
-    case R_BOOL: s = smoe_config_bool(c, r->key, &b, err); break;
-    case R_INT: s = smoe_config_int(c, r->key, &i, err); break;
-    case R_FLOAT:
-    case R_NONPOS: s = smoe_config_float(c, r->key, &f, err); break;
-    case R_STR: s = smoe_config_str(c, r->key, &str, err); break;
-    case R_EMPTY: break;
-    }
-    if (s)
-        return s;
-    return holds_want(n, r) ? SMOE_OK : refuse(c, r, err);
-}
-
 /* n's value as one line of YAML flow text, cut to fit. */
 static void value_text(const smoe_node *n, char *buf, size_t cap)
 {
@@ -340,7 +243,7 @@ int smoe_train_unapplied_keys(const smoe_config *cfg, smoe_train_unapplied *out,
     for (size_t i = 0; i < sizeof k_unapplied / sizeof k_unapplied[0]; i++) {
         const key_rule *r = &k_unapplied[i];
         const smoe_node *v = smoe_config_get(cfg, r->key);
-        if (!v || holds_want(v, r))
+        if (!v || smoe_key_holds(v, r))
             continue; /* absent: MaxText's default */
         if (n < cap) {
             out[n].key = r->key;
@@ -356,7 +259,7 @@ smoe_status tr_refuse_keys(const smoe_config *c, smoe_err *err)
 {
     smoe_status s;
     for (size_t i = 0; i < sizeof k_refused / sizeof k_refused[0]; i++)
-        if ((s = check_one(c, &k_refused[i], err)))
+        if ((s = smoe_key_check(c, &k_refused[i], TRAIN_ONLY, TRAIN_WOULD, err)))
             return s;
     /* N:M sparsity needs both weight_sparsity_n and _m (train.py loss_fn) */
     int64_t nm[2] = { 0, 0 };
@@ -368,7 +271,7 @@ smoe_status tr_refuse_keys(const smoe_config *c, smoe_err *err)
     }
     if (nm[0] && nm[1]) {
         static const key_rule w = { "weight_sparsity_n", R_STR, "null", "N:M weight sparsity" };
-        return refuse(c, &w, err);
+        return smoe_key_refuse(c, &w, TRAIN_ONLY, TRAIN_WOULD, err);
     }
     /* dropout acts only with enable_dropout (train.py loss_fn) */
     int on = 1;
@@ -381,7 +284,7 @@ smoe_status tr_refuse_keys(const smoe_config *c, smoe_err *err)
         return s;
     if (on && rate != 0) {
         static const key_rule d = { "dropout_rate", R_FLOAT, "0", "dropout" };
-        return refuse(c, &d, err);
+        return smoe_key_refuse(c, &d, TRAIN_ONLY, TRAIN_WOULD, err);
     }
     return SMOE_OK;
 }
