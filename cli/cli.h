@@ -74,8 +74,13 @@ void cli_collect_overrides(cli_common *c, int argc, char **argv, int first);
 int cli_exit_code(const smoe_err *err);
 /* Print err: one line "smoe: <where>: <message>" on stderr. */
 void cli_print_err(const smoe_err *err);
-/* Print err and exit (cli_exit_code). */
+/* The one way a command dies: print err and exit (cli_exit_code). Under
+ * MPI (cli_die_under registered the runtime) rank 0 alone prints, every
+ * rank having reached the same verdict, and the runtime is finalized
+ * first, so the ranks leave together. */
 _Noreturn void cli_die(const smoe_err *err);
+struct smoe_rt;
+void cli_die_under(struct smoe_rt *rt);
 _Noreturn void cli_usage_error(const char *where, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Print "smoe: where: what: strerror(errno)" and exit 1 (an I/O error). */
@@ -138,9 +143,10 @@ void cli_json_print(FILE *f, struct cJSON *root);
  * --schedule; key: each one's JSON key and label. */
 typedef struct cli_runs {
     int n, compare;
-    const char *key[8]; /* SMOE_TRAIN_MAX_MODES */
+    const char *key[8]; /* SMOE_TRAIN_MAX_SCHEDULES */
     const char *progress; /* the progress thread's setting (smoe_rt_progress_note), or NULL */
     const char *priority; /* its priority (smoe_rt_progress_priority), or NULL */
+    int legacy;           /* n = 0: the one schedule gathers by the legacy plan */
 } cli_runs;
 
 /* Output of training runs: JSON (train_json.c) and text (train_text.c). */

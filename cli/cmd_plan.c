@@ -188,6 +188,50 @@ static void print_header(const smoe_plan *p)
     printf("\n\n");
 }
 
+/* --topology NAME: its devices per slice times the slices; the devices
+ * are required one way or the other. */
+static void set_devices(cli_common *c, const char *topology)
+{
+    if (topology) {
+        char where[256];
+        snprintf(where, sizeof where, "argument '--topology %s'", topology);
+        if (c->devices)
+            cli_usage_error(where, "give --devices or --topology, not both");
+        smoe_topology t;
+        smoe_err e;
+        if (smoe_topology_find(topology, &t, &e)) {
+            snprintf(e.where, sizeof e.where, "%s", where);
+            cli_die(&e);
+        }
+        c->devices = t.devices_per_slice * c->slices;
+    }
+    if (c->devices == 0)
+        cli_usage_error("argument '--devices'",
+                        "is required (the number of devices), or --topology NAME");
+}
+
+/* The text report: the table and each plan's summary (mode 0 co-axis, 1
+ * legacy, 2 both compared). */
+static void print_text(const smoe_plan *p, int mode, int all, int why)
+{
+    print_header(p);
+    print_table(p, mode, all, why);
+    printf("\n");
+    if (mode != 1)
+        print_summary("co-axis plan", &p->coaxis);
+    if (mode != 0)
+        print_summary("legacy plan", &p->legacy);
+    if (mode == 2) {
+        char b1[64];
+        printf("co-axis vs legacy: %+d tagged, %+d fallback; removes %s per step of "
+               "un-prefetched residual gathers\n",
+               p->coaxis.tagged - p->legacy.tagged, p->coaxis.fallback - p->legacy.fallback,
+               cli_fmt_bytes((double)(p->legacy.step_residual_bytes_recv -
+                                      p->coaxis.step_residual_bytes_recv),
+                             b1, sizeof b1));
+    }
+}
+
 int cmd_plan(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -235,44 +279,13 @@ int cmd_plan(int argc, char **argv)
         }
     }
     cli_collect_overrides(&c, argc, argv, optind);
-    if (topology) {
-        char where[256];
-        snprintf(where, sizeof where, "argument '--topology %s'", topology);
-        if (c.devices)
-            cli_usage_error(where, "give --devices or --topology, not both");
-        smoe_topology t;
-        smoe_err e;
-        if (smoe_topology_find(topology, &t, &e)) {
-            snprintf(e.where, sizeof e.where, "%s", where);
-            cli_die(&e);
-        }
-        c.devices = t.devices_per_slice * c.slices;
-    }
-    if (c.devices == 0)
-        cli_usage_error("argument '--devices'",
-                        "is required (the number of devices), or --topology NAME");
+    set_devices(&c, topology);
     smoe_config *cfg = cli_load_config(&c);
     smoe_plan *p = cli_build_plan(&c, cfg);
-    if (c.json) {
+    if (c.json)
         plan_print_json(stdout, p);
-    } else {
-        print_header(p);
-        print_table(p, mode, all, why);
-        printf("\n");
-        if (mode != 1)
-            print_summary("co-axis plan", &p->coaxis);
-        if (mode != 0)
-            print_summary("legacy plan", &p->legacy);
-        if (mode == 2) {
-            char b1[64];
-            printf("co-axis vs legacy: %+d tagged, %+d fallback; removes %s per step of "
-                   "un-prefetched residual gathers\n",
-                   p->coaxis.tagged - p->legacy.tagged, p->coaxis.fallback - p->legacy.fallback,
-                   cli_fmt_bytes((double)(p->legacy.step_residual_bytes_recv -
-                                          p->coaxis.step_residual_bytes_recv),
-                                 b1, sizeof b1));
-        }
-    }
+    else
+        print_text(p, mode, all, why);
     smoe_plan_free(p);
     smoe_config_free(cfg);
     return SMOE_EXIT_OK;

@@ -308,7 +308,7 @@ static int calibrate(int argc, char **argv, cli_common *c, const char *out, int 
         fprintf(stderr, "smoe: %s\n", err.msg);
         return SMOE_EXIT_FAIL;
     }
-    int root = smoe_rt_rank(rt) == 0;
+    cli_die_under(rt);
     char base[4200];
     const char *cdir = smoe_config_default_dir();
     if (!c->base && cdir) {
@@ -339,10 +339,11 @@ static int calibrate(int argc, char **argv, cli_common *c, const char *out, int 
     /* every rank has the same verdict; rank 0 prints it before the ranks
      * leave together (a rank that exits first may have the launcher end
      * the others) */
-    if (s && root)
-        cli_print_err(&err);
+    if (s)
+        cli_die(&err);
+    cli_die_under(NULL);
     smoe_rt_finalize(rt);
-    return s ? cli_exit_code(&err) : SMOE_EXIT_OK;
+    return SMOE_EXIT_OK;
 }
 
 /* --schedule-out: the budgeted plan (with --hbm-budget) or the uniform
@@ -372,350 +373,466 @@ static void write_schedule(const char *path, const smoe_sim_model *m, smoe_sim_e
     smoe_schedule_free(s);
 }
 
-int cmd_sim(int argc, char **argv)
-{
-    static const struct option longopts[] = {
-        CLI_COMMON_LONGOPTS,
-        CLI_GATHER_LONGOPTS,
-        { "scenario", required_argument, 0, OPT_SCENARIO },
-        { "hardware", required_argument, 0, OPT_HARDWARE },
-        { "batch", required_argument, 0, OPT_BATCH },
-        { "seq", required_argument, 0, OPT_SEQ },
-        { "remat", required_argument, 0, OPT_REMAT },
-        { "prefetch-depth", required_argument, 0, OPT_DEPTH },
-        { "hbm-budget", required_argument, 0, OPT_BUDGET },
-        { "sweep", no_argument, 0, OPT_SWEEP },
-        { "trace", required_argument, 0, OPT_TRACE },
-        { "plot", required_argument, 0, OPT_PLOT },
-        { "profile", required_argument, 0, OPT_PROFILE },
-        { "calibrate", no_argument, 0, OPT_CALIBRATE },
-        { "progress-thread", no_argument, 0, OPT_PTHREAD },
-        { "no-progress-thread", no_argument, 0, OPT_NO_PTHREAD },
-        { "out", required_argument, 0, OPT_OUT },
-        { "schedule-out", required_argument, 0, OPT_SCHED_OUT },
-        { "whole-weights", no_argument, 0, OPT_WHOLE },
-        { "help", no_argument, 0, OPT_HELP },
-        { 0, 0, 0, 0 },
-    };
+static const struct option k_longopts[] = {
+    CLI_COMMON_LONGOPTS,
+    CLI_GATHER_LONGOPTS,
+    { "scenario", required_argument, 0, OPT_SCENARIO },
+    { "hardware", required_argument, 0, OPT_HARDWARE },
+    { "batch", required_argument, 0, OPT_BATCH },
+    { "seq", required_argument, 0, OPT_SEQ },
+    { "remat", required_argument, 0, OPT_REMAT },
+    { "prefetch-depth", required_argument, 0, OPT_DEPTH },
+    { "hbm-budget", required_argument, 0, OPT_BUDGET },
+    { "sweep", no_argument, 0, OPT_SWEEP },
+    { "trace", required_argument, 0, OPT_TRACE },
+    { "plot", required_argument, 0, OPT_PLOT },
+    { "profile", required_argument, 0, OPT_PROFILE },
+    { "calibrate", no_argument, 0, OPT_CALIBRATE },
+    { "progress-thread", no_argument, 0, OPT_PTHREAD },
+    { "no-progress-thread", no_argument, 0, OPT_NO_PTHREAD },
+    { "out", required_argument, 0, OPT_OUT },
+    { "schedule-out", required_argument, 0, OPT_SCHED_OUT },
+    { "whole-weights", no_argument, 0, OPT_WHOLE },
+    { "help", no_argument, 0, OPT_HELP },
+    { 0, 0, 0, 0 },
+};
+
+/* The command line, parsed, and the scenario's defaults under it. */
+typedef struct sim_args {
     cli_common c;
-    cli_common_init(&c);
-    c.dtype_bytes = 0;
-    const char *scenario = NULL, *hardware = NULL, *remat = NULL, *trace_path = NULL, *out = NULL;
-    const char *plot_path = NULL, *profile = NULL, *sched_out = NULL;
-    int whole = 0;
-    int64_t batch = 0, seq = 0, budget = -1;
-    int depth = -1, sweep = 0, calib = 0, pthread = -1, opt, li = -1;
+    const char *scenario, *hardware, *remat, *trace_path, *out, *plot_path, *profile, *sched_out;
+    int whole, depth, sweep, calib, pthread;
+    int64_t batch, seq, budget;
+    smoe_scenario sc;
+    smoe_arena *arena;
+    const char **scn_over; /* the scenario's overrides, then the command line's */
+    char dev_where[400];
+} sim_args;
+
+/* One option; 1 when it asks for the help (printed). */
+static int parse_opt(sim_args *a, int opt, const char *arg, const char *where)
+{
+    switch (opt) {
+    case OPT_SCENARIO: a->scenario = arg; break;
+    case OPT_HARDWARE: a->hardware = arg; break;
+    case OPT_BATCH: a->batch = cli_int("--batch", arg, 1, SMOE_SIM_MAX_BATCH); break;
+    case OPT_SEQ: a->seq = cli_int("--seq", arg, 1, SMOE_SIM_MAX_SEQ); break;
+    case OPT_REMAT: a->remat = arg; parse_remat(arg, where); break;
+    case OPT_DEPTH: a->depth = (int)cli_int("--prefetch-depth", arg, 0, SMOE_SIM_MAX_DEPTH); break;
+    case OPT_BUDGET: a->budget = cli_bytes("--hbm-budget", arg); break;
+    case OPT_SWEEP: a->sweep = 1; break;
+    case OPT_TRACE: a->trace_path = arg; break;
+    case OPT_PLOT: a->plot_path = arg; break;
+    case OPT_PROFILE: a->profile = arg; break;
+    case OPT_CALIBRATE: a->calib = 1; break;
+    case OPT_PTHREAD:
+    case OPT_NO_PTHREAD:
+        if (a->pthread >= 0 && a->pthread != (opt == OPT_PTHREAD))
+            cli_usage_error(where, "contradicts the other progress-thread option");
+        a->pthread = opt == OPT_PTHREAD;
+        break;
+    case OPT_OUT: a->out = arg; break;
+    case OPT_SCHED_OUT: a->sched_out = arg; break;
+    case OPT_WHOLE: a->whole = 1; break;
+    case 'h':
+    case OPT_HELP: usage(stdout); return 1;
+    default:
+        cli_usage_error(where, optopt ? "missing value or unknown option"
+                                      : "unknown option (see 'smoe sim --help')");
+    }
+    return 0;
+}
+
+/* The command line into a; 1 when it asked for the help. */
+static int parse_args(sim_args *a, int argc, char **argv)
+{
+    cli_common_init(&a->c);
+    a->c.dtype_bytes = 0;
+    a->budget = -1;
+    a->depth = -1;
+    a->pthread = -1;
+    int opt, li = -1;
     opterr = 0;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
+    while ((opt = getopt_long(argc, argv, "h", k_longopts, &li)) != -1) {
         char where[300];
         if (li >= 0 && optarg)
-            snprintf(where, sizeof where, "argument '--%s %s'", longopts[li].name, optarg);
+            snprintf(where, sizeof where, "argument '--%s %s'", k_longopts[li].name, optarg);
         else
             snprintf(where, sizeof where, "argument '%s'", argv[optind - 1]);
         li = -1;
-        if (cli_common_opt(&c, opt, optarg))
-            continue;
-        switch (opt) {
-        case OPT_SCENARIO: scenario = optarg; break;
-        case OPT_HARDWARE: hardware = optarg; break;
-        case OPT_BATCH: batch = cli_int("--batch", optarg, 1, SMOE_SIM_MAX_BATCH); break;
-        case OPT_SEQ: seq = cli_int("--seq", optarg, 1, SMOE_SIM_MAX_SEQ); break;
-        case OPT_REMAT: remat = optarg; parse_remat(optarg, where); break;
-        case OPT_DEPTH: depth = (int)cli_int("--prefetch-depth", optarg, 0, SMOE_SIM_MAX_DEPTH); break;
-        case OPT_BUDGET: budget = cli_bytes("--hbm-budget", optarg); break;
-        case OPT_SWEEP: sweep = 1; break;
-        case OPT_TRACE: trace_path = optarg; break;
-        case OPT_PLOT: plot_path = optarg; break;
-        case OPT_PROFILE: profile = optarg; break;
-        case OPT_CALIBRATE: calib = 1; break;
-        case OPT_PTHREAD:
-        case OPT_NO_PTHREAD:
-            if (pthread >= 0 && pthread != (opt == OPT_PTHREAD))
-                cli_usage_error(where, "contradicts the other progress-thread option");
-            pthread = opt == OPT_PTHREAD;
-            break;
-        case OPT_OUT: out = optarg; break;
-        case OPT_SCHED_OUT: sched_out = optarg; break;
-        case OPT_WHOLE: whole = 1; break;
-        case 'h':
-        case OPT_HELP: usage(stdout); return SMOE_EXIT_OK;
-        default:
-            cli_usage_error(where, optopt ? "missing value or unknown option"
-                                          : "unknown option (see 'smoe sim --help')");
-        }
+        if (!cli_common_opt(&a->c, opt, optarg) && parse_opt(a, opt, optarg, where))
+            return 1;
     }
-    cli_collect_overrides(&c, argc, argv, optind);
-    if (pthread >= 0 && !calib)
-        cli_usage_error(pthread ? "argument '--progress-thread'" : "argument '--no-progress-thread'",
+    cli_collect_overrides(&a->c, argc, argv, optind);
+    if (a->pthread >= 0 && !a->calib)
+        cli_usage_error(a->pthread ? "argument '--progress-thread'"
+                                   : "argument '--no-progress-thread'",
                         "is read only with --calibrate (smoe train takes it for a run)");
-    if (calib)
-        return calibrate(argc, argv, &c, out, pthread < 0 ? SMOE_RT_PROGRESS_AUTO : pthread);
-    /* the scenario supplies defaults; options given on the command line win */
-    smoe_scenario sc;
-    memset(&sc, 0, sizeof sc);
-    smoe_arena *arena = smoe_arena_new(64 * 1024);
-    char path[4200];
-    const char **scn_over = NULL; /* the scenario's overrides, then the command line's */
-    if (scenario) {
-        smoe_err err;
-        const char *f = cli_named_file(scenario, "scenarios", path, sizeof path);
-        if (access(f, R_OK) != 0) {
-            char where[300];
-            snprintf(where, sizeof where, "argument '--scenario %s'", scenario);
-            cli_usage_error(where, "no scenario file %s", f);
-        }
-        if (smoe_scenario_load(arena, f, &sc, &err))
-            cli_die(&err);
-        if (!c.model)
-            c.model = sc.model;
-        if (!c.rules)
-            c.rules = sc.rules;
-        if (!hardware)
-            hardware = sc.hardware;
-        static char dev_where[400];
-        if (!c.devices && sc.devices) {
-            c.devices = sc.devices;
-            if (sc.slices > 1 && c.slices == 1)
-                snprintf(dev_where, sizeof dev_where, "%s:%d:%d (devices: %lld, slices: %lld)",
-                         sc.file, sc.devices_loc.line, sc.devices_loc.col,
-                         (long long)sc.devices, (long long)sc.slices);
-            else
-                snprintf(dev_where, sizeof dev_where, "%s:%d:%d (devices: %lld)", sc.file,
-                         sc.devices_loc.line, sc.devices_loc.col, (long long)sc.devices);
-            c.devices_where = dev_where;
-        }
-        if (c.slices == 1 && sc.slices > 1)
-            c.slices = sc.slices;
-        if (!batch)
-            batch = sc.batch;
-        if (!seq)
-            seq = sc.seq;
-        if (!remat)
-            remat = sc.remat;
-        if (!c.dtype_bytes)
-            c.dtype_bytes = sc.dtype_bytes;
-        if (depth < 0)
-            depth = sc.prefetch_depth;
-        int n = 0;
-        scn_over = cli_alloc((size_t)(sc.n_overrides + c.n_kv + 1) * sizeof *scn_over);
-        for (int i = 0; i < sc.n_overrides; i++)
-            scn_over[n++] = sc.overrides[i];
-        for (int i = 0; i < c.n_kv; i++)
-            scn_over[n++] = c.kv[i];
-        c.kv = scn_over;
-        c.n_kv = n;
-    }
-    if (!hardware)
-        cli_usage_error("argument '--hardware'", "is required (or a --scenario that names one)");
-    if (!c.devices)
-        cli_usage_error("argument '--devices'", "is required (or a --scenario that sets it)");
-    if (depth < 0)
-        depth = 1;
-    smoe_hw hw;
-    smoe_err err;
-    const char *hwf = cli_named_file(hardware, "hardware", path, sizeof path);
-    char hw_where[300];
-    snprintf(hw_where, sizeof hw_where, "argument '--hardware %s'", hardware);
-    if (cli_hardware_check(hardware, hwf, hw_where, &err) || smoe_hw_load(hwf, &hw, &err))
-        cli_die(&err);
-    smoe_sim_shape sh;
-    memset(&sh, 0, sizeof sh);
-    sh.batch = batch;
-    sh.seq = seq;
-    sh.remat = remat ? parse_remat(remat, "argument '--remat'") : SMOE_REMAT_FULL;
-    sh.remat_set = remat != NULL; /* else the config's remat_policy */
-    sh.dtype_bytes = c.dtype_bytes; /* 0: weight_dtype */
+    return 0;
+}
 
-    smoe_plan *plan;
-    smoe_sim_model *m = build(&c, NULL, NULL, 0, &hw, &sh, &plan);
+/* The scenario's devices (and slices) where the command line set none. */
+static void scenario_devices(sim_args *a)
+{
+    const smoe_scenario *sc = &a->sc;
+    cli_common *c = &a->c;
+    if (!c->devices && sc->devices) {
+        c->devices = sc->devices;
+        if (sc->slices > 1 && c->slices == 1)
+            snprintf(a->dev_where, sizeof a->dev_where, "%s:%d:%d (devices: %lld, slices: %lld)",
+                     sc->file, sc->devices_loc.line, sc->devices_loc.col,
+                     (long long)sc->devices, (long long)sc->slices);
+        else
+            snprintf(a->dev_where, sizeof a->dev_where, "%s:%d:%d (devices: %lld)", sc->file,
+                     sc->devices_loc.line, sc->devices_loc.col, (long long)sc->devices);
+        c->devices_where = a->dev_where;
+    }
+    if (c->slices == 1 && sc->slices > 1)
+        c->slices = sc->slices;
+}
+
+/* The scenario supplies defaults; options given on the command line win. */
+static void apply_scenario(sim_args *a)
+{
+    smoe_err err;
+    char path[4200];
+    const char *f = cli_named_file(a->scenario, "scenarios", path, sizeof path);
+    if (access(f, R_OK) != 0) {
+        char where[300];
+        snprintf(where, sizeof where, "argument '--scenario %s'", a->scenario);
+        cli_usage_error(where, "no scenario file %s", f);
+    }
+    smoe_scenario *sc = &a->sc;
+    cli_common *c = &a->c;
+    if (smoe_scenario_load(a->arena, f, sc, &err))
+        cli_die(&err);
+    if (!c->model)
+        c->model = sc->model;
+    if (!c->rules)
+        c->rules = sc->rules;
+    if (!a->hardware)
+        a->hardware = sc->hardware;
+    scenario_devices(a);
+    if (!a->batch)
+        a->batch = sc->batch;
+    if (!a->seq)
+        a->seq = sc->seq;
+    if (!a->remat)
+        a->remat = sc->remat;
+    if (!c->dtype_bytes)
+        c->dtype_bytes = sc->dtype_bytes;
+    if (a->depth < 0)
+        a->depth = sc->prefetch_depth;
+    int n = 0;
+    a->scn_over = cli_alloc((size_t)(sc->n_overrides + c->n_kv + 1) * sizeof *a->scn_over);
+    for (int i = 0; i < sc->n_overrides; i++)
+        a->scn_over[n++] = sc->overrides[i];
+    for (int i = 0; i < c->n_kv; i++)
+        a->scn_over[n++] = c->kv[i];
+    c->kv = a->scn_over;
+    c->n_kv = n;
+}
+
+/* --profile: the measured layer times replace the model's (some kind of
+ * this model must have spans). */
+static void load_profile(const sim_args *a, smoe_sim_model *m, double prof[2][2],
+                         int prof_n[2][2])
+{
+    cli_trace_layer_times(a->profile, prof, prof_n);
+    int any = 0;
+    for (int k = 0; k < 2; k++)
+        any |= smoe_sim_model_has_kind(m, k) && (prof_n[0][k] || prof_n[1][k]);
+    if (!any) {
+        char where[300];
+        snprintf(where, sizeof where, "argument '--profile %s'", a->profile);
+        cli_usage_error(where, "no 'fwd L<n> dense|moe' / 'bwd L<n> ...' spans for this "
+                               "model's layer kinds");
+    }
+    apply_profile(m, prof, prof_n);
+}
+
+/* What runs, and what came of it. */
+typedef struct sim_rows {
+    int accel;
+    smoe_sim_executor own, mx;  /* smoe's schedules' executor, MaxText's paths' */
+    char uniform_name[32];
+    run runs[MAX_RUNS];
+    smoe_trace *traces[MAX_RUNS];
+    int n;
     double prof[2][2];
     int prof_n[2][2];
-    if (profile) {
-        cli_trace_layer_times(profile, prof, prof_n);
-        int any = 0;
-        for (int k = 0; k < 2; k++)
-            any |= smoe_sim_model_has_kind(m, k) && (prof_n[0][k] || prof_n[1][k]);
-        if (!any) {
-            char where[300];
-            snprintf(where, sizeof where, "argument '--profile %s'", profile);
-            cli_usage_error(where, "no 'fwd L<n> dense|moe' / 'bwd L<n> ...' spans for this "
-                                   "model's layer kinds");
-        }
-    }
-    if (profile)
-        apply_profile(m, prof, prof_n);
-    /* What each row simulates is chosen here: on accelerators XLA's scan
-     * (the baseline), MaxText's prefetch path (prefetch*, legacy and the
-     * scenario's variants) and smoe's schedule in XLA's dataflow (the
-     * uniform depth, the budgeted plan); on cpu profiles smoe's runtime,
-     * which smoe train executes, for every row. */
-    int accel = hw.kind != SMOE_HW_CPU;
-    smoe_sim_executor own = accel ? SMOE_SIM_EXEC_XLA_PREFETCH : SMOE_SIM_EXEC_RUNTIME;
-    smoe_sim_executor mx = accel ? SMOE_SIM_EXEC_MAXTEXT : own;
-    run runs[MAX_RUNS];
-    int n = 0;
-    smoe_sim_sched sd;
-    char uniform_name[32];
-    snprintf(uniform_name, sizeof uniform_name, "uniform_depth_%d", depth);
+    smoe_sim_point curve[512];
+    int ncurve, feasible;
+    unsigned char dist[2][SMOE_SIM_MAX_WEIGHTS];
+} sim_rows;
+
+/* One row: schedule sd on m, traced when a trace or plot is asked for. */
+static void run_row(const sim_args *a, sim_rows *R, const smoe_sim_model *m,
+                    const smoe_sim_sched *sd, const char *name)
+{
+    int n = R->n;
+    R->traces[n] = a->trace_path || a->plot_path ? new_trace(n, name) : NULL;
+    R->runs[n].name = name;
+    R->runs[n].exec = sd->executor;
+    if (smoe_sim_run(m, sd, &R->runs[n].r, R->traces[n]))
+        cli_usage_error(NULL, "out of memory in the simulation");
+    R->n++;
+}
+
+/* What each row simulates is chosen here: on accelerators XLA's scan (the
+ * baseline), MaxText's prefetch path (prefetch*, legacy and the
+ * scenario's variants) and smoe's schedule in XLA's dataflow (the uniform
+ * depth, the budgeted plan); on cpu profiles smoe's runtime, which smoe
+ * train executes, for every row. */
+static void run_base(const sim_args *a, sim_rows *R, const smoe_hw *hw, const smoe_sim_model *m)
+{
+    R->accel = hw->kind != SMOE_HW_CPU;
+    R->own = R->accel ? SMOE_SIM_EXEC_XLA_PREFETCH : SMOE_SIM_EXEC_RUNTIME;
+    R->mx = R->accel ? SMOE_SIM_EXEC_MAXTEXT : R->own;
+    snprintf(R->uniform_name, sizeof R->uniform_name, "uniform_depth_%d", a->depth);
     /* XLA's baseline runs without the dedicated SparseCore (the change
      * description gives its flags to the prefetch runs only): its gathers
      * queue with the exchanges */
+    int d = a->depth, accel = R->accel;
     struct { const char *name; int depth, legacy, shared; smoe_sim_executor e; } base[] = {
-        { "baseline", 0, 0, accel, accel ? SMOE_SIM_EXEC_XLA_SCAN : own },
-        { "prefetch", depth, 0, 0, mx }, { "prefetch_shared_queue", depth, 0, 1, mx },
-        { "legacy", depth, 1, 0, mx }, { uniform_name, depth, 0, 0, own },
+        { "baseline", 0, 0, accel, accel ? SMOE_SIM_EXEC_XLA_SCAN : R->own },
+        { "prefetch", d, 0, 0, R->mx }, { "prefetch_shared_queue", d, 0, 1, R->mx },
+        { "legacy", d, 1, 0, R->mx }, { R->uniform_name, d, 0, 0, R->own },
     };
-    smoe_trace *traces[MAX_RUNS];
     for (int i = 0; i < (accel ? 5 : 4); i++) {
+        smoe_sim_sched sd;
         memset(&sd, 0, sizeof sd);
         sd.executor = base[i].e;
         sd.prefetch_depth = base[i].depth;
         sd.legacy = base[i].legacy;
         sd.shared_engine = base[i].shared;
-        traces[n] = trace_path || plot_path ? new_trace(n, base[i].name) : NULL;
-        runs[n].name = base[i].name;
-        runs[n].exec = sd.executor;
-        if (smoe_sim_run(m, &sd, &runs[n].r, traces[n]))
-            cli_usage_error(NULL, "out of memory in the simulation");
-        n++;
+        run_row(a, R, m, &sd, base[i].name);
     }
-    for (int v = 0; v < sc.n_variants && n < MAX_RUNS - 1; v++) {
+}
+
+/* The scenario's variants: MaxText's path on their own plans. */
+static void run_variants(const sim_args *a, sim_rows *R, const smoe_hw *hw,
+                         const smoe_sim_shape *sh)
+{
+    const smoe_scenario *sc = &a->sc;
+    for (int v = 0; v < sc->n_variants && R->n < MAX_RUNS - 1; v++) {
         smoe_plan *vp;
-        smoe_sim_shape vsh = sh;
-        smoe_sim_model *vm = build(&c, sc.variants[v].rules, sc.variants[v].overrides,
-                                   sc.variants[v].n_overrides, &hw, &vsh, &vp);
+        smoe_sim_shape vsh = *sh;
+        smoe_sim_model *vm = build(&a->c, sc->variants[v].rules, sc->variants[v].overrides,
+                                   sc->variants[v].n_overrides, hw, &vsh, &vp);
+        smoe_sim_sched sd;
         memset(&sd, 0, sizeof sd);
-        sd.executor = mx;
-        sd.prefetch_depth = depth;
-        traces[n] = trace_path || plot_path ? new_trace(n, sc.variants[v].name) : NULL;
-        runs[n].name = sc.variants[v].name;
-        runs[n].exec = sd.executor;
-        if (profile)
-            apply_profile(vm, prof, prof_n);
-        if (smoe_sim_run(vm, &sd, &runs[n].r, traces[n]))
-            cli_usage_error(NULL, "out of memory in the simulation");
-        n++;
+        sd.executor = R->mx;
+        sd.prefetch_depth = a->depth;
+        if (a->profile)
+            apply_profile(vm, R->prof, R->prof_n);
+        run_row(a, R, vm, &sd, sc->variants[v].name);
         smoe_sim_model_free(vm);
         smoe_plan_free(vp);
     }
-    smoe_sim_point curve[512];
-    int ncurve = 0, feasible = 1;
-    unsigned char dist[2][SMOE_SIM_MAX_WEIGHTS];
+}
+
+/* The budgeted plan (a row with --hbm-budget) and the Pareto curve. */
+static void run_budget(const sim_args *a, sim_rows *R, const smoe_sim_model *m)
+{
     smoe_sim_result best;
-    if (budget >= 0 || sweep || plot_path) {
-        double b = budget >= 0 ? (double)budget : INFINITY;
-        if (smoe_sim_plan_budget(m, own, 0, b, dist, &best, &feasible, curve, 512, &ncurve))
-            cli_usage_error(NULL, "out of memory in the planner");
-        if (whole && budget >= 0 &&
-            smoe_sim_plan_budget_whole(m, own, 0, b, dist, &best, &feasible))
-            cli_usage_error(NULL, "out of memory in the planner");
-        if (budget >= 0) {
-            runs[n].name = "budgeted";
-            runs[n].exec = own;
-            runs[n].r = best;
-            traces[n] = NULL;
-            n++;
-        }
+    R->feasible = 1;
+    if (a->budget < 0 && !a->sweep && !a->plot_path)
+        return;
+    double b = a->budget >= 0 ? (double)a->budget : INFINITY;
+    if (smoe_sim_plan_budget(m, R->own, 0, b, R->dist, &best, &R->feasible, R->curve, 512,
+                             &R->ncurve))
+        cli_usage_error(NULL, "out of memory in the planner");
+    if (a->whole && a->budget >= 0 &&
+        smoe_sim_plan_budget_whole(m, R->own, 0, b, R->dist, &best, &R->feasible))
+        cli_usage_error(NULL, "out of memory in the planner");
+    if (a->budget >= 0) {
+        R->runs[R->n].name = "budgeted";
+        R->runs[R->n].exec = R->own;
+        R->runs[R->n].r = best;
+        R->traces[R->n] = NULL;
+        R->n++;
     }
-    if (c.json) {
-        const char *names[MAX_RUNS], *execs[MAX_RUNS];
-        smoe_sim_result res[MAX_RUNS];
-        for (int i = 0; i < n; i++) {
-            names[i] = runs[i].name;
-            execs[i] = smoe_sim_executor_name(runs[i].exec);
-            res[i] = runs[i].r;
-        }
-        sim_print_json(stdout, plan, &hw, &sh, names, execs, res, n, &sc, curve,
-                       sweep ? ncurve : 0);
-    } else {
-        printf("hardware: %s (%s); %lld devices; batch %lld x seq %lld per device, remat %s; "
-               "bytes per element: weights %d, compute %d, gradients %d, moments %d + %d\n",
-               hw.name, hwf, (long long)smoe_mesh_devices(&plan->mesh), (long long)sh.batch,
-               (long long)sh.seq, remat ? remat : smoe_sim_remat_name(sh.remat), sh.dtype_bytes, sh.compute_bytes,
-               sh.grad_bytes, sh.mu_bytes, sh.nu_bytes);
-        if (sh.wire_bytes > 0)
-            printf("smoe's runtime gathers %s: %.4g bytes per element on the wire (its "
-                   "schedules only)\n", smoe_dtype_name(c.gather_dtype), sh.wire_bytes);
-        if (profile)
-            print_profile(profile, prof, prof_n);
-        if (accel)
-            printf("schedules: baseline = XLA's scan; prefetch* and legacy = MaxText's "
-                   "prefetch_fsdp_weights (depth 1, full remat); %s = smoe's own at "
-                   "--prefetch-depth\n", uniform_name);
-        else
-            printf("schedules: smoe's runtime, prefetch depth %d\n", depth);
-        printf("mesh:");
-        for (int i = 0; i < plan->mesh.n; i++)
-            if (plan->mesh.size[i] > 1)
-                printf(" %s=%lld", plan->mesh.name[i], (long long)plan->mesh.size[i]);
-        printf("\n\n");
-        print_table(runs, n);
-        const smoe_sim_result *pf = &runs[1].r;
-        char b1[32], b2[32], b3[32], b4[32], b5[32];
-        printf("\npeak HBM of 'prefetch': parameters %s, gradients %s, optimizer %s, gathered "
-               "weights %s, activations %s\n",
-               cli_fmt_bytes(pf->mem_params, b1, sizeof b1),
-               cli_fmt_bytes(pf->mem_grads, b2, sizeof b2),
-               cli_fmt_bytes(pf->mem_optimizer, b3, sizeof b3),
-               cli_fmt_bytes(pf->mem_gathered, b4, sizeof b4),
-               cli_fmt_bytes(pf->mem_activations, b5, sizeof b5));
-        if (budget >= 0 && !feasible)
-            printf("budget %s is below the no-prefetch peak: no prefetch\n",
-                   cli_fmt_bytes((double)budget, b1, sizeof b1));
-        if (sc.n_reported)
-            print_reported(&sc, runs, n);
-        if (sc.n_sources) {
-            printf("\nwhere the scenario's facts come from (%s)\n", sc.file);
-            for (int i = 0; i < sc.n_sources; i++)
-                printf("  %-18s %s\n", sc.source_key[i], sc.source_text[i]);
-        }
-        if (sweep && ncurve > 0) {
-            /* 200 budgets from the no-prefetch peak to the largest useful
-             * one; each takes the best point of the greedy path it fits */
-            double lo = curve[0].peak_hbm_bytes, hi = curve[ncurve - 1].peak_hbm_bytes;
-            printf("\nPareto sweep: %d budgets, %d plans on the greedy path\n", SWEEP_POINTS,
-                   ncurve);
-            printf("%14s %14s %16s %12s\n", "budget", "peak HBM", "exposed AG ms", "step ms");
-            for (int i = 0; i < SWEEP_POINTS; i++) {
-                double b = lo + (hi - lo) * i / (SWEEP_POINTS - 1);
-                int j = 0;
-                for (int k = 0; k < ncurve; k++)
-                    if (curve[k].peak_hbm_bytes <= b * (1 + 1e-12) &&
-                        curve[k].exposed_gather_s <= curve[j].exposed_gather_s)
-                        j = k;
-                printf("%14s %14s %16.2f %12.2f\n", cli_fmt_bytes(b, b2, sizeof b2),
-                       cli_fmt_bytes(curve[j].peak_hbm_bytes, b1, sizeof b1),
-                       curve[j].exposed_gather_s * 1e3, curve[j].step_s * 1e3);
-            }
-        }
+}
+
+/* --sweep: 200 budgets from the no-prefetch peak to the largest useful
+ * one; each takes the best point of the greedy path it fits. */
+static void print_sweep(const smoe_sim_point *curve, int ncurve)
+{
+    char b1[32], b2[32];
+    double lo = curve[0].peak_hbm_bytes, hi = curve[ncurve - 1].peak_hbm_bytes;
+    printf("\nPareto sweep: %d budgets, %d plans on the greedy path\n", SWEEP_POINTS, ncurve);
+    printf("%14s %14s %16s %12s\n", "budget", "peak HBM", "exposed AG ms", "step ms");
+    for (int i = 0; i < SWEEP_POINTS; i++) {
+        double b = lo + (hi - lo) * i / (SWEEP_POINTS - 1);
+        int j = 0;
+        for (int k = 0; k < ncurve; k++)
+            if (curve[k].peak_hbm_bytes <= b * (1 + 1e-12) &&
+                curve[k].exposed_gather_s <= curve[j].exposed_gather_s)
+                j = k;
+        printf("%14s %14s %16.2f %12.2f\n", cli_fmt_bytes(b, b2, sizeof b2),
+               cli_fmt_bytes(curve[j].peak_hbm_bytes, b1, sizeof b1),
+               curve[j].exposed_gather_s * 1e3, curve[j].step_s * 1e3);
     }
-    if (plot_path)
-        write_plot(plot_path, m, own, traces, n, curve, ncurve);
-    if (sched_out)
-        write_schedule(sched_out, m, own, &hw, budget, dist, depth);
-    if (trace_path) {
+}
+
+/* The text report's head: the shape, the profile, the schedules, the mesh. */
+static void print_head(const sim_args *a, const sim_rows *R, const smoe_hw *hw, const char *hwf,
+                       const smoe_plan *plan, const smoe_sim_shape *sh)
+{
+    printf("hardware: %s (%s); %lld devices; batch %lld x seq %lld per device, remat %s; "
+           "bytes per element: weights %d, compute %d, gradients %d, moments %d + %d\n",
+           hw->name, hwf, (long long)smoe_mesh_devices(&plan->mesh), (long long)sh->batch,
+           (long long)sh->seq, a->remat ? a->remat : smoe_sim_remat_name(sh->remat),
+           sh->dtype_bytes, sh->compute_bytes, sh->grad_bytes, sh->mu_bytes, sh->nu_bytes);
+    if (sh->wire_bytes > 0)
+        printf("smoe's runtime gathers %s: %.4g bytes per element on the wire (its "
+               "schedules only)\n", smoe_dtype_name(a->c.gather_dtype), sh->wire_bytes);
+    if (a->profile)
+        print_profile(a->profile, (double(*)[2])R->prof, (int(*)[2])R->prof_n);
+    if (R->accel)
+        printf("schedules: baseline = XLA's scan; prefetch* and legacy = MaxText's "
+               "prefetch_fsdp_weights (depth 1, full remat); %s = smoe's own at "
+               "--prefetch-depth\n", R->uniform_name);
+    else
+        printf("schedules: smoe's runtime, prefetch depth %d\n", a->depth);
+    printf("mesh:");
+    for (int i = 0; i < plan->mesh.n; i++)
+        if (plan->mesh.size[i] > 1)
+            printf(" %s=%lld", plan->mesh.name[i], (long long)plan->mesh.size[i]);
+    printf("\n\n");
+}
+
+/* The text report. */
+static void print_text(const sim_args *a, const sim_rows *R, const smoe_hw *hw, const char *hwf,
+                       const smoe_plan *plan, const smoe_sim_shape *sh)
+{
+    const smoe_scenario *sc = &a->sc;
+    print_head(a, R, hw, hwf, plan, sh);
+    print_table(R->runs, R->n);
+    const smoe_sim_result *pf = &R->runs[1].r;
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
+    printf("\npeak HBM of 'prefetch': parameters %s, gradients %s, optimizer %s, gathered "
+           "weights %s, activations %s\n",
+           cli_fmt_bytes(pf->mem_params, b1, sizeof b1),
+           cli_fmt_bytes(pf->mem_grads, b2, sizeof b2),
+           cli_fmt_bytes(pf->mem_optimizer, b3, sizeof b3),
+           cli_fmt_bytes(pf->mem_gathered, b4, sizeof b4),
+           cli_fmt_bytes(pf->mem_activations, b5, sizeof b5));
+    if (a->budget >= 0 && !R->feasible)
+        printf("budget %s is below the no-prefetch peak: no prefetch\n",
+               cli_fmt_bytes((double)a->budget, b1, sizeof b1));
+    if (sc->n_reported)
+        print_reported(sc, R->runs, R->n);
+    if (sc->n_sources) {
+        printf("\nwhere the scenario's facts come from (%s)\n", sc->file);
+        for (int i = 0; i < sc->n_sources; i++)
+            printf("  %-18s %s\n", sc->source_key[i], sc->source_text[i]);
+    }
+    if (a->sweep && R->ncurve > 0)
+        print_sweep(R->curve, R->ncurve);
+}
+
+static void print_json(const sim_args *a, const sim_rows *R, const smoe_hw *hw,
+                       const smoe_plan *plan, const smoe_sim_shape *sh)
+{
+    const char *names[MAX_RUNS], *execs[MAX_RUNS];
+    smoe_sim_result res[MAX_RUNS];
+    for (int i = 0; i < R->n; i++) {
+        names[i] = R->runs[i].name;
+        execs[i] = smoe_sim_executor_name(R->runs[i].exec);
+        res[i] = R->runs[i].r;
+    }
+    sim_print_json(stdout, plan, hw, sh, names, execs, res, R->n, &a->sc, R->curve,
+                   a->sweep ? R->ncurve : 0);
+}
+
+/* --trace: every traced row's timeline in one file; the traces freed. */
+static void write_traces(const sim_args *a, sim_rows *R)
+{
+    smoe_err err;
+    if (a->trace_path) {
         const char *frags[MAX_RUNS];
         size_t lens[MAX_RUNS];
         int nt = 0;
-        for (int i = 0; i < n; i++)
-            if (traces[i]) {
-                if (smoe_trace_fragment(traces[i], &frags[nt], &lens[nt], &err))
+        for (int i = 0; i < R->n; i++)
+            if (R->traces[i]) {
+                if (smoe_trace_fragment(R->traces[i], &frags[nt], &lens[nt], &err))
                     cli_die(&err);
                 nt++;
             }
-        smoe_out *o = cli_out_open("--trace", trace_path);
+        smoe_out *o = cli_out_open("--trace", a->trace_path);
         cli_out_finish(o, smoe_trace_write(smoe_out_file(o), frags, lens, nt, &err), &err,
-                       "--trace", trace_path);
-        for (int i = 0; i < n; i++)
-            smoe_trace_free(traces[i]);
+                       "--trace", a->trace_path);
     }
-    if (!trace_path)
-        for (int i = 0; i < n; i++)
-            smoe_trace_free(traces[i]);
+    for (int i = 0; i < R->n; i++)
+        smoe_trace_free(R->traces[i]);
+}
+
+/* The profile --hardware names, and the training shape. */
+static void load_hw(sim_args *a, smoe_hw *hw, char *hwf_buf, size_t cap, const char **hwf,
+                    smoe_sim_shape *sh)
+{
+    smoe_err err;
+    if (!a->hardware)
+        cli_usage_error("argument '--hardware'", "is required (or a --scenario that names one)");
+    if (!a->c.devices)
+        cli_usage_error("argument '--devices'", "is required (or a --scenario that sets it)");
+    if (a->depth < 0)
+        a->depth = 1;
+    *hwf = cli_named_file(a->hardware, "hardware", hwf_buf, cap);
+    char hw_where[300];
+    snprintf(hw_where, sizeof hw_where, "argument '--hardware %s'", a->hardware);
+    if (cli_hardware_check(a->hardware, *hwf, hw_where, &err) || smoe_hw_load(*hwf, hw, &err))
+        cli_die(&err);
+    memset(sh, 0, sizeof *sh);
+    sh->batch = a->batch;
+    sh->seq = a->seq;
+    sh->remat = a->remat ? parse_remat(a->remat, "argument '--remat'") : SMOE_REMAT_FULL;
+    sh->remat_set = a->remat != NULL; /* else the config's remat_policy */
+    sh->dtype_bytes = a->c.dtype_bytes; /* 0: weight_dtype */
+}
+
+int cmd_sim(int argc, char **argv)
+{
+    static sim_args a;
+    static sim_rows R;
+    memset(&a, 0, sizeof a);
+    memset(&R, 0, sizeof R);
+    if (parse_args(&a, argc, argv))
+        return SMOE_EXIT_OK;
+    if (a.calib)
+        return calibrate(argc, argv, &a.c, a.out,
+                         a.pthread < 0 ? SMOE_RT_PROGRESS_AUTO : a.pthread);
+    a.arena = smoe_arena_new(64 * 1024);
+    if (a.scenario)
+        apply_scenario(&a);
+    smoe_hw hw;
+    smoe_sim_shape sh;
+    char path[4200];
+    const char *hwf;
+    load_hw(&a, &hw, path, sizeof path, &hwf, &sh);
+    smoe_plan *plan;
+    smoe_sim_model *m = build(&a.c, NULL, NULL, 0, &hw, &sh, &plan);
+    if (a.profile)
+        load_profile(&a, m, R.prof, R.prof_n);
+    run_base(&a, &R, &hw, m);
+    run_variants(&a, &R, &hw, &sh);
+    run_budget(&a, &R, m);
+    if (a.c.json)
+        print_json(&a, &R, &hw, plan, &sh);
+    else
+        print_text(&a, &R, &hw, hwf, plan, &sh);
+    if (a.plot_path)
+        write_plot(a.plot_path, m, R.own, R.traces, R.n, R.curve, R.ncurve);
+    if (a.sched_out)
+        write_schedule(a.sched_out, m, R.own, &hw, a.budget,
+                       (const unsigned char(*)[SMOE_SIM_MAX_WEIGHTS])R.dist, a.depth);
+    write_traces(&a, &R);
     smoe_sim_model_free(m);
     smoe_plan_free(plan);
-    smoe_arena_free(arena);
-    free(scn_over);
+    smoe_arena_free(a.arena);
+    free(a.scn_over);
     return SMOE_EXIT_OK;
 }

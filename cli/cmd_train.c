@@ -43,7 +43,7 @@ static void usage(FILE *f)
             CLI_GATHER_USAGE
             "  --reduce-dtype T     gradient reductions in fp32 (default) or bf16\n"
             "  --schedule FILE      execute a prefetch schedule (smoe sim --schedule-out);\n"
-            "                       given 2 to " CLI_STR(SMOE_TRAIN_MAX_MODES)
+            "                       given 2 to " CLI_STR(SMOE_TRAIN_MAX_SCHEDULES)
             " times: the files take turns step\n"
             "                       by step as with --compare, each summarized apiece\n"
             "  --hbm-budget BYTES   plan the schedule for this memory per rank (smoe sim's\n"
@@ -91,6 +91,20 @@ static void list_keys(FILE *f)
         fprintf(f, "%-30s %-6s %s\n", k[i].name, k[i].type == 'i' ? "int" : "float", k[i].rule);
 }
 
+/* The command line, parsed. */
+typedef struct train_args {
+    smoe_rt *rt;
+    cli_common c;
+    smoe_train_opts o;
+    smoe_rt_opts ro;
+    int compare, quiet, depth, depth_given, legacy, pthread_seen;
+    int64_t hbm_budget;
+    const char *plot_path, *maxmem_arg, *budget_arg, *hw_arg;
+    const char *sched_paths[SMOE_TRAIN_MAX_SCHEDULES];
+    int nsched;
+    char data_default[4200], base_default[4200];
+} train_args;
+
 typedef struct run_ctx {
     int root, quiet, json;
     const cli_runs *runs;
@@ -120,27 +134,6 @@ static void on_note(void *ud, const char *line)
     fprintf(stderr, "note: %s\n", line);
 }
 
-static _Noreturn void fail(smoe_rt *rt, const smoe_err *err)
-{
-    if (smoe_rt_rank(rt) == 0) {
-        char buf[1200];
-        fprintf(stderr, "smoe: %s\n", smoe_err_format(err, buf, sizeof buf));
-    }
-    int code = err->code == SMOE_EINVAL || err->code == SMOE_ENOTFOUND ||
-                       err->code == SMOE_ENOMEM
-                   ? SMOE_EXIT_USAGE
-                   : SMOE_EXIT_FAIL;
-    smoe_rt_finalize(rt);
-    exit(code);
-}
-
-static _Noreturn void fail_arg(smoe_rt *rt, const char *where, const char *msg)
-{
-    smoe_err e;
-    smoe_err_in(&e, SMOE_EINVAL, where, "%s", msg);
-    fail(rt, &e);
-}
-
 /* The files rank 0 writes after the last step, checked before the first
  * (every rank gets rank 0's verdict). */
 static void check_outputs(smoe_rt *rt, const char *plot, const char *trace, const char *dump)
@@ -152,7 +145,7 @@ static void check_outputs(smoe_rt *rt, const char *plot, const char *trace, cons
         if (path[i] && smoe_rt_rank(rt) == 0)
             s = cli_probe_output(path[i], opt[i], &err);
     if (smoe_rt_agree_err(rt, s, &err))
-        fail(rt, &err);
+        cli_die(&err);
 }
 
 /* The library names a byte-count flag by its value in bytes: the error
@@ -165,9 +158,12 @@ static void requote(smoe_err *err, const char *opt, const char *typed)
         snprintf(err->where, sizeof err->where, "argument '%s %s'", opt, typed);
 }
 
-static void print_banner(const smoe_config *cfg, const smoe_plan *p, smoe_rt *rt,
-                         const smoe_train_opts *o, int shared, const smoe_model_cfg *mc)
+static void print_banner(const smoe_config *cfg, const smoe_plan *p, const train_args *a,
+                         const smoe_hw *hw, const smoe_model_cfg *mc)
 {
+    smoe_rt *rt = a->rt;
+    const smoe_train_opts *o = &a->o;
+    int shared = a->ro.shared_queue;
     const char *const *files;
     int nf = smoe_config_sources(cfg, &files);
     printf("smoe train: %d ranks (%s)\n", smoe_rt_size(rt), smoe_rt_library(rt));
@@ -191,13 +187,13 @@ static void print_banner(const smoe_config *cfg, const smoe_plan *p, smoe_rt *rt
     char sched[4300];
     if (o->schedule_name) /* --schedule FILE */
         snprintf(sched, sizeof sched, "the schedule %s", o->schedule_name);
-    else if (o->hbm_budget)
+    else if (a->hbm_budget)
         snprintf(sched, sizeof sched, "planned for %lld bytes per rank (--hbm-budget) on %s",
-                 (long long)o->hbm_budget, o->hw->name);
+                 (long long)a->hbm_budget, hw->name);
     else
-        snprintf(sched, sizeof sched, "prefetch depth %d", o->prefetch_depth);
+        snprintf(sched, sizeof sched, "prefetch depth %d", a->depth);
     printf("schedule: %s, %s gathers, %s queue, data %s, seed %llu\n", sched,
-           o->legacy ? "legacy" : "co-axis", shared ? "shared" : "dedicated", o->data_path,
+           a->legacy ? "legacy" : "co-axis", shared ? "shared" : "dedicated", o->data_path,
            (unsigned long long)o->seed);
     char blk[64] = "";
     if (p->gather_dtype == SMOE_DT_INT8)
@@ -235,336 +231,434 @@ static void check_progress(smoe_rt *rt, smoe_schedule *const *scheds, int n,
                  "run progresses by %s: %s", theirs, strcmp(theirs, "thread") ? "" : " --progress-thread",
                  strcmp(mine, "thread") ? "MPI calls only" : "a progress thread",
                  strcmp(mine, "thread") ? "pass --progress-thread" : "calibrate with --progress-thread");
-        fail_arg(rt, where, msg);
+        cli_usage_error(where, "%s", msg);
     }
+}
+
+
+static const struct option k_longopts[] = {
+    CLI_COMMON_LONGOPTS,
+    CLI_GATHER_LONGOPTS,
+    { "reduce-dtype", required_argument, 0, OPT_REDUCE_DTYPE },
+    { "steps", required_argument, 0, OPT_STEPS },
+    { "seed", required_argument, 0, OPT_SEED },
+    { "data", required_argument, 0, OPT_DATA },
+    { "prefetch-depth", required_argument, 0, OPT_DEPTH },
+    { "gather", required_argument, 0, OPT_GATHER },
+    { "shared-queue", no_argument, 0, OPT_SHARED },
+    { "progress-thread", no_argument, 0, OPT_PTHREAD },
+    { "no-progress-thread", no_argument, 0, OPT_NO_PTHREAD },
+    { "max-memory", required_argument, 0, OPT_MAXMEM },
+    { "trace", required_argument, 0, OPT_TRACE },
+    { "plot", required_argument, 0, OPT_PLOT },
+    { "dump-params", required_argument, 0, OPT_DUMP },
+    { "compare", no_argument, 0, OPT_COMPARE },
+    { "quiet", no_argument, 0, OPT_QUIET },
+    { "help", no_argument, 0, OPT_HELP },
+    { "comm-timeout", required_argument, 0, OPT_TIMEOUT },
+    { "checkpoint-dir", required_argument, 0, OPT_CKPT_DIR },
+    { "checkpoint-every", required_argument, 0, OPT_CKPT_EVERY },
+    { "checkpoint-keep", required_argument, 0, OPT_CKPT_KEEP },
+    { "resume", no_argument, 0, OPT_RESUME },
+    { "list-keys", no_argument, 0, OPT_LIST_KEYS },
+    { "schedule", required_argument, 0, OPT_SCHEDULE },
+    { "hbm-budget", required_argument, 0, OPT_HBM_BUDGET },
+    { "hardware", required_argument, 0, OPT_HARDWARE },
+    { 0, 0, 0, 0 },
+};
+
+/* --steps, --seed, --prefetch-depth */
+static void parse_count(train_args *a, int opt, const char *arg, const char *where)
+{
+    int64_t v;
+    if (smoe_parse_i64(arg, &v) || v < (opt == OPT_STEPS) ||
+        v > (opt == OPT_DEPTH ? SMOE_SIM_MAX_DEPTH : (int64_t)1 << 40)) {
+        if (opt == OPT_DEPTH)
+            cli_usage_error(where, "expected an integer from 0 to %d", SMOE_SIM_MAX_DEPTH);
+        cli_usage_error(where, "expected a positive integer");
+    }
+    if (opt == OPT_STEPS)
+        a->o.steps = v;
+    else if (opt == OPT_SEED)
+        a->o.seed = (uint64_t)v;
+    else {
+        a->depth = (int)v;
+        a->depth_given = 1;
+    }
+}
+
+/* The options of how the run executes; 0 when opt is none of them. */
+static int parse_run_opt(train_args *a, int opt, const char *arg, const char *where)
+{
+    smoe_err err;
+    switch (opt) {
+    case OPT_STEPS:
+    case OPT_SEED:
+    case OPT_DEPTH: parse_count(a, opt, arg, where); return 1;
+    case OPT_GATHER:
+        if (strcmp(arg, "coaxis") != 0 && strcmp(arg, "legacy") != 0)
+            cli_usage_error(where, "expected coaxis or legacy");
+        a->legacy = strcmp(arg, "legacy") == 0;
+        return 1;
+    case OPT_SHARED: a->ro.shared_queue = 1; return 1;
+    case OPT_PTHREAD:
+    case OPT_NO_PTHREAD:
+        if (a->pthread_seen && a->ro.progress_thread != (opt == OPT_PTHREAD))
+            cli_usage_error(where, "contradicts the other progress-thread option");
+        a->ro.progress_thread = opt == OPT_PTHREAD;
+        a->pthread_seen = 1;
+        return 1;
+    case OPT_TIMEOUT: {
+        double t;
+        if (smoe_parse_f64(arg, &t) || !(t >= 0) || t > 1e6)
+            cli_usage_error(where, "expected seconds from 0 (never) to 1000000");
+        smoe_rt_set_timeout(a->rt, t);
+        return 1;
+    }
+    case OPT_REDUCE_DTYPE: {
+        smoe_dtype rd;
+        if (smoe_dtype_parse("--reduce-dtype", arg, 3u, &rd, &err))
+            cli_die(&err);
+        a->o.reduce_dtype = (int)rd;
+        return 1;
+    }
+    default: return 0;
+    }
+}
+
+/* The options of memory and schedules; 0 when opt is none of them. */
+static int parse_sched_opt(train_args *a, int opt, const char *arg, const char *where)
+{
+    smoe_err err;
+    switch (opt) {
+    case OPT_MAXMEM:
+        if (cli_parse_bytes("--max-memory", arg, &a->o.max_memory, &err))
+            cli_die(&err);
+        a->maxmem_arg = arg;
+        return 1;
+    case OPT_SCHEDULE:
+        if (a->nsched == SMOE_TRAIN_MAX_SCHEDULES)
+            cli_usage_error(where, "too many schedules (at most " CLI_STR(
+                                       SMOE_TRAIN_MAX_SCHEDULES) " take turns in one run)");
+        for (int i = 0; i < a->nsched; i++)
+            if (strcmp(a->sched_paths[i], arg) == 0)
+                cli_usage_error(where, "is given twice");
+        a->sched_paths[a->nsched++] = arg;
+        return 1;
+    case OPT_HARDWARE: a->hw_arg = arg; return 1;
+    case OPT_HBM_BUDGET:
+        if (cli_parse_bytes("--hbm-budget", arg, &a->hbm_budget, &err))
+            cli_die(&err);
+        a->budget_arg = arg;
+        return 1;
+    case OPT_COMPARE: a->compare = 1; return 1;
+    default: return 0;
+    }
+}
+
+/* The options of files and output; 0 when opt is none of them. */
+static int parse_file_opt(train_args *a, int opt, const char *arg, const char *where)
+{
+    int64_t v;
+    switch (opt) {
+    case OPT_DATA: a->o.data_path = arg; return 1;
+    case OPT_CKPT_DIR:
+        if (!arg[0])
+            cli_usage_error("argument '--checkpoint-dir'", "is empty: name a directory");
+        a->o.ckpt_dir = arg;
+        return 1;
+    case OPT_CKPT_EVERY:
+        if (smoe_parse_i64(arg, &v) || v < 1 || v > (int64_t)1 << 40)
+            cli_usage_error(where, "expected a positive integer");
+        a->o.ckpt_every = v;
+        return 1;
+    case OPT_CKPT_KEEP:
+        if (smoe_parse_i64(arg, &v) || v < 1 || v > 1000000)
+            cli_usage_error(where, "expected a positive integer");
+        a->o.ckpt_keep = (int)v;
+        return 1;
+    case OPT_RESUME: a->o.resume = 1; return 1;
+    case OPT_TRACE: a->o.trace_path = arg; return 1;
+    case OPT_PLOT: a->plot_path = arg; return 1;
+    case OPT_DUMP: a->o.dump_path = arg; return 1;
+    case OPT_QUIET: a->quiet = 1; return 1;
+    default: return 0;
+    }
+}
+
+/* One option; returns -1, or the exit status of an option that ends the
+ * command (--help, --list-keys). */
+static int parse_opt(train_args *a, int opt, const char *where)
+{
+    smoe_err err;
+    if (opt == OPT_DEVICES)
+        cli_usage_error("argument '--devices'", "is set by the number of MPI ranks");
+    if (opt == OPT_LIST_KEYS || opt == 'h' || opt == OPT_HELP) {
+        if (smoe_rt_rank(a->rt) == 0)
+            opt == OPT_LIST_KEYS ? list_keys(stdout) : usage(stdout);
+        return SMOE_EXIT_OK;
+    }
+    if (parse_run_opt(a, opt, optarg, where) || parse_sched_opt(a, opt, optarg, where) ||
+        parse_file_opt(a, opt, optarg, where))
+        return -1;
+    int g = cli_gather_opt(&a->c, opt, optarg, &err);
+    if (g < 0)
+        cli_die(&err);
+    if (g || cli_common_opt(&a->c, opt, optarg))
+        return -1;
+    cli_usage_error(where, "%s", optopt ? "missing value or unknown option"
+                                        : "unknown option (see 'smoe train --help')");
+}
+
+/* The command line into a (defaults filled); -1, or the exit status of an
+ * option that ends the command. */
+static int parse_args(train_args *a, int argc, char **argv)
+{
+    cli_common_init(&a->c);
+    a->o.steps = 10;
+    a->o.seed = 1;
+    a->depth = 1;
+    a->ro = (smoe_rt_opts){ 0, SMOE_RT_PROGRESS_AUTO };
+    opterr = 0;
+    optind = 1;
+    int li = -1, opt;
+    while ((opt = getopt_long(argc, argv, "h", k_longopts, &li)) != -1) {
+        char where[300];
+        if (li >= 0 && optarg)
+            snprintf(where, sizeof where, "argument '--%s %s'", k_longopts[li].name, optarg);
+        else
+            snprintf(where, sizeof where, "argument '%s'", argv[optind - 1]);
+        li = -1;
+        int code = parse_opt(a, opt, where);
+        if (code >= 0)
+            return code;
+    }
+    for (int i = optind; i < argc; i++) {
+        const char *eq = strchr(argv[i], '=');
+        char where[300];
+        snprintf(where, sizeof where, "argument '%s'", argv[i]);
+        if (!eq || eq == argv[i])
+            cli_usage_error(where, "expected an option or KEY=VALUE");
+    }
+    a->c.kv = (const char **)(argv + optind);
+    a->c.n_kv = argc - optind;
+    const char *cdir = smoe_config_default_dir();
+    if (!a->c.base && cdir) {
+        snprintf(a->base_default, sizeof a->base_default, "%s/train.yml", cdir);
+        a->c.base = a->base_default;
+    }
+    if (!a->c.model)
+        a->c.model = "tiny";
+    if (!a->o.data_path) {
+        snprintf(a->data_default, sizeof a->data_default, "%s/../data/gpl-3.0.txt",
+                 cdir ? cdir : ".");
+        a->o.data_path = a->data_default;
+    }
+    a->c.devices = smoe_rt_size(a->rt);
+    a->o.schedule_name = a->nsched == 1 ? a->sched_paths[0] : NULL;
+    return -1;
+}
+
+/* The flags that do not go together, before anything is read. */
+static void check_flags(const train_args *a)
+{
+    const smoe_train_opts *o = &a->o;
+    if (a->compare && (o->dump_path || o->ckpt_dir))
+        cli_usage_error("argument '--compare'",
+                        "cannot be combined with --dump-params or --checkpoint-dir");
+    if (a->plot_path && !o->trace_path)
+        cli_usage_error("argument '--plot'", "needs --trace FILE (the timeline it draws)");
+    check_outputs(a->rt, a->plot_path, o->trace_path, o->dump_path);
+    if ((o->ckpt_every || o->ckpt_keep || o->resume) && !o->ckpt_dir)
+        cli_usage_error(o->resume      ? "argument '--resume'"
+                        : o->ckpt_keep ? "argument '--checkpoint-keep'"
+                                       : "argument '--checkpoint-every'",
+                        "needs --checkpoint-dir DIR");
+    if (a->depth_given && (a->nsched || a->hbm_budget))
+        cli_usage_error("argument '--prefetch-depth'",
+                        a->nsched ? "cannot be combined with --schedule (the file says when)"
+                                  : "cannot be combined with --hbm-budget (the planner chooses)");
+    if (a->hw_arg && !a->hbm_budget)
+        cli_usage_error("argument '--hardware'", "is read only with --hbm-budget");
+    if (a->nsched > 1 && (a->compare || a->hbm_budget))
+        cli_usage_error("argument '--schedule'",
+                        a->compare ? "given more than once takes turns itself (not with --compare)"
+                                   : "cannot be combined with --hbm-budget (which plans its own)");
+}
+
+/* The profile --hbm-budget plans on. */
+static void load_hw(const train_args *a, smoe_hw *hw)
+{
+    char hwbuf[4200], hw_where[300];
+    smoe_err err;
+    const char *name = a->hw_arg ? a->hw_arg : "cpu-mpi";
+    const char *hwp = cli_named_file(name, "hardware", hwbuf, sizeof hwbuf);
+    if (a->hw_arg)
+        snprintf(hw_where, sizeof hw_where, "argument '--hardware %s'", a->hw_arg);
+    else
+        snprintf(hw_where, sizeof hw_where, "argument '--hbm-budget' (planned on --hardware "
+                 "cpu-mpi unless given)");
+    if (cli_hardware_check(name, hwp, hw_where, &err) || smoe_hw_load(hwp, hw, &err))
+        cli_die(&err);
+}
+
+/* Config and plan: deterministic, so every rank gets the same verdict. */
+static void load_plan(const train_args *a, smoe_config **cfg, smoe_plan **plan)
+{
+    smoe_err err;
+    smoe_config_opts co;
+    memset(&co, 0, sizeof co);
+    co.base_path = a->c.base;
+    co.model = a->c.model;
+    co.rules = a->c.rules;
+    co.overrides = a->c.kv;
+    co.n_overrides = a->c.n_kv;
+    co.use_env = 1;
+    if (smoe_config_load(&co, cfg, &err) || smoe_train_check_keys(*cfg, &err))
+        cli_die(&err);
+    smoe_plan_opts po = { a->c.devices, 1, a->c.params, 4 };
+    if (smoe_plan_build(*cfg, &po, plan, &err)) {
+        if (!err.where[0])
+            snprintf(err.where, sizeof err.where, "%d MPI ranks", smoe_rt_size(a->rt));
+        cli_die(&err);
+    }
+    /* what the gathers move (the int8 block rule refuses or falls back) */
+    if (cli_apply_wire(&a->c, *plan, &err))
+        cli_die(&err);
+    /* a weight whose prefetch all-gather would get uneven shards */
+    if (smoe_plan_check_even(*plan, SMOE_MODE_COAXIS, &err) ||
+        smoe_plan_check_even(*plan, SMOE_MODE_LEGACY, &err))
+        cli_die(&err);
+}
+
+/* The schedules the flags ask for, when no file gives them: --compare's
+ * three (no-prefetch, prefetch and legacy at --prefetch-depth), the
+ * budgeted planner's, or the one depth. Returns how many. */
+static int build_schedules(const train_args *a, const smoe_config *cfg, const smoe_plan *plan,
+                           const smoe_hw *hw, const smoe_model_cfg *mc, smoe_schedule **out)
+{
+    smoe_err err;
+    smoe_status s = SMOE_OK;
+    int n = a->compare ? 3 : 1;
+    if (a->compare && a->hbm_budget)
+        cli_usage_error("argument '--hbm-budget'", "runs one schedule (not with --compare)");
+    if (a->hbm_budget) {
+        smoe_comm comm = smoe_rt_comm(a->rt);
+        int64_t floor;
+        s = smoe_train_floor_bytes(cfg, plan, &comm, a->legacy, &floor, &err);
+        if (!s)
+            s = smoe_schedule_for_budget(cfg, plan, hw, mc->batch, mc->seq, a->hbm_budget,
+                                         floor, a->legacy, &out[0], &err);
+    }
+    for (int i = 0; i < n && !a->hbm_budget && !s; i++)
+        s = a->compare ? smoe_schedule_for_plan(plan, i ? a->depth : 0, i == 2, &out[i], &err)
+                       : smoe_schedule_for_plan(plan, a->depth, a->legacy, &out[i], &err);
+    if (s)
+        cli_die(&err);
+    return n;
+}
+
+/* The schedule files, read before anything else is loaded; each gathers by
+ * the plan --gather names. */
+static void read_schedules(const train_args *a, smoe_schedule **out)
+{
+    smoe_err err;
+    for (int i = 0; i < a->nsched; i++) {
+        if (cli_schedule_read(a->sched_paths[i], &out[i], &err))
+            cli_die(&err);
+        out[i]->legacy = a->legacy;
+    }
+}
+
+/* The library names a run's own refusals of the schedule files by the
+ * flag that asked for them. */
+static void check_files(const train_args *a)
+{
+    if (a->nsched && a->compare)
+        cli_usage_error("argument '--schedule'", "runs one schedule (not with --compare)");
+    if (a->nsched && a->hbm_budget)
+        cli_usage_error("argument '--schedule'",
+                        "cannot be combined with --hbm-budget (which plans its own)");
+}
+
+/* The training and its summary (rank 0 prints). */
+static void run(train_args *a, const smoe_config *cfg, const smoe_plan *plan,
+                smoe_schedule *const *scheds, int n)
+{
+    smoe_rt *rt = a->rt;
+    int root = smoe_rt_rank(rt) == 0;
+    smoe_train_opts *o = &a->o;
+    o->schedules = (const smoe_schedule *const *)scheds;
+    o->nschedules = n;
+    cli_runs runs = { a->compare ? 3 : a->nsched > 1 ? a->nsched : 0, a->compare, { NULL },
+                      smoe_rt_progress_note(rt), NULL, a->legacy };
+    for (int i = 0; i < runs.n; i++)
+        runs.key[i] = a->compare ? train_mode_key(i) : a->sched_paths[i];
+    run_ctx rc = { root, a->quiet, a->c.json, &runs, o->steps };
+    o->on_step = on_step;
+    o->on_note = on_note;
+    o->ud = &rc;
+    smoe_comm comm = smoe_rt_comm(rt);
+    smoe_train_result res;
+    smoe_err err;
+    memset(&res, 0, sizeof res);
+    if (smoe_train_run(cfg, plan, &comm, o, &res, &err)) {
+        requote(&err, "--max-memory", a->maxmem_arg);
+        requote(&err, "--hbm-budget", a->budget_arg);
+        cli_die(&err);
+    }
+    runs.priority = smoe_rt_progress_priority(rt); /* collective */
+    if (root && a->plot_path)
+        cli_plot_trace(o->trace_path, a->plot_path);
+    if (root && a->c.json)
+        train_print_json(stdout, plan, &res, &runs, o->reduce_dtype);
+    else if (root)
+        print_result(o, rt, &res, &runs, a->compare ? a->depth : res.prefetch_distance);
+    smoe_train_result_free(&res);
 }
 
 int cmd_train(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        CLI_COMMON_LONGOPTS,
-        CLI_GATHER_LONGOPTS,
-        { "reduce-dtype", required_argument, 0, OPT_REDUCE_DTYPE },
-        { "steps", required_argument, 0, OPT_STEPS },
-        { "seed", required_argument, 0, OPT_SEED },
-        { "data", required_argument, 0, OPT_DATA },
-        { "prefetch-depth", required_argument, 0, OPT_DEPTH },
-        { "gather", required_argument, 0, OPT_GATHER },
-        { "shared-queue", no_argument, 0, OPT_SHARED },
-        { "progress-thread", no_argument, 0, OPT_PTHREAD },
-        { "no-progress-thread", no_argument, 0, OPT_NO_PTHREAD },
-        { "max-memory", required_argument, 0, OPT_MAXMEM },
-        { "trace", required_argument, 0, OPT_TRACE },
-        { "plot", required_argument, 0, OPT_PLOT },
-        { "dump-params", required_argument, 0, OPT_DUMP },
-        { "compare", no_argument, 0, OPT_COMPARE },
-        { "quiet", no_argument, 0, OPT_QUIET },
-        { "help", no_argument, 0, OPT_HELP },
-        { "comm-timeout", required_argument, 0, OPT_TIMEOUT },
-        { "checkpoint-dir", required_argument, 0, OPT_CKPT_DIR },
-        { "checkpoint-every", required_argument, 0, OPT_CKPT_EVERY },
-        { "checkpoint-keep", required_argument, 0, OPT_CKPT_KEEP },
-        { "resume", no_argument, 0, OPT_RESUME },
-        { "list-keys", no_argument, 0, OPT_LIST_KEYS },
-        { "schedule", required_argument, 0, OPT_SCHEDULE },
-        { "hbm-budget", required_argument, 0, OPT_HBM_BUDGET },
-        { "hardware", required_argument, 0, OPT_HARDWARE },
-        { 0, 0, 0, 0 },
-    };
     smoe_rt *rt;
     smoe_err err;
     if (smoe_rt_init(&argc, &argv, &rt, &err)) {
         fprintf(stderr, "smoe: %s\n", err.msg);
         return SMOE_EXIT_FAIL;
     }
-    int root = smoe_rt_rank(rt) == 0;
-    cli_common c;
-    cli_common_init(&c);
-    smoe_train_opts o;
-    memset(&o, 0, sizeof o);
-    o.steps = 10;
-    o.seed = 1;
-    o.prefetch_depth = 1;
-    int compare = 0, quiet = 0, opt, depth_given = 0;
-    const char *plot_path = NULL;
-    smoe_rt_opts ro = { 0, SMOE_RT_PROGRESS_AUTO };
-    int pthread_seen = 0;
-    char data_default[4200];
-    opterr = 0;
-    optind = 1;
-    int li = -1;
-    const char *maxmem_arg = NULL, *budget_arg = NULL, *sched_path = NULL, *hw_arg = NULL;
-    const char *sched_paths[SMOE_TRAIN_MAX_MODES];
-    int nsched = 0;
-    while ((opt = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
-        char where[300];
-        if (li >= 0 && optarg)
-            snprintf(where, sizeof where, "argument '--%s %s'", longopts[li].name, optarg);
-        else
-            snprintf(where, sizeof where, "argument '%s'", argv[optind - 1]);
-        li = -1;
-        int64_t v;
-        switch (opt) {
-        case OPT_DEVICES:
-            fail_arg(rt, "argument '--devices'", "is set by the number of MPI ranks");
-        case OPT_STEPS:
-        case OPT_SEED:
-        case OPT_DEPTH:
-            if (smoe_parse_i64(optarg, &v) || v < (opt == OPT_STEPS) ||
-                v > (opt == OPT_DEPTH ? SMOE_SIM_MAX_DEPTH : (int64_t)1 << 40)) {
-                char msg[64];
-                snprintf(msg, sizeof msg, "expected an integer from 0 to %d", SMOE_SIM_MAX_DEPTH);
-                fail_arg(rt, where, opt == OPT_DEPTH ? msg : "expected a positive integer");
-            }
-            if (opt == OPT_STEPS)
-                o.steps = v;
-            else if (opt == OPT_SEED)
-                o.seed = (uint64_t)v;
-            else {
-                o.prefetch_depth = (int)v;
-                depth_given = 1;
-            }
-            break;
-        case OPT_DATA: o.data_path = optarg; break;
-        case OPT_GATHER:
-            if (strcmp(optarg, "coaxis") == 0)
-                o.legacy = 0;
-            else if (strcmp(optarg, "legacy") == 0)
-                o.legacy = 1;
-            else
-                fail_arg(rt, where, "expected coaxis or legacy");
-            break;
-        case OPT_SHARED: ro.shared_queue = 1; break;
-        case OPT_PTHREAD:
-        case OPT_NO_PTHREAD:
-            if (pthread_seen && ro.progress_thread != (opt == OPT_PTHREAD))
-                fail_arg(rt, where, "contradicts the other progress-thread option");
-            ro.progress_thread = opt == OPT_PTHREAD;
-            pthread_seen = 1;
-            break;
-        case OPT_MAXMEM:
-            if (cli_parse_bytes("--max-memory", optarg, &o.max_memory, &err))
-                fail(rt, &err);
-            maxmem_arg = optarg;
-            break;
-        case OPT_TIMEOUT: {
-            double t;
-            if (smoe_parse_f64(optarg, &t) || !(t >= 0) || t > 1e6)
-                fail_arg(rt, where, "expected seconds from 0 (never) to 1000000");
-            smoe_rt_set_timeout(rt, t);
-            break;
-        }
-        case OPT_CKPT_DIR:
-            if (!optarg[0])
-                fail_arg(rt, "argument '--checkpoint-dir'", "is empty: name a directory");
-            o.ckpt_dir = optarg;
-            break;
-        case OPT_CKPT_EVERY:
-            if (smoe_parse_i64(optarg, &v) || v < 1 || v > (int64_t)1 << 40)
-                fail_arg(rt, where, "expected a positive integer");
-            o.ckpt_every = v;
-            break;
-        case OPT_CKPT_KEEP:
-            if (smoe_parse_i64(optarg, &v) || v < 1 || v > 1000000)
-                fail_arg(rt, where, "expected a positive integer");
-            o.ckpt_keep = (int)v;
-            break;
-        case OPT_RESUME: o.resume = 1; break;
-        case OPT_SCHEDULE:
-            if (nsched == SMOE_TRAIN_MAX_MODES)
-                fail_arg(rt, where, "too many schedules (at most " CLI_STR(SMOE_TRAIN_MAX_MODES)
-                         " take turns in one run)");
-            for (int i = 0; i < nsched; i++)
-                if (strcmp(sched_paths[i], optarg) == 0)
-                    fail_arg(rt, where, "is given twice");
-            sched_path = sched_paths[nsched++] = optarg;
-            break;
-        case OPT_HARDWARE: hw_arg = optarg; break;
-        case OPT_HBM_BUDGET:
-            if (cli_parse_bytes("--hbm-budget", optarg, &o.hbm_budget, &err))
-                fail(rt, &err);
-            budget_arg = optarg;
-            break;
-        case OPT_TRACE: o.trace_path = optarg; break;
-        case OPT_PLOT: plot_path = optarg; break;
-        case OPT_DUMP: o.dump_path = optarg; break;
-        case OPT_COMPARE: compare = 1; break;
-        case OPT_QUIET: quiet = 1; break;
-        case OPT_LIST_KEYS:
-            if (root)
-                list_keys(stdout);
-            smoe_rt_finalize(rt);
-            return SMOE_EXIT_OK;
-        case 'h':
-        case OPT_HELP:
-            if (root)
-                usage(stdout);
-            smoe_rt_finalize(rt);
-            return SMOE_EXIT_OK;
-        case OPT_REDUCE_DTYPE: {
-            smoe_dtype rd;
-            if (smoe_dtype_parse("--reduce-dtype", optarg, 3u, &rd, &err))
-                fail(rt, &err);
-            o.reduce_dtype = (int)rd;
-            break;
-        }
-        default: {
-            int g = cli_gather_opt(&c, opt, optarg, &err);
-            if (g < 0)
-                fail(rt, &err);
-            if (g)
-                break;
-            if (cli_common_opt(&c, opt, optarg))
-                break;
-            fail_arg(rt, where, optopt ? "missing value or unknown option"
-                                       : "unknown option (see 'smoe train --help')");
-        }
-        }
+    cli_die_under(rt);
+    train_args a;
+    memset(&a, 0, sizeof a);
+    a.rt = rt;
+    int code = parse_args(&a, argc, argv);
+    if (code >= 0) {
+        smoe_rt_finalize(rt);
+        return code;
     }
-    for (int i = optind; i < argc; i++) {
-        const char *eq = strchr(argv[i], '=');
-        if (!eq || eq == argv[i]) {
-            char where[300];
-            snprintf(where, sizeof where, "argument '%s'", argv[i]);
-            fail_arg(rt, where, "expected an option or KEY=VALUE");
-        }
-    }
-    c.kv = (const char **)(argv + optind);
-    c.n_kv = argc - optind;
-    const char *cdir = smoe_config_default_dir();
-    char base_default[4200];
-    if (!c.base && cdir) {
-        snprintf(base_default, sizeof base_default, "%s/train.yml", cdir);
-        c.base = base_default;
-    }
-    if (!c.model)
-        c.model = "tiny";
-    c.devices = smoe_rt_size(rt);
-    if (compare && (o.dump_path || o.ckpt_dir))
-        fail_arg(rt, "argument '--compare'",
-                 "cannot be combined with --dump-params or --checkpoint-dir");
-    if (plot_path && !o.trace_path)
-        fail_arg(rt, "argument '--plot'", "needs --trace FILE (the timeline it draws)");
-    check_outputs(rt, plot_path, o.trace_path, o.dump_path);
-    if ((o.ckpt_every || o.ckpt_keep || o.resume) && !o.ckpt_dir)
-        fail_arg(rt, o.resume ? "argument '--resume'" : o.ckpt_keep ? "argument '--checkpoint-keep'"
-                                                      : "argument '--checkpoint-every'",
-                 "needs --checkpoint-dir DIR");
-    if (depth_given && (sched_path || o.hbm_budget))
-        fail_arg(rt, "argument '--prefetch-depth'",
-                 sched_path ? "cannot be combined with --schedule (the file says when)"
-                            : "cannot be combined with --hbm-budget (the planner chooses)");
-    if (hw_arg && !o.hbm_budget)
-        fail_arg(rt, "argument '--hardware'", "is read only with --hbm-budget");
-    if (nsched > 1 && (compare || o.hbm_budget))
-        fail_arg(rt, "argument '--schedule'", compare
-                 ? "given more than once takes turns itself (not with --compare)"
-                 : "cannot be combined with --hbm-budget (which plans its own)");
-    smoe_schedule *scheds[SMOE_TRAIN_MAX_MODES] = { NULL };
-    for (int i = 0; i < nsched; i++)
-        if (cli_schedule_read(sched_paths[i], &scheds[i], &err))
-            fail(rt, &err);
-    if (nsched == 1) {
-        o.schedule_name = sched_path;
-    } else if (nsched > 1) { /* the files take turns, as --compare's schedules */
-        o.nmodes = nsched;
-        for (int i = 0; i < nsched; i++)
-            o.modes[i] = (smoe_train_mode){ 0, 0, scheds[i] };
-    }
+    check_flags(&a);
+    smoe_schedule *scheds[SMOE_TRAIN_MAX_SCHEDULES] = { NULL };
+    read_schedules(&a, scheds);
     smoe_hw hw;
-    if (o.hbm_budget) {
-        char hwbuf[4200], hw_where[300];
-        const char *name = hw_arg ? hw_arg : "cpu-mpi";
-        const char *hwp = cli_named_file(name, "hardware", hwbuf, sizeof hwbuf);
-        if (hw_arg)
-            snprintf(hw_where, sizeof hw_where, "argument '--hardware %s'", hw_arg);
-        else
-            snprintf(hw_where, sizeof hw_where, "argument '--hbm-budget' (planned on --hardware "
-                     "cpu-mpi unless given)");
-        if (cli_hardware_check(name, hwp, hw_where, &err) || smoe_hw_load(hwp, &hw, &err))
-            fail(rt, &err);
-        o.hw = &hw;
-    }
-    if (!o.data_path) {
-        snprintf(data_default, sizeof data_default, "%s/../data/gpl-3.0.txt", cdir ? cdir : ".");
-        o.data_path = data_default;
-    }
-    /* config and plan: deterministic, so every rank gets the same verdict */
-    smoe_config_opts co;
-    memset(&co, 0, sizeof co);
-    co.base_path = c.base;
-    co.model = c.model;
-    co.rules = c.rules;
-    co.overrides = c.kv;
-    co.n_overrides = c.n_kv;
-    co.use_env = 1;
+    if (a.hbm_budget)
+        load_hw(&a, &hw);
     smoe_config *cfg;
-    if (smoe_config_load(&co, &cfg, &err) || smoe_train_check_keys(cfg, &err))
-        fail(rt, &err);
-    smoe_plan_opts po = { c.devices, 1, c.params, 4 };
     smoe_plan *plan;
-    if (smoe_plan_build(cfg, &po, &plan, &err)) {
-        if (!err.where[0])
-            snprintf(err.where, sizeof err.where, "%d MPI ranks", smoe_rt_size(rt));
-        fail(rt, &err);
-    }
-    /* what the gathers move (the int8 block rule refuses or falls back) */
-    if (cli_apply_wire(&c, plan, &err))
-        fail(rt, &err);
-    /* a weight whose prefetch all-gather would get uneven shards */
-    if (smoe_plan_check_even(plan, SMOE_MODE_COAXIS, &err) ||
-        smoe_plan_check_even(plan, SMOE_MODE_LEGACY, &err))
-        fail(rt, &err);
-    if (smoe_rt_set_mesh(rt, &plan->mesh, &ro, &err))
-        fail(rt, &err);
-    check_progress(rt, scheds, nsched, sched_paths, o.hbm_budget ? &hw : NULL);
+    load_plan(&a, &cfg, &plan);
+    if (smoe_rt_set_mesh(rt, &plan->mesh, &a.ro, &err))
+        cli_die(&err);
+    check_progress(rt, scheds, a.nsched, a.sched_paths, a.hbm_budget ? &hw : NULL);
     smoe_model_cfg mc;
     if (smoe_train_model_cfg(cfg, &plan->mesh, &mc, &err))
-        fail(rt, &err);
-    if (root && !quiet && !c.json)
-        print_banner(cfg, plan, rt, &o, ro.shared_queue, &mc);
-
-    smoe_train_result res;
-    memset(&res, 0, sizeof res);
-    int depth = o.prefetch_depth;
-    if (compare) { /* one run, the three schedules taking turns */
-        static const smoe_train_mode cmp_modes[3] = { { 0, 0, NULL }, { 1, 0, NULL },
-                                                      { 1, 1, NULL } };
-        o.nmodes = 3;
-        for (int i = 0; i < 3; i++) {
-            o.modes[i] = cmp_modes[i];
-            if (o.modes[i].prefetch_depth)
-                o.modes[i].prefetch_depth = depth;
-        }
-    }
-    cli_runs runs = { compare ? 3 : nsched > 1 ? nsched : 0, compare, { NULL },
-                      smoe_rt_progress_note(rt), NULL };
-    for (int i = 0; i < runs.n; i++)
-        runs.key[i] = compare ? train_mode_key(i) : sched_paths[i];
-    run_ctx rc = { root, quiet, c.json, &runs, o.steps };
-    o.on_step = on_step;
-    o.on_note = on_note;
-    o.ud = &rc;
-    smoe_comm comm = smoe_rt_comm(rt);
-    if (smoe_train_run(cfg, plan, nsched == 1 ? scheds[0] : NULL, &comm, &o, &res, &err)) {
-        requote(&err, "--max-memory", maxmem_arg);
-        requote(&err, "--hbm-budget", budget_arg);
-        fail(rt, &err);
-    }
-    runs.priority = smoe_rt_progress_priority(rt); /* collective */
-    if (root && plot_path)
-        cli_plot_trace(o.trace_path, plot_path);
-    if (root) {
-        if (c.json)
-            train_print_json(stdout, plan, &res, &runs, o.reduce_dtype);
-        else
-            print_result(&o, rt, &res, &runs, compare ? depth : res.prefetch_distance);
-    }
-    smoe_train_result_free(&res);
-    for (int i = 0; i < nsched; i++)
+        cli_die(&err);
+    if (smoe_rt_rank(rt) == 0 && !a.quiet && !a.c.json)
+        print_banner(cfg, plan, &a, &hw, &mc);
+    check_files(&a);
+    int n = a.nsched ? a.nsched : build_schedules(&a, cfg, plan, &hw, &mc, scheds);
+    run(&a, cfg, plan, scheds, n);
+    for (int i = 0; i < n; i++)
         smoe_schedule_free(scheds[i]);
     smoe_plan_free(plan);
     smoe_config_free(cfg);
+    cli_die_under(NULL);
     smoe_rt_finalize(rt);
     return SMOE_EXIT_OK;
 }

@@ -1,6 +1,7 @@
 /* Helpers shared by the subcommands: strict option parsing, config and
  * plan loading with one-line errors. */
 #include "cli.h"
+#include "smoe/runtime.h"
 
 #include <errno.h>
 #include <math.h>
@@ -11,8 +12,10 @@
 
 int cli_exit_code(const smoe_err *err)
 {
-    return err->code == SMOE_EINVAL || err->code == SMOE_ENOTFOUND ? SMOE_EXIT_USAGE
-                                                                   : SMOE_EXIT_FAIL;
+    /* out of memory for what an argument asks (--max-memory) is its refusal */
+    int arg = err->code == SMOE_ENOMEM && strncmp(err->where, "argument '", 10) == 0;
+    return err->code == SMOE_EINVAL || err->code == SMOE_ENOTFOUND || arg ? SMOE_EXIT_USAGE
+                                                                          : SMOE_EXIT_FAIL;
 }
 
 void cli_print_err(const smoe_err *err)
@@ -21,23 +24,30 @@ void cli_print_err(const smoe_err *err)
     fprintf(stderr, "smoe: %s\n", smoe_err_format(err, buf, sizeof buf));
 }
 
+static smoe_rt *g_rt; /* the MPI runtime of the command, or NULL */
+
+void cli_die_under(smoe_rt *rt) { g_rt = rt; }
+
 _Noreturn void cli_die(const smoe_err *err)
 {
-    cli_print_err(err);
-    exit(cli_exit_code(err));
+    if (!g_rt || smoe_rt_rank(g_rt) == 0)
+        cli_print_err(err);
+    int code = cli_exit_code(err);
+    if (g_rt)
+        smoe_rt_finalize(g_rt);
+    exit(code);
 }
 
 _Noreturn void cli_usage_error(const char *where, const char *fmt, ...)
 {
+    char msg[768];
     va_list ap;
-    fprintf(stderr, "smoe: ");
-    if (where)
-        fprintf(stderr, "%s: ", where);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n");
-    exit(SMOE_EXIT_USAGE);
+    smoe_err e;
+    smoe_err_in(&e, SMOE_EINVAL, where, "%s", msg);
+    cli_die(&e);
 }
 
 _Noreturn void cli_io_error(const char *where, const char *what)

@@ -21,13 +21,13 @@ static void add_stat(cJSON *o, const char *name, const smoe_train_stat *t)
     cJSON_AddNumberToObject(o, k, t->p75);
 }
 
-/* The steps of `mode` (-1: all) and their summary. */
-static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r, int mode, int64_t skip,
-                       int reduce_dtype)
+/* What the weight gathers and the gradient reductions move, and where the
+ * run started (a checkpoint, the config keys changed since, the keys not
+ * applied). */
+static void add_run_head(cJSON *o, const smoe_plan *p, const smoe_train_result *r,
+                         int reduce_dtype)
 {
-    cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "mesh", cli_json_mesh(&p->mesh));
-    /* what the weight gathers and the gradient reductions move */
     cJSON_AddItemToObject(o, "gather_dtype", cli_json_string(smoe_dtype_name(p->gather_dtype)));
     if (p->gather_dtype == SMOE_DT_INT8)
         cJSON_AddNumberToObject(o, "int8_block", (double)p->int8_block);
@@ -57,35 +57,38 @@ static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r, int mode,
         cJSON_AddItemToObject(x, "reason", cli_json_string(r->unapplied[i].reason));
         cJSON_AddItemToArray(na, x);
     }
-    cJSON *steps = cJSON_AddArrayToObject(o, "steps");
-    for (int64_t i = 0; i < r->nsteps; i++) {
-        const smoe_train_step *s = &r->steps[i];
-        if (mode >= 0 && s->mode != mode)
-            continue;
-        cJSON *x = cJSON_CreateObject();
-        cJSON_AddNumberToObject(x, "step", (double)s->step);
-        cJSON_AddNumberToObject(x, "loss", s->loss);
-        cJSON_AddNumberToObject(x, "lr", s->lr);
-        cJSON_AddNumberToObject(x, "grad_norm", s->grad_norm);
-        cJSON_AddNumberToObject(x, "aux_loss", s->aux_loss);
-        cJSON_AddNumberToObject(x, "z_loss", s->z_loss);
-        cJSON_AddNumberToObject(x, "step_ms", s->step_ms);
-        cJSON_AddNumberToObject(x, "exposed_gather_ms", s->exposed_gather_ms);
-        cJSON_AddNumberToObject(x, "residual_gather_ms", s->residual_ms);
-        cJSON_AddNumberToObject(x, "a2a_ms", s->a2a_ms);
-        cJSON_AddNumberToObject(x, "compute_ms", s->compute_ms);
-        cJSON_AddNumberToObject(x, "gather_ms", s->gather_ms);
-        cJSON_AddNumberToObject(x, "reduce_wait_ms", s->reduce_wait_ms);
-        cJSON_AddNumberToObject(x, "peak_gathered_bytes", (double)s->peak_gathered_bytes);
-        cJSON_AddNumberToObject(x, "peak_tracked_bytes", (double)s->peak_tracked_bytes);
-        cJSON_AddNumberToObject(x, "gathers_at_use", (double)s->gathers_at_use);
-        cJSON_AddNumberToObject(x, "gather_bytes", (double)s->gather_bytes);
-        cJSON_AddNumberToObject(x, "compute_cpu_ms", s->compute_cpu_ms);
-        cJSON_AddNumberToObject(x, "cpu_ms", s->cpu_ms);
-        cJSON_AddNumberToObject(x, "sys_ms", s->sys_ms);
-        cJSON_AddNumberToObject(x, "train_cpu_ms", s->train_cpu_ms);
-        cJSON_AddItemToArray(steps, x);
-    }
+}
+
+static cJSON *step_json(const smoe_train_step *s)
+{
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddNumberToObject(x, "step", (double)s->step);
+    cJSON_AddNumberToObject(x, "loss", s->loss);
+    cJSON_AddNumberToObject(x, "lr", s->lr);
+    cJSON_AddNumberToObject(x, "grad_norm", s->grad_norm);
+    cJSON_AddNumberToObject(x, "aux_loss", s->aux_loss);
+    cJSON_AddNumberToObject(x, "z_loss", s->z_loss);
+    cJSON_AddNumberToObject(x, "step_ms", s->step_ms);
+    cJSON_AddNumberToObject(x, "exposed_gather_ms", s->exposed_gather_ms);
+    cJSON_AddNumberToObject(x, "residual_gather_ms", s->residual_ms);
+    cJSON_AddNumberToObject(x, "a2a_ms", s->a2a_ms);
+    cJSON_AddNumberToObject(x, "compute_ms", s->compute_ms);
+    cJSON_AddNumberToObject(x, "gather_ms", s->gather_ms);
+    cJSON_AddNumberToObject(x, "reduce_wait_ms", s->reduce_wait_ms);
+    cJSON_AddNumberToObject(x, "peak_gathered_bytes", (double)s->peak_gathered_bytes);
+    cJSON_AddNumberToObject(x, "peak_tracked_bytes", (double)s->peak_tracked_bytes);
+    cJSON_AddNumberToObject(x, "gathers_at_use", (double)s->gathers_at_use);
+    cJSON_AddNumberToObject(x, "gather_bytes", (double)s->gather_bytes);
+    cJSON_AddNumberToObject(x, "compute_cpu_ms", s->compute_cpu_ms);
+    cJSON_AddNumberToObject(x, "cpu_ms", s->cpu_ms);
+    cJSON_AddNumberToObject(x, "sys_ms", s->sys_ms);
+    cJSON_AddNumberToObject(x, "train_cpu_ms", s->train_cpu_ms);
+    return x;
+}
+
+/* The run's summary over the steps of `mode` (-1: all) after `skip`. */
+static void add_summary(cJSON *o, const smoe_train_result *r, int mode, int64_t skip)
+{
     smoe_train_summary sm;
     smoe_train_summarize(r, mode, skip, &sm);
     cJSON *sum = cJSON_AddObjectToObject(o, "summary");
@@ -120,6 +123,19 @@ static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r, int mode,
     cJSON_AddNumberToObject(sum, "tokens_per_step", (double)r->tokens_per_step);
     cJSON_AddNumberToObject(sum, "model_flops_per_step", r->model_flops_per_step);
     cJSON_AddStringToObject(sum, "blas_core", r->blas.corename);
+}
+
+/* The steps of `mode` (-1: all) and their summary. */
+static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r, int mode, int64_t skip,
+                       int reduce_dtype)
+{
+    cJSON *o = cJSON_CreateObject();
+    add_run_head(o, p, r, reduce_dtype);
+    cJSON *steps = cJSON_AddArrayToObject(o, "steps");
+    for (int64_t i = 0; i < r->nsteps; i++)
+        if (mode < 0 || r->steps[i].mode == mode)
+            cJSON_AddItemToArray(steps, step_json(&r->steps[i]));
+    add_summary(o, r, mode, skip);
     cJSON_AddStringToObject(o, "params_sha256", r->params_sha256);
     return o;
 }

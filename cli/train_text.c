@@ -90,7 +90,7 @@ void print_result(const smoe_train_opts *o, smoe_rt *rt, const smoe_train_result
     int n = runs->n ? runs->n : 1;
     for (int i = 0; i < n; i++) {
         smoe_train_summarize(r, runs->n ? i : -1, skip, &sm[i]);
-        row(runs->n ? train_mode_label(i, runs) : (o->legacy ? "legacy" : "co-axis"), &sm[i]);
+        row(runs->n ? train_mode_label(i, runs) : (runs->legacy ? "legacy" : "co-axis"), &sm[i]);
     }
     printf("last loss %.4f (loss %.4f at the first step); peak RSS per rank %.1f MiB\n",
            r->nsteps ? r->steps[r->nsteps - 1].loss : 0.0, r->nsteps ? r->steps[0].loss : 0.0,

@@ -198,19 +198,24 @@ int main(int argc, char **argv)
         ranks_comm(&r, &plan->mesh, &err))
         return fail(&r, &err);
 
-    /* the trainer, and the batches fed to it one step at a time */
+    /* the trainer, its prefetch schedule (depth 1, co-axis gathers) and the
+     * batches fed to it one step at a time */
+    smoe_schedule *sched;
+    if (smoe_schedule_for_plan(plan, 1, 0, &sched, &err))
+        return fail(&r, &err);
     smoe_train_opts o;
     memset(&o, 0, sizeof o);
     o.steps = steps;
     o.seed = 1;
-    o.prefetch_depth = 1;
+    o.schedules = (const smoe_schedule *const *)&sched;
+    o.nschedules = 1;
     o.data_path = data_path;
     smoe_model_cfg shape; /* the sequence length the text must cover */
     smoe_train_data *data;
     smoe_trainer *t;
     if (smoe_train_model_cfg(cfg, &plan->mesh, &shape, &err) ||
         smoe_train_data_load(data_path, shape.seq, &data, &err) ||
-        smoe_trainer_new(cfg, plan, NULL, &r.comm, &o, data, &t, &err))
+        smoe_trainer_new(cfg, plan, &r.comm, &o, data, &t, &err))
         return fail(&r, &err);
     const smoe_model_cfg *mc = smoe_trainer_model(t);
     int64_t T = mc->batch * mc->seq;
@@ -252,6 +257,7 @@ int main(int argc, char **argv)
     free(targets);
     free(rec);
     smoe_trainer_free(t);
+    smoe_schedule_free(sched);
     smoe_train_data_free(data);
     smoe_plan_free(plan);
     smoe_config_free(cfg);

@@ -104,7 +104,10 @@ static smoe_status new_trainer(const tiny_rank *r, const smoe_schedule *s, smoe_
 {
     smoe_train_opts o = tiny_opts(3);
     o.schedule_name = "dup.json";
-    return smoe_trainer_new(r->cfg, r->plan, s, &r->comm, &o, NULL, t, err);
+    const smoe_schedule *one[1] = { s };
+    if (s)
+        o.schedules = one;
+    return smoe_trainer_new(r->cfg, r->plan, &r->comm, &o, NULL, t, err);
 }
 
 static void test_trainer(const tiny_rank *r)

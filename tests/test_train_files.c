@@ -50,14 +50,15 @@ static smoe_trainer *trainer(const char *ckpt, int resume, const char *trace, no
     memset(&o, 0, sizeof o);
     o.steps = 6;
     o.seed = 7;
-    o.prefetch_depth = 1;
+    o.schedules = setup_schedules;
+    o.nschedules = 1;
     o.ckpt_dir = ckpt;
     o.resume = resume;
     o.trace_path = trace;
     o.on_note = nt ? on_note : NULL;
     o.ud = nt;
     smoe_trainer *t = NULL;
-    if (smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, err))
+    if (smoe_trainer_new(cfg, plan, &comm, &o, data, &t, err))
         return NULL;
     return t;
 }

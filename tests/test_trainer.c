@@ -7,11 +7,11 @@
  * names every weight by its MaxText path; out-of-range tokens, a save
  * without a checkpoint directory, an unknown parameter and zero steps are
  * refused with an error (and the trainer still steps after a refusal);
- * the schedule changed between steps (smoe_trainer_set_mode: depths 3, 0,
- * 2 built on demand, 9 clamped) trains bitwise as depth 1; a schedule
- * given to smoe_trainer_new (depth 2, built by the sched module) trains
- * bitwise as depth 1, and one missing a weight or given with interleaved
- * modes is refused; a communicator
+ * the schedule changed between steps (smoe_trainer_use_schedule over the
+ * trainer's depths 3, 0, 2 and 1, an index past them refused) trains
+ * bitwise as depth 1; a schedule built from the trainer's weights
+ * (smoe_schedule_build, depth 2) trains bitwise as depth 1, and one
+ * missing a weight is refused naming its file; a communicator
  * whose mesh is not the plan's is refused.
  * usage: test_trainer CONFIG_DIR DATA_FILE */
 #define _GNU_SOURCE
@@ -35,7 +35,8 @@ static smoe_train_opts opts(int64_t steps, const char *ckpt, int resume)
     memset(&o, 0, sizeof o);
     o.steps = steps;
     o.seed = 7;
-    o.prefetch_depth = 1;
+    o.schedules = setup_schedules; /* depth 1 */
+    o.nschedules = 1;
     o.ckpt_dir = ckpt;
     o.resume = resume;
     return o;
@@ -68,7 +69,7 @@ static void test_resume(const char *dir)
     char ha[65] = "", hb[65] = "", ckpt[4200];
     smoe_train_opts o = opts(6, NULL, 0);
     smoe_trainer *t;
-    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    CHECKF(smoe_trainer_new(cfg, plan, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
     if (!t)
         return;
     run(t, 0, 6, a);
@@ -80,7 +81,7 @@ static void test_resume(const char *dir)
 
     snprintf(ckpt, sizeof ckpt, "%s/ckpt", dir);
     o = opts(6, ckpt, 0);
-    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    CHECKF(smoe_trainer_new(cfg, plan, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
     if (!t)
         return;
     run(t, 0, 3, b);
@@ -89,7 +90,7 @@ static void test_resume(const char *dir)
     smoe_trainer_free(t);
 
     o = opts(6, ckpt, 1);
-    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    CHECKF(smoe_trainer_new(cfg, plan, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
     if (!t)
         return;
     smoe_train_result res;
@@ -113,7 +114,7 @@ static void test_params_and_refusals(void)
     smoe_err err;
     smoe_train_opts o = opts(2, NULL, 0);
     smoe_trainer *t;
-    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    CHECKF(smoe_trainer_new(cfg, plan, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
     if (!t)
         return;
     int n;
@@ -172,7 +173,7 @@ static void test_params_and_refusals(void)
     smoe_trainer_free(t);
     o = opts(0, NULL, 0);
     t = (smoe_trainer *)1;
-    CHECK(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_EINVAL);
+    CHECK(smoe_trainer_new(cfg, plan, &comm, &o, data, &t, &err) == SMOE_EINVAL);
     CHECK(t == NULL);
     CHECKF(strstr(err.where, "--steps") != NULL, "%s: %s", err.where, err.msg);
     /* the communicator's ranks must form the plan's mesh */
@@ -181,7 +182,7 @@ static void test_params_and_refusals(void)
     o = opts(2, NULL, 0);
     CHECK(smoe_comm_local_new(&other, 20, &c2, &err) == SMOE_OK);
     t = (smoe_trainer *)1;
-    CHECK(smoe_trainer_new(cfg, plan, NULL, &c2, &o, data, &t, &err) == SMOE_EINVAL);
+    CHECK(smoe_trainer_new(cfg, plan, &c2, &o, data, &t, &err) == SMOE_EINVAL);
     CHECK(t == NULL);
     CHECKF(strstr(err.msg, "is not the plan's") != NULL, "%s", err.msg);
     smoe_comm_local_free(&c2);
@@ -204,7 +205,7 @@ static void reference(void)
     smoe_err err;
     smoe_train_opts o = opts(6, NULL, 0);
     smoe_trainer *t;
-    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    CHECKF(smoe_trainer_new(cfg, plan, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
     if (!t)
         return;
     run(t, 0, 6, ref);
@@ -234,34 +235,46 @@ static void check_as_reference(smoe_trainer *t, const smoe_train_step *b, const 
     CHECKF(strcmp(ref_sha, hb) == 0, "%s: parameters %s vs %s", what, hb, ref_sha);
 }
 
-/* The schedule changed between steps through smoe_trainer_set_mode: the
- * trainer's own depth, depth 0, a depth it was not made with (a schedule
- * built on demand) and one past its pool (clamped) train bitwise as depth 1
- * throughout (gathers are exact copies; only their timing differs). */
-static void test_set_mode(void)
+/* The schedule changed between steps through smoe_trainer_use_schedule:
+ * the trainer's depths 3, 0, 2 and 1 train bitwise as depth 1 throughout
+ * (gathers are exact copies; only their timing differs); an index past
+ * them is refused and leaves the schedule as it was. */
+static void test_use_schedule(void)
 {
     smoe_err err;
     smoe_train_step b[6];
     memset(b, 0, sizeof b);
+    static const int depths[4] = { 3, 0, 2, 1 };
+    smoe_schedule *own[4] = { NULL };
+    const smoe_schedule *sc[4];
+    for (int i = 0; i < 4; i++) {
+        CHECKF(smoe_schedule_for_plan(plan, depths[i], 0, &own[i], &err) == SMOE_OK, "%s",
+               err.msg);
+        sc[i] = own[i];
+    }
     smoe_train_opts o = opts(6, NULL, 0);
-    o.prefetch_depth = 3;
-    smoe_trainer *t;
-    CHECKF(smoe_trainer_new(cfg, plan, NULL, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
-    if (!t)
-        return;
-    static const int depth[6] = { 3, 0, 2, 2, 9, 1 };
-    for (int s = 0; s < 6; s++) {
-        CHECKF(smoe_trainer_set_mode(t, depth[s], 0, &err) == SMOE_OK, "%s", err.msg);
+    o.schedules = sc;
+    o.nschedules = 4;
+    smoe_trainer *t = NULL;
+    if (own[3])
+        CHECKF(smoe_trainer_new(cfg, plan, &comm, &o, data, &t, &err) == SMOE_OK, "%s",
+               err.msg);
+    static const int use[6] = { 0, 1, 2, 2, 3, 3 };
+    for (int s = 0; t && s < 6; s++) {
+        CHECKF(smoe_trainer_use_schedule(t, use[s], &err) == SMOE_OK, "%s", err.msg);
+        CHECK(smoe_trainer_use_schedule(t, 4, &err) == SMOE_EINVAL);
         run(t, s, s + 1, b);
     }
-    check_as_reference(t, b, "depths 3 0 2 2 9 1");
+    if (t)
+        check_as_reference(t, b, "depths 3 0 2 2 1 1");
     smoe_trainer_free(t);
+    for (int i = 0; i < 4; i++)
+        smoe_schedule_free(own[i]);
 }
 
-/* A schedule given to smoe_trainer_new (its own argument): a uniform
- * depth-2 schedule built by the sched module for the trainer's layer
- * weights trains bitwise as the options' depth 1; one that names a weight
- * too few, or that is given with interleaved modes, is refused. */
+/* A uniform depth-2 schedule built by the sched module for the trainer's
+ * layer weights trains bitwise as depth 1; one that names a weight too few
+ * is refused naming its file. */
 static void test_given_schedule(void)
 {
     smoe_err err;
@@ -275,29 +288,23 @@ static void test_given_schedule(void)
     if (!sc)
         return;
     smoe_train_opts o = opts(6, NULL, 0);
+    const smoe_schedule *one[1] = { sc };
+    o.schedules = one;
     o.schedule_name = "depth2.json";
     smoe_trainer *t;
-    CHECKF(smoe_trainer_new(cfg, plan, sc, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
+    CHECKF(smoe_trainer_new(cfg, plan, &comm, &o, data, &t, &err) == SMOE_OK, "%s", err.msg);
     if (t) {
         run(t, 0, 6, b);
         check_as_reference(t, b, "a given depth-2 schedule");
         smoe_trainer_free(t);
     }
-    /* interleaved modes run their own schedules */
-    smoe_train_opts o2 = o;
-    o2.nmodes = 2;
-    o2.modes[0].prefetch_depth = 0;
-    o2.modes[1].prefetch_depth = 1;
-    t = (smoe_trainer *)1;
-    CHECK(smoe_trainer_new(cfg, plan, sc, &comm, &o2, data, &t, &err) == SMOE_EINVAL);
-    CHECK(t == NULL);
-    CHECKF(strstr(err.where, "--schedule") != NULL, "%s: %s", err.where, err.msg);
     /* a schedule that misses a weight of the model */
     int nf[2] = { lw_n[0], lw_n[1] - 1 };
     CHECKF(smoe_schedule_build(n_layers, n_dense, nf, nm, 1, NULL, &few, &err) == SMOE_OK, "%s",
            err.msg);
     t = (smoe_trainer *)1;
-    CHECK(few && smoe_trainer_new(cfg, plan, few, &comm, &o, data, &t, &err) == SMOE_EINVAL);
+    one[0] = few;
+    CHECK(few && smoe_trainer_new(cfg, plan, &comm, &o, data, &t, &err) == SMOE_EINVAL);
     CHECK(t == NULL);
     CHECKF(strstr(err.where, "depth2.json") != NULL, "%s: %s", err.where, err.msg);
     smoe_schedule_free(few);
@@ -316,7 +323,7 @@ int main(int argc, char **argv)
     test_resume(tmpl);
     test_params_and_refusals();
     reference();
-    test_set_mode();
+    test_use_schedule();
     test_given_schedule();
     CHECK(trainer_teardown(tmpl, cfg, plan, &comm, data) == 0);
     return check_report();

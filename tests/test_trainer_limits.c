@@ -5,9 +5,11 @@
  *      longest one allowed reads inside the text (tokens are the file's
  *      bytes from an offset, targets the next ones); a negative batch and
  *      an empty sequence are refused;
- *   2. smoe_trainer_set_mode: a negative depth and a plan the trainer has
- *      no gathers for (legacy on a co-axis trainer and the reverse) are
- *      refused, and the trainer still steps;
+ *   2. smoe_trainer_use_schedule: an index outside the trainer's
+ *      schedules is refused, and the trainer still steps; no schedules,
+ *      too many or a NULL one are refused by smoe_trainer_new; a legacy
+ *      schedule (a property of the schedule) and a co-axis one take turns
+ *      in one trainer;
  *   3. the learning rate past o->steps: a trainer stepped beyond its steps
  *      holds the schedule's final value (optax's cosine_decay_schedule
  *      clips its count; MaxText's loop never steps past the end) instead of
@@ -87,21 +89,39 @@ static int run(smoe_trainer *t, const smoe_train_data *data, int64_t from, int64
     return bad;
 }
 
-/* Mode refusals, then 5 steps of a trainer made for 3: its lr holds. */
+/* smoe_trainer_new refuses no schedules, too many and a NULL one. */
+static void test_schedule_refusals(const tiny_rank *r)
+{
+    smoe_err err;
+    smoe_train_opts o = tiny_opts(3);
+    const smoe_schedule *many[SMOE_TRAIN_MAX_SCHEDULES + 1], *none[1] = { NULL };
+    for (int i = 0; i <= SMOE_TRAIN_MAX_SCHEDULES; i++)
+        many[i] = r->sched;
+    for (int k = 0; k < 3; k++) {
+        o.schedules = k == 2 ? none : many;
+        o.nschedules = k == 0 ? 0 : k == 1 ? SMOE_TRAIN_MAX_SCHEDULES + 1 : 1;
+        smoe_trainer *t = (smoe_trainer *)1;
+        CHECK(smoe_trainer_new(r->cfg, r->plan, &r->comm, &o, NULL, &t, &err) == SMOE_EINVAL);
+        CHECK(t == NULL);
+        CHECKF(strstr(err.msg, k == 2 ? "schedule 0 is NULL" : "take turns in one run") != NULL,
+               "%s", err.msg);
+    }
+}
+
+/* Schedule refusals, then 5 steps of a trainer made for 3: its lr holds. */
 static void test_modes_and_lr(const tiny_rank *r, const smoe_train_data *data)
 {
     smoe_err err;
     smoe_train_opts o = tiny_opts(3);
     smoe_trainer *t = NULL;
-    CHECKF(smoe_trainer_new(r->cfg, r->plan, NULL, &r->comm, &o, data, &t, &err) == SMOE_OK,
+    CHECKF(smoe_trainer_new(r->cfg, r->plan, &r->comm, &o, data, &t, &err) == SMOE_OK,
            "%s", err.msg);
     if (!t)
         return;
-    CHECK(smoe_trainer_set_mode(t, -1, 0, &err) == SMOE_EINVAL);
-    CHECKF(strstr(err.msg, "prefetch depth -1") != NULL, "%s", err.msg);
-    CHECK(smoe_trainer_set_mode(t, 1, 1, &err) == SMOE_EINVAL);
-    CHECKF(strstr(err.msg, "legacy 1: the trainer has only the co-axis gathers"), "%s", err.msg);
-    CHECKF(smoe_trainer_set_mode(t, 2, 0, &err) == SMOE_OK, "%s", err.msg);
+    CHECK(smoe_trainer_use_schedule(t, -1, &err) == SMOE_EINVAL);
+    CHECKF(strstr(err.msg, "schedule -1: the trainer has 1") != NULL, "%s", err.msg);
+    CHECK(smoe_trainer_use_schedule(t, 1, &err) == SMOE_EINVAL);
+    CHECKF(smoe_trainer_use_schedule(t, 0, &err) == SMOE_OK, "%s", err.msg);
     smoe_train_step rec[5];
     memset(rec, 0, sizeof rec);
     if (run(t, data, 0, 5, rec) == 0) {
@@ -114,15 +134,21 @@ static void test_modes_and_lr(const tiny_rank *r, const smoe_train_data *data)
         CHECK(isfinite(rec[4].loss));
     }
     smoe_trainer_free(t);
-    o.legacy = 1; /* a trainer of the legacy plan alone */
-    CHECKF(smoe_trainer_new(r->cfg, r->plan, NULL, &r->comm, &o, NULL, &t, &err) == SMOE_OK,
+    test_schedule_refusals(r);
+    /* a legacy schedule beside a co-axis one: the plan is the schedule's */
+    smoe_schedule *leg = NULL;
+    CHECKF(smoe_schedule_for_plan(r->plan, 0, 1, &leg, &err) == SMOE_OK, "%s", err.msg);
+    const smoe_schedule *two[2] = { r->sched, leg };
+    o.schedules = two;
+    o.nschedules = 2;
+    CHECKF(smoe_trainer_new(r->cfg, r->plan, &r->comm, &o, NULL, &t, &err) == SMOE_OK,
            "%s", err.msg);
-    if (!t)
-        return;
-    CHECK(smoe_trainer_set_mode(t, 1, 0, &err) == SMOE_EINVAL);
-    CHECKF(strstr(err.msg, "legacy 0: the trainer has only the legacy gathers"), "%s", err.msg);
-    CHECKF(smoe_trainer_set_mode(t, 0, 1, &err) == SMOE_OK, "%s", err.msg);
+    if (t) {
+        CHECKF(smoe_trainer_use_schedule(t, 1, &err) == SMOE_OK, "%s", err.msg);
+        CHECKF(smoe_trainer_use_schedule(t, 0, &err) == SMOE_OK, "%s", err.msg);
+    }
     smoe_trainer_free(t);
+    smoe_schedule_free(leg);
 }
 
 int main(int argc, char **argv)

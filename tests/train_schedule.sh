@@ -16,6 +16,10 @@
 #    it; the exposed wait in ms is compared only with a generous margin,
 #    as a liveness bound: on this shared machine a step's timing can move
 #    by tens of ms);
+#  - the memory of smoe sim's runtime executor against the run's: the
+#    gathered bytes depth 2 adds over no prefetch are the same in both (the
+#    models differ only in the classes outside the gathered layers, the
+#    difference the budgeted planner is given: smoe_train_floor_bytes);
 #  - several schedule files taking turns in one run (repeated --schedule):
 #    bitwise depth 1, one JSON run per file;
 #  - bad schedule files and flags: one line naming the file and the field,
@@ -107,6 +111,16 @@ if must_run bud 4 --steps $steps $M --hbm-budget "$b" --hardware "$hw"; then
   grep -q '"schedule":.*planned for' "$dir/bud.json"
   check $? "the summary says what the planner chose"
 fi
+
+# one memory model for the gathered layers: depth 2 over depth 0 in smoe
+# sim's prediction (the files' peak_bytes) and in the runs' tracked peaks
+sim_out "$dir/sched0.json" --prefetch-depth 0
+sim_out "$dir/sched2.json" --prefetch-depth 2
+pk() { sed -n 's/.*"peak_bytes":[[:space:]]*\([-0-9.e+]*\).*/\1/p' "$dir/$1.json" | head -1; }
+s0=$(pk sched0)
+s2=$(pk sched2)
+check "$(awk -v a="$p0" -v c="$p2" -v x="$s0" -v y="$s2" 'BEGIN { print (c - a == y - x && y > x) ? 0 : 1 }')" \
+  "depth 2 adds the same bytes in smoe sim ($s0 -> $s2) and smoe train ($p0 -> $p2)"
 
 # bad files and flags
 printf 'not json' >"$dir/bad1.json"

@@ -300,7 +300,11 @@ typedef struct smoe_schedule {
     int nweights[2];                                  /* per kind */
     char names[2][SMOE_SIM_MAX_WEIGHTS][SMOE_SCHED_NAME]; /* plan paths */
     int depth;          /* the uniform depth it was built from, or -1 (levels) */
-    double budget;      /* the planner's budget (bytes), or 0 */
+    double budget;      /* the memory budget per rank it was planned for (bytes),
+                           or 0; smoe train holds every tracked class under it */
+    int legacy;         /* the plan it gathers by: 0 co-axis, 1 the pre-fix legacy
+                           plan (residual co-axes gathered again just before use) */
+    char note[200];     /* how it was chosen (the budgeted planner's words), or "" */
     char progress[16];  /* the profile's progress mode (smoe_hw.cpu.progress) the
                            prediction is for: smoe train refuses to run it
                            under the other one; "" = not stated */
@@ -326,6 +330,27 @@ smoe_status smoe_schedule_build(int L, int n_dense, const int nweights[2],
 smoe_status smoe_schedule_for_model(const smoe_sim_model *m, int depth,
                                     const unsigned char (*levels)[SMOE_SIM_MAX_WEIGHTS],
                                     smoe_schedule **out, smoe_err *err);
+/* The schedule of a uniform depth for smoe train's model of plan: the
+ * parameters of the stacks decoder/dense_layers/ (kind 0) and
+ * decoder/moe_layers/ (kind 1), in plan order, gathered whole `depth`
+ * layers ahead by the plan `legacy` names. SMOE_EINVAL for a depth outside
+ * 0..SMOE_SIM_MAX_DEPTH or a plan without layers; SMOE_ENOMEM. */
+SMOE_MUST_CHECK
+smoe_status smoe_schedule_for_plan(const smoe_plan *plan, int depth, int legacy,
+                                   smoe_schedule **out, smoe_err *err);
+/* The budgeted planner's schedule for smoe train (whole weights, smoe's
+ * runtime executor on hw; the run's batch and seq per rank, no remat,
+ * float32) for `budget` bytes per rank. The executor counts memory its own
+ * way: `floor` is its count with nothing prefetched (smoe_train_floor_bytes),
+ * and the planner gets the budget moved by the difference of the two
+ * no-prefetch peaks, so it spends on prefetch what the run can spend.
+ * Sets budget, legacy, the prediction and note. SMOE_EINVAL (no profile,
+ * a model the simulator cannot build), SMOE_ENOMEM. */
+SMOE_MUST_CHECK
+smoe_status smoe_schedule_for_budget(const smoe_config *cfg, const smoe_plan *plan,
+                                     const smoe_hw *hw, int64_t batch, int64_t seq,
+                                     int64_t budget, int64_t floor, int legacy,
+                                     smoe_schedule **out, smoe_err *err);
 /* An empty schedule with n entries (zeroed) for a reader to fill. */
 smoe_schedule *smoe_schedule_alloc(int n);
 /* Check a schedule read from a file: sizes, every (unit, weight) covered

@@ -2,8 +2,8 @@
  * exactly as the plan says (one slab per state class: parameters,
  * gradients, AdamW moments); each step gathers every weight by its plan
  * (one nonblocking all-gather per gathered dim over its joint axes, issued
- * `prefetch_depth` layers ahead or as a smoe_schedule says, into buffers of
- * a bounded pool, under a memory budget when one is given), runs the
+ * as the run's smoe_schedule says, into buffers of a bounded pool, under
+ * the schedule's memory budget when it has one), runs the
  * model layer by layer, re-gathers in reverse for the backward, reduce-
  * scatters gradients back to the shards, all-reduces them over the axes a
  * weight is replicated on, and applies AdamW to the local shards.
@@ -38,7 +38,7 @@ typedef struct smoe_train_step {
     double grad_norm;       /* global norm of the raw gradient, before clipping */
     double aux_loss;        /* load-balance loss (mean over MoE layers) */
     double z_loss;          /* z-loss (global mean) */
-    int mode;               /* index into smoe_train_opts.modes (0 with one mode) */
+    int mode;               /* index into smoe_train_opts.schedules (the one it ran) */
     double step_ms;         /* max over ranks */
     double exposed_gather_ms; /* time blocked on gathers (incl. residual), max over ranks */
     double residual_ms;     /* of which blocking residual gathers (legacy) */
@@ -72,43 +72,33 @@ typedef struct smoe_train_mem {
     int64_t comm;                     /* communication buffers (none: in place) */
 } smoe_train_mem;
 
-/* A schedule a step can run: prefetch depth and plan, or a schedule file's
- * gathers (whole weights; then prefetch_depth is not used). */
-typedef struct smoe_train_mode {
-    int prefetch_depth;     /* 0: gather just before use */
-    int legacy;             /* pre-fix plan: residual co-axes gathered at use */
-    const struct smoe_schedule *schedule; /* or NULL; not owned */
-} smoe_train_mode;
-#define SMOE_TRAIN_MAX_MODES 8
+#define SMOE_TRAIN_MAX_SCHEDULES 8
 
 typedef struct smoe_train_opts {
     int64_t steps;          /* >= 1 */
     uint64_t seed;
     const char *data_path;  /* text file, bytes are tokens */
-    int prefetch_depth;     /* 0: gather just before use */
-    int legacy;             /* pre-fix plan: residual co-axes gathered at use */
-    /* interleaved measurement: with nmodes > 1 the schedules take turns
-     * step by step (rounds of one step of each, the order rotating by one
-     * every round: step s runs mode (s + s / nmodes) % nmodes) in one
-     * training run; prefetch_depth and legacy are then ignored. The
-     * schedules are numerically identical (bitwise, tested), so the run
-     * trains exactly as a run of any one of them would. */
-    int nmodes;
-    smoe_train_mode modes[SMOE_TRAIN_MAX_MODES];
+    /* the prefetch schedules the steps run (sched.h: smoe_schedule_for_plan
+     * for a depth, smoe_schedule_for_budget, or a file of smoe sim
+     * --schedule-out; whole weights; each carries its plan, `legacy`, and
+     * its memory budget; not owned, they must outlive the trainer), 1 to
+     * SMOE_TRAIN_MAX_SCHEDULES. With more than one they take turns step by
+     * step (rounds of one step of each, the order rotating by one every
+     * round: step s runs schedule (s + s / n) % n) in one training run, for
+     * interleaved measurement. The schedules are numerically identical
+     * (bitwise, tested), so the run trains exactly as a run of any one of
+     * them would. */
+    const smoe_schedule *const *schedules;
+    int nschedules;
     int64_t max_memory;     /* bytes per rank, 0 = no limit */
     /* the gradient reductions' dtype (dtype.h: SMOE_DT_FP32 = 0, or
      * SMOE_DT_BF16: summed in fp32, rounded to bf16 at each step, expanded
      * into the fp32 shard); the weight gathers' dtype is the plan's
      * (smoe_plan_set_wire) */
     int reduce_dtype;
-    /* the file of the schedule given to smoe_trainer_new / smoe_train_run
-     * (smoe sim --schedule-out), named in errors (may be NULL) */
+    /* the file of the first schedule (smoe sim --schedule-out), named in
+     * errors when it does not fit the model (may be NULL) */
     const char *schedule_name;
-    /* memory budget per rank (0 = none): the budgeted planner on `hw`
-     * chooses the schedule and the run holds every tracked class under it
-     * (a gather waits for memory rather than exceed it); one mode only */
-    int64_t hbm_budget;
-    const smoe_hw *hw;
     const char *trace_path; /* Chrome trace file (rank 0 writes), or NULL */
     const char *dump_path;  /* final parameters, canonical order, or NULL */
     /* checkpoints (see checkpoint.c): every ckpt_every steps (0: only at
@@ -159,7 +149,7 @@ typedef struct smoe_train_result {
     smoe_train_mem peak_tracked;     /* its breakdown (rank 0 at its own peak) */
     int64_t budget_overruns;         /* over the run */
     int64_t gathers_at_use;          /* over the run */
-    char schedule_note[200];         /* how the schedule was chosen */
+    char schedule_note[200];         /* how the schedule was chosen (its note) */
     int prefetch_distance;           /* the farthest issue distance of the run's schedules */
     int64_t memory_estimate_bytes;   /* per rank, what --max-memory is checked against */
     int64_t params, tokens_per_step;
@@ -209,15 +199,24 @@ SMOE_MUST_CHECK
 smoe_status smoe_train_check_ram(const smoe_config *cfg, double need, const char *what,
                                  const char *verdict, smoe_err *err);
 
+/* What a rank of a smoe train run of cfg and plan tracks with nothing
+ * prefetched: every class at the no-prefetch peak (the slabs, top-level
+ * buffers, activations, one layer gathered beside its gradients), in
+ * bytes, for the gathers of the plan `legacy` names; the executor's count
+ * smoe_schedule_for_budget is given. comm: the ranks (the plan's mesh).
+ * Not collective. */
+SMOE_MUST_CHECK
+smoe_status smoe_train_floor_bytes(const smoe_config *cfg, const smoe_plan *plan,
+                                   const smoe_comm *comm, int legacy, int64_t *bytes,
+                                   smoe_err *err);
+
 /* Run the training on the ranks of comm (their mesh: the plan's), with
- * the prefetch schedule `schedule` (NULL: o's depth, modes or budget; see
- * smoe_trainer_new). Collective: every rank calls it with the same
+ * o's schedules (see smoe_trainer_new). Collective: every rank calls it with the same
  * arguments. Errors (bad data file, unsupported config, memory over
  * max_memory) are agreed across ranks before any step, so every rank
  * returns the same status; rank 0's err carries the message. */
 SMOE_MUST_CHECK
-smoe_status smoe_train_run(const smoe_config *cfg, const smoe_plan *plan,
-                           const smoe_schedule *schedule, const smoe_comm *comm,
+smoe_status smoe_train_run(const smoe_config *cfg, const smoe_plan *plan, const smoe_comm *comm,
                            const smoe_train_opts *o, smoe_train_result *res, smoe_err *err);
 void smoe_train_result_free(smoe_train_result *r);
 
@@ -231,7 +230,9 @@ void smoe_train_result_free(smoe_train_result *r);
  * Thread-safety: one thread drives a trainer.
  *
  *   smoe_train_data_load(path, seq, &data, &err);        the batches' source
- *   smoe_trainer_new(cfg, plan, NULL, &comm, &opts, data, &t, &err);
+ *   smoe_schedule_for_plan(plan, 1, 0, &sched, &err);      depth 1, co-axis
+ *   opts.schedules = &sched; opts.nschedules = 1;
+ *   smoe_trainer_new(cfg, plan, &comm, &opts, data, &t, &err);
  *   for (step = 0; step < opts.steps; step++) {
  *       smoe_train_data_batch(data, opts.seed, step, rank * batch, batch, seq,
  *                             tokens, targets, &err);
@@ -267,13 +268,8 @@ typedef struct smoe_trainer smoe_trainer;
  * options and data compared (smoe_train_run's fingerprint), the sharded
  * layout, the memory estimate (against o->max_memory and this machine),
  * the slabs, and the parameters initialised from o->seed.
- * schedule: the prefetch schedule to execute (smoe sim --schedule-out, or
- * smoe_schedule_build; whole weights; checked against the model, the same
- * on every rank; not owned, must outlive the trainer), or NULL: the
- * schedules of o (prefetch_depth and legacy, or nmodes/modes, or the
- * budgeted planner's with o->hbm_budget). A given schedule runs alone
- * (not with nmodes > 1 or hbm_budget); its plan is o->legacy's.
- * comm: the ranks (copied; what it points to must outlive the trainer);
+ * The schedules of o are checked against the model and compared across
+ * ranks; the first runs until smoe_trainer_use_schedule. comm: the ranks (copied; what it points to must outlive the trainer);
  * its mesh must be plan's. From o it reads: steps (the length of the run,
  * >= 1: the learning-rate schedule), seed, the schedules (the pool is
  * sized for the deepest), max_memory, trace_path (a trace is recorded when
@@ -286,8 +282,7 @@ typedef struct smoe_trainer smoe_trainer;
  * every rank returns the same status, rank 0's err the failing rank's
  * message; *out is NULL on error. */
 SMOE_MUST_CHECK
-smoe_status smoe_trainer_new(const smoe_config *cfg, const smoe_plan *plan,
-                             const smoe_schedule *schedule, const smoe_comm *comm,
+smoe_status smoe_trainer_new(const smoe_config *cfg, const smoe_plan *plan, const smoe_comm *comm,
                              const smoe_train_opts *o, const smoe_train_data *data,
                              smoe_trainer **out, smoe_err *err);
 void smoe_trainer_free(smoe_trainer *t);
@@ -295,17 +290,12 @@ void smoe_trainer_free(smoe_trainer *t);
 const smoe_model_cfg *smoe_trainer_model(const smoe_trainer *t);
 /* Steps done so far (the next step's 0-based index). */
 int64_t smoe_trainer_steps_done(const smoe_trainer *t);
-/* The schedule of the next steps: prefetch depth (>= 0; past the deepest
- * of o's schedules it is clamped to it) and plan (legacy: o must have
- * named a legacy schedule, and a co-axis one for legacy 0); a trainer made
- * with a schedule or o->hbm_budget keeps that schedule (the depth is not
- * used). Numerically every schedule is the same (bitwise). SMOE_EINVAL for
- * a negative depth or a plan the trainer has no gathers for, SMOE_ENOMEM;
- * the mode is then unchanged. Not collective, but every rank must set the
- * same. */
+/* The next steps run o's schedule i (0 <= i < o->nschedules).
+ * Numerically every schedule is the same (bitwise). SMOE_EINVAL for an i
+ * out of range; the schedule is then unchanged. Not collective, but every
+ * rank must choose the same. */
 SMOE_MUST_CHECK
-smoe_status smoe_trainer_set_mode(smoe_trainer *t, int prefetch_depth, int legacy,
-                                  smoe_err *err);
+smoe_status smoe_trainer_use_schedule(smoe_trainer *t, int i, smoe_err *err);
 /* One training step on this rank's batch: tokens and targets (batch *
  * seq, values in [0, vocab)), this rank's sequences of the global batch.
  * Gathers, forward, backward, gradient reductions, AdamW with the

@@ -77,7 +77,7 @@ smoe_status tr_fingerprint(const smoe_config *cfg, const smoe_plan *plan,
     put_i64(h[1], plan->gather_dtype == SMOE_DT_INT8 ? plan->int8_block : 0);
     int64_t set[SMOE_COMM_NSETTINGS]; /* the runtime's queues and thread */
     smoe_comm_settings(cm, set);
-    int64_t opts[] = { o->steps, (int64_t)o->seed, o->prefetch_depth, o->legacy,
+    int64_t opts[] = { o->steps, (int64_t)o->seed, o->nschedules,
                        o->ckpt_every, o->resume, set[0], set[1], o->reduce_dtype };
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         put_i64(h[2], opts[i]);

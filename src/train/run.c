@@ -1,24 +1,11 @@
 /* smoe_train_run: a loop over the trainer (trainer.c): the options
- * checked, the data read, the schedules taking turns, the checkpoint
+ * checked, the data read, o's schedules taking turns, the checkpoint
  * cadence, the summary, the digest and the trace. Also the summaries over
  * a subset of steps. */
 #include "train_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* The modes of the run: o->modes when interleaved, else the one schedule. */
-static int run_modes(const smoe_train_opts *o, smoe_train_mode *m)
-{
-    if (o->nmodes > 1) {
-        memcpy(m, o->modes, sizeof(smoe_train_mode) * (size_t)o->nmodes);
-        return o->nmodes;
-    }
-    m[0].prefetch_depth = o->prefetch_depth;
-    m[0].legacy = o->legacy;
-    m[0].schedule = NULL;
-    return 1;
-}
 
 static int step_mode(int64_t step, int n)
 {
@@ -47,8 +34,7 @@ static smoe_status grow_steps(smoe_train_result *res, int64_t *cap, smoe_err *er
 static smoe_status run_steps(const smoe_comm *cm, smoe_trainer *t, const smoe_train_opts *o,
                              const smoe_train_data *data, smoe_train_result *res, smoe_err *err)
 {
-    smoe_train_mode modes[SMOE_TRAIN_MAX_MODES];
-    int nmodes = run_modes(o, modes);
+    int n = o->nschedules;
     const smoe_model_cfg *mc = smoe_trainer_model(t);
     int64_t T = mc->batch * mc->seq, first = (int64_t)smoe_comm_rank(cm) * mc->batch, cap = 0;
     int32_t *tokens = smoe_malloc(sizeof *tokens * (size_t)T);
@@ -60,15 +46,11 @@ static smoe_status run_steps(const smoe_comm *cm, smoe_trainer *t, const smoe_tr
         if ((s = smoe_comm_agree_err(cm, s, err)))
             break;
         smoe_train_step *rec = &res->steps[res->nsteps];
-        int mi = step_mode(step, nmodes);
-        if (modes[mi].schedule) /* a schedule file's: the one built for that mode */
-            tr_trainer_use_mode(t, mi);
-        else if ((s = smoe_trainer_set_mode(t, modes[mi].prefetch_depth, modes[mi].legacy,
-                                            err))) /* o's modes: each rank the same verdict */
+        int mi = step_mode(step, n);
+        if ((s = smoe_trainer_use_schedule(t, mi, err))) /* each rank the same verdict */
             break;
-        int mn = step_mode(step + 1, nmodes); /* the next step's, for its first gathers */
-        tr_trainer_next(t, step + 1 < o->steps, modes[mn].schedule ? mn : -1,
-                        modes[mn].prefetch_depth, modes[mn].legacy);
+        /* the next step's, for its first gathers */
+        tr_trainer_next(t, step + 1 < o->steps, step_mode(step + 1, n));
         /* the data was loaded for mc->seq on every rank: the same verdict */
         if ((s = smoe_train_data_batch(data, o->seed, step, first, mc->batch, mc->seq, tokens,
                                        targets, err)))
@@ -89,8 +71,7 @@ static smoe_status run_steps(const smoe_comm *cm, smoe_trainer *t, const smoe_tr
     return s;
 }
 
-smoe_status smoe_train_run(const smoe_config *cfg, const smoe_plan *plan,
-                           const smoe_schedule *schedule, const smoe_comm *cm,
+smoe_status smoe_train_run(const smoe_config *cfg, const smoe_plan *plan, const smoe_comm *cm,
                            const smoe_train_opts *o, smoe_train_result *res, smoe_err *err)
 {
     smoe_model_cfg mc;
@@ -107,7 +88,7 @@ smoe_status smoe_train_run(const smoe_config *cfg, const smoe_plan *plan,
     s = smoe_train_data_load(o->data_path, mc.seq, &data, err);
     if ((s = smoe_comm_agree_err(cm, s, err))) /* the failing rank's message */
         goto fail;
-    if ((s = smoe_trainer_new(cfg, plan, schedule, cm, o, data, &t, err)))
+    if ((s = smoe_trainer_new(cfg, plan, cm, o, data, &t, err)))
         goto fail;
     tr_trainer_result(t, res);
     if (o->ckpt_dir && o->resume && (s = smoe_trainer_load(t, res, err)))

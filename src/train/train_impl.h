@@ -206,22 +206,11 @@ void tr_pf_retire(tr_prefetch *P); /* the step begun is not run: its gathers com
 const tr_pf_stats *tr_pf_stats_get(const tr_prefetch *P);
 int64_t tr_pf_pool_bytes(const tr_store *st, int max_distance);
 
-/* schedules.c: the schedule of each mode (sched[i]; those built here in
- * own[i], smoe_schedule_free): `given`, the budgeted planner's (whole
- * weights, on o->hw) for o->hbm_budget, or the mode's depth; the farthest
- * issue distance; checked the same on every rank. Collective; errors
- * agreed. */
+/* schedules.c: o's schedules checked (none NULL) and compared across ranks; the farthest issue distance and the
+ * plans they gather by (plans[legacy] = 1). Collective; errors agreed. */
 SMOE_MUST_CHECK
-smoe_status tr_schedules(const smoe_comm *cm, const smoe_config *cfg, const smoe_plan *plan,
-                         const smoe_train_opts *o, const smoe_schedule *given,
-                         const tr_store *st, const smoe_model_cfg *mc,
-                         const smoe_train_mode *modes, int nmodes, smoe_schedule *own[],
-                         const smoe_schedule *sched[], int *max_distance, char *note, size_t cap,
-                         smoe_err *err);
-/* The schedule of a uniform depth for the store's weights. */
-SMOE_MUST_CHECK
-smoe_status tr_schedule_depth(const tr_store *st, const smoe_model_cfg *mc, int depth,
-                              smoe_schedule **out, smoe_err *err);
+smoe_status tr_schedules(const smoe_comm *cm, const smoe_train_opts *o, int *max_distance,
+                         int plans[2], smoe_err *err);
 
 /* loop.c: the step loop (forward, backward, AdamW) over the executor */
 typedef struct tr_state tr_state;
@@ -279,14 +268,10 @@ smoe_status tr_trainer_check(const smoe_comm *cm, const smoe_config *cfg, const 
 void tr_trainer_result(const smoe_trainer *t, smoe_train_result *res);
 /* The summary of res's steps and of the run (peaks, RSS, sizes). Collective. */
 void tr_trainer_summarize(smoe_trainer *t, smoe_train_result *res);
-/* The next steps run interleaved mode `mode` of o (its schedule as built). */
-void tr_trainer_use_mode(smoe_trainer *t, int mode);
-/* The mode of the step after the next smoe_trainer_step: none (more 0),
- * o's interleaved mode `mode` (>= 0), or a uniform depth and plan (as
- * smoe_trainer_set_mode; not known when its schedule is not built yet).
- * Without it, a step takes the next to run its own mode while o's steps
- * last. */
-void tr_trainer_next(smoe_trainer *t, int more, int mode, int prefetch_depth, int legacy);
+/* The schedule of the step after the next smoe_trainer_step: none (more
+ * 0) or o's schedule i. Without it, a step takes the next to run its own
+ * schedule while o's steps last. */
+void tr_trainer_next(smoe_trainer *t, int more, int i);
 
 /* fingerprint.c: digests every rank must agree on */
 typedef struct tr_fingerprint_t {

@@ -15,7 +15,6 @@
 
 struct smoe_trainer {
     smoe_comm comm;              /* the caller's, copied */
-    const smoe_schedule *given;  /* the caller's schedule, or NULL */
     const smoe_config *cfg;
     const smoe_plan *plan;
     smoe_train_opts o;           /* a copy; its strings are the caller's */
@@ -34,15 +33,10 @@ struct smoe_trainer {
     smoe_trainer_param *params;  /* (st.n) */
     char recipe[640];
     smoe_blas_info blas;
-    /* the prefetch schedules (schedules.c): one per mode of o, those built
-     * here owned; `extra` one of another depth asked by set_mode */
-    int nmodes, max_distance;
+    /* the prefetch schedules are o's (schedules.c checks them) */
+    int max_distance;
     int plans[2];                /* the co-axis / legacy gathers built */
-    smoe_train_mode modes[SMOE_TRAIN_MAX_MODES];
-    smoe_schedule *own[SMOE_TRAIN_MAX_MODES], *extra;
-    const smoe_schedule *sched[SMOE_TRAIN_MAX_MODES];
-    char schedule_note[200];
-    int next_told;               /* the next step's mode given (tr_trainer_next) */
+    int next_told;               /* the next step's schedule given (tr_trainer_next) */
 };
 
 /* The keys of the model's size, as "k=v, ...", for messages about memory. */
@@ -106,22 +100,6 @@ static smoe_status check_memory(smoe_trainer *t, int max_depth, int64_t data_byt
                                 "the model is too large for this mesh", err);
 }
 
-/* The schedules of o: the deepest prefetch depth and the plans they use. */
-static int schedules(const smoe_train_opts *o, int *max_depth, int plans[2])
-{
-    int n = o->nmodes > 1 ? o->nmodes : 1, bad = 0;
-    *max_depth = 0;
-    plans[0] = plans[1] = 0;
-    for (int i = 0; i < n; i++) {
-        int d = o->nmodes > 1 ? o->modes[i].prefetch_depth : o->prefetch_depth;
-        int legacy = o->nmodes > 1 ? o->modes[i].legacy : o->legacy;
-        bad |= d < 0;
-        *max_depth = d > *max_depth ? d : *max_depth;
-        plans[legacy ? 1 : 0] = 1;
-    }
-    return bad;
-}
-
 /* The communicator's ranks form the plan's mesh (the layout and every
  * gather are cut for it). */
 static smoe_status check_mesh(const smoe_comm *cm, const smoe_plan *plan, smoe_err *err)
@@ -149,7 +127,6 @@ smoe_status tr_trainer_check(const smoe_comm *cm, const smoe_config *cfg, const 
                              const smoe_train_opts *o, smoe_model_cfg *mc, tr_hparams *hp,
                              smoe_err *err)
 {
-    int max_depth, plans[2];
     smoe_status s = check_mesh(cm, plan, err);
     if (!s)
         s = smoe_train_check_keys(cfg, err);
@@ -161,11 +138,9 @@ smoe_status tr_trainer_check(const smoe_comm *cm, const smoe_config *cfg, const 
         s = smoe_err_in(err, SMOE_EINVAL, "argument '--steps'", "must be >= 1");
     if (!s) /* MaxText's recipe (recipe.c) */
         s = tr_read_recipe(cfg, o->steps, &hp->rc, err);
-    if (!s && (o->nmodes < 0 || o->nmodes > SMOE_TRAIN_MAX_MODES))
-        s = smoe_err_set(err, SMOE_EINVAL, "at most %d interleaved schedules",
-                         SMOE_TRAIN_MAX_MODES);
-    if (!s && schedules(o, &max_depth, plans))
-        s = smoe_err_in(err, SMOE_EINVAL, "argument '--prefetch-depth'", "must be >= 0");
+    if (!s && (o->nschedules < 1 || o->nschedules > SMOE_TRAIN_MAX_SCHEDULES || !o->schedules))
+        s = smoe_err_set(err, SMOE_EINVAL, "%d schedules (1 to %d take turns in one run)",
+                         o->nschedules, SMOE_TRAIN_MAX_SCHEDULES);
     if (!s && o->ckpt_dir && !o->ckpt_dir[0])
         s = smoe_err_in(err, SMOE_EINVAL, "argument '--checkpoint-dir'",
                         "is empty: name a directory");
@@ -205,13 +180,23 @@ static smoe_status param_table(smoe_trainer *t, smoe_err *err)
     return SMOE_OK;
 }
 
+/* The next steps run o's schedule i: its plan, and its budget (bytes per
+ * rank for every tracked class; 0: none). */
+static smoe_status use_schedule(smoe_trainer *t, int i, smoe_err *err)
+{
+    const smoe_schedule *s = t->o.schedules[i];
+    return tr_loop_set_mode(t->S, s, s->legacy, (int64_t)s->budget, err);
+}
+
 /* The layout, then what it needs, then the allocations. */
 static smoe_status build(smoe_trainer *t, const smoe_train_data *data, smoe_err *err)
 {
     const smoe_comm *cm = &t->comm;
     int max_depth;
-    schedules(&t->o, &max_depth, t->plans);
-    smoe_status s = tr_store_build(cm, t->plan, &t->mc, t->plans, t->o.reduce_dtype, &t->st,
+    smoe_status s = tr_schedules(cm, &t->o, &max_depth, t->plans, err);
+    if (s)
+        return s;
+    s = tr_store_build(cm, t->plan, &t->mc, t->plans, t->o.reduce_dtype, &t->st,
                                    err);
     if (s == SMOE_EINVAL && err) { /* a weight the runtime cannot move: name the sizes */
         char dims[1400];
@@ -219,17 +204,7 @@ static smoe_status build(smoe_trainer *t, const smoe_train_data *data, smoe_err 
         size_t n = strlen(err->msg);
         snprintf(err->msg + n, sizeof err->msg - n, " (the model: %s)", dims);
     }
-    t->nmodes = t->o.nmodes > 1 ? t->o.nmodes : 1;
-    for (int i = 0; i < t->nmodes; i++) {
-        t->modes[i].prefetch_depth = t->o.nmodes > 1 ? t->o.modes[i].prefetch_depth
-                                                     : t->o.prefetch_depth;
-        t->modes[i].legacy = t->o.nmodes > 1 ? t->o.modes[i].legacy : t->o.legacy;
-        t->modes[i].schedule = t->o.nmodes > 1 ? t->o.modes[i].schedule : NULL;
-    }
-    if ((s = smoe_comm_agree_err(cm, s, err)) || /* the schedules, then what they need */
-        (s = tr_schedules(cm, t->cfg, t->plan, &t->o, t->given, &t->st, &t->mc, t->modes,
-                          t->nmodes, t->own, t->sched, &max_depth, t->schedule_note,
-                          sizeof t->schedule_note, err)) ||
+    if ((s = smoe_comm_agree_err(cm, s, err)) || /* the layout, then what it needs */
         (s = check_memory(t, max_depth, data ? data->n : 0, err)))
         return s;
     t->max_distance = max_depth;
@@ -244,17 +219,16 @@ static smoe_status build(smoe_trainer *t, const smoe_train_data *data, smoe_err 
         return s;
     s = tr_loop_new(cm, &t->mc, &t->hp, max_depth, t->model, &t->st, t->trace, &t->S, err);
     /* each schedule checked against the model; the first one runs until
-     * smoe_trainer_set_mode */
-    for (int i = t->nmodes - 1; i >= 0 && !s; i--)
-        s = tr_loop_set_mode(t->S, t->sched[i], t->modes[i].legacy, t->o.hbm_budget, err);
-    if (s && err && t->given && !err->where[0]) /* the file did not fit */
+     * smoe_trainer_use_schedule */
+    for (int i = t->o.nschedules - 1; i >= 0 && !s; i--)
+        s = use_schedule(t, i, err);
+    if (s && err && t->o.schedule_name && !err->where[0]) /* the file did not fit */
         snprintf(err->where, sizeof err->where, "%s",
                  t->o.schedule_name ? t->o.schedule_name : "the schedule");
     return smoe_comm_agree_err(cm, s, err);
 }
 
-smoe_status smoe_trainer_new(const smoe_config *cfg, const smoe_plan *plan,
-                             const smoe_schedule *schedule, const smoe_comm *comm,
+smoe_status smoe_trainer_new(const smoe_config *cfg, const smoe_plan *plan, const smoe_comm *comm,
                              const smoe_train_opts *o, const smoe_train_data *data,
                              smoe_trainer **out, smoe_err *err)
 {
@@ -268,7 +242,6 @@ smoe_status smoe_trainer_new(const smoe_config *cfg, const smoe_plan *plan,
     }
     t->comm = *comm;
     cm = &t->comm;
-    t->given = schedule;
     t->cfg = cfg;
     t->plan = plan;
     t->o = *o;
@@ -311,9 +284,6 @@ void smoe_trainer_free(smoe_trainer *t)
         return;
     tr_ckpt_close(t->ck);
     tr_loop_free(t->S);
-    for (int i = 0; i < SMOE_TRAIN_MAX_MODES; i++)
-        smoe_schedule_free(t->own[i]);
-    smoe_schedule_free(t->extra);
     smoe_trace_free(t->trace);
     tr_store_free(&t->st);
     smoe_model_free(t->model);
@@ -325,76 +295,18 @@ const smoe_model_cfg *smoe_trainer_model(const smoe_trainer *t) { return &t->mc;
 
 int64_t smoe_trainer_steps_done(const smoe_trainer *t) { return t->step; }
 
-/* The schedule of a uniform depth (clamped to the pool) into *out: o's
- * file or budget plan when there is one, else a mode's, else `extra`,
- * built when `build` (NULL when it would have to be and build is 0).
- * SMOE_ENOMEM leaves `extra` as it was. */
-static smoe_status depth_schedule(smoe_trainer *t, int prefetch_depth, int build,
-                                  const smoe_schedule **out, smoe_err *err)
+smoe_status smoe_trainer_use_schedule(smoe_trainer *t, int i, smoe_err *err)
 {
-    int d = prefetch_depth < t->max_distance ? prefetch_depth : t->max_distance;
-    *out = t->sched[0]; /* o's file or budget plan: the one schedule */
-    if (t->given || t->o.hbm_budget)
-        return SMOE_OK;
-    for (int i = 0; i < t->nmodes; i++)
-        if (t->modes[i].prefetch_depth == d)
-            *out = t->sched[i];
-    if ((*out)->depth == d)
-        return SMOE_OK;
-    *out = t->extra;
-    if (t->extra && t->extra->depth == d)
-        return SMOE_OK;
-    *out = NULL;
-    if (!build)
-        return SMOE_OK;
-    smoe_schedule *x = NULL; /* another depth: built, then it replaces extra */
-    smoe_status s = tr_schedule_depth(&t->st, &t->mc, d, &x, err);
-    if (s)
-        return s;
-    tr_loop_forget(t->S, t->extra);
-    smoe_schedule_free(t->extra);
-    t->extra = x;
-    *out = x;
-    return SMOE_OK;
+    if (i < 0 || i >= t->o.nschedules)
+        return smoe_err_set(err, SMOE_EINVAL, "schedule %d: the trainer has %d", i,
+                            t->o.nschedules);
+    return use_schedule(t, i, err);
 }
 
-smoe_status smoe_trainer_set_mode(smoe_trainer *t, int prefetch_depth, int legacy,
-                                  smoe_err *err)
+void tr_trainer_next(smoe_trainer *t, int more, int i)
 {
-    if (prefetch_depth < 0)
-        return smoe_err_set(err, SMOE_EINVAL, "prefetch depth %d: must be >= 0",
-                            prefetch_depth);
-    if (!t->plans[legacy ? 1 : 0])
-        return smoe_err_set(err, SMOE_EINVAL, "legacy %d: the trainer has only the %s gathers "
-                            "(its options name no %s schedule)", legacy,
-                            legacy ? "co-axis" : "legacy", legacy ? "legacy" : "co-axis");
-    const smoe_schedule *s;
-    smoe_status st = depth_schedule(t, prefetch_depth, 1, &s, err);
-    if (st)
-        return st;
-    /* the schedule was built or accepted for this model, the plan's
-     * gathers exist: the switch cannot fail */
-    SMOE_ASSERT(tr_loop_set_mode(t->S, s, legacy, t->o.hbm_budget, NULL) == SMOE_OK);
-    return SMOE_OK;
-}
-
-void tr_trainer_use_mode(smoe_trainer *t, int mode)
-{
-    SMOE_ASSERT(mode >= 0 && mode < t->nmodes);
-    SMOE_ASSERT(tr_loop_set_mode(t->S, t->sched[mode], t->modes[mode].legacy, t->o.hbm_budget,
-                                 NULL) == SMOE_OK);
-}
-
-void tr_trainer_next(smoe_trainer *t, int more, int mode, int prefetch_depth, int legacy)
-{
-    const smoe_schedule *s = NULL;
-    if (more && mode >= 0 && mode < t->nmodes) {
-        s = t->sched[mode];
-        legacy = t->modes[mode].legacy;
-    } else if (more) {
-        (void)depth_schedule(t, prefetch_depth, 0, &s, NULL); /* not built: cannot fail */
-    }
-    tr_loop_set_next(t->S, s, legacy);
+    const smoe_schedule *s = more && i >= 0 && i < t->o.nschedules ? t->o.schedules[i] : NULL;
+    tr_loop_set_next(t->S, s, s ? s->legacy : 0);
     t->next_told = 1;
 }
 
@@ -555,7 +467,9 @@ void tr_trainer_result(const smoe_trainer *t, smoe_train_result *res)
     snprintf(res->recipe, sizeof res->recipe, "%s", t->recipe);
     res->blas = t->blas;
     res->memory_estimate_bytes = t->memory_estimate;
-    snprintf(res->schedule_note, sizeof res->schedule_note, "%s", t->schedule_note);
+    res->schedule_note[0] = 0;
+    for (int i = 0; i < t->o.nschedules && !res->schedule_note[0]; i++)
+        snprintf(res->schedule_note, sizeof res->schedule_note, "%s", t->o.schedules[i]->note);
     res->prefetch_distance = t->max_distance;
     res->nunapplied = smoe_train_unapplied_keys(t->cfg, res->unapplied, SMOE_TRAIN_MAX_UNAPPLIED);
 }
