@@ -19,7 +19,7 @@
 enum {
     OPT_SCENARIO = OPT_COMMON_END, OPT_HARDWARE, OPT_BATCH, OPT_SEQ, OPT_REMAT, OPT_DEPTH,
     OPT_BUDGET, OPT_SWEEP, OPT_TRACE, OPT_CALIBRATE, OPT_OUT, OPT_HELP, OPT_PLOT, OPT_PROFILE,
-    OPT_SCHED_OUT, OPT_WHOLE, OPT_PTHREAD, OPT_NO_PTHREAD
+    OPT_SCHED_OUT, OPT_WHOLE, OPT_PTHREAD, OPT_NO_PTHREAD, OPT_MX_GATHER
 };
 
 #define MAX_RUNS 12
@@ -36,7 +36,7 @@ static void usage(FILE *f)
             "                [--plot FILE.svg] [--profile TRACE.json] [--json]\n"
             "                [--schedule-out FILE] [--whole-weights]\n"
             "                [--gather-dtype fp32|bf16|int8 [--int8-block N]\n"
-            "                [--int8-fallback fp32|bf16]]\n"
+            "                [--int8-fallback fp32|bf16]] [--maxtext-gather-dtype fp32|bf16]\n"
             "       mpirun -np N smoe sim --calibrate [--out FILE] [--[no-]progress-thread]\n"
             "\n"
             "  --scenario NAME|FILE  bundled scenario (configs/scenarios/NAME.yml), e.g. seed:\n"
@@ -60,6 +60,9 @@ static void usage(FILE *f)
             "                        schedules' gather bandwidth follows (scales included);\n"
             "                        XLA's baseline, legacy and MaxText's path do not\n"
             "  --int8-block N, --int8-fallback T   as in smoe plan\n"
+            "  --maxtext-gather-dtype T  a reading for MaxText's prefetch path: its gathers\n"
+            "                        and their reduce-scatters move T (fp32, bf16); default:\n"
+            "                        as stored (weight_dtype), what its code does\n"
             "  --calibrate           measure this machine's cpu-mpi profile (under mpirun)\n"
             "  --out FILE            where --calibrate writes (default: stdout)\n"
             "  --progress-thread, --no-progress-thread\n"
@@ -75,6 +78,16 @@ typedef struct run {
     smoe_sim_result r;
     int have;
 } run;
+
+/* --maxtext-gather-dtype: bytes per element, 4 or 2. */
+static int parse_mx_gather(const char *s, const char *where)
+{
+    if (strcmp(s, "fp32") == 0)
+        return 4;
+    if (strcmp(s, "bf16") == 0)
+        return 2;
+    cli_usage_error(where, "expected fp32 or bf16");
+}
 
 static smoe_remat parse_remat(const char *s, const char *where)
 {
@@ -393,6 +406,7 @@ static const struct option k_longopts[] = {
     { "out", required_argument, 0, OPT_OUT },
     { "schedule-out", required_argument, 0, OPT_SCHED_OUT },
     { "whole-weights", no_argument, 0, OPT_WHOLE },
+    { "maxtext-gather-dtype", required_argument, 0, OPT_MX_GATHER },
     { "help", no_argument, 0, OPT_HELP },
     { 0, 0, 0, 0 },
 };
@@ -402,6 +416,7 @@ typedef struct sim_args {
     cli_common c;
     const char *scenario, *hardware, *remat, *trace_path, *out, *plot_path, *profile, *sched_out;
     int whole, depth, sweep, calib, pthread;
+    int mx_gather_bytes; /* --maxtext-gather-dtype (or the scenario's); 0: as stored */
     int64_t batch, seq, budget;
     smoe_scenario sc;
     smoe_arena *arena;
@@ -434,6 +449,7 @@ static int parse_opt(sim_args *a, int opt, const char *arg, const char *where)
     case OPT_OUT: a->out = arg; break;
     case OPT_SCHED_OUT: a->sched_out = arg; break;
     case OPT_WHOLE: a->whole = 1; break;
+    case OPT_MX_GATHER: a->mx_gather_bytes = parse_mx_gather(arg, where); break;
     case 'h':
     case OPT_HELP: usage(stdout); return 1;
     default:
@@ -522,6 +538,8 @@ static void apply_scenario(sim_args *a)
         a->remat = sc->remat;
     if (!c->dtype_bytes)
         c->dtype_bytes = sc->dtype_bytes;
+    if (!a->mx_gather_bytes)
+        a->mx_gather_bytes = sc->mx_gather_bytes;
     if (a->depth < 0)
         a->depth = sc->prefetch_depth;
     int n = 0;
@@ -697,6 +715,10 @@ static void print_head(const sim_args *a, const sim_rows *R, const smoe_hw *hw, 
                "--prefetch-depth\n", R->uniform_name);
     else
         printf("schedules: smoe's runtime, prefetch depth %d\n", a->depth);
+    if (sh->mx_gather_bytes) /* accelerator profiles only (load_hw) */
+        printf("reading: MaxText's prefetch path gathers %s (--maxtext-gather-dtype; its code "
+               "gathers as stored, %d bytes)\n", sh->mx_gather_bytes == 4 ? "fp32" : "bf16",
+               sh->dtype_bytes);
     printf("mesh:");
     for (int i = 0; i < plan->mesh.n; i++)
         if (plan->mesh.size[i] > 1)
@@ -791,7 +813,11 @@ static void load_hw(sim_args *a, smoe_hw *hw, char *hwf_buf, size_t cap, const c
     sh->seq = a->seq;
     sh->remat = a->remat ? parse_remat(a->remat, "argument '--remat'") : SMOE_REMAT_FULL;
     sh->remat_set = a->remat != NULL; /* else the config's remat_policy */
+    sh->mx_gather_bytes = a->mx_gather_bytes;
     sh->dtype_bytes = a->c.dtype_bytes; /* 0: weight_dtype */
+    if (a->mx_gather_bytes && hw->kind == SMOE_HW_CPU)
+        cli_usage_error("argument '--maxtext-gather-dtype'", "MaxText's prefetch path is "
+                        "simulated on tpu and gpu profiles only (%s is a cpu profile)", hw->name);
 }
 
 int cmd_sim(int argc, char **argv)

@@ -46,5 +46,32 @@ grep -q '^baseline .*  xla_scan$' "$dir/seed.txt" &&
   grep -q '^uniform_depth_1 .*  xla_prefetch$' "$dir/seed.txt" &&
   grep -q '^prefetch_ep_as_dp .*  maxtext$' "$dir/seed.txt"
 check $? "the text rows do not name their executors"
+# MaxText's gathered dtype, a declared reading: fp32 is the code's default
+# (the same rows), bf16 changes only MaxText's rows and says so; a cpu
+# profile, a bad value and a bad scenario value are refused in one line
+"$smoe" sim --scenario seed --maxtext-gather-dtype fp32 | grep -v '^reading: ' >"$dir/fp32.txt" &&
+  cmp -s "$dir/fp32.txt" "$dir/seed.txt"
+check $? "--maxtext-gather-dtype fp32 is not the default"
+"$smoe" sim --scenario seed --maxtext-gather-dtype bf16 >"$dir/bf16.txt"
+check $? "--maxtext-gather-dtype bf16"
+grep -q "^reading: MaxText's prefetch path gathers bf16" "$dir/bf16.txt" &&
+  [ "$(grep '^baseline ' "$dir/bf16.txt")" = "$(grep '^baseline ' "$dir/seed.txt")" ] &&
+  [ "$(grep '^prefetch ' "$dir/bf16.txt")" != "$(grep '^prefetch ' "$dir/seed.txt")" ]
+check $? "bf16: not said, or the baseline moved, or MaxText's row did not"
+refused() { # PATTERN ARGS...: exit 2 and one line
+  pat=$1
+  shift
+  "$smoe" sim "$@" >/dev/null 2>"$dir/err"
+  [ $? -eq 2 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] && grep -q "$pat" "$dir/err"
+  check $? "sim $*: $(cat "$dir/err")"
+}
+refused "argument '--maxtext-gather-dtype': MaxText's prefetch path is simulated on tpu and gpu" \
+  --base "$SMOE_CONFIG_DIR/train.yml" --model tiny --devices 4 \
+  --hardware "$data/hardware/cpu-mpi.yml" --maxtext-gather-dtype bf16
+refused "argument '--maxtext-gather-dtype int8': expected fp32 or bf16" --scenario seed \
+  --maxtext-gather-dtype int8
+sed 's/^prefetch_depth: 1$/prefetch_depth: 1\nmaxtext_gather_dtype: fp8/' \
+  "$SMOE_CONFIG_DIR/scenarios/seed.yml" >"$dir/scn.yml"
+refused "scn.yml:[0-9]*:[0-9]*: maxtext_gather_dtype: expected fp32 or bf16" --scenario "$dir/scn.yml"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -80,10 +80,54 @@ static void test_choice_required(void)
           SMOE_OK);
 }
 
+/* MaxText's gathered dtype is a declared reading (smoe_sim_shape.mx_gather_
+ * bytes): each of the two layers' weights is gathered in 2 s as stored
+ * (fp32, 0.5 s of it latency) and 200 bytes. Read as bf16, MaxText's path
+ * moves half the bytes: each of its 4 gathers (forward and backward) takes
+ * 0.5 + 1.5 / 2 = 1.25 s instead of 2 (busy 8 -> 5 s) and its gathered peak,
+ * two layers' buffers, halves (400 -> 200). Read as fp32 it is the code's
+ * default; the legacy plan gathers as stored under any reading. */
+static void test_maxtext_gather_reading(void)
+{
+    double busy[3], held[3], step[3], legacy_step[3];
+    for (int i = 0; i < 3; i++) {
+        smoe_sim_model m = two_layers(2);
+        m.weight_bytes = 4;
+        m.mx_gather_bytes = (int[]){ 0, 2, 4 }[i];
+        m.k[0].w[0].pre_stored_s = 2;
+        m.k[0].w[0].ag_lat_s = 0.5;
+        m.k[0].w[0].bytes_stored = 200;
+        m.k[0].bytes_stored = 200;
+        smoe_sim_sched s;
+        memset(&s, 0, sizeof s);
+        s.executor = SMOE_SIM_EXEC_MAXTEXT;
+        s.prefetch_depth = 1;
+        smoe_sim_result r;
+        CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+        busy[i] = r.gather_busy_s;
+        held[i] = r.mem_gathered;
+        step[i] = r.step_s;
+        s.legacy = 1;
+        CHECK(smoe_sim_run(&m, &s, &r, NULL) == SMOE_OK);
+        legacy_step[i] = r.step_s;
+    }
+    CHECKF(NEAR(busy[0], 8) && NEAR(held[0], 400), "as stored: busy %g, gathered %g; expected 8, 400",
+           busy[0], held[0]);
+    CHECKF(NEAR(busy[1], 5) && NEAR(held[1], 200), "bf16: busy %g, gathered %g; expected 5, 200",
+           busy[1], held[1]);
+    CHECKF(step[1] < step[0], "bf16 gathers: step %g, as stored %g", step[1], step[0]);
+    CHECKF(NEAR(busy[2], busy[0]) && NEAR(held[2], held[0]) && NEAR(step[2], step[0]),
+           "fp32 reading differs from the default");
+    CHECKF(NEAR(legacy_step[0], legacy_step[1]) && NEAR(legacy_step[0], legacy_step[2]),
+           "legacy moved with the reading: %g %g %g", legacy_step[0], legacy_step[1],
+           legacy_step[2]);
+}
+
 int main(void)
 {
     test_profile_does_not_choose();
     test_same_on_every_kind();
     test_choice_required();
+    test_maxtext_gather_reading();
     return check_report();
 }

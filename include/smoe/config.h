@@ -374,6 +374,7 @@ typedef struct smoe_scenario {
     const char *remat;           /* full | none | save-dot-products */
     int dtype_bytes;             /* 0: from the config's weight_dtype */
     int prefetch_depth;
+    int mx_gather_bytes;         /* maxtext_gather_dtype: 4 (fp32), 2 (bf16), 0 absent */
     int64_t dtype_bytes64, prefetch_depth64;
     int n_sources;               /* sources: {KEY: where its value comes from} */
     const char *source_key[SMOE_SCN_MAX_SOURCES], *source_text[SMOE_SCN_MAX_SOURCES];

@@ -93,6 +93,12 @@ typedef struct smoe_sim_shape {
      * part by wire_bytes / compute_bytes; the gathered buffers keep the
      * compute dtype (the runtime expands the records into them). */
     double wire_bytes;
+    /* MaxText's prefetch path (executor MAXTEXT, not the legacy plan): the
+     * bytes per element its gathers and their reduce-scatters move, a
+     * declared reading (smoe sim --maxtext-gather-dtype); 0 = as stored,
+     * weight_dtype, which is what fsdp_prefetch.py does (it gathers the
+     * nnx.Param leaves; the layers cast after the gather) */
+    int mx_gather_bytes;
 } smoe_sim_shape;
 
 /* Fill the dtype sizes of *sh from MaxText's keys: weight_dtype (default

@@ -336,7 +336,7 @@ smoe_status smoe_scenario_load_text(smoe_arena *a, const char *text, const char 
     static const char *const keys[] = { "description", "model", "rules", "hardware", "devices",
                                         "slices", "overrides", "per_device_batch", "seq_len",
                                         "remat", "dtype_bytes", "prefetch_depth", "variants",
-                                        "reported", "sources", NULL };
+                                        "reported", "sources", "maxtext_gather_dtype", NULL };
     smoe_node *root;
     memset(sc, 0, sizeof *sc);
     sc->file = smoe_arena_strdup(a, name);
@@ -372,6 +372,14 @@ smoe_status smoe_scenario_load_text(smoe_arena *a, const char *text, const char 
     }
     sc->dtype_bytes = (int)sc->dtype_bytes64;
     sc->prefetch_depth = (int)sc->prefetch_depth64;
+    const smoe_node *mg = smoe_node_get(root, "maxtext_gather_dtype");
+    if (mg) { /* as smoe sim --maxtext-gather-dtype */
+        int fp32 = mg->kind == SMOE_NODE_SCALAR && strcmp(mg->str, "fp32") == 0;
+        if (!fp32 && !(mg->kind == SMOE_NODE_SCALAR && strcmp(mg->str, "bf16") == 0))
+            return smoe_err_at(err, SMOE_EINVAL, mg->loc,
+                               "maxtext_gather_dtype: expected fp32 or bf16");
+        sc->mx_gather_bytes = fp32 ? 4 : 2;
+    }
     const smoe_node *dn = smoe_node_get(root, "devices"), *sn = smoe_node_get(root, "slices");
     if (dn)
         sc->devices_loc = dn->loc;

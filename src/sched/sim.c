@@ -471,9 +471,13 @@ static void executor_rules(sim *x, const smoe_sim_sched *s)
      * runtime. */
     x->prio = x->aeng == &x->geng && x->split && !x->mx;
     x->xla = s->executor == SMOE_SIM_EXEC_XLA_SCAN;
-    if (s->gather_bytes > 0) {
+    /* a schedule's own bytes, else the model's declared reading for
+     * MaxText's path (not the legacy plan: its gathers stay as stored) */
+    double gb = s->gather_bytes > 0 ? s->gather_bytes
+              : x->mx && !s->legacy ? m->mx_gather_bytes : 0;
+    if (gb > 0) {
         x->gmode = G_BYTES;
-        x->gratio = m->weight_bytes > 0 ? s->gather_bytes / m->weight_bytes : 1;
+        x->gratio = m->weight_bytes > 0 ? gb / m->weight_bytes : 1;
     } else {
         x->gmode = x->mx || s->legacy ? G_STORED : G_CAST;
     }
