@@ -24,7 +24,7 @@ static const char *g_cfg, *g_data;
 static void expect_on(int want, int64_t devices, const char *model, const char *base,
                       const char *data, const char *pattern, const char *const *kv, int n_kv)
 {
-    inproc_case k = { g_cfg, base, model, kv, n_kv, devices, 2, data ? data : g_data, 0 };
+    inproc_case k = { g_cfg, base, model, kv, n_kv, devices, 2, data ? data : g_data, 0, NULL };
     inproc_result r;
     int rc = inproc_train(&k, &r);
     int ok_rc = want < 0 ? rc != 0 : rc == want;

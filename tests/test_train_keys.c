@@ -21,7 +21,7 @@ static void one(const char *cfgdir, const char *data, const char *key, const cha
     char ov[200];
     snprintf(ov, sizeof ov, "%s=%s", key, v);
     const char *kv[2] = { ov, "override_model_config=true" };
-    inproc_case k = { cfgdir, NULL, NULL, kv, 2, 1, 2, data, 0 };
+    inproc_case k = { cfgdir, NULL, NULL, kv, 2, 1, 2, data, 0, NULL };
     inproc_result r;
     inproc_train(&k, &r);
     if (r.exit_code == 2 && strstr(r.line, key)) {

@@ -26,6 +26,7 @@ typedef struct inproc_case {
     int64_t steps;             /* 0: 2 */
     const char *data_path;
     int64_t max_memory;
+    const char *dump_path;     /* --dump-params, or NULL */
 } inproc_case;
 
 typedef struct inproc_result {
@@ -44,6 +45,7 @@ static inline smoe_train_opts inproc_opts(const inproc_case *k)
     o.prefetch_depth = 1;
     o.data_path = k->data_path;
     o.max_memory = k->max_memory;
+    o.dump_path = k->dump_path;
     return o;
 }
 
