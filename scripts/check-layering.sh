@@ -32,6 +32,9 @@ check 'mpi\.h' '^src/runtime/'
 check 'cblas\.h' '^src/kernels/'
 check 'cjson/cJSON\.h' '^(src/config/(params_)?json\.c|src/train/manifest\.c|cli/[a-z_]*json[a-z_]*\.c)$'
 check 'openssl/[a-z]*\.h' '^src/train/digest\.c$'
+# test hooks are set by test programs (core.h's smoe_set_test_hooks), never
+# read from the environment by the library or the CLI
+keep 'getenv\("SMOE_TEST_' '^$' 'SMOE_TEST_* read from the environment'
 
 # The layer table: MODULE: the modules it may include (itself implied).
 # plot draws the simulator's data (presentation): above sched, which never

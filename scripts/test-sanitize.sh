@@ -8,11 +8,14 @@
 # allocator_may_return_null=1: an absurd allocation (a hostile config asking
 # for terabytes) returns NULL as in a normal build, so smoe's own "out of
 # memory" path is what gets tested, not ASan's allocation-size abort.
-# usage: scripts/test-sanitize.sh [BUILD_DIR]   (default: build-asan)
+# TIERS (a ctest label regex, e.g. 'unit|mpi|sanitize') picks the tests;
+# default: every test.
+# usage: scripts/test-sanitize.sh [BUILD_DIR [TIERS]]   (default: build-asan)
 set -eu
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
 build=${1:-build-asan}
+tiers=${2:-.}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMOE_SANITIZE=ON \
       -DSMOE_WERROR=ON >/dev/null
 cmake --build "$build"
@@ -20,7 +23,9 @@ cd "$build"
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 rc=0
 echo "== single-process tests (LeakSanitizer on)"
-ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 ctest --output-on-failure --timeout 900 -LE mpi || rc=1
+ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 ctest --output-on-failure --timeout 900 -L "$tiers" -LE mpi || rc=1
 echo "== MPI tests (detect_leaks=0)"
-ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 ctest --output-on-failure --timeout 900 -L mpi || rc=1
+if printf 'mpi\n' | grep -Eq "$tiers"; then
+  ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 ctest --output-on-failure --timeout 900 -L mpi || rc=1
+fi
 exit $rc

@@ -143,7 +143,7 @@ for pt in --no-progress-thread --progress-thread; do
   rc=$?
   took=$(($(date +%s) - t0))
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le 30 ] &&
-    grep -q "^smoe: rank 3: step 3: an error injected by SMOE_TEST_STEP_ERROR" "$out" &&
+    grep -q "^smoe: rank 3: step 3: an error injected by the step_error test hook" "$out" &&
     ! grep -q "no progress for" "$out"; then
     ok
   else

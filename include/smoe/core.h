@@ -221,6 +221,25 @@ int smoe_sync_dir(const char *dir);
  * set before any writer runs. */
 void smoe_out_fail_after(long bytes);
 
+/* ---- test hooks: failures a test binary asks for (default: none) ----
+ * The library never reads them from the environment: a test program (for
+ * the CLI: the smoe_testhooks build, tests/testhooks.c) sets them before
+ * the runtime starts. Process-global, like the hooks above. */
+typedef enum smoe_test_thread {
+    SMOE_TEST_THREAD_DEFAULT = 0, /* MPI_Init_thread asks what smoe needs */
+    SMOE_TEST_THREAD_SINGLE,      /* ... asks MPI_THREAD_SINGLE (a library providing less) */
+    SMOE_TEST_THREAD_FUNNELED     /* ... asks MPI_THREAD_FUNNELED */
+} smoe_test_thread;
+typedef struct smoe_test_hooks {
+    smoe_test_thread mpi_thread;
+    int64_t kill_in_save; /* > 0: the last rank is killed half-way through the save of this step */
+    int64_t step_error;   /* > 0: the last rank fails in this step (1-based), the others go on */
+} smoe_test_hooks;
+/* Copy *h (NULL: none). */
+void smoe_set_test_hooks(const smoe_test_hooks *h);
+/* The hooks in force (all zero unless set). */
+smoe_test_hooks smoe_get_test_hooks(void);
+
 #ifdef __cplusplus
 }
 #endif

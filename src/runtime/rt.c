@@ -82,12 +82,12 @@ smoe_status smoe_rt_init(int *argc, char ***argv, smoe_rt **out, smoe_err *err)
     if (!rt)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     int inited = 0, provided = 0, ask = MPI_THREAD_MULTIPLE;
-    /* test hook: SMOE_TEST_MPI_THREAD=single|funneled asks for less (a
-     * library that provides less, as a test can meet it) */
-    const char *tl = getenv("SMOE_TEST_MPI_THREAD");
-    if (tl && strcmp(tl, "single") == 0)
+    /* test hook: ask for less (a library that provides less, as a test
+     * can meet it) */
+    smoe_test_thread tl = smoe_get_test_hooks().mpi_thread;
+    if (tl == SMOE_TEST_THREAD_SINGLE)
         ask = MPI_THREAD_SINGLE;
-    else if (tl && strcmp(tl, "funneled") == 0)
+    else if (tl == SMOE_TEST_THREAD_FUNNELED)
         ask = MPI_THREAD_FUNNELED;
     MPI_Initialized(&inited);
     if (!inited) {

@@ -127,9 +127,9 @@ static smoe_status write_shard(const smoe_comm *cm, const tr_store *st, const ch
     fwrite(&hd, sizeof hd, 1, f); /* a failed write is the commit's */
     tr_sha_update(h, &hd, sizeof hd);
     /* test hook: die half-way through a save, as a node failure would */
-    const char *kill_at = getenv("SMOE_TEST_KILL_IN_SAVE");
+    const int64_t kill_at = smoe_get_test_hooks().kill_in_save;
     for (int c = 0; c < 3 && !ferror(f); c++) {
-        if (c == 1 && kill_at && atoll(kill_at) == step &&
+        if (c == 1 && kill_at > 0 && kill_at == step &&
             smoe_comm_rank(cm) == smoe_comm_size(cm) - 1) {
             fflush(f);
             raise(SIGKILL);

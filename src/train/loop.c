@@ -479,7 +479,7 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
         return s;
     if (step + 1 == S->fail_step) /* test hook: an error on one rank alone */
         return smoe_err_set(err, SMOE_EINTERNAL,
-                            "step %lld: an error injected by SMOE_TEST_STEP_ERROR",
+                            "step %lld: an error injected by the step_error test hook",
                             (long long)step + 1);
     double loss = step_head(S, step);
     if ((s = step_backward(S, step, err)))
@@ -547,10 +547,9 @@ smoe_status tr_loop_new(const smoe_comm *cm, const smoe_model_cfg *mc, const tr_
     S->first = smoe_calloc((size_t)(S->L ? S->L : 1), 1);
     if (!S->top_w || !S->top_dw || !S->x || !S->dx || !S->tokens || !S->targets || !S->first)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    /* test hook: SMOE_TEST_STEP_ERROR=N makes the last rank fail in step N */
-    const char *fs = getenv("SMOE_TEST_STEP_ERROR");
-    if (fs && smoe_comm_rank(cm) == smoe_comm_size(cm) - 1)
-        S->fail_step = atoll(fs);
+    /* test hook: the last rank fails in step step_error */
+    if (smoe_comm_rank(cm) == smoe_comm_size(cm) - 1)
+        S->fail_step = smoe_get_test_hooks().step_error;
     S->ep_rt = smoe_comm_ep(cm);
     if (S->ep_rt.size != mc->ep)
         return smoe_err_set(err, SMOE_EINTERNAL, "expert group of %d ranks, model ep %lld",
