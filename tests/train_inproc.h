@@ -9,6 +9,7 @@
 #ifndef SMOE_TEST_TRAIN_INPROC_H
 #define SMOE_TEST_TRAIN_INPROC_H
 
+#include "smoe/sched.h"
 #include "smoe/train.h"
 
 #include <math.h>
@@ -35,14 +36,16 @@ typedef struct inproc_result {
     int steps_run, finite;     /* steps reported; all their losses finite */
 } inproc_result;
 
-/* The run's options (the one place that fills smoe_train_opts). */
-static inline smoe_train_opts inproc_opts(const inproc_case *k)
+/* The run's options (the one place that fills smoe_train_opts): smoe
+ * train's default schedule, prefetch depth 1, is *sched. */
+static inline smoe_train_opts inproc_opts(const inproc_case *k, const smoe_schedule *const *sched)
 {
     smoe_train_opts o;
     memset(&o, 0, sizeof o);
     o.steps = k->steps ? k->steps : 2;
     o.seed = 1;
-    o.prefetch_depth = 1;
+    o.schedules = sched;
+    o.nschedules = 1;
     o.data_path = k->data_path;
     o.max_memory = k->max_memory;
     o.dump_path = k->dump_path;
@@ -102,14 +105,21 @@ static inline int inproc_train(const inproc_case *k, inproc_result *res)
                smoe_train_model_cfg(cfg, &plan->mesh, &mc, &err)) {
         rc = inproc_fail(res, &err);
     } else if (devices == 1) {
-        smoe_train_opts o = inproc_opts(k);
-        o.on_step = inproc_on_step;
-        o.ud = res;
-        smoe_train_result tr;
-        memset(&tr, 0, sizeof tr);
-        if (smoe_train_run(cfg, plan, NULL, &comm, &o, &tr, &err))
+        smoe_schedule *sched = NULL;
+        if (smoe_schedule_for_plan(plan, 1, 0, &sched, &err)) {
             rc = inproc_fail(res, &err);
-        smoe_train_result_free(&tr);
+        } else {
+            const smoe_schedule *one[1] = { sched };
+            smoe_train_opts o = inproc_opts(k, one);
+            o.on_step = inproc_on_step;
+            o.ud = res;
+            smoe_train_result tr;
+            memset(&tr, 0, sizeof tr);
+            if (smoe_train_run(cfg, plan, &comm, &o, &tr, &err))
+                rc = inproc_fail(res, &err);
+            smoe_train_result_free(&tr);
+        }
+        smoe_schedule_free(sched);
     }
     if (comm.ctx)
         smoe_comm_local_free(&comm);
