@@ -222,10 +222,31 @@ smoe_status cli_probe_output(const char *path, const char *opt, smoe_err *err);
 /* JSON output of smoe sim (sim_json.c): per schedule its name, the
  * executor it simulates (smoe_sim_executor_name) and its result. */
 struct smoe_sim_shape;
+/* smoe sim's rows under every combination of a scenario's readings
+ * (sim_readings.c prints them; cmd_sim.c runs them). */
+#define SIM_MAX_ROWS 12
+typedef struct sim_reading_rows {
+    int idx[SMOE_SCN_MAX_FACTS]; /* each fact's value index; -1: the command line's */
+    int n;
+    char name[SIM_MAX_ROWS][32];
+    double step_ms[SIM_MAX_ROWS], exposed_ms[SIM_MAX_ROWS], peak_gib[SIM_MAX_ROWS];
+} sim_reading_rows;
+typedef struct sim_readings {
+    int n; /* combinations; 0: the scenario declares none */
+    sim_reading_rows r[SMOE_SCN_MAX_COMBOS];
+} sim_readings;
+void sim_print_readings(FILE *f, const smoe_scenario *sc, const sim_readings *rd);
+enum { SIM_FIG_STEP, SIM_FIG_EXPOSED, SIM_FIG_PEAK, SIM_FIGS };
+/* Figure `which` (SIM_FIG_*) of row `row`. */
+double sim_reading_fig(const sim_reading_rows *r, int row, int which);
+/* The smallest and largest of a row's figure over every combination. */
+void sim_reading_envelope(const sim_readings *rd, int row, int which, double *lo, double *hi);
+/* The readings and their envelope as a JSON object (NULL when none). */
+struct cJSON *sim_readings_json(const smoe_scenario *sc, const sim_readings *rd);
 void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw,
                     const struct smoe_sim_shape *sh, const char *const *names,
                     const char *const *executors, const struct smoe_sim_result *res, int n,
-                    const smoe_scenario *sc,
+                    const smoe_scenario *sc, const sim_readings *rd,
                     const struct smoe_sim_point *curve, int ncurve);
 /* JSON output of a plan (plan_json.c). */
 void plan_print_json(FILE *f, const smoe_plan *p);

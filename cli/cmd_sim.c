@@ -22,7 +22,7 @@ enum {
     OPT_SCHED_OUT, OPT_WHOLE, OPT_PTHREAD, OPT_NO_PTHREAD, OPT_MX_GATHER
 };
 
-#define MAX_RUNS 12
+#define MAX_RUNS SIM_MAX_ROWS
 #define SWEEP_POINTS 200
 
 static void usage(FILE *f)
@@ -417,6 +417,7 @@ typedef struct sim_args {
     const char *scenario, *hardware, *remat, *trace_path, *out, *plot_path, *profile, *sched_out;
     int whole, depth, sweep, calib, pthread;
     int mx_gather_bytes; /* --maxtext-gather-dtype (or the scenario's); 0: as stored */
+    int fixed[SMOE_FACT_KINDS]; /* the readings' facts the command line set */
     int64_t batch, seq, budget;
     smoe_scenario sc;
     smoe_arena *arena;
@@ -523,6 +524,10 @@ static void apply_scenario(sim_args *a)
     cli_common *c = &a->c;
     if (smoe_scenario_load(a->arena, f, sc, &err))
         cli_die(&err);
+    a->fixed[SMOE_FACT_SEQ] = a->seq != 0;
+    a->fixed[SMOE_FACT_BATCH] = a->batch != 0;
+    a->fixed[SMOE_FACT_DTYPE_BYTES] = c->dtype_bytes != 0;
+    a->fixed[SMOE_FACT_MX_GATHER] = a->mx_gather_bytes != 0;
     if (!c->model)
         c->model = sc->model;
     if (!c->rules)
@@ -583,6 +588,7 @@ typedef struct sim_rows {
     smoe_sim_point curve[512];
     int ncurve, feasible;
     unsigned char dist[2][SMOE_SIM_MAX_WEIGHTS];
+    sim_readings rd; /* the rows under every reading of the scenario */
 } sim_rows;
 
 /* One row: schedule sd on m, traced when a trace or plot is asked for. */
@@ -648,6 +654,63 @@ static void run_variants(const sim_args *a, sim_rows *R, const smoe_hw *hw,
         run_row(a, R, vm, &sd, sc->variants[v].name);
         smoe_sim_model_free(vm);
         smoe_plan_free(vp);
+    }
+}
+
+/* Combination ci's shape: each fact's value where the command line set
+ * none (the value index per fact into out->idx). */
+static smoe_sim_shape reading_shape(const sim_args *a, const smoe_sim_shape *sh, int ci,
+                                    sim_reading_rows *out)
+{
+    smoe_sim_shape x = *sh;
+    for (int f = 0; f < a->sc.n_facts; f++) {
+        const smoe_scn_fact *ft = &a->sc.facts[f];
+        int j = ci % ft->n;
+        ci /= ft->n;
+        out->idx[f] = a->fixed[ft->key] ? -1 : j;
+        if (out->idx[f] < 0)
+            continue;
+        int64_t v = (int64_t)ft->value[j];
+        switch (ft->key) {
+        case SMOE_FACT_SEQ: x.seq = v; break;
+        case SMOE_FACT_BATCH: x.batch = v; break;
+        case SMOE_FACT_DTYPE_BYTES: x.dtype_bytes = (int)v; break;
+        case SMOE_FACT_MX_GATHER: x.mx_gather_bytes = (int)v; break;
+        }
+    }
+    return x;
+}
+
+/* The scenario's rows (base and variants) under every combination of its
+ * readings, untraced. A fact the command line set keeps its value. */
+static void run_readings(const sim_args *a, sim_rows *R, const smoe_hw *hw,
+                         const smoe_sim_shape *sh)
+{
+    static sim_rows X;
+    sim_args b = *a;
+    b.trace_path = b.plot_path = NULL;
+    int combos = 1;
+    for (int f = 0; f < a->sc.n_facts; f++)
+        combos *= a->fixed[a->sc.facts[f].key] ? 1 : a->sc.facts[f].n;
+    for (int ci = 0; a->sc.n_facts && ci < combos; ci++) {
+        sim_reading_rows *out = &R->rd.r[R->rd.n++];
+        smoe_sim_shape xs = reading_shape(a, sh, ci, out);
+        smoe_plan *p;
+        memset(&X, 0, sizeof X);
+        smoe_sim_model *m = build(&b.c, NULL, NULL, 0, hw, &xs, &p);
+        if (a->profile)
+            apply_profile(m, R->prof, R->prof_n);
+        run_base(&b, &X, hw, m);
+        run_variants(&b, &X, hw, &xs);
+        out->n = X.n;
+        for (int i = 0; i < X.n; i++) {
+            snprintf(out->name[i], sizeof out->name[i], "%s", X.runs[i].name);
+            out->step_ms[i] = X.runs[i].r.step_s * 1e3;
+            out->exposed_ms[i] = X.runs[i].r.exposed_gather_s * 1e3;
+            out->peak_gib[i] = X.runs[i].r.peak_hbm_bytes / (1024.0 * 1024 * 1024);
+        }
+        smoe_sim_model_free(m);
+        smoe_plan_free(p);
     }
 }
 
@@ -752,6 +815,8 @@ static void print_text(const sim_args *a, const sim_rows *R, const smoe_hw *hw, 
         for (int i = 0; i < sc->n_sources; i++)
             printf("  %-18s %s\n", sc->source_key[i], sc->source_text[i]);
     }
+    if (R->rd.n)
+        sim_print_readings(stdout, sc, &R->rd);
     if (a->sweep && R->ncurve > 0)
         print_sweep(R->curve, R->ncurve);
 }
@@ -766,7 +831,7 @@ static void print_json(const sim_args *a, const sim_rows *R, const smoe_hw *hw,
         execs[i] = smoe_sim_executor_name(R->runs[i].exec);
         res[i] = R->runs[i].r;
     }
-    sim_print_json(stdout, plan, hw, sh, names, execs, res, R->n, &a->sc, R->curve,
+    sim_print_json(stdout, plan, hw, sh, names, execs, res, R->n, &a->sc, &R->rd, R->curve,
                    a->sweep ? R->ncurve : 0);
 }
 
@@ -846,6 +911,7 @@ int cmd_sim(int argc, char **argv)
     run_base(&a, &R, &hw, m);
     run_variants(&a, &R, &hw, &sh);
     run_budget(&a, &R, m);
+    run_readings(&a, &R, &hw, &sh);
     if (a.c.json)
         print_json(&a, &R, &hw, plan, &sh);
     else

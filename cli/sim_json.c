@@ -7,10 +7,61 @@
 
 #include <cjson/cJSON.h>
 
+/* The readings, each combination's rows and the envelope. */
+cJSON *sim_readings_json(const smoe_scenario *sc, const sim_readings *rd)
+{
+    if (!rd || !rd->n)
+        return NULL;
+    static const char *const k_fig_name[SIM_FIGS] = { "step_ms", "exposed_gather_ms",
+                                                      "peak_hbm_gib" };
+    cJSON *o = cJSON_CreateObject();
+    cJSON *facts = cJSON_AddObjectToObject(o, "facts");
+    for (int k = 0; k < sc->n_facts; k++) {
+        cJSON *l = cJSON_CreateArray();
+        for (int j = 0; j < sc->facts[k].n; j++) {
+            cJSON *v = cJSON_CreateObject();
+            cli_json_add(v, "value", cli_json_string(sc->facts[k].text[j]));
+            cli_json_add(v, "source", cli_json_string(sc->facts[k].source[j]));
+            cJSON_AddItemToArray(l, v);
+        }
+        cli_json_add(facts, smoe_scn_fact_name(sc->facts[k].key), l);
+    }
+    cJSON *combos = cJSON_AddArrayToObject(o, "combinations");
+    for (int c = 0; c < rd->n; c++) {
+        cJSON *x = cJSON_CreateObject(), *vals = cJSON_AddObjectToObject(x, "readings");
+        for (int k = 0; k < sc->n_facts; k++)
+            if (rd->r[c].idx[k] >= 0)
+                cli_json_add(vals, smoe_scn_fact_name(sc->facts[k].key),
+                             cli_json_string(sc->facts[k].text[rd->r[c].idx[k]]));
+        cJSON *rows = cJSON_AddObjectToObject(x, "schedules");
+        for (int i = 0; i < rd->r[c].n; i++) {
+            cJSON *r = cJSON_CreateObject();
+            for (int w = 0; w < SIM_FIGS; w++)
+                cJSON_AddNumberToObject(r, k_fig_name[w], sim_reading_fig(&rd->r[c], i, w));
+            cli_json_add(rows, rd->r[c].name[i], r);
+        }
+        cJSON_AddItemToArray(combos, x);
+    }
+    cJSON *env = cJSON_AddObjectToObject(o, "envelope");
+    for (int i = 0; i < rd->r[0].n; i++) {
+        cJSON *r = cJSON_CreateObject();
+        for (int w = 0; w < SIM_FIGS; w++) {
+            double lo, hi;
+            sim_reading_envelope(rd, i, w, &lo, &hi);
+            cJSON *pair = cJSON_CreateArray();
+            cJSON_AddItemToArray(pair, cJSON_CreateNumber(lo));
+            cJSON_AddItemToArray(pair, cJSON_CreateNumber(hi));
+            cli_json_add(r, k_fig_name[w], pair);
+        }
+        cli_json_add(env, rd->r[0].name[i], r);
+    }
+    return o;
+}
+
 void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const smoe_sim_shape *sh,
                     const char *const *names, const char *const *executors,
                     const smoe_sim_result *res, int n, const smoe_scenario *sc,
-                    const smoe_sim_point *curve, int ncurve)
+                    const sim_readings *rd, const smoe_sim_point *curve, int ncurve)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddItemToObject(root, "hardware", cli_json_string(hw->name));
@@ -63,6 +114,9 @@ void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const smoe_s
         for (int i = 0; i < sc->n_sources; i++)
             cli_json_add(src, sc->source_key[i], cli_json_string(sc->source_text[i]));
     }
+    cJSON *rj = sc ? sim_readings_json(sc, rd) : NULL;
+    if (rj)
+        cJSON_AddItemToObject(root, "readings", rj);
     if (ncurve) {
         cJSON *pc = cJSON_AddArrayToObject(root, "pareto");
         for (int i = 0; i < ncurve; i++) {

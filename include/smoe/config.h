@@ -362,6 +362,28 @@ typedef struct smoe_scn_variant {
     const char *overrides[SMOE_SCN_MAX_OVERRIDES];
 } smoe_scn_variant;
 
+/* A declared reading (readings: in a scenario): a fact the scenario's
+ * source does not state, with every value its public sources allow. */
+#define SMOE_SCN_MAX_FACTS 4
+#define SMOE_SCN_MAX_READINGS 4  /* values per fact */
+#define SMOE_SCN_MAX_COMBOS 16   /* combinations of all facts' values */
+typedef enum smoe_scn_fact_key {
+    SMOE_FACT_SEQ,          /* seq_len */
+    SMOE_FACT_BATCH,        /* per_device_batch */
+    SMOE_FACT_DTYPE_BYTES,  /* dtype_bytes: the stored weights' bytes */
+    SMOE_FACT_MX_GATHER     /* maxtext_gather_dtype: bytes (4 fp32, 2 bf16) */
+} smoe_scn_fact_key;
+#define SMOE_FACT_KINDS 4
+typedef struct smoe_scn_fact {
+    smoe_scn_fact_key key;
+    int n;
+    double value[SMOE_SCN_MAX_READINGS];
+    const char *text[SMOE_SCN_MAX_READINGS];   /* as written */
+    const char *source[SMOE_SCN_MAX_READINGS];
+} smoe_scn_fact;
+/* The scenario-file name of a fact ("seq_len", ...). */
+const char *smoe_scn_fact_name(smoe_scn_fact_key k);
+
 typedef struct smoe_scenario {
     const char *file;
     const char *description;
@@ -383,6 +405,8 @@ typedef struct smoe_scenario {
     int n_reported;
     const char *reported_name[SMOE_SCN_MAX_VARIANTS + 4];
     smoe_scn_numbers reported[SMOE_SCN_MAX_VARIANTS + 4];
+    int n_facts;                 /* readings: the unstated facts */
+    smoe_scn_fact facts[SMOE_SCN_MAX_FACTS];
 } smoe_scenario;
 
 /* Read a scenario file into an arena (strings live there); every number

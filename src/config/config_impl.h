@@ -75,4 +75,8 @@ smoe_status cfg_field_coerce(smoe_arena *a, const cfg_fields *t, const cfg_field
 SMOE_MUST_CHECK
 smoe_status cfg_pipeline_fixups(smoe_config *c, smoe_arena *a, smoe_err *err);
 
+/* readings.c: a scenario's readings: mapping (node n) into sc. */
+SMOE_MUST_CHECK
+smoe_status cfg_scn_readings(smoe_arena *a, const smoe_node *n, smoe_scenario *sc, smoe_err *err);
+
 #endif

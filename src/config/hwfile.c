@@ -336,7 +336,8 @@ smoe_status smoe_scenario_load_text(smoe_arena *a, const char *text, const char 
     static const char *const keys[] = { "description", "model", "rules", "hardware", "devices",
                                         "slices", "overrides", "per_device_batch", "seq_len",
                                         "remat", "dtype_bytes", "prefetch_depth", "variants",
-                                        "reported", "sources", "maxtext_gather_dtype", NULL };
+                                        "reported", "sources", "maxtext_gather_dtype",
+                                        "readings", NULL };
     smoe_node *root;
     memset(sc, 0, sizeof *sc);
     sc->file = smoe_arena_strdup(a, name);
@@ -422,6 +423,9 @@ smoe_status smoe_scenario_load_text(smoe_arena *a, const char *text, const char 
     }
     const smoe_node *src = smoe_node_get(root, "sources");
     if (src && (s = sources(a, src, sc, err)))
+        return s;
+    const smoe_node *rd = smoe_node_get(root, "readings");
+    if (rd && (s = cfg_scn_readings(a, rd, sc, err)))
         return s;
     return SMOE_OK;
 }

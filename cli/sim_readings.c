@@ -1,0 +1,93 @@
+/* smoe sim's rows under every combination of a scenario's declared
+ * readings, side by side, with the envelope (the smallest and largest
+ * prediction of each figure over the readings) and whether each reported
+ * figure lies inside it. */
+#include "cli.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const k_fig_title[SIM_FIGS] = { "step ms", "exposed AG ms", "peak HBM GiB" };
+
+double sim_reading_fig(const sim_reading_rows *r, int row, int which)
+{
+    return which == SIM_FIG_STEP ? r->step_ms[row] : which == SIM_FIG_EXPOSED ? r->exposed_ms[row]
+                                                                      : r->peak_gib[row];
+}
+
+static double reported_fig(const smoe_scenario *sc, const char *name, int which)
+{
+    for (int i = 0; i < sc->n_reported; i++)
+        if (strcmp(sc->reported_name[i], name) == 0)
+            return which == SIM_FIG_STEP ? sc->reported[i].step_ms
+                 : which == SIM_FIG_EXPOSED ? sc->reported[i].exposed_gather_ms
+                                        : sc->reported[i].peak_hbm_gib;
+    return -1;
+}
+
+void sim_reading_envelope(const sim_readings *rd, int row, int which, double *lo, double *hi)
+{
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (int c = 0; c < rd->n; c++) {
+        double v = sim_reading_fig(&rd->r[c], row, which);
+        *lo = fmin(*lo, v);
+        *hi = fmax(*hi, v);
+    }
+}
+
+static void print_combos(FILE *f, const smoe_scenario *sc, const sim_readings *rd)
+{
+    for (int c = 0; c < rd->n; c++) {
+        fprintf(f, "  R%-2d", c + 1);
+        for (int k = 0; k < sc->n_facts; k++)
+            if (rd->r[c].idx[k] >= 0)
+                fprintf(f, " %s=%s", smoe_scn_fact_name(sc->facts[k].key),
+                        sc->facts[k].text[rd->r[c].idx[k]]);
+        fprintf(f, "\n");
+    }
+}
+
+static void print_figure(FILE *f, const smoe_scenario *sc, const sim_readings *rd, int which)
+{
+    const char *fmt = which == SIM_FIG_PEAK ? " %7.1f" : " %7.0f";
+    fprintf(f, "\n%-26s", k_fig_title[which]);
+    for (int c = 0; c < rd->n; c++)
+        fprintf(f, " %7s", "");
+    fprintf(f, "  %-17s reported\n", "envelope");
+    fprintf(f, "%-26s", "schedule");
+    for (int c = 0; c < rd->n; c++) {
+        char h[8];
+        snprintf(h, sizeof h, "R%d", c + 1);
+        fprintf(f, " %7s", h);
+    }
+    fprintf(f, "\n");
+    for (int i = 0; i < rd->r[0].n; i++) {
+        double lo, hi, rep = reported_fig(sc, rd->r[0].name[i], which);
+        fprintf(f, "%-26s", rd->r[0].name[i]);
+        for (int c = 0; c < rd->n; c++)
+            fprintf(f, fmt, sim_reading_fig(&rd->r[c], i, which));
+        sim_reading_envelope(rd, i, which, &lo, &hi);
+        char env[40];
+        snprintf(env, sizeof env, which == SIM_FIG_PEAK ? "%.1f-%.1f" : "%.0f-%.0f", lo, hi);
+        if (rep >= 0)
+            fprintf(f, "  %-17s %.1f %s\n", env, rep, rep >= lo && rep <= hi ? "inside" : "outside");
+        else
+            fprintf(f, "  %s\n", env);
+    }
+}
+
+void sim_print_readings(FILE *f, const smoe_scenario *sc, const sim_readings *rd)
+{
+    fprintf(f, "\npredicted under every reading of the unstated facts (%s): %d combinations\n",
+            sc->file, rd->n);
+    print_combos(f, sc, rd);
+    for (int w = 0; w < SIM_FIGS; w++)
+        print_figure(f, sc, rd, w);
+    fprintf(f, "\nwhere the readings come from\n");
+    for (int k = 0; k < sc->n_facts; k++)
+        for (int j = 0; j < sc->facts[k].n; j++)
+            fprintf(f, "  %s=%s: %s\n", smoe_scn_fact_name(sc->facts[k].key),
+                    sc->facts[k].text[j], sc->facts[k].source[j]);
+}
