@@ -197,7 +197,7 @@ static void resume(int64_t expert, const char *pdbs, const char *ov, int ranks,
     snprintf(ep, sizeof ep, "%lld", (long long)expert);
     for (int i = 0; i < n; i++) {
         k[i] = smoe_config_key_at(c, i, &v);
-        t[i] = tr_node_text(v);
+        t[i] = smoe_node_text(v);
         if (strcmp(k[i], "per_device_batch_size") == 0 ||
             strcmp(k[i], "ici_expert_parallelism") == 0) {
             const char *x = k[i][0] == 'p' ? pdbs : ep;

@@ -161,7 +161,7 @@ static smoe_status config_map(const smoe_config *cfg, smoe_arena *a, tr_manifest
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory writing the manifest");
     for (int i = 0; i < n; i++) {
         k[i] = smoe_config_key_at(cfg, i, &v);
-        char *txt = tr_node_text(v);
+        char *txt = smoe_node_text(v);
         t[i] = txt ? smoe_arena_strdup(a, txt) : NULL;
         smoe_free(txt);
         if (!t[i])
@@ -529,7 +529,7 @@ static smoe_status check_run(const tr_manifest *m, const tr_store *st, const tr_
         if (strcmp(m->cfg_keys[j], "model_name") != 0)
             continue;
         const smoe_node *v = smoe_config_get(co->cfg, "model_name");
-        char *now = tr_node_text(v);
+        char *now = smoe_node_text(v);
         int same = now && strcmp(now, m->cfg_vals[j]) == 0;
         if (!same)
             s = smoe_err_in(err, SMOE_EINVAL, mpath,

@@ -117,7 +117,7 @@ smoe_status tr_ckpt_changes(const tr_manifest *m, const smoe_config *cfg, const 
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     for (int i = 0; i < n; i++) { /* changed or new keys */
         const char *k = smoe_config_key_at(cfg, i, &v);
-        char *now = tr_node_text(v);
+        char *now = smoe_node_text(v);
         const char *old = NULL;
         for (int j = 0; j < m->ncfg && !old; j++)
             if (strcmp(m->cfg_keys[j], k) == 0)

@@ -329,7 +329,7 @@ static void value_text(const smoe_node *n, char *buf, size_t cap)
         snprintf(buf, cap, "%s", n->str ? n->str : "");
         return;
     }
-    char *t = tr_node_text(n);
+    char *t = smoe_node_text(n);
     snprintf(buf, cap, "%s", t ? t : "(a collection)");
     smoe_free(t);
 }

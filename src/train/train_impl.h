@@ -351,8 +351,6 @@ void tr_manifest_free(tr_manifest *m);
  * ("gathers bf16, reductions fp32"; int8 with its block and fallback) */
 void tr_wire_text(const smoe_plan *plan, int reduce_dtype, char *buf, size_t n);
 #define TR_WIRE_FP32 "gathers fp32, reductions fp32"
-/* fingerprint.c: a config value as one line of YAML flow text (smoe_free) */
-char *tr_node_text(const smoe_node *n);
 
 /* ckpt_dir.c + checkpoint.c: a checkpoint directory belongs to one run */
 typedef struct tr_ckpt_opts {
