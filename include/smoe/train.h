@@ -19,6 +19,7 @@
 
 #include <stdint.h>
 
+#include "smoe/ckpt.h"
 #include "smoe/config.h"
 #include "smoe/kernels.h"
 #include "smoe/model.h"
@@ -111,7 +112,7 @@ typedef struct smoe_train_opts {
     const smoe_hw *hw;
     const char *trace_path; /* Chrome trace file (rank 0 writes), or NULL */
     const char *dump_path;  /* final parameters, canonical order, or NULL */
-    /* checkpoints (see checkpoint.c): every ckpt_every steps (0: only at
+    /* checkpoints (ckpt.h): every ckpt_every steps (0: only at
      * the end) into ckpt_dir when set; resume: continue from the newest
      * complete checkpoint in ckpt_dir (any mesh: shards are re-cut) */
     const char *ckpt_dir;
@@ -127,9 +128,9 @@ typedef struct smoe_train_opts {
 } smoe_train_opts;
 
 
-typedef struct smoe_train_change {
-    char *key, *from, *to;       /* a config key, its value in the checkpoint and now */
-} smoe_train_change;
+/* A config key that differs from the checkpoint's: key, its value in the
+ * checkpoint and now (ckpt.h). */
+typedef smoe_ckpt_change smoe_train_change;
 
 /* A MaxText key smoe train reads and does not apply (smoe_train_unapplied_keys). */
 typedef struct smoe_train_unapplied {
