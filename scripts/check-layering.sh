@@ -6,7 +6,7 @@
 #     may depend on (the layer table below; the style guide's
 #     core -> shard -> config -> plan -> sched -> plot; kernels -> model;
 #     runtime -> train -> cli, train reaching the runtime only through comm,
-#     checkpoints through ckpt),
+#     checkpoints through ckpt, the recipe through recipe),
 #     and another module's internal headers are
 #     never included (only its include/smoe/ header is API).
 # usage: scripts/check-layering.sh [SOURCE_DIR]
@@ -44,6 +44,9 @@ check 'openssl/[a-z]*\.h' '^src/ckpt/digest\.c$'
 # ckpt writes and reads checkpoints of a state it is handed (slabs and
 # per-weight layout), over comm's collectives, with the config recorded:
 # below train, which describes its store to it; no plan, model or runtime.
+# recipe reads MaxText's training recipe and key policy out of a config:
+# the plan's dimensions and the model's configuration (model.h), nothing
+# that runs: below train, which applies it.
 layers='
 core:
 dtype: core
@@ -57,9 +60,10 @@ comm: core shard dtype
 model: core kernels comm
 runtime: core shard comm dtype
 ckpt: core shard config comm
-train: core shard config plan sched kernels comm model ckpt dtype
-calib: core shard config plan sched kernels comm model runtime ckpt train dtype
-cli: core shard config plan sched plot kernels comm model runtime ckpt train calib dtype
+recipe: core shard config plan kernels comm model dtype
+train: core shard config plan sched kernels comm model ckpt recipe dtype
+calib: core shard config plan sched kernels comm model runtime ckpt recipe train dtype
+cli: core shard config plan sched plot kernels comm model runtime ckpt recipe train calib dtype
 '
 # Single includes tolerated until their fix lands, each with its reason
 # (FILE HEADER-MODULE); none today.

@@ -3,49 +3,39 @@
 #define SMOE_TRAIN_IMPL_H
 
 #include "smoe/ckpt.h"
+#include "smoe/recipe.h"
 #include "smoe/sched.h"
 #include "smoe/train.h"
 
-/* MaxText's training recipe (recipe.c): schedule, clipping, optimizer
- * extras, bias update. */
-#define TR_MAX_MASK 16
-typedef struct tr_recipe {
-    int legacy;             /* cosine_learning_rate_final_fraction: MaxText's
-                               schedule before e886dd212 */
-    int wsd, wsd_linear;    /* lr_schedule_type wsd, wsd_decay_style linear */
-    double lr, final_frac, warmup_frac, wsd_frac;
-    int64_t sched_steps;    /* learning_rate_schedule_steps (-1 resolved) */
-    int64_t steps;          /* the run's steps (--steps) */
-    double clip;            /* gradient_clipping_threshold; <= 0: no clipping */
-    double eps_root;        /* adam_eps_root */
-    int nmask;              /* adamw_mask patterns (point into the config) */
-    const char *mask[TR_MAX_MASK];
-    double bias_rate;       /* routed_bias_update_rate */
-} tr_recipe;
 
-typedef struct tr_hparams {
-    double lr, b1, b2, eps, wd;
-    int64_t batch, seq;
-    tr_recipe rc;
-    int abort_on_nan, abort_on_inf; /* MaxText's abort_on_nan_loss / abort_on_inf_loss */
-} tr_hparams;
-
-/* keys.c: every numeric key smoe train reads, read and range-checked
- * (SMOE_EINVAL with the key's location and the accepted values) */
-const smoe_train_key *tr_key_find(const char *name);
+/* MaxText's recipe and hyperparameters: the recipe module's, by short
+ * names */
+typedef smoe_recipe tr_recipe;
+typedef smoe_recipe_hparams tr_hparams;
 SMOE_MUST_CHECK
-smoe_status tr_key_int(const smoe_config *c, const char *key, int64_t *out, smoe_err *err);
+static inline smoe_status tr_read_hparams(const smoe_config *cfg, tr_hparams *hp, smoe_err *err)
+{
+    return smoe_recipe_read_hparams(cfg, hp, err);
+}
 SMOE_MUST_CHECK
-smoe_status tr_key_float(const smoe_config *c, const char *key, double *out, smoe_err *err);
-/* An integer key already read elsewhere (the model dimensions, read once by
- * the plan: smoe_plan_dims) checked against smoe train's range: v is the
- * value read; an absent key gets the config's own error. */
-SMOE_MUST_CHECK
-smoe_status tr_key_check_int(const smoe_config *c, const char *key, int64_t v, smoe_err *err);
-/* The refusal of `key` (its rule from the table), `got` the value as text. */
-SMOE_MUST_CHECK
-smoe_status tr_key_refuse(const smoe_config *c, const char *key, const char *got,
-                          smoe_err *err);
+static inline smoe_status tr_read_recipe(const smoe_config *cfg, int64_t steps, tr_recipe *r,
+                                         smoe_err *err)
+{
+    return smoe_recipe_read(cfg, steps, r, err);
+}
+static inline float tr_lr_at(const tr_recipe *r, int64_t count)
+{
+    return smoe_recipe_lr_at(r, count);
+}
+static inline int tr_recipe_decays(const tr_recipe *r, const char *path)
+{
+    return smoe_recipe_decays(r, path);
+}
+static inline void tr_recipe_describe(const tr_hparams *hp, const smoe_model_cfg *mc, char *buf,
+                                      size_t n)
+{
+    smoe_recipe_describe(hp, mc, buf, n);
+}
 
 /* One parameter of the plan, as stored on this rank. */
 typedef struct tr_weight {
@@ -77,28 +67,6 @@ typedef struct tr_store {
     int64_t top_floats;     /* gathered floats of the top-level weights */
 } tr_store;
 
-/* model config + hyperparameters from the smoe config */
-SMOE_MUST_CHECK
-smoe_status tr_read_hparams(const smoe_config *cfg, tr_hparams *hp, smoe_err *err);
-
-/* recipe.c: the recipe for a run of `steps` steps (also refuses the keys
- * smoe train does not implement, recipe_keys.c) */
-SMOE_MUST_CHECK
-smoe_status tr_read_recipe(const smoe_config *cfg, int64_t steps, tr_recipe *r, smoe_err *err);
-/* The learning rate of the update with 0-based count `count` (MaxText's
- * schedule is evaluated at the optimizer's update count). */
-float tr_lr_at(const tr_recipe *r, int64_t count);
-/* Does the parameter at `path` ("decoder/...") decay (adamw_mask)? */
-int tr_recipe_decays(const tr_recipe *r, const char *path);
-/* One line saying which recipe features are active. */
-void tr_recipe_describe(const tr_hparams *hp, const smoe_model_cfg *mc, char *buf, size_t n);
-/* The model-side keys: RoPE / YaRN, MLA softmax scale, router, losses. */
-SMOE_MUST_CHECK
-smoe_status tr_model_recipe(const smoe_config *cfg, smoe_model_cfg *mc, smoe_err *err);
-/* recipe_keys.c: SMOE_EINVAL naming the first MaxText key set to a value
- * smoe train does not implement, and the value(s) it does. */
-SMOE_MUST_CHECK
-smoe_status tr_refuse_keys(const smoe_config *cfg, smoe_err *err);
 
 /* store.c: tr_store_build lays the weights out (offsets, gathers, sizes);
  * tr_store_alloc then allocates the four slabs of st->total floats. */

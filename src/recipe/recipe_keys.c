@@ -8,7 +8,7 @@
  * and the JSON of smoe train). docs/train.md's table of training keys
  * lists both next to the implemented ones. A key absent from the configuration
  * has MaxText's default. */
-#include "train_impl.h"
+#include "recipe_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -352,7 +352,7 @@ int smoe_train_unapplied_keys(const smoe_config *cfg, smoe_train_unapplied *out,
     return n;
 }
 
-smoe_status tr_refuse_keys(const smoe_config *c, smoe_err *err)
+smoe_status rc_refuse_keys(const smoe_config *c, smoe_err *err)
 {
     smoe_status s;
     for (size_t i = 0; i < sizeof k_refused / sizeof k_refused[0]; i++)
