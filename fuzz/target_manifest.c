@@ -2,7 +2,7 @@
  * manifest.json -> ck_manifest_parse; a manifest it accepts must describe a
  * consistent checkpoint (one shard per device, shard sizes from the slab,
  * weights tiling the slab) and survive writing and parsing again. The
- * parser is compiled in (src/ckpt/manifest.c: cJSON and core only). */
+ * parser is the ckpt module's (src/ckpt/manifest.c). */
 #include "targets.h"
 
 #include "../src/ckpt/ckpt_impl.h"

@@ -31,7 +31,7 @@ above() { keep "#include *\"smoe/$1\"" "$2" "smoe/$1 included below its layer"; 
 check 'yaml\.h' '^src/config/'
 check 'mpi\.h' '^src/runtime/'
 check 'cblas\.h' '^src/kernels/'
-check 'cjson/cJSON\.h' '^(src/config/(params_)?json\.c|src/ckpt/manifest\.c|cli/[a-z_]*json[a-z_]*\.c)$'
+check 'cjson/cJSON\.h' '^(src/config/(params_)?json\.c|src/ckpt/manifest\.c|src/sched/schedule_json(_read)?\.c|cli/[a-z_]*json[a-z_]*\.c)$'
 check 'openssl/[a-z]*\.h' '^src/ckpt/digest\.c$'
 
 # The layer table: MODULE: the modules it may include (itself implied).
