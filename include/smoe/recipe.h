@@ -33,7 +33,7 @@ typedef struct smoe_train_key {
     const char *name;
     char type;          /* 'i' integer, 'f' float */
     double lo, hi;      /* the range (see flags) */
-    unsigned flags;     /* open ends, float32 rounding, whole numbers (keys.c) */
+    unsigned flags;     /* open ends, float32 rounding, whole numbers (src/recipe/keys.c) */
     unsigned kind;      /* SMOE_TRAIN_KEY_SIZE: a model dimension */
     const char *rule;   /* the accepted values in words */
 } smoe_train_key;
@@ -46,8 +46,8 @@ SMOE_MUST_CHECK
 smoe_status smoe_train_check_keys(const smoe_config *cfg, smoe_err *err);
 
 /* The MaxText keys cfg sets to a value smoe train does not apply, in the
- * order of its table (recipe_keys.c), at most cap of them into out; returns
- * how many there are (never more than SMOE_TRAIN_MAX_UNAPPLIED). Each asks
+ * order of its table (src/recipe/recipe_keys.c), at most cap of them into
+ * out; returns how many there are (never more than SMOE_TRAIN_MAX_UNAPPLIED). Each asks
  * for something that leaves the numbers of a step as they are (a kernel,
  * remat, memory or placement choice) or that smoe train takes from
  * elsewhere (the data, the run's length, the initialisation, checkpoints);
