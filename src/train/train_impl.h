@@ -7,7 +7,6 @@
 #include "smoe/sched.h"
 #include "smoe/train.h"
 
-
 /* MaxText's recipe and hyperparameters: the recipe module's, by short
  * names */
 typedef smoe_recipe tr_recipe;
@@ -22,14 +21,6 @@ static inline smoe_status tr_read_recipe(const smoe_config *cfg, int64_t steps, 
                                          smoe_err *err)
 {
     return smoe_recipe_read(cfg, steps, r, err);
-}
-static inline float tr_lr_at(const tr_recipe *r, int64_t count)
-{
-    return smoe_recipe_lr_at(r, count);
-}
-static inline int tr_recipe_decays(const tr_recipe *r, const char *path)
-{
-    return smoe_recipe_decays(r, path);
 }
 static inline void tr_recipe_describe(const tr_hparams *hp, const smoe_model_cfg *mc, char *buf,
                                       size_t n)
