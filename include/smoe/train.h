@@ -131,6 +131,9 @@ typedef struct smoe_train_opts {
 /* A config key that differs from the checkpoint's: key, its value in the
  * checkpoint and now (ckpt.h). */
 typedef smoe_ckpt_change smoe_train_change;
+/* The keys smoe train reads (smoe_train_keys, smoe_train_check_keys), those
+ * it reads and does not apply (smoe_train_unapplied_keys) and the model
+ * configuration of a config (smoe_train_model_cfg): recipe.h. */
 
 typedef struct smoe_train_result {
     int64_t first_step;          /* 0, or the step a resumed run started at */
