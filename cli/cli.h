@@ -191,20 +191,13 @@ smoe_status cli_trace_parse_text(const char *text, size_t n, const char *name,
 SMOE_MUST_CHECK
 smoe_status cli_trace_layers(struct smoe_trace *const *t, int n, double med[2][2],
                              int count[2][2], smoe_err *err);
-/* Prefetch schedule files (schema in docs/formats.md): write (schedule_json.c)
- * dies with one line on error; read and parse (schedule_json_read.c)
- * return SMOE_EINVAL with where = the file (or `name`) and the first bad
- * field in the message. */
-#define CLI_SCHEDULE_FORMAT "smoe-schedule"
-#define CLI_SCHEDULE_VERSION 1
-extern const char *const cli_schedule_kinds[2]; /* weights.dense, weights.moe */
+/* Prefetch schedule files (the format is sched's: smoe_schedule_json,
+ * smoe_schedule_read): write (common_json.c) dies with one line on error;
+ * read is smoe_schedule_read. */
 struct smoe_schedule;
 void cli_schedule_write(const char *path, const struct smoe_schedule *s, const char *hardware);
 SMOE_MUST_CHECK
 smoe_status cli_schedule_read(const char *path, struct smoe_schedule **out, smoe_err *err);
-SMOE_MUST_CHECK
-smoe_status cli_schedule_parse_text(const char *text, size_t n, const char *name,
-                                    struct smoe_schedule **out, smoe_err *err);
 /* The output file of option `opt` (--trace PATH ...), written whole or
  * not at all (smoe_out); a file that cannot be created is one line naming
  * the argument, exit 1. */

@@ -1,6 +1,7 @@
 /* What every JSON output of the CLI shares: the mesh object and printing
- * (then freeing) the document. */
+ * (then freeing) the document; and the schedule file written whole. */
 #include "cli.h"
+#include "smoe/sched.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -86,4 +87,24 @@ void cli_json_add(struct cJSON *obj, const char *key, struct cJSON *item)
     char *k = utf8_text(key);
     cJSON_AddItemToObject(obj, k ? k : "", item); /* the key is copied */
     free(k);
+}
+
+void cli_schedule_write(const char *path, const smoe_schedule *s, const char *hardware)
+{
+    char *hw = utf8_text(hardware);
+    char *text = hw ? smoe_schedule_json(s, hw) : NULL;
+    free(hw);
+    if (!text)
+        cli_usage_error(NULL, "out of memory formatting the schedule");
+    smoe_out *out = cli_out_open("--schedule-out", path);
+    fputs(text, smoe_out_file(out));
+    fputc('\n', smoe_out_file(out));
+    free(text);
+    smoe_err err;
+    cli_out_finish(out, SMOE_OK, &err, "--schedule-out", path); /* a failed write: the commit's */
+}
+
+smoe_status cli_schedule_read(const char *path, smoe_schedule **out, smoe_err *err)
+{
+    return smoe_schedule_read(path, out, err);
 }

@@ -1,11 +1,11 @@
 /* The checkpoint-manifest fuzz target (see targets.h): arbitrary bytes as
- * manifest.json -> tr_manifest_parse; a manifest it accepts must describe a
+ * manifest.json -> ck_manifest_parse; a manifest it accepts must describe a
  * consistent checkpoint (one shard per device, shard sizes from the slab,
  * weights tiling the slab) and survive writing and parsing again. The
- * parser is compiled in (src/train/manifest.c: cJSON and core only). */
+ * parser is the ckpt module's (src/ckpt/manifest.c). */
 #include "targets.h"
 
-#include "../src/train/train_impl.h"
+#include "../src/ckpt/ckpt_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,11 +29,11 @@ int smoe_fuzz_manifest(const uint8_t *data, size_t size)
     if (size)
         memcpy(text, data, size);
     text[size] = 0;
-    tr_manifest m;
+    ck_manifest m;
     smoe_err err;
-    if (tr_manifest_parse("manifest.json", text, &m, &err) != SMOE_OK) {
+    if (ck_manifest_parse("manifest.json", text, &m, &err) != SMOE_OK) {
         check(err.msg[0] != 0, "an error has a message");
-        tr_manifest_free(&m);
+        ck_manifest_free(&m);
         free(text);
         return 0;
     }
@@ -51,16 +51,16 @@ int smoe_fuzz_manifest(const uint8_t *data, size_t size)
     }
     check(off == m.slab_floats, "weights fill the slab");
     for (int q = 0; q < m.ns; q++) {
-        check(m.shards[q].bytes == TR_CKPT_HEADER + 12 * m.slab_floats, "shard size");
+        check(m.shards[q].bytes == CK_HEADER + 12 * m.slab_floats, "shard size");
         check(strchr(m.shards[q].file, '/') == NULL, "shard file inside the checkpoint");
     }
     for (int i = 0; i < m.ncfg; i++)
         check(m.cfg_keys[i] && m.cfg_vals[i], "config entry");
     /* write it and read it back: the same checkpoint */
-    char *again = tr_manifest_text(&m);
+    char *again = ck_manifest_text(&m);
     if (again) {
-        tr_manifest m2;
-        smoe_status s = tr_manifest_parse("again.json", again, &m2, &err);
+        ck_manifest m2;
+        smoe_status s = ck_manifest_parse("again.json", again, &m2, &err);
         check(s == SMOE_OK || m.version == 1, "a written manifest parses");
         if (s == SMOE_OK) {
             check(m2.step == m.step && m2.seed == m.seed && m2.nw == m.nw && m2.ns == m.ns &&
@@ -68,10 +68,10 @@ int smoe_fuzz_manifest(const uint8_t *data, size_t size)
                       strcmp(m2.run_id, m.run_id) == 0,
                   "the round trip keeps the manifest");
         }
-        tr_manifest_free(&m2);
+        ck_manifest_free(&m2);
         smoe_free(again);
     }
-    tr_manifest_free(&m);
+    ck_manifest_free(&m);
     free(text);
     return 0;
 }

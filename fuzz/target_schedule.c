@@ -1,15 +1,13 @@
 /* The schedule-file fuzz target (see targets.h): arbitrary bytes as a
- * `smoe train --schedule` file -> cli_schedule_parse_text. A schedule it
+ * `smoe train --schedule` file -> smoe_schedule_parse_text. A schedule it
  * accepts must pass smoe_schedule_check again and stay inside its own
  * bounds (every gather's unit, weight and chunks within the model it names,
  * issued no later than it is used); then it is matched with the bundled
  * tiny model's layer weights (smoe_schedule_match, as smoe train does): a
  * match maps each kind's names one-to-one onto the model's, a refusal has
- * a message. The reader is compiled in (cli/schedule_json_read.c: cJSON,
- * core and sched only). */
+ * a message. The reader is sched's (src/sched/schedule_json_read.c). */
 #include "targets.h"
 
-#include "../cli/cli.h"
 #include "smoe/config.h"
 #include "smoe/plan.h"
 #include "smoe/sched.h"
@@ -92,7 +90,7 @@ int smoe_fuzz_schedule(const uint8_t *data, size_t size)
         return 0;
     smoe_schedule *s = NULL;
     smoe_err err;
-    if (cli_schedule_parse_text(text, size, "schedule.json", &s, &err) != SMOE_OK) {
+    if (smoe_schedule_parse_text(text, size, "schedule.json", &s, &err) != SMOE_OK) {
         smoe_fuzz_check(err.msg[0] != 0 && s == NULL, "a refused schedule has a message");
         free(text);
         return 0;

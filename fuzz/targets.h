@@ -47,10 +47,10 @@ const struct smoe_config *smoe_fuzz_ep2_config(void);
 /* Frees what targets_sim.c caches (called by smoe_fuzz_cleanup). */
 void smoe_fuzz_sim_cleanup(void);
 
-/* checkpoint manifest.json text -> tr_manifest_parse (target_manifest.c),
+/* checkpoint manifest.json text -> ck_manifest_parse (target_manifest.c),
  * then its consistency and a write/parse round trip. */
 int smoe_fuzz_manifest(const uint8_t *data, size_t size);
-/* prefetch schedule file text -> cli_schedule_parse_text (target_schedule.c),
+/* prefetch schedule file text -> smoe_schedule_parse_text (target_schedule.c),
  * then the accepted schedule's bounds and its match with the tiny model's
  * weights (smoe_schedule_match). */
 int smoe_fuzz_schedule(const uint8_t *data, size_t size);

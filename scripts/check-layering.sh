@@ -5,7 +5,8 @@
 #     file under src/M/, cli/ or include/smoe/M.h must name a module that M
 #     may depend on (the layer table below; the style guide's
 #     core -> shard -> config -> plan -> sched -> plot; kernels -> model;
-#     runtime -> train -> cli, train reaching the runtime only through comm),
+#     runtime -> train -> cli, train reaching the runtime only through comm,
+#     checkpoints through ckpt, the recipe through recipe),
 #     and another module's internal headers are
 #     never included (only its include/smoe/ header is API).
 # usage: scripts/check-layering.sh [SOURCE_DIR]
@@ -30,8 +31,8 @@ above() { keep "#include *\"smoe/$1\"" "$2" "smoe/$1 included below its layer"; 
 check 'yaml\.h' '^src/config/'
 check 'mpi\.h' '^src/runtime/'
 check 'cblas\.h' '^src/kernels/'
-check 'cjson/cJSON\.h' '^(src/config/(params_)?json\.c|src/train/manifest\.c|cli/[a-z_]*json[a-z_]*\.c)$'
-check 'openssl/[a-z]*\.h' '^src/train/digest\.c$'
+check 'cjson/cJSON\.h' '^(src/config/(params_)?json\.c|src/ckpt/manifest\.c|src/sched/schedule_json(_read)?\.c|cli/[a-z_]*json[a-z_]*\.c)$'
+check 'openssl/[a-z]*\.h' '^src/ckpt/digest\.c$'
 # test hooks are set by test programs (core.h's smoe_set_test_hooks), never
 # read from the environment by the library or the CLI
 keep 'getenv\("SMOE_TEST_' '^$' 'SMOE_TEST_* read from the environment'
@@ -43,6 +44,12 @@ keep 'getenv\("SMOE_TEST_' '^$' 'SMOE_TEST_* read from the environment'
 # the trainer's smoe_comm) that the runtime implements over MPI: a header
 # neither the model nor the runtime owns, so train, which talks to comm,
 # never includes the runtime (and links no MPI).
+# ckpt writes and reads checkpoints of a state it is handed (slabs and
+# per-weight layout), over comm's collectives, with the config recorded:
+# below train, which describes its store to it; no plan, model or runtime.
+# recipe reads MaxText's training recipe and key policy out of a config:
+# the plan's dimensions and the model's configuration (model.h), nothing
+# that runs: below train, which applies it.
 layers='
 core:
 dtype: core
@@ -55,9 +62,11 @@ kernels: core
 comm: core shard dtype
 model: core kernels comm
 runtime: core shard comm dtype
-train: core shard config plan sched kernels comm model dtype
-calib: core shard config plan sched kernels comm model runtime train dtype
-cli: core shard config plan sched plot kernels comm model runtime train calib dtype
+ckpt: core shard config comm
+recipe: core shard config plan kernels comm model dtype
+train: core shard config plan sched kernels comm model ckpt recipe dtype
+calib: core shard config plan sched kernels comm model runtime ckpt recipe train dtype
+cli: core shard config plan sched plot kernels comm model runtime ckpt recipe train calib dtype
 '
 # Single includes tolerated until their fix lands, each with its reason
 # (FILE HEADER-MODULE); none today.

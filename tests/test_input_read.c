@@ -43,7 +43,7 @@ static smoe_status parse_schedule(const char *text, size_t n, const char *name, 
 {
     (void)a;
     smoe_schedule *s;
-    smoe_status st = cli_schedule_parse_text(text, n, name, &s, err);
+    smoe_status st = smoe_schedule_parse_text(text, n, name, &s, err);
     smoe_schedule_free(s);
     return st;
 }

@@ -17,6 +17,7 @@
  * usage: test_recipe CONFIG_DIR */
 #include "check.h"
 
+#include "../src/recipe/recipe_impl.h"
 #include "../src/train/train_impl.h"
 
 #include <math.h>
@@ -49,7 +50,7 @@ static void recipe_done(void)
     smoe_config_free(g_recipe_cfg);
     g_recipe_cfg = NULL;
 }
-static smoe_status recipe(const char *const *ov, int nov, int64_t steps, tr_recipe *r,
+static smoe_status recipe(const char *const *ov, int nov, int64_t steps, smoe_recipe *r,
                           smoe_err *err)
 {
     recipe_done();
@@ -57,7 +58,7 @@ static smoe_status recipe(const char *const *ov, int nov, int64_t steps, tr_reci
     if (!c)
         return SMOE_EINVAL;
     g_recipe_cfg = c;
-    return tr_read_recipe(c, steps, r, err);
+    return smoe_recipe_read(c, steps, r, err);
 }
 
 #define NEAR(a, b) CHECKF(fabs((double)(a) - (double)(b)) <= 1e-6 * fabs((double)(b)) + 1e-12, \
@@ -67,63 +68,63 @@ static smoe_status recipe(const char *const *ov, int nov, int64_t steps, tr_reci
 
 static void test_schedule(void)
 {
-    tr_recipe r;
+    smoe_recipe r;
     smoe_err e;
     /* train.yml: lr 3e-3, final fraction 0.1, warmup 0.1; 10 steps: W =
      * int(10 * 0.1) = 1, cosine over 9 updates, pct = s / 8 */
     CHECK(recipe(NULL, 0, 10, &r, &e) == SMOE_OK);
-    NEAR(tr_lr_at(&r, 0), 0.0);                     /* the first update: lr 0 */
-    NEAR(tr_lr_at(&r, 1), 0.003);                   /* cosine at s = 0 */
-    NEAR(tr_lr_at(&r, 3), 0.0026045941546018387);   /* s = 2: a = (cos(pi/4) + 1)/2 */
-    NEAR(tr_lr_at(&r, 5), 0.00165);                 /* s = 4: a = 1/2 */
-    NEAR(tr_lr_at(&r, 9), 0.0003);                  /* s = 8: the final fraction */
+    NEAR(smoe_recipe_lr_at(&r, 0), 0.0);                     /* the first update: lr 0 */
+    NEAR(smoe_recipe_lr_at(&r, 1), 0.003);                   /* cosine at s = 0 */
+    NEAR(smoe_recipe_lr_at(&r, 3), 0.0026045941546018387);   /* s = 2: a = (cos(pi/4) + 1)/2 */
+    NEAR(smoe_recipe_lr_at(&r, 5), 0.00165);                 /* s = 4: a = 1/2 */
+    NEAR(smoe_recipe_lr_at(&r, 9), 0.0003);                  /* s = 8: the final fraction */
     /* 100 steps: W = 10, linear 0 -> lr; cosine over 90 */
     CHECK(recipe(NULL, 0, 100, &r, &e) == SMOE_OK);
-    NEAR(tr_lr_at(&r, 5), 0.0015);
-    NEAR(tr_lr_at(&r, 10), 0.003);
-    NEAR(tr_lr_at(&r, 54), 0.001673825448868224);   /* s = 44, pct = 44/89 */
-    NEAR(tr_lr_at(&r, 99), 0.0003);
+    NEAR(smoe_recipe_lr_at(&r, 5), 0.0015);
+    NEAR(smoe_recipe_lr_at(&r, 10), 0.003);
+    NEAR(smoe_recipe_lr_at(&r, 54), 0.001673825448868224);   /* s = 44, pct = 44/89 */
+    NEAR(smoe_recipe_lr_at(&r, 99), 0.0003);
     /* a schedule shorter than the run: zero after it */
     const char *shorter[] = { "learning_rate_schedule_steps=50" };
     CHECK(recipe(shorter, 1, 100, &r, &e) == SMOE_OK);
-    NEAR(tr_lr_at(&r, 2), 0.0012);                  /* W = 5: 2/5 of lr */
-    NEAR(tr_lr_at(&r, 49), 0.0003);
-    NEAR(tr_lr_at(&r, 50), 0.0);
-    NEAR(tr_lr_at(&r, 99), 0.0);
+    NEAR(smoe_recipe_lr_at(&r, 2), 0.0012);                  /* W = 5: 2/5 of lr */
+    NEAR(smoe_recipe_lr_at(&r, 49), 0.0003);
+    NEAR(smoe_recipe_lr_at(&r, 50), 0.0);
+    NEAR(smoe_recipe_lr_at(&r, 99), 0.0);
     /* int() truncates: 15 * 0.1 = 1.5 -> one warmup update */
     CHECK(recipe(NULL, 0, 15, &r, &e) == SMOE_OK);
-    NEAR(tr_lr_at(&r, 0), 0.0);
-    NEAR(tr_lr_at(&r, 1), 0.003);
+    NEAR(smoe_recipe_lr_at(&r, 0), 0.0);
+    NEAR(smoe_recipe_lr_at(&r, 1), 0.003);
     /* warmup over the whole schedule: no cosine piece, the line goes on */
     const char *allw[] = { "warmup_steps_fraction=1.0" };
     CHECK(recipe(allw, 1, 10, &r, &e) == SMOE_OK);
-    NEAR(tr_lr_at(&r, 9), 0.0027);
+    NEAR(smoe_recipe_lr_at(&r, 9), 0.0027);
     /* the legacy key: MaxText before e886dd212, pct = s / len */
     const char *leg[] = { "cosine_learning_rate_final_fraction=0.2" };
     CHECK(recipe(leg, 1, 10, &r, &e) == SMOE_OK && r.legacy);
-    NEAR(tr_lr_at(&r, 0), 0.0);
-    NEAR(tr_lr_at(&r, 1), 0.003);
-    NEAR(tr_lr_at(&r, 5), 0.0020083778132003165);   /* s = 4, pct = 4/9 */
-    NEAR(tr_lr_at(&r, 9), 0.00067236885505691);     /* s = 8, pct = 8/9 */
+    NEAR(smoe_recipe_lr_at(&r, 0), 0.0);
+    NEAR(smoe_recipe_lr_at(&r, 1), 0.003);
+    NEAR(smoe_recipe_lr_at(&r, 5), 0.0020083778132003165);   /* s = 4, pct = 4/9 */
+    NEAR(smoe_recipe_lr_at(&r, 9), 0.00067236885505691);     /* s = 8, pct = 8/9 */
     const char *leg2[] = { "cosine_learning_rate_final_fraction=0.2",
                            "learning_rate_schedule_steps=10" };
     CHECK(recipe(leg2, 2, 20, &r, &e) == SMOE_OK);
-    NEAR(tr_lr_at(&r, 10), 0.0);
-    NEAR(tr_lr_at(&r, 19), 0.0);
+    NEAR(smoe_recipe_lr_at(&r, 10), 0.0);
+    NEAR(smoe_recipe_lr_at(&r, 19), 0.0);
     const char *leg3[] = { "cosine_learning_rate_final_fraction=0.2",
                            "warmup_steps_fraction=1.0" };
     CHECK(recipe(leg3, 2, 10, &r, &e) == SMOE_EINVAL && strstr(e.msg, "divides by zero"));
     /* WSD: W = 10, decay D = 10, stable 80; linear decay over D - 1 */
     const char *wsd[] = { "lr_schedule_type=wsd" };
     CHECK(recipe(wsd, 1, 100, &r, &e) == SMOE_OK && r.wsd && r.wsd_linear);
-    NEAR(tr_lr_at(&r, 5), 0.0015);
-    NEAR(tr_lr_at(&r, 50), 0.003);
-    NEAR(tr_lr_at(&r, 90), 0.003);
-    NEAR(tr_lr_at(&r, 94), 0.0018);                 /* 3e-3 - 2.7e-3 * 4/9 */
-    NEAR(tr_lr_at(&r, 99), 0.0003);
+    NEAR(smoe_recipe_lr_at(&r, 5), 0.0015);
+    NEAR(smoe_recipe_lr_at(&r, 50), 0.003);
+    NEAR(smoe_recipe_lr_at(&r, 90), 0.003);
+    NEAR(smoe_recipe_lr_at(&r, 94), 0.0018);                 /* 3e-3 - 2.7e-3 * 4/9 */
+    NEAR(smoe_recipe_lr_at(&r, 99), 0.0003);
     const char *wsdc[] = { "lr_schedule_type=wsd", "wsd_decay_style=cosine" };
     CHECK(recipe(wsdc, 2, 100, &r, &e) == SMOE_OK && !r.wsd_linear);
-    NEAR(tr_lr_at(&r, 94), 0.0018844250398503564);  /* pct = 4/9 */
+    NEAR(smoe_recipe_lr_at(&r, 94), 0.0018844250398503564);  /* pct = 4/9 */
     const char *badt[] = { "lr_schedule_type=linear" };
     CHECK(recipe(badt, 1, 10, &r, &e) == SMOE_EINVAL && strstr(e.msg, "lr_schedule_type"));
     /* clipping and the optimizer extras */
@@ -170,20 +171,20 @@ static void test_adamw(void)
     CHECK(p == 1.0f && m > 0.0f);
 
     /* adamw_mask: re.search on "params/<path>"; a match does not decay */
-    tr_recipe r;
+    smoe_recipe r;
     smoe_err e;
     const char *mask[] = { "adamw_mask=[bias, '.*norm']" };
     CHECK(recipe(mask, 1, 10, &r, &e) == SMOE_OK && r.nmask == 2);
-    CHECK(!tr_recipe_decays(&r, "decoder/moe_layers/DeepSeekMoeBlock_0/MoeBlock_0/gate/bias"));
-    CHECK(!tr_recipe_decays(&r, "decoder/dense_layers/pre_self_attention_layer_norm/scale"));
-    CHECK(!tr_recipe_decays(&r, "decoder/decoder_norm/scale"));
-    CHECK(tr_recipe_decays(&r, "decoder/dense_layers/self_attention/wq_a/kernel"));
+    CHECK(!smoe_recipe_decays(&r, "decoder/moe_layers/DeepSeekMoeBlock_0/MoeBlock_0/gate/bias"));
+    CHECK(!smoe_recipe_decays(&r, "decoder/dense_layers/pre_self_attention_layer_norm/scale"));
+    CHECK(!smoe_recipe_decays(&r, "decoder/decoder_norm/scale"));
+    CHECK(smoe_recipe_decays(&r, "decoder/dense_layers/self_attention/wq_a/kernel"));
     const char *anch[] = { "adamw_mask=['^params/token_embedder']" };
     CHECK(recipe(anch, 1, 10, &r, &e) == SMOE_OK);
-    CHECK(!tr_recipe_decays(&r, "token_embedder/embedding"));
-    CHECK(tr_recipe_decays(&r, "decoder/logits_dense/kernel"));
+    CHECK(!smoe_recipe_decays(&r, "token_embedder/embedding"));
+    CHECK(smoe_recipe_decays(&r, "decoder/logits_dense/kernel"));
     CHECK(recipe(NULL, 0, 10, &r, &e) == SMOE_OK && r.nmask == 0 &&
-          tr_recipe_decays(&r, "decoder/decoder_norm/scale")); /* empty: all decay */
+          smoe_recipe_decays(&r, "decoder/decoder_norm/scale")); /* empty: all decay */
     const char *bad[] = { "adamw_mask=['\\d+']" };
     CHECK(recipe(bad, 1, 10, &r, &e) == SMOE_EINVAL && strstr(e.msg, "adamw_mask"));
     const char *bad2[] = { "adamw_mask=['(?:norm)']" };
@@ -253,7 +254,7 @@ static void test_rope(void)
     smoe_model_cfg mc;
     memset(&mc, 0, sizeof mc);
     if (c) {
-        CHECK(tr_model_recipe(c, &mc, &e) == SMOE_OK);
+        CHECK(rc_model_recipe(c, &mc, &e) == SMOE_OK);
         CHECK(!mc.rope.yarn && mc.rope_halves == 1);
         NEAR(mc.attn_scale_mult, 1.8738542070926265);
         NEAR(mc.rope_scale, 1.0);
@@ -263,7 +264,7 @@ static void test_rope(void)
     const char *noms[] = { "max_position_embeddings=4096" };
     c = load(NULL, noms, 1, &e);
     if (c) {
-        CHECK(tr_model_recipe(c, &mc, &e) == SMOE_OK);
+        CHECK(rc_model_recipe(c, &mc, &e) == SMOE_OK);
         NEAR(mc.attn_scale_mult, 1.0);
         smoe_config_free(c);
     }
@@ -273,7 +274,7 @@ static void test_rope(void)
     c = load("deepseek3-tiny", ds3, 3, &e);
     CHECK(c != NULL);
     if (c) {
-        CHECK(tr_model_recipe(c, &mc, &e) == SMOE_OK);
+        CHECK(rc_model_recipe(c, &mc, &e) == SMOE_OK);
         CHECK(mc.rope.yarn && mc.rope_halves == 0 && mc.rope.factor == 40.0);
         NEAR(mc.rope_scale, 1.3688879454113936);
         NEAR(mc.attn_scale_mult, (0.05 * log(40.0) + 1) * (0.05 * log(40.0) + 1));
@@ -283,25 +284,25 @@ static void test_rope(void)
     const char *ds3h[] = { "rope_interleave=false" };
     c = load("deepseek3-tiny", ds3h, 1, &e);
     if (c) {
-        CHECK(tr_model_recipe(c, &mc, &e) == SMOE_OK && mc.rope_halves == 1);
+        CHECK(rc_model_recipe(c, &mc, &e) == SMOE_OK && mc.rope_halves == 1);
         smoe_config_free(c);
     }
     const char *ds3p[] = { "rope_interleave=false", "rope_pairwise=true" };
     c = load("deepseek3-tiny", ds3p, 2, &e);
     if (c) {
-        CHECK(tr_model_recipe(c, &mc, &e) == SMOE_EINVAL && strstr(e.msg, "rope_pairwise"));
+        CHECK(rc_model_recipe(c, &mc, &e) == SMOE_EINVAL && strstr(e.msg, "rope_pairwise"));
         smoe_config_free(c);
     }
     const char *llama[] = { "rope_type=llama3.1" };
     c = load(NULL, llama, 1, &e);
     if (c) {
-        CHECK(tr_model_recipe(c, &mc, &e) == SMOE_EINVAL && strstr(e.msg, "rope_type"));
+        CHECK(rc_model_recipe(c, &mc, &e) == SMOE_EINVAL && strstr(e.msg, "rope_type"));
         smoe_config_free(c);
     }
     const char *shortpos[] = { "max_position_embeddings=64" };
     c = load("deepseek3-tiny", shortpos, 1, &e);
     if (c) {
-        CHECK(tr_model_recipe(c, &mc, &e) == SMOE_EINVAL &&
+        CHECK(rc_model_recipe(c, &mc, &e) == SMOE_EINVAL &&
               strstr(e.msg, "max_position_embeddings"));
         smoe_config_free(c);
     }
@@ -311,7 +312,7 @@ static void test_rope(void)
     c = load(NULL, raw, 4, &e);
     CHECKF(c != NULL, "%s", e.msg);
     if (c) {
-        CHECK(tr_model_recipe(c, &mc, &e) == SMOE_OK);
+        CHECK(rc_model_recipe(c, &mc, &e) == SMOE_OK);
         CHECK(mc.score_raw && !mc.score_sigmoid);
         NEAR(mc.lb_weight, 0.01);
         NEAR(mc.z_loss, 1e-4);
@@ -372,7 +373,7 @@ static void test_bias_update(void)
 
 static void expect_refused(const char *ov, const char *needle)
 {
-    tr_recipe r;
+    smoe_recipe r;
     smoe_err e;
     const char *o[] = { ov };
     smoe_status s = recipe(o, 1, 10, &r, &e);
@@ -382,7 +383,7 @@ static void expect_refused(const char *ov, const char *needle)
 
 static void expect_accepted(const char *ov)
 {
-    tr_recipe r;
+    smoe_recipe r;
     smoe_err e;
     const char *o[] = { ov };
     smoe_status s = recipe(o, 1, 10, &r, &e);
@@ -419,7 +420,7 @@ static void test_refused(void)
     expect_accepted("scan_layers=false");
     expect_accepted("remat_policy=minimal");
     /* dropout is off with enable_dropout false, as in train.py */
-    tr_recipe r;
+    smoe_recipe r;
     smoe_err e;
     const char *off[] = { "enable_dropout=false", "dropout_rate=0.1" };
     CHECK(recipe(off, 2, 10, &r, &e) == SMOE_OK);

@@ -10,11 +10,12 @@
  *      batch ramp-up, DiLoCo, a dropping ragged buffer, float8 attention);
  *   3. a checkpoint resumed on another number of ranks: each mesh axis
  *      whose size the ranks change and the global batch are listed with
- *      the config keys that changed (tr_ckpt_changes), a key's own change
- *      not twice.
+ *      the config keys that changed (ck_changes, the ckpt module's), a
+ *      key's own change not twice.
  * usage: test_train_unapplied CONFIG_DIR */
 #include "check.h"
 
+#include "../src/ckpt/ckpt_impl.h"
 #include "../src/train/train_impl.h"
 
 #include <stdlib.h>
@@ -197,7 +198,7 @@ static void resume(int64_t expert, const char *pdbs, const char *ov, int ranks,
     snprintf(ep, sizeof ep, "%lld", (long long)expert);
     for (int i = 0; i < n; i++) {
         k[i] = smoe_config_key_at(c, i, &v);
-        t[i] = tr_node_text(v);
+        t[i] = smoe_node_text(v);
         if (strcmp(k[i], "per_device_batch_size") == 0 ||
             strcmp(k[i], "ici_expert_parallelism") == 0) {
             const char *x = k[i][0] == 'p' ? pdbs : ep;
@@ -206,7 +207,7 @@ static void resume(int64_t expert, const char *pdbs, const char *ov, int ranks,
             memcpy(t[i], x, strlen(x) + 1);
         }
     }
-    tr_manifest m;
+    ck_manifest m;
     memset(&m, 0, sizeof m);
     m.version = 2;
     m.ns = (int)(2 * expert);
@@ -218,7 +219,13 @@ static void resume(int64_t expert, const char *pdbs, const char *ov, int ranks,
     m.ncfg = n;
     m.cfg_keys = k;
     m.cfg_vals = (const char *const *)t;
-    CHECK(tr_ckpt_changes(&m, c, TR_WIRE_FP32, &now, ranks, res, &e) == SMOE_OK);
+    smoe_ckpt_resume *r = calloc(1, sizeof *r);
+    CHECK(r && ck_changes(&m, c, SMOE_CKPT_WIRE_FP32, &now, ranks, r, &e) == SMOE_OK);
+    if (r) { /* the result takes the changes over, as a load's */
+        res->nchanges = r->nchanges;
+        res->changes = r->changes;
+    }
+    free(r);
     for (int i = 0; i < n; i++)
         smoe_free(t[i]);
     free(k);

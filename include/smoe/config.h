@@ -76,6 +76,9 @@ const char *smoe_type_name(smoe_scalar_type t);
 /* Structural equality with typed scalars ("10_000" == "10000"). */
 int smoe_node_equal(const smoe_node *a, const smoe_node *b);
 const smoe_node *smoe_node_get(const smoe_node *map, const char *key);
+/* n as one line of YAML flow text (a quoted scalar in '', maps {k: v},
+ * sequences [a, b]; "" for NULL): smoe_free it; NULL when out of memory. */
+char *smoe_node_text(const smoe_node *n);
 
 /* ---- assembled configuration ---- */
 typedef struct smoe_config smoe_config;

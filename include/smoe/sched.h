@@ -380,6 +380,23 @@ smoe_status smoe_schedule_match(const smoe_schedule *s, const int n[2],
 int smoe_schedule_max_distance(const smoe_schedule *s);
 void smoe_schedule_free(smoe_schedule *s);
 
+/* ---- schedule files (schema in docs/formats.md, "Schedule files"):
+ * written by smoe sim --schedule-out, read by smoe train --schedule */
+#define SMOE_SCHEDULE_FORMAT "smoe-schedule"
+#define SMOE_SCHEDULE_VERSION 1
+extern const char *const smoe_schedule_kinds[2]; /* weights.dense, weights.moe */
+/* s as the file's JSON text with source.hardware `hardware` (UTF-8), or
+ * NULL when out of memory; the caller free()s it. Pure. */
+char *smoe_schedule_json(const smoe_schedule *s, const char *hardware);
+/* Read the file `path` (read and parse return SMOE_EINVAL with where = the
+ * file, or `name`, and the first bad field in the message; SMOE_ENOMEM);
+ * *out (NULL on error) is freed with smoe_schedule_free. */
+SMOE_MUST_CHECK
+smoe_status smoe_schedule_read(const char *path, smoe_schedule **out, smoe_err *err);
+SMOE_MUST_CHECK
+smoe_status smoe_schedule_parse_text(const char *text, size_t n, const char *name,
+                                     smoe_schedule **out, smoe_err *err);
+
 #ifdef __cplusplus
 }
 #endif

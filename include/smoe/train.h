@@ -19,11 +19,13 @@
 
 #include <stdint.h>
 
+#include "smoe/ckpt.h"
 #include "smoe/config.h"
 #include "smoe/kernels.h"
 #include "smoe/model.h"
 #include "smoe/comm.h"
 #include "smoe/plan.h"
+#include "smoe/recipe.h"
 #include "smoe/sched.h"
 
 #ifdef __cplusplus
@@ -101,7 +103,7 @@ typedef struct smoe_train_opts {
     const char *schedule_name;
     const char *trace_path; /* Chrome trace file (rank 0 writes), or NULL */
     const char *dump_path;  /* final parameters, canonical order, or NULL */
-    /* checkpoints (see checkpoint.c): every ckpt_every steps (0: only at
+    /* checkpoints (ckpt.h): every ckpt_every steps (0: only at
      * the end) into ckpt_dir when set; resume: continue from the newest
      * complete checkpoint in ckpt_dir (any mesh: shards are re-cut) */
     const char *ckpt_dir;
@@ -116,18 +118,12 @@ typedef struct smoe_train_opts {
     void *ud;
 } smoe_train_opts;
 
-
-typedef struct smoe_train_change {
-    char *key, *from, *to;       /* a config key, its value in the checkpoint and now */
-} smoe_train_change;
-
-/* A MaxText key smoe train reads and does not apply (smoe_train_unapplied_keys). */
-typedef struct smoe_train_unapplied {
-    const char *key;             /* static storage */
-    char value[64];              /* its value in the config, YAML flow text (cut to fit) */
-    const char *reason;          /* static storage: what MaxText would do, what smoe train does */
-} smoe_train_unapplied;
-#define SMOE_TRAIN_MAX_UNAPPLIED 128
+/* A config key that differs from the checkpoint's: key, its value in the
+ * checkpoint and now (ckpt.h). */
+typedef smoe_ckpt_change smoe_train_change;
+/* The keys smoe train reads (smoe_train_keys, smoe_train_check_keys), those
+ * it reads and does not apply (smoe_train_unapplied_keys) and the model
+ * configuration of a config (smoe_train_model_cfg): recipe.h. */
 
 typedef struct smoe_train_result {
     int64_t first_step;          /* 0, or the step a resumed run started at */
@@ -161,34 +157,6 @@ typedef struct smoe_train_result {
     smoe_blas_info blas;
 } smoe_train_result;
 
-/* A numeric MaxText key smoe train reads, and the values it accepts (any
- * other value is refused with the key's location before the first step). */
-typedef struct smoe_train_key {
-    const char *name;
-    char type;          /* 'i' integer, 'f' float */
-    double lo, hi;      /* the range (see flags) */
-    unsigned flags;     /* open ends, float32 rounding, whole numbers (keys.c) */
-    unsigned kind;      /* SMOE_TRAIN_KEY_SIZE: a model dimension */
-    const char *rule;   /* the accepted values in words */
-} smoe_train_key;
-#define SMOE_TRAIN_KEY_SIZE 1u
-/* The table of those keys (static storage); *n gets its length. */
-const smoe_train_key *smoe_train_keys(int *n);
-/* Every key of the table that cfg sets, range-checked (SMOE_EINVAL naming
- * the key and its location): before anything is built from them. */
-SMOE_MUST_CHECK
-smoe_status smoe_train_check_keys(const smoe_config *cfg, smoe_err *err);
-
-/* The MaxText keys cfg sets to a value smoe train does not apply, in the
- * order of its table (recipe_keys.c), at most cap of them into out; returns
- * how many there are (never more than SMOE_TRAIN_MAX_UNAPPLIED). Each asks
- * for something that leaves the numbers of a step as they are (a kernel,
- * remat, memory or placement choice) or that smoe train takes from
- * elsewhere (the data, the run's length, the initialisation, checkpoints);
- * a key that would change the numbers is refused instead (smoe_train_run's
- * checks). A key absent, null or at MaxText's default asks nothing and is
- * not listed. Pure; out's strings are static or inside out. */
-int smoe_train_unapplied_keys(const smoe_config *cfg, smoe_train_unapplied *out, int cap);
 /* The one check of a rank's memory against this machine's (smoe train's
  * plan, smoe sim --calibrate's layers), made before anything large is
  * allocated: `need` bytes per rank, its parts in words in `what`, over the
@@ -367,12 +335,6 @@ typedef struct smoe_train_summary {
  * `skip` steps (warm-up). Quartiles by linear interpolation. */
 void smoe_train_summarize(const smoe_train_result *r, int mode, int64_t skip,
                           smoe_train_summary *out);
-
-/* The model configuration a smoe config describes (decoder_block deepseek,
- * MLA attention); SMOE_EINVAL with the key's location otherwise. */
-SMOE_MUST_CHECK
-smoe_status smoe_train_model_cfg(const smoe_config *cfg, const smoe_mesh *mesh,
-                                 smoe_model_cfg *mc, smoe_err *err);
 
 #ifdef __cplusplus
 }

@@ -51,7 +51,7 @@ smoe_status tr_optim_new(const tr_store *st, const tr_hparams *hp, const smoe_mo
         /* shards per layer = full / shard_numel; each held by ranks / shards */
         double copies = (double)ranks * (double)w->info.shard_numel / (double)full;
         o->inv_rep[i] = copies > 0 ? 1.0 / copies : 0.0;
-        o->wd[i] = tr_recipe_decays(&hp->rc, w->pw->path) ? (float)hp->wd : 0.0f;
+        o->wd[i] = smoe_recipe_decays(&hp->rc, w->pw->path) ? (float)hp->wd : 0.0f;
         if (!w->top && w->moe && w->slot == SMOE_W_GATE_BIAS)
             o->bias_w = i;
     }
@@ -164,7 +164,7 @@ smoe_status tr_optim_step(tr_optim *o, const smoe_comm *cm, tr_store *st, smoe_m
     /* clip_by_global_norm: unchanged when norm < threshold, else
      * (g / norm) * threshold */
     smoe_adamw_cfg c = { 0 };
-    c.lr = tr_lr_at(rc, step); /* scale_by_learning_rate: the schedule at the count */
+    c.lr = smoe_recipe_lr_at(rc, step); /* scale_by_learning_rate: the schedule at the count */
     c.b1 = (float)hp->b1;
     c.b2 = (float)hp->b2;
     c.eps = (float)hp->eps;

@@ -2,49 +2,31 @@
 #ifndef SMOE_TRAIN_IMPL_H
 #define SMOE_TRAIN_IMPL_H
 
+#include "smoe/ckpt.h"
+#include "smoe/recipe.h"
 #include "smoe/sched.h"
 #include "smoe/train.h"
 
-/* MaxText's training recipe (recipe.c): schedule, clipping, optimizer
- * extras, bias update. */
-#define TR_MAX_MASK 16
-typedef struct tr_recipe {
-    int legacy;             /* cosine_learning_rate_final_fraction: MaxText's
-                               schedule before e886dd212 */
-    int wsd, wsd_linear;    /* lr_schedule_type wsd, wsd_decay_style linear */
-    double lr, final_frac, warmup_frac, wsd_frac;
-    int64_t sched_steps;    /* learning_rate_schedule_steps (-1 resolved) */
-    int64_t steps;          /* the run's steps (--steps) */
-    double clip;            /* gradient_clipping_threshold; <= 0: no clipping */
-    double eps_root;        /* adam_eps_root */
-    int nmask;              /* adamw_mask patterns (point into the config) */
-    const char *mask[TR_MAX_MASK];
-    double bias_rate;       /* routed_bias_update_rate */
-} tr_recipe;
-
-typedef struct tr_hparams {
-    double lr, b1, b2, eps, wd;
-    int64_t batch, seq;
-    tr_recipe rc;
-    int abort_on_nan, abort_on_inf; /* MaxText's abort_on_nan_loss / abort_on_inf_loss */
-} tr_hparams;
-
-/* keys.c: every numeric key smoe train reads, read and range-checked
- * (SMOE_EINVAL with the key's location and the accepted values) */
-const smoe_train_key *tr_key_find(const char *name);
+/* MaxText's recipe and hyperparameters: the recipe module's, by short
+ * names */
+typedef smoe_recipe tr_recipe;
+typedef smoe_recipe_hparams tr_hparams;
 SMOE_MUST_CHECK
-smoe_status tr_key_int(const smoe_config *c, const char *key, int64_t *out, smoe_err *err);
+static inline smoe_status tr_read_hparams(const smoe_config *cfg, tr_hparams *hp, smoe_err *err)
+{
+    return smoe_recipe_read_hparams(cfg, hp, err);
+}
 SMOE_MUST_CHECK
-smoe_status tr_key_float(const smoe_config *c, const char *key, double *out, smoe_err *err);
-/* An integer key already read elsewhere (the model dimensions, read once by
- * the plan: smoe_plan_dims) checked against smoe train's range: v is the
- * value read; an absent key gets the config's own error. */
-SMOE_MUST_CHECK
-smoe_status tr_key_check_int(const smoe_config *c, const char *key, int64_t v, smoe_err *err);
-/* The refusal of `key` (its rule from the table), `got` the value as text. */
-SMOE_MUST_CHECK
-smoe_status tr_key_refuse(const smoe_config *c, const char *key, const char *got,
-                          smoe_err *err);
+static inline smoe_status tr_read_recipe(const smoe_config *cfg, int64_t steps, tr_recipe *r,
+                                         smoe_err *err)
+{
+    return smoe_recipe_read(cfg, steps, r, err);
+}
+static inline void tr_recipe_describe(const tr_hparams *hp, const smoe_model_cfg *mc, char *buf,
+                                      size_t n)
+{
+    smoe_recipe_describe(hp, mc, buf, n);
+}
 
 /* One parameter of the plan, as stored on this rank. */
 typedef struct tr_weight {
@@ -76,28 +58,6 @@ typedef struct tr_store {
     int64_t top_floats;     /* gathered floats of the top-level weights */
 } tr_store;
 
-/* model config + hyperparameters from the smoe config */
-SMOE_MUST_CHECK
-smoe_status tr_read_hparams(const smoe_config *cfg, tr_hparams *hp, smoe_err *err);
-
-/* recipe.c: the recipe for a run of `steps` steps (also refuses the keys
- * smoe train does not implement, recipe_keys.c) */
-SMOE_MUST_CHECK
-smoe_status tr_read_recipe(const smoe_config *cfg, int64_t steps, tr_recipe *r, smoe_err *err);
-/* The learning rate of the update with 0-based count `count` (MaxText's
- * schedule is evaluated at the optimizer's update count). */
-float tr_lr_at(const tr_recipe *r, int64_t count);
-/* Does the parameter at `path` ("decoder/...") decay (adamw_mask)? */
-int tr_recipe_decays(const tr_recipe *r, const char *path);
-/* One line saying which recipe features are active. */
-void tr_recipe_describe(const tr_hparams *hp, const smoe_model_cfg *mc, char *buf, size_t n);
-/* The model-side keys: RoPE / YaRN, MLA softmax scale, router, losses. */
-SMOE_MUST_CHECK
-smoe_status tr_model_recipe(const smoe_config *cfg, smoe_model_cfg *mc, smoe_err *err);
-/* recipe_keys.c: SMOE_EINVAL naming the first MaxText key set to a value
- * smoe train does not implement, and the value(s) it does. */
-SMOE_MUST_CHECK
-smoe_status tr_refuse_keys(const smoe_config *cfg, smoe_err *err);
 
 /* store.c: tr_store_build lays the weights out (offsets, gathers, sizes);
  * tr_store_alloc then allocates the four slabs of st->total floats. */
@@ -127,11 +87,14 @@ SMOE_MUST_CHECK
 smoe_status tr_data_load(const char *path, int64_t need, tr_data *d, smoe_err *err);
 void tr_data_free(tr_data *d);
 
-/* digest.c: SHA-256 (OpenSSL) */
-typedef struct tr_sha tr_sha;
-tr_sha *tr_sha_new(void);
-void tr_sha_update(tr_sha *s, const void *p, size_t n);
-void tr_sha_final(tr_sha *s, char hex[65]);
+/* SHA-256: the ckpt module's (OpenSSL), by short names */
+typedef smoe_ckpt_sha tr_sha;
+static inline tr_sha *tr_sha_new(void) { return smoe_ckpt_sha_new(); }
+static inline void tr_sha_update(tr_sha *s, const void *p, size_t n)
+{
+    smoe_ckpt_sha_update(s, p, n);
+}
+static inline void tr_sha_final(tr_sha *s, char hex[65]) { smoe_ckpt_sha_final(s, hex); }
 
 /* optim.c: gradient norm, clipping, AdamW with the schedule, bias update */
 typedef struct tr_optim tr_optim;
@@ -273,10 +236,8 @@ void tr_trainer_summarize(smoe_trainer *t, smoe_train_result *res);
  * schedule while o's steps last. */
 void tr_trainer_next(smoe_trainer *t, int more, int i);
 
-/* fingerprint.c: digests every rank must agree on */
-typedef struct tr_fingerprint_t {
-    char config[65], plan[65], options[65], data[65];
-} tr_fingerprint_t;
+/* fingerprint.c: digests every rank must agree on (and checkpoints record) */
+typedef smoe_ckpt_fingerprint tr_fingerprint_t;
 SMOE_MUST_CHECK
 smoe_status tr_fingerprint(const smoe_config *cfg, const smoe_plan *plan,
                            const smoe_train_opts *o, const smoe_comm *cm, const tr_data *data,
@@ -286,111 +247,31 @@ smoe_status tr_fingerprint(const smoe_config *cfg, const smoe_plan *plan,
 SMOE_MUST_CHECK
 smoe_status tr_fingerprint_check(const smoe_comm *cm, const tr_fingerprint_t *fp, smoe_err *err);
 
-/* manifest.c: the checkpoint manifest (JSON, schema in docs/formats.md) */
-#define TR_CKPT_VERSION 2 /* 2: run_id, config, layout digest in the shard header */
-#define TR_CKPT_HEADER 64 /* bytes before the slabs in a shard file */
-typedef struct tr_mweight {
-    const char *path;       /* the parameter's path ("decoder/...") */
-    int lrank;              /* per-layer shape and state spec */
-    int64_t lshape[SMOE_MAX_RANK];
-    smoe_pspec lspec;
-    int64_t layers;
-    int64_t shard_numel;    /* per layer, on every rank */
-    int64_t shard_offset;   /* of layer 0 inside each slab, floats */
-} tr_mweight;
-typedef struct tr_mshard {
-    const char *file;       /* relative to the checkpoint directory */
-    int64_t bytes;
-    char sha256[65];
-} tr_mshard;
-typedef struct tr_manifest {
-    smoe_arena *a;          /* strings and arrays of a parsed manifest */
-    int version;            /* parsed: 1 or 2 */
-    int64_t step;           /* completed steps */
-    uint64_t seed;
-    char run_id[33];        /* the run that wrote it ("" in version 1) */
-    smoe_mesh mesh;
-    tr_fingerprint_t fp;
-    const smoe_rules *rules;/* written only: the logical_axis_rules of the run */
-    const char *wire;       /* tr_wire_text of the run, NULL when not recorded (fp32) */
-    int ncfg;               /* the merged config, key by key (YAML flow text) */
-    const char *const *cfg_keys, *const *cfg_vals;
-    int64_t slab_floats;    /* floats per state slab per rank */
-    int nw;
-    tr_mweight *w;
-    int ns;                 /* one per rank of the saving mesh, rank order */
-    tr_mshard *shards;
-} tr_manifest;
-/* JSON text of m (smoe_free), or NULL when out of memory. */
-char *tr_manifest_text(const tr_manifest *m);
-/* Parse `text` of `file`; errors name file:line:col or the JSON member. */
-SMOE_MUST_CHECK
-smoe_status tr_manifest_parse(const char *file, const char *text, tr_manifest *m,
-                              smoe_err *err);
-/* Only the run id of a manifest's text (SMOE_EINVAL if it has none). */
-SMOE_MUST_CHECK
-smoe_status tr_manifest_run_id(const char *text, char id[33]);
-void tr_manifest_free(tr_manifest *m);
-
 /* fingerprint.c: what a run's gathers and reductions move, as one line
  * ("gathers bf16, reductions fp32"; int8 with its block and fallback) */
 void tr_wire_text(const smoe_plan *plan, int reduce_dtype, char *buf, size_t n);
-#define TR_WIRE_FP32 "gathers fp32, reductions fp32"
-/* fingerprint.c: a config value as one line of YAML flow text (smoe_free) */
-char *tr_node_text(const smoe_node *n);
 
-/* ckpt_dir.c + checkpoint.c: a checkpoint directory belongs to one run */
-typedef struct tr_ckpt_opts {
-    const char *dir;
-    int64_t step;                /* save: completed steps */
-    int64_t total_steps;         /* load: --steps (the checkpoint must be before it) */
-    uint64_t seed;
-    int keep;                    /* save: keep the newest `keep` of this run (0: all) */
-    const tr_fingerprint_t *fp;  /* save: recorded; load: compared */
-    const smoe_rules *rules;     /* save: recorded in the manifest */
-    const smoe_config *cfg;      /* save: recorded key by key; load: compared */
-    char run_id[33];             /* this run's id: set by tr_ckpt_open / tr_ckpt_load */
-    const char *wire;            /* what the gathers and reductions move (tr_wire_text):
-                                    save: recorded; load: a difference is a change */
-    void (*on_note)(void *ud, const char *line); /* open: a stale temporary removed */
-    void *ud;
-} tr_ckpt_opts;
-typedef struct tr_ckpt tr_ckpt;
-/* Open co->dir for this run before step 1. Rank 0 creates it and holds an
- * advisory lock (flock) on it until tr_ckpt_close; a fresh run (resume 0)
- * into a directory that already holds checkpoints is refused (nothing is
- * deleted); otherwise rank 0 removes the stale temporaries of interrupted
- * saves, each said through co->on_note; every rank checks that it can
- * write there; a fresh run gets a new run id. Collective; errors agreed
- * (the failing rank's message). */
+/* Checkpoints (the ckpt module) of the store: the directory opened for
+ * the run (smoe_ckpt_open), saved and loaded through ckpt_state.c, which
+ * describes the store's slabs and weights to it. */
+typedef smoe_ckpt_opts tr_ckpt_opts;
+typedef smoe_ckpt tr_ckpt;
 SMOE_MUST_CHECK
-smoe_status tr_ckpt_open(const smoe_comm *cm, tr_ckpt_opts *co, int resume, tr_ckpt **out,
-                         smoe_err *err);
-void tr_ckpt_close(tr_ckpt *ck);
-/* Save the state after co->step steps. Refuses non-finite parameters.
- * Prunes to the newest co->keep checkpoints of this run (never the one just
- * written, never another run's). Collective. */
+static inline smoe_status tr_ckpt_open(const smoe_comm *cm, tr_ckpt_opts *co, int resume,
+                                       tr_ckpt **out, smoe_err *err)
+{
+    return smoe_ckpt_open(cm, co, resume, out, err);
+}
+static inline void tr_ckpt_close(tr_ckpt *ck) { smoe_ckpt_close(ck); }
+/* smoe_ckpt_save of the store's parameters and AdamW moments. Collective. */
 SMOE_MUST_CHECK
 smoe_status tr_ckpt_save(const smoe_comm *cm, tr_ckpt *ck, const tr_store *st,
                          const tr_ckpt_opts *co, smoe_err *err);
-/* Load the checkpoint LATEST names (or, with no LATEST, the newest complete
- * one, said in res->resume_note) into st, re-cut for this mesh: refuses a
- * LATEST naming a missing checkpoint, another model, data file or seed;
- * lists the other config keys that changed in res->changes; sets
- * res->first_step and res->resumed_from (untouched when the directory holds
- * none) and co->run_id. Collective; errors agreed. */
+/* smoe_ckpt_load into the store; what it found into res (first_step,
+ * resumed_from, resume_note, changes). Collective; errors agreed. */
 SMOE_MUST_CHECK
 smoe_status tr_ckpt_load(const smoe_comm *cm, tr_store *st, tr_ckpt_opts *co,
                          smoe_train_result *res, smoe_err *err);
-
-/* ckpt_changes.c: the differences between the run that wrote manifest m
- * and this one (cfg, wire: tr_wire_text, the ranks' mesh and number) into
- * res->changes, key by key: the merged config, the wire, each mesh axis
- * whose size differs and the global batch. Rank 0. */
-SMOE_MUST_CHECK
-smoe_status tr_ckpt_changes(const tr_manifest *m, const smoe_config *cfg, const char *wire,
-                            const smoe_mesh *mesh, int ranks, smoe_train_result *res,
-                            smoe_err *err);
 
 /* Checkpoint I/O (fsync, a busy or network file system) can keep one rank
  * out of the collectives far longer than any step does while its peers wait
@@ -405,20 +286,6 @@ static inline double tr_io_begin(const smoe_comm *cm)
     smoe_comm_swap_timeout(cm, old <= 0 || old >= TR_IO_TIMEOUT_S ? old : TR_IO_TIMEOUT_S);
     return old;
 }
-
-/* ckpt_dir.c: helpers shared with checkpoint.c */
-SMOE_MUST_CHECK
-smoe_status tr_io_err(smoe_err *err, const char *path, const char *what);
-int tr_write_all(int fd, const void *p, size_t n);
-int tr_remove_dir(const char *path); /* its files, then it: rmdir's result */
-int64_t tr_step_of(const char *name);
-/* The checkpoint to resume from in dir (name "" when none). */
-SMOE_MUST_CHECK
-smoe_status tr_ckpt_find(const char *dir, char name[32], char *note, size_t note_cap,
-                         smoe_err *err);
-/* After publishing step `newest`: remove this run's checkpoints beyond the
- * newest `keep` (rank 0). */
-void tr_ckpt_prune(const char *dir, const char *run_id, int64_t newest, int keep);
 
 /* rng shared by init and data */
 uint64_t tr_mix(uint64_t a, uint64_t b);

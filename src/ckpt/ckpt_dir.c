@@ -19,7 +19,7 @@
  *   directory without LATEST resumes from its newest complete checkpoint and
  *   says so. */
 #define _GNU_SOURCE
-#include "train_impl.h"
+#include "ckpt_impl.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -34,17 +34,17 @@
 
 #define PROBE_PREFIX ".probe-rank"
 
-struct tr_ckpt {
+struct smoe_ckpt {
     int lock_fd; /* rank 0: the directory, flock'ed; -1 elsewhere */
 };
 
 /* ---- files ---- */
-smoe_status tr_io_err(smoe_err *err, const char *path, const char *what)
+smoe_status ck_io_err(smoe_err *err, const char *path, const char *what)
 {
     return smoe_err_in(err, SMOE_EIO, path, "%s: %s", what, strerror(errno));
 }
 
-int tr_write_all(int fd, const void *p, size_t n)
+int ck_write_all(int fd, const void *p, size_t n)
 {
     const char *c = p;
     while (n) {
@@ -75,18 +75,18 @@ static smoe_status mkdirs(const char *path, smoe_err *err)
             continue;
         *p = 0;
         if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return tr_io_err(err, path, "cannot create the checkpoint directory");
+            return ck_io_err(err, path, "cannot create the checkpoint directory");
         *p = '/';
     }
     if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return tr_io_err(err, path, "cannot create the checkpoint directory");
+        return ck_io_err(err, path, "cannot create the checkpoint directory");
     struct stat sb;
     if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return smoe_err_in(err, SMOE_EIO, path, "is not a directory");
     return SMOE_OK;
 }
 
-int tr_remove_dir(const char *path)
+int ck_remove_dir(const char *path)
 {
     DIR *d = opendir(path);
     if (!d)
@@ -103,7 +103,7 @@ int tr_remove_dir(const char *path)
     return rmdir(path);
 }
 
-int64_t tr_step_of(const char *name)
+int64_t ck_step_of(const char *name)
 {
     if (strncmp(name, "step_", 5) != 0 || strlen(name) != 13 || strspn(name + 5, "0123456789") != 8)
         return -1;
@@ -128,7 +128,7 @@ static void newest_complete(const char *dir, char name[32])
     int64_t best = -1;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        int64_t k = tr_step_of(e->d_name);
+        int64_t k = ck_step_of(e->d_name);
         if (k > best && has_manifest(dir, e->d_name)) {
             best = k;
             snprintf(name, 32, "%s", e->d_name);
@@ -137,8 +137,8 @@ static void newest_complete(const char *dir, char name[32])
     closedir(d);
 }
 
-smoe_status tr_ckpt_find(const char *dir, char name[32], char *note, size_t note_cap,
-                         smoe_err *err)
+smoe_status ck_find(const char *dir, char name[32], char *note, size_t note_cap,
+                    smoe_err *err)
 {
     char path[4400], line[128] = "", newest[32];
     name[0] = 0;
@@ -148,7 +148,7 @@ smoe_status tr_ckpt_find(const char *dir, char name[32], char *note, size_t note
     FILE *f = fopen(path, "r");
     if (!f) {
         if (errno != ENOENT)
-            return tr_io_err(err, path, "cannot read");
+            return ck_io_err(err, path, "cannot read");
         if (newest[0])
             snprintf(note, note_cap,
                      "%s has no LATEST file: resuming from its newest complete checkpoint %s",
@@ -161,7 +161,7 @@ smoe_status tr_ckpt_find(const char *dir, char name[32], char *note, size_t note
     fclose(f);
     line[strcspn(line, "\r\n")] = 0;
     char shown[200]; /* the file's bytes, any of them, escaped */
-    if (tr_step_of(line) < 0)
+    if (ck_step_of(line) < 0)
         return smoe_err_in(err, SMOE_EIO, path,
                            "does not name a checkpoint (expected step_NNNNNNNN, found '%s'); "
                            "%s%s", smoe_err_quote(line, 40, shown, sizeof shown),
@@ -180,7 +180,7 @@ smoe_status tr_ckpt_find(const char *dir, char name[32], char *note, size_t note
     return SMOE_OK;
 }
 
-void tr_ckpt_prune(const char *dir, const char *run_id, int64_t newest, int keep)
+void ck_prune(const char *dir, const char *run_id, int64_t newest, int keep)
 {
     if (keep <= 0)
         return;
@@ -193,13 +193,13 @@ void tr_ckpt_prune(const char *dir, const char *run_id, int64_t newest, int keep
     struct dirent *e;
     char path[4400], id[33];
     while (steps && (e = readdir(d)) != NULL && n < CAP) {
-        int64_t k = tr_step_of(e->d_name);
+        int64_t k = ck_step_of(e->d_name);
         if (k < 0 || k >= newest)
             continue; /* the newest is kept whatever keep says */
         char *text = NULL;
         snprintf(path, sizeof path, "%s/%s/manifest.json", dir, e->d_name);
         if (smoe_read_file_max(path, SMOE_MAX_MANIFEST_BYTES, &text, NULL, NULL) == SMOE_OK &&
-            tr_manifest_run_id(text, id) == SMOE_OK && strcmp(id, run_id) == 0)
+            ck_manifest_run_id(text, id) == SMOE_OK && strcmp(id, run_id) == 0)
             steps[n++] = k; /* this run's */
         smoe_free(text);
     }
@@ -211,7 +211,7 @@ void tr_ckpt_prune(const char *dir, const char *run_id, int64_t newest, int keep
             newer += steps[j] > steps[i];
         if (newer >= keep) {
             snprintf(path, sizeof path, "%s/step_%08lld", dir, (long long)steps[i]);
-            tr_remove_dir(path);
+            ck_remove_dir(path);
         }
     }
     smoe_free(steps);
@@ -237,7 +237,7 @@ static const char *stale_from(const char *dir, const char *name)
         return NULL;
     memcpy(step, name, 13);
     step[13] = 0;
-    if (tr_step_of(step) < 0)
+    if (ck_step_of(step) < 0)
         return NULL;
     if (strcmp(name + 13, ".tmp") == 0 ||
         (strcmp(name + 13, ".stale") == 0 && has_manifest(dir, step)))
@@ -247,7 +247,7 @@ static const char *stale_from(const char *dir, const char *name)
 
 /* Remove dir's stale temporaries, each said through co->on_note. Rank 0,
  * under the directory's lock (no other job writes there). */
-static void remove_stale(const tr_ckpt_opts *co)
+static void remove_stale(const smoe_ckpt_opts *co)
 {
     DIR *d = opendir(co->dir);
     if (!d)
@@ -261,7 +261,7 @@ static void remove_stale(const tr_ckpt_opts *co)
         snprintf(path, sizeof path, "%s/%s", co->dir, e->d_name);
         struct stat sb;
         int dir = lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
-        if ((dir ? tr_remove_dir(path) : unlink(path)) == 0)
+        if ((dir ? ck_remove_dir(path) : unlink(path)) == 0)
             snprintf(line, sizeof line, "removed stale temporary %s from %s", path, from);
         else
             snprintf(line, sizeof line, "cannot remove stale temporary %s (from %s): %s", path,
@@ -294,6 +294,15 @@ static int holds_checkpoints(const char *dir, char what[64])
     return found;
 }
 
+/* splitmix64 of a combination (the train module's counter-based mixer) */
+static uint64_t mix(uint64_t a, uint64_t b)
+{
+    uint64_t z = a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull + (a << 6) + (a >> 2));
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 static void new_run_id(char id[33])
 {
     unsigned char b[16];
@@ -304,9 +313,9 @@ static void new_run_id(char id[33])
     if (got != (ssize_t)sizeof b) { /* no urandom: time and pid */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t x = tr_mix((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+        uint64_t x = mix((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
                             (uint64_t)getpid());
-        uint64_t y = tr_mix(x, 1);
+        uint64_t y = mix(x, 1);
         memcpy(b, &x, 8);
         memcpy(b + 8, &y, 8);
     }
@@ -323,8 +332,8 @@ static smoe_status probe(const smoe_comm *cm, const char *dir, smoe_err *err)
              (long)getpid());
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0)
-        return tr_io_err(err, dir, "cannot write into the checkpoint directory");
-    int bad = tr_write_all(fd, "smoe\n", 5) != 0 || fsync(fd) != 0;
+        return ck_io_err(err, dir, "cannot write into the checkpoint directory");
+    int bad = ck_write_all(fd, "smoe\n", 5) != 0 || fsync(fd) != 0;
     int e = errno;
     if (close(fd) != 0 && !bad) {
         bad = 1;
@@ -332,15 +341,15 @@ static smoe_status probe(const smoe_comm *cm, const char *dir, smoe_err *err)
     }
     unlink(path);
     errno = e;
-    return bad ? tr_io_err(err, path, "cannot write into the checkpoint directory") : SMOE_OK;
+    return bad ? ck_io_err(err, path, "cannot write into the checkpoint directory") : SMOE_OK;
 }
 
-smoe_status tr_ckpt_open(const smoe_comm *cm, tr_ckpt_opts *co, int resume, tr_ckpt **out,
-                         smoe_err *err)
+smoe_status smoe_ckpt_open(const smoe_comm *cm, smoe_ckpt_opts *co, int resume, smoe_ckpt **out,
+                           smoe_err *err)
 {
     *out = NULL;
     int root = smoe_comm_rank(cm) == 0;
-    tr_ckpt *ck = smoe_calloc(1, sizeof *ck);
+    smoe_ckpt *ck = smoe_calloc(1, sizeof *ck);
     smoe_status s = ck ? SMOE_OK : smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     if (ck)
         ck->lock_fd = -1;
@@ -348,14 +357,14 @@ smoe_status tr_ckpt_open(const smoe_comm *cm, tr_ckpt_opts *co, int resume, tr_c
     if (!s && root) {
         s = mkdirs(co->dir, err);
         if (!s && (ck->lock_fd = open(co->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-            s = tr_io_err(err, co->dir, "cannot open the checkpoint directory");
+            s = ck_io_err(err, co->dir, "cannot open the checkpoint directory");
         if (!s && flock(ck->lock_fd, LOCK_EX | LOCK_NB) != 0)
             s = errno == EWOULDBLOCK
                     ? smoe_err_in(err, SMOE_EINVAL, co->dir,
                                   "another job is using this checkpoint directory (it holds "
                                   "the directory's lock): wait for it to end, or use another "
                                   "directory")
-                    : tr_io_err(err, co->dir, "cannot lock the checkpoint directory");
+                    : ck_io_err(err, co->dir, "cannot lock the checkpoint directory");
     }
     if ((s = smoe_comm_agree_err(cm, s, err)))
         goto fail;
@@ -381,11 +390,11 @@ smoe_status tr_ckpt_open(const smoe_comm *cm, tr_ckpt_opts *co, int resume, tr_c
     *out = ck;
     return SMOE_OK;
 fail:
-    tr_ckpt_close(ck);
+    smoe_ckpt_close(ck);
     return s;
 }
 
-void tr_ckpt_close(tr_ckpt *ck)
+void smoe_ckpt_close(smoe_ckpt *ck)
 {
     if (!ck)
         return;

@@ -1,21 +1,16 @@
 /* The prefetch schedule as a JSON file (schema in docs/formats.md, "Schedule
  * files"), written by `smoe sim --schedule-out`; the reader, used by `smoe
- * train --schedule`, is schedule_json_read.c (apart, so that the fuzz
- * target compiles it alone). */
-#include "cli.h"
-#include "smoe/sched.h"
+ * train --schedule`, is schedule_json_read.c. With it, the only files of
+ * sched that include cJSON. */
+#include "sched_impl.h"
 
 #include <cjson/cJSON.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-void cli_schedule_write(const char *path, const smoe_schedule *s, const char *hardware)
+char *smoe_schedule_json(const smoe_schedule *s, const char *hardware)
 {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "format", CLI_SCHEDULE_FORMAT);
-    cJSON_AddNumberToObject(o, "version", CLI_SCHEDULE_VERSION);
+    cJSON_AddStringToObject(o, "format", SMOE_SCHEDULE_FORMAT);
+    cJSON_AddNumberToObject(o, "version", SMOE_SCHEDULE_VERSION);
     cJSON_AddNumberToObject(o, "layers", s->L);
     cJSON_AddNumberToObject(o, "dense_layers", s->n_dense);
     cJSON_AddNumberToObject(o, "chunks_per_weight", SMOE_SCHED_CHUNKS);
@@ -24,14 +19,14 @@ void cli_schedule_write(const char *path, const smoe_schedule *s, const char *ha
         cJSON_AddNumberToObject(src, "depth", s->depth);
     else
         cJSON_AddNumberToObject(src, "budget_bytes", s->budget);
-    cJSON_AddItemToObject(src, "hardware", cli_json_string(hardware));
+    cJSON_AddStringToObject(src, "hardware", hardware);
     if (s->progress[0])
         cJSON_AddStringToObject(src, "progress", s->progress);
     cJSON *ws = cJSON_AddObjectToObject(o, "weights");
     for (int k = 0; k < 2; k++) {
-        cJSON *a = cJSON_AddArrayToObject(ws, cli_schedule_kinds[k]);
+        cJSON *a = cJSON_AddArrayToObject(ws, smoe_schedule_kinds[k]);
         for (int w = 0; w < s->nweights[k]; w++)
-            cJSON_AddItemToArray(a, cli_json_string(s->names[k][w]));
+            cJSON_AddItemToArray(a, cJSON_CreateString(s->names[k][w]));
     }
     cJSON *pr = cJSON_AddObjectToObject(o, "predicted");
     cJSON_AddNumberToObject(pr, "peak_bytes", s->peak_bytes);
@@ -54,12 +49,5 @@ void cli_schedule_write(const char *path, const smoe_schedule *s, const char *ha
     }
     char *text = cJSON_Print(o);
     cJSON_Delete(o);
-    if (!text)
-        cli_usage_error(NULL, "out of memory formatting the schedule");
-    smoe_out *out = cli_out_open("--schedule-out", path);
-    fputs(text, smoe_out_file(out));
-    fputc('\n', smoe_out_file(out));
-    free(text);
-    smoe_err err;
-    cli_out_finish(out, SMOE_OK, &err, "--schedule-out", path); /* a failed write: the commit's */
+    return text;
 }

@@ -8,7 +8,7 @@
  * and the JSON of smoe train). docs/train.md's table of training keys
  * lists both next to the implemented ones. A key absent from the configuration
  * has MaxText's default. */
-#include "train_impl.h"
+#include "recipe_impl.h"
 
 #include <stdio.h>
 
@@ -232,7 +232,7 @@ static void value_text(const smoe_node *n, char *buf, size_t cap)
         snprintf(buf, cap, "%s", n->str ? n->str : "");
         return;
     }
-    char *t = tr_node_text(n);
+    char *t = smoe_node_text(n);
     snprintf(buf, cap, "%s", t ? t : "(a collection)");
     smoe_free(t);
 }
@@ -255,7 +255,7 @@ int smoe_train_unapplied_keys(const smoe_config *cfg, smoe_train_unapplied *out,
     return n;
 }
 
-smoe_status tr_refuse_keys(const smoe_config *c, smoe_err *err)
+smoe_status rc_refuse_keys(const smoe_config *c, smoe_err *err)
 {
     smoe_status s;
     for (size_t i = 0; i < sizeof k_refused / sizeof k_refused[0]; i++)

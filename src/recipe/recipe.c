@@ -5,7 +5,7 @@
  * losses). Every formula cites the MaxText (commit e591f30) or optax
  * function it follows. The keys smoe train does not implement are refused
  * in recipe_keys.c. */
-#include "train_impl.h"
+#include "recipe_impl.h"
 
 #include <math.h>
 #include <regex.h>
@@ -25,7 +25,7 @@ static smoe_status opt_f(const smoe_config *c, const char *k, double def, double
     *v = def;
     if (!smoe_config_get(c, k))
         return SMOE_OK;
-    return tr_key_find(k) ? tr_key_float(c, k, v, err) : smoe_config_float(c, k, v, err);
+    return rc_key_find(k) ? rc_key_float(c, k, v, err) : smoe_config_float(c, k, v, err);
 }
 
 static smoe_status opt_i(const smoe_config *c, const char *k, int64_t def, int64_t *v,
@@ -34,7 +34,7 @@ static smoe_status opt_i(const smoe_config *c, const char *k, int64_t def, int64
     *v = def;
     if (!smoe_config_get(c, k))
         return SMOE_OK;
-    return tr_key_find(k) ? tr_key_int(c, k, v, err) : smoe_config_int(c, k, v, err);
+    return rc_key_find(k) ? rc_key_int(c, k, v, err) : smoe_config_int(c, k, v, err);
 }
 
 static smoe_status opt_b(const smoe_config *c, const char *k, int def, int *v, smoe_err *err)
@@ -89,7 +89,7 @@ enum { P_WARMUP, P_COS, P_CONST, P_LINEAR };
  * piece at `count`, then for each boundary b_j the piece j+1 at count - b_j
  * whenever count >= b_j. Returns the number of pieces (0: MaxText would
  * have none and fail). */
-static int pieces(const tr_recipe *r, int kind[4], double val[4], int64_t len[4],
+static int pieces(const smoe_recipe *r, int kind[4], double val[4], int64_t len[4],
                   int64_t bound[4])
 {
     const double lr = r->lr, fin = r->lr * r->final_frac;
@@ -128,7 +128,7 @@ static int pieces(const tr_recipe *r, int kind[4], double val[4], int64_t len[4]
     return n;
 }
 
-static double piece_at(const tr_recipe *r, int kind, double val, int64_t len, int64_t s)
+static double piece_at(const smoe_recipe *r, int kind, double val, int64_t len, int64_t s)
 {
     const double lr = r->lr, fin = r->lr * r->final_frac;
     switch (kind) {
@@ -139,7 +139,7 @@ static double piece_at(const tr_recipe *r, int kind, double val, int64_t len, in
     }
 }
 
-float tr_lr_at(const tr_recipe *r, int64_t count)
+float smoe_recipe_lr_at(const smoe_recipe *r, int64_t count)
 {
     int kind[4];
     double val[4] = { 0 };
@@ -175,7 +175,7 @@ static int mask_syntax_ok(const char *p)
     return 1;
 }
 
-int tr_recipe_decays(const tr_recipe *r, const char *path)
+int smoe_recipe_decays(const smoe_recipe *r, const char *path)
 {
     char full[512];
     snprintf(full, sizeof full, "params/%s", path);
@@ -191,7 +191,7 @@ int tr_recipe_decays(const tr_recipe *r, const char *path)
     return 1;
 }
 
-static smoe_status read_mask(const smoe_config *c, tr_recipe *r, smoe_err *err)
+static smoe_status read_mask(const smoe_config *c, smoe_recipe *r, smoe_err *err)
 {
     const smoe_node *n = smoe_config_get(c, "adamw_mask");
     r->nmask = 0;
@@ -199,7 +199,7 @@ static smoe_status read_mask(const smoe_config *c, tr_recipe *r, smoe_err *err)
         return SMOE_OK;
     if (n->kind != SMOE_NODE_SEQ)
         return bad(c, "adamw_mask", err, "must be a list of regular expressions");
-    if (n->n > TR_MAX_MASK)
+    if (n->n > SMOE_RECIPE_MAX_MASK)
         return bad(c, "adamw_mask", err, "smoe train takes at most 16 patterns");
     for (int i = 0; i < (int)n->n; i++) {
         const smoe_node *it = n->items[i];
@@ -222,19 +222,19 @@ static smoe_status read_mask(const smoe_config *c, tr_recipe *r, smoe_err *err)
 
 /* ---- the recipe ---- */
 
-smoe_status tr_read_recipe(const smoe_config *c, int64_t steps, tr_recipe *r, smoe_err *err)
+smoe_status smoe_recipe_read(const smoe_config *c, int64_t steps, smoe_recipe *r, smoe_err *err)
 {
     smoe_status s;
     memset(r, 0, sizeof *r);
     r->steps = steps;
-    if ((s = tr_key_float(c, "learning_rate", &r->lr, err)))
+    if ((s = rc_key_float(c, "learning_rate", &r->lr, err)))
         return s;
     /* the final fraction: the key before MaxText e886dd212 selects that
      * version's schedule (MaxText then read only that key) */
     const smoe_node *legacy = smoe_config_get(c, "cosine_learning_rate_final_fraction");
     if (legacy && smoe_node_type(legacy) != SMOE_T_NULL) {
         r->legacy = 1;
-        if ((s = tr_key_float(c, "cosine_learning_rate_final_fraction", &r->final_frac, err)))
+        if ((s = rc_key_float(c, "cosine_learning_rate_final_fraction", &r->final_frac, err)))
             return s;
     } else if ((s = opt_f(c, "learning_rate_final_fraction", 0.1, &r->final_frac, err))) {
         return s;
@@ -302,12 +302,12 @@ smoe_status tr_read_recipe(const smoe_config *c, int64_t steps, tr_recipe *r, sm
         return bad(c, "routed_bias_update_rate", err, "must be finite");
     if ((s = read_mask(c, r, err)))
         return s;
-    return tr_refuse_keys(c, err);
+    return rc_refuse_keys(c, err);
 }
 
 /* ---- model-side keys ---- */
 
-smoe_status tr_model_recipe(const smoe_config *c, smoe_model_cfg *mc, smoe_err *err)
+smoe_status rc_model_recipe(const smoe_config *c, smoe_model_cfg *mc, smoe_err *err)
 {
     smoe_status s;
     const char *name, *score, *rtype;
@@ -429,9 +429,10 @@ smoe_status tr_model_recipe(const smoe_config *c, smoe_model_cfg *mc, smoe_err *
     return SMOE_OK;
 }
 
-void tr_recipe_describe(const tr_hparams *hp, const smoe_model_cfg *mc, char *buf, size_t n)
+void smoe_recipe_describe(const smoe_recipe_hparams *hp, const smoe_model_cfg *mc, char *buf,
+                          size_t n)
 {
-    const tr_recipe *r = &hp->rc;
+    const smoe_recipe *r = &hp->rc;
     const int64_t W = (int64_t)((double)r->sched_steps * r->warmup_frac);
     const char *score = mc->score_sigmoid ? "sigmoid" : mc->score_raw ? "raw logits" : "softmax";
     snprintf(buf, n,

@@ -5,7 +5,7 @@
  * global batch (per_device_batch_size x ranks). A resume on another number
  * of ranks changes the last two with no key's text changing; they are
  * listed as the keys are (old -> new). */
-#include "train_impl.h"
+#include "ckpt_impl.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -21,9 +21,9 @@ static char *copy_str(const char *s)
 
 /* One entry of res->changes (room for it was allocated); `to` is taken
  * over. 0 when out of memory (the entry's strings are freed with res). */
-static int add_change(smoe_train_result *res, const char *key, const char *from, char *to)
+static int add_change(smoe_ckpt_resume *res, const char *key, const char *from, char *to)
 {
-    smoe_train_change *c = &res->changes[res->nchanges++];
+    smoe_ckpt_change *c = &res->changes[res->nchanges++];
     c->key = copy_str(key);
     c->from = copy_str(from ? from : "(not set)");
     c->to = to;
@@ -31,7 +31,7 @@ static int add_change(smoe_train_result *res, const char *key, const char *from,
 }
 
 /* The entry of `key` in res->changes, or NULL. */
-static const smoe_train_change *change_of(const smoe_train_result *res, const char *key)
+static const smoe_ckpt_change *change_of(const smoe_ckpt_resume *res, const char *key)
 {
     for (int i = 0; i < res->nchanges; i++)
         if (strcmp(res->changes[i].key, key) == 0)
@@ -51,7 +51,7 @@ static int axis_of(const smoe_mesh *m, const char *name)
 /* Each axis of either mesh whose size differs, named by its ici_* key
  * (smoe train's mesh is one slice: the ici_* sizes are the axes'), unless
  * that key's own change already reads old -> new. */
-static int mesh_changes(const smoe_mesh *old, const smoe_mesh *now, smoe_train_result *res)
+static int mesh_changes(const smoe_mesh *old, const smoe_mesh *now, smoe_ckpt_resume *res)
 {
     for (int k = 0; k < old->n + now->n; k++) {
         const char *ax = k < old->n ? old->name[k] : now->name[k - old->n];
@@ -69,7 +69,7 @@ static int mesh_changes(const smoe_mesh *old, const smoe_mesh *now, smoe_train_r
             snprintf(key, sizeof key, "mesh axis %s", ax);
         snprintf(from, sizeof from, "%lld", (long long)a);
         snprintf(to, sizeof to, "%lld", (long long)b);
-        const smoe_train_change *c = change_of(res, key);
+        const smoe_ckpt_change *c = change_of(res, key);
         if (c && strcmp(c->from, from) == 0 && strcmp(c->to, to) == 0)
             continue;
         snprintf(key + strlen(key), sizeof key - strlen(key), " (resolved)");
@@ -81,8 +81,8 @@ static int mesh_changes(const smoe_mesh *old, const smoe_mesh *now, smoe_train_r
 
 /* The global batch, from the checkpoint's per_device_batch_size (its
  * text in the manifest) and ranks, and this run's. */
-static int batch_change(const tr_manifest *m, const smoe_config *cfg, int ranks,
-                        smoe_train_result *res)
+static int batch_change(const ck_manifest *m, const smoe_config *cfg, int ranks,
+                        smoe_ckpt_resume *res)
 {
     const char *txt = NULL;
     for (int j = 0; j < m->ncfg && !txt; j++)
@@ -102,9 +102,9 @@ static int batch_change(const tr_manifest *m, const smoe_config *cfg, int ranks,
     return add_change(res, "global batch (per_device_batch_size x ranks)", from, copy_str(to));
 }
 
-smoe_status tr_ckpt_changes(const tr_manifest *m, const smoe_config *cfg, const char *wire,
-                            const smoe_mesh *mesh, int ranks, smoe_train_result *res,
-                            smoe_err *err)
+smoe_status ck_changes(const ck_manifest *m, const smoe_config *cfg, const char *wire,
+                       const smoe_mesh *mesh, int ranks, smoe_ckpt_resume *res,
+                       smoe_err *err)
 {
     const smoe_node *v;
     int n = 0;
@@ -117,7 +117,7 @@ smoe_status tr_ckpt_changes(const tr_manifest *m, const smoe_config *cfg, const 
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     for (int i = 0; i < n; i++) { /* changed or new keys */
         const char *k = smoe_config_key_at(cfg, i, &v);
-        char *now = tr_node_text(v);
+        char *now = smoe_node_text(v);
         const char *old = NULL;
         for (int j = 0; j < m->ncfg && !old; j++)
             if (strcmp(m->cfg_keys[j], k) == 0)
@@ -135,7 +135,7 @@ smoe_status tr_ckpt_changes(const tr_manifest *m, const smoe_config *cfg, const 
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     /* the dtypes the gathers and reductions move (not config keys, but a
      * resumed run in other dtypes is not the checkpoint's run continued) */
-    const char *old = m->wire ? m->wire : TR_WIRE_FP32;
+    const char *old = m->wire ? m->wire : SMOE_CKPT_WIRE_FP32;
     if (wire && strcmp(old, wire) != 0 && !add_change(res, "(gather and reduce dtypes)", old,
                                                       copy_str(wire)))
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");

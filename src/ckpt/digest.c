@@ -1,17 +1,17 @@
 /* SHA-256 through OpenSSL's EVP interface: the only file of smoe that
  * includes OpenSSL. */
-#include "train_impl.h"
+#include "ckpt_impl.h"
 
 #include <openssl/evp.h>
 #include <stdio.h>
 
-struct tr_sha {
+struct smoe_ckpt_sha {
     EVP_MD_CTX *ctx;
 };
 
-tr_sha *tr_sha_new(void)
+smoe_ckpt_sha *smoe_ckpt_sha_new(void)
 {
-    tr_sha *s = smoe_malloc(sizeof *s);
+    smoe_ckpt_sha *s = smoe_malloc(sizeof *s);
     if (!s)
         return NULL;
     s->ctx = EVP_MD_CTX_new();
@@ -23,9 +23,12 @@ tr_sha *tr_sha_new(void)
     return s;
 }
 
-void tr_sha_update(tr_sha *s, const void *p, size_t n) { EVP_DigestUpdate(s->ctx, p, n); }
+void smoe_ckpt_sha_update(smoe_ckpt_sha *s, const void *p, size_t n)
+{
+    EVP_DigestUpdate(s->ctx, p, n);
+}
 
-void tr_sha_final(tr_sha *s, char hex[65])
+void smoe_ckpt_sha_final(smoe_ckpt_sha *s, char hex[65])
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int n = 0;

@@ -1,16 +1,14 @@
 /* Reading a prefetch schedule file (schema in docs/formats.md, "Schedule
  * files"; written by schedule_json.c): every field checked, the first bad
- * one named, then the schedule checked as a whole (smoe_schedule_check).
- * Needs only cJSON, core and sched, so the fuzz target compiles it in. */
-#include "cli.h"
-#include "smoe/sched.h"
+ * one named, then the schedule checked as a whole (smoe_schedule_check). */
+#include "sched_impl.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-const char *const cli_schedule_kinds[2] = { "dense", "moe" };
+const char *const smoe_schedule_kinds[2] = { "dense", "moe" };
 
 /* An integer member `key` of o in [lo, hi]: 0, or 1 with *err set. */
 static int get_int(const cJSON *o, const char *key, const char *field, long lo, long hi,
@@ -30,15 +28,15 @@ static smoe_status read_names(const cJSON *root, smoe_schedule *s, smoe_err *err
 {
     const cJSON *ws = cJSON_GetObjectItemCaseSensitive(root, "weights");
     for (int k = 0; k < 2; k++) {
-        const cJSON *a = cJSON_IsObject(ws) ? cJSON_GetObjectItemCaseSensitive(ws, cli_schedule_kinds[k]) : NULL;
+        const cJSON *a = cJSON_IsObject(ws) ? cJSON_GetObjectItemCaseSensitive(ws, smoe_schedule_kinds[k]) : NULL;
         if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > SMOE_SIM_MAX_WEIGHTS)
             return smoe_err_set(err, SMOE_EINVAL, "weights.%s: expected an array of at most %d "
-                                "names", cli_schedule_kinds[k], SMOE_SIM_MAX_WEIGHTS);
+                                "names", smoe_schedule_kinds[k], SMOE_SIM_MAX_WEIGHTS);
         int w = 0;
         const cJSON *n;
         cJSON_ArrayForEach(n, a) {
             if (!cJSON_IsString(n) || strlen(n->valuestring) >= SMOE_SCHED_NAME)
-                return smoe_err_set(err, SMOE_EINVAL, "weights.%s[%d]: expected a name", cli_schedule_kinds[k], w);
+                return smoe_err_set(err, SMOE_EINVAL, "weights.%s[%d]: expected a name", smoe_schedule_kinds[k], w);
             snprintf(s->names[k][w++], SMOE_SCHED_NAME, "%s", n->valuestring);
         }
         s->nweights[k] = w;
@@ -77,10 +75,10 @@ static smoe_status read_gather(const cJSON *e, int i, const smoe_schedule *s, sm
 static smoe_status parse(const cJSON *root, smoe_schedule **out, smoe_err *err)
 {
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
-    if (!cJSON_IsObject(root) || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, CLI_SCHEDULE_FORMAT) != 0)
-        return smoe_err_set(err, SMOE_EINVAL, "format: expected \"%s\"", CLI_SCHEDULE_FORMAT);
+    if (!cJSON_IsObject(root) || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, SMOE_SCHEDULE_FORMAT) != 0)
+        return smoe_err_set(err, SMOE_EINVAL, "format: expected \"%s\"", SMOE_SCHEDULE_FORMAT);
     int ver, L, nd, chunks;
-    if (get_int(root, "version", "version", CLI_SCHEDULE_VERSION, CLI_SCHEDULE_VERSION, &ver, err) ||
+    if (get_int(root, "version", "version", SMOE_SCHEDULE_VERSION, SMOE_SCHEDULE_VERSION, &ver, err) ||
         get_int(root, "layers", "layers", 1, 65536, &L, err) ||
         get_int(root, "dense_layers", "dense_layers", 0, L, &nd, err) ||
         get_int(root, "chunks_per_weight", "chunks_per_weight", SMOE_SCHED_CHUNKS,
@@ -124,7 +122,7 @@ static smoe_status parse(const cJSON *root, smoe_schedule **out, smoe_err *err)
     return SMOE_OK;
 }
 
-smoe_status cli_schedule_parse_text(const char *text, size_t n, const char *name,
+smoe_status smoe_schedule_parse_text(const char *text, size_t n, const char *name,
                                     smoe_schedule **out, smoe_err *err)
 {
     *out = NULL;
@@ -140,7 +138,7 @@ smoe_status cli_schedule_parse_text(const char *text, size_t n, const char *name
     return st;
 }
 
-smoe_status cli_schedule_read(const char *path, smoe_schedule **out, smoe_err *err)
+smoe_status smoe_schedule_read(const char *path, smoe_schedule **out, smoe_err *err)
 {
     *out = NULL;
     char *text;
@@ -152,7 +150,7 @@ smoe_status cli_schedule_read(const char *path, smoe_schedule **out, smoe_err *e
     }
     if (st)
         return st;
-    st = cli_schedule_parse_text(text, n, path, out, err);
+    st = smoe_schedule_parse_text(text, n, path, out, err);
     smoe_free(text);
     return st;
 }

@@ -5,7 +5,7 @@
  * MaxText derives them), checked against smoe train's ranges in keys.c;
  * every other numeric key is read through keys.c (its accepted range lives
  * there); the checks between keys are here. */
-#include "train_impl.h"
+#include "recipe_impl.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,12 +13,12 @@
 
 static smoe_status get_i(const smoe_config *c, const char *k, int64_t *v, smoe_err *err)
 {
-    return tr_key_int(c, k, v, err);
+    return rc_key_int(c, k, v, err);
 }
 
 static smoe_status get_f(const smoe_config *c, const char *k, double *v, smoe_err *err)
 {
-    return tr_key_float(c, k, v, err);
+    return rc_key_float(c, k, v, err);
 }
 
 static smoe_status bad(const smoe_config *c, const char *k, smoe_err *err, const char *why)
@@ -73,7 +73,7 @@ smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
         { "first_num_dense_layers", d.first_dense, &mc->n_dense },
     };
     for (size_t i = 0; i < sizeof dim / sizeof dim[0]; i++) {
-        if ((s = tr_key_check_int(c, dim[i].key, dim[i].v, err)))
+        if ((s = rc_key_check_int(c, dim[i].key, dim[i].v, err)))
             return s;
         *dim[i].dst = dim[i].v;
     }
@@ -143,7 +143,7 @@ smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
     }
     /* the recipe's model-side keys (recipe.c); the load-balance mean runs
      * over the global batch: every mesh axis shards it */
-    if ((s = tr_model_recipe(c, mc, err)))
+    if ((s = rc_model_recipe(c, mc, err)))
         return s;
     mc->lb_batch = mc->batch;
     for (int i = 0; i < mesh->n; i++)
@@ -151,7 +151,7 @@ smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
     return SMOE_OK;
 }
 
-smoe_status tr_read_hparams(const smoe_config *c, tr_hparams *hp, smoe_err *err)
+smoe_status smoe_recipe_read_hparams(const smoe_config *c, smoe_recipe_hparams *hp, smoe_err *err)
 {
     smoe_status s;
     if ((s = get_f(c, "learning_rate", &hp->lr, err)) ||

@@ -17,7 +17,7 @@
  * layer is rebuilt from the old shards that overlap the new rank's block
  * (a per-layer buffer; old replicas are read once). */
 #define _GNU_SOURCE
-#include "train_impl.h"
+#include "ckpt_impl.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -38,7 +38,7 @@ typedef struct ckpt_header {
     int64_t step, slab_floats;
     char layout[32]; /* version 2: the first 32 hex digits of the layout digest */
 } ckpt_header;
-_Static_assert(sizeof(ckpt_header) == TR_CKPT_HEADER, "shard header size");
+_Static_assert(sizeof(ckpt_header) == CK_HEADER, "shard header size");
 
 /* ---- files ---- */
 static int read_at(int fd, void *p, size_t n, off_t off)
@@ -58,50 +58,35 @@ static int read_at(int fd, void *p, size_t n, off_t off)
 }
 
 /* ---- the layout: what the bytes of a shard mean ---- */
-/* The manifest's weight records of this store. */
-static void store_weights(const tr_store *st, tr_mweight *x)
-{
-    for (int i = 0; i < st->n; i++) {
-        const tr_weight *w = &st->w[i];
-        x[i].path = w->pw->path;
-        x[i].lrank = w->lrank;
-        memcpy(x[i].lshape, w->lshape, sizeof x[i].lshape);
-        x[i].lspec = w->lspec;
-        x[i].layers = w->layers;
-        x[i].shard_numel = w->info.shard_numel;
-        x[i].shard_offset = w->shard_off;
-    }
-}
-
 /* SHA-256 of the mesh and every weight's shape, spec and shard placement:
  * written into each shard's header, so a manifest whose mesh or specs were
  * edited (consistently or not) no longer matches its shards. */
-static smoe_status layout_digest(const smoe_mesh *mesh, int nw, const tr_mweight *w,
+static smoe_status layout_digest(const smoe_mesh *mesh, int nw, const smoe_ckpt_weight *w,
                                  char hex[65], smoe_err *err)
 {
-    tr_sha *h = tr_sha_new();
+    smoe_ckpt_sha *h = smoe_ckpt_sha_new();
     if (!h)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     char buf[512];
     for (int a = 0; a < mesh->n; a++) {
         snprintf(buf, sizeof buf, "%s=%lld;", mesh->name[a], (long long)mesh->size[a]);
-        tr_sha_update(h, buf, strlen(buf));
+        smoe_ckpt_sha_update(h, buf, strlen(buf));
     }
     for (int i = 0; i < nw; i++) {
         snprintf(buf, sizeof buf, "|%s:%d:%lld:%lld:%lld:", w[i].path, w[i].lrank,
                  (long long)w[i].layers, (long long)w[i].shard_numel,
                  (long long)w[i].shard_offset);
-        tr_sha_update(h, buf, strlen(buf));
-        tr_sha_update(h, w[i].lshape, sizeof(int64_t) * (size_t)w[i].lrank);
-        tr_sha_update(h, smoe_pspec_format(&w[i].lspec, 0, buf, sizeof buf), strlen(buf));
+        smoe_ckpt_sha_update(h, buf, strlen(buf));
+        smoe_ckpt_sha_update(h, w[i].lshape, sizeof(int64_t) * (size_t)w[i].lrank);
+        smoe_ckpt_sha_update(h, smoe_pspec_format(&w[i].lspec, 0, buf, sizeof buf), strlen(buf));
     }
-    tr_sha_final(h, hex);
+    smoe_ckpt_sha_final(h, hex);
     return SMOE_OK;
 }
 
 /* ---- save ---- */
 /* This rank's shard: header and the three slabs, SHA-256 on the way. */
-static smoe_status write_shard(const smoe_comm *cm, const tr_store *st, const char *path,
+static smoe_status write_shard(const smoe_comm *cm, const smoe_ckpt_state *st, const char *path,
                                int64_t step, const char layout[65], char hex[65], smoe_err *err)
 {
     smoe_out *o;
@@ -109,7 +94,7 @@ static smoe_status write_shard(const smoe_comm *cm, const tr_store *st, const ch
     if (s)
         return s;
     FILE *f = smoe_out_file(o);
-    tr_sha *h = tr_sha_new();
+    smoe_ckpt_sha *h = smoe_ckpt_sha_new();
     if (!h) {
         smoe_out_abort(o);
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
@@ -117,15 +102,15 @@ static smoe_status write_shard(const smoe_comm *cm, const tr_store *st, const ch
     ckpt_header hd;
     memset(&hd, 0, sizeof hd);
     memcpy(hd.magic, k_magic, sizeof k_magic);
-    hd.version = TR_CKPT_VERSION;
+    hd.version = CK_VERSION;
     hd.rank = (uint32_t)smoe_comm_rank(cm);
     hd.step = step;
-    hd.slab_floats = st->total;
+    hd.slab_floats = st->slab_floats;
     memcpy(hd.layout, layout, sizeof hd.layout);
     const float *slabs[3] = { st->params, st->m, st->v };
-    size_t bytes = sizeof(float) * (size_t)st->total;
+    size_t bytes = sizeof(float) * (size_t)st->slab_floats;
     fwrite(&hd, sizeof hd, 1, f); /* a failed write is the commit's */
-    tr_sha_update(h, &hd, sizeof hd);
+    smoe_ckpt_sha_update(h, &hd, sizeof hd);
     /* test hook: die half-way through a save, as a node failure would */
     const int64_t kill_at = smoe_get_test_hooks().kill_in_save;
     for (int c = 0; c < 3 && !ferror(f); c++) {
@@ -135,9 +120,9 @@ static smoe_status write_shard(const smoe_comm *cm, const tr_store *st, const ch
             raise(SIGKILL);
         }
         fwrite(slabs[c], 1, bytes, f);
-        tr_sha_update(h, slabs[c], bytes);
+        smoe_ckpt_sha_update(h, slabs[c], bytes);
     }
-    tr_sha_final(h, hex);
+    smoe_ckpt_sha_final(h, hex);
     return smoe_out_commit(o, err);
 }
 
@@ -148,7 +133,7 @@ typedef struct shard_rec {
 } shard_rec;
 
 /* The merged config, key by key, for the manifest (strings in `a`). */
-static smoe_status config_map(const smoe_config *cfg, smoe_arena *a, tr_manifest *m,
+static smoe_status config_map(const smoe_config *cfg, smoe_arena *a, ck_manifest *m,
                               smoe_err *err)
 {
     int n = 0;
@@ -161,7 +146,7 @@ static smoe_status config_map(const smoe_config *cfg, smoe_arena *a, tr_manifest
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory writing the manifest");
     for (int i = 0; i < n; i++) {
         k[i] = smoe_config_key_at(cfg, i, &v);
-        char *txt = tr_node_text(v);
+        char *txt = smoe_node_text(v);
         t[i] = txt ? smoe_arena_strdup(a, txt) : NULL;
         smoe_free(txt);
         if (!t[i])
@@ -174,13 +159,13 @@ static smoe_status config_map(const smoe_config *cfg, smoe_arena *a, tr_manifest
 }
 
 /* Rank 0, after every shard is on disk: manifest, rename, LATEST, pruning. */
-static smoe_status publish(const smoe_comm *cm, const tr_store *st, const tr_ckpt_opts *co,
-                           const char *tmp, const char *name, const shard_rec *recs,
-                           smoe_err *err)
+static smoe_status publish(const smoe_comm *cm, const smoe_ckpt_state *st,
+                           const smoe_ckpt_opts *co, const char *tmp, const char *name,
+                           const shard_rec *recs, smoe_err *err)
 {
     smoe_status s = SMOE_OK;
     int size = smoe_comm_size(cm);
-    tr_manifest m;
+    ck_manifest m;
     memset(&m, 0, sizeof m);
     m.step = co->step;
     m.seed = co->seed;
@@ -189,7 +174,7 @@ static smoe_status publish(const smoe_comm *cm, const tr_store *st, const tr_ckp
     m.fp = *co->fp;
     m.rules = co->rules;
     m.wire = co->wire;
-    m.slab_floats = st->total;
+    m.slab_floats = st->slab_floats;
     m.nw = st->n;
     m.ns = size;
     m.a = smoe_arena_new(1 << 16);
@@ -204,14 +189,14 @@ static smoe_status publish(const smoe_comm *cm, const tr_store *st, const tr_ckp
     }
     if (co->cfg && (s = config_map(co->cfg, m.a, &m, err)))
         goto done;
-    store_weights(st, m.w);
+    memcpy(m.w, st->w, sizeof *m.w * (size_t)st->n);
     for (int r = 0; r < size; r++) {
         snprintf(files[r], sizeof files[r], "shard_%05d.bin", r);
         m.shards[r].file = files[r];
         m.shards[r].bytes = recs[r].bytes;
         memcpy(m.shards[r].sha256, recs[r].sha, 65);
     }
-    text = tr_manifest_text(&m);
+    text = ck_manifest_text(&m);
     if (!text) {
         s = smoe_err_set(err, SMOE_ENOMEM, "out of memory writing the manifest");
         goto done;
@@ -226,15 +211,15 @@ static smoe_status publish(const smoe_comm *cm, const tr_store *st, const tr_ckp
     struct stat sb;
     int had = stat(dst, &sb) == 0;
     if (had && rename(dst, path) != 0) {
-        s = tr_io_err(err, dst, "cannot replace the older checkpoint");
+        s = ck_io_err(err, dst, "cannot replace the older checkpoint");
         goto done;
     }
     if (rename(tmp, dst) != 0) {
-        s = tr_io_err(err, dst, "cannot publish the checkpoint");
+        s = ck_io_err(err, dst, "cannot publish the checkpoint");
         goto done;
     }
     if (had)
-        tr_remove_dir(path);
+        ck_remove_dir(path);
     /* LATEST replaced whole; the directory's sync also keeps the rename */
     snprintf(dst, sizeof dst, "%s/LATEST", co->dir);
     char line[64];
@@ -242,7 +227,7 @@ static smoe_status publish(const smoe_comm *cm, const tr_store *st, const tr_ckp
     if ((s = smoe_out_write_file(dst, "the latest checkpoint's name", line, strlen(line),
                                  err)))
         goto done;
-    tr_ckpt_prune(co->dir, co->run_id, co->step, co->keep);
+    ck_prune(co->dir, co->run_id, co->step, co->keep);
 done:
     smoe_free(text);
     smoe_free(files);
@@ -253,11 +238,11 @@ done:
 }
 
 /* Every slab value finite on this rank (a diverged run is never saved). */
-static int store_finite(const tr_store *st)
+static int store_finite(const smoe_ckpt_state *st)
 {
     const float *slabs[3] = { st->params, st->m, st->v };
     for (int c = 0; c < 3; c++)
-        for (int64_t i = 0; i < st->total; i++)
+        for (int64_t i = 0; i < st->slab_floats; i++)
             if (!isfinite(slabs[c][i]))
                 return 0;
     return 1;
@@ -269,12 +254,12 @@ static smoe_status saved(const smoe_comm *cm, const char *tmp, smoe_status s, sm
 {
     s = smoe_comm_agree_err(cm, s, err);
     if (s && smoe_comm_rank(cm) == 0)
-        tr_remove_dir(tmp);
+        ck_remove_dir(tmp);
     return s;
 }
 
-smoe_status tr_ckpt_save(const smoe_comm *cm, tr_ckpt *ck, const tr_store *st,
-                         const tr_ckpt_opts *co, smoe_err *err)
+smoe_status smoe_ckpt_save(const smoe_comm *cm, smoe_ckpt *ck, const smoe_ckpt_state *st,
+                           const smoe_ckpt_opts *co, smoe_err *err)
 {
     (void)ck; /* holds the directory's lock */
     int root = smoe_comm_rank(cm) == 0, size = smoe_comm_size(cm);
@@ -290,17 +275,11 @@ smoe_status tr_ckpt_save(const smoe_comm *cm, tr_ckpt *ck, const tr_store *st,
                                        "the previous one)", (long long)co->step);
     if ((s = smoe_comm_agree_err(cm, s, err)))
         return s;
-    tr_mweight *mw = smoe_calloc((size_t)(st->n ? st->n : 1), sizeof *mw);
-    s = mw ? SMOE_OK : smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    if (!s) {
-        store_weights(st, mw);
-        s = layout_digest(smoe_comm_mesh(cm), st->n, mw, layout, err);
-    }
-    smoe_free(mw);
+    s = layout_digest(smoe_comm_mesh(cm), st->n, st->w, layout, err);
     if (!s && root) {
-        tr_remove_dir(tmp); /* left by a save that died */
+        ck_remove_dir(tmp); /* left by a save that died */
         if (mkdir(tmp, 0777) != 0)
-            s = tr_io_err(err, tmp, "cannot create the checkpoint directory");
+            s = ck_io_err(err, tmp, "cannot create the checkpoint directory");
     }
     if ((s = smoe_comm_agree_err(cm, s, err)))
         return s;
@@ -308,7 +287,7 @@ smoe_status tr_ckpt_save(const smoe_comm *cm, tr_ckpt *ck, const tr_store *st,
     memset(&mine, 0, sizeof mine);
     snprintf(path, sizeof path, "%s/shard_%05d.bin", tmp, smoe_comm_rank(cm));
     s = write_shard(cm, st, path, co->step, layout, mine.sha, err);
-    mine.bytes = TR_CKPT_HEADER + 3 * st->total * (int64_t)sizeof(float);
+    mine.bytes = CK_HEADER + 3 * st->slab_floats * (int64_t)sizeof(float);
     if ((s = smoe_comm_agree_err(cm, s, err)))
         return saved(cm, tmp, s, err);
     shard_rec *recs = root ? smoe_calloc((size_t)size, sizeof *recs) : NULL;
@@ -334,7 +313,7 @@ static const char *shape_str(const int64_t *v, int n, char *buf, size_t cap)
 }
 
 /* The checkpoint must hold exactly this model's weights. */
-static smoe_status check_model(const tr_manifest *m, const tr_store *st, const char *mpath,
+static smoe_status check_model(const ck_manifest *m, const smoe_ckpt_state *st, const char *mpath,
                                smoe_err *err)
 {
     if (m->nw != st->n)
@@ -342,13 +321,13 @@ static smoe_status check_model(const tr_manifest *m, const tr_store *st, const c
                            "the checkpoint holds %d weights, this model has %d (a different "
                            "model or model config)", m->nw, st->n);
     for (int i = 0; i < st->n; i++) {
-        const tr_weight *w = &st->w[i];
-        const tr_mweight *x = &m->w[i];
-        if (strcmp(x->path, w->pw->path) != 0 || x->layers != w->layers)
+        const smoe_ckpt_weight *w = &st->w[i];
+        const smoe_ckpt_weight *x = &m->w[i];
+        if (strcmp(x->path, w->path) != 0 || x->layers != w->layers)
             return smoe_err_in(err, SMOE_EINVAL, mpath,
                                "weight %d is %s (%lld layers) in the checkpoint but %s "
                                "(%lld layers) in this model",
-                               i, x->path, (long long)x->layers, w->pw->path,
+                               i, x->path, (long long)x->layers, w->path,
                                (long long)w->layers);
         int same = x->lrank == w->lrank;
         for (int d = 0; same && d < w->lrank; d++)
@@ -365,20 +344,20 @@ static smoe_status check_model(const tr_manifest *m, const tr_store *st, const c
 }
 
 /* Verify a shard file: size, header, SHA-256 against the manifest. */
-static smoe_status verify_shard(const tr_manifest *m, const char *layout, int q,
+static smoe_status verify_shard(const ck_manifest *m, const char *layout, int q,
                                 const char *path, int fd, smoe_err *err)
 {
-    const tr_mshard *sh = &m->shards[q];
+    const ck_mshard *sh = &m->shards[q];
     struct stat sb;
     if (fstat(fd, &sb) != 0)
-        return tr_io_err(err, path, "cannot read the shard file");
+        return ck_io_err(err, path, "cannot read the shard file");
     if ((int64_t)sb.st_size != sh->bytes)
         return smoe_err_in(err, SMOE_EIO, path,
                            "truncated or damaged shard: %lld bytes, the manifest says %lld",
                            (long long)sb.st_size, (long long)sh->bytes);
     ckpt_header hd;
     if (read_at(fd, &hd, sizeof hd, 0) != 0)
-        return tr_io_err(err, path, "cannot read the shard file");
+        return ck_io_err(err, path, "cannot read the shard file");
     if (memcmp(hd.magic, k_magic, sizeof k_magic) != 0 || hd.version != (uint32_t)m->version ||
         hd.rank != (uint32_t)q || hd.step != m->step || hd.slab_floats != m->slab_floats)
         return smoe_err_in(err, SMOE_EIO, path,
@@ -390,7 +369,7 @@ static smoe_status verify_shard(const tr_manifest *m, const char *layout, int q,
                            "written with (layout digest %.16s... in the shard, %.16s... from "
                            "the manifest): was the manifest edited?",
                            hd.layout, layout);
-    tr_sha *h = tr_sha_new();
+    smoe_ckpt_sha *h = smoe_ckpt_sha_new();
     if (!h)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     static char buf[1 << 20];
@@ -400,14 +379,14 @@ static smoe_status verify_shard(const tr_manifest *m, const char *layout, int q,
         size_t n = (size_t)(sb.st_size - off) < sizeof buf ? (size_t)(sb.st_size - off)
                                                             : sizeof buf;
         if (read_at(fd, buf, n, off) != 0) {
-            s = tr_io_err(err, path, "cannot read the shard file");
+            s = ck_io_err(err, path, "cannot read the shard file");
             break;
         }
-        tr_sha_update(h, buf, n);
+        smoe_ckpt_sha_update(h, buf, n);
         off += (off_t)n;
     }
     char hex[65];
-    tr_sha_final(h, hex);
+    smoe_ckpt_sha_final(h, hex);
     if (!s && strcmp(hex, sh->sha256) != 0)
         s = smoe_err_in(err, SMOE_EIO, path,
                         "SHA-256 mismatch (the file is corrupted): %.16s..., the manifest "
@@ -416,7 +395,7 @@ static smoe_status verify_shard(const tr_manifest *m, const char *layout, int q,
 }
 
 typedef struct reader {
-    const tr_manifest *m;
+    const ck_manifest *m;
     char layout[65]; /* the layout digest the manifest describes */
     const char *dir;
     int *fd;         /* per old rank, -1 until opened and verified */
@@ -433,7 +412,7 @@ static smoe_status open_shard(reader *r, int q)
     snprintf(path, sizeof path, "%s/%s", r->dir, r->m->shards[q].file);
     int fd = open(path, O_RDONLY);
     if (fd < 0)
-        return tr_io_err(r->err, path, "cannot open the shard file");
+        return ck_io_err(r->err, path, "cannot open the shard file");
     smoe_status s = verify_shard(r->m, r->layout, q, path, fd, r->err);
     if (s) {
         close(fd);
@@ -444,11 +423,11 @@ static smoe_status open_shard(reader *r, int q)
 }
 
 /* One weight's layer `l` of state class c into this rank's block `dst`. */
-static smoe_status load_block(reader *r, const tr_mweight *x, int c, int64_t l, const tr_weight *w,
-                              const int64_t *nloc, const int64_t *noff, float *full, float *dst,
-                              float *tmp)
+static smoe_status load_block(reader *r, const smoe_ckpt_weight *x, int c, int64_t l,
+                              const smoe_ckpt_weight *w, const int64_t *nloc,
+                              const int64_t *noff, float *full, float *dst, float *tmp)
 {
-    const tr_manifest *m = r->m;
+    const ck_manifest *m = r->m;
     int64_t oloc[SMOE_MAX_RANK], ooff[SMOE_MAX_RANK], seen_off[64][SMOE_MAX_RANK];
     int nseen = 0;
     smoe_status s;
@@ -478,20 +457,20 @@ static smoe_status load_block(reader *r, const tr_mweight *x, int c, int64_t l, 
             memcpy(seen_off[nseen++], ooff, sizeof(int64_t) * (size_t)x->lrank);
         if ((s = open_shard(r, q)))
             return s;
-        off_t at = TR_CKPT_HEADER +
+        off_t at = CK_HEADER +
                    (off_t)(c * m->slab_floats + x->shard_offset + l * x->shard_numel) *
                        (off_t)sizeof(float);
         if (read_at(r->fd[q], tmp, sizeof(float) * (size_t)numel, at) != 0)
-            return tr_io_err(r->err, r->dir, "cannot read a shard file");
+            return ck_io_err(r->err, r->dir, "cannot read a shard file");
         smoe_layout_copy(x->lrank, x->lshape, oloc, ooff, sizeof(float), full, tmp, 1);
     }
     smoe_layout_copy(w->lrank, w->lshape, nloc, noff, sizeof(float), full, dst, 0);
     return SMOE_OK;
 }
 
-static smoe_status load_all(const smoe_comm *cm, tr_store *st, reader *r)
+static smoe_status load_all(const smoe_comm *cm, const smoe_ckpt_state *st, reader *r)
 {
-    const tr_manifest *m = r->m;
+    const ck_manifest *m = r->m;
     int64_t biggest = 1, bigshard = 1;
     for (int i = 0; i < m->nw; i++) {
         int64_t n = 1;
@@ -506,14 +485,14 @@ static smoe_status load_all(const smoe_comm *cm, tr_store *st, reader *r)
     smoe_status s = full && tmp ? SMOE_OK : smoe_err_set(r->err, SMOE_ENOMEM, "out of memory");
     float *slabs[3] = { st->params, st->m, st->v };
     for (int i = 0; i < st->n && !s; i++) {
-        const tr_weight *w = &st->w[i];
+        const smoe_ckpt_weight *w = &st->w[i];
         int64_t nloc[SMOE_MAX_RANK], noff[SMOE_MAX_RANK];
         s = smoe_layout_local(&w->lspec, w->lshape, smoe_comm_mesh(cm), smoe_comm_coords(cm), nloc,
                               noff, r->err);
         for (int c = 0; c < 3 && !s; c++)
             for (int64_t l = 0; l < w->layers && !s; l++)
                 s = load_block(r, &m->w[i], c, l, w, nloc, noff, full,
-                               slabs[c] + w->shard_off + l * w->info.shard_numel, tmp);
+                               slabs[c] + w->shard_offset + l * w->shard_numel, tmp);
     }
     smoe_free(full);
     smoe_free(tmp);
@@ -521,15 +500,16 @@ static smoe_status load_all(const smoe_comm *cm, tr_store *st, reader *r)
 }
 
 /* The checkpoint's run must be this one's in model, data and seed. */
-static smoe_status check_run(const tr_manifest *m, const tr_store *st, const tr_ckpt_opts *co,
-                             const char *dir, const char *mpath, smoe_err *err)
+static smoe_status check_run(const ck_manifest *m, const smoe_ckpt_state *st,
+                             const smoe_ckpt_opts *co, const char *dir, const char *mpath,
+                             smoe_err *err)
 {
     smoe_status s = SMOE_OK;
     for (int j = 0; j < m->ncfg; j++) {
         if (strcmp(m->cfg_keys[j], "model_name") != 0)
             continue;
         const smoe_node *v = smoe_config_get(co->cfg, "model_name");
-        char *now = tr_node_text(v);
+        char *now = smoe_node_text(v);
         int same = now && strcmp(now, m->cfg_vals[j]) == 0;
         if (!same)
             s = smoe_err_in(err, SMOE_EINVAL, mpath,
@@ -559,13 +539,13 @@ static smoe_status check_run(const tr_manifest *m, const tr_store *st, const tr_
     return SMOE_OK;
 }
 
-smoe_status tr_ckpt_load(const smoe_comm *cm, tr_store *st, tr_ckpt_opts *co,
-                         smoe_train_result *res, smoe_err *err)
+smoe_status smoe_ckpt_load(const smoe_comm *cm, const smoe_ckpt_state *st, smoe_ckpt_opts *co,
+                           smoe_ckpt_resume *res, smoe_err *err)
 {
     char name[32], dir[4200], mpath[4400];
-    res->resumed_from[0] = 0;
+    res->from[0] = 0;
     res->first_step = 0;
-    smoe_status s = tr_ckpt_find(co->dir, name, res->resume_note, sizeof res->resume_note, err);
+    smoe_status s = ck_find(co->dir, name, res->note, sizeof res->note, err);
     if ((s = smoe_comm_agree_err(cm, s, err)))
         return s;
     /* every rank must see the same checkpoint (a shared file system) */
@@ -580,12 +560,12 @@ smoe_status tr_ckpt_load(const smoe_comm *cm, tr_store *st, tr_ckpt_opts *co,
     snprintf(dir, sizeof dir, "%s/%s", co->dir, name);
     snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
     smoe_comm_set_phase(cm, "loading checkpoint %s", dir);
-    tr_manifest m;
+    ck_manifest m;
     memset(&m, 0, sizeof m);
     char *text = NULL;
     s = smoe_read_file_max(mpath, SMOE_MAX_MANIFEST_BYTES, &text, NULL, err);
     if (!s)
-        s = tr_manifest_parse(mpath, text, &m, err);
+        s = ck_manifest_parse(mpath, text, &m, err);
     smoe_free(text);
     if (!s)
         s = check_run(&m, st, co, dir, mpath, err);
@@ -611,14 +591,14 @@ smoe_status tr_ckpt_load(const smoe_comm *cm, tr_store *st, tr_ckpt_opts *co,
     smoe_free(r.fd);
     smoe_free(r.coords);
     if (!s && smoe_comm_rank(cm) == 0 && m.version >= 2)
-        s = tr_ckpt_changes(&m, co->cfg, co->wire, smoe_comm_mesh(cm), smoe_comm_size(cm), res,
+        s = ck_changes(&m, co->cfg, co->wire, smoe_comm_mesh(cm), smoe_comm_size(cm), res,
                             err);
     if (!s) {
         res->first_step = m.step;
-        snprintf(res->resumed_from, sizeof res->resumed_from, "%s", dir);
+        snprintf(res->from, sizeof res->from, "%s", dir);
         if (m.run_id[0]) /* the run goes on under its id */
             memcpy(co->run_id, m.run_id, sizeof co->run_id);
     }
-    tr_manifest_free(&m);
+    ck_manifest_free(&m);
     return smoe_comm_agree_err(cm, s, err);
 }

@@ -1,8 +1,8 @@
-/* The checkpoint manifest: JSON through cJSON, the only file of the train
+/* The checkpoint manifest: JSON through cJSON, the only file of the ckpt
  * module that includes it. It records what a shard file holds (the mesh,
  * every weight's per-layer shape, state spec and shard size), the digests
  * that guard the files, and the fingerprints of the run that wrote it. */
-#include "train_impl.h"
+#include "ckpt_impl.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -34,7 +34,7 @@ static cJSON *spec_json(const smoe_pspec *p)
     return a;
 }
 
-char *tr_manifest_text(const tr_manifest *m)
+char *ck_manifest_text(const ck_manifest *m)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -42,7 +42,7 @@ char *tr_manifest_text(const tr_manifest *m)
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)m->seed);
     cJSON_AddStringToObject(o, "format", k_format);
-    cJSON_AddNumberToObject(o, "version", TR_CKPT_VERSION);
+    cJSON_AddNumberToObject(o, "version", CK_VERSION);
     cJSON_AddNumberToObject(o, "step", (double)m->step);
     cJSON_AddStringToObject(o, "seed", seed);
     cJSON_AddStringToObject(o, "run_id", m->run_id);
@@ -75,11 +75,11 @@ char *tr_manifest_text(const tr_manifest *m)
     static const char *const states[3] = { "params", "adamw_mu", "adamw_nu" };
     for (int i = 0; st && i < 3; i++)
         cJSON_AddItemToArray(st, cJSON_CreateString(states[i]));
-    cJSON_AddNumberToObject(o, "header_bytes", TR_CKPT_HEADER);
+    cJSON_AddNumberToObject(o, "header_bytes", CK_HEADER);
     cJSON_AddNumberToObject(o, "slab_floats", (double)m->slab_floats);
     cJSON *ws = cJSON_AddArrayToObject(o, "weights");
     for (int i = 0; ws && i < m->nw; i++) {
-        const tr_mweight *w = &m->w[i];
+        const smoe_ckpt_weight *w = &m->w[i];
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "path", w->path);
         cJSON_AddItemToObject(x, "shape", i64_array(w->lshape, w->lrank));
@@ -182,7 +182,7 @@ static smoe_status parse_spec(pctx *c, const cJSON *a, int rank, smoe_pspec *p,
     return SMOE_OK;
 }
 
-static smoe_status parse_weights(pctx *c, const cJSON *ws, tr_manifest *m)
+static smoe_status parse_weights(pctx *c, const cJSON *ws, ck_manifest *m)
 {
     m->nw = cJSON_GetArraySize(ws);
     m->w = smoe_arena_alloc(c->a, sizeof *m->w * (size_t)(m->nw ? m->nw : 1));
@@ -192,7 +192,7 @@ static smoe_status parse_weights(pctx *c, const cJSON *ws, tr_manifest *m)
     int64_t off = 0;
     for (int i = 0; i < m->nw && !s; i++) {
         const cJSON *x = cJSON_GetArrayItem(ws, i);
-        tr_mweight *w = &m->w[i];
+        smoe_ckpt_weight *w = &m->w[i];
         memset(w, 0, sizeof *w);
         char at[64];
         snprintf(at, sizeof at, "weights[%d].", i);
@@ -229,14 +229,14 @@ static smoe_status parse_weights(pctx *c, const cJSON *ws, tr_manifest *m)
     return SMOE_OK;
 }
 
-static smoe_status parse_shards(pctx *c, const cJSON *sh, tr_manifest *m)
+static smoe_status parse_shards(pctx *c, const cJSON *sh, ck_manifest *m)
 {
     m->ns = cJSON_GetArraySize(sh);
     m->shards = smoe_arena_alloc(c->a, sizeof *m->shards * (size_t)(m->ns ? m->ns : 1));
     if (!m->shards)
         return smoe_err_set(c->err, SMOE_ENOMEM, "out of memory");
     smoe_status s = SMOE_OK;
-    int64_t want = TR_CKPT_HEADER + 3 * m->slab_floats * (int64_t)sizeof(float);
+    int64_t want = CK_HEADER + 3 * m->slab_floats * (int64_t)sizeof(float);
     for (int i = 0; i < m->ns && !s; i++) {
         const cJSON *x = cJSON_GetArrayItem(sh, i);
         char at[64];
@@ -248,7 +248,7 @@ static smoe_status parse_shards(pctx *c, const cJSON *sh, tr_manifest *m)
         const cJSON *sha = member(c, x, "sha256", cJSON_String, at, &s);
         if (s)
             return s;
-        tr_mshard *d = &m->shards[i];
+        ck_mshard *d = &m->shards[i];
         d->file = smoe_arena_strdup(c->a, file->valuestring);
         if (strchr(d->file, '/') || d->file[0] == '.' || !d->file[0])
             return bad(c, at, "'file' must be a plain file name inside the checkpoint");
@@ -260,7 +260,7 @@ static smoe_status parse_shards(pctx *c, const cJSON *sh, tr_manifest *m)
     return SMOE_OK;
 }
 
-static smoe_status parse_config(pctx *c, const cJSON *cfg, tr_manifest *m)
+static smoe_status parse_config(pctx *c, const cJSON *cfg, ck_manifest *m)
 {
     int n = cJSON_GetArraySize(cfg);
     m->cfg_keys = smoe_arena_alloc(c->a, sizeof(char *) * (size_t)(n ? n : 1));
@@ -284,7 +284,7 @@ static smoe_status parse_config(pctx *c, const cJSON *cfg, tr_manifest *m)
     return SMOE_OK;
 }
 
-smoe_status tr_manifest_run_id(const char *text, char id[33])
+smoe_status ck_manifest_run_id(const char *text, char id[33])
 {
     id[0] = 0;
     cJSON *o;
@@ -300,7 +300,7 @@ smoe_status tr_manifest_run_id(const char *text, char id[33])
     return s;
 }
 
-smoe_status tr_manifest_parse(const char *file, const char *text, tr_manifest *m,
+smoe_status ck_manifest_parse(const char *file, const char *text, ck_manifest *m,
                               smoe_err *err)
 {
     memset(m, 0, sizeof *m);
@@ -318,10 +318,10 @@ smoe_status tr_manifest_parse(const char *file, const char *text, tr_manifest *m
     const cJSON *ver = member(&c, o, "version", cJSON_Number, "", &s);
     if (!s && strcmp(fmt->valuestring, k_format) != 0)
         s = bad(&c, "format", "is not \"smoe-checkpoint\"");
-    if (!s && ver->valuedouble != TR_CKPT_VERSION && ver->valuedouble != 1)
+    if (!s && ver->valuedouble != CK_VERSION && ver->valuedouble != 1)
         s = smoe_err_in(err, SMOE_EINVAL, file,
                         "checkpoint format version %g; this smoe reads versions 1 and %d",
-                        ver->valuedouble, TR_CKPT_VERSION);
+                        ver->valuedouble, CK_VERSION);
     if (!s)
         m->version = (int)ver->valuedouble;
     /* version 2: the run's id and its config key by key */
@@ -381,7 +381,7 @@ smoe_status tr_manifest_parse(const char *file, const char *text, tr_manifest *m
                !get_hex(cJSON_GetObjectItemCaseSensitive(fp, "options"), m->fp.options) ||
                !get_hex(cJSON_GetObjectItemCaseSensitive(fp, "data"), m->fp.data)))
         s = bad(&c, "sha256", "needs 'config', 'plan', 'options' and 'data' digests");
-    if (!s && hdr->valuedouble != TR_CKPT_HEADER)
+    if (!s && hdr->valuedouble != CK_HEADER)
         s = bad(&c, "header_bytes", "must be 64");
     if (!s && !get_i64(slab, 1, &m->slab_floats))
         s = bad(&c, "slab_floats", "is not a positive integer");
@@ -395,7 +395,7 @@ smoe_status tr_manifest_parse(const char *file, const char *text, tr_manifest *m
     return s;
 }
 
-void tr_manifest_free(tr_manifest *m)
+void ck_manifest_free(ck_manifest *m)
 {
     smoe_arena_free(m->a);
     memset(m, 0, sizeof *m);

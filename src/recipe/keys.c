@@ -1,6 +1,6 @@
 /* The numeric MaxText keys smoe train reads, with the values it accepts:
  * the one place that knows them. Every numeric training key is read
- * through tr_key_int / tr_key_float, which refuse a value outside its range
+ * through rc_key_int / rc_key_float, which refuse a value outside its range
  * with the key's location (file:line:col or the override argument), so no
  * config value reaches a kernel's invariant. `smoe train --list-keys`
  * prints this table (the hostile-value test walks it).
@@ -9,7 +9,7 @@
  * the kernels compute in (adam_b2 = 0.99999999 rounds to 1.0f; adam_eps =
  * 1e-50 to 0). The ranges are optax's and MaxText's where they have one
  * (b1, b2 in [0, 1), eps > 0), else what smoe's model can run. */
-#include "train_impl.h"
+#include "recipe_impl.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -100,7 +100,7 @@ const smoe_train_key *smoe_train_keys(int *n)
     return k_keys;
 }
 
-const smoe_train_key *tr_key_find(const char *name)
+const smoe_train_key *rc_key_find(const char *name)
 {
     for (size_t i = 0; i < sizeof k_keys / sizeof k_keys[0]; i++)
         if (strcmp(k_keys[i].name, name) == 0)
@@ -108,10 +108,10 @@ const smoe_train_key *tr_key_find(const char *name)
     return NULL;
 }
 
-smoe_status tr_key_refuse(const smoe_config *c, const char *key, const char *got,
+smoe_status rc_key_refuse(const smoe_config *c, const char *key, const char *got,
                           smoe_err *err)
 {
-    const smoe_train_key *k = tr_key_find(key);
+    const smoe_train_key *k = rc_key_find(key);
     return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(c, key),
                        "'%s' must be %s for smoe train, got %s", key, k ? k->rule : "valid",
                        got);
@@ -138,9 +138,9 @@ static int in_range(const smoe_train_key *k, double v)
     return 1;
 }
 
-smoe_status tr_key_int(const smoe_config *c, const char *key, int64_t *out, smoe_err *err)
+smoe_status rc_key_int(const smoe_config *c, const char *key, int64_t *out, smoe_err *err)
 {
-    const smoe_train_key *k = tr_key_find(key);
+    const smoe_train_key *k = rc_key_find(key);
     SMOE_ASSERT(k && k->type == 'i');
     smoe_status s = smoe_config_int(c, key, out, err);
     if (s)
@@ -148,30 +148,30 @@ smoe_status tr_key_int(const smoe_config *c, const char *key, int64_t *out, smoe
     if (!in_range(k, (double)*out)) {
         char got[32];
         snprintf(got, sizeof got, "%lld", (long long)*out);
-        return tr_key_refuse(c, key, got, err);
+        return rc_key_refuse(c, key, got, err);
     }
     return SMOE_OK;
 }
 
-smoe_status tr_key_check_int(const smoe_config *c, const char *key, int64_t v, smoe_err *err)
+smoe_status rc_key_check_int(const smoe_config *c, const char *key, int64_t v, smoe_err *err)
 {
-    const smoe_train_key *k = tr_key_find(key);
+    const smoe_train_key *k = rc_key_find(key);
     SMOE_ASSERT(k && k->type == 'i');
     if (!smoe_config_get(c, key)) {
         int64_t unused;
-        return tr_key_int(c, key, &unused, err); /* the config's "missing key" */
+        return rc_key_int(c, key, &unused, err); /* the config's "missing key" */
     }
     if (!in_range(k, (double)v)) {
         char got[32];
         snprintf(got, sizeof got, "%lld", (long long)v);
-        return tr_key_refuse(c, key, got, err);
+        return rc_key_refuse(c, key, got, err);
     }
     return SMOE_OK;
 }
 
-smoe_status tr_key_float(const smoe_config *c, const char *key, double *out, smoe_err *err)
+smoe_status rc_key_float(const smoe_config *c, const char *key, double *out, smoe_err *err)
 {
-    const smoe_train_key *k = tr_key_find(key);
+    const smoe_train_key *k = rc_key_find(key);
     SMOE_ASSERT(k && k->type == 'f');
     smoe_status s = smoe_config_float(c, key, out, err);
     if (s)
@@ -179,7 +179,7 @@ smoe_status tr_key_float(const smoe_config *c, const char *key, double *out, smo
     if (!in_range(k, *out)) {
         char got[40];
         snprintf(got, sizeof got, "%.17g", *out);
-        return tr_key_refuse(c, key, got, err);
+        return rc_key_refuse(c, key, got, err);
     }
     return SMOE_OK;
 }
@@ -195,8 +195,8 @@ smoe_status smoe_train_check_keys(const smoe_config *c, smoe_err *err)
             continue;
         int64_t iv;
         double fv;
-        smoe_status s = k->type == 'i' ? tr_key_int(c, k->name, &iv, err)
-                                       : tr_key_float(c, k->name, &fv, err);
+        smoe_status s = k->type == 'i' ? rc_key_int(c, k->name, &iv, err)
+                                       : rc_key_float(c, k->name, &fv, err);
         if (s)
             return s;
     }
