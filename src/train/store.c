@@ -47,94 +47,82 @@ static int find_slot(const char *rest, int top)
     return -1;
 }
 
-smoe_status tr_store_build(const smoe_comm *cm, const smoe_plan *plan, const smoe_model_cfg *mc,
-                           const int plans[2], int reduce_dtype, tr_store *st, smoe_err *err)
+/* Which slot of the model plan weight pw fills (w->slot, top, moe), its
+ * layers and its per-layer shape and spec; refused when the model smoe
+ * train runs has no such weight or another layer count. */
+static smoe_status place_weight(const smoe_weight *pw, const smoe_model_cfg *mc, tr_weight *w,
+                                smoe_err *err)
 {
-    smoe_status s;
-    memset(st, 0, sizeof *st);
-    int np = 0;
-    for (int i = 0; i < plan->n; i++)
-        np += plan->w[i].kind == SMOE_ENTRY_PARAM;
-    st->w = smoe_calloc((size_t)(np ? np : 1), sizeof *st->w);
-    if (!st->w)
-        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    int seen[2][SMOE_W_NSLOTS] = { { 0 } }, seen_top[SMOE_T_NSLOTS] = { 0 };
-    for (int i = 0; i < plan->n; i++) {
-        const smoe_weight *pw = &plan->w[i];
-        if (pw->kind != SMOE_ENTRY_PARAM)
-            continue;
-        tr_weight *w = &st->w[st->n];
-        memset(w, 0, sizeof *w);
-        w->pw = pw;
-        w->slot = find_slot(pw->path, 1);
-        w->top = w->slot >= 0;
-        for (int k = 0; k < 2 && w->slot < 0; k++) {
-            size_t l = strlen(k_stacks[k]);
-            if (strncmp(pw->path, k_stacks[k], l) == 0) {
-                w->slot = find_slot(pw->path + l, 0);
-                w->moe = k;
-            }
+    memset(w, 0, sizeof *w);
+    w->pw = pw;
+    w->slot = find_slot(pw->path, 1);
+    w->top = w->slot >= 0;
+    for (int k = 0; k < 2 && w->slot < 0; k++) {
+        size_t l = strlen(k_stacks[k]);
+        if (strncmp(pw->path, k_stacks[k], l) == 0) {
+            w->slot = find_slot(pw->path + l, 0);
+            w->moe = k;
         }
-        if (w->slot < 0 || (!w->top && !smoe_wslot_used(mc, (smoe_wslot)w->slot, w->moe)))
-            return smoe_err_set(err, SMOE_EINVAL,
-                                "parameter %s is not part of the model smoe train runs", pw->path);
-        if (w->top)
-            seen_top[w->slot] = 1;
-        else
-            seen[w->moe][w->slot] = 1;
-        w->layers = w->top ? 1 : pw->layers;
-        w->layer0 = w->top || !w->moe ? 0 : mc->n_dense;
-        if (!w->top && w->layers != (w->moe ? mc->n_moe : mc->n_dense))
-            return smoe_err_set(err, SMOE_EINVAL, "%s: %lld stacked layers, expected %lld",
-                                pw->path, (long long)w->layers,
-                                (long long)(w->moe ? mc->n_moe : mc->n_dense));
-        w->lrank = 0;
-        w->lspec.rank = 0;
-        for (int d = 0; d < pw->rank; d++) {
-            if (d == pw->scan_axis)
-                continue;
-            w->lshape[w->lrank] = pw->shape[d];
-            w->lspec.dim[w->lspec.rank++] = pw->spec.dim[d];
-            w->lrank++;
-        }
-        const char *name = w->top ? pw->path : pw->path + strlen(k_stacks[w->moe]);
-        int routed = !w->top && (w->slot == SMOE_W_EXP_WI0 || w->slot == SMOE_W_EXP_WI1 ||
-                                 w->slot == SMOE_W_EXP_WO);
-        /* the gathers of each plan the run uses (same shard, same buffer),
-         * in the wire the plan gives the weight (smoe_plan_set_wire) */
-        for (int k = 0; k < 2; k++) {
-            smoe_gather_exec x;
-            const smoe_gather *g = k ? &pw->legacy : &pw->gather;
-            if (!plans[k])
-                continue;
-            if ((s = smoe_gather_exec_of(g, routed, name, &x, err)) ||
-                (s = smoe_gather_exec_set_wire(&x, g, &plan->mesh, g->wire, plan->int8_block,
-                                               pw->path, err)))
-                return s;
-            x.reduce_wire = reduce_dtype;
-            if ((s = smoe_comm_gather_new(cm, &x, name, &w->wg[k], err)))
-                return s;
-        }
-        smoe_comm_gather_info(cm, w->wg[plans[0] ? 0 : 1], &w->info);
-        int64_t want = w->top ? smoe_tslot_numel(mc, (smoe_tslot)w->slot)
-                              : smoe_wslot_numel(mc, (smoe_wslot)w->slot);
-        if (w->info.gathered_numel != want)
-            return smoe_err_set(err, SMOE_EINVAL,
-                                "%s: its gathered buffer has %lld elements but the model "
-                                "needs %lld (is the expert dim sharded over 'expert' only?)",
-                                pw->path, (long long)w->info.gathered_numel, (long long)want);
-        w->std = init_std(mc, w->top, w->slot);
-        w->shard_off = st->total;
-        st->total += w->layers * w->info.shard_numel;
-        if (w->top) {
-            w->unit_off = st->top_floats;
-            st->top_floats += w->info.gathered_numel;
-        } else {
-            w->unit_off = st->unit_floats[w->moe];
-            st->unit_floats[w->moe] += w->info.gathered_numel;
-        }
-        st->n++;
     }
+    if (w->slot < 0 || (!w->top && !smoe_wslot_used(mc, (smoe_wslot)w->slot, w->moe)))
+        return smoe_err_set(err, SMOE_EINVAL,
+                            "parameter %s is not part of the model smoe train runs", pw->path);
+    w->layers = w->top ? 1 : pw->layers;
+    w->layer0 = w->top || !w->moe ? 0 : mc->n_dense;
+    if (!w->top && w->layers != (w->moe ? mc->n_moe : mc->n_dense))
+        return smoe_err_set(err, SMOE_EINVAL, "%s: %lld stacked layers, expected %lld",
+                            pw->path, (long long)w->layers,
+                            (long long)(w->moe ? mc->n_moe : mc->n_dense));
+    for (int d = 0; d < pw->rank; d++) {
+        if (d == pw->scan_axis)
+            continue;
+        w->lshape[w->lrank] = pw->shape[d];
+        w->lspec.dim[w->lspec.rank++] = pw->spec.dim[d];
+        w->lrank++;
+    }
+    return SMOE_OK;
+}
+
+/* The gathers of each plan the run uses (same shard, same buffer), in the
+ * wire the plan gives the weight (smoe_plan_set_wire); w->info from them,
+ * checked against the model's buffer. */
+static smoe_status weight_gathers(const smoe_comm *cm, const smoe_plan *plan,
+                                  const smoe_model_cfg *mc, const int plans[2], int reduce_dtype,
+                                  tr_weight *w, smoe_err *err)
+{
+    const smoe_weight *pw = w->pw;
+    const char *name = w->top ? pw->path : pw->path + strlen(k_stacks[w->moe]);
+    int routed = !w->top && (w->slot == SMOE_W_EXP_WI0 || w->slot == SMOE_W_EXP_WI1 ||
+                             w->slot == SMOE_W_EXP_WO);
+    smoe_status s;
+    for (int k = 0; k < 2; k++) {
+        smoe_gather_exec x;
+        const smoe_gather *g = k ? &pw->legacy : &pw->gather;
+        if (!plans[k])
+            continue;
+        if ((s = smoe_gather_exec_of(g, routed, name, &x, err)) ||
+            (s = smoe_gather_exec_set_wire(&x, g, &plan->mesh, g->wire, plan->int8_block,
+                                           pw->path, err)))
+            return s;
+        x.reduce_wire = reduce_dtype;
+        if ((s = smoe_comm_gather_new(cm, &x, name, &w->wg[k], err)))
+            return s;
+    }
+    smoe_comm_gather_info(cm, w->wg[plans[0] ? 0 : 1], &w->info);
+    int64_t want = w->top ? smoe_tslot_numel(mc, (smoe_tslot)w->slot)
+                          : smoe_wslot_numel(mc, (smoe_wslot)w->slot);
+    if (w->info.gathered_numel != want)
+        return smoe_err_set(err, SMOE_EINVAL,
+                            "%s: its gathered buffer has %lld elements but the model "
+                            "needs %lld (is the expert dim sharded over 'expert' only?)",
+                            pw->path, (long long)w->info.gathered_numel, (long long)want);
+    return SMOE_OK;
+}
+
+/* Every weight the model uses is in the plan. */
+static smoe_status check_complete(const smoe_model_cfg *mc, int seen[2][SMOE_W_NSLOTS],
+                                  const int seen_top[SMOE_T_NSLOTS], smoe_err *err)
+{
     for (int k = 0; k < 2; k++) {
         if ((k ? mc->n_moe : mc->n_dense) == 0)
             continue;
@@ -148,6 +136,44 @@ smoe_status tr_store_build(const smoe_comm *cm, const smoe_plan *plan, const smo
             return smoe_err_set(err, SMOE_EINVAL, "the plan has no %s",
                                 smoe_tslot_path((smoe_tslot)sl));
     return SMOE_OK;
+}
+
+smoe_status tr_store_build(const smoe_comm *cm, const smoe_plan *plan, const smoe_model_cfg *mc,
+                           const int plans[2], int reduce_dtype, tr_store *st, smoe_err *err)
+{
+    smoe_status s;
+    memset(st, 0, sizeof *st);
+    int np = 0;
+    for (int i = 0; i < plan->n; i++)
+        np += plan->w[i].kind == SMOE_ENTRY_PARAM;
+    st->w = smoe_calloc((size_t)(np ? np : 1), sizeof *st->w);
+    if (!st->w)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    int seen[2][SMOE_W_NSLOTS] = { { 0 } }, seen_top[SMOE_T_NSLOTS] = { 0 };
+    for (int i = 0; i < plan->n; i++) {
+        if (plan->w[i].kind != SMOE_ENTRY_PARAM)
+            continue;
+        tr_weight *w = &st->w[st->n];
+        if ((s = place_weight(&plan->w[i], mc, w, err)) ||
+            (s = weight_gathers(cm, plan, mc, plans, reduce_dtype, w, err)))
+            return s;
+        if (w->top)
+            seen_top[w->slot] = 1;
+        else
+            seen[w->moe][w->slot] = 1;
+        w->std = init_std(mc, w->top, w->slot);
+        w->shard_off = st->total;
+        st->total += w->layers * w->info.shard_numel;
+        if (w->top) {
+            w->unit_off = st->top_floats;
+            st->top_floats += w->info.gathered_numel;
+        } else {
+            w->unit_off = st->unit_floats[w->moe];
+            st->unit_floats[w->moe] += w->info.gathered_numel;
+        }
+        st->n++;
+    }
+    return check_complete(mc, seen, seen_top, err);
 }
 
 smoe_status tr_store_alloc(tr_store *st, smoe_err *err)
