@@ -26,22 +26,13 @@ static smoe_status bad(const smoe_config *c, const char *k, smoe_err *err, const
     return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(c, k), "%s: %s", k, why);
 }
 
-smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
-                                 smoe_model_cfg *mc, smoe_err *err)
+/* The architecture smoe train runs: the deepseek decoder block with MLA
+ * attention and SwiGLU, none of the fused or alternative layouts. */
+static smoe_status check_architecture(const smoe_config *c, const smoe_dims *d, smoe_err *err)
 {
     smoe_status s;
-    memset(mc, 0, sizeof *mc);
-    const char *att, *score;
-    int64_t scale, layers;
-    double f;
-    /* smoe train does not scale the model: checked before the dimensions
-     * are derived, so they are the config's base_* values */
-    if ((s = get_i(c, "global_parameter_scale", &scale, err)))
-        return s;
-    smoe_dims d;
-    if ((s = smoe_plan_dims(c, &d, err)))
-        return s;
-    if (strcmp(d.decoder_block, "deepseek") != 0)
+    const char *att;
+    if (strcmp(d->decoder_block, "deepseek") != 0)
         return bad(c, "decoder_block", err, "smoe train runs the deepseek decoder block");
     if ((s = smoe_config_str(c, "attention_type", &att, err)))
         return s;
@@ -52,25 +43,34 @@ smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
         strcmp(acts->items[0]->str, "silu") != 0 || strcmp(acts->items[1]->str, "linear") != 0)
         return bad(c, "mlp_activations", err, "smoe train needs [silu, linear] (SwiGLU)");
     const struct { const char *key; int on; } off[] = {
-        { "fused_mlp", d.fused_mlp }, { "fused_qkv", d.fused_qkv },
-        { "shard_exp_on_fsdp", d.shard_exp_on_fsdp }, { "use_2d_fsdp_sharding", d.use_2d_fsdp },
-        { "use_batch_split_schedule", d.batch_split },
-        { "logits_via_embedding", d.logits_via_embedding },
+        { "fused_mlp", d->fused_mlp }, { "fused_qkv", d->fused_qkv },
+        { "shard_exp_on_fsdp", d->shard_exp_on_fsdp }, { "use_2d_fsdp_sharding", d->use_2d_fsdp },
+        { "use_batch_split_schedule", d->batch_split },
+        { "logits_via_embedding", d->logits_via_embedding },
     };
     for (size_t i = 0; i < sizeof off / sizeof off[0]; i++)
         if (off[i].on)
             return bad(c, off[i].key, err, "not supported by smoe train");
-    /* the plan's dimensions, each inside smoe train's range (keys.c) */
+    return SMOE_OK;
+}
+
+/* The plan's dimensions, each inside smoe train's range (keys.c), and the
+ * layer split. */
+static smoe_status model_dims(const smoe_config *c, const smoe_dims *d, smoe_model_cfg *mc,
+                              smoe_err *err)
+{
+    smoe_status s;
+    int64_t layers;
     const struct { const char *key; int64_t v; int64_t *dst; } dim[] = {
-        { "base_emb_dim", d.emb, &mc->emb }, { "base_num_query_heads", d.heads, &mc->heads },
-        { "q_lora_rank", d.q_lora, &mc->q_lora }, { "kv_lora_rank", d.kv_lora, &mc->kv_lora },
-        { "qk_nope_head_dim", d.qk_nope, &mc->qk_nope },
-        { "qk_rope_head_dim", d.qk_rope, &mc->qk_rope }, { "v_head_dim", d.v_head, &mc->v_head },
-        { "base_mlp_dim", d.mlp, &mc->mlp }, { "base_moe_mlp_dim", d.moe_mlp, &mc->moe_mlp },
-        { "num_experts", d.experts, &mc->experts }, { "num_experts_per_tok", d.topk, &mc->topk },
-        { "shared_experts", d.shared_experts, &mc->shared }, { "vocab_size", d.vocab, &mc->vocab },
-        { "base_num_decoder_layers", d.layers, &layers },
-        { "first_num_dense_layers", d.first_dense, &mc->n_dense },
+        { "base_emb_dim", d->emb, &mc->emb }, { "base_num_query_heads", d->heads, &mc->heads },
+        { "q_lora_rank", d->q_lora, &mc->q_lora }, { "kv_lora_rank", d->kv_lora, &mc->kv_lora },
+        { "qk_nope_head_dim", d->qk_nope, &mc->qk_nope },
+        { "qk_rope_head_dim", d->qk_rope, &mc->qk_rope }, { "v_head_dim", d->v_head, &mc->v_head },
+        { "base_mlp_dim", d->mlp, &mc->mlp }, { "base_moe_mlp_dim", d->moe_mlp, &mc->moe_mlp },
+        { "num_experts", d->experts, &mc->experts }, { "num_experts_per_tok", d->topk, &mc->topk },
+        { "shared_experts", d->shared_experts, &mc->shared }, { "vocab_size", d->vocab, &mc->vocab },
+        { "base_num_decoder_layers", d->layers, &layers },
+        { "first_num_dense_layers", d->first_dense, &mc->n_dense },
     };
     for (size_t i = 0; i < sizeof dim / sizeof dim[0]; i++) {
         if ((s = rc_key_check_int(c, dim[i].key, dim[i].v, err)))
@@ -87,6 +87,16 @@ smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
     if (mc->qk_rope % 2)
         return bad(c, "qk_rope_head_dim", err, "must be even (RoPE turns pairs)");
     mc->n_moe = layers - mc->n_dense;
+    return SMOE_OK;
+}
+
+/* The router, the scalars and the batch. */
+static smoe_status model_scalars(const smoe_config *c, const smoe_dims *d, smoe_model_cfg *mc,
+                                 smoe_err *err)
+{
+    smoe_status s;
+    const char *score;
+    double f;
     if ((s = smoe_config_str(c, "routed_score_func", &score, err)))
         return s;
     if (strcmp(score, "sigmoid") == 0)
@@ -94,19 +104,18 @@ smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
     else if (strcmp(score, "softmax") != 0 && strcmp(score, "linear") != 0 && score[0])
         return bad(c, "routed_score_func", err,
                    "smoe train implements \"\" and linear (raw logits), softmax and sigmoid");
-    mc->routed_bias = d.routed_bias;
-    if ((s = get_f(c, "routed_scaling_factor", &f, err)))
-        return s;
-    mc->routed_scale = (float)f;
-    if ((s = get_f(c, "normalization_layer_epsilon", &f, err)))
-        return s;
-    mc->eps = (float)f;
-    if ((s = get_f(c, "rope_max_timescale", &f, err)))
-        return s;
-    mc->rope_theta = (float)f;
-    if ((s = get_f(c, "capacity_factor", &f, err)))
-        return s;
-    mc->capacity_factor = (float)f;
+    mc->routed_bias = d->routed_bias;
+    const struct { const char *key; float *dst; } fl[] = {
+        { "routed_scaling_factor", &mc->routed_scale },
+        { "normalization_layer_epsilon", &mc->eps },
+        { "rope_max_timescale", &mc->rope_theta },
+        { "capacity_factor", &mc->capacity_factor },
+    };
+    for (size_t i = 0; i < sizeof fl / sizeof fl[0]; i++) {
+        if ((s = get_f(c, fl[i].key, &f, err)))
+            return s;
+        *fl[i].dst = (float)f;
+    }
     if ((s = get_f(c, "per_device_batch_size", &f, err)))
         return s;
     mc->batch = (int64_t)f;
@@ -118,7 +127,14 @@ smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
                  (long long)mc->batch, (long long)mc->seq);
         return bad(c, "per_device_batch_size", err, why);
     }
-    /* parallelism: every axis of size > 1 must be a batch axis */
+    return SMOE_OK;
+}
+
+/* Parallelism: every axis of size > 1 must be a batch axis or expert, and
+ * the experts divide over the expert axis. */
+static smoe_status model_mesh(const smoe_config *c, const smoe_mesh *mesh, smoe_model_cfg *mc,
+                              smoe_err *err)
+{
     mc->ep = 1;
     for (int i = 0; i < mesh->n; i++) {
         const char *a = mesh->name[i];
@@ -134,13 +150,28 @@ smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
                                 "fsdp, fsdp_transpose and expert only",
                                 a, (long long)mesh->size[i]);
     }
-    if (mc->experts % mc->ep != 0) {
-        char where[64];
-        smoe_loc_format(smoe_config_loc(c, "num_experts"), where, sizeof where);
+    if (mc->experts % mc->ep != 0)
         return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(c, "num_experts"),
                            "num_experts (%lld) is not divisible by the expert axis (%lld)",
                            (long long)mc->experts, (long long)mc->ep);
-    }
+    return SMOE_OK;
+}
+
+smoe_status smoe_train_model_cfg(const smoe_config *c, const smoe_mesh *mesh,
+                                 smoe_model_cfg *mc, smoe_err *err)
+{
+    smoe_status s;
+    memset(mc, 0, sizeof *mc);
+    int64_t scale;
+    /* smoe train does not scale the model: checked before the dimensions
+     * are derived, so they are the config's base_* values */
+    if ((s = get_i(c, "global_parameter_scale", &scale, err)))
+        return s;
+    smoe_dims d;
+    if ((s = smoe_plan_dims(c, &d, err)) || (s = check_architecture(c, &d, err)) ||
+        (s = model_dims(c, &d, mc, err)) || (s = model_scalars(c, &d, mc, err)) ||
+        (s = model_mesh(c, mesh, mc, err)))
+        return s;
     /* the recipe's model-side keys (recipe.c); the load-balance mean runs
      * over the global batch: every mesh axis shards it */
     if ((s = rc_model_recipe(c, mc, err)))
