@@ -307,14 +307,15 @@ smoe_status smoe_recipe_read(const smoe_config *c, int64_t steps, smoe_recipe *r
 
 /* ---- model-side keys ---- */
 
-smoe_status rc_model_recipe(const smoe_config *c, smoe_model_cfg *mc, smoe_err *err)
+/* The router's recipe: the score function, where the bias goes, the
+ * auxiliary losses' weights. */
+static smoe_status router_recipe(const smoe_config *c, const char *name, smoe_model_cfg *mc,
+                                 smoe_err *err)
 {
     smoe_status s;
-    const char *name, *score, *rtype;
+    const char *score;
     double f;
-    int flag;
-    if ((s = opt_s(c, "model_name", "default", &name, err)) ||
-        (s = smoe_config_str(c, "routed_score_func", &score, err)))
+    if ((s = smoe_config_str(c, "routed_score_func", &score, err)))
         return s;
     /* moe.py GateLogit: score_func "" leaves the logits as they are; else
      * linears._convert_to_activation_function ("linear" is the identity) */
@@ -336,7 +337,19 @@ smoe_status rc_model_recipe(const smoe_config *c, smoe_model_cfg *mc, smoe_err *
     if (!isfinite(f))
         return bad(c, "z_loss_multiplier", err, "must be finite");
     mc->z_loss = (float)f;
+    return SMOE_OK;
+}
 
+/* The rotary embedding (and its table's rows: *orig, *maxpos; mscale
+ * into *mscale for the MLA scale). */
+static smoe_status rope_recipe(const smoe_config *c, const char *name, smoe_model_cfg *mc,
+                               int64_t *orig_out, int64_t *maxpos_out, double *mscale,
+                               smoe_err *err)
+{
+    smoe_status s;
+    const char *rtype;
+    double f;
+    int flag;
     /* RoPE: attentions.py init_rotary_embedding picks YarnRotaryEmbedding
      * for rope_type yarn*, LLaMARotaryEmbedding for llama3.1 names / types,
      * else RotaryEmbedding (rotate_half: pairs (i, i + d/2)) */
@@ -411,6 +424,17 @@ smoe_status rc_model_recipe(const smoe_config *c, smoe_model_cfg *mc, smoe_err *
         return s;
     if (r->yarn && pairwise && !interleave)
         return bad(c, "rope_pairwise", err, "needs rope_interleave: true (as in MaxText)");
+    *orig_out = orig;
+    *maxpos_out = maxpos;
+    *mscale = f;
+    return SMOE_OK;
+}
+
+/* attention_mla.py MLA's softmax factor from the rope's table sizes. */
+static smoe_status mla_scale(const smoe_config *c, smoe_model_cfg *mc, int64_t orig,
+                             int64_t maxpos, double f, smoe_err *err)
+{
+    const smoe_rope_cfg *r = &mc->rope;
     /* attention_mla.py MLA: softmax_scale = qk_head_dim^-0.5, times mscale^2
      * with mscale = 0.1 * mscale * ln(rope_factor) + 1 whenever
      * max_position_embeddings > original_max_position_embeddings */
@@ -427,6 +451,19 @@ smoe_status rc_model_recipe(const smoe_config *c, smoe_model_cfg *mc, smoe_err *
                        "that is not a positive float32");
     }
     return SMOE_OK;
+}
+
+smoe_status rc_model_recipe(const smoe_config *c, smoe_model_cfg *mc, smoe_err *err)
+{
+    smoe_status s;
+    const char *name;
+    int64_t orig = 0, maxpos = 0;
+    double mscale = 1;
+    if ((s = opt_s(c, "model_name", "default", &name, err)) ||
+        (s = router_recipe(c, name, mc, err)) ||
+        (s = rope_recipe(c, name, mc, &orig, &maxpos, &mscale, err)))
+        return s;
+    return mla_scale(c, mc, orig, maxpos, mscale, err);
 }
 
 void smoe_recipe_describe(const smoe_recipe_hparams *hp, const smoe_model_cfg *mc, char *buf,
