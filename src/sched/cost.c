@@ -436,6 +436,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     m->compute_bytes = c.ab;
     m->weight_bytes = wbytes;
     m->wire_bytes = sh->wire_bytes > 0 ? sh->wire_bytes : 0;
+    m->act_runtime = sh->act_bytes > 0 ? (double)sh->act_bytes : 0;
     c.overhead = cpu->op_overhead;
     c.ici = hw->ici_bandwidth / 2 / hw->devices_per_chip;
     c.ici_lat = hw->ici_latency;

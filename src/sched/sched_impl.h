@@ -68,6 +68,7 @@ struct smoe_sim_model {
     double compute_bytes; /* activation element size */
     double weight_bytes;  /* stored weight element size (weight_dtype) */
     double wire_bytes;    /* smoe_sim_shape.wire_bytes (0: the compute dtype) */
+    double act_runtime;   /* smoe_sim_shape.act_bytes (0: the estimate) */
     int use_compute; /* collectives are CPU work (cpu profiles) */
     double skew;     /* a sync point's wait for the last rank (cpu profiles) */
 };

@@ -242,10 +242,18 @@ static double reduce(sim *x, const sim_kind *k, double start, double end)
                 sim_mem(x, e, -b);
             }
     } else { /* smoe's schedules: the layer's gradients from its start */
-        sim_mem(x, start, k->bytes);
         for (int w = 0; w < k->nw; w++)
             rs_end = sim_reduction(x, &k->w[w], end, k->w[w].rs_s);
-        sim_mem(x, rs_end, -k->bytes);
+        if (x->pool) { /* train's prefetch.c: the gradient buffer from when it
+                        * is taken to the compute's end, then the gradients
+                        * in the weights' buffer until their reductions end */
+            sim_mem(x, x->gb_t, k->bytes);
+            sim_mem(x, end, -k->bytes);
+            sim_mem(x, rs_end, -k_bytes(x, k));
+        } else {
+            sim_mem(x, start, k->bytes);
+            sim_mem(x, rs_end, -k->bytes);
+        }
         if (x->pool && x->m->hw.cpu.reduce_lag_bandwidth > 0) /* its root reduces alone */
             x->lag += k->bytes / x->m->hw.cpu.reduce_lag_bandwidth;
     }
@@ -274,7 +282,7 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
         sim_pool_issue(&x->P, ready, pool_start, x);
         double a0 = fmax(ready, x->P.last);
         if (hold && sim_pool_free_at(&x->P, a0)) {
-            sim_pool_grad(&x->P, a0, &x->gb);
+            x->gb_t = sim_pool_grad(&x->P, a0, &x->gb);
             x->P.hold = -1;
             sim_pool_issue(&x->P, a0, pool_start, x);
         }
@@ -296,6 +304,7 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
     }
     if (x->pool && u >= m->L && x->gb < 0) { /* the compute waits for a gradient buffer */
         double t0 = x->comp, t1 = sim_pool_grad(&x->P, t0, &x->gb);
+        x->gb_t = t1;
         if (t1 > t0)
             sim_span(x, LANE_WAIT, "wait gradient buffer", t0, t1);
         x->comp = fmax(x->comp, t1);
@@ -417,8 +426,10 @@ static void run_unit(sim *x, int u)
                 t = sim_compute(x, t, c[2], "experts");
         }
     }
-    if (!bwd || !x->xla) /* (XLA's backward frees each with its transpose) */
-        sim_mem(x, t, -k_bytes(x, k)); /* the gathered weights */
+    /* the gathered weights (XLA's backward frees each with its transpose,
+     * smoe's executor its buffer when the gradients in it are reduced) */
+    if (!bwd || (!x->xla && !x->pool))
+        sim_mem(x, t, -k_bytes(x, k));
     double rs_end = t;
     if (bwd)
         rs_end = reduce(x, k, start, t);
@@ -558,6 +569,15 @@ static void sim_memory(sim *x)
     x->r.mem_params = m->mem_params;
     x->r.mem_grads = m->mem_grads;
     x->r.mem_optimizer = m->mem_optimizer;
+    if (x->pool) { /* smoe train's count (loop.c, tr_mem_of): the top-level
+                    * weights and their gradients all step, the model's
+                    * activations where the caller gave them */
+        peak += 2 * m->top_bytes;
+        if (m->act_runtime > 0) {
+            act = m->act_runtime;
+            act_peak = 0;
+        }
+    }
     x->r.mem_gathered = peak;
     x->r.mem_activations = act + act_peak;
     x->r.peak_hbm_bytes = m->mem_params + m->mem_grads + m->mem_optimizer + peak + act + act_peak;
@@ -583,7 +603,8 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
     double top = sim_engine(&x, &x.geng, t0, m->top_gather_s - head_s, LANE_GATHER,
                         x.pool ? "embedding weights" : "top-level weights");
     x.r.gather_busy_s += m->top_gather_s;
-    sim_mem(&x, t0, m->top_bytes);
+    if (!x.pool) /* (smoe's executor holds them all step: sim_memory) */
+        sim_mem(&x, t0, m->top_bytes);
     for (int u = 0; x.mx && u < nu; u++)
         if (mx_point(m, u) == MX_START)
             issue_unit(&x, u, 0);
@@ -605,10 +626,12 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
         run_unit(&x, u);
     x.comp = wait_gathers(&x, x.comp, head_end, "wait head gathers");
     double h = sim_compute(&x, x.comp, m->head_s, "head");
-    sim_mem(&x, h, -m->top_bytes); /* embedding and head weights done */
+    if (!x.pool)
+        sim_mem(&x, h, -m->top_bytes); /* embedding and head weights done */
     for (int u = m->L; u < nu; u++)
         run_unit(&x, u);
-    sim_mem(&x, x.comp, m->top_bytes); /* the embedding's gradient */
+    if (!x.pool)
+        sim_mem(&x, x.comp, m->top_bytes); /* the embedding's gradient */
     double e = sim_compute(&x, x.comp, m->embed_bwd_s, "embed bwd");
     sim_engine(&x, x.reng, e, m->top_rs_s, LANE_COMM, "reduce-scatter top");
     double wait = fmax(0, fmax(*x.reng, *x.aeng) - x.comp) + x.lag; /* and the root */
@@ -618,7 +641,8 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
     x.comp += wait;
     sim_compute(&x, x.comp, m->optimizer_s, "adamw");
     x.r.step_s = x.comp;
-    sim_mem(&x, x.comp, -m->top_bytes);
+    if (!x.pool)
+        sim_mem(&x, x.comp, -m->top_bytes);
     sim_memory(&x);
     for (int i = 0; i < x.nq; i++)
         sim_span(&x, x.ql[i], x.qn[i], x.qt[i], x.qe[i]);
