@@ -244,6 +244,10 @@ typedef struct smoe_sim_result {
     double peak_hbm_bytes;
     /* the peak's breakdown */
     double mem_params, mem_grads, mem_optimizer, mem_gathered, mem_activations;
+    /* of mem_gathered: the top-level weights and their gradients, held all
+     * step by smoe's runtime executor (0 for the other executors, which
+     * count them only while in use) */
+    double mem_top;
 } smoe_sim_result;
 
 /* Simulate one step of s's executor. trace (may be NULL) receives the

@@ -19,7 +19,11 @@
  * Memory: gathered weights live from issue to the end of their use,
  * gradients of a layer from the start of its backward to the end of its
  * reductions; the peak adds parameters, gradients, optimizer state and
- * activations. */
+ * activations. smoe's executor counts as smoe train tracks (loop.c,
+ * prefetch.c): the top-level weights and gradients all step, a backward
+ * layer's gradient buffer from its taking to the compute's end, then its
+ * gradients in the weights' buffer until reduced, and the caller's
+ * activations (smoe_sim_shape.act_bytes) where given. */
 #include "sim_impl.h"
 
 #include <math.h>
@@ -572,7 +576,8 @@ static void sim_memory(sim *x)
     if (x->pool) { /* smoe train's count (loop.c, tr_mem_of): the top-level
                     * weights and their gradients all step, the model's
                     * activations where the caller gave them */
-        peak += 2 * m->top_bytes;
+        x->r.mem_top = 2 * m->top_bytes;
+        peak += x->r.mem_top;
         if (m->act_runtime > 0) {
             act = m->act_runtime;
             act_peak = 0;
