@@ -18,8 +18,9 @@
 #    by tens of ms);
 #  - one memory model: smoe sim's runtime executor against the runs'
 #    tracked peaks, class by class, at depths 0..4 on 4 ranks (expert
-#    parallelism) and on 2 (FSDP alone), and for the budget run's
-#    schedule: parameters, gradients, optimizer and gathered bytes equal;
+#    parallelism) and on 2 (FSDP alone), at depths 0 and 4 on 2 ranks of
+#    expert parallelism alone, and for the budget run's schedule:
+#    parameters, gradients, optimizer and gathered bytes equal;
 #    activations equal on 2 ranks; with expert parallelism equal at the
 #    run's start (smoe_train_act_bytes), so the run's are at least the
 #    sim's (the tolerance: skewed routing grows the routed-row stores
@@ -155,11 +156,19 @@ sim_json() { # NAME NP ARGS...: smoe sim --json into $dir/NAME.json
   cat "$dir/sim.err" >&2
   return 1
 }
-# 4 ranks with expert parallelism (the runs above), 2 ranks of FSDP alone
+# 4 ranks with expert parallelism (the runs above), 2 ranks of FSDP alone,
+# and 2 of expert parallelism alone (where the plan gathers nothing and
+# smoe's executor gathers the non-expert weights over 'expert' at use)
 for d in 0 1 2 3 4; do
   sim_json "simd$d" 4 $M --prefetch-depth $d && mem_same "d$d" 4 "simd$d" prefetch "depth $d" ep
   if must_run "r2d$d" 2 --steps 2 --prefetch-depth $d && sim_json "sim2d$d" 2 --prefetch-depth $d; then
     mem_same "r2d$d" 2 "sim2d$d" prefetch "depth $d"
+  fi
+done
+for d in 0 4; do
+  if must_run "e2d$d" 2 --steps 2 $M --prefetch-depth $d &&
+    sim_json "sime2d$d" 2 $M --prefetch-depth $d; then
+    mem_same "e2d$d" 2 "sime2d$d" prefetch "depth $d, expert parallelism alone," ep
   fi
 done
 if [ -f "$dir/bud.json" ] && sim_json simb 4 $M --hbm-budget "$b" --whole-weights; then

@@ -76,6 +76,14 @@ static double w_bytes(const sim *x, const sim_w *w)
                                                                 : w->bytes_stored * x->gratio;
 }
 
+/* The bytes smoe's executor's buffers hold (smoe train's count) where it
+ * runs the step, else (and in a model that leaves them 0) the gathers'
+ * (w_bytes, k_bytes). */
+static double w_mem(const sim *x, const sim_w *w)
+{
+    return x->pool && w->bytes_exec > 0 ? w->bytes_exec : w_bytes(x, w);
+}
+
 static double k_bytes(const sim *x, const sim_kind *k)
 {
     if (x->s->legacy)
@@ -83,6 +91,11 @@ static double k_bytes(const sim *x, const sim_kind *k)
     return x->gmode == G_CAST || x->gmode == G_WIRE ? k->bytes
            : x->gmode == G_STORED                   ? k->bytes_stored
                                                                 : k->bytes_stored * x->gratio;
+}
+
+static double k_mem(const sim *x, const sim_kind *k)
+{
+    return x->pool && k->bytes_exec > 0 ? k->bytes_exec : k_bytes(x, k);
 }
 
 /* A weight's gradient reduction: on XLA's scan and MaxText's path in the
@@ -147,7 +160,7 @@ static void issue(sim *x, int u, int w, double frac, double t)
     double *ge = grp == 2 ? &x->gend_down[u] : grp ? &x->gend_exp[u] : &x->gend[u];
     if (end > *ge)
         *ge = end;
-    sim_mem(x, t, w_bytes(x, &k->w[w]) * frac);
+    sim_mem(x, t, w_mem(x, &k->w[w]) * frac);
     /* what moves: smoe's records are smaller than the buffers they fill */
     x->r.issued_bytes += w_bytes(x, &k->w[w]) * frac * (x->gmode == G_WIRE ? x->gratio : 1);
 }
@@ -251,9 +264,9 @@ static double reduce(sim *x, const sim_kind *k, double start, double end)
         if (x->pool) { /* train's prefetch.c: the gradient buffer from when it
                         * is taken to the compute's end, then the gradients
                         * in the weights' buffer until their reductions end */
-            sim_mem(x, x->gb_t, k->bytes);
-            sim_mem(x, end, -k->bytes);
-            sim_mem(x, rs_end, -k_bytes(x, k));
+            sim_mem(x, x->gb_t, k_mem(x, k));
+            sim_mem(x, end, -k_mem(x, k));
+            sim_mem(x, rs_end, -k_mem(x, k));
         } else {
             sim_mem(x, start, k->bytes);
             sim_mem(x, rs_end, -k->bytes);
@@ -433,7 +446,7 @@ static void run_unit(sim *x, int u)
     /* the gathered weights (XLA's backward frees each with its transpose,
      * smoe's executor its buffer when the gradients in it are reduced) */
     if (!bwd || (!x->xla && !x->pool))
-        sim_mem(x, t, -k_bytes(x, k));
+        sim_mem(x, t, -k_mem(x, k));
     double rs_end = t;
     if (bwd)
         rs_end = reduce(x, k, start, t);
@@ -576,7 +589,7 @@ static void sim_memory(sim *x)
     if (x->pool) { /* smoe train's count (loop.c, tr_mem_of): the top-level
                     * weights and their gradients all step, the model's
                     * activations where the caller gave them */
-        x->r.mem_top = 2 * m->top_bytes;
+        x->r.mem_top = 2 * (m->top_bytes_exec > 0 ? m->top_bytes_exec : m->top_bytes);
         peak += x->r.mem_top;
         if (m->act_runtime > 0) {
             act = m->act_runtime;
