@@ -77,7 +77,10 @@ int main(int argc, char **argv)
         r[i].p_step = num(b, "step_ms");
         r[i].p_wait = num(b, "exposed_gather_ms");
         r[i].p_peak = num(b, "peak_hbm_bytes");
-        r[i].p_gath = num(mem, "gathered");
+        /* the gathered layers: the class less the top-level buffers,
+         * which the run's peak_gathered_bytes leaves out */
+        double top = num(mem, "top_level");
+        r[i].p_gath = num(mem, "gathered") - (isnan(top) ? 0 : top);
         r[i].m_step = num(sum, "median_step_ms");
         r[i].m_step25 = num(sum, "p25_step_ms");
         r[i].m_step75 = num(sum, "p75_step_ms");

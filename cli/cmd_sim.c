@@ -139,6 +139,25 @@ static double wire_bytes(const cli_common *c, const cli_common *cc, const smoe_c
     return stored > 0 ? moved / stored * p->dtype_bytes : p->dtype_bytes;
 }
 
+/* The activations smoe train would track for cfg on plan's mesh at the
+ * shape (train.h: smoe_train_act_bytes), for smoe's runtime executor on a
+ * cpu profile; 0 (the simulator's estimate) where smoe train would not run
+ * that step as the shape says (a model it refuses, remat, a compute dtype
+ * other than float32). */
+static int64_t train_act_bytes(const smoe_config *cfg, const smoe_plan *p, const smoe_hw *hw,
+                               const smoe_sim_shape *sh)
+{
+    smoe_model_cfg mc;
+    smoe_err err;
+    int64_t act = 0;
+    if (hw->kind != SMOE_HW_CPU || sh->remat != SMOE_REMAT_NONE || sh->compute_bytes != 4 ||
+        smoe_train_model_cfg(cfg, &p->mesh, &mc, &err))
+        return 0;
+    mc.batch = sh->batch;
+    mc.seq = sh->seq;
+    return smoe_train_act_bytes(&mc, &act, &err) ? 0 : act;
+}
+
 /* Build a plan and a step model for one configuration. The shape's unset
  * parts (0) come from the config: per_device_batch_size, max_target_length
  * and the keys the step model reads (smoe_sim_keys: the dtypes, remat_policy
@@ -178,6 +197,7 @@ static smoe_sim_model *build(const cli_common *c, const char *rules, const char 
     if (c->gather_dtype != SMOE_DT_FP32 || c->int8_block || c->int8_fallback != SMOE_DT_INT8)
         sh.wire_bytes = wire_bytes(c, &cc, cfg, p);
     free(kv);
+    sh.act_bytes = train_act_bytes(cfg, p, hw, &sh);
     smoe_sim_model *m;
     if (smoe_sim_model_build(cfg, p, hw, &sh, &m, &err))
         cli_die(&err);

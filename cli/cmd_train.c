@@ -543,12 +543,11 @@ static int build_schedules(const train_args *a, const smoe_config *cfg, const sm
     if (a->compare && a->hbm_budget)
         cli_usage_error("argument '--hbm-budget'", "runs one schedule (not with --compare)");
     if (a->hbm_budget) {
-        smoe_comm comm = smoe_rt_comm(a->rt);
-        int64_t floor;
-        s = smoe_train_floor_bytes(cfg, plan, &comm, a->legacy, &floor, &err);
+        int64_t act;
+        s = smoe_train_act_bytes(mc, &act, &err);
         if (!s)
-            s = smoe_schedule_for_budget(cfg, plan, hw, mc->batch, mc->seq, a->hbm_budget,
-                                         floor, a->legacy, &out[0], &err);
+            s = smoe_schedule_for_budget(cfg, plan, hw, mc->batch, mc->seq, a->hbm_budget, act,
+                                         a->legacy, &out[0], &err);
     }
     for (int i = 0; i < n && !a->hbm_budget && !s; i++)
         s = a->compare ? smoe_schedule_for_plan(plan, i ? a->depth : 0, i == 2, &out[i], &err)

@@ -96,6 +96,8 @@ void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const smoe_s
         cJSON_AddNumberToObject(mem, "optimizer", r->mem_optimizer);
         cJSON_AddNumberToObject(mem, "gathered", r->mem_gathered);
         cJSON_AddNumberToObject(mem, "activations", r->mem_activations);
+        if (r->mem_top > 0) /* smoe's runtime executor */
+            cJSON_AddNumberToObject(mem, "top_level", r->mem_top);
         cJSON_AddItemToObject(o, "executor", cli_json_string(executors[i]));
     }
     cJSON *rep = cJSON_AddObjectToObject(root, "reported");

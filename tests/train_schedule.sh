@@ -16,10 +16,16 @@
 #    it; the exposed wait in ms is compared only with a generous margin,
 #    as a liveness bound: on this shared machine a step's timing can move
 #    by tens of ms);
-#  - the memory of smoe sim's runtime executor against the run's: the
-#    gathered bytes depth 2 adds over no prefetch are the same in both (the
-#    models differ only in the classes outside the gathered layers, the
-#    difference the budgeted planner is given: smoe_train_floor_bytes);
+#  - one memory model: smoe sim's runtime executor against the runs'
+#    tracked peaks, class by class, at depths 0..4 on 4 ranks (expert
+#    parallelism) and on 2 (FSDP alone), at depths 0 and 4 on 2 ranks of
+#    expert parallelism alone, and for the budget run's schedule:
+#    parameters, gradients, optimizer and gathered bytes equal;
+#    activations equal on 2 ranks; with expert parallelism equal at the
+#    run's start (smoe_train_act_bytes), so the run's are at least the
+#    sim's (the tolerance: skewed routing grows the routed-row stores
+#    during the run, which no step model can know ahead); the budget
+#    planner plans against the budget itself (no shift in its note);
 #  - several schedule files taking turns in one run (repeated --schedule):
 #    bitwise depth 1, one JSON run per file;
 #  - bad schedule files and flags: one line naming the file and the field,
@@ -110,8 +116,64 @@ if must_run bud 4 --steps $steps $M --hbm-budget "$b" --hardware "$hw"; then
   check "$(awk -v a="$e0" -v b="$eb" 'BEGIN { print (b <= 2 * a + 50) ? 0 : 1 }')" "exposed wait: budget $eb ms <= 2 x no prefetch $e0 ms + 50 ms"
   grep -q '"schedule":.*planned for' "$dir/bud.json"
   check $? "the summary says what the planner chose"
+  grep -q '"schedule":.*as smoe sim counts' "$dir/bud.json"
+  check "$([ $? -ne 0 ] && echo 0 || echo 1)" "the planner's note gives no shift"
 fi
 
+# one memory model: each class of the runs' tracked peaks against smoe
+# sim's runtime row (its JSON's "prefetch" schedule) at the same depth
+# CLASS FILE OBJ: the first value of CLASS after the object named OBJ
+cls() { awk -v o="\"$3\":" -v k="\"$1\":" 'index($0, o) { f = 1 } f && index($0, k) {
+  v = $0; sub(/.*:[[:space:]]*/, "", v); sub(/,.*/, "", v); print v; exit }' "$2"; }
+# RUN NP SIM ROW WHAT [EP]: run RUN's classes (NP ranks) against smoe
+# sim's ROW in $dir/SIM.json; with EP (expert parallelism) the run's
+# activations at least the sim's, else equal
+mem_same() {
+  for c in params grads optimizer gathered; do
+    t=$(cls $c "$dir/$1.json" peak_tracked)
+    p=$(cls $c "$dir/$3.json" "$4")
+    check "$([ -n "$t" ] && [ "$t" = "$p" ] && echo 0 || echo 1)" "$5 on $2 ranks, $c: train $t = sim $p"
+  done
+  t=$(cls activations "$dir/$1.json" peak_tracked)
+  p=$(cls activations "$dir/$3.json" "$4")
+  if [ -n "${6:-}" ]; then
+    check "$(awk -v t="$t" -v p="$p" 'BEGIN { print (p > 0 && t >= p) ? 0 : 1 }')" \
+      "$5 on $2 ranks, activations: train $t >= sim $p (routed-row stores grown)"
+  else
+    check "$([ -n "$t" ] && [ "$t" = "$p" ] && echo 0 || echo 1)" "$5 on $2 ranks, activations: train $t = sim $p"
+  fi
+}
+sim_json() { # NAME NP ARGS...: smoe sim --json into $dir/NAME.json
+  f=$1
+  np=$2
+  shift 2
+  if "$smoe" sim --base "$SMOE_CONFIG_DIR/train.yml" --model tiny --devices "$np" --remat none \
+    --hardware "$hw" --json "$@" >"$dir/$f.json" 2>"$dir/sim.err"; then
+    return 0
+  fi
+  fail=$((fail + 1))
+  echo "FAIL: smoe sim --devices $np $* --json:" >&2
+  cat "$dir/sim.err" >&2
+  return 1
+}
+# 4 ranks with expert parallelism (the runs above), 2 ranks of FSDP alone,
+# and 2 of expert parallelism alone (where the plan gathers nothing and
+# smoe's executor gathers the non-expert weights over 'expert' at use)
+for d in 0 1 2 3 4; do
+  sim_json "simd$d" 4 $M --prefetch-depth $d && mem_same "d$d" 4 "simd$d" prefetch "depth $d" ep
+  if must_run "r2d$d" 2 --steps 2 --prefetch-depth $d && sim_json "sim2d$d" 2 --prefetch-depth $d; then
+    mem_same "r2d$d" 2 "sim2d$d" prefetch "depth $d"
+  fi
+done
+for d in 0 4; do
+  if must_run "e2d$d" 2 --steps 2 $M --prefetch-depth $d &&
+    sim_json "sime2d$d" 2 $M --prefetch-depth $d; then
+    mem_same "e2d$d" 2 "sime2d$d" prefetch "depth $d, expert parallelism alone," ep
+  fi
+done
+if [ -f "$dir/bud.json" ] && sim_json simb 4 $M --hbm-budget "$b" --whole-weights; then
+  mem_same bud 4 simb budgeted "budget $b" ep
+fi
 # one memory model for the gathered layers: depth 2 over depth 0 in smoe
 # sim's prediction (the files' peak_bytes) and in the runs' tracked peaks
 sim_out "$dir/sched0.json" --prefetch-depth 0

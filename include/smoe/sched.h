@@ -99,6 +99,10 @@ typedef struct smoe_sim_shape {
      * weight_dtype, which is what fsdp_prefetch.py does (it gathers the
      * nnx.Param leaves; the layers cast after the gather) */
     int mx_gather_bytes;
+    /* smoe's runtime (executor RUNTIME): the activation bytes smoe train
+     * tracks per rank (train.h: smoe_train_act_bytes; its model's count,
+     * not the simulator's estimate below), or 0: the estimate */
+    int64_t act_bytes;
 } smoe_sim_shape;
 
 /* Fill the dtype sizes of *sh from MaxText's keys: weight_dtype (default
@@ -246,6 +250,10 @@ typedef struct smoe_sim_result {
     double peak_hbm_bytes;
     /* the peak's breakdown */
     double mem_params, mem_grads, mem_optimizer, mem_gathered, mem_activations;
+    /* of mem_gathered: the top-level weights and their gradients, held all
+     * step by smoe's runtime executor (0 for the other executors, which
+     * count them only while in use) */
+    double mem_top;
 } smoe_sim_result;
 
 /* Simulate one step of s's executor. trace (may be NULL) receives the
@@ -346,16 +354,15 @@ smoe_status smoe_schedule_for_plan(const smoe_plan *plan, int depth, int legacy,
                                    smoe_schedule **out, smoe_err *err);
 /* The budgeted planner's schedule for smoe train (whole weights, smoe's
  * runtime executor on hw; the run's batch and seq per rank, no remat,
- * float32) for `budget` bytes per rank. The executor counts memory its own
- * way: `floor` is its count with nothing prefetched (smoe_train_floor_bytes),
- * and the planner gets the budget moved by the difference of the two
- * no-prefetch peaks, so it spends on prefetch what the run can spend.
- * Sets budget, legacy, the prediction and note. SMOE_EINVAL (no profile,
+ * float32) for `budget` bytes per rank. act_bytes: the activations the run
+ * tracks (train.h: smoe_train_act_bytes); with them the executor counts
+ * every class as the run does, so the planner plans against the budget
+ * itself. Sets budget, legacy, the prediction and note. SMOE_EINVAL (no profile,
  * a model the simulator cannot build), SMOE_ENOMEM. */
 SMOE_MUST_CHECK
 smoe_status smoe_schedule_for_budget(const smoe_config *cfg, const smoe_plan *plan,
                                      const smoe_hw *hw, int64_t batch, int64_t seq,
-                                     int64_t budget, int64_t floor, int legacy,
+                                     int64_t budget, int64_t act_bytes, int legacy,
                                      smoe_schedule **out, smoe_err *err);
 /* An empty schedule with n entries (zeroed) for a reader to fill. */
 smoe_schedule *smoe_schedule_alloc(int n);

@@ -167,16 +167,16 @@ SMOE_MUST_CHECK
 smoe_status smoe_train_check_ram(const smoe_config *cfg, double need, const char *what,
                                  const char *verdict, smoe_err *err);
 
-/* What a rank of a smoe train run of cfg and plan tracks with nothing
- * prefetched: every class at the no-prefetch peak (the slabs, top-level
- * buffers, activations, one layer gathered beside its gradients), in
- * bytes, for the gathers of the plan `legacy` names; the executor's count
- * smoe_schedule_for_budget is given. comm: the ranks (the plan's mesh).
- * Not collective. */
+/* The activation bytes a rank of smoe train of model mc
+ * (smoe_train_model_cfg) tracks from its start: the model's
+ * (smoe_model_need_bytes: its slab, the routed-row stores at the balanced
+ * load) and the loop's residual stream and its gradient. What smoe sim's
+ * runtime executor is given (smoe_sim_shape.act_bytes), so that both count
+ * every class alike; skewed routing may grow the stores during a run
+ * (smoe_model_act_bytes). */
 SMOE_MUST_CHECK
-smoe_status smoe_train_floor_bytes(const smoe_config *cfg, const smoe_plan *plan,
-                                   const smoe_comm *comm, int legacy, int64_t *bytes,
-                                   smoe_err *err);
+smoe_status smoe_train_act_bytes(const smoe_model_cfg *mc, int64_t *bytes,
+                                 smoe_err *err);
 
 /* Run the training on the ranks of comm (their mesh: the plan's), with
  * o's schedules (see smoe_trainer_new). Collective: every rank calls it with the same

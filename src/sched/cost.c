@@ -359,7 +359,30 @@ static smoe_status add_weight(sim_kind *k, const sim_w *w, smoe_err *err)
     k->w[k->nw++] = *w;
     k->bytes += w->bytes;
     k->bytes_stored += w->bytes_stored;
+    k->bytes_exec += w->bytes_exec;
     return SMOE_OK;
+}
+
+/* Elements of smoe's runtime's gathered buffer of w (smoe train's): its
+ * executable form (smoe_gather_exec_of) gathers every live axis, ahead or
+ * at use, but keeps a routed weight's expert axis; the plan's bytes_out
+ * over `elem` where that form cannot be made (the run refuses it). */
+static double exec_elems(const smoe_weight *w, const smoe_mesh *mesh, int routed, double elem)
+{
+    smoe_gather_exec x;
+    smoe_err e;
+    if (smoe_gather_exec_of(&w->gather, routed, w->path, &x, &e))
+        return (double)w->gather.bytes_out / elem;
+    double n = 1;
+    for (int d = 0; d < x.rank; d++) {
+        double kept = 1;
+        for (int i = 0; i < x.live[d].n; i++)
+            if (!smoe_axes_has(&x.prefetch[d], x.live[d].ax[i]) &&
+                !smoe_axes_has(&x.at_use[d], x.live[d].ax[i]))
+                kept *= (double)smoe_mesh_axis_size(mesh, x.live[d].ax[i]);
+        n *= (double)x.shape[d] / kept;
+    }
+    return n;
 }
 
 static smoe_status calls_across_hosts(const smoe_plan *plan, const smoe_hw *hw, smoe_err *err)
@@ -437,6 +460,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     m->weight_bytes = wbytes;
     m->wire_bytes = sh->wire_bytes > 0 ? sh->wire_bytes : 0;
     m->mx_gather_bytes = sh->mx_gather_bytes > 0 ? sh->mx_gather_bytes : 0;
+    m->act_runtime = sh->act_bytes > 0 ? (double)sh->act_bytes : 0;
     c.overhead = cpu->op_overhead;
     c.ici = hw->ici_bandwidth / 2 / hw->devices_per_chip;
     c.ici_lat = hw->ici_latency;
@@ -555,6 +579,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         }
         x.bytes = (double)w->gather.bytes_out * cast;
         x.bytes_stored = (double)w->gather.bytes_out;
+        x.bytes_exec = exec_elems(w, &plan->mesh, x.routed, wbytes) * c.ab;
         if (!w->prefetch) {
             /* MaxText's embedding module is `token_embedder` (models.py) */
             if (strncmp(w->path, "token_embedder/", 15) == 0)
@@ -564,6 +589,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
             m->top_gather_s += x.pre_s;
             m->top_rs_s += x.rs_s;
             m->top_bytes += x.bytes;
+            m->top_bytes_exec += x.bytes_exec;
             continue;
         }
         int k = strcmp(w->stack, stacks[1] ? stacks[1] : "") == 0 && stacks[1] ? 1 : 0;

@@ -23,6 +23,10 @@ typedef struct sim_w {
                             where a collective is a copy by the cores) */
     double bytes;        /* gathered buffer, compute dtype */
     double bytes_stored; /* gathered buffer, stored dtype */
+    double bytes_exec;   /* smoe's runtime's gathered buffer (the plan's
+                            executable form: every live axis gathered but a
+                            routed weight's expert), compute dtype; 0:
+                            bytes */
     int routed;          /* a routed expert's weight: used by the experts phase */
     int down;            /* the routed down projection (wo): first used after
                             the up projections */
@@ -44,6 +48,8 @@ typedef struct sim_kind {
     double permute_s;                  /* dispatch + combine of one forward pass */
     double bytes;                      /* gathered bytes of the layer */
     double bytes_stored;               /* the same in the stored dtype */
+    double bytes_exec;                 /* smoe's runtime's buffers of the layer
+                                          (0: bytes) */
     double act_saved;                  /* bytes kept per layer for the backward */
     double act_input;                  /* the layer input alone */
     double act_peak;                   /* transient bytes of one layer's backward */
@@ -58,6 +64,8 @@ struct smoe_sim_model {
     int nkinds;
     sim_kind k[2];
     double top_gather_s, top_rs_s, top_bytes;
+    double top_bytes_exec; /* smoe's runtime's top-level buffers (sim_w.bytes_exec;
+                              0: top_bytes) */
     double top_embed_s;  /* of top_gather_s: the embedding's gather (the rest
                             is the head's: final norm, logits) */
     double top_head_net; /* the network's fraction of the head's gathers */
@@ -69,6 +77,7 @@ struct smoe_sim_model {
     double weight_bytes;  /* stored weight element size (weight_dtype) */
     double wire_bytes;    /* smoe_sim_shape.wire_bytes (0: the compute dtype) */
     double mx_gather_bytes; /* smoe_sim_shape.mx_gather_bytes (0: as stored) */
+    double act_runtime;   /* smoe_sim_shape.act_bytes (0: the estimate) */
     int use_compute; /* collectives are CPU work (cpu profiles) */
     double skew;     /* a sync point's wait for the last rank (cpu profiles) */
 };

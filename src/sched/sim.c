@@ -19,7 +19,11 @@
  * Memory: gathered weights live from issue to the end of their use,
  * gradients of a layer from the start of its backward to the end of its
  * reductions; the peak adds parameters, gradients, optimizer state and
- * activations. */
+ * activations. smoe's executor counts as smoe train tracks (loop.c,
+ * prefetch.c): the top-level weights and gradients all step, a backward
+ * layer's gradient buffer from its taking to the compute's end, then its
+ * gradients in the weights' buffer until reduced, and the caller's
+ * activations (smoe_sim_shape.act_bytes) where given. */
 #include "sim_impl.h"
 
 #include <math.h>
@@ -72,6 +76,14 @@ static double w_bytes(const sim *x, const sim_w *w)
                                                                 : w->bytes_stored * x->gratio;
 }
 
+/* The bytes smoe's executor's buffers hold (smoe train's count) where it
+ * runs the step, else (and in a model that leaves them 0) the gathers'
+ * (w_bytes, k_bytes). */
+static double w_mem(const sim *x, const sim_w *w)
+{
+    return x->pool && w->bytes_exec > 0 ? w->bytes_exec : w_bytes(x, w);
+}
+
 static double k_bytes(const sim *x, const sim_kind *k)
 {
     if (x->s->legacy)
@@ -79,6 +91,11 @@ static double k_bytes(const sim *x, const sim_kind *k)
     return x->gmode == G_CAST || x->gmode == G_WIRE ? k->bytes
            : x->gmode == G_STORED                   ? k->bytes_stored
                                                                 : k->bytes_stored * x->gratio;
+}
+
+static double k_mem(const sim *x, const sim_kind *k)
+{
+    return x->pool && k->bytes_exec > 0 ? k->bytes_exec : k_bytes(x, k);
 }
 
 /* A weight's gradient reduction: on XLA's scan and MaxText's path in the
@@ -143,7 +160,7 @@ static void issue(sim *x, int u, int w, double frac, double t)
     double *ge = grp == 2 ? &x->gend_down[u] : grp ? &x->gend_exp[u] : &x->gend[u];
     if (end > *ge)
         *ge = end;
-    sim_mem(x, t, w_bytes(x, &k->w[w]) * frac);
+    sim_mem(x, t, w_mem(x, &k->w[w]) * frac);
     /* what moves: smoe's records are smaller than the buffers they fill */
     x->r.issued_bytes += w_bytes(x, &k->w[w]) * frac * (x->gmode == G_WIRE ? x->gratio : 1);
 }
@@ -242,10 +259,18 @@ static double reduce(sim *x, const sim_kind *k, double start, double end)
                 sim_mem(x, e, -b);
             }
     } else { /* smoe's schedules: the layer's gradients from its start */
-        sim_mem(x, start, k->bytes);
         for (int w = 0; w < k->nw; w++)
             rs_end = sim_reduction(x, &k->w[w], end, k->w[w].rs_s);
-        sim_mem(x, rs_end, -k->bytes);
+        if (x->pool) { /* train's prefetch.c: the gradient buffer from when it
+                        * is taken to the compute's end, then the gradients
+                        * in the weights' buffer until their reductions end */
+            sim_mem(x, x->gb_t, k_mem(x, k));
+            sim_mem(x, end, -k_mem(x, k));
+            sim_mem(x, rs_end, -k_mem(x, k));
+        } else {
+            sim_mem(x, start, k->bytes);
+            sim_mem(x, rs_end, -k->bytes);
+        }
         if (x->pool && x->m->hw.cpu.reduce_lag_bandwidth > 0) /* its root reduces alone */
             x->lag += k->bytes / x->m->hw.cpu.reduce_lag_bandwidth;
     }
@@ -274,7 +299,7 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
         sim_pool_issue(&x->P, ready, pool_start, x);
         double a0 = fmax(ready, x->P.last);
         if (hold && sim_pool_free_at(&x->P, a0)) {
-            sim_pool_grad(&x->P, a0, &x->gb);
+            x->gb_t = sim_pool_grad(&x->P, a0, &x->gb);
             x->P.hold = -1;
             sim_pool_issue(&x->P, a0, pool_start, x);
         }
@@ -296,6 +321,7 @@ static double unit_gathers(sim *x, int u, const sim_kind *k)
     }
     if (x->pool && u >= m->L && x->gb < 0) { /* the compute waits for a gradient buffer */
         double t0 = x->comp, t1 = sim_pool_grad(&x->P, t0, &x->gb);
+        x->gb_t = t1;
         if (t1 > t0)
             sim_span(x, LANE_WAIT, "wait gradient buffer", t0, t1);
         x->comp = fmax(x->comp, t1);
@@ -417,8 +443,10 @@ static void run_unit(sim *x, int u)
                 t = sim_compute(x, t, c[2], "experts");
         }
     }
-    if (!bwd || !x->xla) /* (XLA's backward frees each with its transpose) */
-        sim_mem(x, t, -k_bytes(x, k)); /* the gathered weights */
+    /* the gathered weights (XLA's backward frees each with its transpose,
+     * smoe's executor its buffer when the gradients in it are reduced) */
+    if (!bwd || (!x->xla && !x->pool))
+        sim_mem(x, t, -k_mem(x, k));
     double rs_end = t;
     if (bwd)
         rs_end = reduce(x, k, start, t);
@@ -562,6 +590,16 @@ static void sim_memory(sim *x)
     x->r.mem_params = m->mem_params;
     x->r.mem_grads = m->mem_grads;
     x->r.mem_optimizer = m->mem_optimizer;
+    if (x->pool) { /* smoe train's count (loop.c, tr_mem_of): the top-level
+                    * weights and their gradients all step, the model's
+                    * activations where the caller gave them */
+        x->r.mem_top = 2 * (m->top_bytes_exec > 0 ? m->top_bytes_exec : m->top_bytes);
+        peak += x->r.mem_top;
+        if (m->act_runtime > 0) {
+            act = m->act_runtime;
+            act_peak = 0;
+        }
+    }
     x->r.mem_gathered = peak;
     x->r.mem_activations = act + act_peak;
     x->r.peak_hbm_bytes = m->mem_params + m->mem_grads + m->mem_optimizer + peak + act + act_peak;
@@ -587,7 +625,8 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
     double top = sim_engine(&x, &x.geng, t0, m->top_gather_s - head_s, LANE_GATHER,
                         x.pool ? "embedding weights" : "top-level weights");
     x.r.gather_busy_s += m->top_gather_s;
-    sim_mem(&x, t0, m->top_bytes);
+    if (!x.pool) /* (smoe's executor holds them all step: sim_memory) */
+        sim_mem(&x, t0, m->top_bytes);
     for (int u = 0; x.mx && u < nu; u++)
         if (mx_point(m, u) == MX_START)
             issue_unit(&x, u, 0);
@@ -609,10 +648,12 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
         run_unit(&x, u);
     x.comp = wait_gathers(&x, x.comp, head_end, "wait head gathers");
     double h = sim_compute(&x, x.comp, m->head_s, "head");
-    sim_mem(&x, h, -m->top_bytes); /* embedding and head weights done */
+    if (!x.pool)
+        sim_mem(&x, h, -m->top_bytes); /* embedding and head weights done */
     for (int u = m->L; u < nu; u++)
         run_unit(&x, u);
-    sim_mem(&x, x.comp, m->top_bytes); /* the embedding's gradient */
+    if (!x.pool)
+        sim_mem(&x, x.comp, m->top_bytes); /* the embedding's gradient */
     double e = sim_compute(&x, x.comp, m->embed_bwd_s, "embed bwd");
     sim_engine(&x, x.reng, e, m->top_rs_s, LANE_COMM, "reduce-scatter top");
     double wait = fmax(0, fmax(*x.reng, *x.aeng) - x.comp) + x.lag; /* and the root */
@@ -622,7 +663,8 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
     x.comp += wait;
     sim_compute(&x, x.comp, m->optimizer_s, "adamw");
     x.r.step_s = x.comp;
-    sim_mem(&x, x.comp, -m->top_bytes);
+    if (!x.pool)
+        sim_mem(&x, x.comp, -m->top_bytes);
     sim_memory(&x);
     for (int i = 0; i < x.nq; i++)
         sim_span(&x, x.ql[i], x.qn[i], x.qt[i], x.qe[i]);

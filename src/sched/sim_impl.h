@@ -54,6 +54,7 @@ typedef struct sim {
     int pool;                /* executor RUNTIME: smoe's executor runs the schedule */
     sim_pool P;              /* its buffers (pool.c) */
     int gb;                  /* the backward unit's gradient buffer in P, -1: none */
+    double gb_t;             /* when it was taken */
     double lag;              /* the reductions' root behind the others (cpu) */
     sim_pass p;              /* this pass's compute rate and sync wait (cores.c) */
     double work;             /* the rank's CPU work, at the every-rank-busy rate */

@@ -38,27 +38,9 @@ smoe_status smoe_schedule_for_plan(const smoe_plan *plan, int depth, int legacy,
     return s;
 }
 
-/* The planner's levels for the budget moved by the executor's difference
- * from the simulator at no prefetch (*shift). */
-static smoe_status plan_levels(const smoe_sim_model *m, int64_t budget, int64_t floor,
-                               unsigned char lv[2][SMOE_SIM_MAX_WEIGHTS], smoe_sim_result *best,
-                               int *feasible, double *shift)
-{
-    smoe_sim_sched none;
-    smoe_sim_result r0;
-    memset(&none, 0, sizeof none);
-    none.executor = SMOE_SIM_EXEC_RUNTIME;
-    smoe_status s = smoe_sim_run(m, &none, &r0, NULL);
-    *shift = s ? 0 : r0.peak_hbm_bytes - (double)floor;
-    if (!s)
-        s = smoe_sim_plan_budget_whole(m, SMOE_SIM_EXEC_RUNTIME, 0, (double)budget + *shift, lv,
-                                       best, feasible);
-    return s;
-}
-
 smoe_status smoe_schedule_for_budget(const smoe_config *cfg, const smoe_plan *plan,
                                      const smoe_hw *hw, int64_t batch, int64_t seq,
-                                     int64_t budget, int64_t floor, int legacy,
+                                     int64_t budget, int64_t act_bytes, int legacy,
                                      smoe_schedule **out, smoe_err *err)
 {
     *out = NULL;
@@ -66,7 +48,7 @@ smoe_status smoe_schedule_for_budget(const smoe_config *cfg, const smoe_plan *pl
         return smoe_err_in(err, SMOE_EINVAL, "argument '--hbm-budget'",
                            "needs a hardware profile (--hardware)");
     smoe_sim_shape sh = { .batch = batch, .seq = seq, .remat = SMOE_REMAT_NONE,
-                          .dtype_bytes = 4 };
+                          .dtype_bytes = 4, .act_bytes = act_bytes };
     smoe_sim_model *m;
     smoe_status s = smoe_sim_dtypes(cfg, hw, &sh, err);
     if (!s)
@@ -76,8 +58,8 @@ smoe_status smoe_schedule_for_budget(const smoe_config *cfg, const smoe_plan *pl
     unsigned char lv[2][SMOE_SIM_MAX_WEIGHTS];
     smoe_sim_result best;
     int feasible = 0;
-    double shift;
-    s = plan_levels(m, budget, floor, lv, &best, &feasible, &shift);
+    s = smoe_sim_plan_budget_whole(m, SMOE_SIM_EXEC_RUNTIME, 0, (double)budget, lv, &best,
+                                   &feasible);
     if (!s)
         s = smoe_schedule_for_model(m, 0, (const unsigned char(*)[SMOE_SIM_MAX_WEIGHTS])lv, out,
                                     err);
@@ -93,9 +75,9 @@ smoe_status smoe_schedule_for_budget(const smoe_config *cfg, const smoe_plan *pl
     int pre = 0;
     for (int i = 0; i < o->n; i++)
         pre += o->g[i].issue < o->g[i].unit;
-    snprintf(o->note, sizeof o->note, "planned for %lld bytes on %s (%+.0f as smoe sim counts "
-             "memory): %d of %d gathers prefetched, up to %d layers ahead%s", (long long)budget,
-             hw->name, shift, pre, o->n, smoe_schedule_max_distance(o),
+    snprintf(o->note, sizeof o->note, "planned for %lld bytes on %s: %d of %d gathers "
+             "prefetched, up to %d layers ahead%s", (long long)budget,
+             hw->name, pre, o->n, smoe_schedule_max_distance(o),
              feasible ? "" : "; below the no-prefetch peak");
     return SMOE_OK;
 }

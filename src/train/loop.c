@@ -72,6 +72,11 @@ static smoe_comm_gather *wg_of(const tr_state *S, const tr_weight *w) { return w
 static int unit_layer(const tr_state *S, int u) { return u < S->L ? u : 2 * S->L - 1 - u; }
 static int layer_moe(const tr_state *S, int l) { return l >= S->mc->n_dense; }
 
+int64_t tr_residual_bytes(const smoe_model_cfg *mc)
+{
+    return 2 * mc->batch * mc->seq * mc->emb * (int64_t)sizeof(float);
+}
+
 int64_t tr_mem_static(const tr_mem *m)
 {
     return m->params + m->grads + m->optimizer + m->activations + m->comm + m->top;
@@ -86,8 +91,7 @@ tr_mem tr_mem_of(const tr_store *st, const smoe_model_cfg *mc, int64_t act_bytes
     m.optimizer = 2 * slab;
     m.top = 2 * st->top_floats * (int64_t)sizeof(float);
     m.gathered = m.top + pool;
-    /* the model's, and the loop's residual stream and its gradient */
-    m.activations = act_bytes + 2 * mc->batch * mc->seq * mc->emb * (int64_t)sizeof(float);
+    m.activations = act_bytes + tr_residual_bytes(mc);
     m.comm = 0;
     return m;
 }

@@ -1,32 +1,18 @@
 /* The schedules smoe train runs (built by the caller: sched.h's
  * smoe_schedule_for_plan / smoe_schedule_for_budget, or a file): checked
- * and compared across ranks; and what the run tracks with nothing
- * prefetched, the count the budgeted planner is given. */
+ * and compared across ranks; and the activations the run tracks, the
+ * count the simulator's runtime executor (the budgeted planner's) is
+ * given. */
 #include "train_impl.h"
 
 #include <stdio.h>
 #include <string.h>
 
-smoe_status smoe_train_floor_bytes(const smoe_config *cfg, const smoe_plan *plan,
-                                   const smoe_comm *cm, int legacy, int64_t *bytes,
-                                   smoe_err *err)
+smoe_status smoe_train_act_bytes(const smoe_model_cfg *mc, int64_t *bytes, smoe_err *err)
 {
-    smoe_model_cfg mc;
-    tr_store st;
-    int plans[2] = { !legacy, !!legacy };
     int64_t act = 0;
-    *bytes = 0;
-    smoe_status s = smoe_train_model_cfg(cfg, smoe_comm_mesh(cm), &mc, err);
-    if (s)
-        return s;
-    s = tr_store_build(cm, plan, &mc, plans, 0, &st, err);
-    if (!s)
-        s = smoe_model_need_bytes(&mc, &act, err);
-    int64_t f = st.unit_floats[0] > st.unit_floats[1] ? st.unit_floats[0] : st.unit_floats[1];
-    tr_mem base = tr_mem_of(&st, &mc, act, 2 * f * (int64_t)sizeof(float));
-    if (!s)
-        *bytes = tr_mem_static(&base) + 2 * f * (int64_t)sizeof(float);
-    tr_store_free(&st);
+    smoe_status s = smoe_model_need_bytes(mc, &act, err);
+    *bytes = s ? 0 : act + tr_residual_bytes(mc);
     return s;
 }
 

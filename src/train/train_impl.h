@@ -215,6 +215,9 @@ void tr_loop_free(tr_state *S);
 /* The memory tracked outside the gathered-layer pool (every class, the
  * top-level buffers included), for budgets. */
 int64_t tr_mem_static(const tr_mem *m);
+/* The loop's activations beside the model's: the residual stream and its
+ * gradient. */
+int64_t tr_residual_bytes(const smoe_model_cfg *mc);
 /* The classes for a store, model and the model's activation bytes, with
  * `pool` gathered-layer bytes in use. */
 tr_mem tr_mem_of(const tr_store *st, const smoe_model_cfg *mc, int64_t act_bytes, int64_t pool);
