@@ -81,6 +81,9 @@ void cli_print_err(const smoe_err *err);
 _Noreturn void cli_die(const smoe_err *err);
 struct smoe_rt;
 void cli_die_under(struct smoe_rt *rt);
+/* Start the MPI runtime and register it with cli_die_under; NULL (the
+ * reason printed) when it cannot start. */
+struct smoe_rt *cli_rt_start(int *argc, char ***argv);
 _Noreturn void cli_usage_error(const char *where, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Print "smoe: where: what: strerror(errno)" and exit 1 (an I/O error). */

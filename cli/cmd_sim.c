@@ -335,13 +335,10 @@ static void write_plot(const char *path, const smoe_sim_model *m, smoe_sim_execu
  * run) sets the shape of the compute measurement. */
 static int calibrate(int argc, char **argv, cli_common *c, const char *out, int pthread)
 {
-    smoe_rt *rt;
+    smoe_rt *rt = cli_rt_start(&argc, &argv);
     smoe_err err;
-    if (smoe_rt_init(&argc, &argv, &rt, &err)) {
-        fprintf(stderr, "smoe: %s\n", err.msg);
+    if (!rt)
         return SMOE_EXIT_FAIL;
-    }
-    cli_die_under(rt);
     char base[4200];
     const char *cdir = smoe_config_default_dir();
     if (!c->base && cdir) {

@@ -618,13 +618,10 @@ static void run(train_args *a, const smoe_config *cfg, const smoe_plan *plan,
 
 int cmd_train(int argc, char **argv)
 {
-    smoe_rt *rt;
+    smoe_rt *rt = cli_rt_start(&argc, &argv);
     smoe_err err;
-    if (smoe_rt_init(&argc, &argv, &rt, &err)) {
-        fprintf(stderr, "smoe: %s\n", err.msg);
+    if (!rt)
         return SMOE_EXIT_FAIL;
-    }
-    cli_die_under(rt);
     train_args a;
     memset(&a, 0, sizeof a);
     a.rt = rt;

@@ -28,6 +28,18 @@ static smoe_rt *g_rt; /* the MPI runtime of the command, or NULL */
 
 void cli_die_under(smoe_rt *rt) { g_rt = rt; }
 
+smoe_rt *cli_rt_start(int *argc, char ***argv)
+{
+    smoe_rt *rt;
+    smoe_err err;
+    if (smoe_rt_init(argc, argv, &rt, &err)) {
+        fprintf(stderr, "smoe: %s\n", err.msg);
+        return NULL;
+    }
+    cli_die_under(rt);
+    return rt;
+}
+
 _Noreturn void cli_die(const smoe_err *err)
 {
     if (!g_rt || smoe_rt_rank(g_rt) == 0)

@@ -90,20 +90,13 @@ static smoe_status model_dims(const smoe_config *c, const smoe_dims *d, smoe_mod
     return SMOE_OK;
 }
 
-/* The router, the scalars and the batch. */
+/* The router's bias, the scalars and the batch (the score function is the
+ * recipe's: rc_model_recipe). */
 static smoe_status model_scalars(const smoe_config *c, const smoe_dims *d, smoe_model_cfg *mc,
                                  smoe_err *err)
 {
     smoe_status s;
-    const char *score;
     double f;
-    if ((s = smoe_config_str(c, "routed_score_func", &score, err)))
-        return s;
-    if (strcmp(score, "sigmoid") == 0)
-        mc->score_sigmoid = 1;
-    else if (strcmp(score, "softmax") != 0 && strcmp(score, "linear") != 0 && score[0])
-        return bad(c, "routed_score_func", err,
-                   "smoe train implements \"\" and linear (raw logits), softmax and sigmoid");
     mc->routed_bias = d->routed_bias;
     const struct { const char *key; float *dst; } fl[] = {
         { "routed_scaling_factor", &mc->routed_scale },
