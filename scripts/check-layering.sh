@@ -12,18 +12,16 @@
 # usage: scripts/check-layering.sh [SOURCE_DIR]
 set -eu
 cd "${1:-$(dirname "$0")/..}"
-fail=0
-pass=0
+# Every rule reads one list, FILE:LINE, of the tree's lines that name an
+# include or getenv (each rule's pattern below names one of the two), made
+# by a single grep; one awk applies the rules to it: the check runs on
+# every build, so it starts no process per file or per include.
+rules=''
 # INCLUDE_REGEX ALLOWED_PATH_REGEX WHAT: no file outside the allowed paths
-# has a matching #include
+# has a matching line
 keep() {
-  stray=$(grep -rlE "$1" src include cli 2>/dev/null | grep -vE "$2" || true)
-  if [ -n "$stray" ]; then
-    echo "$3: $stray" >&2
-    fail=$((fail + 1))
-  else
-    pass=$((pass + 1))
-  fi
+  rules="$rules$1	$2	$3
+"
 }
 check() { keep "#include *<$1>" "$2" "<$1> included outside its module"; }
 # a module's public header is included only by the modules above it
@@ -71,63 +69,87 @@ cli: core shard config plan sched plot kernels comm model runtime ckpt recipe tr
 # Single includes tolerated until their fix lands, each with its reason
 # (FILE HEADER-MODULE); none today.
 exceptions=''
-allowed() { # MODULE -> its allowed list
-  printf '%s\n' "$layers" | sed -n "s/^$1: *//p"
-}
-# the table's modules, each between spaces (names are matched without a
-# process per include: the check runs on every build)
-modules=" $(printf '%s\n' "$layers" | sed -n 's/^\([a-z]*\):.*/\1/p' | tr '\n' ' ') "
-known() { case $modules in *" $1 "*) return 0 ;; esac; return 1; }
-
 files=$(ls src/*/*.c src/*/*.h include/smoe/*.h cli/*.c cli/*.h 2>/dev/null)
-for f in $files; do
-  case $f in
-    include/smoe/*) mod=${f##*/}; mod=${mod%.h} ;;
-    cli/*) mod=cli ;;
-    src/*) mod=${f#src/}; mod=${mod%%/*} ;;
-  esac
-  if ! known "$mod"; then
-    echo "$f: module '$mod' is not in the layer table of $0" >&2
-    fail=$((fail + 1))
-    continue
-  fi
-  allow=" $(allowed "$mod") "
-  ok=1
-  # every quoted include: smoe/X.h, ../X/file.h, or a file of the same folder
-  for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
-    case $inc in
-      smoe/*.h) to=${inc##*/}; to=${to%.h} ;;
-      ../*/*)
-        to=${inc#../}; to=${to%%/*}
-        echo "$f: includes $inc, an internal header of module '$to' (use include/smoe/$to.h)" >&2
-        ok=0
-        continue ;;
-      */*)
-        echo "$f: includes $inc: not a header of its own folder or include/smoe/" >&2
-        ok=0
-        continue ;;
-      *)
-        # a header next to the file: same module (generated tables included)
-        continue ;;
-    esac
-    [ "$to" = "$mod" ] && continue
-    if ! known "$to"; then
-      echo "$f: includes $inc, a module that is not in the layer table" >&2
-      ok=0
+grep -rE 'include|getenv' src include cli 2>/dev/null |
+RULES=$rules LAYERS=$layers EXCEPTIONS=$exceptions FILES=$files SELF=$0 awk '
+function err(msg) { print msg > "/dev/stderr" }
+BEGIN {
+  # the table: "MODULE: ALLOWED..." rows; a module may include itself
+  n = split(ENVIRON["LAYERS"], row, "\n")
+  for (i = 1; i <= n; i++)
+    if (match(row[i], /^[a-z]*:/)) {
+      m = substr(row[i], 1, RLENGTH - 1)
+      rest = substr(row[i], RLENGTH + 1)
+      sub(/^ */, "", rest)
+      known[m] = 1
+      allow[m] = rest
+    }
+  n = split(ENVIRON["EXCEPTIONS"], row, "\n")
+  for (i = 1; i <= n; i++) excused[row[i]] = 1
+  nrules = split(ENVIRON["RULES"], rule, "\n")
+}
+{
+  f = $0; sub(/:.*/, "", f)
+  text = substr($0, length(f) + 2)
+  # the keep rules: files in the order grep met them, each once
+  for (r = 1; r < nrules; r++) {
+    split(rule[r], part, "\t")
+    if (text ~ part[1] && !((r, f) in hit)) {
+      hit[r, f] = 1
+      if (f !~ part[2]) stray[r] = stray[r] (stray[r] == "" ? "" : "\n") f
+    }
+  }
+  # the first quoted include of the line, as the layer rules read it
+  if (match(text, /^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*"/)) {
+    inc = substr(text, RSTART, RLENGTH - 1)
+    sub(/^[^"]*"/, "", inc)
+    incs[f] = incs[f] SUBSEP inc
+  }
+}
+END {
+  pass = 0; fail = 0
+  for (r = 1; r < nrules; r++) {
+    split(rule[r], part, "\t")
+    if (stray[r] != "") { err(part[3] ": " stray[r]); fail++ } else pass++
+  }
+  nf = split(ENVIRON["FILES"], file, "\n")
+  for (i = 1; i <= nf; i++) {
+    f = file[i]
+    if (f ~ /^include\/smoe\//) { mod = f; sub(/.*\//, "", mod); sub(/\.h$/, "", mod) }
+    else if (f ~ /^cli\//) mod = "cli"
+    else { mod = substr(f, 5); sub(/\/.*/, "", mod) }
+    if (!(mod in known)) {
+      err(f ": module '\''" mod "'\'' is not in the layer table of " ENVIRON["SELF"])
+      fail++
       continue
-    fi
-    case $allow in *" $to "*) continue ;; esac
-    if printf '%s\n' "$exceptions" | grep -qx "$f $to"; then
-      continue
-    fi
-    echo "$f: includes $inc, but module '$mod' may depend only on: $(allowed "$mod")" >&2
-    ok=0
-  done
-  if [ "$ok" -eq 1 ]; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-  fi
-done
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+    }
+    ok = 1
+    k = split(substr(incs[f], 2), list, SUBSEP)
+    for (j = 1; j <= k; j++) {
+      inc = list[j]
+      if (inc ~ /^smoe\/.*\.h$/) { to = inc; sub(/.*\//, "", to); sub(/\.h$/, "", to) }
+      else if (inc ~ /^\.\.\/.*\//) {
+        to = substr(inc, 4); sub(/\/.*/, "", to)
+        err(f ": includes " inc ", an internal header of module '\''" to "'\'' (use include/smoe/" to ".h)")
+        ok = 0
+        continue
+      } else if (inc ~ /\//) {
+        err(f ": includes " inc ": not a header of its own folder or include/smoe/")
+        ok = 0
+        continue
+      } else continue # a header next to the file: same module (generated tables included)
+      if (to == mod) continue
+      if (!(to in known)) {
+        err(f ": includes " inc ", a module that is not in the layer table")
+        ok = 0
+        continue
+      }
+      if (index(" " allow[mod] " ", " " to " ") || ((f " " to) in excused)) continue
+      err(f ": includes " inc ", but module '\''" mod "'\'' may depend only on: " allow[mod])
+      ok = 0
+    }
+    if (ok) pass++; else fail++
+  }
+  print pass " passed, " fail " failed"
+  exit fail != 0
+}'

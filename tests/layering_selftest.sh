@@ -9,18 +9,15 @@ pass=0
 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fresh() {
-  rm -rf "$tmp/t"
-  mkdir -p "$tmp/t/scripts"
-  cp -R "$src/src" "$src/include" "$src/cli" "$tmp/t/"
-  cp "$src/scripts/check-layering.sh" "$tmp/t/scripts/"
-}
+mkdir -p "$tmp/t/scripts"
+cp -R "$src/src" "$src/include" "$src/cli" "$tmp/t/"
+cp "$src/scripts/check-layering.sh" "$tmp/t/scripts/"
 run() { sh "$tmp/t/scripts/check-layering.sh" "$tmp/t" >"$tmp/out" 2>&1; }
-fresh
 if run; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: the clean tree fails:" >&2; cat "$tmp/out" >&2; fi
-# FILE LINE PATTERN: plant LINE at the end of FILE, expect PATTERN
+# FILE LINE PATTERN: plant LINE at the end of FILE, expect PATTERN; the
+# file is restored after, so each plant is the one violation of the copy
 plant() {
-  fresh
+  cp "$tmp/t/$1" "$tmp/saved"
   echo "$2" >>"$tmp/t/$1"
   if run; then
     fail=$((fail + 1)); echo "FAIL: '$2' in $1 passed the check" >&2
@@ -29,6 +26,7 @@ plant() {
   else
     fail=$((fail + 1)); echo "FAIL: '$2' in $1: no '$3' in:" >&2; cat "$tmp/out" >&2
   fi
+  cp "$tmp/saved" "$tmp/t/$1"
 }
 plant src/runtime/ep.c '#include "smoe/plan.h"' "src/runtime/ep.c: includes smoe/plan.h"
 plant src/core/err.c '#include "smoe/shard.h"' "src/core/err.c: includes smoe/shard.h"
