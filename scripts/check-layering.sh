@@ -45,6 +45,9 @@ keep 'getenv\("SMOE_TEST_' '^$' 'SMOE_TEST_* read from the environment'
 # ckpt writes and reads checkpoints of a state it is handed (slabs and
 # per-weight layout), over comm's collectives, with the config recorded:
 # below train, which describes its store to it; no plan, model or runtime.
+# backend holds the kernel table (backend.h) that the model and the
+# optimizer call; like comm, an interface implemented below its users: the
+# kernels module provides the CPU table, a device module a second one.
 # recipe reads MaxText's training recipe and key policy out of a config:
 # the plan's dimensions and the model's configuration (model.h), nothing
 # that runs: below train, which applies it.
@@ -56,15 +59,16 @@ config: core shard
 plan: core shard config dtype
 sched: core shard config plan dtype
 plot: core shard config plan sched dtype
-kernels: core
+backend:
+kernels: core backend
 comm: core shard dtype
-model: core kernels comm
+model: core kernels comm backend
 runtime: core shard comm dtype
 ckpt: core shard config comm
-recipe: core shard config plan kernels comm model dtype
-train: core shard config plan sched kernels comm model ckpt recipe dtype
-calib: core shard config plan sched kernels comm model runtime ckpt recipe train dtype
-cli: core shard config plan sched plot kernels comm model runtime ckpt recipe train calib dtype
+recipe: core shard config plan kernels backend comm model dtype
+train: core shard config plan sched kernels backend comm model ckpt recipe dtype
+calib: core shard config plan sched kernels backend comm model runtime ckpt recipe train dtype
+cli: core shard config plan sched plot kernels backend comm model runtime ckpt recipe train calib dtype
 '
 # Single includes tolerated until their fix lands, each with its reason
 # (FILE HEADER-MODULE); none today.

@@ -36,6 +36,7 @@
 
 #include <stdint.h>
 
+#include "smoe/backend.h"
 #include "smoe/comm.h"
 #include "smoe/core.h"
 #include "smoe/kernels.h"
@@ -148,12 +149,20 @@ typedef struct smoe_model smoe_model;
 double smoe_model_fwd_flops_per_token(const struct smoe_model_cfg *m);
 
 /* Validate cfg and allocate the activation slab for one step (all layers'
- * saved activations). SMOE_EINVAL names the bad dimension. */
+ * saved activations). SMOE_EINVAL names the bad dimension. The model runs
+ * its kernels through the CPU table (smoe_kops_cpu); smoe_model_new_on
+ * takes the table (backend.h, not owned, outliving the model) instead. */
 SMOE_MUST_CHECK
 smoe_status smoe_model_new(const smoe_model_cfg *cfg, smoe_model **out,
                            smoe_err *err);
+SMOE_MUST_CHECK
+smoe_status smoe_model_new_on(const smoe_model_cfg *cfg, const smoe_kops *ops,
+                              smoe_model **out, smoe_err *err);
 void smoe_model_free(smoe_model *m);
 const smoe_model_cfg *smoe_model_config(const smoe_model *m);
+/* The kernel table the model runs on (the optimizer updates its weights
+ * with the same one). */
+const smoe_kops *smoe_model_kops(const smoe_model *m);
 /* The bytes smoe_model_new(cfg) will allocate, without allocating them
  * (the same checks: SMOE_EINVAL for a config it refuses). */
 SMOE_MUST_CHECK

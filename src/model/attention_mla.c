@@ -32,8 +32,9 @@
 static void rope(const smoe_model *m, float *x, int64_t h, int64_t stride, int64_t hstride,
                  int inverse)
 {
-    smoe_rope_apply_tab(x, m->pos, m->T, h, m->cfg.qk_rope, stride, hstride, m->rope_cs,
-                        m->rope_sn, m->cfg.seq, m->cfg.rope_halves, m->rope_scale, inverse);
+    m->ops->rope_apply_tab(m->stream, x, m->pos, m->T, h, m->cfg.qk_rope, stride, hstride,
+                           m->rope_cs, m->rope_sn, m->cfg.seq, m->cfg.rope_halves,
+                           m->rope_scale, inverse);
 }
 
 static void zero(float *p, int64_t n) { memset(p, 0, (size_t)n * sizeof *p); }
@@ -48,29 +49,29 @@ void mla_fwd(smoe_model *m, attn_act *a, const float *const w[SMOE_W_NSLOTS],
     model_scratch *s = &m->s;
 
     memcpy(a->xin, x, (size_t)(T * D) * sizeof *x);
-    smoe_rmsnorm(a->h, a->rstd1, x, w[SMOE_W_PRE_NORM], T, D, g->eps);
+    m->ops->rmsnorm(m->stream, a->h, a->rstd1, x, w[SMOE_W_PRE_NORM], T, D, g->eps);
 
     /* queries */
     if (Q) {
-        smoe_matmul(a->qa, a->h, w[SMOE_W_WQ_A], T, D, Q, 0.0f);
+        m->ops->matmul(m->stream, a->qa, a->h, w[SMOE_W_WQ_A], T, D, Q, 0.0f);
         model_progress(comm);
-        smoe_rmsnorm(a->qan, a->rstd_q, a->qa, w[SMOE_W_Q_NORM], T, Q, g->eps);
-        smoe_matmul(a->q, a->qan, w[SMOE_W_WQ_B], T, Q, H * dq, 0.0f);
+        m->ops->rmsnorm(m->stream, a->qan, a->rstd_q, a->qa, w[SMOE_W_Q_NORM], T, Q, g->eps);
+        m->ops->matmul(m->stream, a->q, a->qan, w[SMOE_W_WQ_B], T, Q, H * dq, 0.0f);
     } else {
-        smoe_matmul(a->q, a->h, w[SMOE_W_QUERY], T, D, H * dq, 0.0f);
+        m->ops->matmul(m->stream, a->q, a->h, w[SMOE_W_QUERY], T, D, H * dq, 0.0f);
     }
     model_progress(comm);
     rope(m, a->q + dn, H, H * dq, dq, 0);
 
     /* compressed kv and the shared rotary key */
     const float *wkv_a = w[SMOE_W_WKV_A];
-    smoe_gemm(0, 0, T, R, D, 1.0f, a->h, D, wkv_a, R + dr, 0.0f, a->ckv, R);
+    m->ops->gemm(m->stream, 0, 0, T, R, D, 1.0f, a->h, D, wkv_a, R + dr, 0.0f, a->ckv, R);
     model_progress(comm);
-    smoe_gemm(0, 0, T, dr, D, 1.0f, a->h, D, wkv_a + R, R + dr, 0.0f, s->kpe, dr);
+    m->ops->gemm(m->stream, 0, 0, T, dr, D, 1.0f, a->h, D, wkv_a + R, R + dr, 0.0f, s->kpe, dr);
     model_progress(comm);
     rope(m, s->kpe, 1, dr, dr, 0);
-    smoe_rmsnorm(a->ckvn, a->rstd_kv, a->ckv, w[SMOE_W_KV_NORM], T, R, g->eps);
-    smoe_matmul(s->kv, a->ckvn, w[SMOE_W_WKV_B], T, R, H * (dn + dv), 0.0f);
+    m->ops->rmsnorm(m->stream, a->ckvn, a->rstd_kv, a->ckv, w[SMOE_W_KV_NORM], T, R, g->eps);
+    m->ops->matmul(m->stream, s->kv, a->ckvn, w[SMOE_W_WKV_B], T, R, H * (dn + dv), 0.0f);
     model_progress(comm);
     for (int64_t t = 0; t < T; t++)
         for (int64_t hh = 0; hh < H; hh++) {
@@ -85,15 +86,15 @@ void mla_fwd(smoe_model *m, attn_act *a, const float *const w[SMOE_W_NSLOTS],
     const float scale = m->attn_scale;
     for (int64_t b = 0; b < g->batch; b++) {
         const int64_t t0 = b * S;
-        smoe_attention(a->o + t0 * H * dv, a->p + b * H * S * S,
-                       a->q + t0 * H * dq, a->k + t0 * H * dq,
-                       a->v + t0 * H * dv, S, H, dq, dv, H * dq, H * dq,
-                       H * dv, scale);
+        m->ops->attention(m->stream, a->o + t0 * H * dv, a->p + b * H * S * S,
+                          a->q + t0 * H * dq, a->k + t0 * H * dq,
+                          a->v + t0 * H * dv, S, H, dq, dv, H * dq, H * dq,
+                          H * dv, scale);
         model_progress(comm);
     }
 
     /* x += o @ out */
-    smoe_matmul(x, a->o, w[SMOE_W_OUT], T, H * dv, D, 1.0f);
+    m->ops->matmul(m->stream, x, a->o, w[SMOE_W_OUT], T, H * dv, D, 1.0f);
     model_progress(comm);
 }
 
@@ -110,7 +111,7 @@ void mla_bwd(smoe_model *m, const attn_act *a,
 
     /* x_out = x_in + o @ out */
     zero(s->dout, T * H * dv);
-    smoe_matmul_bwd(s->dout, dw[SMOE_W_OUT], dx, a->o, w[SMOE_W_OUT], T, H * dv, D);
+    m->ops->matmul_bwd(m->stream, s->dout, dw[SMOE_W_OUT], dx, a->o, w[SMOE_W_OUT], T, H * dv, D);
     model_progress(comm);
 
     /* attention */
@@ -120,11 +121,11 @@ void mla_bwd(smoe_model *m, const attn_act *a,
     const float scale = m->attn_scale;
     for (int64_t b = 0; b < g->batch; b++) {
         const int64_t t0 = b * S;
-        smoe_attention_bwd(s->dq + t0 * H * dq, s->dk + t0 * H * dq,
-                           s->dv + t0 * H * dv, s->dout + t0 * H * dv,
-                           a->p + b * H * S * S, a->q + t0 * H * dq,
-                           a->k + t0 * H * dq, a->v + t0 * H * dv, S, H, dq,
-                           dv, H * dq, H * dq, H * dv, scale, s->att);
+        m->ops->attention_bwd(m->stream, s->dq + t0 * H * dq, s->dk + t0 * H * dq,
+                              s->dv + t0 * H * dv, s->dout + t0 * H * dv,
+                              a->p + b * H * S * S, a->q + t0 * H * dq,
+                              a->k + t0 * H * dq, a->v + t0 * H * dv, S, H, dq,
+                              dv, H * dq, H * dq, H * dv, scale, s->att);
         model_progress(comm);
     }
 
@@ -136,49 +137,50 @@ void mla_bwd(smoe_model *m, const attn_act *a,
             const float *dk = s->dk + (t * H + hh) * dq;
             memcpy(d, dk, (size_t)dn * sizeof *d);
             memcpy(d + dn, s->dv + (t * H + hh) * dv, (size_t)dv * sizeof *d);
-            smoe_vec_add(dkpe + t * dr, dk + dn, dr);
+            m->ops->vec_add(m->stream, dkpe + t * dr, dk + dn, dr);
         }
     rope(m, dkpe, 1, dr, dr, 1);
     rope(m, s->dq + dn, H, H * dq, dq, 1);
 
     /* kv = ckvn @ wkv_b, ckvn = rmsnorm(ckv) * kv_norm */
     zero(s->dckvn, T * R);
-    smoe_matmul_bwd(s->dckvn, dw[SMOE_W_WKV_B], dkv, a->ckvn, w[SMOE_W_WKV_B],
-                    T, R, H * (dn + dv));
+    m->ops->matmul_bwd(m->stream, s->dckvn, dw[SMOE_W_WKV_B], dkv, a->ckvn, w[SMOE_W_WKV_B],
+                       T, R, H * (dn + dv));
     model_progress(comm);
     zero(s->dckv, T * R);
-    smoe_rmsnorm_bwd(s->dckv, dw[SMOE_W_KV_NORM], s->dckvn, a->ckv,
-                     w[SMOE_W_KV_NORM], a->rstd_kv, T, R);
+    m->ops->rmsnorm_bwd(m->stream, s->dckv, dw[SMOE_W_KV_NORM], s->dckvn, a->ckv,
+                        w[SMOE_W_KV_NORM], a->rstd_kv, T, R);
 
     /* [ckv | k_pe] = h @ wkv_a, by column blocks */
     const float *wkv_a = w[SMOE_W_WKV_A];
     float *dwkv_a = dw[SMOE_W_WKV_A];
-    smoe_gemm(0, 1, T, D, R, 1.0f, s->dckv, R, wkv_a, R + dr, 0.0f, s->dh, D);
+    m->ops->gemm(m->stream, 0, 1, T, D, R, 1.0f, s->dckv, R, wkv_a, R + dr, 0.0f, s->dh, D);
     model_progress(comm);
-    smoe_gemm(0, 1, T, D, dr, 1.0f, dkpe, dr, wkv_a + R, R + dr, 1.0f, s->dh, D);
+    m->ops->gemm(m->stream, 0, 1, T, D, dr, 1.0f, dkpe, dr, wkv_a + R, R + dr, 1.0f, s->dh, D);
     model_progress(comm);
-    smoe_gemm(1, 0, D, R, T, 1.0f, a->h, D, s->dckv, R, 1.0f, dwkv_a, R + dr);
+    m->ops->gemm(m->stream, 1, 0, D, R, T, 1.0f, a->h, D, s->dckv, R, 1.0f, dwkv_a, R + dr);
     model_progress(comm);
-    smoe_gemm(1, 0, D, dr, T, 1.0f, a->h, D, dkpe, dr, 1.0f, dwkv_a + R, R + dr);
+    m->ops->gemm(m->stream, 1, 0, D, dr, T, 1.0f, a->h, D, dkpe, dr, 1.0f, dwkv_a + R, R + dr);
     model_progress(comm);
 
     /* queries */
     if (Q) {
         zero(s->dqan, T * Q);
-        smoe_matmul_bwd(s->dqan, dw[SMOE_W_WQ_B], s->dq, a->qan, w[SMOE_W_WQ_B],
-                        T, Q, H * dq);
+        m->ops->matmul_bwd(m->stream, s->dqan, dw[SMOE_W_WQ_B], s->dq, a->qan, w[SMOE_W_WQ_B],
+                           T, Q, H * dq);
         model_progress(comm);
         zero(s->dqa, T * Q);
-        smoe_rmsnorm_bwd(s->dqa, dw[SMOE_W_Q_NORM], s->dqan, a->qa,
-                         w[SMOE_W_Q_NORM], a->rstd_q, T, Q);
-        smoe_matmul_bwd(s->dh, dw[SMOE_W_WQ_A], s->dqa, a->h, w[SMOE_W_WQ_A], T, D, Q);
+        m->ops->rmsnorm_bwd(m->stream, s->dqa, dw[SMOE_W_Q_NORM], s->dqan, a->qa,
+                            w[SMOE_W_Q_NORM], a->rstd_q, T, Q);
+        m->ops->matmul_bwd(m->stream, s->dh, dw[SMOE_W_WQ_A], s->dqa, a->h, w[SMOE_W_WQ_A],
+                           T, D, Q);
     } else {
-        smoe_matmul_bwd(s->dh, dw[SMOE_W_QUERY], s->dq, a->h, w[SMOE_W_QUERY],
-                        T, D, H * dq);
+        m->ops->matmul_bwd(m->stream, s->dh, dw[SMOE_W_QUERY], s->dq, a->h, w[SMOE_W_QUERY],
+                           T, D, H * dq);
     }
     model_progress(comm);
 
     /* h = rmsnorm(x) * pre_norm; dx already holds the residual path */
-    smoe_rmsnorm_bwd(dx, dw[SMOE_W_PRE_NORM], s->dh, a->xin,
-                     w[SMOE_W_PRE_NORM], a->rstd1, T, D);
+    m->ops->rmsnorm_bwd(m->stream, dx, dw[SMOE_W_PRE_NORM], s->dh, a->xin,
+                        w[SMOE_W_PRE_NORM], a->rstd1, T, D);
 }

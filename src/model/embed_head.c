@@ -26,7 +26,7 @@ void smoe_model_embed_bwd(smoe_model *m, float *dembed, const int32_t *tokens,
     const int64_t D = m->cfg.emb;
     for (int64_t t = 0; t < m->T; t++) {
         SMOE_ASSERT(tokens[t] >= 0 && tokens[t] < m->cfg.vocab);
-        smoe_vec_add(dembed + (int64_t)tokens[t] * D, dx + t * D, D);
+        m->ops->vec_add(m->stream, dembed + (int64_t)tokens[t] * D, dx + t * D, D);
     }
 }
 
@@ -42,19 +42,20 @@ double smoe_model_head(smoe_model *m, const float *final_norm,
     for (int64_t r0 = 0; r0 < T; r0 += hr) {
         const int64_t n = T - r0 < hr ? T - r0 : hr;
         const float *xr = x + r0 * D;
-        smoe_rmsnorm(s->hn, s->hrstd, xr, final_norm, n, D, m->cfg.eps);
-        smoe_matmul(s->lg, s->hn, logits_w, n, D, V, 0.0f);
+        m->ops->rmsnorm(m->stream, s->hn, s->hrstd, xr, final_norm, n, D, m->cfg.eps);
+        m->ops->matmul(m->stream, s->lg, s->hn, logits_w, n, D, V, 0.0f);
         /* the logits' gradient overwrites them */
-        double zsum = 0.0; /* z-loss (MaxText max_utils.cross_entropy_with_logits) */
-        loss += smoe_cross_entropy_z(dx ? s->lg : NULL, s->lg, targets + r0, n, V, loss_scale,
-                                     m->cfg.z_loss, &zsum);
+        double ce = 0.0, zsum = 0.0; /* z-loss (MaxText max_utils.cross_entropy_with_logits) */
+        m->ops->cross_entropy_z(m->stream, dx ? s->lg : NULL, s->lg, targets + r0, n, V,
+                                loss_scale, m->cfg.z_loss, &ce, &zsum);
+        loss += ce;
         m->stats.z_loss += zsum * (double)loss_scale;
         if (!dx)
             continue;
-        smoe_gemm(0, 1, n, D, V, 1.0f, s->lg, V, logits_w, V, 0.0f, s->dhn, D);
-        smoe_matmul_bwd(NULL, dlogits, s->lg, s->hn, logits_w, n, D, V);
+        m->ops->gemm(m->stream, 0, 1, n, D, V, 1.0f, s->lg, V, logits_w, V, 0.0f, s->dhn, D);
+        m->ops->matmul_bwd(m->stream, NULL, dlogits, s->lg, s->hn, logits_w, n, D, V);
         memset(dx + r0 * D, 0, (size_t)(n * D) * sizeof *dx);
-        smoe_rmsnorm_bwd(dx + r0 * D, dnorm, s->dhn, xr, final_norm, s->hrstd, n, D);
+        m->ops->rmsnorm_bwd(m->stream, dx + r0 * D, dnorm, s->dhn, xr, final_norm, s->hrstd, n, D);
     }
     return loss * (double)loss_scale;
 }

@@ -49,9 +49,9 @@ smoe_status smoe_model_layer_fwd(smoe_model *m, int l,
 
     mla_fwd(m, &la->at, w, x, comm);
     memcpy(la->xmid, x, (size_t)(T * D) * sizeof *x);
-    smoe_rmsnorm(la->h2, la->rstd2, x, w[SMOE_W_POST_NORM], T, D, g->eps);
+    m->ops->rmsnorm(m->stream, la->h2, la->rstd2, x, w[SMOE_W_POST_NORM], T, D, g->eps);
     if (l < g->n_dense) {
-        mlp_fwd(x, 1.0f, la->mlp, m->s.g, la->h2, w[SMOE_W_MLP_WI0],
+        mlp_fwd(m, x, 1.0f, la->mlp, m->s.g, la->h2, w[SMOE_W_MLP_WI0],
                 w[SMOE_W_MLP_WI1], w[SMOE_W_MLP_WO], T, D, g->mlp, comm);
     } else if ((st = moe_fwd(m, la, w, x, comm, err))) {
         return st;
@@ -79,15 +79,15 @@ smoe_status smoe_model_layer_bwd(smoe_model *m, int l,
     float *dh2 = m->s.dh2;
     memset(dh2, 0, (size_t)(T * D) * sizeof *dh2);
     if (l < g->n_dense) {
-        mlp_bwd(dh2, dw[SMOE_W_MLP_WI0], dw[SMOE_W_MLP_WI1], dw[SMOE_W_MLP_WO],
+        mlp_bwd(m, dh2, dw[SMOE_W_MLP_WI0], dw[SMOE_W_MLP_WI1], dw[SMOE_W_MLP_WO],
                 dx, la->mlp, la->h2, w[SMOE_W_MLP_WI0], w[SMOE_W_MLP_WI1],
                 w[SMOE_W_MLP_WO], T, D, g->mlp, m->s.g, m->s.dg, m->s.da,
                 m->s.db, comm);
     } else if ((st = moe_bwd(m, la, w, dw, dx, dh2, comm, err))) {
         return st;
     }
-    smoe_rmsnorm_bwd(dx, dw[SMOE_W_POST_NORM], dh2, la->xmid,
-                     w[SMOE_W_POST_NORM], la->rstd2, T, D);
+    m->ops->rmsnorm_bwd(m->stream, dx, dw[SMOE_W_POST_NORM], dh2, la->xmid,
+                        w[SMOE_W_POST_NORM], la->rstd2, T, D);
     mla_bwd(m, &la->at, w, dw, dx, comm);
     return SMOE_OK;
 }

@@ -351,11 +351,20 @@ smoe_status smoe_model_need_bytes(const smoe_model_cfg *cfg, int64_t *bytes, smo
 smoe_status smoe_model_new(const smoe_model_cfg *cfg, smoe_model **out,
                            smoe_err *err)
 {
+    return smoe_model_new_on(cfg, smoe_kops_cpu(), out, err);
+}
+
+smoe_status smoe_model_new_on(const smoe_model_cfg *cfg, const smoe_kops *ops,
+                              smoe_model **out, smoe_err *err)
+{
     smoe_status st;
     *out = NULL;
+    if (!ops)
+        return smoe_err_set(err, SMOE_EINVAL, "model: no kernel table");
     smoe_model *m = smoe_calloc(1, sizeof *m);
     if (!m)
         goto nomem;
+    m->ops = ops;
     if ((st = model_prepare(m, cfg, err)))
         goto fail;
     const smoe_model_cfg *g = &m->cfg;
@@ -418,6 +427,8 @@ void smoe_model_free(smoe_model *m)
 }
 
 const smoe_model_cfg *smoe_model_config(const smoe_model *m) { return &m->cfg; }
+
+const smoe_kops *smoe_model_kops(const smoe_model *m) { return m->ops; }
 
 double smoe_model_fwd_flops_per_token(const smoe_model_cfg *m)
 {

@@ -12,6 +12,7 @@
 #ifndef SMOE_MODEL_IMPL_H
 #define SMOE_MODEL_IMPL_H
 
+#include "smoe/backend.h"
 #include "smoe/kernels.h"
 #include "smoe/model.h"
 
@@ -127,6 +128,8 @@ enum { HEAD_LOGITS = 1 << 18, HEAD_ROWS_MIN = 64 };
 
 struct smoe_model {
     smoe_model_cfg cfg;
+    const smoe_kops *ops; /* every kernel of a step runs through this table */
+    void *stream;         /* ... on this stream (NULL: the CPU table's) */
     int64_t T;         /* batch * seq */
     int64_t n_layers;  /* n_dense + n_moe */
     int64_t el;        /* E_l = experts / ep (0 without MoE layers) */
@@ -162,15 +165,15 @@ static inline void model_progress(smoe_ep_comm *comm)
 /* ---- mlp.c ---- */
 /* y (n, d) = beta * y + swiglu(x @ wi0, x @ wi1) @ wo for x (n, d),
  * wi0/wi1 (d, w), wo (w, d). Saves a, b (n, w); g (n, w) is scratch. */
-void mlp_fwd(float *y, float beta, mlp_act a, float *g, const float *x,
-             const float *wi0, const float *wi1, const float *wo, int64_t n,
-             int64_t d, int64_t w, smoe_ep_comm *comm);
+void mlp_fwd(const smoe_model *m, float *y, float beta, mlp_act a, float *g, const float *x,
+             const float *wi0, const float *wi1, const float *wo, int64_t n, int64_t d,
+             int64_t w, smoe_ep_comm *comm);
 /* Backward of mlp_fwd for dy (n, d): dx (n, d) += ..., dwi0/dwi1/dwo +=
  * ... (dx may be NULL). Scratch g, dg, da, db (n, w). */
-void mlp_bwd(float *dx, float *dwi0, float *dwi1, float *dwo, const float *dy,
-             mlp_act a, const float *x, const float *wi0, const float *wi1,
-             const float *wo, int64_t n, int64_t d, int64_t w, float *g,
-             float *dg, float *da, float *db, smoe_ep_comm *comm);
+void mlp_bwd(const smoe_model *m, float *dx, float *dwi0, float *dwi1, float *dwo,
+             const float *dy, mlp_act a, const float *x, const float *wi0, const float *wi1,
+             const float *wo, int64_t n, int64_t d, int64_t w, float *g, float *dg, float *da,
+             float *db, smoe_ep_comm *comm);
 
 /* ---- attention_mla.c ---- */
 /* x (T, D) += MLA(rmsnorm(x) * pre_norm); saves into a (a->xin = x in). */

@@ -158,7 +158,7 @@ static double lb_loss(smoe_model *m, const moe_act *a, const float *bias, double
     float *p = a->lbp;
     for (int64_t i = 0; i < m->T * E; i++)
         p[i] = a->scores[i] + (bias ? bias[i % E] : 0.0f);
-    smoe_softmax_rows(p, m->T, E);
+    m->ops->softmax_rows(m->stream, p, m->T, E);
     const double B = (double)(g->lb_batch ? g->lb_batch : g->batch);
     const double c = (double)g->lb_weight * (double)E / (B * (double)g->n_moe);
     double total = 0.0;
@@ -269,12 +269,12 @@ smoe_status moe_fwd(smoe_model *m, layer_act *la,
         return st;
 
     /* router */
-    smoe_matmul(a->scores, la->h2, w[SMOE_W_GATE], T, D, E, 0.0f);
+    m->ops->matmul(m->stream, a->scores, la->h2, w[SMOE_W_GATE], T, D, E, 0.0f);
     model_progress(comm);
     if (g->score_sigmoid)
-        smoe_sigmoid(a->scores, a->scores, T * E);
+        m->ops->sigmoid(m->stream, a->scores, a->scores, T * E);
     else if (!g->score_raw)
-        smoe_softmax_rows(a->scores, T, E);
+        m->ops->softmax_rows(m->stream, a->scores, T, E);
     const float *bias = g->routed_bias ? w[SMOE_W_GATE_BIAS] : NULL;
     route(m, a, bias);
     if (g->lb_weight > 0.0f)
@@ -282,7 +282,7 @@ smoe_status moe_fwd(smoe_model *m, layer_act *la,
 
     /* shared experts: x += SwiGLU(h2) */
     if (sw)
-        mlp_fwd(x, 1.0f, a->sh, s->g, la->h2, w[SMOE_W_SH_WI0],
+        mlp_fwd(m, x, 1.0f, a->sh, s->g, la->h2, w[SMOE_W_SH_WI0],
                 w[SMOE_W_SH_WI1], w[SMOE_W_SH_WO], T, D, sw, comm);
 
     if ((st = dispatch(m, la, comm, err)))
@@ -298,7 +298,7 @@ smoe_status moe_fwd(smoe_model *m, layer_act *la,
         for (int64_t p = 0; p < ep; p++)
             n += a->recv_cnt[p * el + j];
         mlp_act ra = { a->r.a + row * Mm, a->r.b + row * Mm };
-        mlp_fwd(out + row * D, 0.0f, ra, o->g + row * Mm, a->xr + row * D,
+        mlp_fwd(m, out + row * D, 0.0f, ra, o->g + row * Mm, a->xr + row * D,
                 wi0 + j * D * Mm, wi1 + j * D * Mm, wo + j * Mm * D, n, D, Mm,
                 comm);
         row += n;
@@ -313,7 +313,7 @@ smoe_status moe_fwd(smoe_model *m, layer_act *la,
     /* x += sum_k w_k * expert_k(h2) */
     for (int64_t i = 0; i < T * K; i++)
         if (a->pos[i] >= 0)
-            smoe_vec_axpy(x + (i / K) * D, a->wts[i], a->yret + a->pos[i] * D, D);
+            m->ops->vec_axpy(m->stream, x + (i / K) * D, a->wts[i], a->yret + a->pos[i] * D, D);
     return SMOE_OK;
 }
 
@@ -387,12 +387,12 @@ static void router_bwd(smoe_model *m, const moe_act *a, const float *bias, float
     }
     if (dg && dbias)
         for (int64_t t = 0; t < T; t++)
-            smoe_vec_add(dbias, dg + t * E, E);
+            m->ops->vec_add(m->stream, dbias, dg + t * E, E);
     if (g->score_sigmoid) {
         for (int64_t i = 0; i < T * E; i++)
             dsc[i] *= a->scores[i] * (1.0f - a->scores[i]);
     } else if (!g->score_raw) {
-        smoe_softmax_rows_bwd(dsc, dsc, a->scores, T, E);
+        m->ops->softmax_rows_bwd(m->stream, dsc, dsc, a->scores, T, E);
     }
 }
 
@@ -413,7 +413,7 @@ smoe_status moe_bwd(smoe_model *m, layer_act *la,
         return st;
 
     if (sw)
-        mlp_bwd(dh2, dw[SMOE_W_SH_WI0], dw[SMOE_W_SH_WI1], dw[SMOE_W_SH_WO], dy,
+        mlp_bwd(m, dh2, dw[SMOE_W_SH_WI0], dw[SMOE_W_SH_WI1], dw[SMOE_W_SH_WO], dy,
                 a->sh, la->h2, w[SMOE_W_SH_WI0], w[SMOE_W_SH_WI1],
                 w[SMOE_W_SH_WO], T, D, sw, s->g, s->dg, s->da, s->db, comm);
 
@@ -428,7 +428,8 @@ smoe_status moe_bwd(smoe_model *m, layer_act *la,
             s->dwk[i] = 0.0f;
             continue;
         }
-        s->dwk[i] = (float)smoe_vec_dot_scale(send + p * D, a->wts[i], d, a->yret + p * D, D);
+        m->ops->vec_dot_scale(m->stream, send + p * D, a->wts[i], d, a->yret + p * D, D,
+                              &s->dwk[i]);
     }
     rows_per_peer(s->srows, a->send_cnt, ep, el);
     rows_per_peer(s->rrows, a->recv_cnt, ep, el);
@@ -448,7 +449,7 @@ smoe_status moe_bwd(smoe_model *m, layer_act *la,
         for (int64_t p = 0; p < ep; p++)
             n += a->recv_cnt[p * el + j];
         mlp_act ra = { a->r.a + row * Mm, a->r.b + row * Mm };
-        mlp_bwd(o->rc + row * D, dw[SMOE_W_EXP_WI0] + j * D * Mm,
+        mlp_bwd(m, o->rc + row * D, dw[SMOE_W_EXP_WI0] + j * D * Mm,
                 dw[SMOE_W_EXP_WI1] + j * D * Mm, dw[SMOE_W_EXP_WO] + j * Mm * D,
                 o->rb + row * D, ra, a->xr + row * D, wi0 + j * D * Mm,
                 wi1 + j * D * Mm, wo + j * Mm * D, n, D, Mm, o->g + row * Mm,
@@ -465,12 +466,12 @@ smoe_status moe_bwd(smoe_model *m, layer_act *la,
     }
     for (int64_t i = 0; i < T * K; i++)
         if (a->pos[i] >= 0)
-            smoe_vec_add(dh2 + (i / K) * D, dxk + a->pos[i] * D, D);
+            m->ops->vec_add(m->stream, dh2 + (i / K) * D, dxk + a->pos[i] * D, D);
 
     /* router: logits = h2 @ gate */
     router_bwd(m, a, g->routed_bias ? w[SMOE_W_GATE_BIAS] : NULL,
                g->routed_bias ? dw[SMOE_W_GATE_BIAS] : NULL);
-    smoe_matmul_bwd(dh2, dw[SMOE_W_GATE], s->dsc, la->h2, w[SMOE_W_GATE], T, D, E);
+    m->ops->matmul_bwd(m->stream, dh2, dw[SMOE_W_GATE], s->dsc, la->h2, w[SMOE_W_GATE], T, D, E);
     model_progress(comm);
     return SMOE_OK;
 }

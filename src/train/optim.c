@@ -125,20 +125,20 @@ void tr_bias_step(float *bias, const double *counts, int64_t n, double avg, doub
 
 /* AdamW on weight w: the layers whose `first` mark equals `pass` (a top-
  * level weight counts as marked; no marks: the whole stack in pass 0). */
-static void update(tr_store *st, const tr_weight *w, const smoe_adamw_cfg *c,
-                   const unsigned char *first, int pass)
+static void update(const smoe_kops *ops, tr_store *st, const tr_weight *w,
+                   const smoe_adamw_cfg *c, const unsigned char *first, int pass)
 {
     int64_t n = w->info.shard_numel, off = w->shard_off;
     if (!first || w->top) {
         if (pass == 0)
-            smoe_adamw_step(st->params + off, st->m + off, st->v + off, st->grads + off,
+            ops->adamw_step(NULL, st->params + off, st->m + off, st->v + off, st->grads + off,
                             w->layers * n, c);
         return;
     }
     for (int64_t k = 0; k < w->layers; k++) {
         int64_t o = off + k * n;
         if ((first[w->layer0 + k] ? 0 : 1) == pass)
-            smoe_adamw_step(st->params + o, st->m + o, st->v + o, st->grads + o, n, c);
+            ops->adamw_step(NULL, st->params + o, st->m + o, st->v + o, st->grads + o, n, c);
     }
 }
 
@@ -182,7 +182,8 @@ smoe_status tr_optim_step(tr_optim *o, const smoe_comm *cm, tr_store *st, smoe_m
     for (int pass = 0; pass < (split ? 2 : 1); pass++) {
         for (int i = 0; i < st->n; i++) {
             c.wd = o->wd[i];
-            update(st, &st->w[i], &c, split ? split->first : NULL, pass);
+            update(smoe_model_kops(model), st, &st->w[i], &c, split ? split->first : NULL,
+                   pass);
         }
         if (o->nbias)
             bias_update(o, cm, st, mc, rc->bias_rate, split ? split->first : NULL, pass);

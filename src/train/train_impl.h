@@ -111,7 +111,8 @@ typedef struct tr_optim_split {
 /* After the gradient reductions of step `step` (0-based): *lr the rate
  * applied, *grad_norm the raw gradient's global norm; split NULL: all in
  * one part. Every element is updated by the same operations in either
- * case (the same bits). Collective. */
+ * case (the same bits). AdamW runs through the model's kernel table
+ * (smoe_model_kops), the weights living where the model runs. Collective. */
 SMOE_MUST_CHECK
 smoe_status tr_optim_step(tr_optim *o, const smoe_comm *cm, tr_store *st, smoe_model *model,
                           const smoe_model_cfg *mc, const tr_hparams *hp, int64_t step,

@@ -1,0 +1,100 @@
+/* smoe backend: the kernel table through which the model and the
+ * optimizer run their math, so that one model source runs on more than one
+ * device. The CPU table (smoe_kops_cpu, src/kernels/kops_cpu.c) forwards
+ * every entry to its kernels.h function, which stays the reference: a
+ * model on the CPU table computes bit for bit what kernels.h computes. A
+ * device backend provides a second table with the same entries.
+ *
+ * Calling convention, the same for every entry:
+ *  - the first argument is the stream the kernel is ordered on: the
+ *    backend's own object (for a device, its queue with whatever the queue
+ *    owns, such as a GEMM workspace); the CPU table ignores it (pass NULL)
+ *    and runs each kernel to completion before returning;
+ *  - arrays are pointers into the backend's memory (host memory for the
+ *    CPU table) with the shapes, strides and aliasing rules of the
+ *    kernels.h function of the same name;
+ *  - no entry returns a value: a scalar result goes to an out pointer in
+ *    the backend's memory, readable once the stream has run the kernel.
+ * Entries cover exactly the kernels the model and the optimizer call.
+ * A table is immutable and shared: thread-safe as the kernels are. This
+ * header depends on nothing else of smoe, so the kernels module below the
+ * model implements it as the runtime implements comm.h. */
+#ifndef SMOE_BACKEND_H
+#define SMOE_BACKEND_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct smoe_adamw_cfg; /* kernels.h */
+
+typedef struct smoe_kops {
+    const char *name; /* "cpu", ... */
+
+    /* ---- matrix products: smoe_gemm, smoe_matmul, smoe_matmul_bwd ---- */
+    void (*gemm)(void *stream, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                 int64_t ldc);
+    void (*matmul)(void *stream, float *y, const float *x, const float *w, int64_t t, int64_t k,
+                   int64_t n, float beta);
+    void (*matmul_bwd)(void *stream, float *dx, float *dw, const float *dy, const float *x,
+                       const float *w, int64_t t, int64_t k, int64_t n);
+
+    /* ---- smoe_rmsnorm, smoe_rmsnorm_bwd ---- */
+    void (*rmsnorm)(void *stream, float *y, float *rstd, const float *x, const float *scale,
+                    int64_t t, int64_t d, float eps);
+    void (*rmsnorm_bwd)(void *stream, float *dx, float *dscale, const float *dy, const float *x,
+                        const float *scale, const float *rstd, int64_t t, int64_t d);
+
+    /* ---- smoe_swiglu_sig, smoe_swiglu_sig_bwd ---- */
+    void (*swiglu_sig)(void *stream, float *h, float *s, const float *a, const float *b,
+                       int64_t n);
+    void (*swiglu_sig_bwd)(void *stream, float *da, float *db, const float *dh, const float *a,
+                           const float *b, const float *s, int64_t n);
+
+    /* ---- router scores: smoe_sigmoid, smoe_softmax_rows(_bwd) ---- */
+    void (*sigmoid)(void *stream, float *y, const float *x, int64_t n);
+    void (*softmax_rows)(void *stream, float *x, int64_t t, int64_t n);
+    void (*softmax_rows_bwd)(void *stream, float *dx, const float *dy, const float *y, int64_t t,
+                             int64_t n);
+
+    /* ---- smoe_rope_apply_tab (tables from smoe_rope_table) ---- */
+    void (*rope_apply_tab)(void *stream, float *x, const int32_t *pos, int64_t t, int64_t h,
+                           int64_t d, int64_t stride, int64_t hstride, const float *cs,
+                           const float *sn, int64_t npos, int halves, float scale, int inverse);
+
+    /* ---- causal attention of one sequence: smoe_attention(_bwd) ---- */
+    void (*attention)(void *stream, float *o, float *p, const float *q, const float *k,
+                      const float *v, int64_t s, int64_t h, int64_t dk, int64_t dv, int64_t qs,
+                      int64_t ks, int64_t vs, float scale);
+    void (*attention_bwd)(void *stream, float *dq, float *dk, float *dv, const float *dout,
+                          const float *p, const float *q, const float *k, const float *v,
+                          int64_t s, int64_t h, int64_t dk_, int64_t dv_, int64_t qs, int64_t ks,
+                          int64_t vs, float scale, float *scratch);
+
+    /* ---- smoe_cross_entropy_z: *loss = its return value ---- */
+    void (*cross_entropy_z)(void *stream, float *dlogits, const float *logits,
+                            const int32_t *targets, int64_t t, int64_t v, float scale, float z,
+                            double *loss, double *zsum);
+
+    /* ---- smoe_adamw_step ---- */
+    void (*adamw_step)(void *stream, float *p, float *m, float *v, const float *g, int64_t n,
+                       const struct smoe_adamw_cfg *c);
+
+    /* ---- smoe_vec_add, smoe_vec_axpy; smoe_vec_dot_scale with
+     * *dot = (float) its return value ---- */
+    void (*vec_add)(void *stream, float *y, const float *x, int64_t n);
+    void (*vec_axpy)(void *stream, float *y, float a, const float *x, int64_t n);
+    void (*vec_dot_scale)(void *stream, float *r, float a, const float *d, const float *y,
+                          int64_t n, float *dot);
+} smoe_kops;
+
+/* The CPU table: each entry calls its kernels.h function; stream unused. */
+const smoe_kops *smoe_kops_cpu(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

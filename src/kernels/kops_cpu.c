@@ -1,0 +1,158 @@
+/* The CPU kernel table (backend.h): every entry forwards its arguments,
+ * unchanged and in order, to the kernels.h function of the same name, so a
+ * model on this table computes bit for bit what the kernels compute. The
+ * stream argument is unused: each kernel has finished when it returns. */
+#include "smoe/backend.h"
+#include "smoe/kernels.h"
+
+static void gemm(void *stream, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                 int64_t ldc)
+{
+    (void)stream;
+    smoe_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+static void matmul(void *stream, float *y, const float *x, const float *w, int64_t t, int64_t k,
+                   int64_t n, float beta)
+{
+    (void)stream;
+    smoe_matmul(y, x, w, t, k, n, beta);
+}
+
+static void matmul_bwd(void *stream, float *dx, float *dw, const float *dy, const float *x,
+                       const float *w, int64_t t, int64_t k, int64_t n)
+{
+    (void)stream;
+    smoe_matmul_bwd(dx, dw, dy, x, w, t, k, n);
+}
+
+static void rmsnorm(void *stream, float *y, float *rstd, const float *x, const float *scale,
+                    int64_t t, int64_t d, float eps)
+{
+    (void)stream;
+    smoe_rmsnorm(y, rstd, x, scale, t, d, eps);
+}
+
+static void rmsnorm_bwd(void *stream, float *dx, float *dscale, const float *dy, const float *x,
+                        const float *scale, const float *rstd, int64_t t, int64_t d)
+{
+    (void)stream;
+    smoe_rmsnorm_bwd(dx, dscale, dy, x, scale, rstd, t, d);
+}
+
+static void swiglu_sig(void *stream, float *h, float *s, const float *a, const float *b,
+                       int64_t n)
+{
+    (void)stream;
+    smoe_swiglu_sig(h, s, a, b, n);
+}
+
+static void swiglu_sig_bwd(void *stream, float *da, float *db, const float *dh, const float *a,
+                           const float *b, const float *s, int64_t n)
+{
+    (void)stream;
+    smoe_swiglu_sig_bwd(da, db, dh, a, b, s, n);
+}
+
+static void sigmoid(void *stream, float *y, const float *x, int64_t n)
+{
+    (void)stream;
+    smoe_sigmoid(y, x, n);
+}
+
+static void softmax_rows(void *stream, float *x, int64_t t, int64_t n)
+{
+    (void)stream;
+    smoe_softmax_rows(x, t, n);
+}
+
+static void softmax_rows_bwd(void *stream, float *dx, const float *dy, const float *y, int64_t t,
+                             int64_t n)
+{
+    (void)stream;
+    smoe_softmax_rows_bwd(dx, dy, y, t, n);
+}
+
+static void rope_apply_tab(void *stream, float *x, const int32_t *pos, int64_t t, int64_t h,
+                           int64_t d, int64_t stride, int64_t hstride, const float *cs,
+                           const float *sn, int64_t npos, int halves, float scale, int inverse)
+{
+    (void)stream;
+    smoe_rope_apply_tab(x, pos, t, h, d, stride, hstride, cs, sn, npos, halves, scale, inverse);
+}
+
+static void attention(void *stream, float *o, float *p, const float *q, const float *k,
+                      const float *v, int64_t s, int64_t h, int64_t dk, int64_t dv, int64_t qs,
+                      int64_t ks, int64_t vs, float scale)
+{
+    (void)stream;
+    smoe_attention(o, p, q, k, v, s, h, dk, dv, qs, ks, vs, scale);
+}
+
+static void attention_bwd(void *stream, float *dq, float *dk, float *dv, const float *dout,
+                          const float *p, const float *q, const float *k, const float *v,
+                          int64_t s, int64_t h, int64_t dk_, int64_t dv_, int64_t qs, int64_t ks,
+                          int64_t vs, float scale, float *scratch)
+{
+    (void)stream;
+    smoe_attention_bwd(dq, dk, dv, dout, p, q, k, v, s, h, dk_, dv_, qs, ks, vs, scale, scratch);
+}
+
+static void cross_entropy_z(void *stream, float *dlogits, const float *logits,
+                            const int32_t *targets, int64_t t, int64_t v, float scale, float z,
+                            double *loss, double *zsum)
+{
+    (void)stream;
+    *loss = smoe_cross_entropy_z(dlogits, logits, targets, t, v, scale, z, zsum);
+}
+
+static void adamw_step(void *stream, float *p, float *m, float *v, const float *g, int64_t n,
+                       const smoe_adamw_cfg *c)
+{
+    (void)stream;
+    smoe_adamw_step(p, m, v, g, n, c);
+}
+
+static void vec_add(void *stream, float *y, const float *x, int64_t n)
+{
+    (void)stream;
+    smoe_vec_add(y, x, n);
+}
+
+static void vec_axpy(void *stream, float *y, float a, const float *x, int64_t n)
+{
+    (void)stream;
+    smoe_vec_axpy(y, a, x, n);
+}
+
+static void vec_dot_scale(void *stream, float *r, float a, const float *d, const float *y,
+                          int64_t n, float *dot)
+{
+    (void)stream;
+    *dot = (float)smoe_vec_dot_scale(r, a, d, y, n);
+}
+
+static const smoe_kops cpu = {
+    .name = "cpu",
+    .gemm = gemm,
+    .matmul = matmul,
+    .matmul_bwd = matmul_bwd,
+    .rmsnorm = rmsnorm,
+    .rmsnorm_bwd = rmsnorm_bwd,
+    .swiglu_sig = swiglu_sig,
+    .swiglu_sig_bwd = swiglu_sig_bwd,
+    .sigmoid = sigmoid,
+    .softmax_rows = softmax_rows,
+    .softmax_rows_bwd = softmax_rows_bwd,
+    .rope_apply_tab = rope_apply_tab,
+    .attention = attention,
+    .attention_bwd = attention_bwd,
+    .cross_entropy_z = cross_entropy_z,
+    .adamw_step = adamw_step,
+    .vec_add = vec_add,
+    .vec_axpy = vec_axpy,
+    .vec_dot_scale = vec_dot_scale,
+};
+
+const smoe_kops *smoe_kops_cpu(void) { return &cpu; }
