@@ -8,7 +8,9 @@
 #     runtime -> train -> cli, train reaching the runtime only through comm,
 #     checkpoints through ckpt, the recipe through recipe),
 #     and another module's internal headers are
-#     never included (only its include/smoe/ header is API).
+#     never included (only its include/smoe/ header is API);
+#  3. src/model and src/train call no kernel of kernels.h but through the
+#     kernel table of backend.h (the rule by the file list below).
 # usage: scripts/check-layering.sh [SOURCE_DIR]
 set -eu
 cd "${1:-$(dirname "$0")/..}"
@@ -74,8 +76,14 @@ cli: core shard config plan sched plot kernels backend comm model runtime ckpt r
 # (FILE HEADER-MODULE); none today.
 exceptions=''
 files=$(ls src/*/*.c src/*/*.h include/smoe/*.h cli/*.c cli/*.h 2>/dev/null)
+# 3. the model and the trainer run a step's kernels through the kernel
+#    table (backend.h), never by calling kernels.h: its functions but the
+#    BLAS set-up and the RoPE tables that smoe_model_new builds once
+kfun=$(grep -oE 'smoe_[a-z0-9_]+\(' include/smoe/kernels.h | tr -d '(' |
+  grep -vE '^smoe_(blas_.*|rope_freqs|rope_table)$' | sort -u | paste -sd '|' -)
+direct=$(grep -nE "(^|[^a-z0-9_])($kfun)\(" src/model/*.c src/train/*.c 2>/dev/null || true)
 grep -rE 'include|getenv' src include cli 2>/dev/null |
-RULES=$rules LAYERS=$layers EXCEPTIONS=$exceptions FILES=$files SELF=$0 awk '
+DIRECT=$direct RULES=$rules LAYERS=$layers EXCEPTIONS=$exceptions FILES=$files SELF=$0 awk '
 function err(msg) { print msg > "/dev/stderr" }
 BEGIN {
   # the table: "MODULE: ALLOWED..." rows; a module may include itself
@@ -112,6 +120,7 @@ BEGIN {
 }
 END {
   pass = 0; fail = 0
+  if (ENVIRON["DIRECT"] != "") { err("kernels.h called outside the kernel table:\n" ENVIRON["DIRECT"]); fail++ } else pass++
   for (r = 1; r < nrules; r++) {
     split(rule[r], part, "\t")
     if (stray[r] != "") { err(part[3] ": " stray[r]); fail++ } else pass++

@@ -24,6 +24,11 @@
  *    must leave the loss bit-identical. FD_DEBUG=1 prints every sample.
  * 2. smoe_model_new rejects bad configurations; allocation failures clean
  *    up; the slot tables are consistent.
+ * 3. The kernel table: smoe_model_new runs on the CPU table; a model built
+ *    by smoe_model_new_on on a copy of it whose GEMM entries count their
+ *    calls (stream NULL) calls them and takes a step bitwise equal to the
+ *    default model's (loss and every gradient); no table is refused. That
+ *    each CPU entry is bitwise its kernels.h function: test_kops.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
@@ -383,11 +388,92 @@ static void test_config(void)
     CHECK(!smoe_wslot_used(&c, SMOE_W_SH_WI0, 1) && !smoe_wslot_used(&c, SMOE_W_GATE_BIAS, 1));
 }
 
+/* ---- 3. the kernel table ---- */
+
+static int spy_calls;
+static void spy_gemm(void *stream, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                     float *c, int64_t ldc)
+{
+    spy_calls++;
+    CHECK(stream == NULL);
+    smoe_kops_cpu()->gemm(stream, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+static void spy_matmul(void *stream, float *y, const float *x, const float *w, int64_t t,
+                       int64_t k, int64_t n, float beta)
+{
+    spy_calls++;
+    CHECK(stream == NULL);
+    smoe_kops_cpu()->matmul(stream, y, x, w, t, k, n, beta);
+}
+
+/* One step with gradients of the model on ops (NULL: smoe_model_new's). */
+static double table_step(const smoe_model_cfg *cfg, const smoe_kops *ops, wset *W, wset *G)
+{
+    rng r = { 41 };
+    const int64_t T = cfg->batch * cfg->seq;
+    int32_t tok[64], tgt[64];
+    SMOE_ASSERT(T <= 64);
+    random_tokens(tok, T, cfg->vocab, &r);
+    random_tokens(tgt, T, cfg->vocab, &r);
+    smoe_model *m = NULL;
+    smoe_err err;
+    smoe_status st = ops ? smoe_model_new_on(cfg, ops, &m, &err)
+                         : smoe_model_new(cfg, &m, &err);
+    CHECK(st == SMOE_OK && m);
+    if (!m)
+        return NAN;
+    CHECK(smoe_model_kops(m) == (ops ? ops : smoe_kops_cpu()));
+    job j;
+    job_init(&j, m, W, 0, G, tok, tgt, 1.0f / (float)T);
+    job_run(&j);
+    CHECK(j.st == SMOE_OK);
+    job_free(&j);
+    smoe_model_free(m);
+    return j.loss;
+}
+
+static void test_table(void)
+{
+    smoe_model_cfg cfg = tiny_cfg(8, 1);
+    smoe_model *m = NULL;
+    smoe_err err;
+    CHECK(smoe_model_new_on(&cfg, NULL, &m, &err) == SMOE_EINVAL && !m);
+    CHECK(strstr(err.msg, "kernel table") != NULL);
+
+    smoe_kops spy = *smoe_kops_cpu();
+    spy.gemm = spy_gemm;
+    spy.matmul = spy_matmul;
+    rng r = { 40 };
+    wset W, G0, G1;
+    wset_alloc(&W, &cfg);
+    wset_alloc(&G0, &cfg);
+    wset_alloc(&G1, &cfg);
+    wset_random(&W, &r);
+    double l0 = table_step(&cfg, NULL, &W, &G0);
+    double l1 = table_step(&cfg, &spy, &W, &G1);
+    CHECKF(spy_calls > 0, "the model did not call the table it was built on");
+    CHECKF(memcmp(&l0, &l1, sizeof l0) == 0, "loss %.17g on the table copy, %.17g", l1, l0);
+    int diff = 0;
+    for (int l = 0; l < G0.nl; l++)
+        for (int i = 0; i < SMOE_W_NSLOTS; i++)
+            if (G0.w[l][i])
+                diff += memcmp(G0.w[l][i], G1.w[l][i], (size_t)G0.n[l][i] * sizeof(float)) != 0;
+    for (int i = 0; i < SMOE_T_NSLOTS; i++)
+        diff += memcmp(G0.t[i], G1.t[i], (size_t)G0.tn[i] * sizeof(float)) != 0;
+    CHECKF(diff == 0, "%d gradients differ on the table copy", diff);
+    wset_free(&W);
+    wset_free(&G0);
+    wset_free(&G1);
+}
+
 int main(void)
 {
     smoe_blas_init(1, NULL); /* keep BLAS serial, as in test_model_ep */
 
     test_config();
+    test_table();
 
     smoe_model_cfg c = tiny_cfg(8, 0);
     test_fd("softmax q_lora=8", c, 11);

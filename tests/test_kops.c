@@ -1,0 +1,224 @@
+/* Oracle for the CPU kernel table (backend.h, src/kernels/kops_cpu.c):
+ * every entry, called with the stream NULL on random inputs of odd shapes
+ * (accumulating outputs pre-filled), writes bit for bit what its kernels.h
+ * function writes from the same inputs, scalar results included (the
+ * loss and z-sum of the cross-entropy, the dot product of vec_dot_scale).
+ * Every entry is present. The model's side (every kernel of a step goes
+ * through the table it was built on) is in test_model. */
+#include "kernel_testlib.h"
+
+#include "smoe/backend.h"
+
+static const smoe_kops *K;
+
+/* Two copies of n random floats (amplitude amp): one for the table, one
+ * for the direct call. */
+typedef struct pair {
+    float *t, *d;
+    int64_t n;
+} pair;
+
+static pair pnew(int64_t n, float amp)
+{
+    pair p = { fnew(n), NULL, n };
+    fill(p.t, n, amp);
+    p.d = fdup(p.t, n);
+    return p;
+}
+
+static void same(pair *p, const char *what)
+{
+    CHECKF(memcmp(p->t, p->d, (size_t)p->n * sizeof *p->t) == 0,
+           "%s: the table differs from kernels.h (rel %g)", what, rel_err(p->t, p->d, p->n));
+    smoe_free(p->t);
+    smoe_free(p->d);
+}
+
+static void test_entries_present(void)
+{
+    CHECK(K && strcmp(K->name, "cpu") == 0);
+    const void *e[] = {
+        (const void *)K->gemm,           (const void *)K->matmul,
+        (const void *)K->matmul_bwd,     (const void *)K->rmsnorm,
+        (const void *)K->rmsnorm_bwd,    (const void *)K->swiglu_sig,
+        (const void *)K->swiglu_sig_bwd, (const void *)K->sigmoid,
+        (const void *)K->softmax_rows,   (const void *)K->softmax_rows_bwd,
+        (const void *)K->rope_apply_tab, (const void *)K->attention,
+        (const void *)K->attention_bwd,  (const void *)K->cross_entropy_z,
+        (const void *)K->adamw_step,     (const void *)K->vec_add,
+        (const void *)K->vec_axpy,       (const void *)K->vec_dot_scale,
+    };
+    for (size_t i = 0; i < sizeof e / sizeof *e; i++)
+        CHECKF(e[i] != NULL, "entry %zu of the CPU table is missing", i);
+}
+
+static void test_products(void)
+{
+    const int64_t m = 5, n = 7, k = 9;
+    float *a = fnew(m * k), *b = fnew(k * n), *dy = fnew(m * n);
+    fill(a, m * k, 1.0f);
+    fill(b, k * n, 1.0f);
+    fill(dy, m * n, 1.0f);
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            pair c = pnew(m * n, 1.0f);
+            K->gemm(NULL, ta, tb, m, n, k, 0.5f, a, ta ? m : k, b, tb ? k : n, 1.0f, c.t, n);
+            smoe_gemm(ta, tb, m, n, k, 0.5f, a, ta ? m : k, b, tb ? k : n, 1.0f, c.d, n);
+            same(&c, "gemm");
+        }
+    pair y = pnew(m * n, 1.0f);
+    K->matmul(NULL, y.t, a, b, m, k, n, 1.0f);
+    smoe_matmul(y.d, a, b, m, k, n, 1.0f);
+    same(&y, "matmul");
+    pair dx = pnew(m * k, 1.0f), dw = pnew(k * n, 1.0f);
+    K->matmul_bwd(NULL, dx.t, dw.t, dy, a, b, m, k, n);
+    smoe_matmul_bwd(dx.d, dw.d, dy, a, b, m, k, n);
+    same(&dx, "matmul_bwd dx");
+    same(&dw, "matmul_bwd dw");
+    smoe_free(a);
+    smoe_free(b);
+    smoe_free(dy);
+}
+
+static void test_norm_act(void)
+{
+    const int64_t t = 6, d = 11, n = t * d;
+    float *x = fnew(n), *sc = fnew(d), *dy = fnew(n), *b = fnew(n);
+    fill(x, n, 2.0f);
+    fill(sc, d, 1.0f);
+    fill(dy, n, 1.0f);
+    fill(b, n, 2.0f);
+    pair y = pnew(n, 1.0f), rs = pnew(t, 1.0f);
+    K->rmsnorm(NULL, y.t, rs.t, x, sc, t, d, 1e-6f);
+    smoe_rmsnorm(y.d, rs.d, x, sc, t, d, 1e-6f);
+    pair dx = pnew(n, 1.0f), ds = pnew(d, 1.0f);
+    K->rmsnorm_bwd(NULL, dx.t, ds.t, dy, x, sc, rs.t, t, d);
+    smoe_rmsnorm_bwd(dx.d, ds.d, dy, x, sc, rs.d, t, d);
+    same(&y, "rmsnorm y");
+    same(&rs, "rmsnorm rstd");
+    same(&dx, "rmsnorm_bwd dx");
+    same(&ds, "rmsnorm_bwd dscale");
+
+    pair h = pnew(n, 1.0f), s = pnew(n, 1.0f), da = pnew(n, 1.0f), db = pnew(n, 1.0f);
+    K->swiglu_sig(NULL, h.t, s.t, x, b, n);
+    smoe_swiglu_sig(h.d, s.d, x, b, n);
+    K->swiglu_sig_bwd(NULL, da.t, db.t, dy, x, b, s.t, n);
+    smoe_swiglu_sig_bwd(da.d, db.d, dy, x, b, s.d, n);
+    same(&h, "swiglu_sig h");
+    same(&s, "swiglu_sig s");
+    same(&da, "swiglu_sig_bwd da");
+    same(&db, "swiglu_sig_bwd db");
+
+    pair sg = pnew(n, 1.0f), sm = pnew(n, 3.0f), dsm = pnew(n, 1.0f);
+    K->sigmoid(NULL, sg.t, x, n);
+    smoe_sigmoid(sg.d, x, n);
+    K->softmax_rows(NULL, sm.t, t, d);
+    smoe_softmax_rows(sm.d, t, d);
+    K->softmax_rows_bwd(NULL, dsm.t, dy, sm.t, t, d);
+    smoe_softmax_rows_bwd(dsm.d, dy, sm.d, t, d);
+    same(&sg, "sigmoid");
+    same(&sm, "softmax_rows");
+    same(&dsm, "softmax_rows_bwd");
+    smoe_free(x);
+    smoe_free(sc);
+    smoe_free(dy);
+    smoe_free(b);
+}
+
+static void test_rope(void)
+{
+    const int64_t t = 6, h = 3, d = 8, half = d / 2;
+    double inv[4];
+    smoe_rope_cfg rc = { 0, 1.0, 10000.0, 1.0, 0, 0, 0, 0, 0 };
+    smoe_rope_freqs(inv, d, &rc);
+    float *cs = fnew(t * half), *sn = fnew(t * half);
+    smoe_rope_table(cs, sn, t, d, inv);
+    int32_t pos[6] = { 0, 1, 2, 5, 4, 3 };
+    for (int halves = 0; halves < 2; halves++)
+        for (int inverse = 0; inverse < 2; inverse++) {
+            pair x = pnew(t * h * d, 1.0f);
+            K->rope_apply_tab(NULL, x.t, pos, t, h, d, h * d, d, cs, sn, t, halves, 1.25f,
+                              inverse);
+            smoe_rope_apply_tab(x.d, pos, t, h, d, h * d, d, cs, sn, t, halves, 1.25f, inverse);
+            same(&x, "rope_apply_tab");
+        }
+    smoe_free(cs);
+    smoe_free(sn);
+}
+
+static void test_attention_entries(void)
+{
+    const int64_t s = 6, h = 2, dk = 4, dv = 3;
+    float *q = fnew(s * h * dk), *k = fnew(s * h * dk), *v = fnew(s * h * dv);
+    float *dout = fnew(s * h * dv), *scr = fnew(s);
+    fill(q, s * h * dk, 1.0f);
+    fill(k, s * h * dk, 1.0f);
+    fill(v, s * h * dv, 1.0f);
+    fill(dout, s * h * dv, 1.0f);
+    pair o = pnew(s * h * dv, 1.0f), p = pnew(h * s * s, 1.0f);
+    K->attention(NULL, o.t, p.t, q, k, v, s, h, dk, dv, h * dk, h * dk, h * dv, 0.5f);
+    smoe_attention(o.d, p.d, q, k, v, s, h, dk, dv, h * dk, h * dk, h * dv, 0.5f);
+    pair dq = pnew(s * h * dk, 1.0f), dkk = pnew(s * h * dk, 1.0f), dvv = pnew(s * h * dv, 1.0f);
+    K->attention_bwd(NULL, dq.t, dkk.t, dvv.t, dout, p.t, q, k, v, s, h, dk, dv, h * dk, h * dk,
+                     h * dv, 0.5f, scr);
+    smoe_attention_bwd(dq.d, dkk.d, dvv.d, dout, p.d, q, k, v, s, h, dk, dv, h * dk, h * dk,
+                       h * dv, 0.5f, scr);
+    same(&o, "attention o");
+    same(&p, "attention p");
+    same(&dq, "attention_bwd dq");
+    same(&dkk, "attention_bwd dk");
+    same(&dvv, "attention_bwd dv");
+    smoe_free(q);
+    smoe_free(k);
+    smoe_free(v);
+    smoe_free(dout);
+    smoe_free(scr);
+}
+
+static void test_loss_optim_vec(void)
+{
+    const int64_t t = 5, v = 13, n = 37;
+    int32_t tg[5] = { 0, 12, 3, 7, 7 };
+    pair lg = pnew(t * v, 4.0f);
+    double lt = 0.0, ld = 0.0, zt = 0.0, zd = 0.0;
+    K->cross_entropy_z(NULL, lg.t, lg.t, tg, t, v, 0.25f, 1e-3f, &lt, &zt);
+    ld = smoe_cross_entropy_z(lg.d, lg.d, tg, t, v, 0.25f, 1e-3f, &zd);
+    same(&lg, "cross_entropy_z dlogits");
+    CHECKF(memcmp(&lt, &ld, sizeof lt) == 0 && memcmp(&zt, &zd, sizeof zt) == 0,
+           "cross_entropy_z: loss %.17g / %.17g, zsum %.17g / %.17g", lt, ld, zt, zd);
+
+    smoe_adamw_cfg c = { 1e-2f, 0.9f, 0.95f, 1e-8f, 1e-12f, 0.1f, 3, 2.5f, 1.0f };
+    float *g = fnew(n);
+    fill(g, n, 1.0f);
+    pair p = pnew(n, 1.0f), m = pnew(n, 0.1f), vv = pnew(n, 0.0f);
+    K->adamw_step(NULL, p.t, m.t, vv.t, g, n, &c);
+    smoe_adamw_step(p.d, m.d, vv.d, g, n, &c);
+    same(&p, "adamw_step p");
+    same(&m, "adamw_step m");
+    same(&vv, "adamw_step v");
+
+    pair y = pnew(n, 1.0f), r = pnew(n, 1.0f);
+    K->vec_add(NULL, y.t, g, n);
+    smoe_vec_add(y.d, g, n);
+    K->vec_axpy(NULL, y.t, -0.75f, g, n);
+    smoe_vec_axpy(y.d, -0.75f, g, n);
+    float dt = 0.0f, dd = (float)smoe_vec_dot_scale(r.d, 0.3f, g, y.d, n);
+    K->vec_dot_scale(NULL, r.t, 0.3f, g, y.t, n, &dt);
+    CHECKF(memcmp(&dt, &dd, sizeof dt) == 0, "vec_dot_scale: dot %.9g / %.9g", (double)dt,
+           (double)dd);
+    same(&y, "vec_add, vec_axpy");
+    same(&r, "vec_dot_scale r");
+    smoe_free(g);
+}
+
+int main(void)
+{
+    K = smoe_kops_cpu();
+    test_entries_present();
+    test_products();
+    test_norm_act();
+    test_rope();
+    test_attention_entries();
+    test_loss_optim_vec();
+    return check_report();
+}
