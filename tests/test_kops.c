@@ -26,6 +26,24 @@ static pair pnew(int64_t n, float amp)
     return p;
 }
 
+/* Inputs: n random floats (amplitude amp), freed together by inputs_free. */
+static float *held[16];
+static int nheld;
+
+static float *in(int64_t n, float amp)
+{
+    SMOE_ASSERT(nheld < 16);
+    float *x = fnew(n);
+    fill(x, n, amp);
+    return held[nheld++] = x;
+}
+
+static void inputs_free(void)
+{
+    while (nheld > 0)
+        smoe_free(held[--nheld]);
+}
+
 static void same(pair *p, const char *what)
 {
     CHECKF(memcmp(p->t, p->d, (size_t)p->n * sizeof *p->t) == 0,
@@ -55,10 +73,7 @@ static void test_entries_present(void)
 static void test_products(void)
 {
     const int64_t m = 5, n = 7, k = 9;
-    float *a = fnew(m * k), *b = fnew(k * n), *dy = fnew(m * n);
-    fill(a, m * k, 1.0f);
-    fill(b, k * n, 1.0f);
-    fill(dy, m * n, 1.0f);
+    const float *a = in(m * k, 1.0f), *b = in(k * n, 1.0f), *dy = in(m * n, 1.0f);
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++) {
             pair c = pnew(m * n, 1.0f);
@@ -75,19 +90,13 @@ static void test_products(void)
     smoe_matmul_bwd(dx.d, dw.d, dy, a, b, m, k, n);
     same(&dx, "matmul_bwd dx");
     same(&dw, "matmul_bwd dw");
-    smoe_free(a);
-    smoe_free(b);
-    smoe_free(dy);
+    inputs_free();
 }
 
 static void test_norm_act(void)
 {
     const int64_t t = 6, d = 11, n = t * d;
-    float *x = fnew(n), *sc = fnew(d), *dy = fnew(n), *b = fnew(n);
-    fill(x, n, 2.0f);
-    fill(sc, d, 1.0f);
-    fill(dy, n, 1.0f);
-    fill(b, n, 2.0f);
+    const float *x = in(n, 2.0f), *sc = in(d, 1.0f), *dy = in(n, 1.0f), *b = in(n, 2.0f);
     pair y = pnew(n, 1.0f), rs = pnew(t, 1.0f);
     K->rmsnorm(NULL, y.t, rs.t, x, sc, t, d, 1e-6f);
     smoe_rmsnorm(y.d, rs.d, x, sc, t, d, 1e-6f);
@@ -119,10 +128,7 @@ static void test_norm_act(void)
     same(&sg, "sigmoid");
     same(&sm, "softmax_rows");
     same(&dsm, "softmax_rows_bwd");
-    smoe_free(x);
-    smoe_free(sc);
-    smoe_free(dy);
-    smoe_free(b);
+    inputs_free();
 }
 
 static void test_rope(void)
@@ -131,7 +137,7 @@ static void test_rope(void)
     double inv[4];
     smoe_rope_cfg rc = { 0, 1.0, 10000.0, 1.0, 0, 0, 0, 0, 0 };
     smoe_rope_freqs(inv, d, &rc);
-    float *cs = fnew(t * half), *sn = fnew(t * half);
+    float *cs = in(t * half, 0.0f), *sn = in(t * half, 0.0f);
     smoe_rope_table(cs, sn, t, d, inv);
     int32_t pos[6] = { 0, 1, 2, 5, 4, 3 };
     for (int halves = 0; halves < 2; halves++)
@@ -142,19 +148,15 @@ static void test_rope(void)
             smoe_rope_apply_tab(x.d, pos, t, h, d, h * d, d, cs, sn, t, halves, 1.25f, inverse);
             same(&x, "rope_apply_tab");
         }
-    smoe_free(cs);
-    smoe_free(sn);
+    inputs_free();
 }
 
 static void test_attention_entries(void)
 {
     const int64_t s = 6, h = 2, dk = 4, dv = 3;
-    float *q = fnew(s * h * dk), *k = fnew(s * h * dk), *v = fnew(s * h * dv);
-    float *dout = fnew(s * h * dv), *scr = fnew(s);
-    fill(q, s * h * dk, 1.0f);
-    fill(k, s * h * dk, 1.0f);
-    fill(v, s * h * dv, 1.0f);
-    fill(dout, s * h * dv, 1.0f);
+    const float *q = in(s * h * dk, 1.0f), *k = in(s * h * dk, 1.0f), *v = in(s * h * dv, 1.0f);
+    const float *dout = in(s * h * dv, 1.0f);
+    float *scr = in(s, 0.0f);
     pair o = pnew(s * h * dv, 1.0f), p = pnew(h * s * s, 1.0f);
     K->attention(NULL, o.t, p.t, q, k, v, s, h, dk, dv, h * dk, h * dk, h * dv, 0.5f);
     smoe_attention(o.d, p.d, q, k, v, s, h, dk, dv, h * dk, h * dk, h * dv, 0.5f);
@@ -168,11 +170,7 @@ static void test_attention_entries(void)
     same(&dq, "attention_bwd dq");
     same(&dkk, "attention_bwd dk");
     same(&dvv, "attention_bwd dv");
-    smoe_free(q);
-    smoe_free(k);
-    smoe_free(v);
-    smoe_free(dout);
-    smoe_free(scr);
+    inputs_free();
 }
 
 static void test_loss_optim_vec(void)
@@ -188,8 +186,7 @@ static void test_loss_optim_vec(void)
            "cross_entropy_z: loss %.17g / %.17g, zsum %.17g / %.17g", lt, ld, zt, zd);
 
     smoe_adamw_cfg c = { 1e-2f, 0.9f, 0.95f, 1e-8f, 1e-12f, 0.1f, 3, 2.5f, 1.0f };
-    float *g = fnew(n);
-    fill(g, n, 1.0f);
+    const float *g = in(n, 1.0f);
     pair p = pnew(n, 1.0f), m = pnew(n, 0.1f), vv = pnew(n, 0.0f);
     K->adamw_step(NULL, p.t, m.t, vv.t, g, n, &c);
     smoe_adamw_step(p.d, m.d, vv.d, g, n, &c);
@@ -208,7 +205,7 @@ static void test_loss_optim_vec(void)
            (double)dd);
     same(&y, "vec_add, vec_axpy");
     same(&r, "vec_dot_scale r");
-    smoe_free(g);
+    inputs_free();
 }
 
 int main(void)

@@ -9,16 +9,11 @@
 smoe=$1
 digests=$2
 model=$3
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-pass=0
-fail=0
+. "$(dirname "$0")/check_lib.sh"
 for dtype in fp32 bf16; do
   if ! timeout 300 "$smoe" train --quiet --json --steps 5 --model "$model" \
        --gather-dtype "$dtype" >"$dir/run.json" 2>"$dir/run.err"; then
-    fail=$((fail + 1))
-    echo "FAIL: $model $dtype: the run failed:" >&2
-    tail -5 "$dir/run.err" >&2
+    bad "$model $dtype: the run failed: $(tail -3 "$dir/run.err")"
     continue
   fi
   core=$(sed -n 's/.*"blas_core":[[:space:]]*"\([^"]*\)".*/\1/p' "$dir/run.json")
@@ -29,12 +24,9 @@ for dtype in fp32 bf16; do
     echo "skipped: no pinned sha256 for $model $dtype on OpenBLAS core '$core'"
     exit 77
   elif [ "$got" = "$want" ]; then
-    pass=$((pass + 1))
-    echo "ok: $model $dtype on $core: $got"
+    ok "$model $dtype on $core: $got"
   else
-    fail=$((fail + 1))
-    echo "FAIL: $model $dtype on $core: params sha256 $got, pinned $want" >&2
+    bad "$model $dtype on $core: params sha256 $got, pinned $want"
   fi
 done
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary
