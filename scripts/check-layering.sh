@@ -31,6 +31,9 @@ check 'mpi\.h' '^src/runtime/'
 check 'cblas\.h' '^src/kernels/'
 check 'cjson/cJSON\.h' '^(src/config/(params_)?json\.c|src/ckpt/manifest\.c|src/sched/schedule_json(_read)?\.c|cli/[a-z_]*json[a-z_]*\.c)$'
 check 'openssl/[a-z]*\.h' '^src/ckpt/digest\.c$'
+check 'cuda[a-z_]*\.h' '^src/cuda/'
+check 'cublas[A-Za-z]*\.h' '^src/cuda/'
+check 'nccl\.h' '^src/nccl/'
 # test hooks are set by test programs (core.h's smoe_set_test_hooks), never
 # read from the environment by the library or the CLI
 keep 'getenv\("SMOE_TEST_' '^$' 'SMOE_TEST_* read from the environment'
@@ -45,6 +48,9 @@ keep 'getenv\("SMOE_TEST_' '^$' 'SMOE_TEST_* read from the environment'
 # ckpt writes and reads checkpoints of a state it is handed (slabs and
 # per-weight layout), over comm's collectives, with the config recorded:
 # below train, which describes its store to it; no plan, model or runtime.
+# dev is the device layer (memory, streams, events) with its host
+# emulation; cuda implements it, the only module with CUDA headers (and
+# nccl, later, the only one with nccl.h).
 # recipe reads MaxText's training recipe and key policy out of a config:
 # the plan's dimensions and the model's configuration (model.h), nothing
 # that runs: below train, which applies it.
@@ -57,6 +63,8 @@ plan: core shard config dtype
 sched: core shard config plan dtype
 plot: core shard config plan sched dtype
 kernels: core
+dev: core
+cuda: core dev
 comm: core shard dtype
 model: core kernels comm
 runtime: core shard comm dtype
