@@ -545,7 +545,9 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
     }
     executor_rules(x, s);
     int nu = 2 * m->L;
-    x->cap = nu * (4 * SMOE_SIM_MAX_WEIGHTS + 8) + 16;
+    /* per unit: its weights' issues and gradients (4 each at most), its
+     * buffers and activations (mxmem.c: 3); the top-level terms */
+    x->cap = nu * (4 * SMOE_SIM_MAX_WEIGHTS + 12) + 32;
     x->capbusy = m->use_compute ? nu * (2 * SMOE_SIM_MAX_WEIGHTS + 4) + 16 : 0;
     x->ev = smoe_malloc(sizeof *x->ev * (size_t)x->cap);
     x->gend = smoe_calloc(3 * (size_t)nu, sizeof *x->gend);
