@@ -33,7 +33,8 @@ static smoe_dims small_dims(void)
 
 static void sizes(const smoe_dims *d, smoe_remat remat, int moe, double ep, sim_kind *k)
 {
-    smoe_sim_shape sh = { .batch = 1, .seq = 2, .remat = remat };
+    smoe_sim_shape sh = { .batch = 1, .seq = 2, .remat = remat, .ring_of_experts = ep < 0 };
+    ep = fabs(ep);
     memset(k, 0, sizeof *k);
     k->moe = moe;
     k->act_input = 2 * 4 * 2; /* T x emb x 2 (cost.c) */
@@ -71,6 +72,10 @@ static void test_sizes(void)
     CHECKF(NEAR(k.act_mx_fwd, 596), "moe ep 8: fwd %g, expected 596", k.act_mx_fwd);
     sizes(&d, SMOE_REMAT_FULL, 1, 1, &k);
     CHECKF(NEAR(k.act_mx_fwd, 188), "moe ep 1: fwd %g, expected 188", k.act_mx_fwd);
+    /* ring of experts at EP 8 (a negative ep here): every shard's 2 x 2
+     * rows gathered and permuted whole, 32 rows: 32 x 17 x 2 + 52 = 1140 */
+    sizes(&d, SMOE_REMAT_FULL, 1, -8, &k);
+    CHECKF(NEAR(k.act_mx_fwd, 1140), "moe ring ep 8: fwd %g, expected 1140", k.act_mx_fwd);
     /* MLA: q 2 x (2 + 1) = 6, k 6 and v 2 x 2 = 4, context 4: attention
      * 2 x 20 x 2 = 80; the mlp's 76 is the forward's max */
     d.mla = 1;

@@ -605,7 +605,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     const double ep = (double)smoe_mesh_axis_size(&plan->mesh, "expert");
     for (int k = 0; k < 2; k++) {
         layer_compute(&c, &d, sh, e_local, &m->k[k]);
-        sim_mx_sizes(&d, sh, c.ab, sh->ring_of_experts ? 1 : ep, &m->k[k]);
+        sim_mx_sizes(&d, sh, c.ab, ep, &m->k[k]);
         if (cpu->compute_scale > 0) { /* measured kernels vs the roofline (cpu) */
             sim_kind *x = &m->k[k];
             double f = cpu->compute_scale;

@@ -39,12 +39,16 @@ void sim_mx_sizes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, doubl
     } else {
         /* moe.py sparse_matmul: the routed rows arrive in a buffer of
          * get_ragged_buffer_size rows (ragged_buffer_factor -1, base.yml: the
-         * worst case, T * topk * min(EP, experts / topk)); the grouped
-         * matmuls' operands and outputs on it: the rows (emb), wi_0's and
+         * worst case, T * topk * min(EP, experts / topk)); with
+         * use_ring_of_experts (roe_ag_and_route) every shard's tokens are
+         * all-gathered and permuted whole, T * EP * topk rows; the grouped
+         * matmuls' operands and outputs on them: the rows (emb), wi_0's and
          * wi_1's outputs ("mlpwi_0", "moe_mlpwi_1"), their product, wo's
          * output ("mlpwo"); the shared experts as an mlp_block */
         double rows = T * (double)d->topk;
-        if (ep > 1)
+        if (sh->ring_of_experts)
+            rows *= ep;
+        else if (ep > 1)
             rows *= fmin(ep, (double)d->experts / (double)d->topk);
         double f = (double)d->moe_mlp, in = (double)d->moe_in;
         double sh_f = (double)(d->shared_experts * d->moe_mlp);

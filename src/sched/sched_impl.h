@@ -167,7 +167,7 @@ void sim_pool_grad_done(sim_pool *p, int b, double t);
 
 /* MaxText's memory model's activation sizes of a layer kind (mxmem.c):
  * T tokens per device in `ab`-byte elements, `ep` ways of expert
- * parallelism (1 with ring-of-experts). */
+ * parallelism. */
 void sim_mx_sizes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, double ep, sim_kind *k);
 
 #endif
