@@ -18,8 +18,10 @@
  * from the ranks' CPU work over the cores).
  * Memory: gathered weights live from issue to the end of their use,
  * gradients of a layer from the start of its backward to the end of its
- * reductions; the peak adds parameters, gradients, optimizer state and
- * activations. smoe's executor counts as smoe train tracks (loop.c,
+ * reductions. Every executor but smoe's runtime counts the rest as
+ * MaxText's program holds it (mxmem.c: top-level weights, logits,
+ * gradients and activations as events on the same timeline, the peak read
+ * at one instant). smoe's executor counts as smoe train tracks (loop.c,
  * prefetch.c): the top-level weights and gradients all step, a backward
  * layer's gradient buffer from its taking to the compute's end, then its
  * gradients in the weights' buffer until reduced, and the caller's
