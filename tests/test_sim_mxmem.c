@@ -180,6 +180,16 @@ static void test_lifetimes(void)
     m.k[0].act_mx_saved = 60;
     run(&m, SMOE_SIM_EXEC_XLA_SCAN, &r);
     expect_peak("saved 60", &r, 230, 120, 60, 50);
+    /* no activations: a weight's gradient lives from its transpose (16)
+     * until its reduce-scatter ends (17) beside the head's, the
+     * embedding's and the gradients: 100 + 20 + 10 + 50 = 180 over the
+     * backward's 170 (w 100, the head's 20, the gradients 50) */
+    m = one_layer();
+    m.k[0].act_input = m.k[0].act_mx_fwd = m.k[0].act_mx_res = m.k[0].act_mx_saved = 0;
+    run(&m, SMOE_SIM_EXEC_XLA_SCAN, &r);
+    expect_peak("dW until its reduce-scatter", &r, 180, 130, 0, 50);
+    m = one_layer();
+    m.k[0].act_mx_saved = 60;
     /* MaxText's prefetch path keeps the input alone whatever the policy:
      * its activations at the peak as with a policy of the input alone */
     smoe_sim_result full;
