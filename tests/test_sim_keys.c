@@ -49,7 +49,7 @@ static void test_refused(const smoe_hw *hw)
         "ici_context_autoregressive_parallelism=2", "ici_autoregressive_parallelism=2",
         "ici_sequence_parallelism=2", "ici_pipeline_parallelism=2", "ici_diloco_parallelism=2",
         "dcn_tensor_parallelism=2", "dcn_context_parallelism=4", "dcn_pipeline_parallelism=2",
-        "ici_tensor_parallelism=-1",
+        "ici_tensor_parallelism=-1", "scan_layers=false",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
@@ -93,6 +93,7 @@ static void test_modelled(const smoe_hw *hw)
         { "ici_expert_parallelism=4", SMOE_REMAT_FULL, 0 },
         { "ici_fsdp_transpose_parallelism=2", SMOE_REMAT_FULL, 0 },
         { "dcn_data_parallelism=2", SMOE_REMAT_FULL, 0 },
+        { "scan_layers=true", SMOE_REMAT_FULL, 0 },
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         smoe_sim_shape sh = { .batch = 1, .seq = 2048, .remat = SMOE_REMAT_NONE };
