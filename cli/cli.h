@@ -9,6 +9,7 @@
 #include "smoe/core.h"
 #include "smoe/dtype.h"
 #include "smoe/plan.h"
+#include "smoe/plot.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -237,6 +238,14 @@ enum { SIM_FIG_STEP, SIM_FIG_EXPOSED, SIM_FIG_PEAK, SIM_FIGS };
 double sim_reading_fig(const sim_reading_rows *r, int row, int which);
 /* The smallest and largest of a row's figure over every combination. */
 void sim_reading_envelope(const sim_readings *rd, int row, int which, double *lo, double *hi);
+/* --plot's envelope panels: one per figure, a row per schedule (its range
+ * over the readings and the reported value); the number of panels, 0 when
+ * the scenario declares no readings. */
+typedef struct sim_plot_env {
+    smoe_plot_range r[SIM_FIGS][SIM_MAX_ROWS];
+    smoe_plot_ranges p[SIM_FIGS];
+} sim_plot_env;
+int sim_readings_plot(const smoe_scenario *sc, const sim_readings *rd, sim_plot_env *e);
 /* The readings and their envelope as a JSON object (NULL when none). */
 struct cJSON *sim_readings_json(const smoe_scenario *sc, const sim_readings *rd);
 void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw,

@@ -307,7 +307,8 @@ static smoe_trace *new_trace(int pid, const char *name)
 /* --plot: the Pareto curve with smoe's uniform depths 0..PLOT_DEPTHS
  * marked, over every schedule's timeline. */
 static void write_plot(const char *path, const smoe_sim_model *m, smoe_sim_executor own,
-                       smoe_trace *const *traces, int n, const smoe_sim_point *curve, int ncurve)
+                       smoe_trace *const *traces, int n, const smoe_sim_point *curve, int ncurve,
+                       const smoe_scenario *sc, const sim_readings *rd)
 {
     smoe_plot_mark marks[PLOT_DEPTHS + 1];
     char labels[PLOT_DEPTHS + 1][24];
@@ -324,10 +325,12 @@ static void write_plot(const char *path, const smoe_sim_model *m, smoe_sim_execu
         marks[d].exposed_gather_s = r.exposed_gather_s;
         marks[d].label = labels[d];
     }
+    static sim_plot_env env;
+    int nenv = sim_readings_plot(sc, rd, &env);
     smoe_err err;
     smoe_out *o = cli_out_open("--plot", path);
     smoe_status s = smoe_plot_svg(smoe_out_file(o), traces, n, curve, ncurve, marks,
-                                  PLOT_DEPTHS + 1, &err);
+                                  PLOT_DEPTHS + 1, env.p, nenv, &err);
     cli_out_finish(o, s, &err, "--plot", path);
 }
 
@@ -934,7 +937,7 @@ int cmd_sim(int argc, char **argv)
     else
         print_text(&a, &R, &hw, hwf, plan, &sh);
     if (a.plot_path)
-        write_plot(a.plot_path, m, R.own, R.traces, R.n, R.curve, R.ncurve);
+        write_plot(a.plot_path, m, R.own, R.traces, R.n, R.curve, R.ncurve, &a.sc, &R.rd);
     if (a.sched_out)
         write_schedule(a.sched_out, m, R.own, &hw, a.budget,
                        (const unsigned char(*)[SMOE_SIM_MAX_WEIGHTS])R.dist, a.depth);

@@ -9,6 +9,9 @@
 #include <string.h>
 
 static const char *const k_fig_title[SIM_FIGS] = { "step ms", "exposed AG ms", "peak HBM GiB" };
+static const char *const k_fig_name[SIM_FIGS] = { "step time", "exposed gather wait",
+                                                  "peak HBM per device" };
+static const char *const k_fig_unit[SIM_FIGS] = { "ms", "ms", "GiB" };
 
 double sim_reading_fig(const sim_reading_rows *r, int row, int which)
 {
@@ -90,4 +93,20 @@ void sim_print_readings(FILE *f, const smoe_scenario *sc, const sim_readings *rd
         for (int j = 0; j < sc->facts[k].n; j++)
             fprintf(f, "  %s=%s: %s\n", smoe_scn_fact_name(sc->facts[k].key),
                     sc->facts[k].text[j], sc->facts[k].source[j]);
+}
+
+int sim_readings_plot(const smoe_scenario *sc, const sim_readings *rd, sim_plot_env *e)
+{
+    if (rd->n == 0)
+        return 0;
+    for (int w = 0; w < SIM_FIGS; w++) {
+        for (int i = 0; i < rd->r[0].n; i++) {
+            smoe_plot_range *g = &e->r[w][i];
+            g->label = rd->r[0].name[i];
+            sim_reading_envelope(rd, i, w, &g->lo, &g->hi);
+            g->reported = reported_fig(sc, g->label, w);
+        }
+        e->p[w] = (smoe_plot_ranges){ k_fig_name[w], k_fig_unit[w], e->r[w], rd->r[0].n };
+    }
+    return SIM_FIGS;
 }

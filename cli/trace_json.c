@@ -28,7 +28,7 @@ void cli_plot_trace(const char *trace_path, const char *svg_path)
     int n = cli_read_trace(trace_path, t, CLI_TRACE_ROWS);
     smoe_err err;
     smoe_out *o = cli_out_open("--plot", svg_path);
-    smoe_status s = smoe_plot_svg(smoe_out_file(o), t, n, NULL, 0, NULL, 0, &err);
+    smoe_status s = smoe_plot_svg(smoe_out_file(o), t, n, NULL, 0, NULL, 0, NULL, 0, &err);
     for (int i = 0; i < n; i++)
         smoe_trace_free(t[i]);
     cli_out_finish(o, s, &err, "--plot", svg_path);

@@ -33,6 +33,9 @@ check 'mpi\.h' '^src/runtime/'
 check 'cblas\.h' '^src/kernels/'
 check 'cjson/cJSON\.h' '^(src/config/(params_)?json\.c|src/ckpt/manifest\.c|src/sched/schedule_json(_read)?\.c|cli/[a-z_]*json[a-z_]*\.c)$'
 check 'openssl/[a-z]*\.h' '^src/ckpt/digest\.c$'
+check 'cuda[a-z_]*\.h' '^src/cuda/'
+check 'cublas[A-Za-z]*\.h' '^src/cuda/'
+check 'nccl\.h' '^src/nccl/'
 # test hooks are set by test programs (core.h's smoe_set_test_hooks), never
 # read from the environment by the library or the CLI
 keep 'getenv\("SMOE_TEST_' '^$' 'SMOE_TEST_* read from the environment'
@@ -50,6 +53,9 @@ keep 'getenv\("SMOE_TEST_' '^$' 'SMOE_TEST_* read from the environment'
 # backend holds the kernel table (backend.h) that the model and the
 # optimizer call; like comm, an interface implemented below its users: the
 # kernels module provides the CPU table, a device module a second one.
+# dev is the device layer (memory, streams, events) with its host
+# emulation; cuda implements it, the only module with CUDA headers (and
+# nccl, later, the only one with nccl.h).
 # recipe reads MaxText's training recipe and key policy out of a config:
 # the plan's dimensions and the model's configuration (model.h), nothing
 # that runs: below train, which applies it.
@@ -63,6 +69,8 @@ sched: core shard config plan dtype
 plot: core shard config plan sched dtype
 backend:
 kernels: core backend
+dev: core
+cuda: core dev
 comm: core shard dtype
 model: core kernels comm backend
 runtime: core shard comm dtype

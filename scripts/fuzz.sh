@@ -6,7 +6,7 @@
 # smoe sim's hardware profiles and scenarios (fuzz/targets_sim.c), the
 # prefetch schedule files of smoe train --schedule (fuzz/target_schedule.c)
 # and the --trace files that smoe sim --profile reads (fuzz/target_trace.c). Each
-# target runs for SECONDS from its seed corpus
+# target runs for SECONDS (one target per core at a time) from its seed corpus
 # (fuzz/corpus/<target>, plus what earlier runs found in
 # build-fuzz/corpus/<target>) with the dictionary fuzz/<target>.dict. Exits non-zero if any target crashed, leaked,
 # hit undefined behaviour or timed out, and prints the reproducer path; replay
@@ -32,12 +32,13 @@ cmake --build "$build" --target smoe_fuzzers
 export SMOE_CONFIG_DIR="$PWD/$build/configs"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-failed=""
-for t in $targets; do
+# TARGET: fuzz it for $secs s; its report (and reproducers) in
+# $build/fuzz_TARGET.{log,out}; exit 1 when it found a problem
+fuzz_one() {
+  t=$1
   rm -rf "$build/crashes/$t" # reproducers of an earlier run: copy them away first
   mkdir -p "$build/corpus/$t" "$build/crashes/$t"
   log="$build/fuzz_$t.log"
-  echo "fuzz_$t: ${secs}s"
   rc=0
   dict=""
   [ -f "fuzz/$t.dict" ] && dict="-dict=fuzz/$t.dict"
@@ -49,13 +50,39 @@ for t in $targets; do
   echo "fuzz_$t: ${execs:-?} runs, $cov, corpus $(ls "$build/corpus/$t" | wc -l) files, exit $rc"
   found=$(ls "$build/crashes/$t" 2>/dev/null || true)
   if [ "$rc" -ne 0 ] || [ -n "$found" ]; then
-    failed="$failed $t"
-    grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|fuzz invariant)' "$log" | head -5 >&2 || true
+    grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|fuzz invariant)' "$log" | head -5
     for f in $found; do
-      echo "fuzz_$t: reproducer $build/crashes/$t/$f" >&2
+      echo "fuzz_$t: reproducer $build/crashes/$t/$f"
     done
-    echo "fuzz_$t: log $log" >&2
+    echo "fuzz_$t: log $log"
+    return 1
   fi
+}
+
+# the targets run $jobs at a time (one per core: each is one process),
+# each for its full $secs; reports are printed in target order
+jobs=$(nproc 2>/dev/null || echo 1)
+echo "fuzzing $targets: ${secs}s each, $jobs at a time"
+failed=""
+set -- $targets
+while [ $# -gt 0 ]; do
+  batch=""
+  i=0
+  while [ $# -gt 0 ] && [ "$i" -lt "$jobs" ]; do
+    (r=0; fuzz_one "$1" >"$build/fuzz_$1.out" 2>&1 || r=$?; echo $r >"$build/fuzz_$1.rc") &
+    batch="$batch $1"
+    i=$((i + 1))
+    shift
+  done
+  wait
+  for t in $batch; do
+    if [ "$(cat "$build/fuzz_$t.rc")" = 0 ]; then
+      cat "$build/fuzz_$t.out"
+    else
+      cat "$build/fuzz_$t.out" >&2
+      failed="$failed $t"
+    fi
+  done
 done
 if [ -n "$failed" ]; then
   echo "fuzzing found problems in:$failed" >&2

@@ -1,7 +1,8 @@
 /* Checks a rendered picture of `smoe sim --plot` (or `smoe train --plot`):
  * the PNG has the SVG's width and height, and inside every box the SVG
  * names in its comments ("<!-- lane T L x= y= w= h= spans=N -->" with N > 0,
- * "<!-- panel pareto x= y= w= h= -->") some pixel differs from the white
+ * "<!-- panel pareto x= y= w= h= -->", "<!-- panel envelope K x= y= w= h= ...")
+ * some pixel differs from the white
  * background, grid and text (a coloured pixel). Every trace's lane 0 (compute) must have spans.
  * usage: check_png FILE.png FILE.svg        prints "N passed, N failed" */
 #include "check.h"
@@ -75,7 +76,7 @@ int main(int argc, char **argv)
             if (h)
                 height = atoi(h + 8);
         }
-        int t, l, spans;
+        int t, l, spans, k, rows, in, rep;
         double x, y, w, h;
         if (sscanf(line, "<!-- lane %d %d x=%lf y=%lf w=%lf h=%lf spans=%d", &t, &l, &x, &y, &w,
                    &h, &spans) == 7) {
@@ -91,6 +92,14 @@ int main(int argc, char **argv)
             panels++;
             /* inside the frame: the curve and the marks */
             CHECKF(ink(&im, x + 2, y + 1, w - 4, h - 2) > 0, "the Pareto panel is empty");
+        } else if (sscanf(line, "<!-- panel envelope %d x=%lf y=%lf w=%lf h=%lf rows=%d inside=%d "
+                                "reported=%d", &k, &x, &y, &w, &h, &rows, &in, &rep) == 8) {
+            panels++;
+            /* the rows' bars (and diamonds) */
+            CHECKF(rows > 0 && ink(&im, x, y, w, h) > 0, "envelope panel %d (%d rows) is empty", k,
+                   rows);
+            CHECKF(in >= 0 && in <= rep && rep <= rows, "envelope panel %d: %d inside of %d "
+                   "reported, %d rows", k, in, rep, rows);
         }
     }
     fclose(f);

@@ -13,9 +13,22 @@ fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 set -e
-"$smoe" sim --scenario seed --plot "$dir/seed.svg" >/dev/null
+"$smoe" sim --scenario seed --plot "$dir/seed.svg" >"$dir/seed.txt"
 rsvg-convert "$dir/seed.svg" -o "$dir/seed.png"
 "$check" "$dir/seed.png" "$dir/seed.svg"
+# the envelope panels say what the text's readings table says: per figure,
+# the rows, and how many reported figures lie inside their envelope
+text=$(awk '/^(step ms|exposed AG ms|peak HBM GiB) /{k++; rows[k]=0; in_[k]=0; rep[k]=0; next}
+  k && /^schedule /{next}
+  k && NF == 0 {if (k) done[k]=1}
+  k && !done[k] && NF > 1 {rows[k]++; if ($NF == "inside") {in_[k]++; rep[k]++} else if ($NF == "outside") rep[k]++}
+  END {for (i = 1; i <= k; i++) printf "rows=%d inside=%d reported=%d\n", rows[i], in_[i], rep[i]}' "$dir/seed.txt")
+svg=$(sed -n 's/.*panel envelope [0-9]* x=[0-9]* y=[0-9]* w=[0-9]* h=[0-9]* \(rows=.*\) -->/\1/p' "$dir/seed.svg")
+if [ -z "$svg" ] || [ "$text" != "$svg" ]; then
+  echo "FAIL: envelope panels '$svg' differ from the text's readings '$text'"
+  exit 1
+fi
+echo "envelope panels match the readings table: $(echo "$svg" | tr '\n' ';')"
 # a write error is reported, with the path
 if [ -w /dev/full ]; then
   if "$smoe" sim --scenario seed --plot /dev/full >/dev/null 2>"$dir/err"; then

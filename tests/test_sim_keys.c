@@ -43,6 +43,13 @@ static void test_refused(const smoe_hw *hw)
         "optimizer_memory_host_offload=true", "parameter_memory_host_offload=true",
         "num_vocab_tiling=4", "remat_policy=custom", "remat_policy=save_qkv_proj",
         "attention=dot_product", "attention=paged",
+        /* mesh axes the step model does not split a layer's work over */
+        "ici_tensor_parallelism=2", "ici_tensor_sequence_parallelism=2",
+        "ici_context_parallelism=2", "ici_context_usp_ulysses_parallelism=2",
+        "ici_context_autoregressive_parallelism=2", "ici_autoregressive_parallelism=2",
+        "ici_sequence_parallelism=2", "ici_pipeline_parallelism=2", "ici_diloco_parallelism=2",
+        "dcn_tensor_parallelism=2", "dcn_context_parallelism=4", "dcn_pipeline_parallelism=2",
+        "ici_tensor_parallelism=-1", "scan_layers=false",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
@@ -81,6 +88,12 @@ static void test_modelled(const smoe_hw *hw)
         { "gradient_accumulation_steps=1", SMOE_REMAT_FULL, 0 },
         { "attention=flash", SMOE_REMAT_FULL, 0 },
         { "attention=cudnn_flash_te", SMOE_REMAT_FULL, 0 },
+        { "ici_tensor_parallelism=1", SMOE_REMAT_FULL, 0 },
+        { "dcn_context_parallelism=1", SMOE_REMAT_FULL, 0 },
+        { "ici_expert_parallelism=4", SMOE_REMAT_FULL, 0 },
+        { "ici_fsdp_transpose_parallelism=2", SMOE_REMAT_FULL, 0 },
+        { "dcn_data_parallelism=2", SMOE_REMAT_FULL, 0 },
+        { "scan_layers=true", SMOE_REMAT_FULL, 0 },
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         smoe_sim_shape sh = { .batch = 1, .seq = 2048, .remat = SMOE_REMAT_NONE };

@@ -7,7 +7,8 @@
 # parameter tensor after it and every tensor of the AdamW moments after
 # it, the gradients' history (cmp_ckpt on the two runs' checkpoints). The
 # sharded run resumes from the single-rank checkpoint after step k
-# (re-cut for its mesh) and runs step k + 1; the reference is one
+# (re-cut for its mesh) and runs step k + 1, step 1 on every mesh and
+# each later step on one mesh in turn; the reference is one
 # single-rank run of 5 steps, never resumed, that saves its state after
 # every step: its step k + 1 and its checkpoint after it (one run, not one
 # per k: a run's state after k + 1 steps does not depend on how many
@@ -148,10 +149,15 @@ for w in "fp32" "bf16" "int8 --int8-block 8"; do
   done
   rm -rf "$dir/ck1_$t"
   # steps 2..5, each from the single-rank state after the step before: the
-  # step's figures, parameters and moments
+  # step's figures, parameters and moments; each step on one mesh, the
+  # meshes in turn (step 2 on f4, 3 on e2, 4 on e4, 5 on f4), so that
+  # every step and every mesh is checked (step 1 above on every mesh)
   for k in 1 2 3 4; do
     ck=$(printf 'step_%08d' $((k + 1)))
-    for m in $MESHES; do
+    # shellcheck disable=SC2086
+    set -- $MESHES
+    shift $(((k - 1) % 3))
+    for m in $1; do
       n=${m%%:*}
       # shellcheck disable=SC2086
       resumed "${t}_${n}_$((k + 1))" $k "${m#*:}" $G &&

@@ -102,6 +102,11 @@ void *smoe_calloc(size_t count, size_t size); /* overflow-checked */
 void *smoe_realloc(void *p, size_t n);
 char *smoe_strdup(const char *s); /* a copy of s; NULL when out of memory */
 void smoe_free(void *p);
+/* A zeroed slab of `bytes` (a state class's one block); large slabs are
+ * mapped with huge pages asked for. Freed with smoe_slab_free and the same
+ * size. NULL when out of memory (or a test's counted failure). */
+void *smoe_slab_alloc(size_t bytes);
+void smoe_slab_free(void *p, size_t bytes);
 /* Count-limited failure for tests: the N-th allocation from now (1-based)
  * and every later one fail; 0 disables. */
 void smoe_alloc_fail_after(long n);

@@ -248,7 +248,9 @@ typedef struct smoe_sim_result {
     double reduce_wait_s;
     double issued_bytes;  /* gathered bytes issued by the schedule (layers) */
     double peak_hbm_bytes;
-    /* the peak's breakdown */
+    /* the peak's breakdown: for smoe's runtime executor each class's own
+     * peak; for the others what is live at the peak's instant (a peak in
+     * the forward has no mem_grads) */
     double mem_params, mem_grads, mem_optimizer, mem_gathered, mem_activations;
     /* of mem_gathered: the top-level weights and their gradients, held all
      * step by smoe's runtime executor (0 for the other executors, which

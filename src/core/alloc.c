@@ -4,11 +4,13 @@
  * every path cleans up (as Lua and SQLite do). The counter is
  * process-global and not thread-safe: it is set at start-up, before any
  * worker thread exists. */
+#define _DEFAULT_SOURCE
 #include "smoe/core.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static long g_fail_after; /* 0 = never fail */
 
@@ -90,4 +92,35 @@ void smoe_assert_fail(const char *expr, const char *file, int line)
     snprintf(msg, sizeof msg, "assertion failed: %s (%s:%d)", expr, file, line);
     g_abort(msg);
     abort(); /* the hook must not return; make sure */
+}
+
+/* Slabs of 2 MiB and more are mapped, zeroed by the kernel, with
+ * transparent huge pages asked for (a hint: the kernel may refuse): one
+ * page fault per 2 MiB touched instead of one per 4 KiB. Smaller ones
+ * come from calloc. */
+#define SLAB_MAP_MIN ((size_t)2 << 20)
+
+void *smoe_slab_alloc(size_t bytes)
+{
+    if (bytes < SLAB_MAP_MIN)
+        return smoe_calloc(1, bytes);
+    if (should_fail())
+        return NULL;
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+void smoe_slab_free(void *p, size_t bytes)
+{
+    if (!p)
+        return;
+    if (bytes < SLAB_MAP_MIN)
+        smoe_free(p);
+    else
+        munmap(p, bytes);
 }

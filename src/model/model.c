@@ -368,7 +368,7 @@ smoe_status smoe_model_new_on(const smoe_model_cfg *cfg, const smoe_kops *ops,
     if ((st = model_prepare(m, cfg, err)))
         goto fail;
     const smoe_model_cfg *g = &m->cfg;
-    m->slab = smoe_calloc(1, (size_t)m->slab_bytes);
+    m->slab = smoe_slab_alloc((size_t)m->slab_bytes);
     if (!m->slab)
         goto nomem;
     carver c = { m->slab, 0, 0 };
@@ -421,7 +421,7 @@ void smoe_model_free(smoe_model *m)
             smoe_free(m->layers[l].moe.store);
     smoe_free(m->own.buf);
     smoe_free(m->rope_inv);
-    smoe_free(m->slab);
+    smoe_slab_free(m->slab, (size_t)m->slab_bytes);
     smoe_free(m->layers);
     smoe_free(m);
 }

@@ -4,14 +4,14 @@
  * (rects, lines, polylines, text), white background. Every panel and lane is
  * also named in a comment with its box, so a test can find it in the
  * rendered picture. */
-#include "smoe/plot.h"
+#include "plot_impl.h"
 
 #include <math.h>
 #include <string.h>
 
-#define W 1100.0
-#define LEFT 190.0
-#define RIGHT 30.0
+#define W PLOT_W
+#define LEFT PLOT_LEFT
+#define RIGHT PLOT_RIGHT
 #define PARETO_H 320.0
 #define HEAD_H 24.0
 #define LANE_H 18.0
@@ -22,8 +22,7 @@
 static const char *const lane_fill[MAX_LANES] = { "#4477aa", "#ee6677", "#228833", "#ccbb44",
                                                   "#66ccee", "#aa3377", "#bbbbbb", "#000000" };
 
-/* A nice tick step near range / 5. */
-static double tick_step(double range)
+double plot_tick_step(double range)
 {
     if (!(range > 0))
         return 1;
@@ -82,7 +81,7 @@ static void pareto(FILE *f, double y0, const smoe_sim_point *curve, int nc,
                "marked)</text>\n", px, y0 + 18);
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
                "stroke=\"#888\"/>\n", px, py, pw, ph);
-    double sx = tick_step(xhi - xlo), sy = tick_step(yhi);
+    double sx = plot_tick_step(xhi - xlo), sy = plot_tick_step(yhi);
     for (double v = ceil(xlo / sx) * sx; v <= xhi; v += sx)
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\"/>"
                    "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%g</text>\n",
@@ -117,7 +116,8 @@ static void pareto(FILE *f, double y0, const smoe_sim_point *curve, int nc,
 }
 
 smoe_status smoe_plot_svg(FILE *f, smoe_trace *const *traces, int n, const smoe_sim_point *curve,
-                          int ncurve, const smoe_plot_mark *marks, int nmarks, smoe_err *err)
+                          int ncurve, const smoe_plot_mark *marks, int nmarks,
+                          const smoe_plot_ranges *ranges, int nranges, smoe_err *err)
 {
     static const char *const def[MAX_LANES] = { "compute", "gathers", "exchange / reductions",
                                                 "waits", "lane 4", "lane 5", "lane 6", "lane 7" };
@@ -139,6 +139,8 @@ smoe_status smoe_plot_svg(FILE *f, smoe_trace *const *traces, int n, const smoe_
         if (traces[i])
             h += HEAD_H + nl[i] * LANE_H + GAP;
     }
+    for (int k = 0; k < nranges; k++)
+        h += plot_envelope_h(&ranges[k]);
     h += AXIS_H;
     if (!(tmax > 0))
         tmax = 1;
@@ -151,6 +153,10 @@ smoe_status smoe_plot_svg(FILE *f, smoe_trace *const *traces, int n, const smoe_
     if (ncurve + nmarks > 0) {
         pareto(f, y, curve, ncurve, marks, nmarks);
         y += PARETO_H;
+    }
+    for (int k = 0; k < nranges; k++) {
+        plot_envelope(f, y, k, &ranges[k]);
+        y += plot_envelope_h(&ranges[k]);
     }
     const double pw = W - LEFT - RIGHT;
     double top = y;
@@ -180,7 +186,7 @@ smoe_status smoe_plot_svg(FILE *f, smoe_trace *const *traces, int n, const smoe_
         }
         y += GAP;
     }
-    double st = tick_step(tmax * 1e3);
+    double st = plot_tick_step(tmax * 1e3);
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\"/>\n", LEFT, y,
             LEFT + pw, y);
     for (double v = 0; v <= tmax * 1e3 + 1e-9; v += st) {

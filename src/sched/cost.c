@@ -589,6 +589,8 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
             m->top_gather_s += x.pre_s;
             m->top_rs_s += x.rs_s;
             m->top_bytes += x.bytes;
+            if (strncmp(w->path, "token_embedder/", 15) == 0)
+                m->top_embed_bytes += x.bytes;
             m->top_bytes_exec += x.bytes_exec;
             continue;
         }
@@ -600,8 +602,10 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     }
     if (m->top_gather_s > m->top_embed_s)
         m->top_head_net /= m->top_gather_s - m->top_embed_s;
+    const double ep = (double)smoe_mesh_axis_size(&plan->mesh, "expert");
     for (int k = 0; k < 2; k++) {
         layer_compute(&c, &d, sh, e_local, &m->k[k]);
+        sim_mx_sizes(&d, sh, c.ab, ep, &m->k[k]);
         if (cpu->compute_scale > 0) { /* measured kernels vs the roofline (cpu) */
             sim_kind *x = &m->k[k];
             double f = cpu->compute_scale;
@@ -631,6 +635,16 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     m->embed_fwd_s = ew(&c, T * E, 2);
     m->embed_bwd_s = ew(&c, T * E, 3);
     m->head_s = 3 * mm(&c, T, E, V, c.ab) + ew(&c, T * V, 4);
+    /* the logits dot's output: `dtype`, fp32 with logits_dot_in_fp32
+     * (decoders.py apply_output_head; num_vocab_tiling 1: whole) */
+    int fp32_logits = 0;
+    const smoe_node *lf = smoe_config_get(cfg, "logits_dot_in_fp32");
+    if (lf && smoe_node_type(lf) != SMOE_T_NULL &&
+        (s = smoe_config_bool(cfg, "logits_dot_in_fp32", &fp32_logits, err))) {
+        smoe_sim_model_free(m);
+        return s;
+    }
+    m->logits_bytes = T * V * (fp32_logits ? 4 : c.ab);
     if (cpu->compute_scale > 0) {
         m->head_s *= cpu->compute_scale;
         m->embed_fwd_s *= cpu->compute_scale;

@@ -13,6 +13,7 @@ void sim_mem(sim *x, double t, double bytes)
     if (x->nev < x->cap) {
         x->ev[x->nev].t = t;
         x->ev[x->nev].bytes = bytes;
+        x->ev[x->nev].cat = SIM_MEM_GATHERED;
         x->nev++;
     }
 }

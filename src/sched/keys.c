@@ -5,6 +5,7 @@
  * assumes. docs/sim.md lists them. */
 #include "sched_impl.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define SIM_ONLY "smoe sim models"
@@ -19,7 +20,47 @@ static const smoe_key_rule k_sim_refused[] = {
       "the optimizer state in host memory" },
     { "parameter_memory_host_offload", SMOE_KEY_BOOL, "false", "the parameters in host memory" },
     { "num_vocab_tiling", SMOE_KEY_INT, "1", "the head's logits in vocabulary tiles" },
+    /* the executors model XLA's scan over stacked layers and the runtimes'
+     * layer loop; an unrolled program is scheduled by XLA as a whole */
+    { "scan_layers", SMOE_KEY_BOOL, "true",
+      "unscanned layers, which XLA schedules as one unrolled program" },
 };
+
+/* The mesh axes the step model does not represent: each shards a layer's
+ * compute (tensor: the matmuls' dimensions; context, sequence and the
+ * autoregressive axes: the sequence, with a key/value exchange in
+ * attention; pipeline: the layers into stages) or its optimizer (diloco),
+ * where the model gives every device the whole layer's work over its own
+ * batch. Refused at any size but 1, within a slice (ici_) and across (dcn_).
+ * The plan (smoe plan) still shards and gathers weights over them. */
+static const struct {
+    const char *axis, *why;
+} k_sim_axes[] = {
+    { "tensor", "the matmuls split across devices and their all-reduces" },
+    { "tensor_sequence", "the matmuls split across devices and their all-reduces" },
+    { "context", "each device's part of the sequence and attention's key/value exchange" },
+    { "context_usp_ulysses", "each device's part of the sequence and attention's all-to-alls" },
+    { "context_autoregressive", "each device's part of the sequence and attention's exchange" },
+    { "autoregressive", "each device's part of the sequence and attention's exchange" },
+    { "sequence", "each device's part of the sequence and attention's exchange" },
+    { "pipeline", "the layers split into pipeline stages with their bubbles" },
+    { "diloco", "DiLoCo's outer optimizer across replicas" },
+};
+
+static smoe_status sim_axes(const smoe_config *cfg, smoe_err *err)
+{
+    static const char *const prefix[2] = { "ici", "dcn" };
+    for (size_t i = 0; i < sizeof k_sim_axes / sizeof k_sim_axes[0]; i++)
+        for (int p = 0; p < 2; p++) {
+            char key[64];
+            snprintf(key, sizeof key, "%s_%s_parallelism", prefix[p], k_sim_axes[i].axis);
+            smoe_key_rule r = { key, SMOE_KEY_INT, "1", k_sim_axes[i].why };
+            smoe_status s = smoe_key_check(cfg, &r, SIM_ONLY, SIM_WOULD, err);
+            if (s)
+                return s;
+        }
+    return SMOE_OK;
+}
 
 /* remat_policy (MaxText layers/decoders.py get_remat_policy): "full" remats
  * the layer with no saved names, "minimal" saves every projection's output
@@ -85,6 +126,8 @@ smoe_status smoe_sim_keys(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_sh
     for (size_t i = 0; i < sizeof k_sim_refused / sizeof k_sim_refused[0]; i++)
         if ((s = smoe_key_check(cfg, &k_sim_refused[i], SIM_ONLY, SIM_WOULD, err)))
             return s;
+    if ((s = sim_axes(cfg, err)))
+        return s;
     if (!sh->remat_set && (s = sim_remat(cfg, &sh->remat, err)))
         return s;
     if ((s = sim_attention(cfg, hw, sh->seq, err)))

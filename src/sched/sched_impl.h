@@ -53,6 +53,10 @@ typedef struct sim_kind {
     double act_saved;                  /* bytes kept per layer for the backward */
     double act_input;                  /* the layer input alone */
     double act_peak;                   /* transient bytes of one layer's backward */
+    /* MaxText's memory model (mxmem.c, sim_mx_sizes): */
+    double act_mx_fwd;   /* residual buffers live in the forward */
+    double act_mx_res;   /* every residual of the layer (its backward) */
+    double act_mx_saved; /* kept for the backward under the remat policy */
 } sim_kind;
 
 #define SIM_MAX_LAYERS 512
@@ -78,6 +82,8 @@ struct smoe_sim_model {
     double wire_bytes;    /* smoe_sim_shape.wire_bytes (0: the compute dtype) */
     double mx_gather_bytes; /* smoe_sim_shape.mx_gather_bytes (0: as stored) */
     double act_runtime;   /* smoe_sim_shape.act_bytes (0: the estimate) */
+    double top_embed_bytes; /* of top_bytes: the embedding's gathered table */
+    double logits_bytes;    /* the logits of one step, per device (mxmem.c) */
     int use_compute; /* collectives are CPU work (cpu profiles) */
     double skew;     /* a sync point's wait for the last rank (cpu profiles) */
 };
@@ -158,5 +164,10 @@ void sim_pool_release(sim_pool *p, int u, double t);
  * one (its index in *b); sim_pool_grad_done frees it at t. */
 double sim_pool_grad(sim_pool *p, double t, int *b);
 void sim_pool_grad_done(sim_pool *p, int b, double t);
+
+/* MaxText's memory model's activation sizes of a layer kind (mxmem.c):
+ * T tokens per device in `ab`-byte elements, `ep` ways of expert
+ * parallelism. */
+void sim_mx_sizes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, double ep, sim_kind *k);
 
 #endif

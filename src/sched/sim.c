@@ -18,8 +18,10 @@
  * from the ranks' CPU work over the cores).
  * Memory: gathered weights live from issue to the end of their use,
  * gradients of a layer from the start of its backward to the end of its
- * reductions; the peak adds parameters, gradients, optimizer state and
- * activations. smoe's executor counts as smoe train tracks (loop.c,
+ * reductions. Every executor but smoe's runtime counts the rest as
+ * MaxText's program holds it (mxmem.c: top-level weights, logits,
+ * gradients and activations as events on the same timeline, the peak read
+ * at one instant). smoe's executor counts as smoe train tracks (loop.c,
  * prefetch.c): the top-level weights and gradients all step, a backward
  * layer's gradient buffer from its taking to the compute's end, then its
  * gradients in the weights' buffer until reduced, and the caller's
@@ -447,6 +449,8 @@ static void run_unit(sim *x, int u)
      * smoe's executor its buffer when the gradients in it are reduced) */
     if (!bwd || (!x->xla && !x->pool))
         sim_mem(x, t, -k_mem(x, k));
+    if (x->mxm) /* the layer's activations (mxmem.c) */
+        sim_mx_unit(x, k, bwd, start, t);
     double rs_end = t;
     if (bwd)
         rs_end = reduce(x, k, start, t);
@@ -490,6 +494,7 @@ static void executor_rules(sim *x, const smoe_sim_sched *s)
     const smoe_sim_model *m = x->m;
     x->split = s->executor != SMOE_SIM_EXEC_RUNTIME;
     x->mx = s->executor == SMOE_SIM_EXEC_MAXTEXT;
+    x->mxm = s->executor != SMOE_SIM_EXEC_RUNTIME;
     /* On a shared engine XLA's own collectives let an exchange go ahead of
      * queued gathers (assumed: its scheduler runs first the op the compute
      * waits for). MaxText's tagged gathers without the dedicated SparseCore
@@ -542,7 +547,9 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
     }
     executor_rules(x, s);
     int nu = 2 * m->L;
-    x->cap = nu * (4 * SMOE_SIM_MAX_WEIGHTS + 8) + 16;
+    /* per unit: its weights' issues and gradients (4 each at most), its
+     * buffers and activations (mxmem.c: 3); the top-level terms */
+    x->cap = nu * (4 * SMOE_SIM_MAX_WEIGHTS + 12) + 32;
     x->capbusy = m->use_compute ? nu * (2 * SMOE_SIM_MAX_WEIGHTS + 4) + 16 : 0;
     x->ev = smoe_malloc(sizeof *x->ev * (size_t)x->cap);
     x->gend = smoe_calloc(3 * (size_t)nu, sizeof *x->gend);
@@ -625,7 +632,7 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
     double top = sim_engine(&x, &x.geng, t0, m->top_gather_s - head_s, LANE_GATHER,
                         x.pool ? "embedding weights" : "top-level weights");
     x.r.gather_busy_s += m->top_gather_s;
-    if (!x.pool) /* (smoe's executor holds them all step: sim_memory) */
+    if (!x.pool && !x.mxm) /* (smoe's executor holds them all step: sim_memory) */
         sim_mem(&x, t0, m->top_bytes);
     for (int u = 0; x.mx && u < nu; u++)
         if (mx_point(m, u) == MX_START)
@@ -643,19 +650,25 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
         sim_span(&x, LANE_WAIT, "wait top-level gathers", 0, top);
     }
     x.comp = top;
-    sim_compute(&x, top, m->embed_fwd_s, "embed");
+    double emb = sim_compute(&x, top, m->embed_fwd_s, "embed");
+    if (x.mxm)
+        sim_mx_embed(&x, t0, emb);
     for (int u = 0; u < m->L; u++)
         run_unit(&x, u);
     x.comp = wait_gathers(&x, x.comp, head_end, "wait head gathers");
-    double h = sim_compute(&x, x.comp, m->head_s, "head");
-    if (!x.pool)
+    double h0 = x.comp, h = sim_compute(&x, x.comp, m->head_s, "head");
+    if (x.mxm)
+        sim_mx_head(&x, h0, h);
+    else if (!x.pool)
         sim_mem(&x, h, -m->top_bytes); /* embedding and head weights done */
     for (int u = m->L; u < nu; u++)
         run_unit(&x, u);
-    if (!x.pool)
+    if (!x.pool && !x.mxm)
         sim_mem(&x, x.comp, m->top_bytes); /* the embedding's gradient */
-    double e = sim_compute(&x, x.comp, m->embed_bwd_s, "embed bwd");
-    sim_engine(&x, x.reng, e, m->top_rs_s, LANE_COMM, "reduce-scatter top");
+    double e0 = x.comp, e = sim_compute(&x, x.comp, m->embed_bwd_s, "embed bwd");
+    double rs_top = sim_engine(&x, x.reng, e, m->top_rs_s, LANE_COMM, "reduce-scatter top");
+    if (x.mxm)
+        sim_mx_top_grads(&x, e0, rs_top);
     double wait = fmax(0, fmax(*x.reng, *x.aeng) - x.comp) + x.lag; /* and the root */
     x.r.reduce_wait_s = wait;
     if (wait > 0)
@@ -663,9 +676,12 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
     x.comp += wait;
     sim_compute(&x, x.comp, m->optimizer_s, "adamw");
     x.r.step_s = x.comp;
-    if (!x.pool)
+    if (!x.pool && !x.mxm)
         sim_mem(&x, x.comp, -m->top_bytes);
-    sim_memory(&x);
+    if (x.mxm)
+        sim_mx_peak(&x, cmp_mev);
+    else
+        sim_memory(&x);
     for (int i = 0; i < x.nq; i++)
         sim_span(&x, x.ql[i], x.qn[i], x.qt[i], x.qe[i]);
     *r = x.r;

@@ -9,8 +9,13 @@
 enum { LANE_COMPUTE = SMOE_LANE_COMPUTE, LANE_GATHER = SMOE_LANE_GATHER, LANE_COMM = SMOE_LANE_COMM,
        LANE_WAIT = SMOE_LANE_WAIT };
 
+/* What a memory event holds (the peak's breakdown): gathered weights and
+ * their full-size gradients, activations, the sharded gradients. */
+enum { SIM_MEM_GATHERED, SIM_MEM_ACT, SIM_MEM_GRADS, SIM_MEM_NCAT };
+
 typedef struct mev {
     double t, bytes;
+    int cat;
 } mev;
 
 typedef struct sim {
@@ -27,6 +32,8 @@ typedef struct sim {
                       routed weights, the rest for the others; smoe's runtime
                       waits for the whole layer */
     int mx;        /* executor MAXTEXT: MaxText's prefetch path */
+    int mxm;       /* MaxText's memory model (mxmem.c): every executor but
+                      smoe's runtime, which counts as smoe train does */
     int xla;       /* executor XLA_SCAN (the baseline): the routed experts'
                       weights gathered at the MoE block's entry, each
                       gradient reduced with its transpose */
@@ -73,6 +80,14 @@ double sim_engine(sim *x, double *freep, double t, double dur, int lane, const c
 double sim_reduction(sim *x, const sim_w *w, double t, double dur);
 double sim_urgent(sim *x, double t, double dur, int lane, const char *name);
 double sim_exchange(sim *x, double t, double dur);
+
+/* mxmem.c: MaxText's memory model */
+void sim_mx_mem(sim *x, double t, double bytes, int cat);
+void sim_mx_unit(sim *x, const sim_kind *k, int bwd, double start, double end);
+void sim_mx_embed(sim *x, double t0, double fwd_end);
+void sim_mx_head(sim *x, double start, double end);
+void sim_mx_top_grads(sim *x, double bwd_start, double rs_end);
+void sim_mx_peak(sim *x, int (*cmp)(const void *, const void *));
 
 /* The cores' part of a gather's or reduction's time whose network part
  * is `net`: the profile's measured share of a layer's collectives where it

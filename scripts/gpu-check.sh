@@ -1,0 +1,51 @@
+#!/bin/sh
+# The checks that need a GPU, as one command on the GPU machine (at most a
+# few minutes): each check's log and one report.md go to OUT_DIR.
+#  - the machine: GPU, driver, CUDA toolkit;
+#  - test_dev cuda: the device layer's rules on device 0 (dev.h);
+#  - the same under compute-sanitizer's memcheck and racecheck.
+# The binaries come from scripts/gpu-pack.sh (built on the CPU machine).
+# Exit status: 0 when every check passed (a skip counts as a failure here:
+# this script runs only where a GPU is expected).
+# usage: scripts/gpu-check.sh [BIN_DIR] [OUT_DIR]
+set -u
+bin=${1:-.gpu}
+out=${2:-${OUT:-gpu-report}}
+mkdir -p "$out"
+report=$out/report.md
+failed=0
+{
+  echo "# GPU check ($(date -u +%Y-%m-%dT%H:%MZ))"
+  echo
+  echo '```'
+  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv 2>&1
+  nvcc --version 2>&1 | tail -2
+  echo '```'
+  echo
+  echo "| check | exit | last line |"
+  echo "|---|---|---|"
+} >"$report"
+
+# NAME SECONDS CMD...: run one check, its output in OUT/NAME.log
+check() {
+  name=$1
+  secs=$2
+  shift 2
+  timeout "$secs" "$@" >"$out/$name.log" 2>&1
+  rc=$?
+  [ "$rc" -eq 0 ] || failed=$((failed + 1))
+  echo "| $name | $rc | $(tail -1 "$out/$name.log" | tr '|' '/') |" >>"$report"
+}
+
+check test_dev_cuda 120 "$bin/test_dev" cuda
+if command -v compute-sanitizer >/dev/null 2>&1; then
+  check memcheck 180 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/test_dev" cuda
+  check racecheck 180 compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/test_dev" cuda
+else
+  echo "| compute-sanitizer | - | not on this machine |" >>"$report"
+  failed=$((failed + 1))
+fi
+echo >>"$report"
+echo "$failed check(s) failed" >>"$report"
+cat "$report"
+[ "$failed" -eq 0 ]
