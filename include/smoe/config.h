@@ -342,7 +342,7 @@ smoe_status smoe_hw_write(FILE *f, const smoe_hw *hw, const smoe_hw_note *notes,
                           const char *trailer, smoe_err *err);
 
 /* ---- simulation scenarios (configs/scenarios/NAME.yml) ---- */
-#define SMOE_SCN_MAX_OVERRIDES 32
+#define SMOE_SCN_MAX_OVERRIDES 96 /* a published run's keys fit */
 #define SMOE_SCN_MAX_VARIANTS 8
 #define SMOE_SCN_MAX_SOURCES 32
 /* Bounds shared by scenario files and smoe sim's options. */
