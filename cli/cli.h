@@ -249,7 +249,7 @@ int sim_readings_plot(const smoe_scenario *sc, const sim_readings *rd, sim_plot_
 /* The readings and their envelope as a JSON object (NULL when none). */
 struct cJSON *sim_readings_json(const smoe_scenario *sc, const sim_readings *rd);
 void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw,
-                    const struct smoe_sim_shape *sh, const char *const *names,
+                    const struct smoe_sim_shape *sh, const char *tuned, const char *const *names,
                     const char *const *executors, const struct smoe_sim_result *res, int n,
                     const smoe_scenario *sc, const sim_readings *rd,
                     const struct smoe_sim_point *curve, int ncurve);

@@ -163,6 +163,11 @@ static int64_t train_act_bytes(const smoe_config *cfg, const smoe_plan *p, const
  * and the keys the step model reads (smoe_sim_keys: the dtypes, remat_policy
  * unless --remat or the scenario chose); the plan is sized in the stored
  * dtype. */
+/* The main configuration's kernel-tuning keys away from MaxText's default
+ * (smoe_sim_tuned_keys), named in the output: written by build() for the
+ * run's own configuration (no variant's extra keys). */
+static char g_tuned[1024];
+
 static smoe_sim_model *build(const cli_common *c, const char *rules, const char *const *extra,
                              int n_extra, const smoe_hw *hw, smoe_sim_shape *shp,
                              smoe_plan **plan_out)
@@ -201,6 +206,8 @@ static smoe_sim_model *build(const cli_common *c, const char *rules, const char 
     smoe_sim_model *m;
     if (smoe_sim_model_build(cfg, p, hw, &sh, &m, &err))
         cli_die(&err);
+    if (n_extra == 0)
+        (void)smoe_sim_tuned_keys(cfg, g_tuned, sizeof g_tuned);
     smoe_config_free(cfg);
     *plan_out = p;
     *shp = sh;
@@ -787,6 +794,9 @@ static void print_head(const sim_args *a, const sim_rows *R, const smoe_hw *hw, 
            hw->name, hwf, (long long)smoe_mesh_devices(&plan->mesh), (long long)sh->batch,
            (long long)sh->seq, a->remat ? a->remat : smoe_sim_remat_name(sh->remat),
            sh->dtype_bytes, sh->compute_bytes, sh->grad_bytes, sh->mu_bytes, sh->nu_bytes);
+    if (g_tuned[0])
+        printf("kernel tuning not modelled (kernels are timed by FLOPs and bytes at any "
+               "tuning): %s\n", g_tuned);
     if (sh->wire_bytes > 0)
         printf("smoe's runtime gathers %s: %.4g bytes per element on the wire (its "
                "schedules only)\n", smoe_dtype_name(a->c.gather_dtype), sh->wire_bytes);
@@ -851,7 +861,7 @@ static void print_json(const sim_args *a, const sim_rows *R, const smoe_hw *hw,
         execs[i] = smoe_sim_executor_name(R->runs[i].exec);
         res[i] = R->runs[i].r;
     }
-    sim_print_json(stdout, plan, hw, sh, names, execs, res, R->n, &a->sc, &R->rd, R->curve,
+    sim_print_json(stdout, plan, hw, sh, g_tuned, names, execs, res, R->n, &a->sc, &R->rd, R->curve,
                    a->sweep ? R->ncurve : 0);
 }
 

@@ -59,13 +59,15 @@ cJSON *sim_readings_json(const smoe_scenario *sc, const sim_readings *rd)
 }
 
 void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const smoe_sim_shape *sh,
-                    const char *const *names, const char *const *executors,
+                    const char *tuned, const char *const *names, const char *const *executors,
                     const smoe_sim_result *res, int n, const smoe_scenario *sc,
                     const sim_readings *rd, const smoe_sim_point *curve, int ncurve)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddItemToObject(root, "hardware", cli_json_string(hw->name));
     cJSON_AddItemToObject(root, "mesh", cli_json_mesh(&p->mesh));
+    /* kernel-tuning keys away from MaxText's default: not modelled */
+    cJSON_AddItemToObject(root, "kernel_tuning_not_modelled", cli_json_string(tuned));
     cJSON *shape = cJSON_AddObjectToObject(root, "shape"); /* as simulated */
     cJSON_AddNumberToObject(shape, "batch", (double)sh->batch);
     cJSON_AddNumberToObject(shape, "seq", (double)sh->seq);

@@ -46,7 +46,7 @@ grep -q "^# \|^- commit" "$dir/all" && bad "--check printed the header" || ok "-
 
 # made-up runs from the development run: one smoe sim predicts (remat full
 # written as the scenario's reading), one it refuses (a quantized run)
-dev=$(ls configs/public-runs/dev/*.yml | head -1)
+dev=configs/public-runs/dev/deepseek3-671b-tpu7x-4x8x8-xlp.yml
 mkdir -p "$dir/dev" "$dir/check"
 grep -v "remat_policy=custom" "$dev" >"$dir/dev/pred.yml"
 echo "remat: full" >>"$dir/dev/pred.yml"

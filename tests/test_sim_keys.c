@@ -150,6 +150,45 @@ static void test_engine(void)
     CHECK(!smoe_key_holds(&n, &np));
 }
 
+/* The kernel-tuning keys: named when away from MaxText's default (a
+ * local_sa_* key at null or at its sa_* twin's default is not), never
+ * refused; the list is cut with "..." where the buffer ends. */
+static void test_tuned(void)
+{
+    static const struct {
+        const char *ov, *text;
+        int n;
+    } t[] = {
+        { NULL, "", 0 },
+        { "sa_block_q=512", "", 0 },
+        { "sa_block_q=1024", "sa_block_q=1024", 1 },
+        { "local_sa_block_q=512", "", 0 },
+        { "local_sa_block_kv=256", "local_sa_block_kv=256", 1 },
+        { "sa_q_layout=SEQ_MINOR", "sa_q_layout=SEQ_MINOR", 1 },
+        { "use_ragged_sort=true", "use_ragged_sort=true", 1 },
+        { "wo_tile_drhs_mlp_dim=2048", "wo_tile_drhs_mlp_dim=2048", 1 },
+        { "megablox=false", "", 0 }, /* which kernel runs: not tuning */
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        const char *o[1] = { t[i].ov };
+        smoe_config *cfg = load_deepseek(cfgdir, o, t[i].ov ? 1 : 0);
+        char buf[256];
+        CHECK(cfg != NULL);
+        if (!cfg)
+            continue;
+        int n = smoe_sim_tuned_keys(cfg, buf, sizeof buf);
+        CHECKF(n == t[i].n && strcmp(buf, t[i].text) == 0, "%s: %d '%s'",
+               t[i].ov ? t[i].ov : "(defaults)", n, buf);
+        smoe_config_free(cfg);
+    }
+    const char *two[2] = { "sa_block_q=1024", "sa_block_kv=2048" };
+    smoe_config *cfg = load_deepseek(cfgdir, two, 2);
+    char small[20];
+    CHECK(cfg && smoe_sim_tuned_keys(cfg, small, sizeof small) == 2);
+    CHECKF(strcmp(small, "sa_block_q=1024...") == 0, "cut: '%s'", small);
+    smoe_config_free(cfg);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -161,5 +200,6 @@ int main(int argc, char **argv)
     test_refused(&hw);
     test_modelled(&hw);
     test_engine();
+    test_tuned();
     return check_report();
 }

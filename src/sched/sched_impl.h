@@ -170,4 +170,5 @@ void sim_pool_grad_done(sim_pool *p, int b, double t);
  * parallelism. */
 void sim_mx_sizes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, double ep, sim_kind *k);
 
+
 #endif

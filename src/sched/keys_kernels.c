@@ -1,0 +1,76 @@
+/* The MaxText keys that tune a kernel (splash attention's blocks and
+ * layouts, the grouped matmuls' tiles, the MoE permute's kernels): the step
+ * model times each kernel by its FLOPs and bytes whatever its tuning, so a
+ * value other than MaxText's default is not modelled; such keys are
+ * named in the output (never silently ignored), as smoe train names the
+ * keys it does not apply. A published sweep moves a DeepSeek-V3 step by up
+ * to 15 % with splash blocks alone (maxtext cross-layer-prefetch
+ * sweeps/results.md), where the prediction does not move. The defaults are
+ * base.yml's at e591f30; a local_sa_* key is at its default when null (it
+ * inherits its sa_* twin) or at that twin's default. Which kernel runs
+ * (megablox, use_tokamax_gmm, use_tokamax_splash) is timed by the same
+ * FLOPs and bytes (docs/sim.md). */
+#include "sched_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SA_WHY "another splash attention tuning, timed differently"
+#define GMM_WHY "other grouped-matmul tiles, timed differently"
+#define PERM_WHY "other MoE permute kernels, timed differently"
+#define SA(k, want) { "sa_" k, SMOE_KEY_INT, want, SA_WHY }, { "local_sa_" k, SMOE_KEY_INT, want, SA_WHY }
+#define SAB(k, want) { "sa_" k, SMOE_KEY_BOOL, want, SA_WHY }, { "local_sa_" k, SMOE_KEY_BOOL, want, SA_WHY }
+#define SAS(k, want) { "sa_" k, SMOE_KEY_STR, want, SA_WHY }, { "local_sa_" k, SMOE_KEY_STR, want, SA_WHY }
+#define TILE(w, pass) { w "_tile_" pass "_batch_seq", SMOE_KEY_INT, "512", GMM_WHY }, \
+                      { w "_tile_" pass "_embed_dim", SMOE_KEY_INT, "1024", GMM_WHY }, \
+                      { w "_tile_" pass "_mlp_dim", SMOE_KEY_INT, "1024", GMM_WHY }
+
+static const smoe_key_rule k_kernel_keys[] = {
+    SA("block_q", "512"), SA("block_kv", "512"), SA("block_kv_compute", "512"),
+    SA("block_q_dkv", "512"), SA("block_kv_dkv", "512"), SA("block_kv_dkv_compute", "512"),
+    SA("block_q_dq", "512"), SA("block_kv_dq", "512"),
+    SAB("use_fused_bwd_kernel", "false"), SAB("fuse_reciprocal", "true"),
+    SAB("use_base2_exp", "true"),
+    SAS("q_layout", "HEAD_DIM_MINOR"), SAS("k_layout", "HEAD_DIM_MINOR"),
+    SAS("v_layout", "HEAD_DIM_MINOR"),
+    { "sa_bwd_dkv_megacore", SMOE_KEY_BOOL, "false", SA_WHY },
+    { "use_splash_scheduler", SMOE_KEY_BOOL, "false", SA_WHY },
+    TILE("wi", "fwd"), TILE("wi", "dlhs"), TILE("wi", "drhs"),
+    TILE("wo", "fwd"), TILE("wo", "dlhs"), TILE("wo", "drhs"),
+    { "merge_gating_gmm", SMOE_KEY_BOOL, "false", GMM_WHY },
+    { "use_gmm_v2", SMOE_KEY_BOOL, "false", GMM_WHY },
+    { "num_moe_emb_chunks", SMOE_KEY_INT, "0", "the token all-gather overlapped in chunks" },
+    { "use_ragged_sort", SMOE_KEY_BOOL, "false", PERM_WHY },
+    { "use_gather_mosaic_kernel", SMOE_KEY_BOOL, "false", PERM_WHY },
+    { "ragged_gather_fallback", SMOE_KEY_BOOL, "false", PERM_WHY },
+    { "ragged_gather_reduce_fallback", SMOE_KEY_BOOL, "false", PERM_WHY },
+    { "use_ragged_attention", SMOE_KEY_BOOL, "false", "ragged attention, timed differently" },
+};
+
+int smoe_sim_tuned_keys(const smoe_config *cfg, char *buf, size_t n)
+{
+    int count = 0, cut = 0;
+    size_t used = 0;
+    if (n)
+        buf[0] = '\0';
+    for (size_t i = 0; i < sizeof k_kernel_keys / sizeof k_kernel_keys[0]; i++) {
+        const smoe_node *v = smoe_config_get(cfg, k_kernel_keys[i].key);
+        if (smoe_key_holds(v, &k_kernel_keys[i]))
+            continue;
+        count++;
+        if (cut || n < 4)
+            continue;
+        char *text = smoe_node_text(v);
+        int w = snprintf(buf + used, n - used, "%s%s=%s", count > 1 ? ", " : "",
+                         k_kernel_keys[i].key, text ? text : "?");
+        free(text);
+        if (w > 0 && used + (size_t)w < n) {
+            used += (size_t)w;
+        } else { /* the rest does not fit: end with "..." */
+            memcpy(buf + (used + 4 <= n ? used : n - 4), "...", 4);
+            cut = 1;
+        }
+    }
+    return count;
+}
