@@ -41,7 +41,7 @@ static void test_refused(const smoe_hw *hw)
         "quantization=fp8_full", "quantization=int8", "sparse_matmul=false",
         "capacity_factor=1.25", "gradient_accumulation_steps=2",
         "optimizer_memory_host_offload=true", "parameter_memory_host_offload=true",
-        "num_vocab_tiling=4", "remat_policy=custom", "remat_policy=save_qkv_proj",
+        "num_vocab_tiling=4", "remat_policy=save_qkv_proj",
         "attention=dot_product", "attention=paged",
         /* mesh axes the step model does not split a layer's work over */
         "ici_tensor_parallelism=2", "ici_tensor_sequence_parallelism=2",
@@ -81,6 +81,8 @@ static void test_modelled(const smoe_hw *hw)
         { NULL, SMOE_REMAT_FULL, 0 }, /* base.yml: remat_policy 'full' */
         { "remat_policy=full", SMOE_REMAT_FULL, 0 },
         { "remat_policy=minimal", SMOE_REMAT_DOTS, 0 },
+        /* custom with base.yml's tensors: only the layer input on device */
+        { "remat_policy=custom", SMOE_REMAT_FULL, 0 },
         { "use_ring_of_experts=true", SMOE_REMAT_FULL, 1 },
         { "quantization=", SMOE_REMAT_FULL, 0 },
         { "capacity_factor=-1", SMOE_REMAT_FULL, 0 },
@@ -150,6 +152,47 @@ static void test_engine(void)
     CHECK(!smoe_key_holds(&n, &np));
 }
 
+/* remat_policy custom: full remat while every tensor but the layer input
+ * is rematerialised; a tensor kept on the device or offloaded is refused
+ * at its key. */
+static void test_custom_remat(const smoe_hw *hw)
+{
+    static const struct {
+        const char *tensor;
+        int ok;
+    } t[] = {
+        { "decoder_layer_input=device", 1 }, { "decoder_layer_input=remat", 1 },
+        { "decoder_layer_input=offload", 0 }, { "query_proj=device", 0 },
+        { "moe_mlpwo=offload", 0 }, { "context=remat", 1 }, { "mla_kv=device", 0 },
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        const char *o[2] = { "remat_policy=custom", t[i].tensor };
+        smoe_config *cfg = load_deepseek(cfgdir, o, 2);
+        smoe_sim_shape sh = { .batch = 1, .seq = 2048, .remat = SMOE_REMAT_NONE };
+        smoe_err err;
+        CHECK(cfg != NULL);
+        if (!cfg)
+            continue;
+        smoe_status s = smoe_sim_keys(cfg, hw, &sh, &err);
+        char key[64];
+        snprintf(key, sizeof key, "%.*s: ", (int)strcspn(t[i].tensor, "="), t[i].tensor);
+        if (t[i].ok)
+            CHECKF(s == SMOE_OK && sh.remat == SMOE_REMAT_FULL, "%s: %s", t[i].tensor, err.msg);
+        else
+            CHECKF(s == SMOE_EINVAL && strstr(err.msg, key) &&
+                       strstr(err.msg, "smoe sim models custom remat with only"),
+                   "%s: '%s'", t[i].tensor, s ? err.msg : "accepted");
+        smoe_config_free(cfg);
+    }
+    /* the per-tensor keys act only under custom (MaxText reads them there) */
+    const char *o[2] = { "remat_policy=full", "query_proj=device" };
+    smoe_config *cfg = load_deepseek(cfgdir, o, 2);
+    smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
+    smoe_err err;
+    CHECK(cfg && smoe_sim_keys(cfg, hw, &sh, &err) == SMOE_OK);
+    smoe_config_free(cfg);
+}
+
 /* The kernel-tuning keys: named when away from MaxText's default (a
  * local_sa_* key at null or at its sa_* twin's default is not), never
  * refused; the list is cut with "..." where the buffer ends. */
@@ -201,5 +244,6 @@ int main(int argc, char **argv)
     test_modelled(&hw);
     test_engine();
     test_tuned();
+    test_custom_remat(&hw);
     return check_report();
 }

@@ -62,6 +62,34 @@ static smoe_status sim_axes(const smoe_config *cfg, smoe_err *err)
     return SMOE_OK;
 }
 
+/* remat_policy "custom" (MaxText decoders.py get_remat_policy:
+ * save_and_offload_only_these_names over the per-tensor keys set to
+ * "device" and "offload", pyconfig's tensors_on_device and
+ * tensors_to_offload; base.yml's list of names at e591f30): with nothing
+ * saved but the layer's input (which the scan keeps as its carry either
+ * way) it is full remat. A tensor saved on the device or offloaded to the
+ * host is another policy's memory and time: refused at its key. */
+static const char *const k_remat_tensors[] = {
+    "decoder_layer_input", "indexer_cutoff_threshold", "context", "mlpwi", "mlpwi_0",
+    "mlpwi_1", "mlpwo", "moe_mlpwi_0", "moe_mlpwi_1", "moe_mlpwo", "query_proj", "key_proj",
+    "value_proj", "kv_proj", "qkv_proj", "out_proj", "query_wa_proj", "kv_wa_proj", "mla_q",
+    "mla_kv", "attention_out", "engram",
+};
+
+static smoe_status sim_remat_custom(const smoe_config *cfg, smoe_err *err)
+{
+    for (size_t i = 0; i < sizeof k_remat_tensors / sizeof k_remat_tensors[0]; i++) {
+        smoe_key_rule r = { k_remat_tensors[i], SMOE_KEY_STR, i == 0 ? "device|remat" : "remat",
+                            i == 0 ? "the layer inputs offloaded to the host"
+                                   : "a custom remat policy that keeps this tensor" };
+        smoe_status s = smoe_key_check(cfg, &r, "smoe sim models custom remat with",
+                                       SIM_WOULD, err);
+        if (s)
+            return s;
+    }
+    return SMOE_OK;
+}
+
 /* remat_policy (MaxText layers/decoders.py get_remat_policy): "full" remats
  * the layer with no saved names, "minimal" saves every projection's output
  * but the attention context (the dot products); the named-tensor and
@@ -71,7 +99,7 @@ static smoe_status sim_axes(const smoe_config *cfg, smoe_err *err)
  * refused, and --remat none asks for no remat. */
 static smoe_status sim_remat(const smoe_config *cfg, smoe_remat *out, smoe_err *err)
 {
-    static const smoe_key_rule r = { "remat_policy", SMOE_KEY_STR, "full|minimal",
+    static const smoe_key_rule r = { "remat_policy", SMOE_KEY_STR, "full|minimal|custom",
                                      "another policy's saved tensors; --remat picks a modelled one" };
     const smoe_node *n = smoe_config_get(cfg, r.key);
     const char *v = "full";
@@ -83,6 +111,8 @@ static smoe_status sim_remat(const smoe_config *cfg, smoe_remat *out, smoe_err *
                            "save-dot-products");
     if ((s = smoe_key_check(cfg, &r, SIM_ONLY, SIM_WOULD, err)) ||
         (n && (s = smoe_config_str(cfg, r.key, &v, err))))
+        return s;
+    if (strcmp(v, "custom") == 0 && (s = sim_remat_custom(cfg, err)))
         return s;
     *out = strcmp(v, "minimal") == 0 ? SMOE_REMAT_DOTS : SMOE_REMAT_FULL;
     return SMOE_OK;
