@@ -635,6 +635,57 @@ static void test_hw_schema(const char *cfgdir)
     }
 }
 
+/* One build of deepseek2-16b on tpu7x (1 x 2048 tokens per device) with
+ * the override ov; NULL when refused (its message in msg). */
+static smoe_sim_model *build_with(const char *cfgdir, const char *ov, char *msg, size_t cap)
+{
+    const char *o[2] = { "ici_expert_parallelism=2", ov };
+    smoe_config *cfg = load_deepseek(cfgdir, o, ov ? 2 : 1);
+    smoe_err err;
+    smoe_sim_model *m = NULL;
+    msg[0] = '\0';
+    char hwf[1024];
+    snprintf(hwf, sizeof hwf, "%s/hardware/tpu7x.yml", cfgdir);
+    smoe_hw hw;
+    smoe_plan *p = NULL;
+    smoe_sim_shape sh = { .batch = 1, .seq = 2048, .remat = SMOE_REMAT_FULL };
+    if (cfg && smoe_hw_load(hwf, &hw, &err) == SMOE_OK &&
+        smoe_sim_dtypes(cfg, &hw, &sh, &err) == SMOE_OK) {
+        smoe_plan_opts po = { 16, 1, NULL, sh.dtype_bytes };
+        if (smoe_plan_build(cfg, &po, &p, &err) == SMOE_OK &&
+            smoe_sim_model_build(cfg, p, &hw, &sh, &m, &err) != SMOE_OK)
+            snprintf(msg, cap, "%s", err.msg);
+    }
+    smoe_plan_free(p);
+    smoe_config_free(cfg);
+    return m;
+}
+
+/* num_vocab_tiling (MaxText vocab_tiling_linen_loss): one tile's logits
+ * live at a time (a quarter with 4 tiles), the head costs one more
+ * forward dot (the backward's recompute) in dots of a quarter of the
+ * rows; a count that does not divide the tokens is refused. */
+static void test_vocab_tiling(const char *cfgdir)
+{
+    char msg[512];
+    smoe_sim_model *one = build_with(cfgdir, NULL, msg, sizeof msg);
+    smoe_sim_model *four = build_with(cfgdir, "num_vocab_tiling=4", msg, sizeof msg);
+    CHECKF(one && four, "built: %s", msg);
+    if (one && four) {
+        CHECKF(NEAR(four->logits_bytes * 4, one->logits_bytes), "logits %g vs %g / 4",
+               four->logits_bytes, one->logits_bytes);
+        /* 3 dots become 4 (quarter-row dots take at least a quarter's time) */
+        CHECKF(four->head_s > one->head_s * 4 / 3 * 0.99 && four->head_s < one->head_s * 2,
+               "head %g s with 4 tiles, %g s whole", four->head_s, one->head_s);
+        CHECKF(NEAR(four->k[1].fwd_pre, one->k[1].fwd_pre), "the layers unchanged");
+    }
+    smoe_sim_model_free(one);
+    smoe_sim_model_free(four);
+    CHECK(build_with(cfgdir, "num_vocab_tiling=3", msg, sizeof msg) == NULL);
+    CHECKF(strstr(msg, "num_vocab_tiling = 3: MaxText cuts a device's 2048 tokens") != NULL,
+           "'%s'", msg);
+}
+
 int main(int argc, char **argv)
 {
     test_local_members();
@@ -647,6 +698,7 @@ int main(int argc, char **argv)
     test_planner();
     if (argc > 1) {
         test_hw_schema(argv[1]);
+        test_vocab_tiling(argv[1]);
         const char *ep[] = { "ici_expert_parallelism=2" };
         test_memory(argv[1], ep, 1, 4, 4, 4, 4);
         const char *bf[] = { "ici_expert_parallelism=2", "weight_dtype=bfloat16",

@@ -41,7 +41,7 @@ static void test_refused(const smoe_hw *hw)
         "quantization=fp8_full", "quantization=int8", "sparse_matmul=false",
         "capacity_factor=1.25", "gradient_accumulation_steps=2",
         "optimizer_memory_host_offload=true", "parameter_memory_host_offload=true",
-        "num_vocab_tiling=4", "remat_policy=save_qkv_proj",
+        "remat_policy=save_qkv_proj",
         "attention=dot_product", "attention=paged",
         /* mesh axes the step model does not split a layer's work over */
         "ici_tensor_parallelism=2", "ici_tensor_sequence_parallelism=2",

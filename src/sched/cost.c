@@ -363,6 +363,41 @@ static smoe_status add_weight(sim_kind *k, const sim_w *w, smoe_err *err)
     return SMOE_OK;
 }
 
+/* num_vocab_tiling (MaxText vocabulary_tiling.py vocab_tiling_linen_loss):
+ * the batch x seq tokens cut into that many tiles, each tile's logits and
+ * loss computed in a scan; an integer >= 1 that divides the tokens. */
+static smoe_status vocab_tiles(const smoe_config *cfg, const smoe_sim_shape *sh, int64_t *out,
+                               smoe_err *err)
+{
+    const smoe_node *n = smoe_config_get(cfg, "num_vocab_tiling");
+    double v = 1;
+    smoe_status s;
+    if (n && smoe_node_type(n) != SMOE_T_NULL &&
+        (s = smoe_config_float(cfg, "num_vocab_tiling", &v, err)))
+        return s;
+    int64_t tokens = sh->batch * sh->seq;
+    if (!(v >= 1 && v <= (double)tokens && v == (double)(int64_t)v) || tokens % (int64_t)v)
+        return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "num_vocab_tiling"),
+                           "num_vocab_tiling = %g: MaxText cuts a device's %lld tokens (batch x "
+                           "seq) into that many equal tiles: an integer >= 1 dividing them",
+                           v, (long long)tokens);
+    *out = (int64_t)v;
+    return SMOE_OK;
+}
+
+/* The head, forward and backward (the logits dot and its two transposes;
+ * the softmax and loss over the logits). With tiles > 1 each tile is its
+ * own dot (T / tiles rows), and the backward's scan computes each tile's
+ * logits again before its transposes (vocab_tiling_linen_loss's custom
+ * VJP: jax.vjp of the tile's loss): one more forward dot and its
+ * elementwise passes over the logits. */
+static double head_time(const cost *c, double T, double E, double V, double tiles)
+{
+    if (tiles <= 1)
+        return 3 * mm(c, T, E, V, c->ab) + ew(c, T * V, 4);
+    return tiles * 4 * mm(c, T / tiles, E, V, c->ab) + ew(c, T * V, 6);
+}
+
 /* Elements of smoe's runtime's gathered buffer of w (smoe train's): its
  * executable form (smoe_gather_exec_of) gathers every live axis, ahead or
  * at use, but keeps a routed weight's expert axis; the plan's bytes_out
@@ -634,9 +669,14 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     double V = (double)d.vocab, E = (double)d.emb;
     m->embed_fwd_s = ew(&c, T * E, 2);
     m->embed_bwd_s = ew(&c, T * E, 3);
-    m->head_s = 3 * mm(&c, T, E, V, c.ab) + ew(&c, T * V, 4);
+    int64_t tiles = 1;
+    if ((s = vocab_tiles(cfg, sh, &tiles, err))) {
+        smoe_sim_model_free(m);
+        return s;
+    }
+    m->head_s = head_time(&c, T, E, V, (double)tiles);
     /* the logits dot's output: `dtype`, fp32 with logits_dot_in_fp32
-     * (decoders.py apply_output_head; num_vocab_tiling 1: whole) */
+     * (decoders.py apply_output_head); one tile's at a time */
     int fp32_logits = 0;
     const smoe_node *lf = smoe_config_get(cfg, "logits_dot_in_fp32");
     if (lf && smoe_node_type(lf) != SMOE_T_NULL &&
@@ -644,7 +684,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         smoe_sim_model_free(m);
         return s;
     }
-    m->logits_bytes = T * V * (fp32_logits ? 4 : c.ab);
+    m->logits_bytes = T / (double)tiles * V * (fp32_logits ? 4 : c.ab);
     if (cpu->compute_scale > 0) {
         m->head_s *= cpu->compute_scale;
         m->embed_fwd_s *= cpu->compute_scale;
