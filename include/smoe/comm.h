@@ -11,8 +11,9 @@
  * are, the small collectives that agree on statuses and numbers, the FSDP
  * weight gathers and their gradient transposes, waits that never hang,
  * and the expert group. The trainer is written against it alone, so one
- * build of it runs under MPI (smoe_rt_comm) or on one rank without MPI
- * (smoe_comm_local_new). */
+ * build of it runs under MPI (smoe_rt_comm), on one rank without MPI
+ * (smoe_comm_local_new), or on N ranks in one process, a thread each
+ * (smoe_comm_vrank_new). */
 #ifndef SMOE_COMM_H
 #define SMOE_COMM_H
 
@@ -246,6 +247,32 @@ smoe_status smoe_comm_local_new(const smoe_mesh *mesh, double timeout_s, smoe_co
 /* Free what smoe_comm_local_new made (its gathers included); c->ctx NULL
  * after. */
 void smoe_comm_local_free(smoe_comm *c);
+
+/* ---- ranks in one process (src/comm/vrank.c; no MPI) ----
+ * The mesh's N devices as N ranks of one process: out[r] (the caller's
+ * array of N) is rank r's communicator, used by one thread of the
+ * caller's, which runs rank r (a smoe_trainer over out[r], say); every
+ * collective is a copy between the ranks' buffers, ordered by a mailbox
+ * per (group, sequence number) under one lock. The MPI runtime's groups,
+ * queues and contract (runtime.h), op for op: what a weight gather hands
+ * back, compressed ones included, is bitwise what the MPI runtime's does;
+ * its reductions sum the ranks' contributions in rank order, so a run is
+ * bitwise the same under every schedule (MPI's order is the library's).
+ * A wait that makes no progress for timeout_s seconds (<= 0: never)
+ * aborts the process naming the rank, what it waited for and its phase;
+ * abort prints "smoe: rank R: MSG" and _exits with the code. The progress
+ * thread setting is off (each rank's thread advances its own ops).
+ * SMOE_EINVAL for a mesh of more than 4096 devices. */
+typedef struct smoe_comm_vrank_opts {
+    double timeout_s;
+    int shared_queue;   /* gathers share the reductions' queue (smoe_rt_opts's) */
+} smoe_comm_vrank_opts;
+SMOE_MUST_CHECK
+smoe_status smoe_comm_vrank_new(const smoe_mesh *mesh, const smoe_comm_vrank_opts *o,
+                                smoe_comm *out, smoe_err *err);
+/* Free the ranks smoe_comm_vrank_new made (c: its array of n), after every
+ * rank's thread is done with them; each c[i].ctx NULL after. */
+void smoe_comm_vrank_free(smoe_comm *c, int n);
 
 #ifdef __cplusplus
 }
