@@ -10,7 +10,10 @@
  * train_wire) and are bitwise identical across schedules; bf16 gradient
  * reductions are deterministic and not fp32's; and a rank whose gathered
  * weights are perturbed once (scaled by 1 + 1e-3) is caught by the same comparison.
- * usage: test_vrank CONFIG_DIR DATA_FILE */
+ * With --quick (the unit tier's few seconds): 2 ranks only, fsdp=2 against
+ * the single-rank run, depth 0 with the shared queue bitwise depth 1, and
+ * the perturbed rank caught.
+ * usage: test_vrank CONFIG_DIR DATA_FILE [--quick] */
 #define _GNU_SOURCE
 #include "check.h"
 #include "cmp_rule.h"
@@ -249,38 +252,31 @@ static int agree(const run_out *a, const run_out *b, double tol, const char *wha
 
 #define E2 "ici_expert_parallelism=2"
 
-int main(int argc, char **argv)
+/* fp32 sharded runs against the single-rank run over the same global
+ * batch; returns fsdp=2 x expert=2 (in *f2e2). */
+static void test_meshes(const run_out *ref, const run_out *ref2, run_out *f2e2)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: test_vrank CONFIG_DIR DATA_FILE\n");
-        return 2;
-    }
-    cfgdir = argv[1];
-    datafile = argv[2];
-    smoe_err err;
-    if (smoe_train_data_load(datafile, 128, &data, &err)) {
-        fprintf(stderr, "test_vrank: %s\n", err.msg);
-        return 1;
-    }
-    /* fp32: the single-rank oracle over the same global batch */
-    run_out ref, ref2, x, y;
-    run(&(run_spec){ "ref", 1, { "per_device_batch_size=16" }, 1, 0, 0, 0, 0, 0, -1 }, &ref);
-    run(&(run_spec){ "ref2", 1, { "per_device_batch_size=8" }, 1, 0, 0, 0, 0, 0, -1 }, &ref2);
     static const struct { const char *name, *kv; int n; } mesh[] = {
         { "fsdp=4", "ici_fsdp_parallelism=4", 4 }, { "expert=4", "ici_expert_parallelism=4", 4 },
-        { "fsdp=2 (2 ranks)", NULL, 2 },
+        { "fsdp=2 (2 ranks)", NULL, 2 }, { "fsdp=2 x expert=2", E2, 4 },
     };
     for (size_t i = 0; i < sizeof mesh / sizeof mesh[0]; i++) {
+        run_out x;
         run(&(run_spec){ mesh[i].name, mesh[i].n, { mesh[i].kv }, 1, 0, 0, 0, 0, 0, -1 }, &x);
         char what[96];
         snprintf(what, sizeof what, "%s vs single rank", mesh[i].name);
-        CHECKF(agree(mesh[i].n == 2 ? &ref2 : &ref, &x, 1e-5, what, 0), "%s", what);
-        out_free(&x);
+        CHECKF(agree(mesh[i].n == 2 ? ref2 : ref, &x, 1e-5, what, 0), "%s", what);
+        if (i == 3)
+            *f2e2 = x;
+        else
+            out_free(&x);
     }
-    /* fsdp=2 x expert=2, and the schedules bitwise */
-    run_out f2e2;
-    run(&(run_spec){ "f2e2", 4, { E2 }, 1, 0, 0, 0, 0, 0, -1 }, &f2e2);
-    CHECK(agree(&ref, &f2e2, 1e-5, "fsdp=2 x expert=2 vs single rank", 0));
+}
+
+/* Runs differing only in schedule, bitwise the default run a (its mesh:
+ * n ranks, override kv). */
+static void test_schedules(const run_out *a, int n, const char *kv)
+{
     static const struct { const char *what; int depth, legacy, shq; } sch[] = {
         { "prefetch off == depth 1, bitwise", 0, 0, 0 },
         { "depth 2 == depth 1, bitwise", 2, 0, 0 },
@@ -288,17 +284,28 @@ int main(int argc, char **argv)
         { "shared queue == dedicated, bitwise", 1, 0, 1 },
     };
     for (size_t i = 0; i < sizeof sch / sizeof sch[0]; i++) {
-        run(&(run_spec){ sch[i].what, 4, { E2 }, sch[i].depth, sch[i].legacy, sch[i].shq, 0, 0,
-                         0, -1 }, &x);
-        CHECKF(agree(&f2e2, &x, 0, sch[i].what, 0), "%s", sch[i].what);
+        run_out x;
+        run(&(run_spec){ sch[i].what, n, { kv }, sch[i].depth, sch[i].legacy, sch[i].shq, 0, 0, 0,
+                         -1 }, &x);
+        CHECKF(agree(a, &x, 0, sch[i].what, 0), "%s", sch[i].what);
         out_free(&x);
     }
-    /* the oracle can fail: one rank's gathered weight moved once by 1e-3 */
-    run(&(run_spec){ "perturbed", 4, { E2 }, 1, 0, 0, 0, 0, 0, 1 }, &x);
-    CHECKF(x.ok && !agree(&ref, &x, 1e-5, "", 1), "a perturbed rank is not caught");
+}
+
+/* The oracle can fail: one rank's first gathered weight scaled once. */
+static void test_perturbed(const run_out *ref, int n, const char *kv)
+{
+    run_out x;
+    run(&(run_spec){ "perturbed", n, { kv }, 1, 0, 0, 0, 0, 0, 1 }, &x);
+    CHECKF(x.ok && !agree(ref, &x, 1e-5, "", 1), "a perturbed rank is not caught");
     printf("%s: a rank's gathered weight scaled by 1 + 1e-3 once: caught\n", x.ok ? "ok" : "FAIL");
     out_free(&x);
-    /* compressed gathers: the single-rank run with the same wire */
+}
+
+/* Compressed gathers: the single-rank run with the same wire, bitwise
+ * across schedules, not fp32's. */
+static void test_wire(const run_out *f2e2)
+{
     static const struct { const char *name; int wire; int64_t block; } wire[] = {
         { "bf16", SMOE_DT_BF16, 0 }, { "int8", SMOE_DT_INT8, 8 },
     };
@@ -306,13 +313,13 @@ int main(int argc, char **argv)
         int w = wire[i].wire;
         int64_t b = wire[i].block;
         char what[96];
+        run_out x, y, z;
         run(&(run_spec){ "wref", 1, { "per_device_batch_size=16" }, 1, 0, 0, w, b, 0, -1 }, &x);
         run(&(run_spec){ "we2", 4, { E2 }, 1, 0, 0, w, b, 0, -1 }, &y);
         snprintf(what, sizeof what, "%s: fsdp=2 x expert=2 vs single rank", wire[i].name);
         CHECKF(agree(&x, &y, 5e-5, what, 0), "%s", what);
         snprintf(what, sizeof what, "%s: the run is not fp32's", wire[i].name);
-        CHECKF(y.ok && !agree(&f2e2, &y, 0, what, 1), "%s", what);
-        run_out z;
+        CHECKF(y.ok && !agree(f2e2, &y, 0, what, 1), "%s", what);
         run(&(run_spec){ "wf4", 4, { "ici_fsdp_parallelism=4" }, 1, 0, 0, w, b, 0, -1 }, &z);
         snprintf(what, sizeof what, "%s: fsdp=4 vs single rank", wire[i].name);
         CHECKF(agree(&x, &z, 5e-5, what, 0), "%s", what);
@@ -325,15 +332,56 @@ int main(int argc, char **argv)
         out_free(&x);
         out_free(&y);
     }
-    /* bf16 gradient reductions: deterministic, not fp32's */
+}
+
+/* bf16 gradient reductions: deterministic, not fp32's. */
+static void test_reduce_bf16(const run_out *f2e2)
+{
+    run_out x, y;
     run(&(run_spec){ "r16", 4, { E2 }, 1, 0, 0, 0, 0, SMOE_DT_BF16, -1 }, &x);
     run(&(run_spec){ "r16d0", 4, { E2 }, 0, 0, 1, 0, 0, SMOE_DT_BF16, -1 }, &y);
     CHECK(agree(&x, &y, 0, "bf16 reductions: depth 0 + shared queue == depth 1, bitwise", 0));
-    CHECKF(x.ok && !agree(&f2e2, &x, 0, "", 1), "bf16 reductions: the run is fp32's");
+    CHECKF(x.ok && !agree(f2e2, &x, 0, "", 1), "bf16 reductions: the run is fp32's");
     out_free(&x);
     out_free(&y);
-    out_free(&f2e2);
-    out_free(&ref);
+}
+
+int main(int argc, char **argv)
+{
+    int quick = argc == 4 && strcmp(argv[3], "--quick") == 0;
+    if (argc != 3 && !quick) {
+        fprintf(stderr, "usage: test_vrank CONFIG_DIR DATA_FILE [--quick]\n");
+        return 2;
+    }
+    cfgdir = argv[1];
+    datafile = argv[2];
+    smoe_err err;
+    if (smoe_train_data_load(datafile, 128, &data, &err)) {
+        fprintf(stderr, "test_vrank: %s\n", err.msg);
+        return 1;
+    }
+    run_out ref2, x;
+    run(&(run_spec){ "ref2", 1, { "per_device_batch_size=8" }, 1, 0, 0, 0, 0, 0, -1 }, &ref2);
+    if (quick) { /* 2 ranks: the oracle, two schedules, the perturbed rank */
+        run(&(run_spec){ "fsdp=2", 2, { NULL }, 1, 0, 0, 0, 0, 0, -1 }, &x);
+        CHECK(agree(&ref2, &x, 1e-5, "fsdp=2 (2 ranks) vs single rank", 0));
+        run_out y;
+        run(&(run_spec){ "d0shq", 2, { NULL }, 0, 0, 1, 0, 0, 0, -1 }, &y);
+        CHECK(agree(&x, &y, 0, "fsdp=2: depth 0 + shared queue == depth 1, bitwise", 0));
+        out_free(&y);
+        test_perturbed(&ref2, 2, NULL);
+        out_free(&x);
+    } else {
+        run_out ref, f2e2;
+        run(&(run_spec){ "ref", 1, { "per_device_batch_size=16" }, 1, 0, 0, 0, 0, 0, -1 }, &ref);
+        test_meshes(&ref, &ref2, &f2e2);
+        test_schedules(&f2e2, 4, E2);
+        test_perturbed(&ref, 4, E2);
+        test_wire(&f2e2);
+        test_reduce_bf16(&f2e2);
+        out_free(&f2e2);
+        out_free(&ref);
+    }
     out_free(&ref2);
     smoe_train_data_free(data);
     return check_report();
