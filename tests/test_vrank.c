@@ -12,7 +12,10 @@
  * weights are perturbed once (scaled by 1 + 1e-3) is caught by the same comparison.
  * With --quick (the unit tier's few seconds): 2 ranks only, fsdp=2 against
  * the single-rank run, depth 0 with the shared queue bitwise depth 1, and
- * the perturbed rank caught.
+ * the perturbed rank caught. Both: ranks that issue different collectives
+ * end the process naming them (exit 73), and a rank that never comes to a
+ * collective ends it after the timeout naming what was waited for and the
+ * phase (exit 75).
  * usage: test_vrank CONFIG_DIR DATA_FILE [--quick] */
 #define _GNU_SOURCE
 #include "check.h"
@@ -24,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define STEPS 5
 #define MAX_RANKS 4
@@ -346,6 +351,79 @@ static void test_reduce_bf16(const run_out *f2e2)
     out_free(&y);
 }
 
+/* ---- failures: in a child process, what a rank prints and exits with ---- */
+typedef struct fail_job {
+    smoe_comm c;
+    int mode; /* 0: ranks issue different collectives; 1: rank 1 never comes */
+} fail_job;
+
+static void *fail_main(void *arg)
+{
+    fail_job *j = arg;
+    double v = 1;
+    char b[16] = "x";
+    smoe_comm_set_phase(&j->c, "the failure test");
+    if (smoe_comm_rank(&j->c) == 0)
+        smoe_comm_allreduce_sum_f64(&j->c, &v, 1);
+    else if (j->mode == 0)
+        smoe_comm_gather_bytes(&j->c, b, NULL, 8);
+    return NULL;
+}
+
+/* Run a 2-rank world with `mode` in a child; its exit status and stderr. */
+static int fail_run(int mode, char *out, size_t cap)
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        return -1;
+    fflush(stdout); /* the child's abort flushes its copy */
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        smoe_mesh m = { 1, { "fsdp" }, { 2 } };
+        smoe_comm c[2];
+        smoe_comm_vrank_opts o = { 1, 0 };
+        smoe_err err;
+        if (smoe_comm_vrank_new(&m, &o, c, &err))
+            _exit(99);
+        fail_job j[2] = { { c[0], mode }, { c[1], mode } };
+        pthread_t th[2];
+        for (int r = 0; r < 2; r++)
+            pthread_create(&th[r], NULL, fail_main, &j[r]);
+        for (int r = 0; r < 2; r++)
+            pthread_join(th[r], NULL);
+        _exit(0); /* not reached: the collective aborts */
+    }
+    close(fd[1]);
+    ssize_t n, got = 0;
+    while (got < (ssize_t)cap - 1 && (n = read(fd[0], out + got, cap - 1 - (size_t)got)) > 0)
+        got += n;
+    out[got] = 0;
+    close(fd[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_failures(void)
+{
+    char out[2048];
+    int rc = fail_run(0, out, sizeof out);
+    CHECKF(rc == SMOE_EXIT_COMM && strstr(out, "smoe: rank ") &&
+               strstr(out, "differs between the ranks: a ") &&
+               strstr(out, "during the failure test"),
+           "different collectives: exit %d, '%s'", rc, out);
+    printf("%s: ranks issuing different collectives abort: %s", rc == SMOE_EXIT_COMM ? "ok" : "FAIL",
+           out);
+    rc = fail_run(1, out, sizeof out);
+    CHECKF(rc == SMOE_EXIT_TIMEOUT &&
+               strstr(out, "smoe: rank 0: waited 1 s for an all-reduce over all ranks during "
+                           "the failure test"),
+           "a rank that never comes: exit %d, '%s'", rc, out);
+    printf("%s: a rank that never comes times out: %s", rc == SMOE_EXIT_TIMEOUT ? "ok" : "FAIL",
+           out);
+}
+
 int main(int argc, char **argv)
 {
     int quick = argc == 4 && strcmp(argv[3], "--quick") == 0;
@@ -360,6 +438,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "test_vrank: %s\n", err.msg);
         return 1;
     }
+    test_failures();
     run_out ref2, x;
     run(&(run_spec){ "ref2", 1, { "per_device_batch_size=8" }, 1, 0, 0, 0, 0, 0, -1 }, &ref2);
     if (quick) { /* 2 ranks: the oracle, two schedules, the perturbed rank */
