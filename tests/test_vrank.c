@@ -5,14 +5,15 @@
  * fsdp=2 x expert=2, expert=4; 2 ranks: fsdp=2) equal the single-rank run
  * over the same global batch (relative 1e-5 by cmp_rule.h, as
  * train_oracle); runs that differ only in schedule (prefetch depth 0, 1,
- * 2, legacy gathers, the shared queue) are bitwise identical; bf16 and
- * int8 gathers equal the single-rank run with the same wire (5e-5, as
- * train_wire) and are bitwise identical across schedules; bf16 gradient
- * reductions are deterministic and not fp32's; and a rank whose gathered
- * weights are perturbed once (scaled by 1 + 1e-3) is caught by the same comparison.
- * With --quick (the unit tier's few seconds): 2 ranks only, fsdp=2 against
- * the single-rank run, depth 0 with the shared queue bitwise depth 1, and
- * the perturbed rank caught. Both: ranks that issue different collectives
+ * 2, legacy gathers, the shared queue, a progress thread) are bitwise
+ * identical; bf16 and int8 gathers equal the single-rank run with the same
+ * wire (5e-5, as train_wire) and are bitwise identical across schedules;
+ * bf16 gradient reductions are deterministic and not fp32's; and a rank
+ * whose first gathered weight is scaled once by 1 + 1e-3 is caught by the
+ * same comparison. With --quick (the unit tier's few seconds): 2 ranks
+ * only, fsdp=2 against the single-rank run, depth 0 with the shared queue
+ * and a progress thread bitwise depth 1, and the perturbed rank caught.
+ * Both: ranks that issue different collectives
  * end the process naming them (exit 73), and a rank that never comes to a
  * collective ends it after the timeout naming what was waited for and the
  * phase (exit 75).
@@ -45,6 +46,7 @@ typedef struct run_spec {
     int64_t block;         /* int8 */
     int reduce_dtype;
     int perturb_rank;      /* >= 0: this rank's first gathered weight is scaled */
+    int progress_thread;
 } run_spec;
 
 typedef struct run_out {
@@ -176,7 +178,7 @@ static void run(const run_spec *sp, run_out *out)
     smoe_comm comm[MAX_RANKS];
     memset(comm, 0, sizeof comm);
     int n = sp->devices, bad = load(sp, &cfg, &plan, &sched, &err);
-    smoe_comm_vrank_opts vo = { 60, sp->shared_queue };
+    smoe_comm_vrank_opts vo = { 60, sp->shared_queue, sp->progress_thread };
     if (!bad)
         bad = n == 1 ? smoe_comm_local_new(&plan->mesh, 60, &comm[0], &err) != SMOE_OK
                      : smoe_comm_vrank_new(&plan->mesh, &vo, comm, &err) != SMOE_OK;
@@ -267,7 +269,7 @@ static void test_meshes(const run_out *ref, const run_out *ref2, run_out *f2e2)
     };
     for (size_t i = 0; i < sizeof mesh / sizeof mesh[0]; i++) {
         run_out x;
-        run(&(run_spec){ mesh[i].name, mesh[i].n, { mesh[i].kv }, 1, 0, 0, 0, 0, 0, -1 }, &x);
+        run(&(run_spec){ mesh[i].name, mesh[i].n, { mesh[i].kv }, 1, 0, 0, 0, 0, 0, -1, 0 }, &x);
         char what[96];
         snprintf(what, sizeof what, "%s vs single rank", mesh[i].name);
         CHECKF(agree(mesh[i].n == 2 ? ref2 : ref, &x, 1e-5, what, 0), "%s", what);
@@ -282,16 +284,17 @@ static void test_meshes(const run_out *ref, const run_out *ref2, run_out *f2e2)
  * n ranks, override kv). */
 static void test_schedules(const run_out *a, int n, const char *kv)
 {
-    static const struct { const char *what; int depth, legacy, shq; } sch[] = {
-        { "prefetch off == depth 1, bitwise", 0, 0, 0 },
-        { "depth 2 == depth 1, bitwise", 2, 0, 0 },
-        { "legacy == co-axis, bitwise", 1, 1, 0 },
-        { "shared queue == dedicated, bitwise", 1, 0, 1 },
+    static const struct { const char *what; int depth, legacy, shq, pth; } sch[] = {
+        { "prefetch off == depth 1, bitwise", 0, 0, 0, 0 },
+        { "depth 2 == depth 1, bitwise", 2, 0, 0, 0 },
+        { "legacy == co-axis, bitwise", 1, 1, 0, 0 },
+        { "shared queue == dedicated, bitwise", 1, 0, 1, 0 },
+        { "progress thread == polling, bitwise", 1, 0, 0, 1 },
     };
     for (size_t i = 0; i < sizeof sch / sizeof sch[0]; i++) {
         run_out x;
         run(&(run_spec){ sch[i].what, n, { kv }, sch[i].depth, sch[i].legacy, sch[i].shq, 0, 0, 0,
-                         -1 }, &x);
+                         -1, sch[i].pth }, &x);
         CHECKF(agree(a, &x, 0, sch[i].what, 0), "%s", sch[i].what);
         out_free(&x);
     }
@@ -301,7 +304,7 @@ static void test_schedules(const run_out *a, int n, const char *kv)
 static void test_perturbed(const run_out *ref, int n, const char *kv)
 {
     run_out x;
-    run(&(run_spec){ "perturbed", n, { kv }, 1, 0, 0, 0, 0, 0, 1 }, &x);
+    run(&(run_spec){ "perturbed", n, { kv }, 1, 0, 0, 0, 0, 0, 1, 0 }, &x);
     CHECKF(x.ok && !agree(ref, &x, 1e-5, "", 1), "a perturbed rank is not caught");
     printf("%s: a rank's gathered weight scaled by 1 + 1e-3 once: caught\n", x.ok ? "ok" : "FAIL");
     out_free(&x);
@@ -319,18 +322,18 @@ static void test_wire(const run_out *f2e2)
         int64_t b = wire[i].block;
         char what[96];
         run_out x, y, z;
-        run(&(run_spec){ "wref", 1, { "per_device_batch_size=16" }, 1, 0, 0, w, b, 0, -1 }, &x);
-        run(&(run_spec){ "we2", 4, { E2 }, 1, 0, 0, w, b, 0, -1 }, &y);
+        run(&(run_spec){ "wref", 1, { "per_device_batch_size=16" }, 1, 0, 0, w, b, 0, -1, 0 }, &x);
+        run(&(run_spec){ "we2", 4, { E2 }, 1, 0, 0, w, b, 0, -1, 0 }, &y);
         snprintf(what, sizeof what, "%s: fsdp=2 x expert=2 vs single rank", wire[i].name);
         CHECKF(agree(&x, &y, 5e-5, what, 0), "%s", what);
         snprintf(what, sizeof what, "%s: the run is not fp32's", wire[i].name);
         CHECKF(y.ok && !agree(f2e2, &y, 0, what, 1), "%s", what);
-        run(&(run_spec){ "wf4", 4, { "ici_fsdp_parallelism=4" }, 1, 0, 0, w, b, 0, -1 }, &z);
+        run(&(run_spec){ "wf4", 4, { "ici_fsdp_parallelism=4" }, 1, 0, 0, w, b, 0, -1, 0 }, &z);
         snprintf(what, sizeof what, "%s: fsdp=4 vs single rank", wire[i].name);
         CHECKF(agree(&x, &z, 5e-5, what, 0), "%s", what);
         out_free(&z);
         out_free(&x);
-        run(&(run_spec){ "wleg", 4, { E2 }, 0, 1, 1, w, b, 0, -1 }, &x);
+        run(&(run_spec){ "wleg", 4, { E2 }, 0, 1, 1, w, b, 0, -1, 0 }, &x);
         snprintf(what, sizeof what, "%s: legacy, depth 0, shared queue == default, bitwise",
                  wire[i].name);
         CHECKF(agree(&y, &x, 0, what, 0), "%s", what);
@@ -343,8 +346,8 @@ static void test_wire(const run_out *f2e2)
 static void test_reduce_bf16(const run_out *f2e2)
 {
     run_out x, y;
-    run(&(run_spec){ "r16", 4, { E2 }, 1, 0, 0, 0, 0, SMOE_DT_BF16, -1 }, &x);
-    run(&(run_spec){ "r16d0", 4, { E2 }, 0, 0, 1, 0, 0, SMOE_DT_BF16, -1 }, &y);
+    run(&(run_spec){ "r16", 4, { E2 }, 1, 0, 0, 0, 0, SMOE_DT_BF16, -1, 0 }, &x);
+    run(&(run_spec){ "r16d0", 4, { E2 }, 0, 0, 1, 0, 0, SMOE_DT_BF16, -1, 0 }, &y);
     CHECK(agree(&x, &y, 0, "bf16 reductions: depth 0 + shared queue == depth 1, bitwise", 0));
     CHECKF(x.ok && !agree(f2e2, &x, 0, "", 1), "bf16 reductions: the run is fp32's");
     out_free(&x);
@@ -382,7 +385,7 @@ static int fail_run(int mode, char *out, size_t cap)
         dup2(fd[1], 2);
         smoe_mesh m = { 1, { "fsdp" }, { 2 } };
         smoe_comm c[2];
-        smoe_comm_vrank_opts o = { 1, 0 };
+        smoe_comm_vrank_opts o = { 1, 0, 0 };
         smoe_err err;
         if (smoe_comm_vrank_new(&m, &o, c, &err))
             _exit(99);
@@ -440,19 +443,20 @@ int main(int argc, char **argv)
     }
     test_failures();
     run_out ref2, x;
-    run(&(run_spec){ "ref2", 1, { "per_device_batch_size=8" }, 1, 0, 0, 0, 0, 0, -1 }, &ref2);
+    run(&(run_spec){ "ref2", 1, { "per_device_batch_size=8" }, 1, 0, 0, 0, 0, 0, -1, 0 }, &ref2);
     if (quick) { /* 2 ranks: the oracle, two schedules, the perturbed rank */
-        run(&(run_spec){ "fsdp=2", 2, { NULL }, 1, 0, 0, 0, 0, 0, -1 }, &x);
+        run(&(run_spec){ "fsdp=2", 2, { NULL }, 1, 0, 0, 0, 0, 0, -1, 0 }, &x);
         CHECK(agree(&ref2, &x, 1e-5, "fsdp=2 (2 ranks) vs single rank", 0));
         run_out y;
-        run(&(run_spec){ "d0shq", 2, { NULL }, 0, 0, 1, 0, 0, 0, -1 }, &y);
-        CHECK(agree(&x, &y, 0, "fsdp=2: depth 0 + shared queue == depth 1, bitwise", 0));
+        run(&(run_spec){ "d0shq", 2, { NULL }, 0, 0, 1, 0, 0, 0, -1, 1 }, &y);
+        CHECK(agree(&x, &y, 0, "fsdp=2: depth 0, shared queue, progress thread == depth 1, "
+                    "bitwise", 0));
         out_free(&y);
         test_perturbed(&ref2, 2, NULL);
         out_free(&x);
     } else {
         run_out ref, f2e2;
-        run(&(run_spec){ "ref", 1, { "per_device_batch_size=16" }, 1, 0, 0, 0, 0, 0, -1 }, &ref);
+        run(&(run_spec){ "ref", 1, { "per_device_batch_size=16" }, 1, 0, 0, 0, 0, 0, -1, 0 }, &ref);
         test_meshes(&ref, &ref2, &f2e2);
         test_schedules(&f2e2, 4, E2);
         test_perturbed(&ref, 4, E2);

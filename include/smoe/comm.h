@@ -260,12 +260,14 @@ void smoe_comm_local_free(smoe_comm *c);
  * bitwise the same under every schedule (MPI's order is the library's).
  * A wait that makes no progress for timeout_s seconds (<= 0: never)
  * aborts the process naming the rank, what it waited for and its phase;
- * abort prints "smoe: rank R: MSG" and _exits with the code. The progress
- * thread setting is off (each rank's thread advances its own ops).
+ * abort prints "smoe: rank R: MSG" and _exits with the code. Without a
+ * progress thread a rank's ops advance when its thread enters the comm;
+ * with one (progress_thread), also whenever a peer's event wakes it.
  * SMOE_EINVAL for a mesh of more than 4096 devices. */
 typedef struct smoe_comm_vrank_opts {
     double timeout_s;
-    int shared_queue;   /* gathers share the reductions' queue (smoe_rt_opts's) */
+    int shared_queue;    /* gathers share the reductions' queue (smoe_rt_opts's) */
+    int progress_thread; /* a progress thread per rank (smoe_rt_opts's, never AUTO) */
 } smoe_comm_vrank_opts;
 SMOE_MUST_CHECK
 smoe_status smoe_comm_vrank_new(const smoe_mesh *mesh, const smoe_comm_vrank_opts *o,

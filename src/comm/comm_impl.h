@@ -86,7 +86,8 @@ typedef struct vr_ep {
 } vr_ep;
 
 /* One rank: its thread alone calls its operations (under the world lock
- * where they touch what peers see). */
+ * where they touch what peers see), and its progress thread, when there is
+ * one, advances its ops under the lock too. */
 struct vr_rank {
     vr_world *w;
     int rank;
@@ -103,7 +104,8 @@ struct vr_rank {
     void *span_ud;
     smoe_comm_gather *gathers;   /* every gather built, freed with the world */
     vr_ep ep;
-    int progressed;              /* ops advanced by the last progress pass */
+    pthread_t thread;            /* its progress thread, when the world has them */
+    int has_thread;
 };
 
 /* The lock and condition every rank's waits share (DESIGN in vrank.c). */
@@ -114,6 +116,8 @@ struct vr_world {
     char axis_names[SMOE_MAX_AXES][48];
     int n;
     int shared_queue;
+    int progress_thread;         /* a progress thread per rank runs */
+    _Atomic int stop;            /* the progress threads end */
     vr_rank *ranks;
     vr_group *groups;            /* every group any rank made */
 };

@@ -141,10 +141,12 @@ smoe_status vr_comm_get(vr_rank *r, const smoe_axes *axes, int q, vr_comm **out,
 /* ---- ops ---- */
 vr_op *vr_op_new(vr_rank *r)
 {
+    pthread_mutex_lock(&r->w->lock); /* the progress thread returns ops to it */
     vr_op *op = r->freelist;
     if (op)
         r->freelist = op->next;
-    else if (!(op = smoe_malloc(sizeof *op)))
+    pthread_mutex_unlock(&r->w->lock);
+    if (!op && !(op = smoe_malloc(sizeof *op)))
         vr_abort(r, SMOE_EXIT_NOMEM, "out of memory allocating a communication op");
     memset(op, 0, sizeof *op);
     return op;
@@ -506,7 +508,7 @@ static const int64_t *v_coords(void *ctx) { return R(ctx)->coords; }
 static void v_settings(void *ctx, int64_t v[SMOE_COMM_NSETTINGS])
 {
     v[SMOE_COMM_SHARED_QUEUE] = R(ctx)->w->shared_queue;
-    v[SMOE_COMM_PROGRESS_THREAD] = 0;
+    v[SMOE_COMM_PROGRESS_THREAD] = R(ctx)->w->progress_thread;
 }
 static void v_set_phase(void *ctx, const char *text)
 {
@@ -664,8 +666,36 @@ static const smoe_comm_ops vrank_ops = {
     .ep = vr_ep_comm, .stats = v_stats, .set_span_hook = v_span_hook,
 };
 
+/* A rank's progress thread: advances the rank's ops whenever a peer's
+ * event (or a millisecond) wakes it, as the MPI runtime's polls. */
+static void *progress_main(void *arg)
+{
+    vr_rank *r = arg;
+    pthread_mutex_lock(&r->w->lock);
+    while (!r->w->stop) {
+        progress_locked(r);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&r->w->cond, &r->w->lock, &ts);
+    }
+    pthread_mutex_unlock(&r->w->lock);
+    return NULL;
+}
+
 static void world_free(vr_world *w)
 {
+    w->stop = 1;
+    pthread_mutex_lock(&w->lock);
+    pthread_cond_broadcast(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    for (int i = 0; w->ranks && i < w->n; i++)
+        if (w->ranks[i].has_thread)
+            pthread_join(w->ranks[i].thread, NULL);
     for (int i = 0; w->ranks && i < w->n; i++) {
         vr_rank *r = &w->ranks[i];
         vr_gathers_free(r);
@@ -721,6 +751,7 @@ smoe_status smoe_comm_vrank_new(const smoe_mesh *mesh, const smoe_comm_vrank_opt
     }
     w->n = (int)n;
     w->shared_queue = o && o->shared_queue;
+    w->progress_thread = o && o->progress_thread;
     smoe_axes all = { 0, { NULL } };
     for (int i = 0; i < mesh->n; i++)
         all.ax[all.n++] = w->mesh.name[i];
@@ -738,6 +769,15 @@ smoe_status smoe_comm_vrank_new(const smoe_mesh *mesh, const smoe_comm_vrank_opt
         }
         out[i].ops = &vrank_ops;
         out[i].ctx = r;
+    }
+    for (int i = 0; w->progress_thread && i < w->n; i++) {
+        int e = pthread_create(&w->ranks[i].thread, NULL, progress_main, &w->ranks[i]);
+        w->ranks[i].has_thread = e == 0;
+        if (e) {
+            world_free(w);
+            return smoe_err_set(err, SMOE_EINTERNAL, "a progress thread could not start (%s)",
+                                strerror(e));
+        }
     }
     return SMOE_OK;
 }
