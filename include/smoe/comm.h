@@ -231,6 +231,14 @@ smoe_ep_comm smoe_comm_ep(const smoe_comm *c);
 smoe_comm_stats *smoe_comm_stats_get(const smoe_comm *c);
 void smoe_comm_set_span_hook(const smoe_comm *c, smoe_comm_span_fn fn, void *ud);
 
+/* The wire of a weight's gathers (x->wire, wire_block, reduce_wire), the
+ * one check every gather engine makes: a known gather dtype, an int8
+ * block in range, a shard whose last dim (blk_last) holds whole records,
+ * fp32 or bf16 reductions; SMOE_EINVAL naming `name` otherwise. */
+SMOE_MUST_CHECK
+smoe_status smoe_comm_wire_check(const smoe_gather_exec *x, int64_t blk_last, const char *name,
+                                 smoe_err *err);
+
 /* ---- the single-rank communicator (src/comm/local.c; no MPI) ----
  * On a mesh of one device nothing is ever sent: a weight's gathered buffer
  * is its shard, a gradient's reduce-scatter and all-reduce leave it as it

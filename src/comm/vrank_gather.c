@@ -105,29 +105,18 @@ void vr_stage_read(const vr_op *op, const vr_op *peer, int m)
 /* The wire: records, and the geometry counted in them. */
 static smoe_status wire_setup(smoe_comm_gather *g, const smoe_gather_exec *x, smoe_err *err)
 {
+    int r = g->geo.rank;
+    smoe_status s = smoe_comm_wire_check(x, r ? g->geo.blk[r - 1] : 0, g->name, err);
+    if (s)
+        return s;
     g->wire = (smoe_dtype)x->wire;
     g->wblock = x->wire_block;
-    if (g->wire != SMOE_DT_FP32 && g->wire != SMOE_DT_BF16 && g->wire != SMOE_DT_INT8)
-        return smoe_err_set(err, SMOE_EINVAL, "%s: unknown gather dtype %d", g->name, x->wire);
-    if (g->wire == SMOE_DT_INT8 && (g->wblock < SMOE_INT8_BLOCK_MIN ||
-                                    g->wblock > SMOE_INT8_BLOCK_MAX))
-        return smoe_err_set(err, SMOE_EINVAL, "%s: int8 block %lld out of range", g->name,
-                            (long long)g->wblock);
     g->rec = smoe_dtype_rec_elems(g->wire, g->wblock);
     g->esz = smoe_dtype_rec_bytes(g->wire, g->wblock);
-    int r = g->geo.rank;
-    if (g->wire != SMOE_DT_FP32 && (r == 0 || g->geo.blk[r - 1] % g->rec))
-        return smoe_err_set(err, SMOE_EINVAL, "%s: the shard's last dim (%lld) is not a whole "
-                            "number of %s records of %lld elements", g->name,
-                            (long long)(r ? g->geo.blk[r - 1] : 0), smoe_dtype_name(g->wire),
-                            (long long)g->rec);
     for (int d = 0; d < r; d++) {
         g->cB[d] = g->geo.B[d] / (d == r - 1 ? g->rec : 1);
         g->cblk[d] = g->geo.blk[d] / (d == r - 1 ? g->rec : 1);
     }
-    if (x->reduce_wire != SMOE_DT_FP32 && x->reduce_wire != SMOE_DT_BF16)
-        return smoe_err_set(err, SMOE_EINVAL, "%s: gradient reductions are fp32 or bf16, not %s",
-                            g->name, smoe_dtype_name((smoe_dtype)x->reduce_wire));
     return SMOE_OK;
 }
 

@@ -235,21 +235,14 @@ smoe_status rt_bf16_sum_get(smoe_rt *rt, smoe_err *err)
  * shard that still does not hold whole records is refused here. */
 static smoe_status wire_setup(smoe_wgather *g, const smoe_gather_exec *p, smoe_err *err)
 {
+    smoe_status s = smoe_comm_wire_check(p, g->geo.rank ? g->geo.blk[g->geo.rank - 1] : 0,
+                                         g->name, err);
+    if (s)
+        return s;
     g->wire = (smoe_dtype)p->wire;
-    if (g->wire != SMOE_DT_FP32 && g->wire != SMOE_DT_BF16 && g->wire != SMOE_DT_INT8)
-        return smoe_err_set(err, SMOE_EINVAL, "%s: unknown gather dtype %d", g->name, p->wire);
     g->wblock = p->wire_block;
-    if (g->wire == SMOE_DT_INT8 && (g->wblock < SMOE_INT8_BLOCK_MIN ||
-                                    g->wblock > SMOE_INT8_BLOCK_MAX))
-        return smoe_err_set(err, SMOE_EINVAL, "%s: int8 block %lld out of range", g->name,
-                            (long long)g->wblock);
     g->rec = smoe_dtype_rec_elems(g->wire, g->wblock);
     g->esz = smoe_dtype_rec_bytes(g->wire, g->wblock);
-    if (g->wire != SMOE_DT_FP32 && (g->geo.rank == 0 || g->geo.blk[g->geo.rank - 1] % g->rec))
-        return smoe_err_set(err, SMOE_EINVAL, "%s: the shard's last dim (%lld) is not a whole "
-                            "number of %s records of %lld elements", g->name,
-                            (long long)(g->geo.rank ? g->geo.blk[g->geo.rank - 1] : 0),
-                            smoe_dtype_name(g->wire), (long long)g->rec);
     for (int d = g->geo.rank - 1; d >= 0; d--)
         g->crow[d] = d == g->geo.rank - 1 ? 1 : g->crow[d + 1] * (g->geo.B[d + 1] /
                                                               (d + 1 == g->geo.rank - 1 ? g->rec : 1));
@@ -309,11 +302,6 @@ smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *p, const ch
     g->n_ar_axes = g->geo.rep.n;
     if (g->geo.rep.n && (s = rt_comm_get(rt, &g->geo.rep, RT_Q_COMM, &g->ar_comm, err)))
         goto fail;
-    if (p->reduce_wire != SMOE_DT_FP32 && p->reduce_wire != SMOE_DT_BF16) {
-        s = smoe_err_set(err, SMOE_EINVAL, "%s: gradient reductions are fp32 or bf16, not %s",
-                         name, smoe_dtype_name((smoe_dtype)p->reduce_wire));
-        goto fail;
-    }
     g->rbf16 = p->reduce_wire == SMOE_DT_BF16 && (g->rs_comm || g->ar_comm);
     if (g->rbf16 && (s = rt_bf16_sum_get(rt, err)))
         goto fail;
