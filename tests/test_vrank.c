@@ -10,13 +10,15 @@
  * wire (5e-5, as train_wire) and are bitwise identical across schedules;
  * bf16 gradient reductions are deterministic and not fp32's; and a rank
  * whose first gathered weight is scaled once by 1 + 1e-3 is caught by the
- * same comparison. With --quick (the unit tier's few seconds): 2 ranks
- * only, fsdp=2 against the single-rank run, depth 0 with the shared queue
- * and a progress thread bitwise depth 1, and the perturbed rank caught.
- * Both: ranks that issue different collectives
- * end the process naming them (exit 73), and a rank that never comes to a
- * collective ends it after the timeout naming what was waited for and the
- * phase (exit 75).
+ * same comparison; with every recipe feature on, DeepSeek-V3's router and
+ * YaRN on a small deepseek3 model (train_oracle's recipe runs), and with
+ * MaxText's ep-as-dp rules, fsdp=2 x expert=2 equals the single-rank run.
+ * With --quick (the unit tier's few seconds): 2 ranks only, fsdp=2
+ * against the single-rank run, depth 0 with the shared queue and a
+ * progress thread bitwise depth 1, and the perturbed rank caught. Both:
+ * ranks that issue different collectives end the process naming them
+ * (exit 73), and a rank that never comes to a collective ends it after the
+ * timeout naming what was waited for and the phase (exit 75).
  * usage: test_vrank CONFIG_DIR DATA_FILE [--quick] */
 #define _GNU_SOURCE
 #include "check.h"
@@ -45,8 +47,11 @@ typedef struct run_spec {
     int wire;              /* smoe_dtype of the gathers */
     int64_t block;         /* int8 */
     int reduce_dtype;
-    int perturb_rank;      /* >= 0: this rank's first gathered weight is scaled */
+    int perturb_rank;      /* > 0: this rank's first gathered weight is scaled */
     int progress_thread;
+    const char *model;     /* NULL: tiny */
+    const char *rules;     /* --rules, or NULL */
+    const char *const *more; /* more overrides (NULL-terminated), or NULL */
 } run_spec;
 
 typedef struct run_out {
@@ -150,12 +155,14 @@ static int load(const run_spec *sp, smoe_config **cfg, smoe_plan **plan, smoe_sc
     smoe_config_opts co;
     memset(&co, 0, sizeof co);
     co.base_path = base;
-    co.model = "tiny";
-    /* short sequences, a small batch: seconds for the whole test */
-    const char *kv[6] = { "max_target_length=128", "per_device_batch_size=4" };
-    co.n_overrides = 2;
+    co.model = sp->model ? sp->model : "tiny";
+    co.rules = sp->rules;
+    const char *kv[24];
+    co.n_overrides = 0;
     for (int i = 0; i < 4 && sp->kv[i]; i++)
         kv[co.n_overrides++] = sp->kv[i];
+    for (int i = 0; sp->more && sp->more[i] && co.n_overrides < 24; i++)
+        kv[co.n_overrides++] = sp->more[i];
     co.overrides = kv;
     smoe_plan_opts po = { sp->devices, 1, NULL, 4 };
     return smoe_config_load(&co, cfg, err) || smoe_plan_build(*cfg, &po, plan, err) ||
@@ -190,7 +197,7 @@ static void run(const run_spec *sp, run_out *out)
         perturbed = 0;
         for (int r = 0; r < n; r++) {
             job[r] = (rank_job){ sp, cfg, plan, one, comm[r], r, out, SMOE_OK, { 0 } };
-            if (r == sp->perturb_rank) {
+            if (sp->perturb_rank && r == sp->perturb_rank) {
                 inner_ops = comm[r].ops;
                 perturbed_ops = *inner_ops;
                 perturbed_ops.gather_wait = perturbed_wait;
@@ -269,7 +276,7 @@ static void test_meshes(const run_out *ref, const run_out *ref2, run_out *f2e2)
     };
     for (size_t i = 0; i < sizeof mesh / sizeof mesh[0]; i++) {
         run_out x;
-        run(&(run_spec){ mesh[i].name, mesh[i].n, { mesh[i].kv }, 1, 0, 0, 0, 0, 0, -1, 0 }, &x);
+        run(&(run_spec){ mesh[i].name, mesh[i].n, { mesh[i].kv }, 1, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL }, &x);
         char what[96];
         snprintf(what, sizeof what, "%s vs single rank", mesh[i].name);
         CHECKF(agree(mesh[i].n == 2 ? ref2 : ref, &x, 1e-5, what, 0), "%s", what);
@@ -294,7 +301,7 @@ static void test_schedules(const run_out *a, int n, const char *kv)
     for (size_t i = 0; i < sizeof sch / sizeof sch[0]; i++) {
         run_out x;
         run(&(run_spec){ sch[i].what, n, { kv }, sch[i].depth, sch[i].legacy, sch[i].shq, 0, 0, 0,
-                         -1, sch[i].pth }, &x);
+                         0, sch[i].pth, NULL, NULL, NULL }, &x);
         CHECKF(agree(a, &x, 0, sch[i].what, 0), "%s", sch[i].what);
         out_free(&x);
     }
@@ -304,7 +311,7 @@ static void test_schedules(const run_out *a, int n, const char *kv)
 static void test_perturbed(const run_out *ref, int n, const char *kv)
 {
     run_out x;
-    run(&(run_spec){ "perturbed", n, { kv }, 1, 0, 0, 0, 0, 0, 1, 0 }, &x);
+    run(&(run_spec){ "perturbed", n, { kv }, 1, 0, 0, 0, 0, 0, 1, 0, NULL, NULL, NULL }, &x);
     CHECKF(x.ok && !agree(ref, &x, 1e-5, "", 1), "a perturbed rank is not caught");
     printf("%s: a rank's gathered weight scaled by 1 + 1e-3 once: caught\n", x.ok ? "ok" : "FAIL");
     out_free(&x);
@@ -322,18 +329,18 @@ static void test_wire(const run_out *f2e2)
         int64_t b = wire[i].block;
         char what[96];
         run_out x, y, z;
-        run(&(run_spec){ "wref", 1, { "per_device_batch_size=16" }, 1, 0, 0, w, b, 0, -1, 0 }, &x);
-        run(&(run_spec){ "we2", 4, { E2 }, 1, 0, 0, w, b, 0, -1, 0 }, &y);
+        run(&(run_spec){ "wref", 1, { "per_device_batch_size=16" }, 1, 0, 0, w, b, 0, 0, 0, NULL, NULL, NULL }, &x);
+        run(&(run_spec){ "we2", 4, { E2 }, 1, 0, 0, w, b, 0, 0, 0, NULL, NULL, NULL }, &y);
         snprintf(what, sizeof what, "%s: fsdp=2 x expert=2 vs single rank", wire[i].name);
         CHECKF(agree(&x, &y, 5e-5, what, 0), "%s", what);
         snprintf(what, sizeof what, "%s: the run is not fp32's", wire[i].name);
         CHECKF(y.ok && !agree(f2e2, &y, 0, what, 1), "%s", what);
-        run(&(run_spec){ "wf4", 4, { "ici_fsdp_parallelism=4" }, 1, 0, 0, w, b, 0, -1, 0 }, &z);
+        run(&(run_spec){ "wf4", 4, { "ici_fsdp_parallelism=4" }, 1, 0, 0, w, b, 0, 0, 0, NULL, NULL, NULL }, &z);
         snprintf(what, sizeof what, "%s: fsdp=4 vs single rank", wire[i].name);
         CHECKF(agree(&x, &z, 5e-5, what, 0), "%s", what);
         out_free(&z);
         out_free(&x);
-        run(&(run_spec){ "wleg", 4, { E2 }, 0, 1, 1, w, b, 0, -1, 0 }, &x);
+        run(&(run_spec){ "wleg", 4, { E2 }, 0, 1, 1, w, b, 0, 0, 0, NULL, NULL, NULL }, &x);
         snprintf(what, sizeof what, "%s: legacy, depth 0, shared queue == default, bitwise",
                  wire[i].name);
         CHECKF(agree(&y, &x, 0, what, 0), "%s", what);
@@ -342,12 +349,39 @@ static void test_wire(const run_out *f2e2)
     }
 }
 
+/* Every recipe feature on, DeepSeek-V3's router and YaRN on a small
+ * deepseek3 model (train_oracle's recipe runs), and MaxText's ep-as-dp
+ * rules on the tiny model: the sharded runs equal the single-rank run. */
+static const char *const recipe_kv[] = {
+    "warmup_steps_fraction=0.4", "learning_rate_schedule_steps=8",
+    "gradient_clipping_threshold=0.5", "adam_eps_root=1e-10", "adamw_mask=[norm,bias]",
+    "routed_bias_update_rate=0.002", "load_balance_loss_weight=0.01", "z_loss_multiplier=1e-3",
+    "override_model_config=true", "base_num_decoder_layers=4", "first_num_dense_layers=1",
+    "vocab_size=256", "rope_attention_scaling=true", NULL,
+};
+
+static void test_recipe(const run_out *ref)
+{
+    run_out a, x;
+    run(&(run_spec){ .name = "rref", .devices = 1, .kv = { "per_device_batch_size=16" },
+                     .depth = 1, .model = "deepseek3-tiny", .more = recipe_kv }, &a);
+    run(&(run_spec){ .name = "rf2e2", .devices = 4, .kv = { E2 }, .depth = 1,
+                     .model = "deepseek3-tiny", .more = recipe_kv }, &x);
+    CHECK(agree(&a, &x, 1e-5, "recipe (deepseek3): fsdp=2 x expert=2 vs single rank", 0));
+    out_free(&x);
+    out_free(&a);
+    run(&(run_spec){ .name = "epdp", .devices = 4, .kv = { E2 }, .depth = 1,
+                     .rules = "ep-as-dp" }, &x);
+    CHECK(agree(ref, &x, 1e-5, "ep-as-dp fsdp=2 x expert=2 vs single rank", 0));
+    out_free(&x);
+}
+
 /* bf16 gradient reductions: deterministic, not fp32's. */
 static void test_reduce_bf16(const run_out *f2e2)
 {
     run_out x, y;
-    run(&(run_spec){ "r16", 4, { E2 }, 1, 0, 0, 0, 0, SMOE_DT_BF16, -1, 0 }, &x);
-    run(&(run_spec){ "r16d0", 4, { E2 }, 0, 0, 1, 0, 0, SMOE_DT_BF16, -1, 0 }, &y);
+    run(&(run_spec){ "r16", 4, { E2 }, 1, 0, 0, 0, 0, SMOE_DT_BF16, 0, 0, NULL, NULL, NULL }, &x);
+    run(&(run_spec){ "r16d0", 4, { E2 }, 0, 0, 1, 0, 0, SMOE_DT_BF16, 0, 0, NULL, NULL, NULL }, &y);
     CHECK(agree(&x, &y, 0, "bf16 reductions: depth 0 + shared queue == depth 1, bitwise", 0));
     CHECKF(x.ok && !agree(f2e2, &x, 0, "", 1), "bf16 reductions: the run is fp32's");
     out_free(&x);
@@ -443,12 +477,12 @@ int main(int argc, char **argv)
     }
     test_failures();
     run_out ref2, x;
-    run(&(run_spec){ "ref2", 1, { "per_device_batch_size=8" }, 1, 0, 0, 0, 0, 0, -1, 0 }, &ref2);
+    run(&(run_spec){ "ref2", 1, { "per_device_batch_size=8" }, 1, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL }, &ref2);
     if (quick) { /* 2 ranks: the oracle, two schedules, the perturbed rank */
-        run(&(run_spec){ "fsdp=2", 2, { NULL }, 1, 0, 0, 0, 0, 0, -1, 0 }, &x);
+        run(&(run_spec){ "fsdp=2", 2, { NULL }, 1, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL }, &x);
         CHECK(agree(&ref2, &x, 1e-5, "fsdp=2 (2 ranks) vs single rank", 0));
         run_out y;
-        run(&(run_spec){ "d0shq", 2, { NULL }, 0, 0, 1, 0, 0, 0, -1, 1 }, &y);
+        run(&(run_spec){ "d0shq", 2, { NULL }, 0, 0, 1, 0, 0, 0, -1, 1, NULL, NULL, NULL }, &y);
         CHECK(agree(&x, &y, 0, "fsdp=2: depth 0, shared queue, progress thread == depth 1, "
                     "bitwise", 0));
         out_free(&y);
@@ -456,12 +490,13 @@ int main(int argc, char **argv)
         out_free(&x);
     } else {
         run_out ref, f2e2;
-        run(&(run_spec){ "ref", 1, { "per_device_batch_size=16" }, 1, 0, 0, 0, 0, 0, -1, 0 }, &ref);
+        run(&(run_spec){ "ref", 1, { "per_device_batch_size=16" }, 1, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL }, &ref);
         test_meshes(&ref, &ref2, &f2e2);
         test_schedules(&f2e2, 4, E2);
         test_perturbed(&ref, 4, E2);
         test_wire(&f2e2);
         test_reduce_bf16(&f2e2);
+        test_recipe(&ref);
         out_free(&f2e2);
         out_free(&ref);
     }
