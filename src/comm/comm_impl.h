@@ -1,7 +1,7 @@
-/* Internal to the comm module: the in-process ranks of vrank.c (the world,
- * its groups and mailboxes, the ranks' queues of ops) shared with
- * vrank_gather.c (the weight gathers, their transposes and the expert
- * all-to-alls on top of them). */
+/* Internal to the comm module: the in-process ranks' engine of vrank.c
+ * (the world, its groups and mailboxes, the ranks' queues of ops) shared
+ * with vrank_gather.c (the weight gathers, their transposes and the expert
+ * all-to-alls on top of it) and vrank_ops.c (the smoe_comm operations). */
 #ifndef SMOE_COMM_IMPL_H
 #define SMOE_COMM_IMPL_H
 
@@ -134,8 +134,16 @@ void vr_enqueue(vr_rank *r, int q, vr_op *op);
 /* Wait (driving progress, sleeping on the world's condition, aborting past
  * the timeout) until *flag is set or *pending is 0 (one of them NULL). */
 void vr_wait_until(vr_rank *r, _Atomic int *flag, _Atomic int *pending, const char *what);
-/* Advance r's ops (takes the lock). */
+/* Advance r's ops (takes the lock; _locked: the caller holds it, and it
+ * returns whether anything moved). */
 void vr_progress(vr_rank *r);
+int vr_progress_locked(vr_rank *r);
+/* A blocking collective over the world (no queue): posted at once,
+ * waited for while r's queues keep moving; `what` names it in a timeout. */
+void vr_world_op(vr_rank *r, vr_kind kind, const void *sbuf, void *rbuf, int64_t count, int root,
+                 const char *what);
+/* Free every group and its mailbox (at the world's end). */
+void vr_groups_free(vr_world *w);
 _Noreturn void vr_abort(vr_rank *r, smoe_exit code, const char *msg);
 void vr_span(vr_rank *r, int lane, const char *name, double t0, double t1);
 void vr_wait_step(vr_rank *r, smoe_comm_wait *w);
