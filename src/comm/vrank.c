@@ -248,9 +248,10 @@ static void reduce(vr_rank *r, vr_op *op, vr_op **o, int n)
 static void mismatch(vr_rank *r, const vr_op *op, const vr_op *peer, int m)
 {
     char msg[600];
-    snprintf(msg, sizeof msg, "collective %lld of group [%s] differs between the ranks: a %s "
-             "of %lld here, a %s of %lld on member %d, during %s", (long long)op->seq,
-             op->comm->grp->key, kind_name(op->kind), (long long)op->count,
+    snprintf(msg, sizeof msg, "collective %lld of group [%s] differs between the ranks: %s "
+             "(%s of %lld) here, %s (%s of %lld) on member %d, during %s", (long long)op->seq,
+             op->comm->grp->key, op->name ? op->name : "a collective", kind_name(op->kind),
+             (long long)op->count, peer->name ? peer->name : "a collective",
              kind_name(peer->kind), (long long)peer->count, m, r->phase);
     vr_abort(r, SMOE_EXIT_COMM, msg);
 }
