@@ -16,7 +16,8 @@
  * With --quick (the unit tier's few seconds): 2 ranks only, fsdp=2
  * against the single-rank run, depth 0 with the shared queue and a
  * progress thread bitwise depth 1, and the perturbed rank caught. Both:
- * ranks that issue different collectives end the process naming them
+ * check_same names a rank whose digest differs, agree_err hands a rank's
+ * error to every rank, ranks that issue different collectives end the process naming them
  * (exit 73), and a rank that never comes to a collective ends it after the
  * timeout naming what was waited for and the phase (exit 75).
  * usage: test_vrank CONFIG_DIR DATA_FILE [--quick] */
@@ -461,6 +462,50 @@ static void test_failures(void)
            out);
 }
 
+/* ---- the world's status agreements on 2 ranks ---- */
+typedef struct agree_job {
+    smoe_comm c;
+    smoe_status same, agreed;
+    smoe_err same_err, agreed_err;
+} agree_job;
+
+static void *agree_main(void *arg)
+{
+    agree_job *j = arg;
+    int r = smoe_comm_rank(&j->c);
+    const char *names[1] = { "thing" }, *dig[1] = { r ? "bb" : "aa" };
+    j->same = smoe_comm_check_same(&j->c, 1, names, dig, &j->same_err);
+    smoe_status s = r ? smoe_err_set(&j->agreed_err, SMOE_EIO, "rank 1's own failure") : SMOE_OK;
+    j->agreed = smoe_comm_agree_err(&j->c, s, &j->agreed_err);
+    return NULL;
+}
+
+static void test_agree(void)
+{
+    smoe_mesh m = { 1, { "fsdp" }, { 2 } };
+    smoe_comm c[2];
+    smoe_comm_vrank_opts o = { 20, 0, 0 };
+    smoe_err err;
+    agree_job j[2];
+    memset(j, 0, sizeof j);
+    CHECK(smoe_comm_vrank_new(&m, &o, c, &err) == SMOE_OK);
+    pthread_t th[2];
+    for (int r = 0; r < 2; r++) {
+        j[r].c = c[r];
+        pthread_create(&th[r], NULL, agree_main, &j[r]);
+    }
+    for (int r = 0; r < 2; r++)
+        pthread_join(th[r], NULL);
+    smoe_comm_vrank_free(c, 2);
+    CHECK(j[0].same == SMOE_EINVAL && j[1].same == SMOE_EINVAL);
+    CHECKF(strstr(j[0].same_err.msg, "rank 1 runs a different thing than rank 0"), "%s",
+           j[0].same_err.msg);
+    CHECK(j[0].agreed == SMOE_EIO && j[1].agreed == SMOE_EIO);
+    CHECKF(strcmp(j[0].agreed_err.msg, "rank 1's own failure") == 0, "%s", j[0].agreed_err.msg);
+    printf("ok: check_same names the differing rank; agree_err hands rank 1's error to "
+           "rank 0\n");
+}
+
 int main(int argc, char **argv)
 {
     int quick = argc == 4 && strcmp(argv[3], "--quick") == 0;
@@ -476,6 +521,7 @@ int main(int argc, char **argv)
         return 1;
     }
     test_failures();
+    test_agree();
     run_out ref2, x;
     run(&(run_spec){ "ref2", 1, { "per_device_batch_size=8" }, 1, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL }, &ref2);
     if (quick) { /* 2 ranks: the oracle, two schedules, the perturbed rank */

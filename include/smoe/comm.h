@@ -231,6 +231,14 @@ smoe_ep_comm smoe_comm_ep(const smoe_comm *c);
 smoe_comm_stats *smoe_comm_stats_get(const smoe_comm *c);
 void smoe_comm_set_span_hook(const smoe_comm *c, smoe_comm_span_fn fn, void *ud);
 
+/* check_same built on agree and gather_bytes (src/comm/same.c), the one
+ * every implementation uses: every rank's n digests gathered to rank 0
+ * and compared; SMOE_EINVAL on every rank when one differs, rank 0's err
+ * naming the first differing rank, what differs and both digests. */
+SMOE_MUST_CHECK
+smoe_status smoe_comm_check_same_by_gather(const smoe_comm *c, int n, const char *const names[],
+                                           const char *const digests[], smoe_err *err);
+
 /* The wire of a weight's gathers (x->wire, wire_block, reduce_wire), the
  * one check every gather engine makes: a known gather dtype, an int8
  * block in range, a shard whose last dim (blk_last) holds whole records,

@@ -11,6 +11,7 @@
 #include <time.h>
 
 static vr_rank *R(void *ctx) { return ctx; }
+static const smoe_comm_ops vrank_ops;
 
 /* ---- the operations ---- */
 static int v_rank(void *ctx) { return R(ctx)->rank; }
@@ -120,36 +121,11 @@ static smoe_status v_agree_err(void *ctx, smoe_status local, smoe_err *err)
     }
     return (smoe_status)v[1];
 }
-#define DIG 65
 static smoe_status v_check_same(void *ctx, int n, const char *const names[],
                                 const char *const digests[], smoe_err *err)
 {
-    vr_rank *r = R(ctx);
-    if (n < 1 || n > 16)
-        return smoe_err_set(err, SMOE_EINTERNAL, "check_same: bad digest count %d", n);
-    char mine[16 * DIG];
-    memset(mine, 0, sizeof mine);
-    for (int i = 0; i < n; i++)
-        snprintf(mine + i * DIG, DIG, "%s", digests[i]);
-    size_t row = (size_t)n * DIG;
-    char *all = r->rank == 0 ? smoe_malloc(row * (size_t)r->w->n) : NULL;
-    smoe_status s = v_agree(ctx, r->rank == 0 && !all ? SMOE_ENOMEM : SMOE_OK);
-    if (s)
-        return smoe_err_set(err, s, "out of memory checking cross-rank consistency");
-    v_gather_bytes(ctx, mine, all, (int64_t)row);
-    for (int k = 1; r->rank == 0 && k < r->w->n && !s; k++)
-        for (int i = 0; i < n && !s; i++) {
-            const char *d = all + (size_t)k * row + (size_t)i * DIG;
-            if (strcmp(d, mine + i * DIG) != 0)
-                s = smoe_err_set(err, SMOE_EINVAL, "rank %d runs a different %s than rank 0 "
-                                 "(sha256 %.16s... on rank 0, %.16s... on rank %d)", k,
-                                 names[i], mine + i * DIG, d, k);
-        }
-    smoe_free(all);
-    s = v_agree(ctx, s);
-    if (s && r->rank != 0)
-        smoe_err_set(err, s, "this rank differs from rank 0 (rank 0 reports which part)");
-    return s;
+    smoe_comm c = { &vrank_ops, ctx };
+    return smoe_comm_check_same_by_gather(&c, n, names, digests, err);
 }
 static smoe_comm_stats *v_stats(void *ctx) { return &R(ctx)->stats; }
 static void v_span_hook(void *ctx, smoe_comm_span_fn fn, void *ud)
