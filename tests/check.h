@@ -6,7 +6,13 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A test whose threads each run a rank's checks (and sum them over the
+ * ranks) defines CHECK_PER_THREAD: then every thread counts its own. */
+#ifdef CHECK_PER_THREAD
+static _Thread_local int check_pass_, check_fail_;
+#else
 static int check_pass_, check_fail_;
+#endif
 
 #define CHECK(cond) CHECKF(cond, "%s", #cond)
 #define CHECKF(cond, ...)                                                   \

@@ -1,17 +1,14 @@
 /* Compare two training runs: the per-step losses of their --json outputs
  * (and lr, grad_norm, aux_loss, z_loss) and every parameter of their
- * --dump-params files, entry by entry.
- * Relative error of a tensor = ||a - b||_2 / ||a||_2 (norm-wise: AdamW
- * divides each element by its own gradient scale, so an element whose
- * gradient is pure rounding noise may move by a visible fraction of the
- * learning rate while the tensor as a whole agrees); of a loss,
- * |a - b| / |a|. The worst element, max |a - b| / max |a|, is printed.
- * With TOL = 0 everything must be bitwise equal. B may hold fewer steps
+ * --dump-params files, entry by entry, by the rule of cmp_rule.h (a
+ * tensor's relative error norm-wise, a loss's |a - b| / |a|; TOL = 0:
+ * bitwise). The worst element, max |a - b| / max |a|, is printed. B may hold fewer steps
  * than A (a resumed run): its steps are matched by their "step" index.
  * With both dumps given as "-", only the steps' figures are compared (a
  * test that compares the parameters from checkpoints with cmp_ckpt).
  * usage: cmp_runs A.json A.bin B.json B.bin TOL */
 #include "check.h"
+#include "cmp_rule.h"
 
 #include <cjson/cJSON.h>
 #include "smoe/core.h"
@@ -32,15 +29,8 @@ static char *slurp(const char *path, long *n)
 typedef struct entry {
     char key[512];
     int64_t n;
-    const char *v; /* n floats, not aligned (keys have any length): use val() */
+    const char *v; /* n floats, not aligned (keys have any length) */
 } entry;
-
-static double val(const entry *e, int64_t k)
-{
-    float f;
-    memcpy(&f, e->v + 4 * k, sizeof f);
-    return f;
-}
 
 static int parse_dump(const char *buf, long len, entry *e, int max)
 {
@@ -113,9 +103,8 @@ int main(int argc, char **argv)
             cJSON *ix = cJSON_GetObjectItem(x, keys[q]), *iy = cJSON_GetObjectItem(y, keys[q]);
             if (q > 0 && (!ix || !iy))
                 continue;
-            double lx = ix->valuedouble, ly = iy->valuedouble;
-            double rel = lx == ly ? 0.0 : fabs(lx - ly) / fmax(fabs(lx), 1e-30);
-            CHECKF(tol == 0 ? lx == ly : rel <= tol, "step %g %s %.9g vs %.9g (rel %.3g)",
+            double lx = ix->valuedouble, ly = iy->valuedouble, rel = cmp_number_rel(lx, ly);
+            CHECKF(cmp_number_ok(lx, ly, tol), "step %g %s %.9g vs %.9g (rel %.3g)",
                    step, keys[q], lx, ly, rel);
         }
     }
@@ -142,19 +131,10 @@ int main(int argc, char **argv)
             CHECKF(0, "%s: sizes differ", ea[i].key);
             continue;
         }
-        double md = 0, mx = 0, d2 = 0, a2 = 0;
-        for (int64_t k = 0; k < ea[i].n; k++) {
-            double x = val(&ea[i], k), d = fabs(x - val(&eb[i], k));
-            md = d > md ? d : md;
-            mx = fabs(x) > mx ? fabs(x) : mx;
-            d2 += d * d;
-            a2 += x * x;
-        }
-        double rel = a2 > 0 ? sqrt(d2 / a2) : sqrt(d2);
-        double elem = mx > 0 ? md / mx : md;
-        worst = rel > worst ? rel : worst;
-        worst_elem = elem > worst_elem ? elem : worst_elem;
-        CHECKF(tol == 0 ? md == 0 : rel <= tol, "%s: relative difference %.3g", ea[i].key, rel);
+        cmp_tensor c = cmp_tensor_of(ea[i].v, eb[i].v, ea[i].n);
+        worst = c.rel > worst ? c.rel : worst;
+        worst_elem = c.elem > worst_elem ? c.elem : worst_elem;
+        CHECKF(cmp_tensor_ok(&c, tol), "%s: relative difference %.3g", ea[i].key, c.rel);
     }
     printf("worst tensor relative difference %.3g (2-norm), worst element %.3g of the "
            "tensor's max, over %d tensors\n",

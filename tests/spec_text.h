@@ -1,6 +1,7 @@
 /* Test helper: a PartitionSpec from compact text, "fsdp,expert|-|tensor"
  * (dims split by '|', axes by ',', "-" = None). The axis names live in a
- * static ring of 128 slots, enough for the specs one test holds at once. */
+ * static ring of 128 slots, enough for the specs one test holds at once,
+ * one ring per thread (ranks running as threads each hold their own). */
 #ifndef SMOE_TEST_SPEC_TEXT_H
 #define SMOE_TEST_SPEC_TEXT_H
 
@@ -11,8 +12,8 @@
 
 static inline smoe_pspec spec_of(const char *text)
 {
-    static char store[128][32];
-    static int used;
+    static _Thread_local char store[128][32];
+    static _Thread_local int used;
     smoe_pspec s;
     memset(&s, 0, sizeof s);
     const char *p = text;

@@ -13,9 +13,13 @@
  * with TEST_COMM_LOCAL, the single-rank communicator's (no MPI) on a mesh
  * of one device, against the same oracles (and there, a wait that nothing
  * can end aborts after the communicator's timeout with exit 75, naming
- * what it waited for and the phase).
+ * what it waited for and the phase), or, built with TEST_COMM_VRANK, the
+ * in-process ranks' (smoe_comm_vrank_new: a thread per rank, no MPI).
  * usage: test_runtime FSDP EXPERT [FSDP_TRANSPOSE] */
 #define _GNU_SOURCE
+#ifdef TEST_COMM_VRANK
+#define CHECK_PER_THREAD /* each rank's thread counts its own checks */
+#endif
 #include "check.h"
 #include "spec_text.h"
 #include "wire_testlib.h"
@@ -29,13 +33,19 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef TEST_COMM_VRANK
+#include <pthread.h>
+#define RANK_LOCAL _Thread_local /* every rank's thread has its own */
+#else
+#define RANK_LOCAL
+#endif
 #ifdef TEST_COMM_LOCAL
 #include <sys/wait.h>
 #include <unistd.h>
 #endif
 
-static smoe_comm comm_;
-static const smoe_comm *cm = &comm_;
+static RANK_LOCAL smoe_comm comm_;
+static RANK_LOCAL const smoe_comm *cm;
 
 typedef struct wcase {
     const char *spec; /* "fsdp,expert|-": dims separated by |, "-" = None */
@@ -332,31 +342,11 @@ static void test_local_timeout(const smoe_mesh *m)
 }
 #endif
 
-int main(int argc, char **argv)
+/* One rank's checks on the mesh m over comm_; every rank's counts summed
+ * into counts. */
+static void rank_checks(const smoe_mesh *m, double counts[2])
 {
-    smoe_err err;
-    int64_t F = argc > 1 ? atoll(argv[1]) : 2, E = argc > 2 ? atoll(argv[2]) : 2;
-    int64_t T = argc > 3 ? atoll(argv[3]) : 1;
-    smoe_mesh m = { 3, { "fsdp", "fsdp_transpose", "expert" }, { F, T, E } };
-#ifdef TEST_COMM_LOCAL
-    if (smoe_comm_local_new(&m, 20, &comm_, &err)) {
-        fprintf(stderr, "mesh: %s\n", err.msg);
-        return 1;
-    }
-#else
-    smoe_rt *rt;
-    if (smoe_rt_init(&argc, &argv, &rt, &err)) {
-        fprintf(stderr, "init: %s\n", err.msg);
-        return 1;
-    }
-    smoe_rt_opts o = { 0, 0 };
-    if (smoe_rt_set_mesh(rt, &m, &o, &err)) {
-        fprintf(stderr, "mesh: %s\n", err.msg);
-        smoe_rt_finalize(rt);
-        return 1;
-    }
-    comm_ = smoe_rt_comm(rt);
-#endif
+    cm = &comm_;
     static const wcase cases[] = {
         { "fsdp,expert|-", 2, { 16, 6 } },
         { "fsdp,fsdp_transpose,expert|-", 2, { 16, 6 } },
@@ -376,14 +366,95 @@ int main(int argc, char **argv)
     };
     for (int legacy = 0; legacy < 2; legacy++)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-            run_wire_cases(&m, &cases[i], legacy);
+            run_wire_cases(m, &cases[i], legacy);
     test_ep();
 #ifdef TEST_COMM_LOCAL
-    test_local_timeout(&m);
+    test_local_timeout(m);
 #endif
-    /* every rank reports; rank 0 prints the total */
-    double counts[2] = { check_pass_, check_fail_ };
+    /* every rank reports */
+    counts[0] = check_pass_;
+    counts[1] = check_fail_;
     smoe_comm_allreduce_sum_f64(cm, counts, 2);
+}
+
+#ifdef TEST_COMM_VRANK
+typedef struct rank_job {
+    const smoe_mesh *m;
+    smoe_comm comm;
+    double counts[2];
+} rank_job;
+
+static void *rank_main(void *arg)
+{
+    rank_job *j = arg;
+    comm_ = j->comm;
+    rank_checks(j->m, j->counts);
+    return NULL;
+}
+
+/* A thread per rank of m; rank 0's summed counts. */
+static int run_vrank(const smoe_mesh *m, double counts[2])
+{
+    int n = (int)smoe_mesh_devices(m);
+    smoe_comm *c = calloc((size_t)n, sizeof *c);
+    rank_job *job = calloc((size_t)n, sizeof *job);
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    smoe_comm_vrank_opts o = { 20, 0, 0 };
+    smoe_err err;
+    if (!c || !job || !th || smoe_comm_vrank_new(m, &o, c, &err)) {
+        fprintf(stderr, "mesh: %s\n", c && job && th ? err.msg : "out of memory");
+        return 1;
+    }
+    for (int r = 0; r < n; r++) {
+        job[r] = (rank_job){ m, c[r], { 0, 0 } };
+        pthread_create(&th[r], NULL, rank_main, &job[r]);
+    }
+    for (int r = 0; r < n; r++)
+        pthread_join(th[r], NULL);
+    counts[0] = job[0].counts[0];
+    counts[1] = job[0].counts[1];
+    smoe_comm_vrank_free(c, n);
+    free(c);
+    free(job);
+    free(th);
+    return 0;
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    smoe_err err;
+    int64_t F = argc > 1 ? atoll(argv[1]) : 2, E = argc > 2 ? atoll(argv[2]) : 2;
+    int64_t T = argc > 3 ? atoll(argv[3]) : 1;
+    smoe_mesh m = { 3, { "fsdp", "fsdp_transpose", "expert" }, { F, T, E } };
+    double counts[2];
+#ifdef TEST_COMM_VRANK
+    (void)err;
+    if (run_vrank(&m, counts))
+        return 1;
+    printf("%d passed, %d failed\n", (int)counts[0], (int)counts[1]);
+    return counts[1] > 0 ? 1 : 0;
+#else
+#ifdef TEST_COMM_LOCAL
+    if (smoe_comm_local_new(&m, 20, &comm_, &err)) {
+        fprintf(stderr, "mesh: %s\n", err.msg);
+        return 1;
+    }
+#else
+    smoe_rt *rt;
+    if (smoe_rt_init(&argc, &argv, &rt, &err)) {
+        fprintf(stderr, "init: %s\n", err.msg);
+        return 1;
+    }
+    smoe_rt_opts o = { 0, 0 };
+    if (smoe_rt_set_mesh(rt, &m, &o, &err)) {
+        fprintf(stderr, "mesh: %s\n", err.msg);
+        smoe_rt_finalize(rt);
+        return 1;
+    }
+    comm_ = smoe_rt_comm(rt);
+#endif
+    rank_checks(&m, counts);
     int rank = smoe_comm_rank(cm);
 #ifdef TEST_COMM_LOCAL
     smoe_comm_local_free(&comm_);
@@ -393,4 +464,5 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("%d passed, %d failed\n", (int)counts[0], (int)counts[1]);
     return counts[1] > 0 ? 1 : 0;
+#endif
 }

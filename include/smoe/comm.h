@@ -11,8 +11,9 @@
  * are, the small collectives that agree on statuses and numbers, the FSDP
  * weight gathers and their gradient transposes, waits that never hang,
  * and the expert group. The trainer is written against it alone, so one
- * build of it runs under MPI (smoe_rt_comm) or on one rank without MPI
- * (smoe_comm_local_new). */
+ * build of it runs under MPI (smoe_rt_comm), on one rank without MPI
+ * (smoe_comm_local_new), or on N ranks in one process, a thread each
+ * (smoe_comm_vrank_new). */
 #ifndef SMOE_COMM_H
 #define SMOE_COMM_H
 
@@ -230,6 +231,22 @@ smoe_ep_comm smoe_comm_ep(const smoe_comm *c);
 smoe_comm_stats *smoe_comm_stats_get(const smoe_comm *c);
 void smoe_comm_set_span_hook(const smoe_comm *c, smoe_comm_span_fn fn, void *ud);
 
+/* check_same built on agree and gather_bytes (src/comm/same.c), the one
+ * every implementation uses: every rank's n digests gathered to rank 0
+ * and compared; SMOE_EINVAL on every rank when one differs, rank 0's err
+ * naming the first differing rank, what differs and both digests. */
+SMOE_MUST_CHECK
+smoe_status smoe_comm_check_same_by_gather(const smoe_comm *c, int n, const char *const names[],
+                                           const char *const digests[], smoe_err *err);
+
+/* The wire of a weight's gathers (x->wire, wire_block, reduce_wire), the
+ * one check every gather engine makes: a known gather dtype, an int8
+ * block in range, a shard whose last dim (blk_last) holds whole records,
+ * fp32 or bf16 reductions; SMOE_EINVAL naming `name` otherwise. */
+SMOE_MUST_CHECK
+smoe_status smoe_comm_wire_check(const smoe_gather_exec *x, int64_t blk_last, const char *name,
+                                 smoe_err *err);
+
 /* ---- the single-rank communicator (src/comm/local.c; no MPI) ----
  * On a mesh of one device nothing is ever sent: a weight's gathered buffer
  * is its shard, a gradient's reduce-scatter and all-reduce leave it as it
@@ -246,6 +263,34 @@ smoe_status smoe_comm_local_new(const smoe_mesh *mesh, double timeout_s, smoe_co
 /* Free what smoe_comm_local_new made (its gathers included); c->ctx NULL
  * after. */
 void smoe_comm_local_free(smoe_comm *c);
+
+/* ---- ranks in one process (src/comm/vrank.c; no MPI) ----
+ * The mesh's N devices as N ranks of one process: out[r] (the caller's
+ * array of N) is rank r's communicator, used by one thread of the
+ * caller's, which runs rank r (a smoe_trainer over out[r], say); every
+ * collective is a copy between the ranks' buffers, ordered by a mailbox
+ * per (group, sequence number) under one lock. The MPI runtime's groups,
+ * queues and contract (runtime.h), op for op: what a weight gather hands
+ * back, compressed ones included, is bitwise what the MPI runtime's does;
+ * its reductions sum the ranks' contributions in rank order, so a run is
+ * bitwise the same under every schedule (MPI's order is the library's).
+ * A wait that makes no progress for timeout_s seconds (<= 0: never)
+ * aborts the process naming the rank, what it waited for and its phase;
+ * abort prints "smoe: rank R: MSG" and _exits with the code. Without a
+ * progress thread a rank's ops advance when its thread enters the comm;
+ * with one (progress_thread), also whenever a peer's event wakes it.
+ * SMOE_EINVAL for a mesh of more than 4096 devices. */
+typedef struct smoe_comm_vrank_opts {
+    double timeout_s;
+    int shared_queue;    /* gathers share the reductions' queue (smoe_rt_opts's) */
+    int progress_thread; /* a progress thread per rank (smoe_rt_opts's, never AUTO) */
+} smoe_comm_vrank_opts;
+SMOE_MUST_CHECK
+smoe_status smoe_comm_vrank_new(const smoe_mesh *mesh, const smoe_comm_vrank_opts *o,
+                                smoe_comm *out, smoe_err *err);
+/* Free the ranks smoe_comm_vrank_new made (c: its array of n), after every
+ * rank's thread is done with them; each c[i].ctx NULL after. */
+void smoe_comm_vrank_free(smoe_comm *c, int n);
 
 #ifdef __cplusplus
 }

@@ -98,6 +98,14 @@ void *smoe_dtype_tail(smoe_dtype t, int64_t block, float *buf, int64_t n);
 /* Pack in place the n fp32 elements of buf into records at its start
  * (front to back, through a small stack buffer; fp32: no-op). */
 void smoe_dtype_pack_head(smoe_dtype t, int64_t block, float *buf, int64_t n);
+/* Pack a compact block of a row-major fp32 tensor (rank <= 16, shape B)
+ * into its place in the tensor's record stream dst: src holds the block
+ * (shape blk, at offset off), each of its rows whole records (blk and off
+ * of the last dim multiples of the record's elements, as is B's), packed
+ * straight into place row by row (no scratch). A gather's shard packed
+ * into the tail of its buffer (smoe_dtype_tail). */
+void smoe_dtype_pack_block(smoe_dtype t, int64_t block, int rank, const int64_t B[],
+                           const int64_t blk[], const int64_t off[], const float *src, void *dst);
 /* The bf16 sum of MPI reductions: inout[i] = bf16(fp32(in[i]) + fp32(inout[i]))
  * (round to nearest even), n elements. */
 void smoe_bf16_add(uint16_t *inout, const uint16_t *in, int64_t n);

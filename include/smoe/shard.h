@@ -142,12 +142,56 @@ typedef struct smoe_gather_exec {
                                           0 = fp32, or bf16 */
 } smoe_gather_exec;
 
+/* A weight's gathers on one device, the geometry every implementation of
+ * them shares (the MPI runtime, comm's in-process ranks): the gathered
+ * buffer has the natural row-major layout of B (the global shape divided
+ * by the axes the weight keeps); on dim d the shard is block number
+ * radix(coords over A_d) of size blk_d, where A_d is every axis the weight
+ * gathers on that dim (prefetched or at use, in live order). */
+typedef struct smoe_gather_geom {
+    int rank;
+    int64_t B[SMOE_MAX_RANK];      /* gathered shape */
+    int64_t blk[SMOE_MAX_RANK];    /* shard shape */
+    int64_t off[SMOE_MAX_RANK];    /* shard offset inside B */
+    int64_t shard_numel, gathered_numel;
+    smoe_axes A[SMOE_MAX_RANK];    /* the gathered axes per dim */
+    smoe_axes rs;                  /* every gather axis, dims in order: the
+                                      gradient reduce-scatter's group */
+    smoe_axes rep;                 /* mesh axes (size > 1) the weight is
+                                      replicated on: the all-reduce's group */
+    int pack;                      /* a dim after 0 gathers: the reduce-scatter's
+                                      member blocks are not contiguous in B */
+} smoe_gather_geom;
+
+/* The geometry of x on the device at coords of m (m's axis names are
+ * borrowed, as are x's). SMOE_EINVAL naming `name` for a dim the plan
+ * marked indivisible. */
+SMOE_MUST_CHECK
+smoe_status smoe_gather_geom_of(const smoe_gather_exec *x, const smoe_mesh *m,
+                                const int64_t coords[], const char *name, smoe_gather_geom *g,
+                                smoe_err *err);
+/* Elements of dim d one step of axis A_d[k] moves (blk_d times the sizes
+ * of the axes after it). */
+int64_t smoe_gather_geom_stride(const smoe_gather_geom *g, const smoe_mesh *m, int d, int k);
+/* The index of the run S in A_d (its first axis), or -1 when S is not a
+ * consecutive run of A_d in order (a stage must be one). */
+int smoe_gather_geom_run(const smoe_gather_geom *g, int d, const smoe_axes *S);
+/* The shard offset inside B of member `member` of the reduce-scatter group
+ * (its mixed radix over rs, the last axis fastest). */
+void smoe_gather_geom_member(const smoe_gather_geom *g, const smoe_mesh *m, int64_t member,
+                             int64_t off[]);
+
 /* Copy between a global row-major tensor and a local block of it.
  * dir = 0: global -> local; dir = 1: local -> global. elem is the element
  * size in bytes. */
 void smoe_layout_copy(int rank, const int64_t shape[], const int64_t local[],
                       const int64_t offset[], size_t elem, void *global,
                       void *localbuf, int dir);
+/* Copy the block (shape local, at offset) of one global row-major tensor
+ * of `shape` into the same place of another (src and dst do not overlap
+ * there). */
+void smoe_layout_copy_block(int rank, const int64_t shape[], const int64_t local[],
+                            const int64_t offset[], size_t elem, const void *src, void *dst);
 
 #ifdef __cplusplus
 }

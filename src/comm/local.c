@@ -143,15 +143,8 @@ static smoe_status l_gather_new(void *ctx, const smoe_gather_exec *x, const char
      * MPI runtime's wgather.c); reductions: none, so fp32 either way */
     g->wire = (smoe_dtype)x->wire;
     g->wblock = x->wire_block;
-    int64_t rec = smoe_dtype_rec_elems(g->wire, g->wblock);
-    if ((g->wire != SMOE_DT_FP32 && g->wire != SMOE_DT_BF16 && g->wire != SMOE_DT_INT8) ||
-        (g->wire == SMOE_DT_INT8 &&
-         (g->wblock < SMOE_INT8_BLOCK_MIN || g->wblock > SMOE_INT8_BLOCK_MAX)) ||
-        (g->wire != SMOE_DT_FP32 && (g->rank == 0 || g->shape[g->rank - 1] % rec)) ||
-        (x->reduce_wire != SMOE_DT_FP32 && x->reduce_wire != SMOE_DT_BF16)) {
-        smoe_status s = smoe_err_set(err, SMOE_EINVAL, "%s: the last dim is not a whole number "
-                                     "of %s records of %lld elements", name,
-                                     smoe_dtype_name(g->wire), (long long)rec);
+    smoe_status s = smoe_comm_wire_check(x, g->rank ? g->shape[g->rank - 1] : 0, name, err);
+    if (s) {
         smoe_free(g);
         return s;
     }

@@ -167,3 +167,22 @@ void smoe_dtype_round_trip(smoe_dtype t, int64_t block, float *x, int64_t n)
         smoe_dtype_unpack(t, block, x + i, tmp, m);
     }
 }
+
+void smoe_dtype_pack_block(smoe_dtype t, int64_t block, int rank, const int64_t B[],
+                           const int64_t blk[], const int64_t off[], const float *src, void *dst)
+{
+    SMOE_ASSERT(rank >= 1 && rank <= 16);
+    int64_t rec = smoe_dtype_rec_elems(t, block), esz = smoe_dtype_rec_bytes(t, block);
+    int64_t n = blk[rank - 1], rows = 1, idx[16] = { 0 };
+    for (int d = 0; d < rank - 1; d++)
+        rows *= blk[d];
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t e = 0; /* the row's first element in B (a record boundary) */
+        for (int d = 0; d < rank - 1; d++)
+            e = e * B[d] + off[d] + idx[d];
+        e = e * B[rank - 1] + off[rank - 1];
+        smoe_dtype_pack(t, block, (char *)dst + e / rec * esz, src + row * n, n);
+        for (int d = rank - 2; d >= 0 && ++idx[d] == blk[d]; d--)
+            idx[d] = 0;
+    }
+}

@@ -53,12 +53,7 @@ typedef struct wg_stage {
 
 struct smoe_wgather {
     char name[96];
-    int rank;
-    int64_t B[SMOE_MAX_RANK];        /* gathered shape */
-    int64_t blk[SMOE_MAX_RANK];      /* shard shape */
-    int64_t off[SMOE_MAX_RANK];      /* shard offset inside B */
-    int64_t shard_numel, gathered_numel;
-    smoe_axes A[SMOE_MAX_RANK];      /* all gathered axes per dim */
+    smoe_gather_geom geo;            /* shapes, the shard's place, A_d, groups */
     int nst, nres;
     wg_stage st[SMOE_MAX_RANK];      /* prefetched stages */
     wg_stage res[SMOE_MAX_RANK];     /* residual (legacy) stages */
@@ -90,21 +85,18 @@ static int64_t axis_coord(const smoe_rt *rt, const char *a)
 /* Stride (in blocks of dim d, times blk) of axis A_d[k]. */
 static int64_t stride_of(const smoe_rt *rt, const smoe_wgather *g, int d, int k)
 {
-    int64_t s = g->blk[d];
-    for (int j = k + 1; j < g->A[d].n; j++)
-        s *= axis_size(rt, g->A[d].ax[j]);
-    return s;
+    return smoe_gather_geom_stride(&g->geo, &rt->mesh, d, k);
 }
 
 /* The same in records (dim rank-1 counts records). */
 static int64_t cstride_of(const smoe_rt *rt, const smoe_wgather *g, int d, int k)
 {
-    return stride_of(rt, g, d, k) / (d == g->rank - 1 ? g->rec : 1);
+    return stride_of(rt, g, d, k) / (d == g->geo.rank - 1 ? g->rec : 1);
 }
 
 static int64_t cblk_of(const smoe_wgather *g, int d)
 {
-    return g->blk[d] / (d == g->rank - 1 ? g->rec : 1);
+    return g->geo.blk[d] / (d == g->geo.rank - 1 ? g->rec : 1);
 }
 
 static int index_in(const smoe_axes *e, const char *a)
@@ -138,17 +130,16 @@ static smoe_status build_stage(smoe_rt *rt, smoe_wgather *g, int d, const smoe_a
                                const smoe_axes done[], int ns, wg_stage *st, smoe_err *err)
 {
     /* S must be a consecutive run of A_d, in order */
-    int k0 = index_in(&g->A[d], S->ax[0]);
-    for (int i = 0; i < S->n; i++)
-        if (k0 < 0 || index_in(&g->A[d], S->ax[i]) != k0 + i)
-            return smoe_err_set(err, SMOE_EINVAL,
+    int k0 = smoe_gather_geom_run(&g->geo, d, S);
+    if (k0 < 0)
+        return smoe_err_set(err, SMOE_EINVAL,
                                 "%s: the axes gathered together on dim %d are not "
                                 "adjacent in its sharding; not supported",
                                 g->name, d);
     /* in records of esz bytes (fp32: floats) */
     MPI_Datatype t = g->etype, nt;
-    for (int j = g->rank - 1; j >= 0; j--) {
-        if (j == g->rank - 1)
+    for (int j = g->geo.rank - 1; j >= 0; j--) {
+        if (j == g->geo.rank - 1)
             rt_check(rt, MPI_Type_contiguous((int)cblk_of(g, j), t, &nt), "MPI_Type_contiguous");
         else
             rt_check(rt, MPI_Type_create_hvector((int)cblk_of(g, j), 1,
@@ -158,7 +149,7 @@ static smoe_status build_stage(smoe_rt *rt, smoe_wgather *g, int d, const smoe_a
             free_type(&t);
         t = nt;
         for (int i = 0; i < done[j].n; i++) {
-            int k = index_in(&g->A[j], done[j].ax[i]);
+            int k = index_in(&g->geo.A[j], done[j].ax[i]);
             int64_t s = cstride_of(rt, g, j, k);
             rt_check(rt, MPI_Type_create_hvector((int)axis_size(rt, done[j].ax[i]), 1,
                                                  (MPI_Aint)(s * g->crow[j] * g->esz), t, &nt),
@@ -176,10 +167,10 @@ static smoe_status build_stage(smoe_rt *rt, smoe_wgather *g, int d, const smoe_a
     st->dim = d;
     /* base: own blocks on axes neither done nor in S */
     int64_t base = 0;
-    for (int j = 0; j < g->rank; j++) {
+    for (int j = 0; j < g->geo.rank; j++) {
         int64_t o = 0;
-        for (int k = 0; k < g->A[j].n; k++) {
-            const char *a = g->A[j].ax[k];
+        for (int k = 0; k < g->geo.A[j].n; k++) {
+            const char *a = g->geo.A[j].ax[k];
             if (smoe_axes_has(&done[j], a) || (j == d && smoe_axes_has(S, a)))
                 continue;
             o += axis_coord(rt, a) * cstride_of(rt, g, j, k);
@@ -223,24 +214,6 @@ void rt_wgather_free_all(smoe_rt *rt)
     rt->nwg = rt->capwg = 0;
 }
 
-/* A_d: the live axes the weight gathers (prefetched or at use), in live
- * order; the plan has already refused an indivisible dim. */
-static smoe_status gathered_axes(const smoe_gather_exec *p, smoe_wgather *g, smoe_err *err)
-{
-    for (int d = 0; d < p->rank; d++) {
-        if (p->indivisible & (1u << d))
-            return smoe_err_set(err, SMOE_EINVAL, "%s: dim %d (%lld) does not divide into its "
-                                "shards", g->name, d, (long long)p->shape[d]);
-        g->A[d].n = 0;
-        for (int i = 0; i < p->live[d].n; i++) {
-            const char *a = p->live[d].ax[i];
-            if (smoe_axes_has(&p->prefetch[d], a) || smoe_axes_has(&p->at_use[d], a))
-                g->A[d].ax[g->A[d].n++] = a;
-        }
-    }
-    return SMOE_OK;
-}
-
 static void bf16_sum_fn(void *in, void *inout, int *len, MPI_Datatype *dt)
 {
     (void)dt;
@@ -262,24 +235,17 @@ smoe_status rt_bf16_sum_get(smoe_rt *rt, smoe_err *err)
  * shard that still does not hold whole records is refused here. */
 static smoe_status wire_setup(smoe_wgather *g, const smoe_gather_exec *p, smoe_err *err)
 {
+    smoe_status s = smoe_comm_wire_check(p, g->geo.rank ? g->geo.blk[g->geo.rank - 1] : 0,
+                                         g->name, err);
+    if (s)
+        return s;
     g->wire = (smoe_dtype)p->wire;
-    if (g->wire != SMOE_DT_FP32 && g->wire != SMOE_DT_BF16 && g->wire != SMOE_DT_INT8)
-        return smoe_err_set(err, SMOE_EINVAL, "%s: unknown gather dtype %d", g->name, p->wire);
     g->wblock = p->wire_block;
-    if (g->wire == SMOE_DT_INT8 && (g->wblock < SMOE_INT8_BLOCK_MIN ||
-                                    g->wblock > SMOE_INT8_BLOCK_MAX))
-        return smoe_err_set(err, SMOE_EINVAL, "%s: int8 block %lld out of range", g->name,
-                            (long long)g->wblock);
     g->rec = smoe_dtype_rec_elems(g->wire, g->wblock);
     g->esz = smoe_dtype_rec_bytes(g->wire, g->wblock);
-    if (g->wire != SMOE_DT_FP32 && (g->rank == 0 || g->blk[g->rank - 1] % g->rec))
-        return smoe_err_set(err, SMOE_EINVAL, "%s: the shard's last dim (%lld) is not a whole "
-                            "number of %s records of %lld elements", g->name,
-                            (long long)(g->rank ? g->blk[g->rank - 1] : 0),
-                            smoe_dtype_name(g->wire), (long long)g->rec);
-    for (int d = g->rank - 1; d >= 0; d--)
-        g->crow[d] = d == g->rank - 1 ? 1 : g->crow[d + 1] * (g->B[d + 1] /
-                                                              (d + 1 == g->rank - 1 ? g->rec : 1));
+    for (int d = g->geo.rank - 1; d >= 0; d--)
+        g->crow[d] = d == g->geo.rank - 1 ? 1 : g->crow[d + 1] * (g->geo.B[d + 1] /
+                                                              (d + 1 == g->geo.rank - 1 ? g->rec : 1));
     if (g->wire == SMOE_DT_FP32) {
         g->etype = MPI_FLOAT;
         return SMOE_OK;
@@ -291,23 +257,6 @@ static smoe_status wire_setup(smoe_wgather *g, const smoe_gather_exec *p, smoe_e
     return SMOE_OK;
 }
 
-/* The shard packed straight into its place among the records at cb, row
- * by row (a row of the last dim is whole records; no scratch buffer). */
-static void pack_shard(const smoe_wgather *g, const float *shard, char *cb)
-{
-    int r = g->rank;
-    int64_t rows = g->shard_numel / g->blk[r - 1], idx[SMOE_MAX_RANK] = { 0 };
-    for (int64_t row = 0; row < rows; row++) {
-        int64_t rec = (g->off[r - 1] / g->rec) * g->crow[r - 1];
-        for (int d = 0; d < r - 1; d++)
-            rec += (g->off[d] + idx[d]) * g->crow[d];
-        smoe_dtype_pack(g->wire, g->wblock, cb + rec * g->esz, shard + row * g->blk[r - 1],
-                        g->blk[r - 1]);
-        for (int d = r - 2; d >= 0 && ++idx[d] == g->blk[d]; d--) /* next row index */
-            idx[d] = 0;
-    }
-}
-
 smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *p, const char *name,
                                 smoe_wgather **out, smoe_err *err)
 {
@@ -316,22 +265,9 @@ smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *p, const ch
     if (!g)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     snprintf(g->name, sizeof g->name, "%s", name);
-    g->rank = p->rank;
-    if ((s = gathered_axes(p, g, err)))
+    if ((s = smoe_gather_geom_of(p, &rt->mesh, rt->coords, g->name, &g->geo, err)))
         goto fail;
-    g->shard_numel = g->gathered_numel = 1;
-    for (int d = 0; d < p->rank; d++) {
-        g->blk[d] = p->shape[d] / smoe_axes_size(&p->live[d], &rt->mesh);
-        g->B[d] = g->blk[d] * smoe_axes_size(&g->A[d], &rt->mesh);
-        g->shard_numel *= g->blk[d];
-        g->gathered_numel *= g->B[d];
-    }
-    for (int d = 0; d < p->rank; d++) {
-        g->off[d] = 0;
-        for (int k = 0; k < g->A[d].n; k++)
-            g->off[d] += axis_coord(rt, g->A[d].ax[k]) * stride_of(rt, g, d, k);
-    }
-    if (g->shard_numel > 0x7fffffff || g->gathered_numel > 0x7fffffffLL * 8) {
+    if (g->geo.shard_numel > 0x7fffffff || g->geo.gathered_numel > 0x7fffffffLL * 8) {
         s = smoe_err_set(err, SMOE_EINVAL, "%s: too large for one MPI message", name);
         goto fail;
     }
@@ -358,38 +294,14 @@ smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *p, const ch
             for (int i = 0; i < S->n; i++)
                 done[d].ax[done[d].n++] = S->ax[i];
         }
-    /* the transpose: one reduce-scatter over every gather axis */
-    smoe_axes all;
-    all.n = 0;
-    int later_dims = 0;
-    for (int d = 0; d < p->rank; d++) {
-        for (int k = 0; k < g->A[d].n; k++)
-            all.ax[all.n++] = g->A[d].ax[k];
-        if (d > 0 && g->A[d].n)
-            later_dims = 1;
-    }
-    g->pack = later_dims;
-    if (all.n && (s = rt_comm_get(rt, &all, RT_Q_COMM, &g->rs_comm, err)))
+    /* the transpose: one reduce-scatter over every gather axis, then an
+     * all-reduce over the replicated axes */
+    g->pack = g->geo.pack;
+    if (g->geo.rs.n && (s = rt_comm_get(rt, &g->geo.rs, RT_Q_COMM, &g->rs_comm, err)))
         goto fail;
-    smoe_axes rep;
-    rep.n = 0;
-    for (int a = 0; a < rt->mesh.n; a++) {
-        if (rt->mesh.size[a] <= 1)
-            continue;
-        int used = 0;
-        for (int d = 0; d < p->rank; d++)
-            used |= smoe_axes_has(&p->live[d], rt->mesh.name[a]);
-        if (!used)
-            rep.ax[rep.n++] = rt->mesh.name[a];
-    }
-    g->n_ar_axes = rep.n;
-    if (rep.n && (s = rt_comm_get(rt, &rep, RT_Q_COMM, &g->ar_comm, err)))
+    g->n_ar_axes = g->geo.rep.n;
+    if (g->geo.rep.n && (s = rt_comm_get(rt, &g->geo.rep, RT_Q_COMM, &g->ar_comm, err)))
         goto fail;
-    if (p->reduce_wire != SMOE_DT_FP32 && p->reduce_wire != SMOE_DT_BF16) {
-        s = smoe_err_set(err, SMOE_EINVAL, "%s: gradient reductions are fp32 or bf16, not %s",
-                         name, smoe_dtype_name((smoe_dtype)p->reduce_wire));
-        goto fail;
-    }
     g->rbf16 = p->reduce_wire == SMOE_DT_BF16 && (g->rs_comm || g->ar_comm);
     if (g->rbf16 && (s = rt_bf16_sum_get(rt, err)))
         goto fail;
@@ -405,13 +317,13 @@ fail:
 void smoe_rt_wgather_info(const smoe_wgather *g, smoe_wgather_info *info)
 {
     memset(info, 0, sizeof *info);
-    info->shard_numel = g->shard_numel;
-    info->gathered_numel = g->gathered_numel;
-    info->rank = g->rank;
-    for (int d = 0; d < g->rank; d++) {
-        info->shard_shape[d] = g->blk[d];
-        info->gathered_shape[d] = g->B[d];
-        info->offset[d] = g->off[d];
+    info->shard_numel = g->geo.shard_numel;
+    info->gathered_numel = g->geo.gathered_numel;
+    info->rank = g->geo.rank;
+    for (int d = 0; d < g->geo.rank; d++) {
+        info->shard_shape[d] = g->geo.blk[d];
+        info->gathered_shape[d] = g->geo.B[d];
+        info->offset[d] = g->geo.off[d];
     }
     info->stages = g->nst;
     info->residual_stages = g->nres;
@@ -425,10 +337,11 @@ void smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard, flo
 {
     char *cb = (char *)buf;
     if (g->wire == SMOE_DT_FP32) {
-        smoe_layout_copy(g->rank, g->B, g->blk, g->off, sizeof(float), buf, (void *)shard, 1);
+        smoe_layout_copy(g->geo.rank, g->geo.B, g->geo.blk, g->geo.off, sizeof(float), buf, (void *)shard, 1);
     } else {
-        cb = smoe_dtype_tail(g->wire, g->wblock, buf, g->gathered_numel);
-        pack_shard(g, shard, cb);
+        cb = smoe_dtype_tail(g->wire, g->wblock, buf, g->geo.gathered_numel);
+        smoe_dtype_pack_block(g->wire, g->wblock, g->geo.rank, g->geo.B, g->geo.blk, g->geo.off,
+                              shard, cb);
     }
     t->busy_s = 0;
     t->pending = g->nst;
@@ -465,7 +378,7 @@ void smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_rt_tick
     t->busy_s = 0;
     if (t1 - t0 > 20e-6)
         rt_span(rt, SMOE_LANE_WAIT, g->name, t0, t1);
-    char *cb = smoe_dtype_tail(g->wire, g->wblock, buf, g->gathered_numel);
+    char *cb = smoe_dtype_tail(g->wire, g->wblock, buf, g->geo.gathered_numel);
     if (g->nres) {
         double r0 = smoe_now();
         t->res_pending = g->nres;
@@ -490,7 +403,7 @@ void smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_rt_tick
     }
     if (g->wire != SMOE_DT_FP32) {
         double c0 = smoe_now();
-        smoe_dtype_unpack_tail(g->wire, g->wblock, buf, g->gathered_numel);
+        smoe_dtype_unpack_tail(g->wire, g->wblock, buf, g->geo.gathered_numel);
         rt->stats.convert_s += smoe_now() - c0;
     }
     if (wait_s)
@@ -502,16 +415,8 @@ static void pack_member(const smoe_rt *rt, const smoe_wgather *g, int64_t m, con
                         float *dst)
 {
     int64_t off[SMOE_MAX_RANK];
-    /* decompose m over the gather axes, last axis fastest */
-    for (int d = g->rank - 1; d >= 0; d--) {
-        off[d] = 0;
-        for (int k = g->A[d].n - 1; k >= 0; k--) {
-            int64_t n = axis_size(rt, g->A[d].ax[k]);
-            off[d] += (m % n) * stride_of(rt, g, d, k);
-            m /= n;
-        }
-    }
-    smoe_layout_copy(g->rank, g->B, g->blk, off, sizeof(float), (void *)full, dst, 0);
+    smoe_gather_geom_member(&g->geo, &rt->mesh, m, off); /* m over the gather axes */
+    smoe_layout_copy(g->geo.rank, g->geo.B, g->geo.blk, off, sizeof(float), (void *)full, dst, 0);
 }
 
 void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *scratch,
@@ -524,7 +429,7 @@ void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *sc
     float *send = full;
     if (g->rs_comm && g->pack) {
         for (int64_t m = 0; m < g->rs_comm->size; m++)
-            pack_member(rt, g, m, full, scratch + m * g->shard_numel);
+            pack_member(rt, g, m, full, scratch + m * g->geo.shard_numel);
         send = scratch;
         if (used_scratch)
             *used_scratch = 1;
@@ -532,42 +437,42 @@ void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *sc
     /* bf16 (see the head comment): send packed in place, the results in
      * the tail of shard_grad, expanded when the last op completes */
     int b = g->rbf16;
-    void *rb = b ? smoe_dtype_tail(SMOE_DT_BF16, 0, shard_grad, g->shard_numel)
+    void *rb = b ? smoe_dtype_tail(SMOE_DT_BF16, 0, shard_grad, g->geo.shard_numel)
                  : (void *)shard_grad;
     if (g->rs_comm) {
         if (b)
-            smoe_dtype_pack_head(SMOE_DT_BF16, 0, send, g->rs_comm->size * g->shard_numel);
+            smoe_dtype_pack_head(SMOE_DT_BF16, 0, send, g->rs_comm->size * g->geo.shard_numel);
         rt_op *op = rt_op_new(rt);
         op->kind = OP_REDUCE_SCATTER;
         op->comm = g->rs_comm->comm;
         op->sbuf = send;
         op->rbuf = rb;
-        op->count = (int)g->shard_numel;
+        op->count = (int)g->geo.shard_numel;
         op->bf16 = b;
         op->name = b ? "RS grad bf16" : "RS grad";
         op->lane = SMOE_LANE_COMM;
         op->flag = g->ar_comm ? NULL : done;
         op->expand = b && !g->ar_comm ? shard_grad : NULL;
-        op->expand_n = g->shard_numel;
+        op->expand_n = g->geo.shard_numel;
         rt_enqueue(rt, RT_Q_COMM, op);
     } else if (b) {
-        smoe_dtype_pack(SMOE_DT_BF16, 0, rb, full, g->shard_numel);
+        smoe_dtype_pack(SMOE_DT_BF16, 0, rb, full, g->geo.shard_numel);
     } else {
-        memcpy(shard_grad, full, sizeof(float) * (size_t)g->shard_numel);
+        memcpy(shard_grad, full, sizeof(float) * (size_t)g->geo.shard_numel);
     }
     if (g->ar_comm) {
         rt_op *op = rt_op_new(rt);
         op->kind = OP_ALLREDUCE;
         op->comm = g->ar_comm->comm;
         op->rbuf = rb;
-        op->count = (int)g->shard_numel;
+        op->count = (int)g->geo.shard_numel;
         op->bf16 = b;
         op->name = b ? "AR grad bf16" : "AR grad";
         op->serial = g->rs_comm != NULL; /* after this weight's reduce-scatter */
         op->lane = SMOE_LANE_COMM;
         op->flag = done;
         op->expand = b ? shard_grad : NULL;
-        op->expand_n = g->shard_numel;
+        op->expand_n = g->geo.shard_numel;
         rt_enqueue(rt, RT_Q_COMM, op);
     } else if (!g->rs_comm && done) {
         *done = 1;

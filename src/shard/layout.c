@@ -77,3 +77,28 @@ void smoe_layout_copy(int rank, const int64_t shape[], const int64_t local[],
         }
     }
 }
+
+void smoe_layout_copy_block(int rank, const int64_t shape[], const int64_t local[],
+                            const int64_t offset[], size_t elem, const void *src, void *dst)
+{
+    int64_t rows = 1, idx[SMOE_MAX_RANK];
+    if (rank == 0) {
+        memcpy(dst, src, elem);
+        return;
+    }
+    for (int d = 0; d < rank - 1; d++) {
+        rows *= local[d];
+        idx[d] = 0;
+    }
+    size_t row_bytes = (size_t)local[rank - 1] * elem;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t o = 0;
+        for (int d = 0; d < rank - 1; d++)
+            o = o * shape[d] + offset[d] + idx[d];
+        o = o * shape[rank - 1] + offset[rank - 1];
+        memcpy((unsigned char *)dst + (size_t)o * elem,
+               (const unsigned char *)src + (size_t)o * elem, row_bytes);
+        for (int d = rank - 2; d >= 0 && ++idx[d] == local[d]; d--)
+            idx[d] = 0;
+    }
+}
