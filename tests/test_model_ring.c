@@ -4,8 +4,9 @@
  *    forward output (the last layer's x) and its whole gradient within 1e-6
  *    relative (2-norms), each gradient tensor within 1e-5 (as cmp_runs
  *    measures a tensor; the small ones, a norm's scale, carry the
- *    rounding of every layer), the same routed and dropped counts; ep = 2
- *    and ep = 4,
+ *    rounding of every layer), the same routed and dropped counts, and
+ *    bitwise with one expert per rank (a token's partials then hold one
+ *    pair each and are added in the all-to-all's order); ep = 2 and 4,
  *    softmax and sigmoid+bias routers, skewed routing, a capacity, one
  *    expert per rank;
  *  - ring against one rank holding the whole batch and every expert (loss,
@@ -392,6 +393,8 @@ static void test_ring(const char *name, smoe_model_cfg gcfg, int ep, float cf, i
         dropped += ring.st[r].dropped;
     if (cf > 0.0f)
         CHECKF(dropped > 0, "%s: the capacity should drop pairs", name);
+    if (gcfg.experts == ep) /* a peer holds one pair of a token at most */
+        CHECKF(d == 0.0 && tw == 0.0, "%s: one expert per rank should be bitwise", name);
     printf("ring ep=%d %-22s vs all-to-all: loss, output, gradient %.2e, worst tensor %.2e "
            "(%lld dropped)\n", ep, name, d, tw, (long long)dropped);
     if (cf <= 0.0f) {

@@ -23,18 +23,21 @@
  * rows in its order. The experts run on them; partial[g] = the sum over
  * the local pairs of token g of w_k * y_k (k ascending, from zero); the
  * reduce-scatter (an alltoallv of each peer's T partial rows) returns each
- * token's partials, and x += them in peer order.
+ * token's partials, and x += those of the peers that hold its experts,
+ * each once, in the order of its experts (k ascending; the other peers'
+ * are zero).
  * Backward, the transpose: the all-gather of dy; the local pairs' row
  * gradients w_k * dy and the weights' gradients dw_k = dy . y_k; the
  * experts' backward; rows [sum of the pairs' input gradients (D) | dw (K)]
- * reduce-scattered: dh2 += the partials in peer order, and dw_k = their
- * sum, where only the owner of e_k holds a nonzero (exact).
+ * reduce-scattered: dh2 += the partials in the forward's order, and dw_k
+ * is the owner of e_k's (the other peers' are zero).
  *
- * The sums run in a fixed peer order, so the result does not depend on
- * when the exchanges complete. Each expert sees the all-to-all's rows in
- * its order; a token's outputs and input gradients differ from the
- * all-to-all's by rounding (summed per rank, then over the ranks, where
- * the all-to-all sums the k outputs in k order).
+ * The order of the sums is fixed by the routing, so the result does not
+ * depend on when the exchanges complete. Each expert sees the all-to-all's
+ * rows in its order, and a token whose experts live on distinct ranks gets
+ * the all-to-all's sums bit for bit (always so with one expert per rank);
+ * where two of its experts share a rank their outputs are summed there
+ * first, a difference of rounding.
  */
 #include "model_impl.h"
 
@@ -67,6 +70,18 @@ static smoe_status reduce_scatter(smoe_model *m, smoe_ep_comm *c, int64_t row, c
 {
     even_rows(m);
     return moe_exchange(m, c, m->s.gsend, m->s.srows, m->s.grecv, m->s.rrows, row, what, err);
+}
+
+/* The peer that owns expert k of token t (of this rank) when no earlier
+ * expert of the token lives there, else -1: each peer once, in the order
+ * of the token's experts. */
+static int64_t first_owner(const smoe_model *m, const moe_act *a, int64_t t, int64_t k)
+{
+    const int64_t K = m->cfg.topk, q = a->topk[t * K + k] / m->el;
+    for (int64_t j = 0; j < k; j++)
+        if (a->topk[t * K + j] / m->el == q)
+            return -1;
+    return q;
 }
 
 /* This rank's routed and dropped pairs for the stats, counted as the
@@ -164,11 +179,16 @@ smoe_status moe_ring_fwd(smoe_model *m, layer_act *la, const float *const w[SMOE
             m->ops->vec_axpy(m->stream, s->gsend + (i / K) * D, a->rwts[i],
                              a->yr + a->rpos[i] * D, D);
 
-    /* the reduce-scatter: x += the partials of this rank's tokens */
+    /* the reduce-scatter: x += the partials of this rank's tokens, from the
+     * peers holding its experts (the others' are zero) */
     if ((st = reduce_scatter(m, comm, D, "ring reduce-scatter", err)))
         return st;
-    for (int64_t p = 0; p < ep; p++)
-        m->ops->vec_add(m->stream, x, s->grecv + p * T * D, T * D);
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t k = 0; k < K; k++) {
+            const int64_t q = first_owner(m, a, t, k);
+            if (q >= 0)
+                m->ops->vec_add(m->stream, x + t * D, s->grecv + (q * T + t) * D, D);
+        }
     return SMOE_OK;
 }
 
@@ -203,15 +223,16 @@ smoe_status moe_ring_bwd(smoe_model *m, layer_act *la, const float *const w[SMOE
         if (a->rpos[i] >= 0)
             m->ops->vec_add(m->stream, part + (i / K) * V, o->rc + a->rpos[i] * D, D);
 
-    /* the reduce-scatter: dh2 and the weights' gradients of this rank's tokens */
+    /* the reduce-scatter: dh2 and the weights' gradients of this rank's
+     * tokens, as in the forward; dw_k from the owner of e_k alone */
     if ((st = reduce_scatter(m, comm, V, "ring gradient reduce-scatter", err)))
         return st;
-    memset(s->dwk, 0, (size_t)(T * K) * sizeof *s->dwk);
-    for (int64_t p = 0; p < ep; p++)
-        for (int64_t t = 0; t < T; t++) {
-            const float *q = s->grecv + (p * T + t) * V;
-            m->ops->vec_add(m->stream, dh2 + t * D, q, D);
-            m->ops->vec_add(m->stream, s->dwk + t * K, q + D, K);
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t k = 0; k < K; k++) {
+            const int64_t q = first_owner(m, a, t, k), e = a->topk[t * K + k];
+            s->dwk[t * K + k] = s->grecv[((e / m->el) * T + t) * V + D + k];
+            if (q >= 0)
+                m->ops->vec_add(m->stream, dh2 + t * D, s->grecv + (q * T + t) * V, D);
         }
     return SMOE_OK;
 }
