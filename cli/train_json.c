@@ -36,6 +36,7 @@ static void add_run_head(cJSON *o, const smoe_plan *p, const smoe_train_result *
     cJSON_AddNumberToObject(o, "wire_fallbacks", p->wire_fallbacks);
     cJSON_AddItemToObject(o, "reduce_dtype",
                           cli_json_string(smoe_dtype_name((smoe_dtype)reduce_dtype)));
+    cJSON_AddItemToObject(o, "expert_exchange", cli_json_string(r->expert_exchange));
     cJSON_AddNumberToObject(o, "first_step", (double)r->first_step);
     if (r->resumed_from[0])
         cJSON_AddItemToObject(o, "resumed_from", cli_json_string(r->resumed_from));

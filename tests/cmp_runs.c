@@ -86,6 +86,7 @@ int main(int argc, char **argv)
     /* B's steps matched to A's by their "step" index: a resumed run holds
      * only the steps after its checkpoint */
     cJSON *sa = cJSON_GetObjectItem(a, "steps"), *sb = cJSON_GetObjectItem(b, "steps");
+    double worst_loss = 0;
     CHECKF(cJSON_GetArraySize(sb) > 0 && cJSON_GetArraySize(sa) >= cJSON_GetArraySize(sb),
            "step counts: %d vs %d", cJSON_GetArraySize(sa), cJSON_GetArraySize(sb));
     for (int i = 0; i < cJSON_GetArraySize(sb); i++) {
@@ -106,6 +107,8 @@ int main(int argc, char **argv)
             double lx = ix->valuedouble, ly = iy->valuedouble, rel = cmp_number_rel(lx, ly);
             CHECKF(cmp_number_ok(lx, ly, tol), "step %g %s %.9g vs %.9g (rel %.3g)",
                    step, keys[q], lx, ly, rel);
+            if (q == 0 && rel > worst_loss)
+                worst_loss = rel;
         }
     }
     if (tol == 0 && !steps_only) {
@@ -113,6 +116,7 @@ int main(int argc, char **argv)
         const char *hb = cJSON_GetObjectItem(b, "params_sha256")->valuestring;
         CHECK_STR(ha, hb);
     }
+    printf("worst step loss relative difference %.3g\n", worst_loss);
     if (steps_only) {
         printf("worst: steps' figures only, %d step(s) of B compared\n", cJSON_GetArraySize(sb));
         cJSON_Delete(a);

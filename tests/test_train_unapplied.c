@@ -103,7 +103,7 @@ static void expect_refused(const char *ov, const char *needle)
 static void test_listed(void)
 {
     /* the keys that change what runs, not the numbers */
-    expect_listed("use_ring_of_experts=true", "true", "all-to-all, which computes the same");
+    expect_listed("num_moe_token_chunks=2", "2", "the same numbers");
     expect_listed("remat_policy=minimal", "minimal", "recomputes none");
     expect_listed("sparse_matmul=false", "false", "always runs the sparse one");
     expect_listed("megablox=false", "false", "ragged_dot");
@@ -120,7 +120,8 @@ static void test_listed(void)
     expect_listed("num_vocab_tiling=4", "4", "the same loss");
     expect_listed("matmul_precision=high", "high", "float32 sums");
     /* MaxText's defaults, written out or null, ask nothing */
-    expect_quiet("use_ring_of_experts=false");
+    expect_quiet("use_ring_of_experts=true"); /* applied: ring of experts */
+    expect_quiet("num_moe_token_chunks=1");
     expect_quiet("remat_policy=full");
     expect_quiet("sparse_matmul=True");
     expect_quiet("steps=150_001");
@@ -139,11 +140,11 @@ static void test_listed(void)
         smoe_config_free(c);
     }
     /* the listing stops at cap and still counts */
-    const char *two[] = { "use_ring_of_experts=true", "use_iota_embed=true" };
+    const char *two[] = { "num_moe_token_chunks=2", "use_iota_embed=true" };
     smoe_config *c = load(NULL, two, 2);
     smoe_train_unapplied u[1];
     CHECK_INT(c ? smoe_train_unapplied_keys(c, u, 1) : -1, 2);
-    CHECK(c && strcmp(u[0].key, "use_ring_of_experts") == 0);
+    CHECK(c && strcmp(u[0].key, "num_moe_token_chunks") == 0);
     smoe_config_free(c);
 }
 

@@ -11,7 +11,7 @@ smoe=$2
 cmp=
 . "$(dirname "$0")/runs_lib.sh"
 
-KEYS="use_ring_of_experts=true remat_policy=minimal sparse_matmul=false megablox=false"
+KEYS="num_moe_token_chunks=2 remat_policy=minimal sparse_matmul=false megablox=false"
 KEYS="$KEYS attention=flash decoder_layer_input=offload use_iota_embed=true"
 L2="learning_rate_schedule_steps=2"
 

@@ -22,7 +22,9 @@
  *            gate values g = s (+ bias if routed_bias); top-k on g; w = g[top-k]
  *            (bias_in_weights) or s[top-k], divided by (sum + 1e-20) for
  *            sigmoid, times routed_scale; tokens go to the rank owning their
- *            expert through an all-to-all over the expert group and back.
+ *            expert through an all-to-all over the expert group and back
+ *            (ring: every rank gets every token of the group, runs its
+ *            experts and the tokens' combined outputs go back summed).
  *            Load-balance loss (lb_weight > 0, moe.py load_balance_loss, per
  *            sequence): lb_weight * E / lb_batch * sum_{seq, e} density * prob
  *            (density: mean over the sequence of "e is in the top-k", prob:
@@ -126,6 +128,10 @@ typedef struct smoe_model_cfg {
     int64_t seq;                /* sequence length */
     int64_t batch;              /* local sequences */
     int64_t ep;                 /* expert-parallel size; experts % ep == 0 */
+    int ring;                   /* 1: ring of experts (use_ring_of_experts): the tokens
+                                   are all-gathered over the expert group and the
+                                   outputs reduce-scattered back, instead of the
+                                   all-to-all; the same computation (ep == 1: ignored) */
 } smoe_model_cfg;
 
 

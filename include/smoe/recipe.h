@@ -101,6 +101,10 @@ smoe_status smoe_recipe_read(const smoe_config *cfg, int64_t steps, smoe_recipe 
 float smoe_recipe_lr_at(const smoe_recipe *r, int64_t count);
 /* Does the parameter at `path` ("decoder/...") decay (adamw_mask)? */
 int smoe_recipe_decays(const smoe_recipe *r, const char *path);
+/* How the MoE layers of mc exchange their tokens over the expert axis:
+ * "all-to-all", "ring (all-gather, reduce-scatter)" (use_ring_of_experts),
+ * or "local (expert axis 1)". */
+const char *smoe_recipe_exchange(const smoe_model_cfg *mc);
 /* One line saying which recipe features are active. */
 void smoe_recipe_describe(const smoe_recipe_hparams *hp, const smoe_model_cfg *mc, char *buf,
                           size_t n);

@@ -152,6 +152,7 @@ typedef struct smoe_train_result {
     double model_flops_per_step;     /* forward + backward, all ranks */
     char params_sha256[65];
     char recipe[640];                /* the MaxText recipe features in effect */
+    char expert_exchange[40];        /* smoe_recipe_exchange of the model */
     int nunapplied;                  /* keys read and not applied (smoe_train_unapplied_keys) */
     smoe_train_unapplied unapplied[SMOE_TRAIN_MAX_UNAPPLIED];
     smoe_blas_info blas;

@@ -7,6 +7,8 @@
  * in per-layer stores and one owner scratch, allocated at creation for the
  * balanced load (exactly for ep == 1) and grown geometrically, never past
  * the worst case route_max = ep * T * topk rows (fewer with a capacity).
+ * With ring of experts the store also keeps the experts' outputs, and the
+ * exchange buffers hold the ep * T tokens of the expert group.
  */
 #include "model_impl.h"
 
@@ -175,7 +177,12 @@ static void carve_all(smoe_model *m, carver *c)
         e->topk = carve(c, mulc(c, T, K), (int64_t)sizeof(int32_t));
         e->wts = CF(c, mulc(c, T, K));
         e->pos = carve(c, mulc(c, T, K), (int64_t)sizeof(int64_t));
-        e->yret = CF(c, mulc(c, mulc(c, T, K), D));
+        if (m->ring) {
+            e->rpos = carve(c, mulc(c, mulc(c, ep, T), K), (int64_t)sizeof(int64_t));
+            e->rwts = CF(c, mulc(c, mulc(c, ep, T), K));
+        } else {
+            e->yret = CF(c, mulc(c, mulc(c, T, K), D));
+        }
         e->send_cnt = carve(c, mulc(c, ep, el), (int64_t)sizeof(int64_t));
         e->recv_cnt = carve(c, mulc(c, ep, el), (int64_t)sizeof(int64_t));
         if (sw) {
@@ -212,8 +219,13 @@ static void carve_all(smoe_model *m, carver *c)
         s->lbd = carve(c, E, (int64_t)sizeof(double));
         s->lbr = CF(c, E);
     }
-    s->send = CF(c, mulc(c, mulc(c, T, K), D));
-    s->dxk = CF(c, mulc(c, mulc(c, T, K), D));
+    if (m->ring) {
+        s->gsend = CF(c, mulc(c, mulc(c, ep, T), D + 2 * K));
+        s->grecv = CF(c, mulc(c, mulc(c, ep, T), D + 2 * K));
+    } else {
+        s->send = CF(c, mulc(c, mulc(c, T, K), D));
+        s->dxk = CF(c, mulc(c, mulc(c, T, K), D));
+    }
     s->eoff = carve(c, E, (int64_t)sizeof(int64_t));
     s->srows = carve(c, ep, (int64_t)sizeof(int64_t));
     s->rrows = carve(c, ep, (int64_t)sizeof(int64_t));
@@ -224,6 +236,13 @@ static void carve_all(smoe_model *m, carver *c)
 }
 
 /* ---- routed-row stores ---- */
+
+/* Floats per row of a layer's store: the input, the hidden activations,
+ * and with ring of experts the output. */
+static int64_t store_row(const smoe_model *m)
+{
+    return m->cfg.emb * (m->ring ? 2 : 1) + 2 * m->cfg.moe_mlp;
+}
 
 static int64_t grow_to(int64_t cap, int64_t need, int64_t max)
 {
@@ -244,7 +263,7 @@ smoe_status model_reserve_routed(smoe_model *m, moe_act *a, int64_t n,
                             (long long)n, (long long)m->route_max);
     if (a && n > a->store_cap) {
         int64_t cap = grow_to(a->store_cap, n, m->route_max);
-        float *p = smoe_malloc((size_t)(cap * (D + 2 * Mm)) * sizeof *p);
+        float *p = smoe_malloc((size_t)(cap * store_row(m)) * sizeof *p);
         if (!p)
             return smoe_err_set(err, SMOE_ENOMEM,
                                 "model: out of memory growing the routed store to %lld rows",
@@ -255,6 +274,7 @@ smoe_status model_reserve_routed(smoe_model *m, moe_act *a, int64_t n,
         a->xr = p;
         a->r.a = p + cap * D;
         a->r.b = a->r.a + cap * Mm;
+        a->yr = m->ring ? a->r.b + cap * Mm : NULL;
     }
     own_scratch *o = &m->own;
     if (n > o->cap) {
@@ -291,6 +311,7 @@ static smoe_status model_prepare(smoe_model *m, const smoe_model_cfg *cfg, smoe_
     const smoe_model_cfg *g = &m->cfg;
     m->T = g->batch * g->seq;
     m->n_layers = g->n_dense + g->n_moe;
+    m->ring = g->ring && g->ep > 1 && g->n_moe > 0;
     if (g->n_moe) {
         m->el = g->experts / g->ep;
         int64_t per_peer = m->T * g->topk;
@@ -339,7 +360,7 @@ smoe_status smoe_model_need_bytes(const smoe_model_cfg *cfg, int64_t *bytes, smo
     if (!st) {
         const double D = (double)cfg->emb, Mm = (double)cfg->moe_mlp;
         double n0 = cfg->n_moe ? (double)initial_routed_rows(m) : 0;
-        double b = (double)m->slab_bytes + 4.0 * n0 * ((double)cfg->n_moe * (D + 2 * Mm) +
+        double b = (double)m->slab_bytes + 4.0 * n0 * ((double)cfg->n_moe * (double)store_row(m) +
                                                        (3 * D + 4 * Mm));
         *bytes = b < 9e18 ? (int64_t)b : INT64_MAX;
     }
@@ -451,7 +472,7 @@ int64_t smoe_model_act_bytes(const smoe_model *m)
     const int64_t D = m->cfg.emb, Mm = m->cfg.moe_mlp;
     int64_t n = m->slab_bytes;
     for (int64_t l = m->cfg.n_dense; l < m->n_layers; l++)
-        n += m->layers[l].moe.store_cap * (D + 2 * Mm) * (int64_t)sizeof(float);
+        n += m->layers[l].moe.store_cap * store_row(m) * (int64_t)sizeof(float);
     n += m->own.cap * (3 * D + 4 * Mm) * (int64_t)sizeof(float);
     return n;
 }

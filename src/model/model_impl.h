@@ -7,7 +7,8 @@
  * H = heads, dq = qk_nope + qk_rope, E = experts, E_l = experts / ep,
  * K = topk, Mm = moe_mlp, Sw = shared * moe_mlp, N = routed rows this rank
  * received for its local experts in the current layer (routing-dependent,
- * at most route_max).
+ * at most route_max), G = ep * T tokens of the expert group (ring of
+ * experts).
  */
 #ifndef SMOE_MODEL_IMPL_H
 #define SMOE_MODEL_IMPL_H
@@ -50,17 +51,22 @@ typedef struct moe_act {
     int32_t *topk;     /* (T, K) chosen experts, best first */
     float *wts;        /* (T, K) combine weights (renorm, routed_scale applied) */
     int64_t *pos;      /* (T, K) row of the pair in the send order; -1 dropped */
-    float *yret;       /* (T*K, D) expert outputs returned, send order */
+    float *yret;       /* (T*K, D) expert outputs returned, send order (not ring) */
     int64_t *send_cnt; /* (ep, E_l) rows sent per (peer, local expert) */
     int64_t *recv_cnt; /* (ep, E_l) rows received per (peer, local expert) */
     int64_t n_send;    /* rows sent (pairs not dropped) */
     int64_t n_recv;    /* N: rows received for the local experts */
     mlp_act sh;        /* shared experts: a, b (T, Sw); unused when shared == 0 */
+    /* ring of experts: the pairs (token, k) of the group's G tokens */
+    int64_t *rpos;     /* (G, K) row of the pair among the local rows; -1: not a local
+                          expert's, or dropped */
+    float *rwts;       /* (G, K) the pair's combine weight */
     /* Owner-side store, expert-major (local expert, then peer, then token): */
-    float *store;      /* owned allocation behind xr, ar, br */
+    float *store;      /* owned allocation behind xr, ar, br (and yr) */
     int64_t store_cap; /* rows the store holds */
     float *xr;         /* (N, D) routed input rows */
     mlp_act r;         /* a, b (N, Mm) routed hidden activations */
+    float *yr;         /* (N, D) ring: the local experts' outputs; NULL otherwise */
 } moe_act;
 
 /* Saved activations of one decoder layer. */
@@ -97,8 +103,10 @@ typedef struct model_scratch {
     float *dwk;   /* (T, K) grad of the combine weights */
     double *lbd;  /* (E) load-balance densities of a sequence (lb_weight > 0) */
     float *lbr;   /* (E) grad of a token's load-balance probabilities */
-    float *send;  /* (T*K, D) fwd: dispatched rows; bwd: gradient rows */
-    float *dxk;   /* (T*K, D) bwd: input grads returned by the owners */
+    float *send;  /* (T*K, D) fwd: dispatched rows; bwd: gradient rows (not ring) */
+    float *dxk;   /* (T*K, D) bwd: input grads returned by the owners (not ring) */
+    float *gsend; /* (G, D + 2K) ring: rows sent by the gathers and reductions */
+    float *grecv; /* (G, D + 2K) ring: rows received */
     int64_t *eoff;  /* (E) = (ep, E_l) row offsets per (peer, local expert) */
     int64_t *srows; /* (ep) rows sent to each peer */
     int64_t *rrows; /* (ep) rows received from each peer */
@@ -134,6 +142,7 @@ struct smoe_model {
     int64_t n_layers;  /* n_dense + n_moe */
     int64_t el;        /* E_l = experts / ep (0 without MoE layers) */
     int64_t capacity;  /* per expert per sending rank; 0 = dropless */
+    int ring;          /* ring of experts: cfg.ring with ep > 1 and MoE layers */
     int64_t wmax;      /* widest MLP: max(mlp, shared * moe_mlp) */
     int64_t route_max; /* bound on N, the rows received per MoE layer */
     int64_t head_rows; /* rows of the head at a time (HEAD_LOGITS) */
@@ -196,5 +205,33 @@ smoe_status moe_bwd(smoe_model *m, layer_act *la,
                     const float *const w[SMOE_W_NSLOTS],
                     float *const dw[SMOE_W_NSLOTS], const float *dy,
                     float *dh2, smoe_ep_comm *comm, smoe_err *err);
+/* The local experts on their N rows (a->xr, expert-major, a->recv_cnt):
+ * out (N, D) = expert(xr), saving the hidden activations. */
+void moe_experts_fwd(smoe_model *m, moe_act *a, const float *const w[SMOE_W_NSLOTS],
+                     float *out, smoe_ep_comm *comm);
+/* Their backward for the row gradients dy (N, D): dxr (N, D) = input
+ * gradients (overwritten), the experts' dW accumulated. */
+void moe_experts_bwd(smoe_model *m, moe_act *a, const float *const w[SMOE_W_NSLOTS],
+                     float *const dw[SMOE_W_NSLOTS], const float *dy, float *dxr,
+                     smoe_ep_comm *comm);
+/* Time one exchange of the expert group into the stats; a failure is
+ * named with `what`. */
+SMOE_MUST_CHECK
+smoe_status moe_exchange(smoe_model *m, smoe_ep_comm *c, const float *send,
+                         const int64_t *out, float *recv, const int64_t *in, int64_t row,
+                         const char *what, smoe_err *err);
+
+/* ---- moe_ring.c ---- */
+/* Ring of experts, MoE layers with ep > 1 and m->ring: the routed part of
+ * moe_fwd (x (T, D) += sum_k w_k * expert_k(h2), the router's choices in
+ * la->moe) and of moe_bwd (dh2 += the routed experts' input gradient, the
+ * combine weights' gradient into m->s.dwk). */
+SMOE_MUST_CHECK
+smoe_status moe_ring_fwd(smoe_model *m, layer_act *la, const float *const w[SMOE_W_NSLOTS],
+                         float *x, smoe_ep_comm *comm, smoe_err *err);
+SMOE_MUST_CHECK
+smoe_status moe_ring_bwd(smoe_model *m, layer_act *la, const float *const w[SMOE_W_NSLOTS],
+                         float *const dw[SMOE_W_NSLOTS], const float *dy, float *dh2,
+                         smoe_ep_comm *comm, smoe_err *err);
 
 #endif

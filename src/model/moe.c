@@ -25,7 +25,9 @@
  * skipped then; with one rank (ep = 1) the exchanges of rows are copies
  * and are skipped too: the dispatched rows are written straight into the
  * store, the expert outputs into yret and the row gradients into the
- * owner's buffer.
+ * owner's buffer. With ring of experts (m->ring) the routed part runs in
+ * moe_ring.c instead: the same rows reach the same experts in the same
+ * order, exchanged as an all-gather and a reduce-scatter.
  *
  * Errors: every rank of the group must make the same sequence of calls. A
  * failure after the count exchange (the owner store cannot grow, a comm
@@ -79,19 +81,66 @@ static void regroup(float *dst, const float *src, const int64_t *cnt,
         }
 }
 
+smoe_status moe_exchange(smoe_model *m, smoe_ep_comm *c, const float *send,
+                         const int64_t *out, float *recv, const int64_t *in, int64_t row,
+                         const char *what, smoe_err *err)
+{
+    double t0 = smoe_now();
+    smoe_status st = c->alltoallv(c->ctx, send, out, recv, in, row);
+    m->stats.a2a_seconds += smoe_now() - t0;
+    if (st)
+        return smoe_err_set(err, st, "model: expert exchange (%s) failed: %s", what,
+                            smoe_status_name(st));
+    return SMOE_OK;
+}
+
 /* The expert all-to-all of rows of emb floats: sender -> owner (back = 0,
  * srows out, rrows in) or owner -> sender (back = 1). */
 static smoe_status a2a(smoe_model *m, smoe_ep_comm *c, int back, const float *send,
                        float *recv, const char *what, smoe_err *err)
 {
-    double t0 = smoe_now();
     const int64_t *out = back ? m->s.rrows : m->s.srows, *in = back ? m->s.srows : m->s.rrows;
-    smoe_status st = c->alltoallv(c->ctx, send, out, recv, in, m->cfg.emb);
-    m->stats.a2a_seconds += smoe_now() - t0;
-    if (st)
-        return smoe_err_set(err, st, "model: expert all-to-all (%s) failed: %s",
-                            what, smoe_status_name(st));
-    return SMOE_OK;
+    return moe_exchange(m, c, send, out, recv, in, m->cfg.emb, what, err);
+}
+
+void moe_experts_fwd(smoe_model *m, moe_act *a, const float *const w[SMOE_W_NSLOTS],
+                     float *out, smoe_ep_comm *comm)
+{
+    const int64_t D = m->cfg.emb, ep = m->cfg.ep, el = m->el, Mm = m->cfg.moe_mlp;
+    const float *wi0 = w[SMOE_W_EXP_WI0], *wi1 = w[SMOE_W_EXP_WI1];
+    const float *wo = w[SMOE_W_EXP_WO];
+    for (int64_t j = 0, row = 0; j < el; j++) {
+        int64_t n = 0;
+        for (int64_t p = 0; p < ep; p++)
+            n += a->recv_cnt[p * el + j];
+        mlp_act ra = { a->r.a + row * Mm, a->r.b + row * Mm };
+        mlp_fwd(m, out + row * D, 0.0f, ra, m->own.g + row * Mm, a->xr + row * D,
+                wi0 + j * D * Mm, wi1 + j * D * Mm, wo + j * Mm * D, n, D, Mm, comm);
+        row += n;
+    }
+}
+
+void moe_experts_bwd(smoe_model *m, moe_act *a, const float *const w[SMOE_W_NSLOTS],
+                     float *const dw[SMOE_W_NSLOTS], const float *dy, float *dxr,
+                     smoe_ep_comm *comm)
+{
+    const int64_t D = m->cfg.emb, ep = m->cfg.ep, el = m->el, Mm = m->cfg.moe_mlp;
+    own_scratch *o = &m->own;
+    memset(dxr, 0, (size_t)(a->n_recv * D) * sizeof *dxr);
+    const float *wi0 = w[SMOE_W_EXP_WI0], *wi1 = w[SMOE_W_EXP_WI1];
+    const float *wo = w[SMOE_W_EXP_WO];
+    for (int64_t j = 0, row = 0; j < el; j++) {
+        int64_t n = 0;
+        for (int64_t p = 0; p < ep; p++)
+            n += a->recv_cnt[p * el + j];
+        mlp_act ra = { a->r.a + row * Mm, a->r.b + row * Mm };
+        mlp_bwd(m, dxr + row * D, dw[SMOE_W_EXP_WI0] + j * D * Mm,
+                dw[SMOE_W_EXP_WI1] + j * D * Mm, dw[SMOE_W_EXP_WO] + j * Mm * D,
+                dy + row * D, ra, a->xr + row * D, wi0 + j * D * Mm, wi1 + j * D * Mm,
+                wo + j * Mm * D, n, D, Mm, o->g + row * Mm, o->dg + row * Mm,
+                o->da + row * Mm, o->db + row * Mm, comm);
+        row += n;
+    }
 }
 
 static int picked(const int32_t *idx, int64_t k, int64_t e)
@@ -259,7 +308,7 @@ smoe_status moe_fwd(smoe_model *m, layer_act *la,
 {
     const smoe_model_cfg *g = &m->cfg;
     const int64_t T = m->T, D = g->emb, E = g->experts, K = g->topk;
-    const int64_t ep = g->ep, el = m->el, Mm = g->moe_mlp;
+    const int64_t ep = g->ep, el = m->el;
     const int64_t sw = g->shared * g->moe_mlp;
     moe_act *a = &la->moe;
     model_scratch *s = &m->s;
@@ -285,24 +334,15 @@ smoe_status moe_fwd(smoe_model *m, layer_act *la,
         mlp_fwd(m, x, 1.0f, a->sh, s->g, la->h2, w[SMOE_W_SH_WI0],
                 w[SMOE_W_SH_WI1], w[SMOE_W_SH_WO], T, D, sw, comm);
 
+    if (m->ring)
+        return moe_ring_fwd(m, la, w, x, comm, err);
     if ((st = dispatch(m, la, comm, err)))
         return st;
     const int self = ep == 1, ident = ep == 1 || el == 1;
 
     /* the local experts, on their rows */
-    const float *wi0 = w[SMOE_W_EXP_WI0], *wi1 = w[SMOE_W_EXP_WI1];
-    const float *wo = w[SMOE_W_EXP_WO];
     float *out = self ? a->yret : o->rb;
-    for (int64_t j = 0, row = 0; j < el; j++) {
-        int64_t n = 0;
-        for (int64_t p = 0; p < ep; p++)
-            n += a->recv_cnt[p * el + j];
-        mlp_act ra = { a->r.a + row * Mm, a->r.b + row * Mm };
-        mlp_fwd(m, out + row * D, 0.0f, ra, o->g + row * Mm, a->xr + row * D,
-                wi0 + j * D * Mm, wi1 + j * D * Mm, wo + j * Mm * D, n, D, Mm,
-                comm);
-        row += n;
-    }
+    moe_experts_fwd(m, a, w, out, comm);
     if (!self) {
         if (!ident)
             regroup(o->ra, o->rb, a->recv_cnt, ep, el, D, s->eoff, 0);
@@ -396,29 +436,20 @@ static void router_bwd(smoe_model *m, const moe_act *a, const float *bias, float
     }
 }
 
-smoe_status moe_bwd(smoe_model *m, layer_act *la,
-                    const float *const w[SMOE_W_NSLOTS],
-                    float *const dw[SMOE_W_NSLOTS], const float *dy,
-                    float *dh2, smoe_ep_comm *comm, smoe_err *err)
+/* The routed part of moe_bwd over the all-to-all: the combine weights'
+ * gradients dw_k = dy . expert_k(h2) into s->dwk, the row gradients
+ * w_k * dy to the owners (on one rank straight into the owner's buffer, as
+ * in the forward), the experts' backward there, and their input gradients
+ * back into dh2. */
+static smoe_status routed_bwd(smoe_model *m, layer_act *la, const float *const w[SMOE_W_NSLOTS],
+                              float *const dw[SMOE_W_NSLOTS], const float *dy, float *dh2,
+                              smoe_ep_comm *comm, smoe_err *err)
 {
-    const smoe_model_cfg *g = &m->cfg;
-    const int64_t T = m->T, D = g->emb, E = g->experts, K = g->topk;
-    const int64_t ep = g->ep, el = m->el, Mm = g->moe_mlp;
-    const int64_t sw = g->shared * g->moe_mlp;
+    const int64_t T = m->T, D = m->cfg.emb, K = m->cfg.topk, ep = m->cfg.ep, el = m->el;
     moe_act *a = &la->moe;
     model_scratch *s = &m->s;
     own_scratch *o = &m->own;
     smoe_status st;
-    if ((st = check_comm(m, comm, err)))
-        return st;
-
-    if (sw)
-        mlp_bwd(m, dh2, dw[SMOE_W_SH_WI0], dw[SMOE_W_SH_WI1], dw[SMOE_W_SH_WO], dy,
-                a->sh, la->h2, w[SMOE_W_SH_WI0], w[SMOE_W_SH_WI1],
-                w[SMOE_W_SH_WO], T, D, sw, s->g, s->dg, s->da, s->db, comm);
-
-    /* combine: dw_k = dy . expert_k(h2); row gradients w_k * dy to the owners
-     * (on one rank straight into the owner's buffer, as in the forward) */
     const int self = ep == 1, ident = ep == 1 || el == 1;
     float *send = self ? o->rb : s->send;
     for (int64_t i = 0; i < T * K; i++) {
@@ -441,21 +472,7 @@ smoe_status moe_bwd(smoe_model *m, layer_act *la,
     }
 
     /* the local experts: dW and the input gradients of their rows */
-    memset(o->rc, 0, (size_t)(a->n_recv * D) * sizeof *o->rc);
-    const float *wi0 = w[SMOE_W_EXP_WI0], *wi1 = w[SMOE_W_EXP_WI1];
-    const float *wo = w[SMOE_W_EXP_WO];
-    for (int64_t j = 0, row = 0; j < el; j++) {
-        int64_t n = 0;
-        for (int64_t p = 0; p < ep; p++)
-            n += a->recv_cnt[p * el + j];
-        mlp_act ra = { a->r.a + row * Mm, a->r.b + row * Mm };
-        mlp_bwd(m, o->rc + row * D, dw[SMOE_W_EXP_WI0] + j * D * Mm,
-                dw[SMOE_W_EXP_WI1] + j * D * Mm, dw[SMOE_W_EXP_WO] + j * Mm * D,
-                o->rb + row * D, ra, a->xr + row * D, wi0 + j * D * Mm,
-                wi1 + j * D * Mm, wo + j * Mm * D, n, D, Mm, o->g + row * Mm,
-                o->dg + row * Mm, o->da + row * Mm, o->db + row * Mm, comm);
-        row += n;
-    }
+    moe_experts_bwd(m, a, w, dw, o->rb, o->rc, comm);
     const float *dxk = o->rc;
     if (!self) {
         if (!ident)
@@ -467,6 +484,31 @@ smoe_status moe_bwd(smoe_model *m, layer_act *la,
     for (int64_t i = 0; i < T * K; i++)
         if (a->pos[i] >= 0)
             m->ops->vec_add(m->stream, dh2 + (i / K) * D, dxk + a->pos[i] * D, D);
+    return SMOE_OK;
+}
+
+smoe_status moe_bwd(smoe_model *m, layer_act *la,
+                    const float *const w[SMOE_W_NSLOTS],
+                    float *const dw[SMOE_W_NSLOTS], const float *dy,
+                    float *dh2, smoe_ep_comm *comm, smoe_err *err)
+{
+    const smoe_model_cfg *g = &m->cfg;
+    const int64_t T = m->T, D = g->emb, E = g->experts;
+    const int64_t sw = g->shared * g->moe_mlp;
+    moe_act *a = &la->moe;
+    model_scratch *s = &m->s;
+    smoe_status st;
+    if ((st = check_comm(m, comm, err)))
+        return st;
+
+    if (sw)
+        mlp_bwd(m, dh2, dw[SMOE_W_SH_WI0], dw[SMOE_W_SH_WI1], dw[SMOE_W_SH_WO], dy,
+                a->sh, la->h2, w[SMOE_W_SH_WI0], w[SMOE_W_SH_WI1],
+                w[SMOE_W_SH_WO], T, D, sw, s->g, s->dg, s->da, s->db, comm);
+    st = m->ring ? moe_ring_bwd(m, la, w, dw, dy, dh2, comm, err)
+                 : routed_bwd(m, la, w, dw, dy, dh2, comm, err);
+    if (st)
+        return st;
 
     /* router: logits = h2 @ gate */
     router_bwd(m, a, g->routed_bias ? w[SMOE_W_GATE_BIAS] : NULL,

@@ -459,11 +459,22 @@ smoe_status rc_model_recipe(const smoe_config *c, smoe_model_cfg *mc, smoe_err *
     const char *name;
     int64_t orig = 0, maxpos = 0;
     double mscale = 1;
+    /* moe.py RoutedMoE.sparse_matmul: use_ring_of_experts exchanges the
+     * tokens by all-gather and reduce-scatter instead of all-to-all (the
+     * model's cfg.ring; with one expert rank nothing is exchanged) */
     if ((s = opt_s(c, "model_name", "default", &name, err)) ||
         (s = router_recipe(c, name, mc, err)) ||
-        (s = rope_recipe(c, name, mc, &orig, &maxpos, &mscale, err)))
+        (s = rope_recipe(c, name, mc, &orig, &maxpos, &mscale, err)) ||
+        (s = opt_b(c, "use_ring_of_experts", 0, &mc->ring, err)))
         return s;
     return mla_scale(c, mc, orig, maxpos, mscale, err);
+}
+
+const char *smoe_recipe_exchange(const smoe_model_cfg *mc)
+{
+    if (!mc->n_moe || mc->ep <= 1)
+        return "local (expert axis 1)";
+    return mc->ring ? "ring (all-gather, reduce-scatter)" : "all-to-all";
 }
 
 void smoe_recipe_describe(const smoe_recipe_hparams *hp, const smoe_model_cfg *mc, char *buf,
@@ -476,7 +487,7 @@ void smoe_recipe_describe(const smoe_recipe_hparams *hp, const smoe_model_cfg *m
              "lr %s%s: peak %g, warmup %lld of %lld updates, final fraction %g%s; "
              "clip %s%g; AdamW b1 %g b2 %g eps %g eps_root %g wd %g (%d mask pattern%s); "
              "RoPE %s %s%s, MLA softmax scale x%.4f; router %s, bias %s; "
-             "load balance %g, z-loss %g, bias update %g",
+             "load balance %g, z-loss %g, bias update %g; experts %s",
              r->legacy ? "cosine (before e886dd212)" : r->wsd ? "wsd" : "cosine",
              r->wsd ? (r->wsd_linear ? " linear" : " cosine") : "", r->lr, (long long)W,
              (long long)r->sched_steps, r->final_frac,
@@ -488,5 +499,5 @@ void smoe_recipe_describe(const smoe_recipe_hparams *hp, const smoe_model_cfg *m
              score,
              !mc->routed_bias ? "none" : mc->bias_in_weights ? "in the weights (trained)"
                                                                : "selection only",
-             (double)mc->lb_weight, (double)mc->z_loss, r->bias_rate);
+             (double)mc->lb_weight, (double)mc->z_loss, r->bias_rate, smoe_recipe_exchange(mc));
 }

@@ -122,10 +122,6 @@ static const key_rule k_unapplied[] = {
     { "mla_kv", R_STR, "remat", W_REMAT },
     { "attention_out", R_STR, "remat", W_REMAT },
     /* the MoE layer (moe.py) */
-    { "use_ring_of_experts", R_BOOL, "false",
-      "MaxText's ring of experts all-gathers the tokens over the expert axis, runs each shard's "
-      "experts on them and reduce-scatters the outputs; smoe train sends each token to its "
-      "experts' ranks and back by all-to-all, which computes the same numbers" },
     { "sparse_matmul", R_BOOL, "true",
       "false selects MaxText's dense path (einsums over dispatch masks); smoe train always runs "
       "the sparse one: tokens sorted by expert, one matmul per expert" },

@@ -4,6 +4,7 @@
  * a subset of steps. */
 #include "train_impl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +86,7 @@ smoe_status smoe_train_run(const smoe_config *cfg, const smoe_plan *plan, const 
     if (s)
         return s;
     tr_recipe_describe(&hp, &mc, res->recipe, sizeof res->recipe);
+    snprintf(res->expert_exchange, sizeof res->expert_exchange, "%s", tr_recipe_exchange(&mc));
     s = smoe_train_data_load(o->data_path, mc.seq, &data, err);
     if ((s = smoe_comm_agree_err(cm, s, err))) /* the failing rank's message */
         goto fail;

@@ -27,6 +27,10 @@ static inline void tr_recipe_describe(const tr_hparams *hp, const smoe_model_cfg
 {
     smoe_recipe_describe(hp, mc, buf, n);
 }
+static inline const char *tr_recipe_exchange(const smoe_model_cfg *mc)
+{
+    return smoe_recipe_exchange(mc);
+}
 
 /* One parameter of the plan, as stored on this rank. */
 typedef struct tr_weight {

@@ -465,6 +465,8 @@ smoe_status smoe_trainer_write_trace(smoe_trainer *t, const char *path, smoe_err
 void tr_trainer_result(const smoe_trainer *t, smoe_train_result *res)
 {
     snprintf(res->recipe, sizeof res->recipe, "%s", t->recipe);
+    snprintf(res->expert_exchange, sizeof res->expert_exchange, "%s",
+             tr_recipe_exchange(&t->mc));
     res->blas = t->blas;
     res->memory_estimate_bytes = t->memory_estimate;
     res->schedule_note[0] = 0;
