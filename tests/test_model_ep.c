@@ -10,6 +10,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
+#include "ep_testlib.h"
 #include "model_testlib.h"
 
 #include <math.h>
@@ -20,77 +21,6 @@
 #include <string.h>
 
 static const double EP_RTOL = 1e-5;
-
-/* ---- a thread-based expert group: shared pointers and a barrier ---- */
-
-typedef struct tgroup {
-    int size;
-    pthread_barrier_t bar;
-    const void *send[MAXR];
-    const int64_t *rows[MAXR];
-    int bad; /* a rank saw mismatched row counts */
-    long progress_calls;
-    pthread_mutex_t mu;
-} tgroup;
-
-typedef struct tcomm {
-    tgroup *g;
-    int rank;
-} tcomm;
-
-static smoe_status t_exchange(void *ctx, const int64_t *send, int64_t *recv,
-                              int64_t n)
-{
-    tcomm *c = ctx;
-    tgroup *g = c->g;
-    g->send[c->rank] = send;
-    pthread_barrier_wait(&g->bar);
-    for (int p = 0; p < g->size; p++)
-        memcpy(recv + p * n, (const int64_t *)g->send[p] + c->rank * n,
-               (size_t)n * sizeof *recv);
-    pthread_barrier_wait(&g->bar);
-    return SMOE_OK;
-}
-
-static smoe_status t_alltoallv(void *ctx, const float *send,
-                               const int64_t *send_rows, float *recv,
-                               const int64_t *recv_rows, int64_t row)
-{
-    tcomm *c = ctx;
-    tgroup *g = c->g;
-    g->send[c->rank] = send;
-    g->rows[c->rank] = send_rows;
-    pthread_barrier_wait(&g->bar);
-    int bad = 0;
-    int64_t roff = 0;
-    for (int p = 0; p < g->size; p++) {
-        int64_t off = 0;
-        for (int q = 0; q < c->rank; q++)
-            off += g->rows[p][q];
-        int64_t n = g->rows[p][c->rank];
-        if (n != recv_rows[p]) {
-            bad = 1;
-            n = n < recv_rows[p] ? n : recv_rows[p];
-        }
-        memcpy(recv + roff * row, (const float *)g->send[p] + off * row,
-               (size_t)(n * row) * sizeof *recv);
-        roff += recv_rows[p];
-    }
-    pthread_barrier_wait(&g->bar);
-    if (bad) {
-        g->bad = 1;
-        return SMOE_ECOMM;
-    }
-    return SMOE_OK;
-}
-
-static void t_progress(void *ctx)
-{
-    tcomm *c = ctx;
-    pthread_mutex_lock(&c->g->mu);
-    c->g->progress_calls++;
-    pthread_mutex_unlock(&c->g->mu);
-}
 
 /* One rank of the group: its step on its own thread. */
 static void *job_thread(void *p)
@@ -126,10 +56,7 @@ static void run_ep2(const smoe_model_cfg *rcfg, const wset *W, wset G[MAXR],
 {
     const int64_t Tr = rcfg->batch * rcfg->seq;
     tgroup g;
-    memset(&g, 0, sizeof g);
-    g.size = 2;
-    pthread_barrier_init(&g.bar, NULL, 2);
-    pthread_mutex_init(&g.mu, NULL);
+    tgroup_init(&g, 2, 0);
     smoe_model *m[MAXR] = { NULL, NULL };
     job j[MAXR];
     tcomm tc[MAXR];
@@ -143,13 +70,7 @@ static void run_ep2(const smoe_model_cfg *rcfg, const wset *W, wset G[MAXR],
     for (int r = 0; r < 2; r++) {
         wset_alloc(&G[r], rcfg);
         job_init(&j[r], m[r], W, r, &G[r], tok + r * Tr, tgt + r * Tr, scale);
-        tc[r] = (tcomm){ &g, r };
-        j[r].comm.size = 2;
-        j[r].comm.rank = r;
-        j[r].comm.ctx = &tc[r];
-        j[r].comm.exchange_counts = t_exchange;
-        j[r].comm.alltoallv = t_alltoallv;
-        j[r].comm.progress = t_progress;
+        j[r].comm = tcomm_ep(&tc[r], &g, r);
     }
     for (int r = 0; r < 2; r++) {
         grew[r] = -smoe_model_act_bytes(m[r]);
@@ -171,8 +92,7 @@ static void run_ep2(const smoe_model_cfg *rcfg, const wset *W, wset G[MAXR],
 out:
     for (int r = 0; r < 2; r++)
         smoe_model_free(m[r]);
-    pthread_barrier_destroy(&g.bar);
-    pthread_mutex_destroy(&g.mu);
+    tgroup_destroy(&g);
 }
 
 /* Compare the gradients of ep = 2 (Gr, per rank) to a reference with all

@@ -20,6 +20,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
+#include "ep_testlib.h"
 #include "model_testlib.h"
 
 #include <math.h>
@@ -29,69 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { RR = 4 };
+enum { RR = EPT_MAX };
 static const double RING_RTOL = 1e-6, TENSOR_RTOL = 1e-5, ORACLE_RTOL = 1e-5;
-
-/* ---- a thread-based expert group of up to RR ranks ---- */
-
-typedef struct tgroup {
-    int size;
-    pthread_barrier_t bar;
-    const void *send[RR];
-    const int64_t *rows[RR];
-    int bad;         /* a rank saw mismatched row counts */
-    int64_t corrupt; /* > 0: received rows of this width get expert index -1 */
-} tgroup;
-
-typedef struct tcomm {
-    tgroup *g;
-    int rank;
-} tcomm;
-
-static smoe_status t_exchange(void *ctx, const int64_t *send, int64_t *recv, int64_t n)
-{
-    tcomm *c = ctx;
-    tgroup *g = c->g;
-    g->send[c->rank] = send;
-    pthread_barrier_wait(&g->bar);
-    for (int p = 0; p < g->size; p++)
-        memcpy(recv + p * n, (const int64_t *)g->send[p] + c->rank * n, (size_t)n * sizeof *recv);
-    pthread_barrier_wait(&g->bar);
-    return SMOE_OK;
-}
-
-static smoe_status t_alltoallv(void *ctx, const float *send, const int64_t *send_rows,
-                               float *recv, const int64_t *recv_rows, int64_t row)
-{
-    tcomm *c = ctx;
-    tgroup *g = c->g;
-    g->send[c->rank] = send;
-    g->rows[c->rank] = send_rows;
-    pthread_barrier_wait(&g->bar);
-    int bad = 0;
-    int64_t roff = 0;
-    for (int p = 0; p < g->size; p++) {
-        int64_t off = 0;
-        for (int q = 0; q < c->rank; q++)
-            off += g->rows[p][q];
-        int64_t n = g->rows[p][c->rank];
-        if (n != recv_rows[p]) {
-            bad = 1;
-            n = n < recv_rows[p] ? n : recv_rows[p];
-        }
-        memcpy(recv + roff * row, (const float *)g->send[p] + off * row,
-               (size_t)(n * row) * sizeof *recv);
-        roff += recv_rows[p];
-    }
-    pthread_barrier_wait(&g->bar);
-    if (g->corrupt == row && roff > 0)
-        recv[row - 2] = -1.0f; /* the first row's K-th expert index (K = 1 there) */
-    if (bad) {
-        g->bad = 1;
-        return SMOE_ECOMM;
-    }
-    return SMOE_OK;
-}
 
 static void *job_thread(void *p)
 {
@@ -127,10 +67,7 @@ static void run_ranks(const smoe_model_cfg *rcfg, const wset *W, const int32_t *
     memset(R, 0, sizeof *R);
     R->ep = ep;
     tgroup g;
-    memset(&g, 0, sizeof g);
-    g.size = ep;
-    g.corrupt = corrupt;
-    pthread_barrier_init(&g.bar, NULL, (unsigned)ep);
+    tgroup_init(&g, ep, corrupt);
     smoe_model *m[RR] = { NULL };
     job j[RR];
     tcomm tc[RR];
@@ -144,12 +81,7 @@ static void run_ranks(const smoe_model_cfg *rcfg, const wset *W, const int32_t *
     }
     for (int r = 0; r < ep; r++) {
         job_init(&j[r], m[r], W, r, &R->G[r], tok + r * Tr, tgt + r * Tr, scale);
-        tc[r] = (tcomm){ &g, r };
-        j[r].comm.size = ep;
-        j[r].comm.rank = r;
-        j[r].comm.ctx = &tc[r];
-        j[r].comm.exchange_counts = t_exchange;
-        j[r].comm.alltoallv = t_alltoallv;
+        j[r].comm = tcomm_ep(&tc[r], &g, r);
     }
     for (int r = 0; r < ep; r++)
         pthread_create(&th[r], NULL, job_thread, &j[r]);
@@ -167,7 +99,7 @@ static void run_ranks(const smoe_model_cfg *rcfg, const wset *W, const int32_t *
 out:
     for (int r = 0; r < ep; r++)
         smoe_model_free(m[r]);
-    pthread_barrier_destroy(&g.bar);
+    tgroup_destroy(&g);
 }
 
 /* ---- comparisons ---- */
