@@ -247,6 +247,12 @@ SMOE_MUST_CHECK
 smoe_status smoe_comm_wire_check(const smoe_gather_exec *x, int64_t blk_last, const char *name,
                                  smoe_err *err);
 
+/* A weight's smoe_wgather_info from its gather geometry (shard.h) and its
+ * engine's counts: prefetched stages, residual stages, reduction axes
+ * (every gather engine's gather_info). */
+void smoe_comm_wgather_info(const smoe_gather_geom *geo, int stages, int residual_stages,
+                            int reduce_axes, smoe_wgather_info *info);
+
 /* ---- the single-rank communicator (src/comm/local.c; no MPI) ----
  * On a mesh of one device nothing is ever sent: a weight's gathered buffer
  * is its shard, a gradient's reduce-scatter and all-reduce leave it as it

@@ -203,18 +203,7 @@ void vr_gathers_free(vr_rank *r)
 
 void vr_gather_info(const smoe_comm_gather *g, smoe_wgather_info *info)
 {
-    memset(info, 0, sizeof *info);
-    info->shard_numel = g->geo.shard_numel;
-    info->gathered_numel = g->geo.gathered_numel;
-    info->rank = g->geo.rank;
-    for (int d = 0; d < g->geo.rank; d++) {
-        info->shard_shape[d] = g->geo.blk[d];
-        info->gathered_shape[d] = g->geo.B[d];
-        info->offset[d] = g->geo.off[d];
-    }
-    info->stages = g->nst;
-    info->residual_stages = g->nres;
-    info->reduce_axes = g->geo.rep.n;
+    smoe_comm_wgather_info(&g->geo, g->nst, g->nres, g->geo.rep.n, info);
 }
 
 int vr_gather_needs_pack(const smoe_comm_gather *g) { return g->geo.pack; }

@@ -1,9 +1,12 @@
-/* The one check of a weight's wire that every gather engine makes (the MPI
- * runtime, the single rank, the in-process ranks; comm.h:
- * smoe_comm_wire_check). */
+/* What every gather engine (the MPI runtime, the single rank, the
+ * in-process ranks) shares about a weight's gathers: the one check of its
+ * wire (comm.h: smoe_comm_wire_check) and its info record
+ * (smoe_comm_wgather_info). */
 #include "smoe/comm.h"
 
 #include "smoe/dtype.h"
+
+#include <string.h>
 
 smoe_status smoe_comm_wire_check(const smoe_gather_exec *x, int64_t blk_last, const char *name,
                                  smoe_err *err)
@@ -25,4 +28,21 @@ smoe_status smoe_comm_wire_check(const smoe_gather_exec *x, int64_t blk_last, co
         return smoe_err_set(err, SMOE_EINVAL, "%s: gradient reductions are fp32 or bf16, not %s",
                             name, smoe_dtype_name((smoe_dtype)x->reduce_wire));
     return SMOE_OK;
+}
+
+void smoe_comm_wgather_info(const smoe_gather_geom *geo, int stages, int residual_stages,
+                            int reduce_axes, smoe_wgather_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->shard_numel = geo->shard_numel;
+    info->gathered_numel = geo->gathered_numel;
+    info->rank = geo->rank;
+    for (int d = 0; d < geo->rank; d++) {
+        info->shard_shape[d] = geo->blk[d];
+        info->gathered_shape[d] = geo->B[d];
+        info->offset[d] = geo->off[d];
+    }
+    info->stages = stages;
+    info->residual_stages = residual_stages;
+    info->reduce_axes = reduce_axes;
 }

@@ -316,18 +316,7 @@ fail:
 
 void smoe_rt_wgather_info(const smoe_wgather *g, smoe_wgather_info *info)
 {
-    memset(info, 0, sizeof *info);
-    info->shard_numel = g->geo.shard_numel;
-    info->gathered_numel = g->geo.gathered_numel;
-    info->rank = g->geo.rank;
-    for (int d = 0; d < g->geo.rank; d++) {
-        info->shard_shape[d] = g->geo.blk[d];
-        info->gathered_shape[d] = g->geo.B[d];
-        info->offset[d] = g->geo.off[d];
-    }
-    info->stages = g->nst;
-    info->residual_stages = g->nres;
-    info->reduce_axes = g->n_ar_axes;
+    smoe_comm_wgather_info(&g->geo, g->nst, g->nres, g->n_ar_axes, info);
 }
 
 int smoe_rt_wgather_needs_pack(const smoe_wgather *g) { return g->pack; }
