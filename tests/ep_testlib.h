@@ -1,5 +1,5 @@
 /* A thread-based expert group for the model's expert-parallel tests
- * (test_model_ep, test_model_ring): up to EPT_MAX ranks on threads, each
+ * (test_model_ep, test_model_ring), and their comparison helpers: up to EPT_MAX ranks on threads, each
  * with a smoe_ep_comm whose exchanges go through shared pointers and a
  * barrier. A rank that receives other row counts than its peers sent sets
  * `bad` and fails with SMOE_ECOMM; `corrupt` > 0 writes expert index -1
@@ -9,6 +9,9 @@
 #define SMOE_TEST_EP_TESTLIB_H
 
 #include "smoe/comm.h"
+#include "smoe/model.h"
+
+#include <math.h>
 
 #include <pthread.h>
 #include <stdint.h>
@@ -107,6 +110,23 @@ static inline smoe_ep_comm tcomm_ep(tcomm *tc, tgroup *g, int r)
     *tc = (tcomm){ g, r };
     smoe_ep_comm c = { g->size, r, tc, t_exchange, t_alltoallv, t_progress };
     return c;
+}
+
+/* A routed expert's weight slot (sliced over the expert axis). */
+static inline int routed(int i)
+{
+    return i == SMOE_W_EXP_WI0 || i == SMOE_W_EXP_WI1 || i == SMOE_W_EXP_WO;
+}
+
+/* max |a - b| / max |b| over n elements (0 when both vanish). */
+static inline double rel_diff(const float *a, const float *b, int64_t n)
+{
+    double d = 0.0, s = 0.0;
+    for (int64_t k = 0; k < n; k++) {
+        d = fmax(d, fabs((double)a[k] - (double)b[k]));
+        s = fmax(s, fabs((double)b[k]));
+    }
+    return s > 0.0 ? d / s : d;
 }
 
 #endif

@@ -31,22 +31,6 @@ static void *job_thread(void *p)
 
 /* ---- ep = 2 against ep = 1 ---- */
 
-static int routed(int i)
-{
-    return i == SMOE_W_EXP_WI0 || i == SMOE_W_EXP_WI1 || i == SMOE_W_EXP_WO;
-}
-
-/* max |a - b| / max |b| over n elements (0 when both vanish). */
-static double rel_diff(const float *a, const float *b, int64_t n)
-{
-    double d = 0.0, s = 0.0;
-    for (int64_t k = 0; k < n; k++) {
-        d = fmax(d, fabs((double)a[k] - (double)b[k]));
-        s = fmax(s, fabs((double)b[k]));
-    }
-    return s > 0.0 ? d / s : d;
-}
-
 /* Run ep = 2 ranks on two threads, rank r on batch half r, weights W (all
  * experts), gradients into G[r] (shapes of the rank config). */
 static void run_ep2(const smoe_model_cfg *rcfg, const wset *W, wset G[MAXR],

@@ -104,22 +104,6 @@ out:
 
 /* ---- comparisons ---- */
 
-static int routed(int i)
-{
-    return i == SMOE_W_EXP_WI0 || i == SMOE_W_EXP_WI1 || i == SMOE_W_EXP_WO;
-}
-
-/* max |a - b| / max |b| over n elements (0 when both vanish). */
-static double rel_diff(const float *a, const float *b, int64_t n)
-{
-    double d = 0.0, s = 0.0;
-    for (int64_t k = 0; k < n; k++) {
-        d = fmax(d, fabs((double)a[k] - (double)b[k]));
-        s = fmax(s, fabs((double)b[k]));
-    }
-    return s > 0.0 ? d / s : d;
-}
-
 /* |a - b|_2 / |b|_2 over n elements (0 when both vanish): cmp_runs' measure
  * of a tensor. */
 static double rel_norm(const float *a, const float *b, int64_t n)
