@@ -103,6 +103,16 @@ static smoe_status a2a(smoe_model *m, smoe_ep_comm *c, int back, const float *se
     return moe_exchange(m, c, send, out, recv, in, m->cfg.emb, what, err);
 }
 
+/* The rows local expert j received from every peer (recv_cnt is peer-major,
+ * el experts a peer). */
+static int64_t expert_rows(const moe_act *a, int64_t ep, int64_t el, int64_t j)
+{
+    int64_t n = 0;
+    for (int64_t p = 0; p < ep; p++)
+        n += a->recv_cnt[p * el + j];
+    return n;
+}
+
 void moe_experts_fwd(smoe_model *m, moe_act *a, const float *const w[SMOE_W_NSLOTS],
                      float *out, smoe_ep_comm *comm)
 {
@@ -110,9 +120,7 @@ void moe_experts_fwd(smoe_model *m, moe_act *a, const float *const w[SMOE_W_NSLO
     const float *wi0 = w[SMOE_W_EXP_WI0], *wi1 = w[SMOE_W_EXP_WI1];
     const float *wo = w[SMOE_W_EXP_WO];
     for (int64_t j = 0, row = 0; j < el; j++) {
-        int64_t n = 0;
-        for (int64_t p = 0; p < ep; p++)
-            n += a->recv_cnt[p * el + j];
+        int64_t n = expert_rows(a, ep, el, j);
         mlp_act ra = { a->r.a + row * Mm, a->r.b + row * Mm };
         mlp_fwd(m, out + row * D, 0.0f, ra, m->own.g + row * Mm, a->xr + row * D,
                 wi0 + j * D * Mm, wi1 + j * D * Mm, wo + j * Mm * D, n, D, Mm, comm);
@@ -130,9 +138,7 @@ void moe_experts_bwd(smoe_model *m, moe_act *a, const float *const w[SMOE_W_NSLO
     const float *wi0 = w[SMOE_W_EXP_WI0], *wi1 = w[SMOE_W_EXP_WI1];
     const float *wo = w[SMOE_W_EXP_WO];
     for (int64_t j = 0, row = 0; j < el; j++) {
-        int64_t n = 0;
-        for (int64_t p = 0; p < ep; p++)
-            n += a->recv_cnt[p * el + j];
+        int64_t n = expert_rows(a, ep, el, j);
         mlp_act ra = { a->r.a + row * Mm, a->r.b + row * Mm };
         mlp_bwd(m, dxr + row * D, dw[SMOE_W_EXP_WI0] + j * D * Mm,
                 dw[SMOE_W_EXP_WI1] + j * D * Mm, dw[SMOE_W_EXP_WO] + j * Mm * D,
