@@ -238,6 +238,22 @@ enum { SIM_FIG_STEP, SIM_FIG_EXPOSED, SIM_FIG_PEAK, SIM_FIGS };
 double sim_reading_fig(const sim_reading_rows *r, int row, int which);
 /* The smallest and largest of a row's figure over every combination. */
 void sim_reading_envelope(const sim_readings *rd, int row, int which, double *lo, double *hi);
+/* One row of smoe sim's report: a schedule, the executor it simulates,
+ * its result (have: it ran). */
+typedef struct sim_row {
+    const char *name;
+    smoe_sim_executor exec; /* what the row simulates */
+    smoe_sim_result r;
+    int have;
+} sim_row;
+/* The text report's parts (sim_text.c): the schedules' table; each
+ * schedule's prediction beside the scenario's reported figures; a measured
+ * trace's medians (med[phase][kind] seconds over n samples); the budget
+ * sweep along the planner's curve. */
+void sim_print_table(const sim_row *runs, int n);
+void sim_print_reported(const smoe_scenario *sc, const sim_row *runs, int n);
+void sim_print_profile(const char *path, double med[2][2], int n[2][2]);
+void sim_print_sweep(const smoe_sim_point *curve, int ncurve);
 /* --plot's envelope panels: one per figure, a row per schedule (its range
  * over the readings and the reported value); the number of panels, 0 when
  * the scenario declares no readings. */

@@ -23,7 +23,6 @@ enum {
 };
 
 #define MAX_RUNS SIM_MAX_ROWS
-#define SWEEP_POINTS 200
 
 static void usage(FILE *f)
 {
@@ -72,12 +71,7 @@ static void usage(FILE *f)
             "                        train refuses a profile or schedule of the other mode\n");
 }
 
-typedef struct run {
-    const char *name;
-    smoe_sim_executor exec; /* what the row simulates */
-    smoe_sim_result r;
-    int have;
-} run;
+
 
 /* --maxtext-gather-dtype: bytes per element, 4 or 2. */
 static int parse_mx_gather(const char *s, const char *where)
@@ -214,87 +208,12 @@ static smoe_sim_model *build(const cli_common *c, const char *rules, const char 
     return m;
 }
 
-static void print_table(const run *runs, int n)
-{
-    char b[32];
-    printf("%-26s %10s %11s %14s %12s %10s %12s  %s\n", "schedule", "step ms", "compute ms",
-           "exposed AG ms", "residual ms", "a2a ms", "peak HBM", "executor");
-    for (int i = 0; i < n; i++) {
-        const smoe_sim_result *r = &runs[i].r;
-        printf("%-26s %10.1f %11.1f %14.1f %12.1f %10.1f %12s  %s\n", runs[i].name,
-               r->step_s * 1e3, r->compute_s * 1e3, r->exposed_gather_s * 1e3,
-               r->residual_s * 1e3, r->a2a_s * 1e3,
-               cli_fmt_bytes(r->peak_hbm_bytes, b, sizeof b), smoe_sim_executor_name(runs[i].exec));
-    }
-}
-
-static const smoe_scn_numbers *reported(const smoe_scenario *sc, const char *name)
-{
-    for (int i = 0; i < sc->n_reported; i++)
-        if (strcmp(sc->reported_name[i], name) == 0)
-            return &sc->reported[i];
-    return NULL;
-}
-
-static void cell(char *buf, size_t n, double v, const char *fmt)
-{
-    if (v < 0)
-        snprintf(buf, n, "-");
-    else
-        snprintf(buf, n, fmt, v);
-}
-
-static void print_reported(const smoe_scenario *sc, const run *runs, int n)
-{
-    const smoe_scn_numbers *rb = reported(sc, "baseline");
-    const run *pb = NULL;
-    for (int i = 0; i < n; i++)
-        if (strcmp(runs[i].name, "baseline") == 0)
-            pb = &runs[i];
-    printf("\npredicted vs reported (%s)\n", sc->file);
-    printf("%-26s %20s %22s %22s %22s\n", "schedule", "step ms rep / pred",
-           "vs baseline rep / pred", "exposed AG rep / pred", "peak HBM GiB rep / pred");
-    for (int i = 0; i < n; i++) {
-        const smoe_scn_numbers *x = reported(sc, runs[i].name);
-        if (!x)
-            continue;
-        const smoe_sim_result *r = &runs[i].r;
-        char a[32], b[32], c1[32], d[32];
-        cell(a, sizeof a, x->step_ms, "%.1f");
-        double rep_change = rb && rb->step_ms > 0 && x->step_ms > 0
-                                ? 100.0 * (x->step_ms / rb->step_ms - 1) : -1e9;
-        double pred_change = pb ? 100.0 * (r->step_s / pb->r.step_s - 1) : 0;
-        if (rep_change > -1e8)
-            snprintf(b, sizeof b, "%+.1f%%", rep_change);
-        else
-            snprintf(b, sizeof b, "-");
-        cell(c1, sizeof c1, x->exposed_gather_ms, "%.0f");
-        cell(d, sizeof d, x->peak_hbm_gib, "%.1f");
-        printf("%-26s %11s / %6.1f %13s / %+6.1f%% %14s / %5.0f %14s / %5.1f\n", runs[i].name, a,
-               r->step_s * 1e3, b, pred_change, c1, r->exposed_gather_s * 1e3, d,
-               r->peak_hbm_bytes / (1024.0 * 1024 * 1024));
-    }
-}
-
 /* --profile: measured per-layer compute replaces the model's for the
  * kinds and passes the trace has. */
 static void apply_profile(smoe_sim_model *m, double med[2][2], int n[2][2])
 {
     for (int k = 0; k < 2; k++)
         smoe_sim_model_set_compute(m, k, n[0][k] ? med[0][k] : -1, n[1][k] ? med[1][k] : -1);
-}
-
-/* The profile's per-layer compute; "-" (modelled) where the trace has no
- * span of that pass and kind, so a measured 0 reads as 0. */
-static void print_profile(const char *path, double med[2][2], int n[2][2])
-{
-    char c[2][2][24];
-    for (int p = 0; p < 2; p++)
-        for (int k = 0; k < 2; k++)
-            cell(c[p][k], sizeof c[p][k], n[p][k] ? med[p][k] * 1e3 : -1, "%.2f");
-    printf("compute per layer from %s (median of its spans, exchanges excluded): "
-           "dense %s / %s, MoE %s / %s ms forward / backward (-: modelled)\n",
-           path, c[0][0], c[1][0], c[0][1], c[1][1]);
 }
 
 /* A schedule's timeline: one process row, its lanes named as smoe train
@@ -607,7 +526,7 @@ typedef struct sim_rows {
     int accel;
     smoe_sim_executor own, mx;  /* smoe's schedules' executor, MaxText's paths' */
     char uniform_name[32];
-    run runs[MAX_RUNS];
+    sim_row runs[MAX_RUNS];
     smoe_trace *traces[MAX_RUNS];
     int n;
     double prof[2][2];
@@ -764,27 +683,6 @@ static void run_budget(const sim_args *a, sim_rows *R, const smoe_sim_model *m)
     }
 }
 
-/* --sweep: 200 budgets from the no-prefetch peak to the largest useful
- * one; each takes the best point of the greedy path it fits. */
-static void print_sweep(const smoe_sim_point *curve, int ncurve)
-{
-    char b1[32], b2[32];
-    double lo = curve[0].peak_hbm_bytes, hi = curve[ncurve - 1].peak_hbm_bytes;
-    printf("\nPareto sweep: %d budgets, %d plans on the greedy path\n", SWEEP_POINTS, ncurve);
-    printf("%14s %14s %16s %12s\n", "budget", "peak HBM", "exposed AG ms", "step ms");
-    for (int i = 0; i < SWEEP_POINTS; i++) {
-        double b = lo + (hi - lo) * i / (SWEEP_POINTS - 1);
-        int j = 0;
-        for (int k = 0; k < ncurve; k++)
-            if (curve[k].peak_hbm_bytes <= b * (1 + 1e-12) &&
-                curve[k].exposed_gather_s <= curve[j].exposed_gather_s)
-                j = k;
-        printf("%14s %14s %16.2f %12.2f\n", cli_fmt_bytes(b, b2, sizeof b2),
-               cli_fmt_bytes(curve[j].peak_hbm_bytes, b1, sizeof b1),
-               curve[j].exposed_gather_s * 1e3, curve[j].step_s * 1e3);
-    }
-}
-
 /* The text report's head: the shape, the profile, the schedules, the mesh. */
 static void print_head(const sim_args *a, const sim_rows *R, const smoe_hw *hw, const char *hwf,
                        const smoe_plan *plan, const smoe_sim_shape *sh)
@@ -801,7 +699,7 @@ static void print_head(const sim_args *a, const sim_rows *R, const smoe_hw *hw, 
         printf("smoe's runtime gathers %s: %.4g bytes per element on the wire (its "
                "schedules only)\n", smoe_dtype_name(a->c.gather_dtype), sh->wire_bytes);
     if (a->profile)
-        print_profile(a->profile, (double(*)[2])R->prof, (int(*)[2])R->prof_n);
+        sim_print_profile(a->profile, (double(*)[2])R->prof, (int(*)[2])R->prof_n);
     if (R->accel)
         printf("schedules: baseline = XLA's scan; prefetch* and legacy = MaxText's "
                "prefetch_fsdp_weights (depth 1, full remat); %s = smoe's own at "
@@ -825,7 +723,7 @@ static void print_text(const sim_args *a, const sim_rows *R, const smoe_hw *hw, 
 {
     const smoe_scenario *sc = &a->sc;
     print_head(a, R, hw, hwf, plan, sh);
-    print_table(R->runs, R->n);
+    sim_print_table(R->runs, R->n);
     const smoe_sim_result *pf = &R->runs[1].r;
     char b1[32], b2[32], b3[32], b4[32], b5[32];
     printf("\npeak HBM of 'prefetch': parameters %s, gradients %s, optimizer %s, gathered "
@@ -839,7 +737,7 @@ static void print_text(const sim_args *a, const sim_rows *R, const smoe_hw *hw, 
         printf("budget %s is below the no-prefetch peak: no prefetch\n",
                cli_fmt_bytes((double)a->budget, b1, sizeof b1));
     if (sc->n_reported)
-        print_reported(sc, R->runs, R->n);
+        sim_print_reported(sc, R->runs, R->n);
     if (sc->n_sources) {
         printf("\nwhere the scenario's facts come from (%s)\n", sc->file);
         for (int i = 0; i < sc->n_sources; i++)
@@ -848,7 +746,7 @@ static void print_text(const sim_args *a, const sim_rows *R, const smoe_hw *hw, 
     if (R->rd.n)
         sim_print_readings(stdout, sc, &R->rd);
     if (a->sweep && R->ncurve > 0)
-        print_sweep(R->curve, R->ncurve);
+        sim_print_sweep(R->curve, R->ncurve);
 }
 
 static void print_json(const sim_args *a, const sim_rows *R, const smoe_hw *hw,
