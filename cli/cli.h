@@ -246,6 +246,18 @@ typedef struct sim_row {
     smoe_sim_result r;
     int have;
 } sim_row;
+/* smoe sim's files (sim_files.c): a schedule's timeline (one process row,
+ * smoe train's lane names); --plot: the Pareto curve with smoe's uniform
+ * depths marked, the readings' envelopes (sc, rd) and every timeline;
+ * --schedule-out: the schedule at `depth`, or the planner's (dist) under
+ * `budget` >= 0, with its predicted figures. Each dies on failure. */
+smoe_trace *sim_new_trace(int pid, const char *name);
+void sim_write_plot(const char *path, const smoe_sim_model *m, smoe_sim_executor own,
+                    smoe_trace *const *traces, int n, const smoe_sim_point *curve, int ncurve,
+                    const smoe_scenario *sc, const sim_readings *rd);
+void sim_write_schedule(const char *path, const smoe_sim_model *m, smoe_sim_executor own,
+                        const smoe_hw *hw, int64_t budget,
+                        const unsigned char dist[][SMOE_SIM_MAX_WEIGHTS], int depth);
 /* The text report's parts (sim_text.c): the schedules' table; each
  * schedule's prediction beside the scenario's reported figures; a measured
  * trace's medians (med[phase][kind] seconds over n samples); the budget

@@ -216,50 +216,6 @@ static void apply_profile(smoe_sim_model *m, double med[2][2], int n[2][2])
         smoe_sim_model_set_compute(m, k, n[0][k] ? med[0][k] : -1, n[1][k] ? med[1][k] : -1);
 }
 
-/* A schedule's timeline: one process row, its lanes named as smoe train
- * names them. */
-static smoe_trace *new_trace(int pid, const char *name)
-{
-    smoe_trace *t = smoe_trace_new(pid, 0);
-    if (!t)
-        cli_usage_error(NULL, "out of memory for the timeline");
-    smoe_trace_process(t, name);
-    smoe_trace_lanes(t);
-    return t;
-}
-
-#define PLOT_DEPTHS 4 /* the marks drawn (a picture's choice, not a limit) */
-
-/* --plot: the Pareto curve with smoe's uniform depths 0..PLOT_DEPTHS
- * marked, over every schedule's timeline. */
-static void write_plot(const char *path, const smoe_sim_model *m, smoe_sim_executor own,
-                       smoe_trace *const *traces, int n, const smoe_sim_point *curve, int ncurve,
-                       const smoe_scenario *sc, const sim_readings *rd)
-{
-    smoe_plot_mark marks[PLOT_DEPTHS + 1];
-    char labels[PLOT_DEPTHS + 1][24];
-    for (int d = 0; d <= PLOT_DEPTHS; d++) {
-        smoe_sim_sched sd;
-        smoe_sim_result r;
-        memset(&sd, 0, sizeof sd);
-        sd.executor = own;
-        sd.prefetch_depth = d;
-        if (smoe_sim_run(m, &sd, &r, NULL))
-            cli_usage_error(NULL, "out of memory in the simulation");
-        snprintf(labels[d], sizeof labels[d], "depth %d", d);
-        marks[d].peak_hbm_bytes = r.peak_hbm_bytes;
-        marks[d].exposed_gather_s = r.exposed_gather_s;
-        marks[d].label = labels[d];
-    }
-    static sim_plot_env env;
-    int nenv = sim_readings_plot(sc, rd, &env);
-    smoe_err err;
-    smoe_out *o = cli_out_open("--plot", path);
-    smoe_status s = smoe_plot_svg(smoe_out_file(o), traces, n, curve, ncurve, marks,
-                                  PLOT_DEPTHS + 1, env.p, nenv, &err);
-    cli_out_finish(o, s, &err, "--plot", path);
-}
-
 /* --calibrate: under mpirun; the model (default: smoe train's bundled
  * run) sets the shape of the compute measurement. */
 static int calibrate(int argc, char **argv, cli_common *c, const char *out, int pthread)
@@ -303,33 +259,6 @@ static int calibrate(int argc, char **argv, cli_common *c, const char *out, int 
     cli_die_under(NULL);
     smoe_rt_finalize(rt);
     return SMOE_EXIT_OK;
-}
-
-/* --schedule-out: the budgeted plan (with --hbm-budget) or the uniform
- * depth, with the simulator's prediction of it under executor `own`. */
-static void write_schedule(const char *path, const smoe_sim_model *m, smoe_sim_executor own,
-                           const smoe_hw *hw, int64_t budget,
-                           const unsigned char dist[][SMOE_SIM_MAX_WEIGHTS], int depth)
-{
-    smoe_schedule *s;
-    smoe_err err;
-    if (smoe_schedule_for_model(m, depth, budget >= 0 ? dist : NULL, &s, &err))
-        cli_die(&err);
-    if (budget >= 0)
-        s->budget = (double)budget;
-    snprintf(s->progress, sizeof s->progress, "%s", hw->cpu.progress);
-    smoe_sim_sched sd;
-    smoe_sim_result r;
-    memset(&sd, 0, sizeof sd);
-    sd.executor = own;
-    sd.schedule = s;
-    if (smoe_sim_run(m, &sd, &r, NULL))
-        cli_usage_error(NULL, "out of memory in the simulation");
-    s->peak_bytes = r.peak_hbm_bytes;
-    s->exposed_s = r.exposed_gather_s;
-    s->step_s = r.step_s;
-    cli_schedule_write(path, s, hw->name);
-    smoe_schedule_free(s);
 }
 
 static const struct option k_longopts[] = {
@@ -542,7 +471,7 @@ static void run_row(const sim_args *a, sim_rows *R, const smoe_sim_model *m,
                     const smoe_sim_sched *sd, const char *name)
 {
     int n = R->n;
-    R->traces[n] = a->trace_path || a->plot_path ? new_trace(n, name) : NULL;
+    R->traces[n] = a->trace_path || a->plot_path ? sim_new_trace(n, name) : NULL;
     R->runs[n].name = name;
     R->runs[n].exec = sd->executor;
     if (smoe_sim_run(m, sd, &R->runs[n].r, R->traces[n]))
@@ -845,9 +774,9 @@ int cmd_sim(int argc, char **argv)
     else
         print_text(&a, &R, &hw, hwf, plan, &sh);
     if (a.plot_path)
-        write_plot(a.plot_path, m, R.own, R.traces, R.n, R.curve, R.ncurve, &a.sc, &R.rd);
+        sim_write_plot(a.plot_path, m, R.own, R.traces, R.n, R.curve, R.ncurve, &a.sc, &R.rd);
     if (a.sched_out)
-        write_schedule(a.sched_out, m, R.own, &hw, a.budget,
+        sim_write_schedule(a.sched_out, m, R.own, &hw, a.budget,
                        (const unsigned char(*)[SMOE_SIM_MAX_WEIGHTS])R.dist, a.depth);
     write_traces(&a, &R);
     smoe_sim_model_free(m);
