@@ -11,5 +11,6 @@ tiers=${2:-.}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMOE_WERROR=ON \
   -DMPI_C_COMPILER=mpicc.mpich -DMPIEXEC_EXECUTABLE="$(command -v mpiexec.mpich)" >/dev/null
 cmake --build "$build"
+. ./scripts/ctest-jobs.sh
 cd "$build"
 ctest --output-on-failure --timeout 600 -L "$tiers"

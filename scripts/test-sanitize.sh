@@ -19,6 +19,7 @@ tiers=${2:-.}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMOE_SANITIZE=ON \
       -DSMOE_WERROR=ON >/dev/null
 cmake --build "$build"
+. ./scripts/ctest-jobs.sh
 cd "$build"
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 rc=0

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMOE_WERROR=ON >/dev/null
 cmake --build "$build"
+. ./scripts/ctest-jobs.sh
 cd "$build"
 rc=0
 ctest --output-on-failure --timeout 600 || rc=$?

@@ -4,11 +4,12 @@
 # the same: gathers are exact copies, only their timing differs); the
 # runs' own tracked peaks (depth 0 and depth 2 bracket the budget); the
 # budget itself.
-#  - depths 0..8 in train (the tiny model has 8 units: depth 8 prefetches
-#    the whole step), bitwise equal to depth 1;
-#  - a schedule written by `smoe sim --schedule-out` (depth 3, depth 8, a
-#    budgeted whole-weight plan) run by `smoe train --schedule`: bitwise
-#    equal to `--prefetch-depth D` directly;
+#  - depths 0..4 and 8 in train (the tiny model has 8 units: depth 8
+#    prefetches the whole step), bitwise equal to depth 1;
+#  - schedules written by `smoe sim --schedule-out` (depths 3, 5..8, a
+#    budgeted whole-weight plan) run by `smoe train --schedule`, several
+#    taking turns in one run: bitwise equal to depth 1 (and so to
+#    `--prefetch-depth D` directly);
 #  - `--hbm-budget B` with B halfway between the depth-0 and depth-2 peaks:
 #    its tracked peak <= B < the depth-2 peak, no gather past the budget,
 #    bitwise the same numerics, fewer gathers left for their layer to
@@ -65,35 +66,43 @@ sim_out() { # FILE ARGS...: smoe sim --schedule-out FILE for the 4-rank run
   fi
 }
 
-# depths 0..8
+# depths 0..4 and 8 by --prefetch-depth (each a run of its own: the
+# memory checks below read their peaks)
 must_run d1 4 --steps $steps $M --prefetch-depth 1
-for d in 0 2 3 4 5 6 7 8; do
+for d in 0 2 3 4 8; do
   must_run "d$d" 4 --steps $steps $M --prefetch-depth $d && same d1 "d$d" 0 "depth $d == depth 1, bitwise"
 done
 
-# schedules from smoe sim
+# schedules from smoe sim, several files taking turns step by step in one
+# run (bench/budget_sim_train.sh): one JSON run per file, and the
+# parameters bitwise those of depth 1, so each file's steps are bitwise
+# depth 1's: sim's depths 3 and 8 and a budgeted whole-weight plan in one
+# run, sim's depths 5, 6 and 7 in another
 sim_out "$dir/sched3.json" --prefetch-depth 3
-must_run s3 4 --steps $steps $M --schedule "$dir/sched3.json" && same d3 s3 0 "sim's depth-3 schedule == --prefetch-depth 3, bitwise"
 sim_out "$dir/sched8.json" --prefetch-depth 8
-must_run s8 4 --steps $steps $M --schedule "$dir/sched8.json" && same d8 s8 0 "sim's depth-8 schedule == --prefetch-depth 8, bitwise"
 sim_out "$dir/schedb.json" --hbm-budget 34M --whole-weights
 grep -q '"issue":[[:space:]]*-1' "$dir/schedb.json"
 check $? "the budgeted plan prefetches"
-must_run sb 4 --steps $steps $M --schedule "$dir/schedb.json" && same d1 sb 0 "sim's budgeted whole-weight schedule, bitwise"
-
-# several files taking turns (bench/budget_sim_train.sh): one RUN per file
-# in the JSON, and the parameters bitwise those of depth 1
-if must_run multi 4 --steps $steps $M --schedule "$dir/sched3.json" --schedule "$dir/schedb.json" \
-  --schedule "$dir/sched8.json"; then
-  cmp -s "$dir/d1.bin" "$dir/multi.bin"
-  check $? "three schedule files taking turns: parameters bitwise those of depth 1"
-  n=0
-  for f in sched3 schedb sched8; do grep -q "\"$dir/$f.json\":" "$dir/multi.json" && n=$((n + 1)); done
-  check "$([ "$n" = 3 ] && echo 0 || echo 1)" "a JSON run per schedule file ($n of 3)"
-fi
-refused2 "argument '--schedule $dir/sched3.json': is given twice" 4 $M --steps 1 \
+for d in 5 6 7; do sim_out "$dir/sched$d.json" --prefetch-depth $d; done
+turns() { # NAME FILE...: the files taking turns, bitwise depth 1
+  n=$1
+  shift
+  set -- $(for f in "$@"; do echo "--schedule $dir/$f.json"; done)
+  must_run "$n" 4 --steps $steps $M "$@" || return
+  cmp -s "$dir/d1.bin" "$dir/$n.bin"
+  check $? "$n: schedule files taking turns: parameters bitwise those of depth 1"
+  k=0
+  for f in "$@"; do
+    case $f in --schedule) continue ;; esac
+    grep -q "\"$f\":" "$dir/$n.json" && k=$((k + 1))
+  done
+  check "$([ "$k" = $(($# / 2)) ] && echo 0 || echo 1)" "$n: a JSON run per schedule file ($k of $(($# / 2)))"
+}
+turns multi sched3 schedb sched8
+turns deep sched5 sched6 sched7
+refused2 "argument '--schedule $dir/sched3.json': is given twice" 2 $M --steps 1 \
   --schedule "$dir/sched3.json" --schedule "$dir/sched3.json"
-refused2 "argument '--schedule'.*not with --compare" 4 $M --steps 1 --compare \
+refused2 "argument '--schedule'.*not with --compare" 2 $M --steps 1 --compare \
   --schedule "$dir/sched3.json" --schedule "$dir/sched8.json"
 
 # the budget: halfway between the no-prefetch and the depth-2 peaks
@@ -186,23 +195,23 @@ check "$(awk -v a="$p0" -v c="$p2" -v x="$s0" -v y="$s2" 'BEGIN { print (c - a =
 
 # bad files and flags
 printf 'not json' >"$dir/bad1.json"
-refused2 "$dir/bad1.json:1:1: not JSON" 4 $M --steps 1 --schedule "$dir/bad1.json"
-refused2 "$dir/missing.json: cannot open file" 4 $M --steps 1 --schedule "$dir/missing.json"
+refused2 "$dir/bad1.json:1:1: not JSON" 2 $M --steps 1 --schedule "$dir/bad1.json"
+refused2 "$dir/missing.json: cannot open file" 2 $M --steps 1 --schedule "$dir/missing.json"
 sed 's/"format":.*/"format": "other",/' "$dir/sched3.json" >"$dir/bad2.json"
-refused2 "$dir/bad2.json: format" 4 $M --steps 1 --schedule "$dir/bad2.json"
+refused2 "$dir/bad2.json: format" 2 $M --steps 1 --schedule "$dir/bad2.json"
 awk '/"issue":/ && !done { sub(/-?[0-9]+/, "99"); done = 1 } { print }' "$dir/sched3.json" >"$dir/bad3.json"
-refused2 "$dir/bad3.json: gathers\[0\]\.issue" 4 $M --steps 1 --schedule "$dir/bad3.json"
+refused2 "$dir/bad3.json: gathers\[0\]\.issue" 2 $M --steps 1 --schedule "$dir/bad3.json"
 awk '/"unit":/ && !done { sub(/[0-9]+/, "1"); done = 1 } { print }' "$dir/sched3.json" >"$dir/bad4.json"
-refused2 "$dir/bad4.json: gathers\[0\]\.(pass|layer|issue|unit)" 4 $M --steps 1 --schedule "$dir/bad4.json"
+refused2 "$dir/bad4.json: gathers\[0\]\.(pass|layer|issue|unit)" 2 $M --steps 1 --schedule "$dir/bad4.json"
 grep -v "\"chunk0\":" "$dir/sched3.json" >"$dir/bad5.json"
-refused2 "$dir/bad5.json: gathers\[0\]\.chunk0" 4 $M --steps 1 --schedule "$dir/bad5.json"
+refused2 "$dir/bad5.json: gathers\[0\]\.chunk0" 2 $M --steps 1 --schedule "$dir/bad5.json"
 # on cpu profiles smoe's executor makes memory step by whole layers (a
 # prefetch frees a pool buffer for the gradients), so quarter chunks buy
 # nothing there; an accelerator profile's planner splits weights
 sim_out "$dir/schedq.json" --hbm-budget 34M --hardware h100
 grep -q '"nchunks":[[:space:]]*[123],' "$dir/schedq.json"
 check $? "the quarter-chunk plan splits a weight"
-refused2 "(argument '--schedule'|$dir/schedq.json).*whole weights" 4 $M --steps 1 --schedule "$dir/schedq.json"
+refused2 "(argument '--schedule'|$dir/schedq.json).*whole weights" 2 $M --steps 1 --schedule "$dir/schedq.json"
 # the progress mode: a schedule (and a planner's profile) is predicted for
 # the mode its profile was measured under (progress: calls | thread), and a
 # run of the other mode is refused in one line, either way
@@ -214,26 +223,26 @@ hw="$dir/hw-thread.yml"
 sim_out "$dir/schedt.json" --prefetch-depth 1
 hw=$hw_saved
 refused2 "argument '--schedule $dir/schedt.json': predicted for progress 'thread'.*pass --progress-thread" \
-  4 $M --steps 1 --schedule "$dir/schedt.json"
+  2 $M --steps 1 --schedule "$dir/schedt.json"
 refused2 "argument '--schedule $dir/sched3.json': predicted for progress 'calls'.*calibrate with --progress-thread" \
-  4 $M --steps 1 --schedule "$dir/sched3.json" --progress-thread
+  2 $M --steps 1 --schedule "$dir/sched3.json" --progress-thread
 refused2 "argument '--hbm-budget' \(profile cpu-mpi\): predicted for progress 'thread'" \
-  4 $M --steps 1 --hbm-budget 40M --hardware "$dir/hw-thread.yml"
+  2 $M --steps 1 --hbm-budget 40M --hardware "$dir/hw-thread.yml"
 sim_out "$dir/sched6.json" override_model_config=true base_num_decoder_layers=6
-refused2 ".*layers: a schedule of 6 layers" 4 $M --steps 1 --schedule "$dir/sched6.json"
-refused2 "argument '--schedule'.*one schedule" 4 $M --steps 1 --schedule "$dir/sched3.json" --compare
-refused2 "argument '--schedule'.*--hbm-budget" 4 $M --steps 1 --schedule "$dir/sched3.json" --hbm-budget 1G --hardware "$hw"
-refused2 "argument '--hbm-budget 12Q'" 4 $M --steps 1 --hbm-budget 12Q
-refused2 "argument '--hbm-budget 1000000': leaves" 4 $M --steps 1 --hbm-budget 1000000 --hardware "$hw"
-refused2 "argument '--hardware'.*only with --hbm-budget" 4 $M --steps 1 --hardware "$hw"
-refused2 "argument '--prefetch-depth 65'.*0 to 64" 4 $M --steps 1 --prefetch-depth 65
-refused2 "argument '--prefetch-depth'.*--schedule" 4 $M --steps 1 --schedule "$dir/sched3.json" --prefetch-depth 2
-refused2 "argument '--prefetch-depth'.*--hbm-budget" 4 $M --steps 1 --hbm-budget 1G --hardware "$hw" --prefetch-depth 2
+refused2 ".*layers: a schedule of 6 layers" 2 $M --steps 1 --schedule "$dir/sched6.json"
+refused2 "argument '--schedule'.*one schedule" 2 $M --steps 1 --schedule "$dir/sched3.json" --compare
+refused2 "argument '--schedule'.*--hbm-budget" 2 $M --steps 1 --schedule "$dir/sched3.json" --hbm-budget 1G --hardware "$hw"
+refused2 "argument '--hbm-budget 12Q'" 2 $M --steps 1 --hbm-budget 12Q
+refused2 "argument '--hbm-budget 1000000': leaves" 2 $M --steps 1 --hbm-budget 1000000 --hardware "$hw"
+refused2 "argument '--hardware'.*only with --hbm-budget" 2 $M --steps 1 --hardware "$hw"
+refused2 "argument '--prefetch-depth 65'.*0 to 64" 2 $M --steps 1 --prefetch-depth 65
+refused2 "argument '--prefetch-depth'.*--schedule" 2 $M --steps 1 --schedule "$dir/sched3.json" --prefetch-depth 2
+refused2 "argument '--prefetch-depth'.*--hbm-budget" 2 $M --steps 1 --hbm-budget 1G --hardware "$hw" --prefetch-depth 2
 keep=$SMOE_CONFIG_DIR
 export SMOE_CONFIG_DIR="$dir" # no cpu-mpi profile there
-refused2 "argument '--hbm-budget'.*cpu-mpi profile $dir/hardware/cpu-mpi.yml" 4 $M --steps 1 --hbm-budget 1G
+refused2 "argument '--hbm-budget'.*cpu-mpi profile $dir/hardware/cpu-mpi.yml" 2 $M --steps 1 --hbm-budget 1G
 SMOE_CONFIG_DIR=$keep
-refused2 "argument '--hardware $dir/nohw.yml'" 4 $M --steps 1 --hbm-budget 1G --hardware "$dir/nohw.yml"
+refused2 "argument '--hardware $dir/nohw.yml'" 2 $M --steps 1 --hbm-budget 1G --hardware "$dir/nohw.yml"
 # ranks given different schedules stop before step 1 (their gathers would not match)
 timeout 120 "$mpiexec" -n 1 "$smoe" train --steps 1 --quiet --schedule "$dir/sched3.json" : \
   -n 1 "$smoe" train --steps 1 --quiet --schedule "$dir/sched8.json" >"$dir/mm.out" 2>&1
