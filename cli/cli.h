@@ -150,6 +150,7 @@ typedef struct cli_runs {
     const char *key[8]; /* SMOE_TRAIN_MAX_SCHEDULES */
     const char *progress; /* the progress thread's setting (smoe_rt_progress_note), or NULL */
     const char *priority; /* its priority (smoe_rt_progress_priority), or NULL */
+    const char *slices;   /* the slices and their hosts (smoe_rt_slices_note), or NULL */
     int legacy;           /* n = 0: the one schedule gathers by the legacy plan */
 } cli_runs;
 

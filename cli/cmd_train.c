@@ -23,7 +23,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: mpirun -np N smoe train [--base FILE] [--model NAME|FILE] [--rules NAME|FILE]\n"
-            "                  [KEY=VALUE ...] [--steps N] [--seed N] [--data FILE]\n"
+            "                  [KEY=VALUE ...] [--slices N] [--steps N] [--seed N] [--data FILE]\n"
             "                  [--prefetch-depth N] [--gather coaxis|legacy] [--shared-queue]\n"
             "                  [--progress-thread | --no-progress-thread]\n"
             "                  [--max-memory BYTES] [--trace FILE]\n"
@@ -36,6 +36,10 @@ static void usage(FILE *f)
             "  the mesh: mesh_axes and ici_* from the config (one -1 filled from the\n"
             "  number of ranks); defaults: --base configs/train.yml (base.yml plus\n"
             "  training settings), --model tiny.\n"
+            "  --slices N           N slices of consecutive ranks (one per host, say): the\n"
+            "                       dcn_* sizes multiply the ici_* ones as in MaxText's\n"
+            "                       multi-slice mesh; dcn_data_parallelism=N replicates the\n"
+            "                       weights across slices (HSDP) (default 1)\n"
             "  --steps N            training steps (default 10)\n"
             "  --seed N             initialisation and data seed (default 1)\n"
             "  --data FILE          training text (default: the bundled data/gpl-3.0.txt)\n"
@@ -204,7 +208,8 @@ static void print_banner(const smoe_config *cfg, const smoe_plan *p, const train
            smoe_dtype_name((smoe_dtype)o->reduce_dtype));
     printf("progress thread: %s\n", smoe_rt_progress_note(rt));
     smoe_train_unapplied un[SMOE_TRAIN_MAX_UNAPPLIED];
-    int nu = smoe_train_unapplied_keys(cfg, un, SMOE_TRAIN_MAX_UNAPPLIED);
+    int nu = smoe_train_unapplied_keys(cfg, smoe_mesh_slices(&p->mesh), un,
+                                       SMOE_TRAIN_MAX_UNAPPLIED);
     for (int i = 0; i < nu; i++)
         printf("%s  %s: %s: %s\n", i ? "" : "not applied by smoe train:\n", un[i].key,
                un[i].value, un[i].reason);
@@ -516,12 +521,21 @@ static void load_plan(const train_args *a, smoe_config **cfg, smoe_plan **plan)
     co.use_env = 1;
     if (smoe_config_load(&co, cfg, &err) || smoe_train_check_keys(*cfg, &err))
         cli_die(&err);
-    smoe_plan_opts po = { a->c.devices, 1, a->c.params, 4 };
+    smoe_plan_opts po = { a->c.devices, a->c.slices, a->c.params, 4 };
     if (smoe_plan_build(*cfg, &po, plan, &err)) {
         if (!err.where[0])
-            snprintf(err.where, sizeof err.where, "%d MPI ranks", smoe_rt_size(a->rt));
+            snprintf(err.where, sizeof err.where, a->c.slices > 1 ? "%d MPI ranks, %lld slices"
+                                                                  : "%d MPI ranks",
+                     smoe_rt_size(a->rt), (long long)a->c.slices);
         cli_die(&err);
     }
+    /* slice s runs on the ranks [s * D / S, (s + 1) * D / S) */
+    if (!smoe_mesh_slices_contiguous(&(*plan)->mesh))
+        cli_usage_error("argument '--slices'",
+                        "MaxText's multi-slice device order for these dcn_* and ici_* sizes "
+                        "interleaves the slices' ranks (an axis split within slices comes "
+                        "before one split across them in mesh_axes); smoe train runs each "
+                        "slice on consecutive ranks");
     /* what the gathers move (the int8 block rule refuses or falls back) */
     if (cli_apply_wire(&a->c, *plan, &err))
         cli_die(&err);
@@ -590,7 +604,7 @@ static void run(train_args *a, const smoe_config *cfg, const smoe_plan *plan,
     o->schedules = (const smoe_schedule *const *)scheds;
     o->nschedules = n;
     cli_runs runs = { a->compare ? 3 : a->nsched > 1 ? a->nsched : 0, a->compare, { NULL },
-                      smoe_rt_progress_note(rt), NULL, a->legacy };
+                      smoe_rt_progress_note(rt), NULL, NULL, a->legacy };
     for (int i = 0; i < runs.n; i++)
         runs.key[i] = a->compare ? train_mode_key(i) : a->sched_paths[i];
     run_ctx rc = { root, a->quiet, a->c.json, &runs, o->steps };
@@ -607,6 +621,7 @@ static void run(train_args *a, const smoe_config *cfg, const smoe_plan *plan,
         cli_die(&err);
     }
     runs.priority = smoe_rt_progress_priority(rt); /* collective */
+    runs.slices = smoe_rt_slices_note(rt);
     if (root && a->plot_path)
         cli_plot_trace(o->trace_path, a->plot_path);
     if (root && a->c.json)

@@ -80,6 +80,8 @@ static cJSON *step_json(const smoe_train_step *s)
     cJSON_AddNumberToObject(x, "peak_tracked_bytes", (double)s->peak_tracked_bytes);
     cJSON_AddNumberToObject(x, "gathers_at_use", (double)s->gathers_at_use);
     cJSON_AddNumberToObject(x, "gather_bytes", (double)s->gather_bytes);
+    cJSON_AddNumberToObject(x, "host_bytes", (double)s->host_bytes);
+    cJSON_AddNumberToObject(x, "link_bytes", (double)s->link_bytes);
     cJSON_AddNumberToObject(x, "compute_cpu_ms", s->compute_cpu_ms);
     cJSON_AddNumberToObject(x, "cpu_ms", s->cpu_ms);
     cJSON_AddNumberToObject(x, "sys_ms", s->sys_ms);
@@ -159,5 +161,7 @@ void train_print_json(FILE *f, const smoe_plan *p, const smoe_train_result *res,
         cJSON_AddItemToObject(root, "progress_thread_priority",
                               rs->priority ? cli_json_string(rs->priority) : cJSON_CreateNull());
     }
+    if (rs->slices)
+        cJSON_AddItemToObject(root, "slices", cli_json_string(rs->slices));
     cli_json_print(f, root);
 }

@@ -136,4 +136,10 @@ void print_result(const smoe_train_opts *o, smoe_rt *rt, const smoe_train_result
                (long long)r->budget_overruns);
     double mf = r->model_flops_per_step / (r->mean_compute_ms * 1e-3) / smoe_rt_size(rt) / 1e9;
     printf("model FLOP/s per rank in compute: %.2f GFLOP/s\n", mf);
+    if (r->nsteps > 0) {
+        const smoe_train_step *last = &r->steps[r->nsteps - 1];
+        printf("bytes a rank sent in the last step (the most of any rank; %s): within its "
+               "host %lld, to other hosts %lld\n", smoe_rt_slices_note(rt),
+               (long long)last->host_bytes, (long long)last->link_bytes);
+    }
 }

@@ -25,7 +25,7 @@ static smoe_mesh edge_mesh(int64_t tensor)
     smoe_mesh m = { 7,
                     { "stage", "fsdp", "fsdp_transpose", "context", "context_usp_ulysses",
                       "tensor", "expert" },
-                    { 1, 16, 2, 2, 1, tensor, 8 } };
+                    { 1, 16, 2, 2, 1, tensor, 8 }, { 0 } };
     return m;
 }
 
@@ -116,7 +116,7 @@ static void test_edge_table(void)
 
 static void test_change_description_cases(void)
 {
-    smoe_mesh m = { 2, { "fsdp", "expert" }, { 4, 4 } };
+    smoe_mesh m = { 2, { "fsdp", "expert" }, { 4, 4 }, { 0 } };
     char b[256];
     /* remove_fsdp_from_sharding */
     static const struct { const char *in, *out; } rm[] = {
@@ -140,7 +140,7 @@ static void test_change_description_cases(void)
     CHECK(g.status == SMOE_GATHER_TAGGED);
     CHECK_INT(g.ways, 16);
     CHECK_INT(g.n_gathered_dims, 1);
-    smoe_mesh big = { 2, { "fsdp", "expert" }, { 16, 8 } };
+    smoe_mesh big = { 2, { "fsdp", "expert" }, { 16, 8 }, { 0 } };
     smoe_gather_compute(&s, shape, &big, SMOE_MODE_COAXIS, 4, &g);
     CHECK_INT(g.ways, 128);
     CHECK_STR(fmt_dims(g.axes, g.rank, b, sizeof b), "(fsdp,expert) -");

@@ -426,7 +426,7 @@ int main(int argc, char **argv)
     smoe_err err;
     int64_t F = argc > 1 ? atoll(argv[1]) : 2, E = argc > 2 ? atoll(argv[2]) : 2;
     int64_t T = argc > 3 ? atoll(argv[3]) : 1;
-    smoe_mesh m = { 3, { "fsdp", "fsdp_transpose", "expert" }, { F, T, E } };
+    smoe_mesh m = { 3, { "fsdp", "fsdp_transpose", "expert" }, { F, T, E }, { 0 } };
     double counts[2];
 #ifdef TEST_COMM_VRANK
     (void)err;

@@ -10,7 +10,7 @@
 
 static void test_format(void)
 {
-    smoe_mesh m = { 3, { "fsdp", "tensor", "expert" }, { 4, 1, 2 } };
+    smoe_mesh m = { 3, { "fsdp", "tensor", "expert" }, { 4, 1, 2 }, { 0 } };
     smoe_pspec s = { 3, { { 2, { "fsdp", "expert" } }, { 0, { NULL } }, { 1, { "tensor" } } } };
     char b[256];
     CHECK_STR(smoe_pspec_format(&s, 1, b, sizeof b), "P(('fsdp', 'expert'), None, 'tensor')");
@@ -29,7 +29,7 @@ static void test_format(void)
 
 static void test_mesh(void)
 {
-    smoe_mesh m = { 3, { "a", "b", "c" }, { 2, 3, 4 } };
+    smoe_mesh m = { 3, { "a", "b", "c" }, { 2, 3, 4 }, { 0 } };
     int64_t c[3];
     for (int64_t r = 0; r < 24; r++) {
         smoe_mesh_coords(&m, r, c);
@@ -49,6 +49,70 @@ static void test_mesh(void)
     CHECK(smoe_mesh_fill(y, 3, 24, lab, "devices", &bad, NULL) == SMOE_EINVAL && bad == -1);
     int64_t z[3] = { 0, 1, 1 };
     CHECK(smoe_mesh_fill(z, 3, 1, lab, "devices", &bad, NULL) == SMOE_EINVAL && bad == 0);
+}
+
+/* MaxText's multi-slice device order by hand, as jax's
+ * create_hybrid_device_mesh builds it: one row-major mesh of the ici parts
+ * per slice, the slices laid out row-major over the dcn parts, so the
+ * device of slice s and local index l sits at dcn_i(s) * ici_i + ici_i(l)
+ * along axis i. 1 when that device's row-major rank is s * L + l for every
+ * device (L devices per slice). */
+static int hybrid_is_rowmajor(const smoe_mesh *m)
+{
+    smoe_mesh ici = *m, dcn = *m;
+    for (int i = 0; i < m->n; i++) {
+        dcn.size[i] = m->dcn[i] > 1 ? m->dcn[i] : 1;
+        ici.size[i] = m->size[i] / dcn.size[i];
+    }
+    int64_t S = smoe_mesh_devices(&dcn), L = smoe_mesh_devices(&ici);
+    for (int64_t sl = 0; sl < S; sl++)
+        for (int64_t l = 0; l < L; l++) {
+            int64_t cs[SMOE_MAX_AXES], cl[SMOE_MAX_AXES], c[SMOE_MAX_AXES];
+            smoe_mesh_coords(&dcn, sl, cs);
+            smoe_mesh_coords(&ici, l, cl);
+            for (int i = 0; i < m->n; i++)
+                c[i] = cs[i] * ici.size[i] + cl[i];
+            if (smoe_mesh_rank_of(m, c) != sl * L + l)
+                return 0;
+        }
+    return 1;
+}
+
+/* smoe_mesh_slices_contiguous against the hand-built order on every mesh
+ * of 3 axes with ici and dcn parts in {1, 2, 3}. */
+static void test_slices(void)
+{
+    int agree = 1, n = 0, contiguous = 0;
+    for (int code = 0; code < 729; code++) {
+        smoe_mesh m = { 3, { "a", "b", "c" }, { 1, 1, 1 }, { 1, 1, 1 } };
+        int k = code;
+        for (int i = 0; i < 3; i++, k /= 9) {
+            int64_t ici = 1 + k % 3, dcn = 1 + (k / 3) % 3;
+            m.size[i] = ici * dcn;
+            m.dcn[i] = dcn;
+        }
+        int want = hybrid_is_rowmajor(&m), got = smoe_mesh_slices_contiguous(&m);
+        if (want != got) {
+            agree = 0;
+            fprintf(stderr, "mesh %lldx%lldx%lld dcn %lldx%lldx%lld: contiguous %d, by hand %d\n",
+                    (long long)m.size[0], (long long)m.size[1], (long long)m.size[2],
+                    (long long)m.dcn[0], (long long)m.dcn[1], (long long)m.dcn[2], got, want);
+        }
+        contiguous += want;
+        n++;
+    }
+    CHECKF(agree, "the rule and the hand-built order differ");
+    CHECKF(contiguous > 0 && contiguous < n, "both kinds of mesh met (%d of %d contiguous)",
+           contiguous, n);
+    /* HSDP: data across slices, fsdp within (MaxText's axis order) */
+    smoe_mesh h = { 2, { "data", "fsdp" }, { 2, 2 }, { 2, 1 } };
+    CHECK(smoe_mesh_slices(&h) == 2 && smoe_mesh_slices_contiguous(&h));
+    /* fsdp within slices before data across them: interleaved */
+    smoe_mesh x = { 2, { "fsdp", "data" }, { 2, 2 }, { 1, 2 } };
+    CHECK(!smoe_mesh_slices_contiguous(&x));
+    /* no dcn part (zero-initialised): one slice */
+    smoe_mesh o = { 2, { "data", "fsdp" }, { 2, 2 }, { 0 } }; /* no dcn part */
+    CHECK(smoe_mesh_slices(&o) == 1 && smoe_mesh_slices_contiguous(&o));
 }
 
 /* Cut and rebuild for one spec on one mesh. */
@@ -95,7 +159,7 @@ static void roundtrip(const smoe_mesh *m, const smoe_pspec *s, const int64_t *sh
 
 static void test_layout(void)
 {
-    smoe_mesh m = { 3, { "fsdp", "tensor", "expert" }, { 2, 3, 2 } };
+    smoe_mesh m = { 3, { "fsdp", "tensor", "expert" }, { 2, 3, 2 }, { 0 } };
     int64_t shape[3] = { 12, 6, 4 };
     smoe_pspec specs[] = {
         { 3, { { 2, { "fsdp", "expert" } }, { 1, { "tensor" } }, { 0, { NULL } } } },
@@ -153,6 +217,7 @@ int main(void)
     test_bytes();
     test_format();
     test_mesh();
+    test_slices();
     test_layout();
     return check_report();
 }

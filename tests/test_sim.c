@@ -526,7 +526,7 @@ static void test_local_members(void)
     CHECKF(bad == 0, "%d of %d closed-form member counts differ from enumeration", bad, cases);
     /* fsdp = 2^28 x expert = 4, nodes of 18432 devices: 18432 / 4 members
      * of the fsdp group share a node, 4 of the expert group */
-    smoe_mesh big = { 2, { "fsdp", "expert" }, { 1LL << 28, 4 } };
+    smoe_mesh big = { 2, { "fsdp", "expert" }, { 1LL << 28, 4 }, { 0 } };
     smoe_axes f = { 1, { "fsdp" } }, e = { 1, { "expert" } };
     int64_t g;
     CHECK(sim_local_members(&big, &f, 18432, &g) == 4608 && g == (1LL << 28));

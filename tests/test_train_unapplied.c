@@ -49,7 +49,7 @@ static int listed(const char *ov, char *value, size_t vcap, const char **reason,
     if (!c)
         return -1;
     smoe_train_unapplied u[SMOE_TRAIN_MAX_UNAPPLIED];
-    int n = smoe_train_unapplied_keys(c, u, SMOE_TRAIN_MAX_UNAPPLIED), found = 0;
+    int n = smoe_train_unapplied_keys(c, 1, u, SMOE_TRAIN_MAX_UNAPPLIED), found = 0;
     size_t kl = (size_t)(strchr(ov, '=') - ov);
     for (int i = 0; i < n && i < SMOE_TRAIN_MAX_UNAPPLIED; i++)
         if (strlen(u[i].key) == kl && strncmp(u[i].key, ov, kl) == 0) {
@@ -135,7 +135,7 @@ static void test_listed(void)
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         smoe_config *c = load(models[i], NULL, 0);
         smoe_train_unapplied u[SMOE_TRAIN_MAX_UNAPPLIED];
-        int n = c ? smoe_train_unapplied_keys(c, u, SMOE_TRAIN_MAX_UNAPPLIED) : -1;
+        int n = c ? smoe_train_unapplied_keys(c, 1, u, SMOE_TRAIN_MAX_UNAPPLIED) : -1;
         CHECKF(n == 0, "model %s: %d keys listed (first %s)", models[i], n, n > 0 ? u[0].key : "");
         smoe_config_free(c);
     }
@@ -143,7 +143,7 @@ static void test_listed(void)
     const char *two[] = { "num_moe_token_chunks=2", "use_iota_embed=true" };
     smoe_config *c = load(NULL, two, 2);
     smoe_train_unapplied u[1];
-    CHECK_INT(c ? smoe_train_unapplied_keys(c, u, 1) : -1, 2);
+    CHECK_INT(c ? smoe_train_unapplied_keys(c, 1, u, 1) : -1, 2);
     CHECK(c && strcmp(u[0].key, "num_moe_token_chunks") == 0);
     smoe_config_free(c);
 }

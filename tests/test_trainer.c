@@ -177,7 +177,7 @@ static void test_params_and_refusals(void)
     CHECK(t == NULL);
     CHECKF(strstr(err.where, "--steps") != NULL, "%s: %s", err.where, err.msg);
     /* the communicator's ranks must form the plan's mesh */
-    smoe_mesh other = { 1, { "data" }, { 1 } };
+    smoe_mesh other = { 1, { "data" }, { 1 }, { 0 } };
     smoe_comm c2;
     o = opts(2, NULL, 0);
     CHECK(smoe_comm_local_new(&other, 20, &c2, &err) == SMOE_OK);
@@ -187,7 +187,7 @@ static void test_params_and_refusals(void)
     CHECKF(strstr(err.msg, "is not the plan's") != NULL, "%s", err.msg);
     smoe_comm_local_free(&c2);
     /* and the single-rank communicator runs one rank */
-    smoe_mesh two = { 1, { "fsdp" }, { 2 } };
+    smoe_mesh two = { 1, { "fsdp" }, { 2 }, { 0 } };
     CHECK(smoe_comm_local_new(&two, 20, &c2, &err) == SMOE_EINVAL);
     CHECKF(strstr(err.msg, "2 devices") != NULL, "%s", err.msg);
 }

@@ -418,7 +418,7 @@ static int fail_run(int mode, char *out, size_t cap)
     pid_t pid = fork();
     if (pid == 0) {
         dup2(fd[1], 2);
-        smoe_mesh m = { 1, { "fsdp" }, { 2 } };
+        smoe_mesh m = { 1, { "fsdp" }, { 2 }, { 0 } };
         smoe_comm c[2];
         smoe_comm_vrank_opts o = { 1, 0, 0 };
         smoe_err err;
@@ -482,7 +482,7 @@ static void *agree_main(void *arg)
 
 static void test_agree(void)
 {
-    smoe_mesh m = { 1, { "fsdp" }, { 2 } };
+    smoe_mesh m = { 1, { "fsdp" }, { 2 }, { 0 } };
     smoe_comm c[2];
     smoe_comm_vrank_opts o = { 20, 0, 0 };
     smoe_err err;

@@ -33,6 +33,7 @@ check_run() {
   fi
 }
 expect() { check_run any "$@"; } # NP PATTERN ARGS...
+refused() { check_run 2 "$@"; } # NP PATTERN ARGS...
 
 # The library's refusals (the mesh, the data file, values, unimplemented
 # MaxText keys) are test_train_errors, in process, with the same messages;
@@ -46,8 +47,12 @@ expect 4 "argument '--gather bogus': expected coaxis or legacy" --gather bogus
 expect 1 "argument '--steps 0': expected a positive integer" --steps 0
 expect 1 "argument '--devices': is set by the number of MPI ranks" --devices 4
 expect 4 "4 MPI ranks: the mesh has 3 devices" ici_fsdp_parallelism=3
+# slices whose ranks MaxText's multi-slice order would interleave; a slice
+# count the ranks do not split into
+refused 4 "argument '--slices': MaxText's multi-slice device order .* interleaves" --slices 2 \
+  ici_data_parallelism=2 ici_fsdp_parallelism=1 dcn_fsdp_parallelism=2
+expect 4 "4 MPI ranks, 3 slices: 4 devices cannot be split into 3 equal slices" --slices 3
 expect 2 "/dev/zero: the data file is a device, not a regular file" --data /dev/zero
-refused() { check_run 2 "$@"; } # NP PATTERN ARGS...
 refused 2 "argument 'dropout_rate=0.1': dropout_rate: smoe train implements only dropout_rate: 0" \
   dropout_rate=0.1
 # both progress-thread flags: refused rather than the last one winning

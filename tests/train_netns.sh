@@ -88,6 +88,33 @@ net fun && grep -q '"progress_thread":[[:space:]]*"off (2 hosts, but the library
   "$dir/fun.json" && "$cmp" "$dir/two.json" "$dir/two.bin" "$dir/fun.json" "$dir/fun.bin" 0 \
   >"$dir/cmp.out" 2>&1
 check $? "at MPI_THREAD_FUNNELED the default runs without the thread, bitwise the same"
+# HSDP across the hosts: a slice per host (--slices 2,
+# dcn_data_parallelism=2), fsdp=2 within each, the weights replicated
+# across them: the same numbers as on one host; a step's gathers stay
+# within the hosts and only the gradient all-reduces cross, each rank
+# sending its parameter shard's bytes over the link (a 2-member
+# all-reduce: its buffer, whatever MPI's algorithm), fewer than flat
+# fsdp=4 across the same hosts sends
+SMOE_TEST_MPI_THREAD=multiple
+H="--slices 2 dcn_data_parallelism=2 ici_expert_parallelism=1"
+timeout 180 "$mpiexec" -n 4 "$smoe" train $args $H --dump-params "$dir/h1.bin" \
+  >"$dir/h1.json" 2>"$dir/h1.err"
+net hsdp $H && "$cmp" "$dir/h1.json" "$dir/h1.bin" "$dir/hsdp.json" "$dir/hsdp.bin" 1e-5 \
+  >"$dir/cmp.out" 2>&1
+check $? "HSDP, a slice per host == on one host: $(grep worst "$dir/cmp.out" | head -1)"
+grep -q '"slices":[[:space:]]*"2 slices, one per host"' "$dir/hsdp.json"
+check $? "HSDP: $(sed -n 's/.*"slices":[[:space:]]*"\([^"]*\)".*/\1/p' "$dir/hsdp.json")"
+# the parameter bytes of a rank (its tracked parameters class)
+pbytes=$(awk '/"peak_tracked":/ { f = 1 } f && /"params":/ { v = $0; gsub(/[^0-9]/, "", v);
+  print v; exit }' "$dir/hsdp.json")
+links=$(grep '"link_bytes"' "$dir/hsdp.json" | tr -dc '0-9\n' | sort -u | tr '\n' ' ')
+check "$([ -n "$pbytes" ] && [ "$links" = "$pbytes " ] && echo 0 || echo 1)" \
+  "HSDP: every step sends a rank's parameter bytes across hosts ($pbytes): $links"
+net flat ici_fsdp_parallelism=4 ici_expert_parallelism=1
+flat=$(grep '"link_bytes"' "$dir/flat.json" | tr -dc '0-9\n' | sort -n | tail -1)
+check "$([ -n "$flat" ] && [ -n "$pbytes" ] && [ "$pbytes" -lt "$flat" ] && echo 0 || echo 1)" \
+  "HSDP sends fewer bytes across hosts per step ($pbytes) than flat fsdp=4 ($flat)"
+
 unset SMOE_TEST_MPI_THREAD
 
 # the calibration across the hosts: on the training's mesh (fsdp = hosts,

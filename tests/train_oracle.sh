@@ -5,7 +5,8 @@
 # Each MPI runtime path runs here once: every mesh shape (fsdp=4,
 # fsdp=2 x expert=2, expert=4), prefetch depths 0 and 2, legacy gathers,
 # the shared queue and the progress thread, the latter paired with a depth
-# so that one launch covers two paths. The whole matrix of meshes x
+# so that one launch covers two paths; and HSDP (--slices 2,
+# dcn_data_parallelism=2). The whole matrix of meshes x
 # schedules (and 2 ranks, ep-as-dp) runs in process in test_vrank, which
 # checks each path alone.
 # usage: train_oracle.sh MPIEXEC SMOE CMP_RUNS
@@ -26,6 +27,16 @@ must_run d0 4 --steps $steps ici_expert_parallelism=2 --prefetch-depth 0 --share
 must_run d2 4 --steps $steps ici_expert_parallelism=2 --prefetch-depth 2 --progress-thread &&
   same f2e2 d2 0 "depth 2, progress thread == depth 1, polling, bitwise"
 must_run leg 4 --steps $steps ici_expert_parallelism=2 --gather legacy && same f2e2 leg 0 "legacy == co-axis, bitwise"
+# HSDP: 2 slices of 2 consecutive ranks (dcn_data_parallelism=2), fsdp=2
+# within each, the weights replicated across them; on one host every byte
+# stays within it (train_netns puts a slice on each of two hosts)
+if must_run hsdp 4 --steps $steps --slices 2 dcn_data_parallelism=2; then
+  same ref hsdp 1e-5 "HSDP (2 slices x fsdp=2) vs single rank"
+  grep -q '"slices":[[:space:]]*"2 slices on 1 host"' "$dir/hsdp.json" &&
+    ! grep '"link_bytes"' "$dir/hsdp.json" | grep -vq ':[[:space:]]*0,' &&
+    grep '"host_bytes"' "$dir/hsdp.json" | grep -q ':[[:space:]]*[1-9]'
+  check $? "HSDP on one host: 2 slices on 1 host, every step's bytes within it"
+fi
 
 # MaxText's recipe with every feature on: warmup then cosine, clipping that
 # binds, eps_root and a weight-decay mask, the aux-loss-free bias update,

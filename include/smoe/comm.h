@@ -97,6 +97,16 @@ typedef struct smoe_comm_stats {
     int64_t gather_bytes;     /* bytes received by gathers (as moved: compressed
                                  gathers count their records) */
     double convert_s;         /* expanding compressed gathers into fp32 (in wait) */
+    /* bytes this rank's queued collectives (gathers, gradient reductions,
+     * the expert exchange) address to members on its own host and on other
+     * hosts, each counted as a direct exchange: an all-gather sends its
+     * part to every member, a reduce-scatter each member's part to it, an
+     * all-reduce 2 / n of the buffer to every member (a reduce-scatter,
+     * then an all-gather), an all-to-all its rows for each. With two
+     * members MPI's algorithms send exactly that; with more they may relay
+     * parts through other members. Counted as issued; the MPI runtime
+     * counts, the in-process communicators leave them 0. */
+    int64_t host_bytes, link_bytes;
 } smoe_comm_stats;
 
 /* A span of the trace (lanes: smoe_lane, core.h; times: smoe_now()). */

@@ -53,8 +53,11 @@ smoe_status smoe_train_check_keys(const smoe_config *cfg, smoe_err *err);
  * elsewhere (the data, the run's length, the initialisation, checkpoints);
  * a key that would change the numbers is refused instead (smoe_train_run's
  * checks). A key absent, null or at MaxText's default asks nothing and is
- * not listed. Pure; out's strings are static or inside out. */
-int smoe_train_unapplied_keys(const smoe_config *cfg, smoe_train_unapplied *out, int cap);
+ * not listed. With slices > 1 (the run's mesh, smoe_mesh_slices) the
+ * dcn_* sizes are applied, and num_slices where it equals slices. Pure;
+ * out's strings are static or inside out. */
+int smoe_train_unapplied_keys(const smoe_config *cfg, int64_t slices, smoe_train_unapplied *out,
+                              int cap);
 
 /* The model configuration a smoe config describes (decoder_block deepseek,
  * MLA attention); SMOE_EINVAL with the key's location otherwise. */

@@ -89,6 +89,10 @@ const char *smoe_rt_library(const smoe_rt *rt);
 /* The progress thread's setting as resolved by smoe_rt_set_mesh, and why:
  * "on (2 hosts)", "off (one host)", "on (as asked)", ... */
 const char *smoe_rt_progress_note(const smoe_rt *rt);
+/* The mesh's slices (smoe_mesh_slices) and the hosts they run on, after
+ * smoe_rt_set_mesh: "2 slices, one per host" where each slice's ranks share
+ * a host of their own, else "1 slice on 2 hosts", "2 slices on 1 host". */
+const char *smoe_rt_slices_note(smoe_rt *rt);
 /* The progress thread's priority, agreed over the ranks: "nice -10" where
  * every rank's thread raised it, "not raised (REASON)" where one could
  * not, NULL where no thread ran. Collective. */

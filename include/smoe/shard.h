@@ -38,6 +38,9 @@ typedef struct smoe_mesh {
     int n;
     const char *name[SMOE_MAX_AXES];
     int64_t size[SMOE_MAX_AXES];
+    /* the part of size[i] across slices (MaxText's dcn_*: size = ici * dcn);
+     * 0 or 1: none */
+    int64_t dcn[SMOE_MAX_AXES];
 } smoe_mesh;
 
 /* Index of axis `name`, or -1. */
@@ -49,6 +52,15 @@ int64_t smoe_mesh_devices(const smoe_mesh *m);
 /* Coordinates of device `rank` (row-major). */
 void smoe_mesh_coords(const smoe_mesh *m, int64_t rank, int64_t coords[]);
 int64_t smoe_mesh_rank_of(const smoe_mesh *m, const int64_t coords[]);
+/* The number of slices: the product of the dcn parts (>= 1). */
+int64_t smoe_mesh_slices(const smoe_mesh *m);
+/* 1 when MaxText's multi-slice device order equals the row-major one with
+ * slice s the ranks [s * D / S, (s + 1) * D / S): jax's
+ * create_hybrid_device_mesh gives the device of slice s (row-major over the
+ * dcn parts) and local index l (row-major over the ici parts) the
+ * coordinate dcn_i(s) * ici_i + ici_i(l) along axis i. So it is where no
+ * axis with an ici part > 1 comes before one with a dcn part > 1. */
+int smoe_mesh_slices_contiguous(const smoe_mesh *m);
 
 /* Fill one -1 entry of vals[0..n) so that the product equals target, as
  * MaxText's fill_unspecified_mesh_axes does. labels[i] names entry i in

@@ -55,6 +55,10 @@ typedef struct smoe_train_step {
                                   * about to run (the compute then waits), max over ranks */
     int64_t gather_bytes;        /* received by the rank's weight gathers in the step
                                     (as moved: compressed records), max over ranks */
+    int64_t host_bytes;          /* sent to ranks on the rank's own host, and */
+    int64_t link_bytes;          /* to ranks on other hosts, by the step's gathers,
+                                    reductions and expert exchange, counted as
+                                    comm.h's smoe_comm_stats says; max over ranks */
     double compute_cpu_ms;  /* the training threads' CPU time inside the model calls
                                (compute and all-to-alls), summed over ranks */
     double cpu_ms;          /* CPU time of the ranks' processes over the step (every

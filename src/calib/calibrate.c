@@ -653,7 +653,7 @@ static smoe_status measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
     int size = smoe_rt_size(rt), per_node = ranks_per_node(rt), nodes = size / per_node;
     /* hosts x ranks of a host: gathers within a node and across nodes
      * measured apart, the expert exchange within a node */
-    smoe_mesh mesh = { 2, { "fsdp", "expert" }, { nodes, per_node } };
+    smoe_mesh mesh = { 2, { "fsdp", "expert" }, { nodes, per_node }, { 0 } };
     smoe_rt_opts ro = { 0, progress_thread }; /* progressed as the training will be */
     if ((s = smoe_rt_set_mesh(rt, &mesh, &ro, err)))
         return s;

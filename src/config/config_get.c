@@ -268,8 +268,10 @@ smoe_status smoe_config_mesh(const smoe_config *c, int64_t devices,
             smoe_loc_format(smoe_config_loc(c, ilab[bad]), err->where, sizeof err->where);
         return s;
     }
-    for (int i = 0; i < out->n; i++)
+    for (int i = 0; i < out->n; i++) {
         out->size[i] = ici[i];
+        out->dcn[i] = 1;
+    }
     if (slices > 1) {
         if ((s = read_sizes(c, out, ki, "dcn", dcn, dlab, a, err)))
             return s;
@@ -280,8 +282,10 @@ smoe_status smoe_config_mesh(const smoe_config *c, int64_t devices,
                                 sizeof err->where);
             return s;
         }
-        for (int i = 0; i < out->n; i++)
+        for (int i = 0; i < out->n; i++) {
             out->size[i] = ici[i] * dcn[i];
+            out->dcn[i] = dcn[i];
+        }
     }
     return SMOE_OK;
 }

@@ -11,6 +11,8 @@
 #include "recipe_impl.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* the tables' short names for config's key rules (smoe_key_rule) */
 #define R_BOOL SMOE_KEY_BOOL
@@ -90,8 +92,8 @@ static const key_rule k_refused[] = {
     "smoe train draws its own initial weights from --seed (normal, with its own scales), "    \
     "not with MaxText's initializers"
 #define W_SLICES                                                                            \
-    "multi-slice (DCN) parallelism; smoe train's mesh is one slice of its MPI ranks "         \
-    "(mesh_axes and the ici_* keys)"
+    "multi-slice (DCN) parallelism, which smoe train applies with --slices N (one slice: "   \
+    "MaxText ignores the dcn_* sizes too, create_device_mesh)"
 #define W_OFFLOAD                                                                           \
     "MaxText would keep that state in host memory; smoe train keeps it in its ranks' "        \
     "memory: placement, not the numbers"
@@ -233,13 +235,26 @@ static void value_text(const smoe_node *n, char *buf, size_t cap)
     smoe_free(t);
 }
 
-int smoe_train_unapplied_keys(const smoe_config *cfg, smoe_train_unapplied *out, int cap)
+/* With several slices (the mesh's dcn parts) the dcn_* sizes build the
+ * mesh, and num_slices applies where it names their number. */
+static int applied_by_slices(const key_rule *r, const smoe_node *v, int64_t slices)
+{
+    if (slices <= 1)
+        return 0;
+    if (strncmp(r->key, "dcn_", 4) == 0)
+        return 1;
+    return strcmp(r->key, "num_slices") == 0 && v->kind == SMOE_NODE_SCALAR && v->str &&
+           strtoll(v->str, NULL, 10) == slices;
+}
+
+int smoe_train_unapplied_keys(const smoe_config *cfg, int64_t slices, smoe_train_unapplied *out,
+                              int cap)
 {
     int n = 0;
     for (size_t i = 0; i < sizeof k_unapplied / sizeof k_unapplied[0]; i++) {
         const key_rule *r = &k_unapplied[i];
         const smoe_node *v = smoe_config_get(cfg, r->key);
-        if (!v || smoe_key_holds(v, r))
+        if (!v || smoe_key_holds(v, r) || applied_by_slices(r, v, slices))
             continue; /* absent: MaxText's default */
         if (n < cap) {
             out[n].key = r->key;

@@ -25,6 +25,7 @@ static smoe_status exchange_counts(void *ctx, const int64_t *send, int64_t *recv
     rt_op *op = rt_op_new(e->rt);
     op->kind = OP_ALLTOALL_I64;
     op->comm = e->comm->comm;
+    op->group = e->comm;
     op->sbuf = send;
     op->rbuf = recv;
     op->count = (int)n;
@@ -59,6 +60,7 @@ static smoe_status alltoallv(void *ctx, const float *send, const int64_t *send_r
     rt_op *op = rt_op_new(e->rt);
     op->kind = OP_ALLTOALLV;
     op->comm = e->comm->comm;
+    op->group = e->comm;
     op->sbuf = send;
     op->rbuf = recv;
     op->scounts = e->sc;

@@ -181,6 +181,36 @@ void rt_progress_locked(smoe_rt *rt)
 
 void *rt_progress_main(void *arg);
 
+/* The bytes `op` addresses to member k (smoe_comm_stats.host_bytes). */
+static int64_t bytes_to(const rt_op *op, int k, int n)
+{
+    int64_t elem = op->bf16 ? 2 : 4;
+    switch (op->kind) {
+    case OP_ALLGATHER: return n > 1 ? op->bytes / (n - 1) : 0; /* its region */
+    case OP_REDUCE_SCATTER: return op->count * elem;
+    case OP_ALLREDUCE: return 2 * op->count * elem / n;
+    case OP_ALLTOALL_I64: return op->count * 8;
+    case OP_ALLTOALLV: return op->scounts ? op->scounts[k] * 4LL : 0;
+    }
+    return 0;
+}
+
+static void count_by_host(smoe_rt *rt, const rt_op *op)
+{
+    const rt_comm *g = op->group;
+    if (!g || !g->same_host)
+        return;
+    for (int k = 0; k < g->size; k++) {
+        if (k == g->rank)
+            continue;
+        int64_t b = bytes_to(op, k, g->size);
+        if (g->same_host[k])
+            rt->stats.host_bytes += b;
+        else
+            rt->stats.link_bytes += b;
+    }
+}
+
 void rt_enqueue(smoe_rt *rt, int q, rt_op *op)
 {
     if (rt->want_thread && !rt->have_thread) {
@@ -200,6 +230,7 @@ void rt_enqueue(smoe_rt *rt, int q, rt_op *op)
         rt->stats.gathers++;
         rt->stats.gather_bytes += op->bytes;
     }
+    count_by_host(rt, op);
     pthread_mutex_lock(&rt->lock);
     op->next = NULL;
     rt_queue *Q = &rt->q[q];

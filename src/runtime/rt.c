@@ -61,17 +61,22 @@ void rt_check(smoe_rt *rt, int rc, const char *what)
 }
 
 /* The hosts the ranks of `world` span: the nodes MPI_COMM_TYPE_SHARED
- * tells apart, counted by their lowest rank. Collective. */
+ * tells apart, counted by their lowest rank, which also names each rank's
+ * host in rt->host_of (by world rank). Collective. */
 static int count_hosts(smoe_rt *rt, MPI_Comm world)
 {
     MPI_Comm node;
-    int nrank = 0, lead = 0, hosts = 1;
+    int nrank = 0, lead = 0, hosts = 1, mine = rt->rank;
     /* a failure stops every rank (rt_check), none is left in the sum */
     rt_check(rt, MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
              "MPI_Comm_split_type");
     MPI_Comm_rank(node, &nrank);
     lead = nrank == 0;
+    rt_check(rt, MPI_Bcast(&mine, 1, MPI_INT, 0, node), "MPI_Bcast");
     rt_check(rt, MPI_Allreduce(&lead, &hosts, 1, MPI_INT, MPI_SUM, world), "MPI_Allreduce");
+    if (rt->host_of)
+        rt_check(rt, MPI_Allgather(&mine, 1, MPI_INT, rt->host_of, 1, MPI_INT, world),
+                 "MPI_Allgather");
     MPI_Comm_free(&node);
     return hosts;
 }
@@ -102,7 +107,8 @@ smoe_status smoe_rt_init(int *argc, char ***argv, smoe_rt **out, smoe_err *err)
     MPI_Comm_rank(rt->world, &rt->rank);
     MPI_Comm_size(rt->world, &rt->size);
     pthread_mutex_init(&rt->lock, NULL);
-    rt->hosts = count_hosts(rt, rt->world);
+    rt->host_of = smoe_calloc((size_t)rt->size, sizeof *rt->host_of);
+    rt->hosts = count_hosts(rt, rt->world); /* without host_of: no byte counts by host */
     int len = 0;
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
     MPI_Get_library_version(lib, &len);
@@ -171,6 +177,43 @@ smoe_status smoe_rt_set_mesh(smoe_rt *rt, const smoe_mesh *mesh,
     return SMOE_OK;
 }
 
+/* Which members of c share this rank's host (c->same_host; NULL without
+ * the runtime's host table). Collective over c. */
+static smoe_status group_hosts(smoe_rt *rt, rt_comm *c, smoe_err *err)
+{
+    if (!rt->host_of)
+        return SMOE_OK;
+    int *world = smoe_calloc((size_t)c->size, sizeof *world);
+    c->same_host = smoe_calloc((size_t)c->size, sizeof *c->same_host);
+    if (!world || !c->same_host) {
+        smoe_free(world);
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    }
+    rt_mpi_lock(rt);
+    int rc = MPI_Allgather(&rt->rank, 1, MPI_INT, world, 1, MPI_INT, c->comm);
+    rt_mpi_unlock(rt);
+    rt_check(rt, rc, "MPI_Allgather");
+    for (int k = 0; k < c->size; k++)
+        c->same_host[k] = rt->host_of[world[k]] == rt->host_of[rt->rank];
+    smoe_free(world);
+    return SMOE_OK;
+}
+
+const char *smoe_rt_slices_note(smoe_rt *rt)
+{
+    int64_t S = smoe_mesh_slices(&rt->mesh), L = rt->size / (S > 0 ? S : 1);
+    int one_per_host = rt->host_of && S == rt->hosts;
+    for (int r = 0; r < rt->size && one_per_host; r++) /* a slice's ranks share its host */
+        one_per_host = rt->host_of[r] == rt->host_of[r - r % L];
+    if (one_per_host && S > 1)
+        snprintf(rt->slices_note, sizeof rt->slices_note, "%lld slices, one per host",
+                 (long long)S);
+    else
+        snprintf(rt->slices_note, sizeof rt->slices_note, "%lld slice%s on %d host%s",
+                 (long long)S, S == 1 ? "" : "s", rt->hosts, rt->hosts == 1 ? "" : "s");
+    return rt->slices_note;
+}
+
 smoe_status rt_comm_get(smoe_rt *rt, const smoe_axes *axes, int q, rt_comm **out,
                         smoe_err *err)
 {
@@ -223,6 +266,11 @@ smoe_status rt_comm_get(smoe_rt *rt, const smoe_axes *axes, int q, rt_comm **out
     MPI_Comm_rank(c->comm, &c->rank);
     if (c->rank != key)
         return smoe_err_set(err, SMOE_EINTERNAL, "communicator rank order is wrong");
+    smoe_status hs = group_hosts(rt, c, err);
+    if (hs) {
+        MPI_Comm_free(&c->comm);
+        return hs;
+    }
     rt->ncomms++;
     *out = c;
     return SMOE_OK;
@@ -241,8 +289,11 @@ void smoe_rt_finalize(smoe_rt *rt)
     if (rt->have_bf16_sum)
         MPI_Op_free(&rt->bf16_sum);
     smoe_free(rt->ep.sc);
-    for (int i = 0; i < rt->ncomms; i++)
+    for (int i = 0; i < rt->ncomms; i++) {
         MPI_Comm_free(&rt->comms[i].comm);
+        smoe_free(rt->comms[i].same_host);
+    }
+    smoe_free(rt->host_of);
     if (rt->cart != MPI_COMM_NULL && rt->cart)
         MPI_Comm_free(&rt->cart);
     while (rt->freelist) {

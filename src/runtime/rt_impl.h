@@ -25,6 +25,7 @@ typedef struct rt_comm {
     int queue;
     MPI_Comm comm;
     int size, rank;
+    int *same_host;    /* [size]: 1 where the member shares this rank's host */
 } rt_comm;
 
 typedef enum rt_op_kind {
@@ -55,6 +56,7 @@ struct rt_op {
     const char *name;
     int lane;
     int64_t bytes;
+    const rt_comm *group; /* the members, for the bytes by host (NULL: not counted) */
     /* completion: decrement *pending (if set), set *flag = 1 (if set); both
      * atomic, since the progress thread may complete the op */
     _Atomic int *pending;
@@ -97,6 +99,8 @@ struct smoe_rt {
     int have_thread, want_thread;
     int thread_on;                /* the setting resolved: a thread runs (or will) */
     int hosts;                    /* hosts the ranks span (MPI_COMM_TYPE_SHARED) */
+    int *host_of;                 /* [size]: the lowest world rank of each rank's host */
+    char slices_note[64];         /* smoe_rt_slices_note's text */
     char thread_why[96];          /* why it is on or off, for the banner */
     _Atomic int stop_thread;
     _Atomic int prio_err;         /* the thread's priority: -1 not tried, 0 raised, else errno */

@@ -339,6 +339,7 @@ void smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard, flo
         rt_op *op = rt_op_new(rt);
         op->kind = OP_ALLGATHER;
         op->comm = g->st[k].comm->comm;
+        op->group = g->st[k].comm;
         op->dtype = g->st[k].dtype;
         op->rbuf = cb + g->st[k].base * g->esz;
         op->name = g->st[k].name;
@@ -375,6 +376,7 @@ void smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_rt_tick
             rt_op *op = rt_op_new(rt);
             op->kind = OP_ALLGATHER;
             op->comm = g->res[k].comm->comm;
+            op->group = g->res[k].comm;
             op->dtype = g->res[k].dtype;
             op->rbuf = cb + g->res[k].base * g->esz;
             op->name = g->res[k].name;
@@ -434,6 +436,7 @@ void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *sc
         rt_op *op = rt_op_new(rt);
         op->kind = OP_REDUCE_SCATTER;
         op->comm = g->rs_comm->comm;
+        op->group = g->rs_comm;
         op->sbuf = send;
         op->rbuf = rb;
         op->count = (int)g->geo.shard_numel;
@@ -453,6 +456,7 @@ void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *sc
         rt_op *op = rt_op_new(rt);
         op->kind = OP_ALLREDUCE;
         op->comm = g->ar_comm->comm;
+        op->group = g->ar_comm;
         op->rbuf = rb;
         op->count = (int)g->geo.shard_numel;
         op->bf16 = b;

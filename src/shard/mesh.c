@@ -44,6 +44,27 @@ int64_t smoe_mesh_rank_of(const smoe_mesh *m, const int64_t coords[])
     return r;
 }
 
+static int64_t dcn_part(const smoe_mesh *m, int i) { return m->dcn[i] > 1 ? m->dcn[i] : 1; }
+
+int64_t smoe_mesh_slices(const smoe_mesh *m)
+{
+    int64_t p = 1;
+    for (int i = 0; i < m->n; i++)
+        p *= dcn_part(m, i);
+    return p;
+}
+
+int smoe_mesh_slices_contiguous(const smoe_mesh *m)
+{
+    int seen_ici = 0;
+    for (int i = 0; i < m->n; i++) {
+        if (dcn_part(m, i) > 1 && seen_ici)
+            return 0;
+        seen_ici |= m->size[i] / dcn_part(m, i) > 1;
+    }
+    return 1;
+}
+
 smoe_status smoe_mesh_fill(int64_t vals[], int n, int64_t target,
                            const char *const labels[], const char *what,
                            int *bad, smoe_err *err)

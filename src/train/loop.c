@@ -63,6 +63,7 @@ struct tr_state {
     int next_legacy;
     int early;                           /* 1: issued for the current sched/legacy */
     int64_t early_bytes, early_ops;      /* their bytes and ops (the next step's) */
+    int64_t early_host, early_link;      /* their bytes by host (smoe_comm_stats) */
     unsigned char *first;                /* (L) layers the next step gathers at its start */
 };
 
@@ -361,12 +362,14 @@ static void step_record(tr_state *S, int64_t step, double loss, double dt, tr_cp
     rec->compute_cpu_ms = sum[6] * 1e3;
     tr_mem m = mem_now(S, ps->peak_bytes);
     double a2a = rs->a2a_s;
-    double v[13] = { dt, rs->gather_wait_s + rs->residual_s, rs->residual_s, a2a,
+    double v[14] = { dt, rs->gather_wait_s + rs->residual_s, rs->residual_s, a2a,
                      S->model_s - a2a, rs->gather_busy_s, rs->reduce_wait_s,
                      (double)ps->peak_bytes, (double)(tr_mem_static(&m) + ps->peak_bytes),
                      (double)ps->overruns, (double)ps->at_use,
-                     (double)(rs->gather_bytes - S->early_bytes) };
-    smoe_comm_allreduce_max_f64(S->cm, v, 12);
+                     (double)(rs->gather_bytes - S->early_bytes),
+                     (double)(rs->host_bytes - S->early_host),
+                     (double)(rs->link_bytes - S->early_link) };
+    smoe_comm_allreduce_max_f64(S->cm, v, 14);
     rec->step = step;
     rec->loss = sum[0];
     rec->step_ms = v[0] * 1e3;
@@ -381,6 +384,8 @@ static void step_record(tr_state *S, int64_t step, double loss, double dt, tr_cp
     rec->budget_overruns = (int64_t)v[9];
     rec->gathers_at_use = (int64_t)v[10];
     rec->gather_bytes = (int64_t)v[11];
+    rec->host_bytes = (int64_t)v[12];
+    rec->link_bytes = (int64_t)v[13];
     if (ps->peak_fwd > S->run_peak_fwd)
         S->run_peak_fwd = ps->peak_fwd;
     if (ps->peak_bwd > S->run_peak_bwd)
@@ -401,12 +406,14 @@ static void issue_next(void *ud)
     if (tr_loop_set_mode(S, S->next_sched, S->next_legacy, S->budget, NULL) != SMOE_OK)
         return; /* checked when the trainer was built: not seen */
     smoe_comm_stats *rs = smoe_comm_stats_get(S->cm);
-    int64_t b0 = rs->gather_bytes, n0 = rs->gathers;
+    int64_t b0 = rs->gather_bytes, n0 = rs->gathers, h0 = rs->host_bytes, l0 = rs->link_bytes;
     refresh_budget(S);
     issue_first(S);
     S->early = 1;
     S->early_bytes = rs->gather_bytes - b0;
     S->early_ops = rs->gathers - n0;
+    S->early_host = rs->host_bytes - h0;
+    S->early_link = rs->link_bytes - l0;
 }
 
 /* The optimizer's split when the next step's schedule gathers at its start
@@ -439,7 +446,7 @@ void tr_loop_retire(tr_state *S)
         wait_top(S, k);
     tr_pf_retire(S->pf);
     S->early = 0;
-    S->early_bytes = S->early_ops = 0;
+    S->early_bytes = S->early_ops = S->early_host = S->early_link = 0;
 }
 
 void tr_loop_forget(tr_state *S, const smoe_schedule *sched)
@@ -472,7 +479,7 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
     smoe_comm_stats *rs = smoe_comm_stats_get(cm);
     if (!S->early) /* else reset at the previous step's record, its gathers' bytes kept */
         memset(rs, 0, sizeof *rs);
-    S->early_bytes = S->early_ops = 0;
+    S->early_bytes = S->early_ops = S->early_host = S->early_link = 0;
     S->model_s = S->model_cpu_s = 0;
     smoe_model_stats_reset(S->model);
     tr_cpu cpu0 = cpu_now();
@@ -512,6 +519,8 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
         memset(rs, 0, sizeof *rs);
         rs->gather_bytes = S->early_bytes;
         rs->gathers = S->early_ops;
+        rs->host_bytes = S->early_host;
+        rs->link_bytes = S->early_link;
     }
     return SMOE_OK;
 }

@@ -473,7 +473,8 @@ void tr_trainer_result(const smoe_trainer *t, smoe_train_result *res)
     for (int i = 0; i < t->o.nschedules && !res->schedule_note[0]; i++)
         snprintf(res->schedule_note, sizeof res->schedule_note, "%s", t->o.schedules[i]->note);
     res->prefetch_distance = t->max_distance;
-    res->nunapplied = smoe_train_unapplied_keys(t->cfg, res->unapplied, SMOE_TRAIN_MAX_UNAPPLIED);
+    res->nunapplied = smoe_train_unapplied_keys(t->cfg, smoe_mesh_slices(&t->plan->mesh),
+                                                res->unapplied, SMOE_TRAIN_MAX_UNAPPLIED);
 }
 
 void tr_trainer_summarize(smoe_trainer *t, smoe_train_result *res)
