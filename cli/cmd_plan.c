@@ -124,12 +124,13 @@ static void print_table(const smoe_plan *p, int mode, int all, int why)
                 print_why(" (legacy)", l);
             }
         } else {
-            printf("%-66s %-18s %-34s %-14s %-34s %-26s %s%s%s%s\n", name, b2, b3,
+            printf("%-66s %-18s %-34s %-14s %-34s %-26s %s%s%s%s%s\n", name, b2, b3,
                    status_cell(g, b4, sizeof b4), dims_cell(g->axes, g->rank, b1, sizeof b1),
                    dims_cell(g->out, g->rank, b7, sizeof b7),
                    cli_fmt_bytes((double)g->bytes_recv, b6, sizeof b6),
                    g->indivisible && !g->uneven ? "  INDIVISIBLE" : "",
-                   w->prefetch ? "" : "  (not prefetched)", wire_mark(g));
+                   w->prefetch ? "" : "  (not prefetched)", wire_mark(g),
+                   smoe_gather_crosses_slices(g, &p->mesh) ? "  ACROSS SLICES" : "");
             if (why)
                 print_why("", g);
         }
@@ -210,6 +211,34 @@ static void set_devices(cli_common *c, const char *topology)
                         "is required (the number of devices), or --topology NAME");
 }
 
+/* With several slices, which level each plan's gathers use: within a
+ * slice (ICI) or across the slices (DCN). */
+static void print_slices(const smoe_plan *p, int mode)
+{
+    if (smoe_mesh_slices(&p->mesh) <= 1)
+        return;
+    printf("slices: %lld (dcn:", (long long)smoe_mesh_slices(&p->mesh));
+    for (int i = 0; i < p->mesh.n; i++)
+        if (p->mesh.dcn[i] > 1)
+            printf(" %s=%lld", p->mesh.name[i], (long long)p->mesh.dcn[i]);
+    printf(")");
+    for (int legacy = 0; legacy < 2; legacy++) {
+        if ((legacy && mode == 0) || (!legacy && mode == 1))
+            continue;
+        int within = 0, across = 0;
+        for (int i = 0; i < p->n; i++) {
+            const smoe_weight *w = &p->w[i];
+            const smoe_gather *g = legacy ? &w->legacy : &w->gather;
+            if (w->kind != SMOE_ENTRY_PARAM || !w->has_gather || g->status == SMOE_GATHER_NOOP)
+                continue;
+            smoe_gather_crosses_slices(g, &p->mesh) ? across++ : within++;
+        }
+        printf("; %s gathers: %d within a slice (ICI), %d across slices (DCN)",
+               legacy ? "legacy" : "co-axis", within, across);
+    }
+    printf("\n");
+}
+
 /* The text report: the table and each plan's summary (mode 0 co-axis, 1
  * legacy, 2 both compared). */
 static void print_text(const smoe_plan *p, int mode, int all, int why)
@@ -221,6 +250,7 @@ static void print_text(const smoe_plan *p, int mode, int all, int why)
         print_summary("co-axis plan", &p->coaxis);
     if (mode != 0)
         print_summary("legacy plan", &p->legacy);
+    print_slices(p, mode);
     if (mode == 2) {
         char b1[64];
         printf("co-axis vs legacy: %+d tagged, %+d fallback; removes %s per step of "

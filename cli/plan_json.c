@@ -34,11 +34,12 @@ static cJSON *i64_array(const int64_t *v, int n)
     return a;
 }
 
-static cJSON *gather_json(const smoe_gather *g, int prefetch)
+static cJSON *gather_json(const smoe_gather *g, int prefetch, const smoe_mesh *m)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "status", smoe_gather_status_name(g->status));
     cJSON_AddBoolToObject(o, "prefetch", prefetch);
+    cJSON_AddBoolToObject(o, "crosses_slices", smoe_gather_crosses_slices(g, m));
     cJSON_AddItemToObject(o, "layer_shape", i64_array(g->shape, g->rank));
     cJSON *axes = cJSON_CreateArray(), *spec = cJSON_CreateArray(),
           *res = cJSON_CreateArray(), *ind = cJSON_CreateArray();
@@ -124,8 +125,9 @@ void plan_print_json(FILE *f, const smoe_plan *p)
             cJSON_AddItemToArray(ps, axes_json(&w->spec.dim[d]));
         }
         if (w->has_gather) {
-            cJSON_AddItemToObject(e, "gather", gather_json(&w->gather, w->prefetch));
-            cJSON_AddItemToObject(e, "legacy_gather", gather_json(&w->legacy, w->prefetch));
+            cJSON_AddItemToObject(e, "gather", gather_json(&w->gather, w->prefetch, &p->mesh));
+            cJSON_AddItemToObject(e, "legacy_gather",
+                                  gather_json(&w->legacy, w->prefetch, &p->mesh));
         } else {
             cJSON_AddNullToObject(e, "gather");
             cJSON_AddNullToObject(e, "legacy_gather");

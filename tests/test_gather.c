@@ -586,6 +586,31 @@ out:
     smoe_plan_free(q);
 }
 
+/* The level of a gather with slices: over an axis with a dcn part it
+ * crosses the slices, a legacy residual over one too; else it stays in
+ * each slice. */
+static void test_slices_level(void)
+{
+    smoe_mesh m = { 2, { "data", "fsdp" }, { 2, 4 }, { 2, 1 } }; /* HSDP */
+    smoe_gather g;
+    memset(&g, 0, sizeof g);
+    g.rank = 2;
+    g.axes[0].n = 1;
+    g.axes[0].ax[0] = "fsdp";
+    CHECK(!smoe_gather_crosses_slices(&g, &m));
+    m.dcn[0] = 1;
+    m.dcn[1] = 2; /* fsdp split across 2 slices of 2 */
+    CHECK(smoe_gather_crosses_slices(&g, &m));
+    m.dcn[1] = 0; /* one slice */
+    CHECK(!smoe_gather_crosses_slices(&g, &m));
+    memset(&g, 0, sizeof g);
+    g.rank = 1;
+    g.residual[0].n = 1;
+    g.residual[0].ax[0] = "data";
+    m.dcn[0] = 2;
+    CHECK(smoe_gather_crosses_slices(&g, &m));
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -593,6 +618,7 @@ int main(int argc, char **argv)
         return 2;
     }
     test_edge_table();
+    test_slices_level();
     test_change_description_cases();
     test_fsdp_only_identical(argv[1]);
     test_golden_summaries(argv[1]);

@@ -190,6 +190,11 @@ smoe_status smoe_inventory_build(const smoe_config *cfg, smoe_arena *a,
                                  smoe_logical_entry **out, int *n,
                                  smoe_err *err);
 
+/* 1 when the gather (its prefetched stages or a legacy residual) runs over
+ * an axis split across slices (m->dcn > 1): it crosses the slices' link
+ * (DCN); else it stays within each slice (ICI). */
+int smoe_gather_crosses_slices(const smoe_gather *g, const smoe_mesh *m);
+
 /* The gather plan of one per-layer weight on a mesh (pure; exposed for the
  * edge-case tests and for the runtime). spec has rank entries. */
 void smoe_gather_compute(const smoe_pspec *spec, const int64_t shape[],

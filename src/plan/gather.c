@@ -283,3 +283,17 @@ smoe_status smoe_gather_exec_set_wire(smoe_gather_exec *x, const smoe_gather *g,
     x->wire_block = t == SMOE_DT_INT8 ? block : 0;
     return SMOE_OK;
 }
+
+int smoe_gather_crosses_slices(const smoe_gather *g, const smoe_mesh *m)
+{
+    for (int d = 0; d < g->rank; d++) {
+        const smoe_axes *sets[2] = { &g->axes[d], &g->residual[d] };
+        for (int j = 0; j < 2; j++)
+            for (int k = 0; k < sets[j]->n; k++) {
+                int a = smoe_mesh_find(m, sets[j]->ax[k]);
+                if (a >= 0 && m->dcn[a] > 1)
+                    return 1;
+            }
+    }
+    return 0;
+}
