@@ -1,0 +1,69 @@
+#!/bin/sh
+# HSDP against flat FSDP across a shaped link, measured and predicted.
+# Two network-namespace hosts x 2 ranks joined by a link shaped to RATE
+# (tbf, scripts/netns.sh); smoe sim --calibrate across them (its default
+# mesh: hosts x ranks of a host, with the progress thread as smoe train
+# runs across hosts); then, for
+#   flat: fsdp=4, every weight gather crossing the link, and
+#   hsdp: --slices 2 dcn_data_parallelism=2, fsdp=2 within each host, the
+#         weights replicated across: only the gradients' all-reduce crosses,
+# smoe sim's prediction beside smoe train --compare's measurement
+# (no-prefetch and prefetch taking turns step by step; bench/cmp_sim_train:
+# step time and exposed wait, its 25 % check) and the bytes a rank sent per
+# step within its host and across hosts (the JSON's host_bytes,
+# link_bytes, prefetch's median step).
+# Needs root (network namespaces), Open MPI.
+# usage: bench/hsdp.sh [BUILD_DIR] [STEPS] [RATE...]   (default: 12 steps; 2gbit 250mbit)
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$top/build}" && pwd)
+steps=${2:-12}
+shift $(($# < 2 ? $# : 2))
+rates=${*:-2gbit 250mbit}
+. "$top/scripts/mpi-env.sh"
+export SMOE_CONFIG_DIR="$build/configs"
+# the bundled model with 8 sequences of 128 bytes per rank (as bench/overlap.sh)
+shape="per_device_batch_size=8 ici_expert_parallelism=1"
+flat="ici_fsdp_parallelism=4"
+hsdp="--slices 2 dcn_data_parallelism=2"
+dir=$(mktemp -d)
+cleanup() { "$top/scripts/netns.sh" down 2>/dev/null; rm -rf "$dir"; }
+trap cleanup EXIT
+net() { # smoe ARGS... across the two hosts
+  "$top/scripts/netns.sh" mpirun --bind-to none --host 10.99.0.1:2,10.99.0.2:2 -np 4 \
+    -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$build/smoe" "$@"
+}
+# the median over prefetch's steps after the first round of a per-step key
+bytes() { # FILE KEY
+  python3 - "$1" "$2" <<'PY'
+import json, statistics, sys
+d = json.load(open(sys.argv[1]))
+steps = [s for s in d["runs"]["prefetch"]["steps"]][1:]
+print(int(statistics.median(s[sys.argv[2]] for s in steps)))
+PY
+}
+echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== commit $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown), $steps steps a run"
+for rate in $rates; do
+  "$top/scripts/netns.sh" down 2>/dev/null || true
+  "$top/scripts/netns.sh" up 2 "$rate"
+  echo
+  echo "==== link $rate"
+  net sim --calibrate --out "$dir/hw.yml" >"$dir/cal.out" 2>&1 || { tail -5 "$dir/cal.out"; exit 1; }
+  grep -E '^(dcn_|ici_bandwidth|peak_flops|progress)' "$dir/hw.yml" | sed 's/^/   /'
+  for layout in flat hsdp; do
+    eval "mesh=\$$layout"
+    # shellcheck disable=SC2086
+    "$build/smoe" sim --base "$build/configs/train.yml" --model tiny --devices 4 $mesh $shape \
+      --hardware "$dir/hw.yml" --batch 8 --seq 128 --remat none --dtype-bytes 4 \
+      --prefetch-depth 1 --json >"$dir/$layout-sim.json"
+    # shellcheck disable=SC2086
+    net train --steps "$steps" --compare --quiet --json $mesh $shape >"$dir/$layout.json"
+    echo "-- $layout ($mesh): $(sed -n 's/.*"slices":[[:space:]]*"\([^"]*\)".*/\1/p' "$dir/$layout.json")"
+    echo "   bytes a rank sent per step: within its host $(bytes "$dir/$layout.json" host_bytes)," \
+      "across hosts $(bytes "$dir/$layout.json" link_bytes)"
+    "$build/bench/cmp_sim_train" "$dir/$layout-sim.json" "$dir/$layout.json" | sed 's/^/   /' || true
+  done
+done
+echo
+echo "== load after: $(cut -d' ' -f1-3 /proc/loadavg)"
