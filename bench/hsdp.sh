@@ -11,7 +11,9 @@
 # (no-prefetch and prefetch taking turns step by step; bench/cmp_sim_train:
 # step time and exposed wait, its 25 % check) and the bytes a rank sent per
 # step within its host and across hosts (the JSON's host_bytes,
-# link_bytes, prefetch's median step).
+# link_bytes, prefetch's median step). The last line counts the
+# comparisons with a figure outside cmp_sim_train's 25 %; the script fails
+# only when a run or a tool does.
 # Needs root (network namespaces), Open MPI.
 # usage: bench/hsdp.sh [BUILD_DIR] [STEPS] [RATE...]   (default: 12 steps; 2gbit 250mbit)
 set -eu
@@ -21,6 +23,7 @@ steps=${2:-12}
 shift $(($# < 2 ? $# : 2))
 rates=${*:-2gbit 250mbit}
 . "$top/scripts/mpi-env.sh"
+. "$top/bench/table_lib.sh"
 export SMOE_CONFIG_DIR="$build/configs"
 # the bundled model with 8 sequences of 128 bytes per rank (as bench/overlap.sh)
 shape="per_device_batch_size=8 ici_expert_parallelism=1"
@@ -44,13 +47,14 @@ PY
 }
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== commit $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown), $steps steps a run"
+outside=0
 for rate in $rates; do
   "$top/scripts/netns.sh" down 2>/dev/null || true
   "$top/scripts/netns.sh" up 2 "$rate"
   echo
   echo "==== link $rate"
   net sim --calibrate --out "$dir/hw.yml" >"$dir/cal.out" 2>&1 || { tail -5 "$dir/cal.out"; exit 1; }
-  grep -E '^(dcn_|ici_bandwidth|peak_flops|progress)' "$dir/hw.yml" | sed 's/^/   /'
+  indented grep -E '^(dcn_|ici_bandwidth|peak_flops|progress)' "$dir/hw.yml"
   for layout in flat hsdp; do
     eval "mesh=\$$layout"
     # shellcheck disable=SC2086
@@ -62,8 +66,12 @@ for rate in $rates; do
     echo "-- $layout ($mesh): $(sed -n 's/.*"slices":[[:space:]]*"\([^"]*\)".*/\1/p' "$dir/$layout.json")"
     echo "   bytes a rank sent per step: within its host $(bytes "$dir/$layout.json" host_bytes)," \
       "across hosts $(bytes "$dir/$layout.json" link_bytes)"
-    "$build/bench/cmp_sim_train" "$dir/$layout-sim.json" "$dir/$layout.json" | sed 's/^/   /' || true
+    # a figure outside 25 % is a result, not a failure of the script: counted
+    "$build/bench/cmp_sim_train" "$dir/$layout-sim.json" "$dir/$layout.json" >"$dir/cmp.txt" ||
+      outside=$((outside + 1))
+    sed 's/^/   /' "$dir/cmp.txt"
   done
 done
 echo
 echo "== load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== comparisons with a figure outside 25 %: $outside"

@@ -7,6 +7,40 @@
 
 #include <stdio.h>
 
+/* Every rate a median over CALIB_ROUNDS (more while they spread, up to
+ * CALIB_MAX_ROUNDS) interleaved samples of about CALIB_TARGET_S each
+ * (probe.c): timed as best of 5 over a few ms, a quiet machine's rates
+ * did not repeat between two calibrations
+ * (bench/results/2026-12-01-budget-sim-train.md). */
+enum { CALIB_ROUNDS = 9 };
+#define CALIB_TARGET_S 0.04
+
+/* A compute-bound kernel timed while a rank had `had` of a core, brought to
+ * the calibration's common share `to`: its CPU time is what the share does
+ * not change (a rank's rate is its rate on a core times its share), so the
+ * figures of one profile, timed seconds apart while others' load came and
+ * went, describe one machine (at 4 ranks alone on 2 cores every share is
+ * 0.50 and this is 1; under load the rates of one profile, each timed at
+ * another share, described different machines:
+ * bench/results/2026-12-02-budget-sim-train.md). Collectives are not
+ * scaled: their wall time is partly waiting, not a core's work. */
+static inline double calib_at_share(double had, double to)
+{
+    return had > 0 && to > 0 ? had / to : 1;
+}
+
+/* layer_compute.c: smoe's layer kernels against the cost model's roofline
+ * (compute_scale; spr: the spread, the share of a core, the measured
+ * seconds); what that allocates checked against the machine's memory
+ * before anything is measured; the elementwise probe's length. */
+SMOE_MUST_CHECK
+smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
+                          const smoe_hw *hw, double share, double *scale, double spr[3],
+                          smoe_err *err);
+SMOE_MUST_CHECK
+smoe_status calib_check_memory(const smoe_config *cfg, const smoe_plan *plan, smoe_err *err);
+int64_t calib_act_elems(const smoe_config *cfg, const smoe_plan *plan);
+
 /* The median of n values (n <= 32; reordered). */
 double calib_median(double *v, int n);
 /* t = a + b x over n <= 6 points, robustly (Theil-Sen); a >= 0, b > 0. */

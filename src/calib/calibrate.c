@@ -22,24 +22,7 @@
 
 typedef void (*bench_fn)(void *ud);
 
-/* Every rate a median over CALIB_ROUNDS (more while they spread, up to
- * CALIB_MAX_ROUNDS) interleaved samples of about CALIB_TARGET_S each
- * (probe.c): timed as best of 5 over a few ms, a quiet machine's rates
- * did not repeat between two calibrations
- * (bench/results/2026-12-01-budget-sim-train.md). */
-enum { CALIB_ROUNDS = 9 };
-#define CALIB_TARGET_S 0.04
 
-/* A compute-bound kernel timed while a rank had `had` of a core, brought to
- * the calibration's common share `to`: its CPU time is what the share does
- * not change (a rank's rate is its rate on a core times its share), so the
- * figures of one profile, timed seconds apart while others' load came and
- * went, describe one machine (at 4 ranks alone on 2 cores every share is
- * 0.50 and this is 1; under load the rates of one profile, each timed at
- * another share, described different machines:
- * bench/results/2026-12-02-budget-sim-train.md). Collectives are not
- * scaled: their wall time is partly waiting, not a core's work. */
-static double at_share(double had, double to) { return had > 0 && to > 0 ? had / to : 1; }
 
 /* The spread of each measured figure (interquartile range over the
  * median of its rounds), written beside the profile. */
@@ -433,207 +416,6 @@ static smoe_status calib_reduce_lag(smoe_rt *rt, const smoe_mesh *mesh, double t
     return SMOE_OK;
 }
 
-/* One layer's forward and backward from the same input (x0, dx0 copied
- * in first: a few hundred kB, under 1 % of the layer's time). */
-typedef struct layer_args {
-    smoe_model *model;
-    int l;
-    const float *const *w;
-    float *const *dw;
-    float *x, *dx;
-    const float *x0, *dx0;
-    int64_t n; /* floats of x */
-    smoe_ep_comm *self;
-    smoe_status s;
-    smoe_err *err;
-} layer_args;
-
-static void run_layer(void *ud)
-{
-    layer_args *a = ud;
-    if (a->s)
-        return;
-    memcpy(a->x, a->x0, sizeof(float) * (size_t)a->n);
-    memcpy(a->dx, a->dx0, sizeof(float) * (size_t)a->n);
-    if ((a->s = smoe_model_layer_fwd(a->model, a->l, a->w, a->x, a->self, a->err)) == SMOE_OK)
-        a->s = smoe_model_layer_bwd(a->model, a->l, a->w, a->dw, a->dx, a->self, a->err);
-}
-
-/* The model as one rank runs it alone (every mesh axis of size 1). */
-static smoe_status one_rank_cfg(const smoe_config *cfg, const smoe_plan *plan,
-                                smoe_model_cfg *mc, smoe_err *err)
-{
-    smoe_mesh one = plan->mesh;
-    for (int i = 0; i < one.n; i++)
-        one.size[i] = 1;
-    return smoe_train_model_cfg(cfg, &one, mc, err);
-}
-
-/* The layers calib_compute times: one of each kind the model has (has[k]),
- * whole (experts all local), at the model's training shape. */
-static smoe_status timed_layers(const smoe_config *cfg, const smoe_plan *plan,
-                                smoe_model_cfg *mc, int has[2], smoe_err *err)
-{
-    smoe_status s = one_rank_cfg(cfg, plan, mc, err);
-    if (s)
-        return s;
-    has[0] = mc->n_dense > 0;
-    has[1] = mc->n_moe > 0;
-    mc->n_dense = has[0];
-    mc->n_moe = has[1];
-    mc->ep = 1;
-    return SMOE_OK;
-}
-
-/* What calib_compute will allocate on every rank (the layers' weights and
- * gradients, their activations and the input copies), against this
- * machine's memory by smoe train's check, before anything is measured. */
-static smoe_status check_memory(const smoe_config *cfg, const smoe_plan *plan, smoe_err *err)
-{
-    smoe_model_cfg mc;
-    int has[2];
-    int64_t act = 0;
-    smoe_status s = timed_layers(cfg, plan, &mc, has, err);
-    if (!s)
-        s = smoe_model_need_bytes(&mc, &act, err);
-    if (s)
-        return s;
-    double w = 0;
-    for (int k = 0; k < 2; k++)
-        for (int sl = 0; sl < SMOE_W_NSLOTS; sl++)
-            if (has[k] && smoe_wslot_used(&mc, (smoe_wslot)sl, k))
-                w += (double)smoe_wslot_numel(&mc, (smoe_wslot)sl);
-    const double wbytes = 2 * 4 * w, xbytes = 4.0 * 4 * (double)(mc.batch * mc.seq * mc.emb);
-    char what[300];
-    snprintf(what, sizeof what, "one layer of each kind whole: weights and gradients %.0f, "
-             "activations %lld, inputs %.0f", wbytes, (long long)act, xbytes);
-    return smoe_train_check_ram(cfg, wbytes + (double)act + xbytes, what,
-                                "smoe sim --calibrate times a layer of each kind whole on "
-                                "every rank: calibrate with a smaller --model", err);
-}
-
-/* smoe's own layer kernels (one dense and one MoE layer, forward and
- * backward, experts all local) against the cost model's roofline; spr:
- * the spread, the share of a core, the measured seconds. The ratio moves
- * with the roofline's inputs (peak_flops, gemm_small_flops, hbm_bandwidth
- * of the same calibration); the layers' time it gives the simulator is the
- * measured one, spr[2]. */
-static smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
-                                 const smoe_hw *hw, double share, double *scale, double spr[3],
-                                 smoe_err *err)
-{
-    smoe_model_cfg mc;
-    int has[2];
-    smoe_status s = timed_layers(cfg, plan, &mc, has, err);
-    if (s)
-        return s;
-    smoe_model *model;
-    if ((s = smoe_model_new(&mc, &model, err)))
-        return s;
-    int64_t T = mc.batch * mc.seq, total = 0;
-    float *w[2][SMOE_W_NSLOTS], *dw[2][SMOE_W_NSLOTS];
-    memset(w, 0, sizeof w);
-    memset(dw, 0, sizeof dw);
-    for (int k = 0; k < 2; k++)
-        for (int sl = 0; sl < SMOE_W_NSLOTS; sl++) {
-            if (!has[k] || !smoe_wslot_used(&mc, (smoe_wslot)sl, k))
-                continue;
-            int64_t n = smoe_wslot_numel(&mc, (smoe_wslot)sl);
-            w[k][sl] = smoe_malloc(sizeof(float) * (size_t)n);
-            dw[k][sl] = smoe_calloc((size_t)n, sizeof(float));
-            if (!w[k][sl] || !dw[k][sl])
-                return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-            int norm = sl == SMOE_W_PRE_NORM || sl == SMOE_W_POST_NORM || sl == SMOE_W_Q_NORM ||
-                       sl == SMOE_W_KV_NORM;
-            for (int64_t i = 0; i < n; i++)
-                w[k][sl][i] = norm ? 1.0f : 0.05f * (float)((double)(i * 2654435761u % 2001) / 1000.0 - 1);
-            total += n;
-        }
-    const int64_t nx = T * mc.emb;
-    float *x = smoe_malloc(sizeof(float) * (size_t)(4 * nx)), *dx = x + nx;
-    if (!x)
-        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    float *x0 = x + 2 * nx, *dx0 = x + 3 * nx;
-    for (int64_t i = 0; i < nx; i++) {
-        x0[i] = (float)((double)(i * 40503u % 2001) / 1000.0 - 1);
-        dx0[i] = 1e-3f * (float)((double)(i * 9973u % 2001) / 1000.0 - 1);
-    }
-    smoe_ep_comm self = smoe_ep_comm_self();
-    layer_args la[2];
-    calib_probe p[2];
-    int np = 0;
-    for (int k = 0; k < 2; k++) { /* the two kinds taking turns (probe.c) */
-        if (!has[k])
-            continue;
-        la[np] = (layer_args){ model, k == 0 ? 0 : (int)mc.n_dense, (const float *const *)w[k],
-                               dw[k], x, dx, x0, dx0, nx, &self, SMOE_OK, err };
-        p[np] = (calib_probe){ .fn = run_layer, .ud = &la[np] };
-        np++;
-    }
-    calib_probe_run(rt, p, np, CALIB_ROUNDS, 2 * CALIB_TARGET_S);
-    double measured = 0, per[CALIB_MAX_ROUNDS] = { 0 }, kshare[2];
-    for (int i = 0; i < np; i++) {
-        if ((s = la[i].s))
-            return s;
-        measured += p[i].med * at_share(p[i].share, share);
-        kshare[i] = p[i].share;
-        for (int r = 0; r < p[i].rounds; r++)
-            per[r] += p[i].t[r];
-    }
-    spr[0] = calib_spread(per, p[0].rounds);
-    spr[1] = calib_median(kshare, np);
-    spr[2] = measured;
-    for (int k = 0; k < 2; k++)
-        for (int sl = 0; sl < SMOE_W_NSLOTS; sl++) {
-            smoe_free(w[k][sl]);
-            smoe_free(dw[k][sl]);
-        }
-    smoe_free(x);
-    smoe_model_free(model);
-    /* the cost model at the same shape, without any scale */
-    smoe_hw h = *hw;
-    h.cpu.compute_scale = 0;
-    smoe_sim_shape sh = { .batch = mc.batch, .seq = mc.seq, .remat = SMOE_REMAT_NONE, .dtype_bytes = 4 };
-    smoe_sim_model *sm;
-    if ((s = smoe_sim_model_build(cfg, plan, &h, &sh, &sm, err)))
-        return s;
-    double modelled = 0;
-    for (int k = 0; k < 2; k++) {
-        double f, b;
-        if (!has[k])
-            continue;
-        smoe_sim_model_compute(sm, k, &f, &b);
-        modelled += f + b;
-        if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
-            fprintf(stderr, "layer kind %d: modelled fwd %.2f bwd %.2f ms\n", k, f * 1e3, b * 1e3);
-    }
-    if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
-        for (int i = 0; i < np; i++)
-            fprintf(stderr, "layer %d measured fwd+bwd %.2f ms\n", la[i].l, p[i].med * 1e3);
-    smoe_sim_model_free(sm);
-    *scale = modelled > 0 ? measured / modelled : 1;
-    (void)total;
-    return SMOE_OK;
-}
-
-/* The elementwise probe's length: one activation of the model at its
- * training shape (batch x seq x emb floats, what the cost model's
- * elementwise terms move), within [2^14, 2^21]. At a fixed 2^21 (two 8 MiB
- * arrays a rank, four ranks) the working set of the ranks on the cores at
- * a time fills a small machine's shared L3, so the figure moved with
- * whatever else ran on the host
- * (bench/results/2026-12-02-budget-sim-train.md). The model's
- * activations sit in a core's own L2, and so does this probe for the
- * default model (2 x 256 KiB a rank). */
-static int64_t act_elems(const smoe_config *cfg, const smoe_plan *plan)
-{
-    smoe_model_cfg mc;
-    int64_t n = 1 << 21;
-    if (one_rank_cfg(cfg, plan, &mc, NULL) == SMOE_OK)
-        n = mc.batch * mc.seq * mc.emb;
-    return n < (1 << 14) ? 1 << 14 : n > (1 << 21) ? 1 << 21 : n;
-}
-
 /* printf onto the end of the string in buf (cap bytes; cut at the end) */
 static void addf(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void addf(char *buf, size_t cap, const char *fmt, ...)
@@ -645,41 +427,25 @@ static void addf(char *buf, size_t cap, const char *fmt, ...)
     va_end(ap);
 }
 
-/* The measurement, rank 0 writing the profile to f. */
-static smoe_status measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
-                           int progress_thread, FILE *f, smoe_err *err)
+/* What a calibration measured, for the profile's text. */
+typedef struct measured {
+    smoe_hw hw;
+    spread sp;
+    double fig[4][3]; /* ici, a2a, compute_scale, dcn: spread, share (, s) */
+    calib_sets sets;
+    int size, nodes, per_node, layer_ici, layer_dcn;
+    const char *corename;
+} measured;
+
+/* The five rates (sgemm 512 and 64 wide, a tiny call, the elementwise
+ * probe, the optimizer), every rank running the same kernel at once, the
+ * five taking turns (probe.c): into M->hw and M->sp, each at the rates'
+ * median share of a core (*share). m: the operands (m->n = big). */
+static smoe_status measure_rates(smoe_rt *rt, const mm_args *m, int64_t small, int64_t ew_n,
+                                 measured *M, double *share, smoe_err *err)
 {
-    smoe_status s;
-    int size = smoe_rt_size(rt), per_node = ranks_per_node(rt), nodes = size / per_node;
-    /* hosts x ranks of a host: gathers within a node and across nodes
-     * measured apart, the expert exchange within a node */
-    smoe_mesh mesh = { 2, { "fsdp", "expert" }, { nodes, per_node }, { 0 } };
-    smoe_rt_opts ro = { 0, progress_thread }; /* progressed as the training will be */
-    if ((s = smoe_rt_set_mesh(rt, &mesh, &ro, err)))
-        return s;
-    smoe_blas_info info;
-    smoe_blas_init(1, &info);
-    const int64_t big = 512, small = 64, ew_n = act_elems(cfg, plan);
-    mm_args m, work;
-    /* a and c: the elementwise probe's arrays, the matmuls' operands
-     * (big x big) and the optimizer's gradient (2^18) */
-    const int64_t cap = ew_n > big * big ? ew_n : big * big;
-    m.a = smoe_malloc(sizeof(float) * (size_t)cap);
-    m.b = smoe_malloc(sizeof(float) * (size_t)(big * big));
-    m.c = smoe_malloc(sizeof(float) * (size_t)cap);
-    if (!m.a || !m.b || !m.c)
-        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    for (int64_t i = 0; i < cap; i++)
-        m.a[i] = m.c[i] = (float)(i % 7) * 0.25f;
-    for (int64_t i = 0; i < big * big; i++)
-        m.b[i] = (float)(i % 5) * 0.5f;
-    work = m;
-    work.n = 256;
-    m.n = big;
-    /* the rates, every rank running the same kernel at once, the five
-     * taking turns (probe.c) */
-    mm_args k_big = m, k_small = m, k_call = m, k_add = m, opt = m;
-    k_big.n = big;
+    const int64_t big = m->n;
+    mm_args k_big = *m, k_small = *m, k_call = *m, k_add = *m, opt = *m;
     k_small.n = small;
     k_call.n = 4;
     k_add.n = ew_n;
@@ -695,85 +461,32 @@ static smoe_status measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
                              { .fn = run_adamw, .ud = &opt } };
     calib_probe_run(rt, rates, 5, CALIB_ROUNDS, CALIB_TARGET_S);
     smoe_free(opt.c);
-    /* each rate at the rates' median share of a core (at_share) */
-    double shares[5];
+    double shares[5], t[5];
     for (int i = 0; i < 5; i++)
         shares[i] = rates[i].share;
-    const double share = calib_median(shares, 5);
-    double t[5];
-    for (int i = 0; i < 5; i++)
-        t[i] = rates[i].med * at_share(rates[i].share, share);
-    double t_big = t[0], t_small = t[1], t_call = t[2], t_add = t[3], t_opt = t[4];
-    double fig[4][3] = { { 0 } }; /* ici, a2a, compute_scale, dcn: spread, share (, s) */
-    spread sp;
-    memset(&sp, 0, sizeof sp);
-    sp.v[SP_PEAK] = rates[0].spread;
-    sp.share[SP_PEAK] = rates[0].share;
-    sp.v[SP_SMALL] = rates[1].spread;
-    sp.share[SP_SMALL] = rates[1].share;
-    sp.v[SP_CALL] = rates[2].spread;
-    sp.share[SP_CALL] = rates[2].share;
-    sp.v[SP_HBM] = rates[3].spread;
-    sp.share[SP_HBM] = rates[3].share;
-    sp.v[SP_OPT] = rates[4].spread;
-    sp.share[SP_OPT] = rates[4].share;
-    sp.rounds = rates[0].rounds;
-    smoe_hw hw;
-    memset(&hw, 0, sizeof hw);
-    snprintf(hw.name, sizeof hw.name, "cpu-mpi");
-    hw.kind = SMOE_HW_CPU;
-    hw.devices_per_chip = 1;
-    hw.peak_flops = 2.0 * (double)(big * big * big) / t_big;
-    hw.cpu.gemm_small_flops = 2.0 * (double)(small * small * small) / t_small;
-    hw.hbm_bandwidth = hw.cpu.elementwise_bandwidth = 3.0 * 4.0 * (double)ew_n / t_add;
-    hw.cpu.op_overhead = t_call;
-    hw.cpu.optimizer_rate = (double)opt.n / t_opt;
-    hw.ici_links = 1;
-    hw.devices_per_node = per_node;
-    hw.collective_engines = 2;
-    hw.cpu.collectives_use_compute = 1;
-    hw.cpu.compute_bytes = 4;
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
-    hw.hbm_bytes = (double)pages * (double)psz / size;
-    if (per_node > 1 && (s = calib_gather(rt, &mesh, "expert", 1, &hw.ici_latency,
-                                          &hw.ici_bandwidth, fig[0], err)))
-        return s;
-    if (nodes > 1 && (s = calib_gather(rt, &mesh, "fsdp", 0, &hw.dcn_latency, &hw.dcn_bandwidth,
-                                       fig[3], err)))
-        return s;
-    /* a layer's gathers and reductions as training issues them */
-    calib_sets sets;
-    if ((s = calib_layer_figures(rt, plan, nodes, per_node, run_layer_work, &work, share, &hw,
-                                 &sets, err)))
-        return s;
-    const int layer_ici = sets.used && nodes == 1, layer_dcn = sets.used && nodes > 1;
-    if (per_node == 1) { /* no fast interconnect: the network's figures */
-        hw.ici_bandwidth = 2 * hw.dcn_bandwidth;
-        hw.ici_latency = hw.dcn_latency;
+    *share = calib_median(shares, 5);
+    const int key[5] = { SP_PEAK, SP_SMALL, SP_CALL, SP_HBM, SP_OPT };
+    for (int i = 0; i < 5; i++) {
+        t[i] = rates[i].med * calib_at_share(rates[i].share, *share);
+        M->sp.v[key[i]] = rates[i].spread;
+        M->sp.share[key[i]] = rates[i].share;
     }
-    if (nodes == 1) {
-        hw.dcn_bandwidth = hw.ici_bandwidth;
-        hw.dcn_latency = hw.ici_latency;
-    }
-    if ((per_node > 1 && (s = calib_a2a(rt, &hw.cpu.a2a_latency, &hw.cpu.a2a_bandwidth, fig[1], err))) ||
-        (s = calib_skew(rt, &mesh, &work, &hw.cpu.sync_skew, &hw.cpu.reduce_lag_bandwidth, err)))
-        return s;
-    if ((s = calib_compute(rt, cfg, plan, &hw, share, &hw.cpu.compute_scale, fig[2], err)))
-        return s;
-    hw.cpu.core_share = fmin(1, share); /* the rates' condition (sched/cores.c) */
-    /* the mode resolved (the default follows the hosts), not the one asked */
-    snprintf(hw.cpu.progress, sizeof hw.cpu.progress, "%s",
-             smoe_rt_get_opts(rt).progress_thread ? "thread" : "calls");
-    smoe_free(m.a);
-    smoe_free(m.b);
-    smoe_free(m.c);
-    const int figk[3] = { SP_ICI, SP_A2A, SP_SCALE };
-    for (int i = 0; i < 3; i++) {
-        sp.v[figk[i]] = fig[i][0];
-        sp.share[figk[i]] = fig[i][1];
-    }
-    if (smoe_rt_rank(rt) != 0)
-        return SMOE_OK;
+    M->sp.rounds = rates[0].rounds;
+    smoe_hw *hw = &M->hw;
+    hw->peak_flops = 2.0 * (double)(big * big * big) / t[0];
+    hw->cpu.gemm_small_flops = 2.0 * (double)(small * small * small) / t[1];
+    hw->cpu.op_overhead = t[2];
+    hw->hbm_bandwidth = hw->cpu.elementwise_bandwidth = 3.0 * 4.0 * (double)ew_n / t[3];
+    hw->cpu.optimizer_rate = (double)opt.n / t[4];
+    return SMOE_OK;
+}
+
+/* The profile's keys (with their notes) and, after them, each figure's
+ * spread, rank 0 writing to f. */
+static smoe_status write_profile(FILE *f, const measured *M, smoe_err *err)
+{
+    const int layer_ici = M->layer_ici, layer_dcn = M->layer_dcn, per_node = M->per_node;
+    const spread *sp = &M->sp;
     smoe_hw_note notes[] = {
         { "peak_flops", "512-wide sgemm, FLOP/s per rank" },
         { "hbm_bytes", "RAM per rank" },
@@ -816,7 +529,7 @@ static smoe_status measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
             "# rank busy at once as in training (OpenBLAS core %s, 1 thread per rank).\n"
             "# A device is one rank; collectives over shared memory are work of the same cores.\n"
             "# %d host(s) of %d rank(s).\n",
-            size, info.corename, nodes, per_node);
+            M->size, M->corename, M->nodes, per_node);
     /* after the keys: each figure's spread over its rounds, for a reader
      * judging a drift */
     char tail[4096] = "";
@@ -824,21 +537,114 @@ static smoe_status measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
          "# spread: the interquartile range over the median of %d-%d interleaved rounds (the\n"
          "# rates' %.0f); share %.2f: the part of a core a rank had while the rates were timed\n"
          "# (its CPU time over the wall time; %d ranks on %ld cores alone: %.2f)\n",
-         CALIB_ROUNDS, CALIB_MAX_ROUNDS, sp.rounds, sp.share[SP_PEAK], per_node,
+         CALIB_ROUNDS, CALIB_MAX_ROUNDS, sp->rounds, sp->share[SP_PEAK], per_node,
          sysconf(_SC_NPROCESSORS_ONLN), fmin(1, (double)sysconf(_SC_NPROCESSORS_ONLN) / per_node));
     addf(tail, sizeof tail, "# layer_time %.6g s: the layers' measured forward + backward "
-                            "(compute_scale x\n# the roofline)\n", fig[2][2]);
+                            "(compute_scale x\n# the roofline)\n", M->fig[2][2]);
     if (layer_ici) /* what bench/profile_drift.sh times a within-host step at */
         addf(tail, sizeof tail, "# ici_step_bytes %.0f: bytes within the host per step of the "
-                                "model's\n# layers, at ici_bandwidth / 2\n", sets.step_bytes);
+                                "model's\n# layers, at ici_bandwidth / 2\n", M->sets.step_bytes);
     if (layer_dcn) /* what bench/profile_drift.sh times a cross-host step at */
         addf(tail, sizeof tail, "# dcn_step_bytes %.0f: bytes from other hosts per cross-host "
-                                "step of the\n# model's layers\n", sets.step_bytes);
+                                "step of the\n# model's layers\n", M->sets.step_bytes);
     for (int i = 0; i < SP_N; i++)
         if (per_node > 1 || (i != SP_ICI && i != SP_A2A))
-            addf(tail, sizeof tail, "# spread %s %.3f share %.2f\n", sp_key[i], sp.v[i],
-                 sp.share[i]);
-    return smoe_hw_write(f, &hw, notes, tail, err);
+            addf(tail, sizeof tail, "# spread %s %.3f share %.2f\n", sp_key[i], sp->v[i],
+                 sp->share[i]);
+    return smoe_hw_write(f, &M->hw, notes, tail, err);
+}
+
+/* The measurement, rank 0 writing the profile to f. */
+static smoe_status measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
+                           int progress_thread, FILE *f, smoe_err *err)
+{
+    smoe_status s;
+    measured M;
+    memset(&M, 0, sizeof M);
+    int size = smoe_rt_size(rt), per_node = ranks_per_node(rt), nodes = size / per_node;
+    M.size = size;
+    M.nodes = nodes;
+    M.per_node = per_node;
+    /* hosts x ranks of a host: gathers within a node and across nodes
+     * measured apart, the expert exchange within a node */
+    smoe_mesh mesh = { 2, { "fsdp", "expert" }, { nodes, per_node }, { 0 } };
+    smoe_rt_opts ro = { 0, progress_thread }; /* progressed as the training will be */
+    if ((s = smoe_rt_set_mesh(rt, &mesh, &ro, err)))
+        return s;
+    smoe_blas_info info;
+    smoe_blas_init(1, &info);
+    M.corename = info.corename;
+    const int64_t big = 512, small = 64, ew_n = calib_act_elems(cfg, plan);
+    mm_args m, work;
+    /* a and c: the elementwise probe's arrays, the matmuls' operands
+     * (big x big) and the optimizer's gradient (2^18) */
+    const int64_t cap = ew_n > big * big ? ew_n : big * big;
+    m.a = smoe_malloc(sizeof(float) * (size_t)cap);
+    m.b = smoe_malloc(sizeof(float) * (size_t)(big * big));
+    m.c = smoe_malloc(sizeof(float) * (size_t)cap);
+    if (!m.a || !m.b || !m.c)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    for (int64_t i = 0; i < cap; i++)
+        m.a[i] = m.c[i] = (float)(i % 7) * 0.25f;
+    for (int64_t i = 0; i < big * big; i++)
+        m.b[i] = (float)(i % 5) * 0.5f;
+    work = m;
+    work.n = 256;
+    m.n = big;
+    double share = 1;
+    if ((s = measure_rates(rt, &m, small, ew_n, &M, &share, err)))
+        return s;
+    smoe_hw *hw = &M.hw;
+    snprintf(hw->name, sizeof hw->name, "cpu-mpi");
+    hw->kind = SMOE_HW_CPU;
+    hw->devices_per_chip = 1;
+    hw->ici_links = 1;
+    hw->devices_per_node = per_node;
+    hw->collective_engines = 2;
+    hw->cpu.collectives_use_compute = 1;
+    hw->cpu.compute_bytes = 4;
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
+    hw->hbm_bytes = (double)pages * (double)psz / size;
+    if (per_node > 1 && (s = calib_gather(rt, &mesh, "expert", 1, &hw->ici_latency,
+                                          &hw->ici_bandwidth, M.fig[0], err)))
+        return s;
+    if (nodes > 1 && (s = calib_gather(rt, &mesh, "fsdp", 0, &hw->dcn_latency,
+                                       &hw->dcn_bandwidth, M.fig[3], err)))
+        return s;
+    /* a layer's gathers and reductions as training issues them */
+    if ((s = calib_layer_figures(rt, plan, nodes, per_node, run_layer_work, &work, share, hw,
+                                 &M.sets, err)))
+        return s;
+    M.layer_ici = M.sets.used && nodes == 1;
+    M.layer_dcn = M.sets.used && nodes > 1;
+    if (per_node == 1) { /* no fast interconnect: the network's figures */
+        hw->ici_bandwidth = 2 * hw->dcn_bandwidth;
+        hw->ici_latency = hw->dcn_latency;
+    }
+    if (nodes == 1) {
+        hw->dcn_bandwidth = hw->ici_bandwidth;
+        hw->dcn_latency = hw->ici_latency;
+    }
+    if ((per_node > 1 &&
+         (s = calib_a2a(rt, &hw->cpu.a2a_latency, &hw->cpu.a2a_bandwidth, M.fig[1], err))) ||
+        (s = calib_skew(rt, &mesh, &work, &hw->cpu.sync_skew, &hw->cpu.reduce_lag_bandwidth,
+                        err)))
+        return s;
+    if ((s = calib_compute(rt, cfg, plan, hw, share, &hw->cpu.compute_scale, M.fig[2], err)))
+        return s;
+    hw->cpu.core_share = fmin(1, share); /* the rates' condition (sched/cores.c) */
+    /* the mode resolved (the default follows the hosts), not the one asked */
+    snprintf(hw->cpu.progress, sizeof hw->cpu.progress, "%s",
+             smoe_rt_get_opts(rt).progress_thread ? "thread" : "calls");
+    smoe_free(m.a);
+    smoe_free(m.b);
+    smoe_free(m.c);
+    const int figk[3] = { SP_ICI, SP_A2A, SP_SCALE };
+    for (int i = 0; i < 3; i++) {
+        M.sp.v[figk[i]] = M.fig[i][0];
+        M.sp.share[figk[i]] = M.fig[i][1];
+    }
+    return smoe_rt_rank(rt) == 0 ? write_profile(f, &M, err) : SMOE_OK;
 }
 
 smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
@@ -852,7 +658,7 @@ smoe_status smoe_calib_measure(smoe_rt *rt, const smoe_config *cfg, const smoe_p
                             "collectives between them): run it under 'mpirun -np N' with N >= 2, "
                             "as many ranks per host as smoe train will run");
     calib_out out;
-    smoe_status s = smoe_rt_agree_err(rt, check_memory(cfg, plan, err), err);
+    smoe_status s = smoe_rt_agree_err(rt, calib_check_memory(cfg, plan, err), err);
     if (!s)
         s = calib_out_open(rt, path, &out, err);
     if (s)
