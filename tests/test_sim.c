@@ -500,6 +500,7 @@ static void test_local_members(void)
     int bad = 0, cases = 0;
     for (int t = 0; t < 3000; t++) {
         smoe_mesh m;
+        memset(&m, 0, sizeof m); /* one slice */
         m.n = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 5;
         int64_t devices = 1;
         for (int a = 0; a < m.n; a++) {
@@ -524,6 +525,19 @@ static void test_local_members(void)
         }
     }
     CHECKF(bad == 0, "%d of %d closed-form member counts differ from enumeration", bad, cases);
+    /* slices cap a node: fsdp = 4 in 2 slices of 2 (dcn fsdp = 2) on nodes
+     * of 8 devices: 2 of the 4 fsdp members share device 0's node, as on
+     * nodes of 2; data across 2 slices (HSDP): fsdp's 2 members all near */
+    {
+        smoe_mesh sl = { 1, { "fsdp" }, { 4 }, { 2 } };
+        smoe_axes fs = { 1, { "fsdp" } };
+        int64_t g;
+        CHECK(sim_local_members(&sl, &fs, 8, &g) == 2 && g == 4);
+        smoe_mesh h = { 2, { "data", "fsdp" }, { 2, 2 }, { 2, 1 } };
+        CHECK(sim_local_members(&h, &fs, 8, &g) == 2 && g == 2);
+        smoe_axes da = { 1, { "data" } };
+        CHECK(sim_local_members(&h, &da, 8, &g) == 1 && g == 2);
+    }
     /* fsdp = 2^28 x expert = 4, nodes of 18432 devices: 18432 / 4 members
      * of the fsdp group share a node, 4 of the expert group */
     smoe_mesh big = { 2, { "fsdp", "expert" }, { 1LL << 28, 4 }, { 0 } };

@@ -82,6 +82,12 @@ double sim_local_members(const smoe_mesh *m, const smoe_axes *axes, int64_t dpn,
         mstride[a] = size;
         size *= m->size[a];
     }
+    /* slices (the mesh's dcn parts) are joined by the slow network
+     * whatever the profile's node: a node is at most a slice's devices
+     * (consecutive, smoe_mesh_slices_contiguous) */
+    int64_t slices = smoe_mesh_slices(m);
+    if (slices > 1 && size / slices < dpn)
+        dpn = size / slices;
     int used[SMOE_MAX_AXES] = { 0 };
     for (int i = 0; i < axes->n; i++) {
         int a = smoe_mesh_find(m, axes->ax[i]);

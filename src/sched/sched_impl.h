@@ -120,7 +120,8 @@ smoe_status sim_cores_step(const smoe_sim_model *m, const smoe_sim_sched *s,
 
 /* Members of the group over `axes` (each once, size-1 axes ignored) whose
  * device index is below dpn, i.e. on device 0's node; *g = the group size.
- * Closed form, O(mesh axes). */
+ * With several slices a node is at most a slice (dpn capped at the
+ * devices per slice). Closed form, O(mesh axes). */
 double sim_local_members(const smoe_mesh *m, const smoe_axes *axes, int64_t dpn, int64_t *g);
 /* One stage of a collective over `axes` moving `bytes` into device 0: *g
  * members, *gl of them on its node, *near_bytes of the bytes from those
