@@ -61,10 +61,9 @@ static void verdict(const char *what, const smoe_train_stat *x, const smoe_train
                                : "beyond the noise");
 }
 
-void print_result(const smoe_train_opts *o, smoe_rt *rt, const smoe_train_result *r,
-                  const cli_runs *runs, int depth)
+/* Where the run started and where its checkpoint went. */
+static void print_resume(const smoe_train_opts *o, const smoe_train_result *r)
 {
-    int compare = runs->compare;
     if (r->resume_note[0])
         printf("\n%s\n", r->resume_note);
     if (o->resume && r->resumed_from[0])
@@ -77,6 +76,41 @@ void print_result(const smoe_train_opts *o, smoe_rt *rt, const smoe_train_result
                r->changes[i].key, r->changes[i].from, r->changes[i].to);
     if (o->ckpt_dir)
         printf("checkpoint: %s/step_%08lld (LATEST)\n", o->ckpt_dir, (long long)o->steps);
+}
+
+/* --compare's verdicts: sm[0] no prefetch, sm[1] prefetch, sm[2] legacy. */
+static void print_compare(const smoe_train_summary *sm)
+{
+    const smoe_train_summary *np = &sm[0], *pf = &sm[1], *lg = &sm[2];
+    double hidden = np->exposed_gather_ms.median > 0
+                        ? 1 - pf->exposed_gather_ms.median / np->exposed_gather_ms.median
+                        : 0;
+    printf("\nprefetch vs no-prefetch: %.1f%% of the exposed all-gather wait hidden\n",
+           100.0 * hidden);
+    verdict("exposed all-gather wait", &np->exposed_gather_ms, &pf->exposed_gather_ms);
+    verdict("step time", &np->step_ms, &pf->step_ms);
+    printf("legacy vs prefetch: %.2f ms/step in un-prefetched residual gathers\n",
+           lg->residual_ms.median);
+    verdict("exposed all-gather wait", &pf->exposed_gather_ms, &lg->exposed_gather_ms);
+    verdict("step time", &pf->step_ms, &lg->step_ms);
+    printf("\nterms: exposed AG = time a rank is blocked waiting for FSDP all-gathers of "
+           "weights; residual = the\n"
+           "legacy plan's second, un-prefetched all-gather over the co-axes (expert, "
+           "context) before use;\n"
+           "a2a = the expert all-to-all (tokens to the ranks owning their experts); "
+           "compute = model kernels;\n"
+           "peak gathered = the most gathered-weight and gradient buffer bytes held at "
+           "once. On one host a\n"
+           "gather is a memcpy on the cores that compute, so prefetch moves its cost into "
+           "compute rather than\n"
+           "hiding it; only a transfer limited by a link can hide (see bench/README.md, "
+           "overlap benchmark).\n");
+}
+
+void print_result(const smoe_train_opts *o, smoe_rt *rt, const smoe_train_result *r,
+                  const cli_runs *runs, int depth)
+{
+    print_resume(o, r);
     printf("\nBLAS core %s, %lld parameters, %lld tokens per step, params sha256 %s\n",
            r->blas.corename, (long long)r->params, (long long)r->tokens_per_step,
            r->params_sha256);
@@ -95,32 +129,8 @@ void print_result(const smoe_train_opts *o, smoe_rt *rt, const smoe_train_result
     printf("last loss %.4f (loss %.4f at the first step); peak RSS per rank %.1f MiB\n",
            r->nsteps ? r->steps[r->nsteps - 1].loss : 0.0, r->nsteps ? r->steps[0].loss : 0.0,
            (double)r->peak_rss_bytes / 1048576.0);
-    if (compare) {
-        const smoe_train_summary *np = &sm[0], *pf = &sm[1], *lg = &sm[2];
-        double hidden = np->exposed_gather_ms.median > 0
-                            ? 1 - pf->exposed_gather_ms.median / np->exposed_gather_ms.median
-                            : 0;
-        printf("\nprefetch vs no-prefetch: %.1f%% of the exposed all-gather wait hidden\n",
-               100.0 * hidden);
-        verdict("exposed all-gather wait", &np->exposed_gather_ms, &pf->exposed_gather_ms);
-        verdict("step time", &np->step_ms, &pf->step_ms);
-        printf("legacy vs prefetch: %.2f ms/step in un-prefetched residual gathers\n",
-               lg->residual_ms.median);
-        verdict("exposed all-gather wait", &pf->exposed_gather_ms, &lg->exposed_gather_ms);
-        verdict("step time", &pf->step_ms, &lg->step_ms);
-        printf("\nterms: exposed AG = time a rank is blocked waiting for FSDP all-gathers of "
-               "weights; residual = the\n"
-               "legacy plan's second, un-prefetched all-gather over the co-axes (expert, "
-               "context) before use;\n"
-               "a2a = the expert all-to-all (tokens to the ranks owning their experts); "
-               "compute = model kernels;\n"
-               "peak gathered = the most gathered-weight and gradient buffer bytes held at "
-               "once. On one host a\n"
-               "gather is a memcpy on the cores that compute, so prefetch moves its cost into "
-               "compute rather than\n"
-               "hiding it; only a transfer limited by a link can hide (see bench/README.md, "
-               "overlap benchmark).\n");
-    }
+    if (runs->compare)
+        print_compare(sm);
     printf("\npeak gathered buffers per rank: forward %lld B, backward %lld B (largest layer "
            "%lld B; bound %d and %d layers at depth %d)\n",
            (long long)r->peak_gathered_fwd_bytes, (long long)r->peak_gathered_bwd_bytes,
