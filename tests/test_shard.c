@@ -212,12 +212,64 @@ static void test_bytes(void)
     CHECK(smoe_parse_bytes(NULL, &v) != 0);
 }
 
+/* Axis parts and two levels, by hand: fsdp = 4 in 2 slices of 2 (dcn 2,
+ * ici 2) and expert = 2 within each slice. */
+static void test_levels(void)
+{
+    smoe_mesh m = { 2, { "fsdp", "expert" }, { 4, 2 }, { 2, 1 } };
+    smoe_axis_part p;
+    CHECK_INT(smoe_mesh_part_find(&m, "fsdp@ici", &p), 0);
+    CHECK(p == SMOE_PART_ICI);
+    CHECK_INT(smoe_mesh_part_find(&m, "expert", &p), 1);
+    CHECK(p == SMOE_PART_WHOLE);
+    CHECK_INT(smoe_mesh_part_find(&m, "fsdp@xyz", &p), -1);
+    CHECK_INT(smoe_mesh_part_find(&m, "fs@dcn", &p), -1);
+    /* fsdp coordinate 3 = slice 1 (3 / 2), local 1 (3 % 2); a dcn step is 2 */
+    CHECK_INT(smoe_mesh_part_coord(&m, 0, SMOE_PART_DCN, 3), 1);
+    CHECK_INT(smoe_mesh_part_coord(&m, 0, SMOE_PART_ICI, 3), 1);
+    CHECK_INT(smoe_mesh_part_coord(&m, 0, SMOE_PART_ICI, 2), 0);
+    CHECK_INT(smoe_mesh_part_scale(&m, 0, SMOE_PART_DCN), 2);
+    CHECK_INT(smoe_mesh_part_size(&m, 1, SMOE_PART_DCN), 1);
+    smoe_levels lv;
+    smoe_axes fe = { 2, { "fsdp", "expert" } }, ex = { 1, { "expert" } };
+    CHECK(smoe_axes_levels(&m, &fe, &lv));
+    char b[128];
+    smoe_axes_format(&lv.across, b, sizeof b);
+    CHECK_STR(b, "fsdp@dcn");
+    smoe_axes_format(&lv.within, b, sizeof b);
+    CHECK_STR(b, "(fsdp@ici,expert)");
+    CHECK_INT(smoe_axes_part_members(&m, &lv.within), 4);
+    CHECK(!smoe_axes_levels(&m, &ex, &lv)); /* within a slice only */
+    smoe_mesh h = { 2, { "data", "fsdp" }, { 2, 2 }, { 2, 1 } }; /* HSDP */
+    smoe_axes da = { 1, { "data" } }, dafs = { 2, { "data", "fsdp" } };
+    CHECK(!smoe_axes_levels(&h, &da, &lv)); /* across only */
+    CHECK(smoe_axes_levels(&h, &dafs, &lv));
+    smoe_axes_format(&lv.across, b, sizeof b);
+    CHECK_STR(b, "data"); /* whole: its ici part is 1 */
+    /* the mesh of parts numbers the devices as m does */
+    smoe_part_mesh pm;
+    smoe_mesh_parts(&m, &pm);
+    CHECK_INT(pm.mesh.n, 3);
+    CHECK_STR(pm.mesh.name[0], "fsdp@dcn");
+    CHECK_STR(pm.mesh.name[1], "fsdp@ici");
+    CHECK_STR(pm.mesh.name[2], "expert");
+    CHECK_INT(smoe_mesh_slices(&pm.mesh), 2);
+    for (int64_t r = 0; r < 8; r++) {
+        int64_t c[SMOE_MAX_AXES], pc[SMOE_MAX_AXES];
+        smoe_mesh_coords(&m, r, c);
+        smoe_mesh_coords(&pm.mesh, r, pc);
+        CHECKF(pc[0] == c[0] / 2 && pc[1] == c[0] % 2 && pc[2] == c[1],
+               "device %lld: part coordinates differ", (long long)r);
+    }
+}
+
 int main(void)
 {
     test_bytes();
     test_format();
     test_mesh();
     test_slices();
+    test_levels();
     test_layout();
     return check_report();
 }

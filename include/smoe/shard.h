@@ -62,6 +62,46 @@ int64_t smoe_mesh_slices(const smoe_mesh *m);
  * axis with an ici part > 1 comes before one with a dcn part > 1. */
 int smoe_mesh_slices_contiguous(const smoe_mesh *m);
 
+/* Axis parts (src/shard/levels.c): a mesh axis whole ("fsdp"), its part
+ * across slices ("fsdp@dcn": coordinate / ici, size dcn) or within a slice
+ * ("fsdp@ici": coordinate % ici, size ici). */
+typedef enum smoe_axis_part { SMOE_PART_WHOLE, SMOE_PART_DCN, SMOE_PART_ICI } smoe_axis_part;
+#define SMOE_PART_NAME 52
+/* The mesh index of a part's axis (-1: none) and *part. */
+int smoe_mesh_part_find(const smoe_mesh *m, const char *name, smoe_axis_part *part);
+int64_t smoe_mesh_part_size(const smoe_mesh *m, int axis, smoe_axis_part p);
+/* The part's coordinate, given the axis's. */
+int64_t smoe_mesh_part_coord(const smoe_mesh *m, int axis, smoe_axis_part p, int64_t coord);
+/* Steps of the axis one step of the part moves (dcn: ici; else 1). */
+int64_t smoe_mesh_part_scale(const smoe_mesh *m, int axis, smoe_axis_part p);
+/* 1 when set names axis `axis` whole or its part p. */
+int smoe_axes_has_part(const smoe_mesh *m, const smoe_axes *set, int axis, smoe_axis_part p);
+/* The members of a group over parts (each once): the product of sizes. */
+int64_t smoe_axes_part_members(const smoe_mesh *m, const smoe_axes *parts);
+/* The two levels of a group over axes S: across, the dcn parts of S's axes
+ * (size > 1) in S's order; within, their ici parts. An axis with one part
+ * only is named whole. Used in place: the axes point into the names. */
+typedef struct smoe_levels {
+    smoe_axes across, within;
+    char across_names[SMOE_MAX_ENTRY][SMOE_PART_NAME];
+    char within_names[SMOE_MAX_ENTRY][SMOE_PART_NAME];
+} smoe_levels;
+/* Fills *lv; returns 1 when S's group runs in two levels (members both
+ * across slices and within one: then the across level sends 1 / within
+ * of the bytes one level would send across slices), else 0. */
+int smoe_axes_levels(const smoe_mesh *m, const smoe_axes *S, smoe_levels *lv);
+
+/* The mesh over the parts of m's axes (size > 1): an axis with both parts
+ * > 1 becomes "a@dcn" (dcn = its size) then "a@ici"; another stays "a".
+ * Where the slices are contiguous (smoe_mesh_slices_contiguous) its
+ * row-major device order is m's, so a group over parts (smoe_levels'
+ * names) has the same members as on m. Used in place. */
+typedef struct smoe_part_mesh {
+    smoe_mesh mesh;
+    char names[SMOE_MAX_AXES][SMOE_PART_NAME];
+} smoe_part_mesh;
+void smoe_mesh_parts(const smoe_mesh *m, smoe_part_mesh *pm);
+
 /* Fill one -1 entry of vals[0..n) so that the product equals target, as
  * MaxText's fill_unspecified_mesh_axes does. labels[i] names entry i in
  * messages (e.g. "ici_fsdp_parallelism"); what names the target ("devices
