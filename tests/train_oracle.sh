@@ -5,8 +5,8 @@
 # Each MPI runtime path runs here once: every mesh shape (fsdp=4,
 # fsdp=2 x expert=2, expert=4), prefetch depths 0 and 2, legacy gathers,
 # the shared queue and the progress thread, the latter paired with a depth
-# so that one launch covers two paths; and HSDP (--slices 2,
-# dcn_data_parallelism=2). The whole matrix of meshes x
+# so that one launch covers two paths; HSDP (--slices 2,
+# dcn_data_parallelism=2) and two-level gathers (dcn_fsdp_parallelism=2). The whole matrix of meshes x
 # schedules (and 2 ranks, ep-as-dp) runs in process in test_vrank, which
 # checks each path alone.
 # usage: train_oracle.sh MPIEXEC SMOE CMP_RUNS
@@ -37,6 +37,13 @@ if must_run hsdp 4 --steps $steps --slices 2 dcn_data_parallelism=2; then
     grep '"host_bytes"' "$dir/hsdp.json" | grep -q ':[[:space:]]*[1-9]'
   check $? "HSDP on one host: 2 slices on 1 host, every step's bytes within it"
 fi
+# two-level gathers and reductions: fsdp=4 as 2 slices of 2
+# (dcn_fsdp_parallelism=2), each gather across the slices then within, each
+# reduce-scatter within then across; other schedules bitwise the same
+T="--slices 2 dcn_fsdp_parallelism=2"
+must_run two 4 --steps $steps $T && same ref two 1e-5 "two levels (fsdp 2 slices x 2) vs single rank"
+must_run two0 4 --steps $steps $T --prefetch-depth 0 --shared-queue --gather legacy &&
+  same two two0 0 "two levels: prefetch off, shared queue, legacy == depth 1, bitwise"
 
 # MaxText's recipe with every feature on: warmup then cosine, clipping that
 # binds, eps_root and a weight-decay mask, the aux-loss-free bias update,

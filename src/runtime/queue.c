@@ -55,6 +55,10 @@ static void start(smoe_rt *rt, rt_op *op)
         rc = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, op->rbuf, 1, op->dtype,
                             op->comm, &op->req);
         break;
+    case OP_ALLGATHERV:
+        rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, op->rbuf, op->rcounts,
+                             op->rdispls, op->dtype, op->comm, &op->req);
+        break;
     case OP_REDUCE_SCATTER:
         rc = MPI_Ireduce_scatter_block(op->sbuf, op->rbuf, op->count,
                                        op->bf16 ? MPI_UINT16_T : MPI_FLOAT,
@@ -186,7 +190,8 @@ static int64_t bytes_to(const rt_op *op, int k, int n)
 {
     int64_t elem = op->bf16 ? 2 : 4;
     switch (op->kind) {
-    case OP_ALLGATHER: return n > 1 ? op->bytes / (n - 1) : 0; /* its region */
+    case OP_ALLGATHER:
+    case OP_ALLGATHERV: return n > 1 ? op->bytes / (n - 1) : 0; /* its region */
     case OP_REDUCE_SCATTER: return op->count * elem;
     case OP_ALLREDUCE: return 2 * op->count * elem / n;
     case OP_ALLTOALL_I64: return op->count * 8;
@@ -226,7 +231,7 @@ void rt_enqueue(smoe_rt *rt, int q, rt_op *op)
     }
     q = rt_queue_of(rt, q);
     op->t_issue = smoe_now();
-    if (op->kind == OP_ALLGATHER) { /* counted as issued (by this thread) */
+    if (op->kind == OP_ALLGATHER || op->kind == OP_ALLGATHERV) { /* counted as issued */
         rt->stats.gathers++;
         rt->stats.gather_bytes += op->bytes;
     }

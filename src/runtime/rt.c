@@ -232,21 +232,27 @@ smoe_status rt_comm_get(smoe_rt *rt, const smoe_axes *axes, int q, rt_comm **out
     }
     if (rt->ncomms == RT_MAX_COMMS)
         return smoe_err_set(err, SMOE_EINTERNAL, "too many communicators");
-    /* color: the coordinates of the other axes; key: the tuple's radix */
+    /* color: the coordinates of the other axes (of an axis with one part in
+     * the tuple, the other part's); key: the tuple's radix */
     int64_t color = 0, key = 0;
     for (int a = 0; a < rt->mesh.n; a++) {
-        int in = 0;
-        for (int k = 0; k < axes->n; k++)
-            in |= strcmp(axes->ax[k], rt->mesh.name[a]) == 0;
-        if (!in)
+        int dcn = smoe_axes_has_part(&rt->mesh, axes, a, SMOE_PART_DCN);
+        int ici = smoe_axes_has_part(&rt->mesh, axes, a, SMOE_PART_ICI);
+        smoe_axis_part rest = dcn ? SMOE_PART_ICI : SMOE_PART_DCN;
+        if (!dcn && !ici)
             color = color * rt->mesh.size[a] + rt->coords[a];
+        else if (!dcn || !ici)
+            color = color * smoe_mesh_part_size(&rt->mesh, a, rest) +
+                    smoe_mesh_part_coord(&rt->mesh, a, rest, rt->coords[a]);
     }
     for (int k = 0; k < axes->n; k++) {
-        int a = smoe_mesh_find(&rt->mesh, axes->ax[k]);
+        smoe_axis_part p;
+        int a = smoe_mesh_part_find(&rt->mesh, axes->ax[k], &p);
         if (a < 0)
             return smoe_err_set(err, SMOE_EINVAL, "axis '%s' is not in the mesh",
                                 axes->ax[k]);
-        key = key * rt->mesh.size[a] + rt->coords[a];
+        key = key * smoe_mesh_part_size(&rt->mesh, a, p) +
+              smoe_mesh_part_coord(&rt->mesh, a, p, rt->coords[a]);
     }
     rt_comm *c = &rt->comms[rt->ncomms];
     memset(c, 0, sizeof *c);

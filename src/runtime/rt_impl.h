@@ -21,7 +21,7 @@ enum { RT_Q_GATHER = 0, RT_Q_COMM = 1, RT_Q_RESIDUAL = 2 };
  * ops of different queues never share a communicator. */
 typedef struct rt_comm {
     smoe_axes axes;
-    char names[SMOE_MAX_ENTRY][48];
+    char names[SMOE_MAX_ENTRY][SMOE_PART_NAME];
     int queue;
     MPI_Comm comm;
     int size, rank;
@@ -30,6 +30,7 @@ typedef struct rt_comm {
 
 typedef enum rt_op_kind {
     OP_ALLGATHER,      /* MPI_Iallgather(IN_PLACE, 1 x dtype at rbuf) */
+    OP_ALLGATHERV,     /* MPI_Iallgatherv(IN_PLACE, 1 x dtype at rbuf + rdispls) */
     OP_REDUCE_SCATTER, /* MPI_Ireduce_scatter_block(sbuf -> rbuf, count floats) */
     OP_ALLREDUCE,      /* MPI_Iallreduce(IN_PLACE, rbuf, count floats) */
     OP_ALLTOALL_I64,   /* MPI_Ialltoall(sbuf -> rbuf, count int64 per peer) */

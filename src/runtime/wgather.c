@@ -16,6 +16,17 @@
  * legacy residual co-axes, or axes no FSDP axis leads) form a residual
  * stage, issued at use on its own queue and waited at once.
  *
+ * On a mesh of slices, a stage whose group spans slices and shares them
+ * (smoe_axes_levels) runs in two levels over axis parts ("fsdp@dcn",
+ * "fsdp@ici", shard.h): across the slices first, where each member's
+ * region is its own blocks, then within the slice, where it is the blocks
+ * of its counterparts too; each level is one MPI_Iallgatherv whose
+ * displacements place the members (their blocks are not evenly spaced
+ * when a group has several axes), so only a member's own blocks cross the
+ * slow network. The transpose then reduce-scatters within the slice (in
+ * place, the send buffer packed member by member in the levels' order:
+ * level_member), then across.
+ *
  * A compressed gather (smoe_gather_exec.wire bf16 or int8, dtype.h) runs the
  * same stages on records instead of floats: the geometry below in records
  * (the last dim divided by the record's elements, the plan having checked
@@ -48,6 +59,9 @@ typedef struct wg_stage {
     MPI_Datatype dtype;
     int64_t base;  /* element offset of member 0's region in the buffer */
     int64_t bytes; /* bytes this rank receives */
+    int *displs;   /* a level of a two-level stage (MPI_Iallgatherv): member m's
+                      region at base + displs[m] rows of dim `dim`; else NULL */
+    int *ones;     /* its counts, 1 each */
     char name[128];
 } wg_stage;
 
@@ -55,9 +69,11 @@ struct smoe_wgather {
     char name[96];
     smoe_gather_geom geo;            /* shapes, the shard's place, A_d, groups */
     int nst, nres;
-    wg_stage st[SMOE_MAX_RANK];      /* prefetched stages */
-    wg_stage res[SMOE_MAX_RANK];     /* residual (legacy) stages */
+    wg_stage st[2 * SMOE_MAX_RANK];  /* prefetched stages (two per two-level one) */
+    wg_stage res[2 * SMOE_MAX_RANK]; /* residual (legacy) stages */
     rt_comm *rs_comm;                /* all gather axes, dims in order */
+    rt_comm *rs_within, *rs_across;  /* its two levels (reduce-scatter within the
+                                        slice, then across), or NULL */
     int pack;                        /* shards not contiguous in B */
     rt_comm *ar_comm;                /* replicated axes, or NULL */
     int n_ar_axes;
@@ -70,17 +86,6 @@ struct smoe_wgather {
     int64_t crow[SMOE_MAX_RANK];     /* records per index step of dim d in B */
     int rbf16;                       /* gradient reductions in bf16 */
 };
-
-static int64_t axis_size(const smoe_rt *rt, const char *a)
-{
-    return smoe_mesh_axis_size(&rt->mesh, a);
-}
-
-static int64_t axis_coord(const smoe_rt *rt, const char *a)
-{
-    int i = smoe_mesh_find(&rt->mesh, a);
-    return i < 0 ? 0 : rt->coords[i];
-}
 
 /* Stride (in blocks of dim d, times blk) of axis A_d[k]. */
 static int64_t stride_of(const smoe_rt *rt, const smoe_wgather *g, int d, int k)
@@ -113,30 +118,46 @@ static void free_type(MPI_Datatype *t)
         MPI_Type_free(t);
 }
 
+static void free_stage(wg_stage *st)
+{
+    free_type(&st->dtype);
+    smoe_free(st->displs);
+    smoe_free(st->ones);
+}
+
 static void free_wg(smoe_wgather *g)
 {
     for (int k = 0; k < g->nst; k++)
-        free_type(&g->st[k].dtype);
+        free_stage(&g->st[k]);
     for (int k = 0; k < g->nres; k++)
-        free_type(&g->res[k].dtype);
+        free_stage(&g->res[k]);
     if (g->etype)
         free_type(&g->etype);
     smoe_free(g);
 }
 
-/* Receive type and member-0 base offset of a stage over run S of A_d,
- * given the axes already gathered per dim (done). */
-static smoe_status build_stage(smoe_rt *rt, smoe_wgather *g, int d, const smoe_axes *S,
-                               const smoe_axes done[], int ns, wg_stage *st, smoe_err *err)
+/* Where part `name` (an axis of A_j whole, or its dcn or ici part) sits:
+ * its index k in A_j (-1: not there), the mesh axis *a and the part *p. */
+static int part_k(const smoe_rt *rt, const smoe_wgather *g, int j, const char *name, int *a,
+                  smoe_axis_part *p)
 {
-    /* S must be a consecutive run of A_d, in order */
-    int k0 = smoe_gather_geom_run(&g->geo, d, S);
-    if (k0 < 0)
-        return smoe_err_set(err, SMOE_EINVAL,
-                                "%s: the axes gathered together on dim %d are not "
-                                "adjacent in its sharding; not supported",
-                                g->name, d);
-    /* in records of esz bytes (fp32: floats) */
+    *a = smoe_mesh_part_find(&rt->mesh, name, p);
+    return *a < 0 ? -1 : index_in(&g->geo.A[j], rt->mesh.name[*a]);
+}
+
+/* Records one step of part `name` moves along dim j (k: part_k's). */
+static int64_t part_stride(const smoe_rt *rt, const smoe_wgather *g, int j, int k, int a,
+                           smoe_axis_part p)
+{
+    return cstride_of(rt, g, j, k) * smoe_mesh_part_scale(&rt->mesh, a, p);
+}
+
+/* The region a member holds: its blocks, all blocks of the parts in done
+ * (nested hvectors, last dim innermost), in records; *t committed by the
+ * caller. */
+static void region_type(smoe_rt *rt, const smoe_wgather *g, const smoe_axes done[],
+                        MPI_Datatype *out)
+{
     MPI_Datatype t = g->etype, nt;
     for (int j = g->geo.rank - 1; j >= 0; j--) {
         if (j == g->geo.rank - 1)
@@ -149,38 +170,107 @@ static smoe_status build_stage(smoe_rt *rt, smoe_wgather *g, int d, const smoe_a
             free_type(&t);
         t = nt;
         for (int i = 0; i < done[j].n; i++) {
-            int k = index_in(&g->geo.A[j], done[j].ax[i]);
-            int64_t s = cstride_of(rt, g, j, k);
-            rt_check(rt, MPI_Type_create_hvector((int)axis_size(rt, done[j].ax[i]), 1,
+            int a;
+            smoe_axis_part p;
+            int k = part_k(rt, g, j, done[j].ax[i], &a, &p);
+            int64_t s = part_stride(rt, g, j, k, a, p);
+            rt_check(rt, MPI_Type_create_hvector((int)smoe_mesh_part_size(&rt->mesh, a, p), 1,
                                                  (MPI_Aint)(s * g->crow[j] * g->esz), t, &nt),
                      "MPI_Type_create_hvector");
             free_type(&t);
             t = nt;
         }
     }
-    int64_t unit = cstride_of(rt, g, d, k0 + S->n - 1) * g->crow[d];
+    *out = t;
+}
+
+/* Member 0's region: this rank's blocks on the parts neither in done nor
+ * (on dim d) in S, in records. */
+static int64_t stage_base(const smoe_rt *rt, const smoe_wgather *g, int d, const smoe_axes *S,
+                          const smoe_axes done[])
+{
+    static const smoe_axis_part parts[2] = { SMOE_PART_DCN, SMOE_PART_ICI };
+    int64_t base = 0;
+    for (int j = 0; j < g->geo.rank; j++) {
+        int64_t o = 0;
+        for (int k = 0; k < g->geo.A[j].n; k++) {
+            int a = smoe_mesh_find(&rt->mesh, g->geo.A[j].ax[k]);
+            for (int q = 0; q < 2 && a >= 0; q++) {
+                smoe_axis_part p = parts[q];
+                if (smoe_axes_has_part(&rt->mesh, &done[j], a, p) ||
+                    (j == d && smoe_axes_has_part(&rt->mesh, S, a, p)))
+                    continue;
+                o += smoe_mesh_part_coord(&rt->mesh, a, p, rt->coords[a]) *
+                     part_stride(rt, g, j, k, a, p);
+            }
+        }
+        base += o * g->crow[j];
+    }
+    return base;
+}
+
+/* A level's members' places (rows of dim d from member 0's): member m, the
+ * mixed radix over S's parts (last fastest), sits at the sum of its part
+ * coordinates times their strides. NULL when out of memory. */
+static int *level_displs(const smoe_rt *rt, const smoe_wgather *g, int d, const smoe_axes *S,
+                         int n)
+{
+    int *dis = smoe_malloc(sizeof *dis * (size_t)n);
+    if (!dis)
+        return NULL;
+    for (int m = 0; m < n; m++) {
+        int64_t r = m, o = 0;
+        for (int i = S->n - 1; i >= 0; i--) {
+            int a;
+            smoe_axis_part p;
+            int k = part_k(rt, g, d, S->ax[i], &a, &p);
+            int64_t sz = smoe_mesh_part_size(&rt->mesh, a, p);
+            o += (r % sz) * part_stride(rt, g, d, k, a, p);
+            r /= sz;
+        }
+        dis[m] = (int)o;
+    }
+    return dis;
+}
+
+/* Receive type and member-0 base offset of a stage over S on dim d, given
+ * the parts already gathered per dim (done). One level (level 0): S is a
+ * run of A_d, members evenly spaced (one MPI_Iallgather). A level of a
+ * two-level stage (level 1): S are parts (smoe_axes_levels), members
+ * placed by displacements (MPI_Iallgatherv). */
+static smoe_status build_stage(smoe_rt *rt, smoe_wgather *g, int d, const smoe_axes *S,
+                               const smoe_axes done[], int q, int level, wg_stage *st,
+                               smoe_err *err)
+{
+    int k0 = level ? 0 : smoe_gather_geom_run(&g->geo, d, S);
+    if (k0 < 0)
+        return smoe_err_set(err, SMOE_EINVAL,
+                                "%s: the axes gathered together on dim %d are not "
+                                "adjacent in its sharding; not supported",
+                                g->name, d);
+    MPI_Datatype t, nt;
+    st->dtype = MPI_DATATYPE_NULL;
+    region_type(rt, g, done, &t);
+    /* in records of esz bytes (fp32: floats); a level's extent is one row */
+    int64_t unit = level ? g->crow[d] : cstride_of(rt, g, d, k0 + S->n - 1) * g->crow[d];
     rt_check(rt, MPI_Type_create_resized(t, 0, (MPI_Aint)(unit * g->esz), &nt),
              "MPI_Type_create_resized");
     free_type(&t);
     rt_check(rt, MPI_Type_commit(&nt), "MPI_Type_commit");
     st->dtype = nt;
     st->dim = d;
-    /* base: own blocks on axes neither done nor in S */
-    int64_t base = 0;
-    for (int j = 0; j < g->geo.rank; j++) {
-        int64_t o = 0;
-        for (int k = 0; k < g->geo.A[j].n; k++) {
-            const char *a = g->geo.A[j].ax[k];
-            if (smoe_axes_has(&done[j], a) || (j == d && smoe_axes_has(S, a)))
-                continue;
-            o += axis_coord(rt, a) * cstride_of(rt, g, j, k);
-        }
-        base += o * g->crow[j];
-    }
-    st->base = base; /* records */
-    smoe_status s = rt_comm_get(rt, S, ns, &st->comm, err);
+    st->base = stage_base(rt, g, d, S, done); /* records */
+    smoe_status s = rt_comm_get(rt, S, q, &st->comm, err);
     if (s)
         return s;
+    if (level) {
+        st->displs = level_displs(rt, g, d, S, st->comm->size);
+        st->ones = smoe_malloc(sizeof *st->ones * (size_t)st->comm->size);
+        if (!st->displs || !st->ones)
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        for (int m = 0; m < st->comm->size; m++)
+            st->ones[m] = 1;
+    }
     /* bytes received: (members - 1) x the region size */
     int size = 0;
     MPI_Type_size(nt, &size);
@@ -257,6 +347,30 @@ static smoe_status wire_setup(smoe_wgather *g, const smoe_gather_exec *p, smoe_e
     return SMOE_OK;
 }
 
+/* The stages of a gather over S on dim d (pass 0 prefetched, 1 residual):
+ * one, or across slices then within one where S's group spans slices and
+ * shares them (smoe_axes_levels: each member sends only its own blocks
+ * over the slow network). The stages are counted as built, so that a
+ * failure frees what was made. */
+static smoe_status add_stages(smoe_rt *rt, smoe_wgather *g, int d, const smoe_axes *S,
+                              const smoe_axes done[], int pass, smoe_err *err)
+{
+    int q = pass ? RT_Q_RESIDUAL : RT_Q_GATHER; /* residual: own queue and comms */
+    wg_stage *st = pass ? g->res : g->st;
+    int *n = pass ? &g->nres : &g->nst;
+    smoe_levels lv;
+    if (smoe_mesh_slices(&rt->mesh) <= 1 || !smoe_axes_levels(&rt->mesh, S, &lv))
+        return build_stage(rt, g, d, S, done, q, 0, &st[(*n)++], err);
+    smoe_status s = build_stage(rt, g, d, &lv.across, done, q, 1, &st[(*n)++], err);
+    if (s)
+        return s;
+    smoe_axes after[SMOE_MAX_RANK];
+    memcpy(after, done, sizeof after);
+    for (int i = 0; i < lv.across.n; i++)
+        after[d].ax[after[d].n++] = lv.across.ax[i];
+    return build_stage(rt, g, d, &lv.within, after, q, 1, &st[(*n)++], err);
+}
+
 smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *p, const char *name,
                                 smoe_wgather **out, smoe_err *err)
 {
@@ -280,17 +394,8 @@ smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *p, const ch
     for (int pass = 0; pass < 2; pass++)
         for (int d = 0; d < p->rank; d++) {
             const smoe_axes *S = pass == 0 ? &p->prefetch[d] : &p->at_use[d];
-            if (S->n == 0)
-                continue;
-            wg_stage *st = pass == 0 ? &g->st[g->nst] : &g->res[g->nres];
-            /* residual gathers live in their own queue and communicators */
-            if ((s = build_stage(rt, g, d, S, done, pass ? RT_Q_RESIDUAL : RT_Q_GATHER, st,
-                                 err)))
+            if (S->n && (s = add_stages(rt, g, d, S, done, pass, err)))
                 goto fail;
-            if (pass == 1)
-                g->nres++;
-            else
-                g->nst++;
             for (int i = 0; i < S->n; i++)
                 done[d].ax[done[d].n++] = S->ax[i];
         }
@@ -299,6 +404,14 @@ smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *p, const ch
     g->pack = g->geo.pack;
     if (g->geo.rs.n && (s = rt_comm_get(rt, &g->geo.rs, RT_Q_COMM, &g->rs_comm, err)))
         goto fail;
+    smoe_levels lv;
+    if (g->rs_comm && smoe_mesh_slices(&rt->mesh) > 1 &&
+        smoe_axes_levels(&rt->mesh, &g->geo.rs, &lv)) {
+        if ((s = rt_comm_get(rt, &lv.within, RT_Q_COMM, &g->rs_within, err)) ||
+            (s = rt_comm_get(rt, &lv.across, RT_Q_COMM, &g->rs_across, err)))
+            goto fail;
+        g->pack = 1; /* member blocks in the levels' order */
+    }
     g->n_ar_axes = g->geo.rep.n;
     if (g->geo.rep.n && (s = rt_comm_get(rt, &g->geo.rep, RT_Q_COMM, &g->ar_comm, err)))
         goto fail;
@@ -321,6 +434,22 @@ void smoe_rt_wgather_info(const smoe_wgather *g, smoe_wgather_info *info)
 
 int smoe_rt_wgather_needs_pack(const smoe_wgather *g) { return g->pack; }
 
+/* An all-gather op of stage st landing in the record buffer cb. */
+static rt_op *stage_op(smoe_rt *rt, const smoe_wgather *g, const wg_stage *st, char *cb)
+{
+    rt_op *op = rt_op_new(rt);
+    op->kind = st->displs ? OP_ALLGATHERV : OP_ALLGATHER;
+    op->comm = st->comm->comm;
+    op->group = st->comm;
+    op->dtype = st->dtype;
+    op->rbuf = cb + st->base * g->esz;
+    op->rcounts = st->ones;
+    op->rdispls = st->displs;
+    op->name = st->name;
+    op->bytes = st->bytes;
+    return op;
+}
+
 void smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard, float *buf,
                            smoe_rt_ticket *t)
 {
@@ -336,16 +465,9 @@ void smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard, flo
     t->pending = g->nst;
     t->res_pending = 0;
     for (int k = 0; k < g->nst; k++) {
-        rt_op *op = rt_op_new(rt);
-        op->kind = OP_ALLGATHER;
-        op->comm = g->st[k].comm->comm;
-        op->group = g->st[k].comm;
-        op->dtype = g->st[k].dtype;
-        op->rbuf = cb + g->st[k].base * g->esz;
-        op->name = g->st[k].name;
-        op->serial = k > 0; /* a later dim's stage reads what the earlier wrote */
+        rt_op *op = stage_op(rt, g, &g->st[k], cb);
+        op->serial = k > 0; /* a later stage reads what the earlier wrote */
         op->lane = SMOE_LANE_GATHER;
-        op->bytes = g->st[k].bytes;
         op->pending = &t->pending;
         op->busy_acc = &t->busy_s; /* not the stats: the progress thread may run it */
         rt_enqueue(rt, RT_Q_GATHER, op);
@@ -373,16 +495,9 @@ void smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_rt_tick
         double r0 = smoe_now();
         t->res_pending = g->nres;
         for (int k = 0; k < g->nres; k++) {
-            rt_op *op = rt_op_new(rt);
-            op->kind = OP_ALLGATHER;
-            op->comm = g->res[k].comm->comm;
-            op->group = g->res[k].comm;
-            op->dtype = g->res[k].dtype;
-            op->rbuf = cb + g->res[k].base * g->esz;
-            op->name = g->res[k].name;
+            rt_op *op = stage_op(rt, g, &g->res[k], cb);
             op->serial = 1; /* on top of the prefetched stages */
             op->lane = SMOE_LANE_WAIT;
-            op->bytes = g->res[k].bytes;
             op->pending = &t->res_pending;
             rt_enqueue(rt, RT_Q_RESIDUAL, op);
         }
@@ -410,6 +525,52 @@ static void pack_member(const smoe_rt *rt, const smoe_wgather *g, int64_t m, con
     smoe_layout_copy(g->geo.rank, g->geo.B, g->geo.blk, off, sizeof(float), (void *)full, dst, 0);
 }
 
+/* The reduce-scatter group's member whose blocks go m-th into the send
+ * buffer. One level: m. Two levels (within the slice, then across): the
+ * buffer holds, for each member w of the level within, the blocks of its
+ * counterparts x across (member x * W + w of the levels' radix), so that
+ * the level within leaves each rank the sums of its counterparts' blocks,
+ * in the order the level across reduce-scatters them. */
+static int64_t level_member(const smoe_rt *rt, const smoe_wgather *g, int64_t m)
+{
+    if (!g->rs_within)
+        return m;
+    const smoe_mesh *M = &rt->mesh;
+    int64_t w = m / g->rs_across->size, x = m % g->rs_across->size, member = 0;
+    int64_t xc[SMOE_MAX_ENTRY], wc[SMOE_MAX_ENTRY];
+    for (int i = g->geo.rs.n - 1; i >= 0; i--) { /* each axis's part coordinates */
+        int a = smoe_mesh_find(M, g->geo.rs.ax[i]);
+        int64_t nd = smoe_mesh_part_size(M, a, SMOE_PART_DCN);
+        int64_t ni = smoe_mesh_part_size(M, a, SMOE_PART_ICI);
+        xc[i] = x % nd, x /= nd;
+        wc[i] = w % ni, w /= ni;
+    }
+    for (int i = 0; i < g->geo.rs.n; i++) {
+        int a = smoe_mesh_find(M, g->geo.rs.ax[i]);
+        member = member * M->size[a] + xc[i] * smoe_mesh_part_size(M, a, SMOE_PART_ICI) + wc[i];
+    }
+    return member;
+}
+
+/* The level within the slice of a two-level reduce-scatter: in place in
+ * send (fp32 or, packed at its head, bf16), leaving at its head the sums
+ * the level across reduce-scatters. Returns send. */
+static float *reduce_within(smoe_rt *rt, const smoe_wgather *g, float *send)
+{
+    rt_op *op = rt_op_new(rt);
+    op->kind = OP_REDUCE_SCATTER;
+    op->comm = g->rs_within->comm;
+    op->group = g->rs_within;
+    op->sbuf = MPI_IN_PLACE;
+    op->rbuf = send;
+    op->count = (int)(g->rs_across->size * g->geo.shard_numel);
+    op->bf16 = g->rbf16;
+    op->name = g->rbf16 ? "RS grad within bf16" : "RS grad within";
+    op->lane = SMOE_LANE_COMM;
+    rt_enqueue(rt, RT_Q_COMM, op);
+    return send;
+}
+
 void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *scratch,
                             float *shard_grad, _Atomic int *done, int *used_scratch)
 {
@@ -420,7 +581,7 @@ void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *sc
     float *send = full;
     if (g->rs_comm && g->pack) {
         for (int64_t m = 0; m < g->rs_comm->size; m++)
-            pack_member(rt, g, m, full, scratch + m * g->geo.shard_numel);
+            pack_member(rt, g, level_member(rt, g, m), full, scratch + m * g->geo.shard_numel);
         send = scratch;
         if (used_scratch)
             *used_scratch = 1;
@@ -433,10 +594,14 @@ void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *sc
     if (g->rs_comm) {
         if (b)
             smoe_dtype_pack_head(SMOE_DT_BF16, 0, send, g->rs_comm->size * g->geo.shard_numel);
+        if (g->rs_within)
+            send = reduce_within(rt, g, send);
         rt_op *op = rt_op_new(rt);
+        const rt_comm *rc = g->rs_within ? g->rs_across : g->rs_comm;
         op->kind = OP_REDUCE_SCATTER;
-        op->comm = g->rs_comm->comm;
-        op->group = g->rs_comm;
+        op->comm = rc->comm;
+        op->group = rc;
+        op->serial = g->rs_within != NULL; /* after the level within the slice */
         op->sbuf = send;
         op->rbuf = rb;
         op->count = (int)g->geo.shard_numel;
