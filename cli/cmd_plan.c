@@ -78,6 +78,14 @@ static void print_why(const char *label, const smoe_gather *g)
         printf("    why %s%s: %s\n", smoe_dtype_name(g->wire), label, g->wire_reason);
 }
 
+/* A gather across slices, and whether smoe train runs it in two levels. */
+static const char *slices_mark(const smoe_gather *g, const smoe_mesh *m)
+{
+    if (!smoe_gather_crosses_slices(g, m))
+        return "";
+    return smoe_gather_two_level(g, m) ? "  ACROSS SLICES, 2 LEVELS" : "  ACROSS SLICES";
+}
+
 /* A gather whose wire is the int8 fallback, marked in its row. */
 static const char *wire_mark(const smoe_gather *g)
 {
@@ -130,7 +138,7 @@ static void print_table(const smoe_plan *p, int mode, int all, int why)
                    cli_fmt_bytes((double)g->bytes_recv, b6, sizeof b6),
                    g->indivisible && !g->uneven ? "  INDIVISIBLE" : "",
                    w->prefetch ? "" : "  (not prefetched)", wire_mark(g),
-                   smoe_gather_crosses_slices(g, &p->mesh) ? "  ACROSS SLICES" : "");
+                   slices_mark(g, &p->mesh));
             if (why)
                 print_why("", g);
         }
@@ -211,6 +219,22 @@ static void set_devices(cli_common *c, const char *topology)
                         "is required (the number of devices), or --topology NAME");
 }
 
+/* The bytes a device sends across slices per step of smoe train. */
+static void print_link(const smoe_plan *p, int legacy)
+{
+    smoe_plan_link l;
+    smoe_err e;
+    if (smoe_plan_link_bytes(p, legacy ? SMOE_MODE_LEGACY : SMOE_MODE_COAXIS, 4, &l, &e)) {
+        printf("  %s: bytes across slices not counted: %s\n", legacy ? "legacy" : "co-axis",
+               e.msg);
+        return;
+    }
+    printf("  %s: bytes a device sends across slices per step of smoe train: %lld (gathers "
+           "%lld, fp32 gradient reductions %lld; the expert exchange not counted)\n",
+           legacy ? "legacy" : "co-axis", (long long)(l.gathers + l.reductions),
+           (long long)l.gathers, (long long)l.reductions);
+}
+
 /* With several slices, which level each plan's gathers use: within a
  * slice (ICI) or across the slices (DCN). */
 static void print_slices(const smoe_plan *p, int mode)
@@ -225,18 +249,22 @@ static void print_slices(const smoe_plan *p, int mode)
     for (int legacy = 0; legacy < 2; legacy++) {
         if ((legacy && mode == 0) || (!legacy && mode == 1))
             continue;
-        int within = 0, across = 0;
+        int within = 0, across = 0, two = 0;
         for (int i = 0; i < p->n; i++) {
             const smoe_weight *w = &p->w[i];
             const smoe_gather *g = legacy ? &w->legacy : &w->gather;
             if (w->kind != SMOE_ENTRY_PARAM || !w->has_gather || g->status == SMOE_GATHER_NOOP)
                 continue;
             smoe_gather_crosses_slices(g, &p->mesh) ? across++ : within++;
+            two += smoe_gather_two_level(g, &p->mesh);
         }
-        printf("; %s gathers: %d within a slice (ICI), %d across slices (DCN)",
-               legacy ? "legacy" : "co-axis", within, across);
+        printf("; %s gathers: %d within a slice (ICI), %d across slices (DCN), %d of them in "
+               "2 levels", legacy ? "legacy" : "co-axis", within, across, two);
     }
     printf("\n");
+    for (int legacy = 0; legacy < 2; legacy++)
+        if (!((legacy && mode == 0) || (!legacy && mode == 1)))
+            print_link(p, legacy);
 }
 
 /* The text report: the table and each plan's summary (mode 0 co-axis, 1

@@ -40,6 +40,7 @@ static cJSON *gather_json(const smoe_gather *g, int prefetch, const smoe_mesh *m
     cJSON_AddStringToObject(o, "status", smoe_gather_status_name(g->status));
     cJSON_AddBoolToObject(o, "prefetch", prefetch);
     cJSON_AddBoolToObject(o, "crosses_slices", smoe_gather_crosses_slices(g, m));
+    cJSON_AddBoolToObject(o, "two_level", smoe_gather_two_level(g, m));
     cJSON_AddItemToObject(o, "layer_shape", i64_array(g->shape, g->rank));
     cJSON *axes = cJSON_CreateArray(), *spec = cJSON_CreateArray(),
           *res = cJSON_CreateArray(), *ind = cJSON_CreateArray();
@@ -107,6 +108,21 @@ static cJSON *summary_json(const smoe_plan_summary *s)
     return o;
 }
 
+/* smoe_plan_link_bytes of one mode: null with one slice or where the
+ * count cannot be made (the text says why). */
+static cJSON *link_json(const smoe_plan *p, smoe_gather_mode mode)
+{
+    smoe_plan_link l;
+    smoe_err e;
+    if (smoe_mesh_slices(&p->mesh) <= 1 || smoe_plan_link_bytes(p, mode, 4, &l, &e))
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "gathers", (double)l.gathers);
+    cJSON_AddNumberToObject(o, "reductions", (double)l.reductions);
+    cJSON_AddNumberToObject(o, "total", (double)(l.gathers + l.reductions));
+    return o;
+}
+
 void plan_print_json(FILE *f, const smoe_plan *p)
 {
     cJSON *root = cJSON_CreateObject();
@@ -148,7 +164,10 @@ void plan_print_json(FILE *f, const smoe_plan *p)
     else
         cJSON_AddNullToObject(sum, "int8_fallback");
     cJSON_AddNumberToObject(sum, "wire_fallbacks", p->wire_fallbacks);
-    cJSON_AddItemToObject(sum, "coaxis", summary_json(&p->coaxis));
-    cJSON_AddItemToObject(sum, "legacy", summary_json(&p->legacy));
+    cJSON *co = summary_json(&p->coaxis), *lg = summary_json(&p->legacy);
+    cJSON_AddItemToObject(co, "slices_link_bytes", link_json(p, SMOE_MODE_COAXIS));
+    cJSON_AddItemToObject(lg, "slices_link_bytes", link_json(p, SMOE_MODE_LEGACY));
+    cJSON_AddItemToObject(sum, "coaxis", co);
+    cJSON_AddItemToObject(sum, "legacy", lg);
     cli_json_print(f, root);
 }

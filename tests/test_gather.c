@@ -160,8 +160,17 @@ static void test_change_description_cases(void)
     CHECK_STR(fmt_dims(g.axes, g.rank, b, sizeof b), "fsdp - -");
 }
 
+static smoe_plan *plan_sliced(const char *cfgdir, const char *rules, int64_t devices,
+                              int64_t slices, const char *const *ov, int nov, const char *model);
+
 static smoe_plan *plan_for(const char *cfgdir, const char *rules, int64_t devices,
                            const char *const *ov, int nov, const char *model)
+{
+    return plan_sliced(cfgdir, rules, devices, 1, ov, nov, model);
+}
+
+static smoe_plan *plan_sliced(const char *cfgdir, const char *rules, int64_t devices,
+                              int64_t slices, const char *const *ov, int nov, const char *model)
 {
     char base[1024];
     snprintf(base, sizeof base, "%s/base.yml", cfgdir);
@@ -178,7 +187,7 @@ static smoe_plan *plan_for(const char *cfgdir, const char *rules, int64_t device
         CHECKF(0, "config: %s: %s", err.where, err.msg);
         return NULL;
     }
-    smoe_plan_opts po = { devices, 1, NULL, 4 };
+    smoe_plan_opts po = { devices, slices, NULL, 4 };
     smoe_plan *p = NULL;
     if (smoe_plan_build(cfg, &po, &p, &err))
         CHECKF(0, "plan: %s: %s", err.where, err.msg);
@@ -611,6 +620,55 @@ static void test_slices_level(void)
     CHECK(smoe_gather_crosses_slices(&g, &m));
 }
 
+/* Bytes across slices per step (smoe_plan_link_bytes), by hand on the tiny
+ * model over 4 devices. Per device, P is its parameter bytes (each
+ * weight's shard, once a layer), S of them sharded, N the norms'
+ * (replicated), G the gathers' shard bytes (twice a layer for a decoder
+ * weight, once for the others).
+ *   HSDP, data across 2 slices: no gather crosses; the all-reduce over
+ *   data sends its shard (2 / 2 of it) to the 1 member across, the
+ *   norms' all-reduce over (data, fsdp) 2 / 4 of it to 2: P.
+ *   fsdp across 2 slices of 2, two levels: a gather and a reduce-scatter
+ *   send the shard to the 1 counterpart: G, then S + N (as above).
+ *   fsdp across 4 slices of 1, one level: to 3 members: 3 G, then
+ *   3 S + 2 / 4 x 3 N. */
+static void test_link_bytes(const char *cfgdir)
+{
+    static const char *const hsdp[] = { "dcn_data_parallelism=2", "ici_expert_parallelism=1" };
+    static const char *const two[] = { "dcn_fsdp_parallelism=2", "ici_expert_parallelism=1" };
+    static const char *const one[] = { "dcn_fsdp_parallelism=4", "ici_expert_parallelism=1" };
+    const char *const *ov[3] = { hsdp, two, one };
+    int64_t slices[3] = { 2, 2, 4 };
+    for (int c = 0; c < 3; c++) {
+        smoe_plan *p = plan_sliced(cfgdir, NULL, 4, slices[c], ov[c], 2, "tiny");
+        if (!p)
+            continue;
+        int64_t S = 0, N = 0, G = 0;
+        int marks = 0;
+        for (int i = 0; i < p->n; i++) {
+            const smoe_weight *w = &p->w[i];
+            if (w->kind != SMOE_ENTRY_PARAM)
+                continue;
+            int64_t b = w->gather.bytes_in * w->layers;
+            if (w->gather.status == SMOE_GATHER_NOOP)
+                N += b;
+            else
+                S += b, G += (w->prefetch ? 2 : 1) * b;
+            marks += smoe_gather_two_level(&w->gather, &p->mesh);
+        }
+        smoe_plan_link l;
+        smoe_err e;
+        CHECKF(smoe_plan_link_bytes(p, SMOE_MODE_COAXIS, 4, &l, &e) == SMOE_OK, "%s", e.msg);
+        int64_t wg[3] = { 0, G, 3 * G }, wr[3] = { S + N, S + N, 3 * S + 3 * N / 2 };
+        CHECKF(l.gathers == wg[c] && l.reductions == wr[c],
+               "case %d: gathers %lld (want %lld), reductions %lld (want %lld)", c,
+               (long long)l.gathers, (long long)wg[c], (long long)l.reductions,
+               (long long)wr[c]);
+        CHECKF((marks > 0) == (c == 1), "case %d: %d gathers marked two-level", c, marks);
+        smoe_plan_free(p);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -619,6 +677,7 @@ int main(int argc, char **argv)
     }
     test_edge_table();
     test_slices_level();
+    test_link_bytes(argv[1]);
     test_change_description_cases();
     test_fsdp_only_identical(argv[1]);
     test_golden_summaries(argv[1]);

@@ -96,24 +96,40 @@ check $? "at MPI_THREAD_FUNNELED the default runs without the thread, bitwise th
 # all-reduce: its buffer, whatever MPI's algorithm), fewer than flat
 # fsdp=4 across the same hosts sends
 SMOE_TEST_MPI_THREAD=multiple
+# HSDP and two-level gathers, a slice per host, against the single-rank
+# run (the global batch of 4 ranks x 4 sequences); the bytes each step
+# sends across the link are the plan's count (smoe plan --slices)
+timeout 180 "$smoe" train --steps 4 --quiet --json per_device_batch_size=16 \
+  --dump-params "$dir/ref.bin" >"$dir/ref.json" 2>"$dir/ref.err"
+plan_link() { # the plan's bytes across slices per step and device
+  "$smoe" plan --base "$SMOE_CONFIG_DIR/train.yml" --model tiny --devices 4 "$@" |
+    sed -n 's/.*co-axis: bytes a device sends across slices per step of smoe train: \([0-9]*\).*/\1/p'
+}
+links() { grep '"link_bytes"' "$dir/$1.json" | tr -dc '0-9\n' | sort -u | tr '\n' ' '; }
 H="--slices 2 dcn_data_parallelism=2 ici_expert_parallelism=1"
-timeout 180 "$mpiexec" -n 4 "$smoe" train $args $H --dump-params "$dir/h1.bin" \
-  >"$dir/h1.json" 2>"$dir/h1.err"
-net hsdp $H && "$cmp" "$dir/h1.json" "$dir/h1.bin" "$dir/hsdp.json" "$dir/hsdp.bin" 1e-5 \
+net hsdp $H && "$cmp" "$dir/ref.json" "$dir/ref.bin" "$dir/hsdp.json" "$dir/hsdp.bin" 1e-5 \
   >"$dir/cmp.out" 2>&1
-check $? "HSDP, a slice per host == on one host: $(grep worst "$dir/cmp.out" | head -1)"
+check $? "HSDP, a slice per host == single rank: $(grep worst "$dir/cmp.out" | head -1)"
 grep -q '"slices":[[:space:]]*"2 slices, one per host"' "$dir/hsdp.json"
 check $? "HSDP: $(sed -n 's/.*"slices":[[:space:]]*"\([^"]*\)".*/\1/p' "$dir/hsdp.json")"
 # the parameter bytes of a rank (its tracked parameters class)
 pbytes=$(awk '/"peak_tracked":/ { f = 1 } f && /"params":/ { v = $0; gsub(/[^0-9]/, "", v);
   print v; exit }' "$dir/hsdp.json")
-links=$(grep '"link_bytes"' "$dir/hsdp.json" | tr -dc '0-9\n' | sort -u | tr '\n' ' ')
-check "$([ -n "$pbytes" ] && [ "$links" = "$pbytes " ] && echo 0 || echo 1)" \
-  "HSDP: every step sends a rank's parameter bytes across hosts ($pbytes): $links"
+hl=$(links hsdp) hp=$(plan_link $H)
+check "$([ -n "$pbytes" ] && [ "$hl" = "$pbytes " ] && [ "$hp" = "$pbytes" ] && echo 0 || echo 1)" \
+  "HSDP: every step sends a rank's parameter bytes across hosts ($pbytes), as the plan counts ($hp): $hl"
+T="--slices 2 dcn_fsdp_parallelism=2 ici_expert_parallelism=1"
+net two $T && "$cmp" "$dir/ref.json" "$dir/ref.bin" "$dir/two.json" "$dir/two.bin" 1e-5 \
+  >"$dir/cmp.out" 2>&1
+check $? "two-level gathers (fsdp across 2 hosts) == single rank: $(grep worst "$dir/cmp.out" | head -1)"
+tl=$(links two) tp=$(plan_link $T)
+check "$([ -n "$tp" ] && [ "$tl" = "$tp " ] && echo 0 || echo 1)" \
+  "two-level: every step sends the plan's count across hosts ($tp): $tl"
 net flat ici_fsdp_parallelism=4 ici_expert_parallelism=1
 flat=$(grep '"link_bytes"' "$dir/flat.json" | tr -dc '0-9\n' | sort -n | tail -1)
-check "$([ -n "$flat" ] && [ -n "$pbytes" ] && [ "$pbytes" -lt "$flat" ] && echo 0 || echo 1)" \
-  "HSDP sends fewer bytes across hosts per step ($pbytes) than flat fsdp=4 ($flat)"
+check "$([ -n "$flat" ] && [ -n "$pbytes" ] && [ -n "$tp" ] && [ "$pbytes" -lt "$flat" ] &&
+  [ "$tp" -le "$flat" ] && echo 0 || echo 1)" \
+  "HSDP ($pbytes) and two-level ($tp) send fewer bytes across hosts per step than flat fsdp=4 ($flat)"
 
 unset SMOE_TEST_MPI_THREAD
 

@@ -194,6 +194,9 @@ smoe_status smoe_inventory_build(const smoe_config *cfg, smoe_arena *a,
  * an axis split across slices (m->dcn > 1): it crosses the slices' link
  * (DCN); else it stays within each slice (ICI). */
 int smoe_gather_crosses_slices(const smoe_gather *g, const smoe_mesh *m);
+/* 1 when a stage of g spans slices and shares them, so that smoe train
+ * runs it in two levels: across slices, then within (smoe_axes_levels). */
+int smoe_gather_two_level(const smoe_gather *g, const smoe_mesh *m);
 
 /* The gather plan of one per-layer weight on a mesh (pure; exposed for the
  * edge-case tests and for the runtime). spec has rank entries. */
@@ -210,6 +213,22 @@ int smoe_gather_reason(const smoe_gather *g, smoe_gather_mode mode, const smoe_m
  * naming it and the reason (smoe train refuses such plans); SMOE_OK if none. */
 SMOE_MUST_CHECK
 smoe_status smoe_plan_check_even(const smoe_plan *p, smoe_gather_mode mode, smoe_err *err);
+/* A routed expert's weight (a dim named "exp" or "expert_only"): it keeps
+ * its expert sharding (smoe_gather_exec_of's keep_expert). */
+int smoe_weight_routed(const smoe_weight *w);
+
+/* The bytes one device sends to devices in other slices in one step of
+ * smoe train (src/plan/link.c has the rules, as smoe_comm_stats.link_bytes
+ * counts them): the weight gathers and the gradient reductions, whose
+ * elements are reduce_bytes each (4: fp32, 2: bf16). The expert
+ * all-to-all's bytes depend on the routing and are not counted. */
+typedef struct smoe_plan_link {
+    int64_t gathers, reductions;
+} smoe_plan_link;
+SMOE_MUST_CHECK
+smoe_status smoe_plan_link_bytes(const smoe_plan *p, smoe_gather_mode mode, int reduce_bytes,
+                                 smoe_plan_link *out, smoe_err *err);
+
 /* The executable form of gather plan g (see smoe_gather_exec in shard.h):
  * the plan's gather axes are prefetched; every other live axis is gathered
  * at use (the plan's legacy residual co-axes among them), so the weight

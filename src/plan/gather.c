@@ -297,3 +297,23 @@ int smoe_gather_crosses_slices(const smoe_gather *g, const smoe_mesh *m)
     }
     return 0;
 }
+
+int smoe_weight_routed(const smoe_weight *w)
+{
+    for (int d = 0; d < w->rank; d++)
+        if (w->logical[d] && (strcmp(w->logical[d], "exp") == 0 ||
+                              strcmp(w->logical[d], "expert_only") == 0))
+            return 1;
+    return 0;
+}
+
+int smoe_gather_two_level(const smoe_gather *g, const smoe_mesh *m)
+{
+    smoe_levels lv;
+    if (smoe_mesh_slices(m) <= 1)
+        return 0;
+    for (int d = 0; d < g->rank; d++)
+        if (smoe_axes_levels(m, &g->axes[d], &lv) || smoe_axes_levels(m, &g->residual[d], &lv))
+            return 1;
+    return 0;
+}

@@ -129,6 +129,21 @@ void sim_stage_far(const smoe_mesh *m, const smoe_axes *axes, double dpn, double
     *far_steps = (double)*g / *gl - 1;
 }
 
+/* Adds one collective's near bytes and steps and far ones to t[0..3]. */
+static void stage_parts(const smoe_mesh *m, const smoe_axes *ax, double dpn, double bytes,
+                        double t[4])
+{
+    double gl, nb, fb, fs;
+    int64_t n;
+    sim_stage_far(m, ax, dpn, bytes, &n, &gl, &nb, &fb, &fs);
+    if (nb > 0) {
+        t[0] += nb;
+        t[1] += gl - 1;
+    }
+    t[2] += fb;
+    t[3] += fs;
+}
+
 /* Both parts of a gather's stages: t[0..1] the near bytes and steps (as
  * coll_at counts them on cpu profiles), t[2..3] the far ones. */
 static void gather_parts(const smoe_gather *g, const smoe_mesh *m, double dpn, double scale,
@@ -140,15 +155,17 @@ static void gather_parts(const smoe_gather *g, const smoe_mesh *m, double dpn, d
         const smoe_axes *ax = &g->axes[d];
         if (!ax->n)
             continue;
-        double grp = (double)smoe_axes_size(ax, m), gl, nb, fb, fs;
-        int64_t n;
-        sim_stage_far(m, ax, dpn, local * (grp - 1), &n, &gl, &nb, &fb, &fs);
-        if (nb > 0) {
-            t[0] += nb;
-            t[1] += gl - 1;
+        double grp = (double)smoe_axes_size(ax, m);
+        smoe_levels lv;
+        if (smoe_mesh_slices(m) > 1 && smoe_axes_levels(m, ax, &lv)) { /* as stage_time */
+            smoe_part_mesh pm;
+            smoe_mesh_parts(m, &pm);
+            double x = (double)smoe_axes_part_members(m, &lv.across);
+            stage_parts(&pm.mesh, &lv.across, dpn, local * (x - 1), t);
+            stage_parts(&pm.mesh, &lv.within, dpn, local * (grp - x), t);
+        } else {
+            stage_parts(m, ax, dpn, local * (grp - 1), t);
         }
-        t[2] += fb;
-        t[3] += fs;
         local *= grp;
     }
 }
@@ -216,6 +233,26 @@ static double coll(const cost *c, const smoe_axes *axes, double bytes, double bw
     return coll_at(c, axes, bytes, bw_override, 0);
 }
 
+/* A gather stage over ax of `local` bytes a member: one collective, or, as
+ * smoe's runtime runs a group spanning slices and sharing them
+ * (smoe_axes_levels), one across slices over the dcn parts then one within
+ * over the ici parts, on the mesh of parts. */
+static double stage_time(const cost *c, const smoe_axes *ax, double local)
+{
+    double grp = (double)smoe_axes_size(ax, c->mesh);
+    smoe_levels lv;
+    if (smoe_mesh_slices(c->mesh) <= 1 || !smoe_axes_levels(c->mesh, ax, &lv))
+        return coll_at(c, ax, local * (grp - 1), 0, 1);
+    smoe_part_mesh pm;
+    smoe_mesh_parts(c->mesh, &pm);
+    cost cp = *c;
+    cp.mesh = &pm.mesh;
+    double x = (double)smoe_axes_part_members(c->mesh, &lv.across);
+    double w = (double)smoe_axes_part_members(c->mesh, &lv.within);
+    return coll_at(&cp, &lv.across, local * (x - 1), 0, 1) +
+           coll_at(&cp, &lv.within, local * x * (w - 1), 0, 1);
+}
+
 /* Gather stages of one plan entry: one per gathered dim, the buffer
  * growing stage by stage. */
 static double gather_time(const cost *c, const smoe_gather *g, const smoe_axes *stage_axes,
@@ -226,9 +263,8 @@ static double gather_time(const cost *c, const smoe_gather *g, const smoe_axes *
         const smoe_axes *ax = residual ? &stage_axes[d] : &g->axes[d];
         if (!ax->n)
             continue;
-        double grp = (double)smoe_axes_size(ax, c->mesh);
-        t += coll_at(c, ax, local * (grp - 1), 0, 1);
-        local *= grp;
+        t += stage_time(c, ax, local);
+        local *= (double)smoe_axes_size(ax, c->mesh);
     }
     return t;
 }
@@ -266,14 +302,6 @@ static double reduce_time(const cost *c, const smoe_gather *g, double scale)
     return gather_time(c, g, NULL, 0, scale) + allreduce_time(c, g, scale);
 }
 
-static int is_routed(const smoe_weight *w)
-{
-    for (int d = 0; d < w->rank; d++)
-        if (w->logical[d] && (strcmp(w->logical[d], "exp") == 0 ||
-                              strcmp(w->logical[d], "expert_only") == 0))
-            return 1;
-    return 0;
-}
 
 /* Compute of one layer kind: forward split around the expert exchange,
  * backward = 2x the forward matmuls + the recompute of the remat policy. */
@@ -529,7 +557,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         if (!w->prefetch)
             continue;
         int k = strcmp(w->stack, "moe_layers") == 0 ? 1 : 0;
-        if (strcmp(w->stack, "layers") == 0 && is_routed(w))
+        if (strcmp(w->stack, "layers") == 0 && smoe_weight_routed(w))
             k = 1;
         if (stacks[k] && strcmp(stacks[k], w->stack) != 0 && strcmp(w->stack, "layers") != 0) {
             smoe_sim_model_free(m);
@@ -576,7 +604,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
          * or as stored (MaxText's prefetch path) */
         x.pre_s = gather_time(&c, &w->gather, NULL, 0, cast);
         x.pre_stored_s = gather_time(&c, &w->gather, NULL, 0, 1);
-        x.routed = is_routed(w);
+        x.routed = smoe_weight_routed(w);
         { /* MaxText's MoeBlock names its down projection wo (moe.py) */
             size_t n = strlen(w->path);
             x.down = x.routed && n >= 3 && strcmp(w->path + n - 3, "/wo") == 0;
