@@ -20,7 +20,9 @@ int rt_queue_of(const smoe_rt *rt, int q)
     /* the shared mode merges gathers into the all-to-all/reduction queue;
      * residual gathers keep their own queue (they model XLA's gathers on
      * the compute stream) */
-    return rt->shared_queue && q == RT_Q_GATHER ? RT_Q_COMM : q;
+    return rt->shared_queue && (q == RT_Q_GATHER || q == RT_Q_LEVEL || q == RT_Q_RLEVEL)
+               ? RT_Q_COMM
+               : q;
 }
 
 static int queues_busy(const smoe_rt *rt)
@@ -101,7 +103,8 @@ static void finish(smoe_rt *rt, rt_op *op)
  * out of order. An op may start when every earlier op has started and:
  *   exclusive (all-to-all) or serial (a later stage of the same weight):
  *     every earlier op has completed;
- *   otherwise: no exclusive op is running and fewer than RT_WINDOW ops are.
+ *   otherwise: no exclusive op is running and fewer than RT_WINDOW ops are;
+ *   and, gated (a second level): the ops its gate counts have completed.
  * So gathers of different weights overlap, later stages follow earlier
  * ones, and an all-to-all runs alone: on a shared queue gathers wait
  * behind it and it waits behind them. */
@@ -153,6 +156,7 @@ void rt_progress_locked(smoe_rt *rt)
                 int earlier_busy = running > 0 || prev != NULL;
                 int ok = (op->exclusive || op->serial) ? !earlier_busy
                                                        : !excl_running && running < RT_WINDOW;
+                ok = ok && (!op->gate || *op->gate <= op->gate_max);
                 if (!ok)
                     break; /* nothing later may start before it */
                 start(rt, op);

@@ -8,12 +8,15 @@
 #include "smoe/runtime.h"
 
 #define RT_MAX_COMMS 64
-#define RT_QUEUES 3
+#define RT_QUEUES 5
 /* The progress thread's nice value (queue.c raise_priority). */
 #define RT_PROGRESS_NICE (-10)
-/* the gather queue, the all-to-all/reduction queue, and the queue of the
- * un-prefetched residual gathers (issued at use and waited at once) */
-enum { RT_Q_GATHER = 0, RT_Q_COMM = 1, RT_Q_RESIDUAL = 2 };
+/* the gather queue, the all-to-all/reduction queue, the queue of the
+ * un-prefetched residual gathers (issued at use and waited at once), and
+ * those of the second levels of two-level gathers and reductions (each
+ * gated on its first level, so that the first levels of other weights go
+ * on meanwhile; a reduction's all-reduce follows on its second level's) */
+enum { RT_Q_GATHER = 0, RT_Q_COMM = 1, RT_Q_RESIDUAL = 2, RT_Q_LEVEL = 3, RT_Q_RLEVEL = 4 };
 
 /* A communicator over an ordered tuple of mesh axes: ranks are numbered by
  * the mixed radix of their coordinates over the tuple, first axis most
@@ -53,6 +56,11 @@ struct rt_op {
     double t_issue;    /* enqueued (the trace spans issue -> completion) */
     int exclusive;     /* runs alone on its queue (the expert all-to-all) */
     int serial;        /* waits for every earlier op (a dependent stage) */
+    _Atomic int *gate; /* if set, starts only once *gate <= gate_max (the ops
+                          it depends on, on other queues, have completed) */
+    int gate_max;
+    _Atomic int level_pending; /* a gate that lives in the op itself: the first
+                          level of a two-level reduction decrements it */
     double t0;
     const char *name;
     int lane;

@@ -59,6 +59,7 @@ typedef struct wg_stage {
     MPI_Datatype dtype;
     int64_t base;  /* element offset of member 0's region in the buffer */
     int64_t bytes; /* bytes this rank receives */
+    int level2;    /* the second level (within the slice) of a two-level stage */
     int *displs;   /* a level of a two-level stage (MPI_Iallgatherv): member m's
                       region at base + displs[m] rows of dim `dim`; else NULL */
     int *ones;     /* its counts, 1 each */
@@ -74,6 +75,7 @@ struct smoe_wgather {
     rt_comm *rs_comm;                /* all gather axes, dims in order */
     rt_comm *rs_within, *rs_across;  /* its two levels (reduce-scatter within the
                                         slice, then across), or NULL */
+    int levels;                      /* a gather stage runs in two levels */
     int pack;                        /* shards not contiguous in B */
     rt_comm *ar_comm;                /* replicated axes, or NULL */
     int n_ar_axes;
@@ -368,7 +370,10 @@ static smoe_status add_stages(smoe_rt *rt, smoe_wgather *g, int d, const smoe_ax
     memcpy(after, done, sizeof after);
     for (int i = 0; i < lv.across.n; i++)
         after[d].ax[after[d].n++] = lv.across.ax[i];
-    return build_stage(rt, g, d, &lv.within, after, q, 1, &st[(*n)++], err);
+    /* a prefetched second level runs on its own queue (smoe_rt_wgather_start) */
+    st[*n].level2 = 1;
+    g->levels = 1;
+    return build_stage(rt, g, d, &lv.within, after, pass ? q : RT_Q_LEVEL, 1, &st[(*n)++], err);
 }
 
 smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *p, const char *name,
@@ -408,12 +413,14 @@ smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *p, const ch
     if (g->rs_comm && smoe_mesh_slices(&rt->mesh) > 1 &&
         smoe_axes_levels(&rt->mesh, &g->geo.rs, &lv)) {
         if ((s = rt_comm_get(rt, &lv.within, RT_Q_COMM, &g->rs_within, err)) ||
-            (s = rt_comm_get(rt, &lv.across, RT_Q_COMM, &g->rs_across, err)))
+            (s = rt_comm_get(rt, &lv.across, RT_Q_RLEVEL, &g->rs_across, err)))
             goto fail;
         g->pack = 1; /* member blocks in the levels' order */
     }
     g->n_ar_axes = g->geo.rep.n;
-    if (g->geo.rep.n && (s = rt_comm_get(rt, &g->geo.rep, RT_Q_COMM, &g->ar_comm, err)))
+    /* the all-reduce follows the reduce-scatter on its queue */
+    if (g->geo.rep.n && (s = rt_comm_get(rt, &g->geo.rep, g->rs_within ? RT_Q_RLEVEL : RT_Q_COMM,
+                                         &g->ar_comm, err)))
         goto fail;
     g->rbf16 = p->reduce_wire == SMOE_DT_BF16 && (g->rs_comm || g->ar_comm);
     if (g->rbf16 && (s = rt_bf16_sum_get(rt, err)))
@@ -466,11 +473,20 @@ void smoe_rt_wgather_start(smoe_rt *rt, smoe_wgather *g, const float *shard, flo
     t->res_pending = 0;
     for (int k = 0; k < g->nst; k++) {
         rt_op *op = stage_op(rt, g, &g->st[k], cb);
-        op->serial = k > 0; /* a later stage reads what the earlier wrote */
+        /* a later stage reads what the earlier wrote: it waits for every
+         * earlier op, or, with two levels, for this weight's earlier
+         * stages alone (its ticket), the second levels on a queue of their
+         * own so that other weights' first levels go on meanwhile */
+        if (g->levels && k > 0) {
+            op->gate = &t->pending;
+            op->gate_max = g->nst - k;
+        } else {
+            op->serial = k > 0;
+        }
         op->lane = SMOE_LANE_GATHER;
         op->pending = &t->pending;
         op->busy_acc = &t->busy_s; /* not the stats: the progress thread may run it */
-        rt_enqueue(rt, RT_Q_GATHER, op);
+        rt_enqueue(rt, g->st[k].level2 ? RT_Q_LEVEL : RT_Q_GATHER, op);
     }
 }
 
@@ -554,10 +570,14 @@ static int64_t level_member(const smoe_rt *rt, const smoe_wgather *g, int64_t m)
 
 /* The level within the slice of a two-level reduce-scatter: in place in
  * send (fp32 or, packed at its head, bf16), leaving at its head the sums
- * the level across reduce-scatters. Returns send. */
-static float *reduce_within(smoe_rt *rt, const smoe_wgather *g, float *send)
+ * the level across (`across`, gated on it) reduce-scatters. Returns send. */
+static float *reduce_within(smoe_rt *rt, const smoe_wgather *g, float *send, rt_op *across)
 {
+    across->level_pending = 1;
+    across->gate = &across->level_pending;
+    across->gate_max = 0;
     rt_op *op = rt_op_new(rt);
+    op->pending = &across->level_pending;
     op->kind = OP_REDUCE_SCATTER;
     op->comm = g->rs_within->comm;
     op->group = g->rs_within;
@@ -594,14 +614,13 @@ void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *sc
     if (g->rs_comm) {
         if (b)
             smoe_dtype_pack_head(SMOE_DT_BF16, 0, send, g->rs_comm->size * g->geo.shard_numel);
-        if (g->rs_within)
-            send = reduce_within(rt, g, send);
         rt_op *op = rt_op_new(rt);
+        if (g->rs_within)
+            send = reduce_within(rt, g, send, op);
         const rt_comm *rc = g->rs_within ? g->rs_across : g->rs_comm;
         op->kind = OP_REDUCE_SCATTER;
         op->comm = rc->comm;
         op->group = rc;
-        op->serial = g->rs_within != NULL; /* after the level within the slice */
         op->sbuf = send;
         op->rbuf = rb;
         op->count = (int)g->geo.shard_numel;
@@ -611,7 +630,7 @@ void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *sc
         op->flag = g->ar_comm ? NULL : done;
         op->expand = b && !g->ar_comm ? shard_grad : NULL;
         op->expand_n = g->geo.shard_numel;
-        rt_enqueue(rt, RT_Q_COMM, op);
+        rt_enqueue(rt, g->rs_within ? RT_Q_RLEVEL : RT_Q_COMM, op);
     } else if (b) {
         smoe_dtype_pack(SMOE_DT_BF16, 0, rb, full, g->geo.shard_numel);
     } else {
@@ -626,12 +645,13 @@ void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *sc
         op->count = (int)g->geo.shard_numel;
         op->bf16 = b;
         op->name = b ? "AR grad bf16" : "AR grad";
-        op->serial = g->rs_comm != NULL; /* after this weight's reduce-scatter */
+        op->serial = g->rs_comm != NULL; /* after this weight's reduce-scatter (the
+                                            level across, with two: on its queue) */
         op->lane = SMOE_LANE_COMM;
         op->flag = done;
         op->expand = b ? shard_grad : NULL;
         op->expand_n = g->geo.shard_numel;
-        rt_enqueue(rt, RT_Q_COMM, op);
+        rt_enqueue(rt, g->rs_within ? RT_Q_RLEVEL : RT_Q_COMM, op);
     } else if (!g->rs_comm && done) {
         *done = 1;
     }
