@@ -1,5 +1,6 @@
 #!/bin/sh
-# HSDP against flat FSDP across a shaped link, measured and predicted.
+# HSDP and two-level gathers against flat FSDP across a shaped link,
+# measured and predicted.
 # Two network-namespace hosts x 2 ranks joined by a link shaped to RATE
 # (tbf, scripts/netns.sh); smoe sim --calibrate across them (its default
 # mesh: hosts x ranks of a host, with the progress thread as smoe train
@@ -7,11 +8,14 @@
 #   flat: fsdp=4, every weight gather crossing the link, and
 #   hsdp: --slices 2 dcn_data_parallelism=2, fsdp=2 within each host, the
 #         weights replicated across: only the gradients' all-reduce crosses,
+#   two:  --slices 2 dcn_fsdp_parallelism=2, fsdp=4 as 2 hosts x 2, each
+#         gather across the hosts (a rank's own shard) then within,
 # smoe sim's prediction beside smoe train --compare's measurement
 # (no-prefetch and prefetch taking turns step by step; bench/cmp_sim_train:
 # step time and exposed wait, its 25 % check) and the bytes a rank sent per
 # step within its host and across hosts (the JSON's host_bytes,
-# link_bytes, prefetch's median step). The last line counts the
+# link_bytes, prefetch's median step) with the plan's count across slices
+# (smoe plan --slices). The last line counts the
 # comparisons with a figure outside cmp_sim_train's 25 %; the script fails
 # only when a run or a tool does.
 # Needs root (network namespaces), Open MPI.
@@ -29,6 +33,7 @@ export SMOE_CONFIG_DIR="$build/configs"
 shape="per_device_batch_size=8 ici_expert_parallelism=1"
 flat="ici_fsdp_parallelism=4"
 hsdp="--slices 2 dcn_data_parallelism=2"
+two="--slices 2 dcn_fsdp_parallelism=2"
 dir=$(mktemp -d)
 cleanup() { "$top/scripts/netns.sh" down 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
@@ -55,7 +60,7 @@ for rate in $rates; do
   echo "==== link $rate"
   net sim --calibrate --out "$dir/hw.yml" >"$dir/cal.out" 2>&1 || { tail -5 "$dir/cal.out"; exit 1; }
   indented grep -E '^(dcn_|ici_bandwidth|peak_flops|progress)' "$dir/hw.yml"
-  for layout in flat hsdp; do
+  for layout in flat hsdp two; do
     eval "mesh=\$$layout"
     # shellcheck disable=SC2086
     "$build/smoe" sim --base "$build/configs/train.yml" --model tiny --devices 4 $mesh $shape \
@@ -66,6 +71,9 @@ for rate in $rates; do
     echo "-- $layout ($mesh): $(sed -n 's/.*"slices":[[:space:]]*"\([^"]*\)".*/\1/p' "$dir/$layout.json")"
     echo "   bytes a rank sent per step: within its host $(bytes "$dir/$layout.json" host_bytes)," \
       "across hosts $(bytes "$dir/$layout.json" link_bytes)"
+    [ "$layout" = flat ] || echo "   the plan's count across slices:" \
+      "$("$build/smoe" plan --base "$build/configs/train.yml" --model tiny --devices 4 $mesh \
+        $shape | sed -n 's/.*co-axis: bytes a device sends across slices per step of smoe train: \([0-9]*\).*/\1/p')"
     # a figure outside 25 % is a result, not a failure of the script: counted
     "$build/bench/cmp_sim_train" "$dir/$layout-sim.json" "$dir/$layout.json" >"$dir/cmp.txt" ||
       outside=$((outside + 1))
