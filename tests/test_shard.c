@@ -246,6 +246,34 @@ static void test_levels(void)
     CHECK(smoe_axes_levels(&h, &dafs, &lv));
     smoe_axes_format(&lv.across, b, sizeof b);
     CHECK_STR(b, "data"); /* whole: its ici part is 1 */
+    /* the two-level reduce-scatter's order: member (x across, w within) of
+     * the group over (fsdp, expert): fsdp = x * 2 + w / 2, expert = w % 2 */
+    CHECK_INT(smoe_levels_member(&m, &fe, 1, 3), 7);
+    CHECK_INT(smoe_levels_member(&m, &fe, 0, 2), 2);
+    CHECK_INT(smoe_levels_member(&m, &fe, 1, 0), 4);
+    /* a weight [16, 3] sharded (fsdp, expert) on dim 0: blocks of 2, fsdp
+     * steps 4 rows, expert 2; across, members 8 rows apart (a dcn step is
+     * 2 fsdp steps); within, (fsdp@ici, expert) at 0, 2, 4, 6. Device
+     * (fsdp 3, expert 1) holds rows 14..15 = its base within (1 x 4 +
+     * 1 x 2) plus its place across (1 x 8). */
+    {
+        smoe_gather_exec x;
+        memset(&x, 0, sizeof x);
+        x.rank = 2;
+        x.shape[0] = 16, x.shape[1] = 3;
+        x.live[0] = fe;
+        x.prefetch[0] = fe;
+        int64_t c[2] = { 3, 1 };
+        smoe_gather_geom g;
+        smoe_err e;
+        CHECK(smoe_gather_geom_of(&x, &m, c, "w", &g, &e) == SMOE_OK);
+        CHECK(smoe_axes_levels(&m, &fe, &lv));
+        CHECK_INT(smoe_gather_geom_level_offset(&g, &m, 0, &lv.across, 1), 8);
+        int64_t want[4] = { 0, 2, 4, 6 };
+        for (int w = 0; w < 4; w++)
+            CHECK_INT(smoe_gather_geom_level_offset(&g, &m, 0, &lv.within, w), want[w]);
+        CHECK_INT(g.off[0], 14);
+    }
     /* the mesh of parts numbers the devices as m does */
     smoe_part_mesh pm;
     smoe_mesh_parts(&m, &pm);

@@ -90,6 +90,10 @@ typedef struct smoe_levels {
  * across slices and within one: then the across level sends 1 / within
  * of the bytes one level would send across slices), else 0. */
 int smoe_axes_levels(const smoe_mesh *m, const smoe_axes *S, smoe_levels *lv);
+/* The member (mixed radix over S, last fastest) whose index is x in the
+ * level across (radix over the dcn parts of S's axes) and w in the level
+ * within (radix over their ici parts). */
+int64_t smoe_levels_member(const smoe_mesh *m, const smoe_axes *S, int64_t x, int64_t w);
 
 /* The mesh over the parts of m's axes (size > 1): an axis with both parts
  * > 1 becomes "a@dcn" (dcn = its size) then "a@ici"; another stays "a".
@@ -228,6 +232,12 @@ int64_t smoe_gather_geom_stride(const smoe_gather_geom *g, const smoe_mesh *m, i
 /* The index of the run S in A_d (its first axis), or -1 when S is not a
  * consecutive run of A_d in order (a stage must be one). */
 int smoe_gather_geom_run(const smoe_gather_geom *g, int d, const smoe_axes *S);
+/* Where member `member` of a level P (parts of A_d's axes, smoe_levels;
+ * member: the mixed radix over P's part coordinates, last fastest) has its
+ * blocks along dim d, in elements from member 0's: the sum of its part
+ * coordinates times their strides (a dcn part steps ici of its axis). */
+int64_t smoe_gather_geom_level_offset(const smoe_gather_geom *g, const smoe_mesh *m, int d,
+                                      const smoe_axes *P, int64_t member);
 /* The shard offset inside B of member `member` of the reduce-scatter group
  * (its mixed radix over rs, the last axis fastest). */
 void smoe_gather_geom_member(const smoe_gather_geom *g, const smoe_mesh *m, int64_t member,

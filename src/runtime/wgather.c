@@ -220,18 +220,9 @@ static int *level_displs(const smoe_rt *rt, const smoe_wgather *g, int d, const 
     int *dis = smoe_malloc(sizeof *dis * (size_t)n);
     if (!dis)
         return NULL;
-    for (int m = 0; m < n; m++) {
-        int64_t r = m, o = 0;
-        for (int i = S->n - 1; i >= 0; i--) {
-            int a;
-            smoe_axis_part p;
-            int k = part_k(rt, g, d, S->ax[i], &a, &p);
-            int64_t sz = smoe_mesh_part_size(&rt->mesh, a, p);
-            o += (r % sz) * part_stride(rt, g, d, k, a, p);
-            r /= sz;
-        }
-        dis[m] = (int)o;
-    }
+    int64_t rec = d == g->geo.rank - 1 ? g->rec : 1; /* the last dim counts records */
+    for (int m = 0; m < n; m++)
+        dis[m] = (int)(smoe_gather_geom_level_offset(&g->geo, &rt->mesh, d, S, m) / rec);
     return dis;
 }
 
@@ -551,21 +542,8 @@ static int64_t level_member(const smoe_rt *rt, const smoe_wgather *g, int64_t m)
 {
     if (!g->rs_within)
         return m;
-    const smoe_mesh *M = &rt->mesh;
-    int64_t w = m / g->rs_across->size, x = m % g->rs_across->size, member = 0;
-    int64_t xc[SMOE_MAX_ENTRY], wc[SMOE_MAX_ENTRY];
-    for (int i = g->geo.rs.n - 1; i >= 0; i--) { /* each axis's part coordinates */
-        int a = smoe_mesh_find(M, g->geo.rs.ax[i]);
-        int64_t nd = smoe_mesh_part_size(M, a, SMOE_PART_DCN);
-        int64_t ni = smoe_mesh_part_size(M, a, SMOE_PART_ICI);
-        xc[i] = x % nd, x /= nd;
-        wc[i] = w % ni, w /= ni;
-    }
-    for (int i = 0; i < g->geo.rs.n; i++) {
-        int a = smoe_mesh_find(M, g->geo.rs.ax[i]);
-        member = member * M->size[a] + xc[i] * smoe_mesh_part_size(M, a, SMOE_PART_ICI) + wc[i];
-    }
-    return member;
+    return smoe_levels_member(&rt->mesh, &g->geo.rs, m % g->rs_across->size,
+                              m / g->rs_across->size);
 }
 
 /* The level within the slice of a two-level reduce-scatter: in place in

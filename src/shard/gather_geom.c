@@ -93,3 +93,20 @@ void smoe_gather_geom_member(const smoe_gather_geom *g, const smoe_mesh *m, int6
         }
     }
 }
+
+int64_t smoe_gather_geom_level_offset(const smoe_gather_geom *g, const smoe_mesh *m, int d,
+                                      const smoe_axes *P, int64_t member)
+{
+    int64_t o = 0;
+    for (int i = P->n - 1; i >= 0; i--) {
+        smoe_axis_part p;
+        int a = smoe_mesh_part_find(m, P->ax[i], &p);
+        int k = a < 0 ? -1 : index_in(&g->A[d], m->name[a]);
+        if (k < 0)
+            continue;
+        int64_t sz = smoe_mesh_part_size(m, a, p);
+        o += (member % sz) * smoe_gather_geom_stride(g, m, d, k) * smoe_mesh_part_scale(m, a, p);
+        member /= sz;
+    }
+    return o;
+}

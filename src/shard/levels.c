@@ -131,3 +131,22 @@ void smoe_mesh_parts(const smoe_mesh *m, smoe_part_mesh *pm)
         }
     }
 }
+
+int64_t smoe_levels_member(const smoe_mesh *m, const smoe_axes *S, int64_t x, int64_t w)
+{
+    int64_t xc[SMOE_MAX_ENTRY], wc[SMOE_MAX_ENTRY], member = 0;
+    for (int i = S->n - 1; i >= 0; i--) { /* each axis's part coordinates */
+        int a = smoe_mesh_find(m, S->ax[i]);
+        int64_t nd = a < 0 ? 1 : smoe_mesh_part_size(m, a, SMOE_PART_DCN);
+        int64_t ni = a < 0 ? 1 : smoe_mesh_part_size(m, a, SMOE_PART_ICI);
+        xc[i] = x % nd, x /= nd;
+        wc[i] = w % ni, w /= ni;
+    }
+    for (int i = 0; i < S->n; i++) {
+        int a = smoe_mesh_find(m, S->ax[i]);
+        if (a >= 0)
+            member = member * m->size[a] +
+                     xc[i] * smoe_mesh_part_size(m, a, SMOE_PART_ICI) + wc[i];
+    }
+    return member;
+}
