@@ -161,6 +161,8 @@ struct smoe_train_opts;
 struct smoe_rt;
 void print_result(const struct smoe_train_opts *o, struct smoe_rt *rt,
                   const struct smoe_train_result *r, const cli_runs *runs, int depth);
+/* --compare-exchange's text: the all-to-all run r[0] beside the ring run r[1]. */
+void print_exchange(const struct smoe_train_result *r);
 /* The schedule names of --compare ("no-prefetch"; JSON key "no_prefetch"). */
 const char *train_mode_label(int mode, const cli_runs *runs);
 const char *train_mode_key(int mode);

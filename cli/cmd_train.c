@@ -14,7 +14,7 @@
 
 enum {
     OPT_STEPS = OPT_COMMON_END, OPT_SEED, OPT_DATA, OPT_DEPTH, OPT_GATHER, OPT_SHARED,
-    OPT_PTHREAD, OPT_NO_PTHREAD, OPT_MAXMEM, OPT_TRACE, OPT_DUMP, OPT_COMPARE, OPT_QUIET, OPT_HELP,
+    OPT_PTHREAD, OPT_NO_PTHREAD, OPT_MAXMEM, OPT_TRACE, OPT_DUMP, OPT_COMPARE, OPT_EXCHANGE, OPT_QUIET, OPT_HELP,
     OPT_TIMEOUT, OPT_CKPT_DIR, OPT_CKPT_EVERY, OPT_CKPT_KEEP, OPT_RESUME, OPT_LIST_KEYS, OPT_PLOT,
     OPT_SCHEDULE, OPT_HBM_BUDGET, OPT_HARDWARE, OPT_REDUCE_DTYPE
 };
@@ -27,7 +27,8 @@ static void usage(FILE *f)
             "                  [--prefetch-depth N] [--gather coaxis|legacy] [--shared-queue]\n"
             "                  [--progress-thread | --no-progress-thread]\n"
             "                  [--max-memory BYTES] [--trace FILE]\n"
-            "                  [--dump-params FILE] [--compare] [--json] [--quiet]\n"
+            "                  [--dump-params FILE] [--compare | --compare-exchange]\n"
+            "                  [--json] [--quiet]\n"
             "                  [--comm-timeout SECONDS] [--checkpoint-dir DIR]\n"
             "                  [--checkpoint-every N] [--checkpoint-keep N] [--resume]\n"
             "                  [--schedule FILE | --hbm-budget BYTES [--hardware NAME|FILE]]\n"
@@ -69,6 +70,8 @@ static void usage(FILE *f)
             "  --plot FILE.svg      that trace drawn as smoe sim --plot draws (needs --trace)\n"
             "  --dump-params FILE   final parameters in canonical order (rank 0)\n"
             "  --compare            run no-prefetch, prefetch and legacy; print a table\n"
+            "  --compare-exchange   train twice, the experts' all-to-all then ring of\n"
+            "                       experts (use_ring_of_experts), and print both\n"
             "  --json               one JSON object on stdout at the end (rank 0)\n"
             "  --comm-timeout S     abort the job when a collective makes no progress for\n"
             "                       S seconds (a dead rank, a cut link; default 20, 0 = never)\n"
@@ -102,6 +105,7 @@ typedef struct train_args {
     smoe_train_opts o;
     smoe_rt_opts ro;
     int compare, quiet, depth, depth_given, legacy, pthread_seen;
+    int exchange; /* --compare-exchange */
     int64_t hbm_budget;
     const char *plot_path, *maxmem_arg, *budget_arg, *hw_arg;
     const char *sched_paths[SMOE_TRAIN_MAX_SCHEDULES];
@@ -258,6 +262,7 @@ static const struct option k_longopts[] = {
     { "plot", required_argument, 0, OPT_PLOT },
     { "dump-params", required_argument, 0, OPT_DUMP },
     { "compare", no_argument, 0, OPT_COMPARE },
+    { "compare-exchange", no_argument, 0, OPT_EXCHANGE },
     { "quiet", no_argument, 0, OPT_QUIET },
     { "help", no_argument, 0, OPT_HELP },
     { "comm-timeout", required_argument, 0, OPT_TIMEOUT },
@@ -357,6 +362,7 @@ static int parse_sched_opt(train_args *a, int opt, const char *arg, const char *
         a->budget_arg = arg;
         return 1;
     case OPT_COMPARE: a->compare = 1; return 1;
+    case OPT_EXCHANGE: a->exchange = 1; return 1;
     default: return 0;
     }
 }
@@ -464,6 +470,27 @@ static int parse_args(train_args *a, int argc, char **argv)
     return -1;
 }
 
+/* --compare-exchange trains twice with one schedule and sets
+ * use_ring_of_experts itself. */
+static void check_exchange(const train_args *a)
+{
+    const smoe_train_opts *o = &a->o;
+    const char *with = a->compare ? "--compare" : a->nsched > 1 ? "--schedule given twice"
+                     : o->dump_path ? "--dump-params" : o->ckpt_dir ? "--checkpoint-dir"
+                     : o->trace_path ? "--trace" : NULL;
+    if (with) {
+        char why[160];
+        snprintf(why, sizeof why, "cannot be combined with %s (it trains twice)", with);
+        cli_usage_error("argument '--compare-exchange'", why);
+    }
+    for (int i = 0; i < a->c.n_kv; i++)
+        if (strncmp(a->c.kv[i], "use_ring_of_experts=", 20) == 0) {
+            char where[160];
+            snprintf(where, sizeof where, "argument '%s'", a->c.kv[i]);
+            cli_usage_error(where, "is set by --compare-exchange (false, then true)");
+        }
+}
+
 /* The flags that do not go together, before anything is read. */
 static void check_flags(const train_args *a)
 {
@@ -471,6 +498,8 @@ static void check_flags(const train_args *a)
     if (a->compare && (o->dump_path || o->ckpt_dir))
         cli_usage_error("argument '--compare'",
                         "cannot be combined with --dump-params or --checkpoint-dir");
+    if (a->exchange)
+        check_exchange(a);
     if (a->plot_path && !o->trace_path)
         cli_usage_error("argument '--plot'", "needs --trace FILE (the timeline it draws)");
     check_outputs(a->rt, a->plot_path, o->trace_path, o->dump_path);
@@ -594,6 +623,31 @@ static void check_files(const train_args *a)
                         "cannot be combined with --hbm-budget (which plans its own)");
 }
 
+/* One training of cfg into *res (every rank; rank 0 reports the steps). */
+static void train_once(train_args *a, const smoe_config *cfg, const smoe_plan *plan,
+                       smoe_schedule *const *scheds, int n, cli_runs *runs,
+                       smoe_train_result *res)
+{
+    smoe_rt *rt = a->rt;
+    smoe_train_opts *o = &a->o;
+    o->schedules = (const smoe_schedule *const *)scheds;
+    o->nschedules = n;
+    run_ctx rc = { smoe_rt_rank(rt) == 0, a->quiet, a->c.json, runs, o->steps };
+    o->on_step = on_step;
+    o->on_note = on_note;
+    o->ud = &rc;
+    smoe_comm comm = smoe_rt_comm(rt);
+    smoe_err err;
+    memset(res, 0, sizeof *res);
+    if (smoe_train_run(cfg, plan, &comm, o, res, &err)) {
+        requote(&err, "--max-memory", a->maxmem_arg);
+        requote(&err, "--hbm-budget", a->budget_arg);
+        cli_die(&err);
+    }
+    runs->priority = smoe_rt_progress_priority(rt); /* collective */
+    runs->slices = smoe_rt_slices_note(rt);
+}
+
 /* The training and its summary (rank 0 prints). */
 static void run(train_args *a, const smoe_config *cfg, const smoe_plan *plan,
                 smoe_schedule *const *scheds, int n)
@@ -601,27 +655,12 @@ static void run(train_args *a, const smoe_config *cfg, const smoe_plan *plan,
     smoe_rt *rt = a->rt;
     int root = smoe_rt_rank(rt) == 0;
     smoe_train_opts *o = &a->o;
-    o->schedules = (const smoe_schedule *const *)scheds;
-    o->nschedules = n;
     cli_runs runs = { a->compare ? 3 : a->nsched > 1 ? a->nsched : 0, a->compare, { NULL },
                       smoe_rt_progress_note(rt), NULL, NULL, a->legacy };
     for (int i = 0; i < runs.n; i++)
         runs.key[i] = a->compare ? train_mode_key(i) : a->sched_paths[i];
-    run_ctx rc = { root, a->quiet, a->c.json, &runs, o->steps };
-    o->on_step = on_step;
-    o->on_note = on_note;
-    o->ud = &rc;
-    smoe_comm comm = smoe_rt_comm(rt);
     smoe_train_result res;
-    smoe_err err;
-    memset(&res, 0, sizeof res);
-    if (smoe_train_run(cfg, plan, &comm, o, &res, &err)) {
-        requote(&err, "--max-memory", a->maxmem_arg);
-        requote(&err, "--hbm-budget", a->budget_arg);
-        cli_die(&err);
-    }
-    runs.priority = smoe_rt_progress_priority(rt); /* collective */
-    runs.slices = smoe_rt_slices_note(rt);
+    train_once(a, cfg, plan, scheds, n, &runs, &res);
     if (root && a->plot_path)
         cli_plot_trace(o->trace_path, a->plot_path);
     if (root && a->c.json)
@@ -629,6 +668,46 @@ static void run(train_args *a, const smoe_config *cfg, const smoe_plan *plan,
     else if (root)
         print_result(o, rt, &res, &runs, a->compare ? a->depth : res.prefetch_distance);
     smoe_train_result_free(&res);
+}
+
+/* --compare-exchange: the same training with the experts' all-to-all, then
+ * with ring of experts (the config again with use_ring_of_experts=true;
+ * the plan does not depend on it), one after the other. */
+static void run_exchange(train_args *a, const smoe_config *cfg, const smoe_plan *plan,
+                         smoe_schedule *const *scheds, int n)
+{
+    const char **kv = smoe_malloc(sizeof *kv * (size_t)(a->c.n_kv + 1));
+    if (!kv)
+        cli_usage_error(NULL, "out of memory");
+    for (int i = 0; i < a->c.n_kv; i++)
+        kv[i] = a->c.kv[i];
+    kv[a->c.n_kv] = "use_ring_of_experts=true";
+    train_args ra = *a;
+    ra.c.kv = kv;
+    ra.c.n_kv = a->c.n_kv + 1;
+    smoe_config *ring;
+    smoe_plan *rplan;
+    load_plan(&ra, &ring, &rplan);
+    smoe_plan_free(rplan);
+    cli_runs runs = { 0, 0, { NULL }, smoe_rt_progress_note(a->rt), NULL, NULL, a->legacy };
+    smoe_train_result res[2];
+    train_once(a, cfg, plan, scheds, n, &runs, &res[0]);
+    train_once(a, ring, plan, scheds, n, &runs, &res[1]);
+    if (smoe_rt_rank(a->rt) == 0) {
+        if (a->c.json) {
+            printf("{\"exchange\": {\"all_to_all\": ");
+            train_print_json(stdout, plan, &res[0], &runs, a->o.reduce_dtype);
+            printf(", \"ring\": ");
+            train_print_json(stdout, plan, &res[1], &runs, a->o.reduce_dtype);
+            printf("}}\n");
+        } else {
+            print_exchange(res);
+        }
+    }
+    smoe_train_result_free(&res[0]);
+    smoe_train_result_free(&res[1]);
+    smoe_config_free(ring);
+    smoe_free(kv);
 }
 
 int cmd_train(int argc, char **argv)
@@ -660,11 +739,18 @@ int cmd_train(int argc, char **argv)
     smoe_model_cfg mc;
     if (smoe_train_model_cfg(cfg, &plan->mesh, &mc, &err))
         cli_die(&err);
+    if (a.exchange && (mc.ep <= 1 || mc.n_moe == 0))
+        cli_usage_error("argument '--compare-exchange'",
+                        "ring of experts differs from the all-to-all only with MoE layers "
+                        "and an expert axis over more than one rank (ici_expert_parallelism)");
     if (smoe_rt_rank(rt) == 0 && !a.quiet && !a.c.json)
         print_banner(cfg, plan, &a, &hw, &mc);
     check_files(&a);
     int n = a.nsched ? a.nsched : build_schedules(&a, cfg, plan, &hw, &mc, scheds);
-    run(&a, cfg, plan, scheds, n);
+    if (a.exchange)
+        run_exchange(&a, cfg, plan, scheds, n);
+    else
+        run(&a, cfg, plan, scheds, n);
     for (int i = 0; i < n; i++)
         smoe_schedule_free(scheds[i]);
     smoe_plan_free(plan);

@@ -153,3 +153,30 @@ void print_result(const smoe_train_opts *o, smoe_rt *rt, const smoe_train_result
                (long long)last->host_bytes, (long long)last->link_bytes);
     }
 }
+
+/* --compare-exchange: the all-to-all run (r[0]) and the ring run (r[1]),
+ * each over all its steps after the first, and how far their losses are
+ * apart (the two exchanges sum the same products in other orders). */
+void print_exchange(const smoe_train_result *r)
+{
+    static const char *const name[2] = { "all-to-all", "ring" };
+    smoe_train_summary sm[2];
+    printf("\nper step, median [25th-75th percentile] over the steps after the first "
+           "(two trainings, one after the other):\n");
+    printf("%-12s %5s  %-24s %-22s %-20s %-22s %-24s %12s\n", "exchange", "steps", "step ms",
+           "exposed AG ms", "residual ms", "a2a ms", "compute ms", "peak gathered");
+    for (int i = 0; i < 2; i++) {
+        smoe_train_summarize(&r[i], -1, r[i].nsteps > 1, &sm[i]);
+        row(name[i], &sm[i]);
+    }
+    double worst = 0;
+    for (int64_t k = 0; k < r[0].nsteps && k < r[1].nsteps; k++) {
+        double a = r[0].steps[k].loss, b = r[1].steps[k].loss;
+        worst = fmax(worst, fabs(a - b) / fmax(fabs(a), 1e-30));
+    }
+    printf("largest relative loss difference over the steps: %.2e\n", worst);
+    printf("\nring vs all-to-all (a2a ms: the expert exchange; on the ring its "
+           "all-gather and reduce-scatter):\n");
+    verdict("expert exchange", &sm[0].a2a_ms, &sm[1].a2a_ms);
+    verdict("step time", &sm[0].step_ms, &sm[1].step_ms);
+}

@@ -44,6 +44,9 @@ expect 4 "argument '--max-memory 1M': the plan needs [0-9]+ bytes per rank" --ma
 expect 1 "argument '--max-memory 1MB': the plan needs [0-9]+ bytes per rank" --max-memory 1MB
 expect 1 "argument '--max-memory 1Q': expected a byte count" --max-memory 1Q
 expect 4 "argument '--gather bogus': expected coaxis or legacy" --gather bogus
+refused 2 "argument '--compare-exchange': cannot be combined with --compare" --compare-exchange --compare
+refused 2 "argument '--compare-exchange': ring of experts differs from the all-to-all only" \
+  --compare-exchange ici_expert_parallelism=1
 expect 1 "argument '--steps 0': expected a positive integer" --steps 0
 expect 1 "argument '--devices': is set by the number of MPI ranks" --devices 4
 expect 4 "4 MPI ranks: the mesh has 3 devices" ici_fsdp_parallelism=3

@@ -49,4 +49,13 @@ exchange() { # NAME WHAT
 exchange r2 "ring (all-gather, reduce-scatter)"
 exchange a2 "all-to-all"
 exchange refr "local (expert axis 1)"
+
+# --compare-exchange: both trainings in one command, their losses within
+# 1e-6 of each other, a row each (3 steps: 2 after the first)
+out=$(timeout 300 "$mpiexec" -n 4 "$smoe" train --steps 3 --compare-exchange \
+  ici_expert_parallelism=2 2>&1)
+diff=$(printf '%s\n' "$out" | sed -n 's/^largest relative loss difference over the steps: //p')
+printf '%s\n' "$out" | grep -q '^all-to-all  *2 ' && printf '%s\n' "$out" | grep -q '^ring  *2 ' &&
+  awk -v d="$diff" 'BEGIN { exit !(d != "" && d + 0 <= 1e-6) }'
+check $? "--compare-exchange: all-to-all and ring side by side, losses within $diff"
 summary
