@@ -47,6 +47,8 @@ expect 4 "argument '--gather bogus': expected coaxis or legacy" --gather bogus
 refused 2 "argument '--compare-exchange': cannot be combined with --compare" --compare-exchange --compare
 refused 2 "argument '--compare-exchange': ring of experts differs from the all-to-all only" \
   --compare-exchange ici_expert_parallelism=1
+refused 2 "argument 'use_ring_of_experts=true': is set by --compare-exchange" \
+  --compare-exchange use_ring_of_experts=true
 expect 1 "argument '--steps 0': expected a positive integer" --steps 0
 expect 1 "argument '--devices': is set by the number of MPI ranks" --devices 4
 expect 4 "4 MPI ranks: the mesh has 3 devices" ici_fsdp_parallelism=3
