@@ -537,7 +537,8 @@ static void load_hw(const train_args *a, smoe_hw *hw)
 }
 
 /* Config and plan: deterministic, so every rank gets the same verdict. */
-static void load_plan(const train_args *a, smoe_config **cfg, smoe_plan **plan)
+/* The config of the flags and overrides, its keys checked. */
+static smoe_config *load_config(const train_args *a, const char *const *kv, int n_kv)
 {
     smoe_err err;
     smoe_config_opts co;
@@ -545,11 +546,19 @@ static void load_plan(const train_args *a, smoe_config **cfg, smoe_plan **plan)
     co.base_path = a->c.base;
     co.model = a->c.model;
     co.rules = a->c.rules;
-    co.overrides = a->c.kv;
-    co.n_overrides = a->c.n_kv;
+    co.overrides = kv;
+    co.n_overrides = n_kv;
     co.use_env = 1;
-    if (smoe_config_load(&co, cfg, &err) || smoe_train_check_keys(*cfg, &err))
+    smoe_config *cfg;
+    if (smoe_config_load(&co, &cfg, &err) || smoe_train_check_keys(cfg, &err))
         cli_die(&err);
+    return cfg;
+}
+
+static void load_plan(const train_args *a, smoe_config **cfg, smoe_plan **plan)
+{
+    smoe_err err;
+    *cfg = load_config(a, a->c.kv, a->c.n_kv);
     smoe_plan_opts po = { a->c.devices, a->c.slices, a->c.params, 4 };
     if (smoe_plan_build(*cfg, &po, plan, &err)) {
         if (!err.where[0])
@@ -682,13 +691,7 @@ static void run_exchange(train_args *a, const smoe_config *cfg, const smoe_plan 
     for (int i = 0; i < a->c.n_kv; i++)
         kv[i] = a->c.kv[i];
     kv[a->c.n_kv] = "use_ring_of_experts=true";
-    train_args ra = *a;
-    ra.c.kv = kv;
-    ra.c.n_kv = a->c.n_kv + 1;
-    smoe_config *ring;
-    smoe_plan *rplan;
-    load_plan(&ra, &ring, &rplan);
-    smoe_plan_free(rplan);
+    smoe_config *ring = load_config(a, kv, a->c.n_kv + 1);
     cli_runs runs = { 0, 0, { NULL }, smoe_rt_progress_note(a->rt), NULL, NULL, a->legacy };
     smoe_train_result res[2];
     train_once(a, cfg, plan, scheds, n, &runs, &res[0]);

@@ -88,7 +88,8 @@ typedef struct smoe_levels {
 } smoe_levels;
 /* Fills *lv; returns 1 when S's group runs in two levels (members both
  * across slices and within one: then the across level sends 1 / within
- * of the bytes one level would send across slices), else 0. */
+ * of the bytes one level would send across slices), else 0 (always with
+ * one slice: every dcn part is 1, so the level across is empty). */
 int smoe_axes_levels(const smoe_mesh *m, const smoe_axes *S, smoe_levels *lv);
 /* The member (mixed radix over S, last fastest) whose index is x in the
  * level across (radix over the dcn parts of S's axes) and w in the level

@@ -310,8 +310,6 @@ int smoe_weight_routed(const smoe_weight *w)
 int smoe_gather_two_level(const smoe_gather *g, const smoe_mesh *m)
 {
     smoe_levels lv;
-    if (smoe_mesh_slices(m) <= 1)
-        return 0;
     for (int d = 0; d < g->rank; d++)
         if (smoe_axes_levels(m, &g->axes[d], &lv) || smoe_axes_levels(m, &g->residual[d], &lv))
             return 1;

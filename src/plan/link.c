@@ -25,7 +25,7 @@
 static int64_t far_members(const smoe_mesh *m, const smoe_axes *S, int levels)
 {
     smoe_levels lv;
-    if (levels && smoe_mesh_slices(m) > 1 && smoe_axes_levels(m, S, &lv))
+    if (levels && smoe_axes_levels(m, S, &lv))
         return smoe_axes_part_members(m, &lv.across) - 1;
     int64_t g = 1, near = 1;
     for (int k = 0; k < S->n; k++) {

@@ -352,7 +352,7 @@ static smoe_status add_stages(smoe_rt *rt, smoe_wgather *g, int d, const smoe_ax
     wg_stage *st = pass ? g->res : g->st;
     int *n = pass ? &g->nres : &g->nst;
     smoe_levels lv;
-    if (smoe_mesh_slices(&rt->mesh) <= 1 || !smoe_axes_levels(&rt->mesh, S, &lv))
+    if (!smoe_axes_levels(&rt->mesh, S, &lv))
         return build_stage(rt, g, d, S, done, q, 0, &st[(*n)++], err);
     smoe_status s = build_stage(rt, g, d, &lv.across, done, q, 1, &st[(*n)++], err);
     if (s)
@@ -401,8 +401,7 @@ smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *p, const ch
     if (g->geo.rs.n && (s = rt_comm_get(rt, &g->geo.rs, RT_Q_COMM, &g->rs_comm, err)))
         goto fail;
     smoe_levels lv;
-    if (g->rs_comm && smoe_mesh_slices(&rt->mesh) > 1 &&
-        smoe_axes_levels(&rt->mesh, &g->geo.rs, &lv)) {
+    if (g->rs_comm && smoe_axes_levels(&rt->mesh, &g->geo.rs, &lv)) {
         if ((s = rt_comm_get(rt, &lv.within, RT_Q_COMM, &g->rs_within, err)) ||
             (s = rt_comm_get(rt, &lv.across, RT_Q_RLEVEL, &g->rs_across, err)))
             goto fail;

@@ -129,6 +129,26 @@ void sim_stage_far(const smoe_mesh *m, const smoe_axes *axes, double dpn, double
     *far_steps = (double)*g / *gl - 1;
 }
 
+/* A gather stage over ax of `local` bytes a member as smoe's runtime runs
+ * it: one collective over ax on m moving b[0] (returns 0), or, where its
+ * group spans slices and shares them (smoe_axes_levels), one across the
+ * slices over lv->across moving b[0], then one within over lv->within
+ * moving b[1], both on the mesh of parts pm (returns 1). */
+static int stage_levels(const smoe_mesh *m, const smoe_axes *ax, double local, smoe_levels *lv,
+                        smoe_part_mesh *pm, double b[2])
+{
+    double grp = (double)smoe_axes_size(ax, m);
+    b[0] = local * (grp - 1);
+    if (!smoe_axes_levels(m, ax, lv))
+        return 0;
+    smoe_mesh_parts(m, pm);
+    double x = (double)smoe_axes_part_members(m, &lv->across);
+    double w = (double)smoe_axes_part_members(m, &lv->within);
+    b[0] = local * (x - 1);
+    b[1] = local * x * (w - 1);
+    return 1;
+}
+
 /* Adds one collective's near bytes and steps and far ones to t[0..3]. */
 static void stage_parts(const smoe_mesh *m, const smoe_axes *ax, double dpn, double bytes,
                         double t[4])
@@ -155,18 +175,16 @@ static void gather_parts(const smoe_gather *g, const smoe_mesh *m, double dpn, d
         const smoe_axes *ax = &g->axes[d];
         if (!ax->n)
             continue;
-        double grp = (double)smoe_axes_size(ax, m);
         smoe_levels lv;
-        if (smoe_mesh_slices(m) > 1 && smoe_axes_levels(m, ax, &lv)) { /* as stage_time */
-            smoe_part_mesh pm;
-            smoe_mesh_parts(m, &pm);
-            double x = (double)smoe_axes_part_members(m, &lv.across);
-            stage_parts(&pm.mesh, &lv.across, dpn, local * (x - 1), t);
-            stage_parts(&pm.mesh, &lv.within, dpn, local * (grp - x), t);
+        smoe_part_mesh pm;
+        double b[2];
+        if (stage_levels(m, ax, local, &lv, &pm, b)) {
+            stage_parts(&pm.mesh, &lv.across, dpn, b[0], t);
+            stage_parts(&pm.mesh, &lv.within, dpn, b[1], t);
         } else {
-            stage_parts(m, ax, dpn, local * (grp - 1), t);
+            stage_parts(m, ax, dpn, b[0], t);
         }
-        local *= grp;
+        local *= (double)smoe_axes_size(ax, m);
     }
 }
 
@@ -233,24 +251,17 @@ static double coll(const cost *c, const smoe_axes *axes, double bytes, double bw
     return coll_at(c, axes, bytes, bw_override, 0);
 }
 
-/* A gather stage over ax of `local` bytes a member: one collective, or, as
- * smoe's runtime runs a group spanning slices and sharing them
- * (smoe_axes_levels), one across slices over the dcn parts then one within
- * over the ici parts, on the mesh of parts. */
+/* A gather stage's time (stage_levels' collectives). */
 static double stage_time(const cost *c, const smoe_axes *ax, double local)
 {
-    double grp = (double)smoe_axes_size(ax, c->mesh);
     smoe_levels lv;
-    if (smoe_mesh_slices(c->mesh) <= 1 || !smoe_axes_levels(c->mesh, ax, &lv))
-        return coll_at(c, ax, local * (grp - 1), 0, 1);
     smoe_part_mesh pm;
-    smoe_mesh_parts(c->mesh, &pm);
+    double b[2];
+    if (!stage_levels(c->mesh, ax, local, &lv, &pm, b))
+        return coll_at(c, ax, b[0], 0, 1);
     cost cp = *c;
     cp.mesh = &pm.mesh;
-    double x = (double)smoe_axes_part_members(c->mesh, &lv.across);
-    double w = (double)smoe_axes_part_members(c->mesh, &lv.within);
-    return coll_at(&cp, &lv.across, local * (x - 1), 0, 1) +
-           coll_at(&cp, &lv.within, local * x * (w - 1), 0, 1);
+    return coll_at(&cp, &lv.across, b[0], 0, 1) + coll_at(&cp, &lv.within, b[1], 0, 1);
 }
 
 /* Gather stages of one plan entry: one per gathered dim, the buffer
