@@ -54,8 +54,9 @@ keep 'getenv\("SMOE_TEST_' '^$' 'SMOE_TEST_* read from the environment'
 # optimizer call; like comm, an interface implemented below its users: the
 # kernels module provides the CPU table, a device module a second one.
 # dev is the device layer (memory, streams, events) with its host
-# emulation; cuda implements it, the only module with CUDA headers (and
-# nccl, later, the only one with nccl.h).
+# emulation; cuda implements it and the kernel table's device twin (for
+# which it reads backend.h and kernels.h's argument types), the only module
+# with CUDA headers (and nccl, later, the only one with nccl.h).
 # recipe reads MaxText's training recipe and key policy out of a config:
 # the plan's dimensions and the model's configuration (model.h), nothing
 # that runs: below train, which applies it.
@@ -70,7 +71,7 @@ plot: core shard config plan sched dtype
 backend:
 kernels: core backend
 dev: core
-cuda: core dev
+cuda: core dev backend kernels
 comm: core shard dtype
 model: core kernels comm backend
 runtime: core shard comm dtype

@@ -3,7 +3,9 @@
 # few minutes): each check's log and one report.md go to OUT_DIR.
 #  - the machine: GPU, driver, CUDA toolkit;
 #  - test_dev cuda: the device layer's rules on device 0 (dev.h);
-#  - the same under compute-sanitizer's memcheck and racecheck.
+#  - test_kops_dev cuda: every kernel of the CUDA table against its CPU
+#    twin (cuda.h), within 1e-5 in fp32;
+#  - both under compute-sanitizer's memcheck and racecheck.
 # The binaries come from scripts/gpu-pack.sh (built on the CPU machine).
 # Exit status: 0 when every check passed (a skip counts as a failure here:
 # this script runs only where a GPU is expected).
@@ -38,9 +40,12 @@ check() {
 }
 
 check test_dev_cuda 120 "$bin/test_dev" cuda
+check test_kops_dev_cuda 120 "$bin/test_kops_dev" cuda
 if command -v compute-sanitizer >/dev/null 2>&1; then
-  check memcheck 180 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/test_dev" cuda
-  check racecheck 180 compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/test_dev" cuda
+  for t in test_dev test_kops_dev; do
+    check "$t-memcheck" 180 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/$t" cuda
+    check "$t-racecheck" 180 compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/$t" cuda
+  done
 else
   echo "| compute-sanitizer | - | not on this machine |" >>"$report"
   failed=$((failed + 1))

@@ -1,5 +1,5 @@
 /* The device layer on CUDA (dev.h: smoe_dev_cuda_open), through the CUDA
- * runtime's C API: the only file of smoe with CUDA headers.
+ * runtime's C API (CUDA headers stay in src/cuda/).
  * Every call runs on the device selected at open (one device per process;
  * a thread that opens another device must not share this one). An event
  * remembers whether it was ever recorded, so a wait on one that was not is
@@ -7,17 +7,10 @@
  * cudaEventQuery / cudaStreamQuery, so a dead peer's gather cannot hang the
  * host forever. */
 #define _GNU_SOURCE
-#include "smoe/dev.h"
-
-#include <cuda_runtime_api.h>
+#include "cuda_impl.h"
 
 #include <stdlib.h>
 #include <time.h>
-
-struct smoe_dev_stream {
-    cudaStream_t s;
-    smoe_dev_stream *next;
-};
 
 struct smoe_dev_event {
     cudaEvent_t e;

@@ -1,0 +1,63 @@
+/* What the CUDA module's files share (internal to src/cuda/): the device
+ * layer's stream, the kernel queue, and the queue's sticky failure. */
+#ifndef SMOE_CUDA_IMPL_H
+#define SMOE_CUDA_IMPL_H
+
+#include <cuda_runtime_api.h>
+
+#include "smoe/cuda.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* one stream of dev_cuda.c's device; the list lets sync visit every one */
+struct smoe_dev_stream {
+    cudaStream_t s;
+    smoe_dev_stream *next;
+};
+
+typedef struct cuda_lt cuda_lt; /* gemm_lt.c: cuBLASLt handle, workspace, plans */
+
+struct smoe_kq {
+    const smoe_dev *dev;
+    cudaStream_t stream;
+    cuda_lt *lt;
+    smoe_err err; /* the first failure; err.code == SMOE_OK while none */
+};
+
+/* Keep the first failure: "kernel WHAT: CUDA's message". */
+void kq_fail(smoe_kq *q, const char *what, const char *msg);
+/* After a launch: a launch error kept as kq_fail(q, what, ...). */
+void kq_check_launch(smoe_kq *q, const char *what);
+
+/* gemm_lt.c: the queue's cuBLASLt state (workspace from q->dev) */
+SMOE_MUST_CHECK smoe_status cuda_lt_new(smoe_kq *q, size_t workspace_bytes, smoe_err *err);
+void cuda_lt_free(smoe_kq *q);
+int cuda_lt_plans(const cuda_lt *lt);
+/* smoe_gemm's contract (kernels.h) on the queue's stream */
+void cuda_gemm(void *q, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+               const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+               int64_t ldc);
+void cuda_matmul(void *q, float *y, const float *x, const float *w, int64_t t, int64_t k,
+                 int64_t n, float beta);
+void cuda_matmul_bwd(void *q, float *dx, float *dw, const float *dy, const float *x,
+                     const float *w, int64_t t, int64_t k, int64_t n);
+/* attention.cu and reduce.cu: the entries of the same names of backend.h */
+void cuda_k_attention(void *s, float *o, float *p, const float *q, const float *k,
+                      const float *v, int64_t sl, int64_t h, int64_t dk, int64_t dv, int64_t qs,
+                      int64_t ks, int64_t vs, float scale);
+void cuda_k_attention_bwd(void *s, float *dq, float *dk, float *dv, const float *dout,
+                          const float *p, const float *q, const float *k, const float *v,
+                          int64_t sl, int64_t h, int64_t dk_, int64_t dv_, int64_t qs,
+                          int64_t ks, int64_t vs, float scale, float *scratch);
+void cuda_k_cross_entropy_z(void *s, float *dlogits, const float *logits,
+                            const int32_t *targets, int64_t t, int64_t v, float scale, float z,
+                            double *loss, double *zsum);
+void cuda_k_vec_dot_scale(void *s, float *r, float a, const float *d, const float *y,
+                          int64_t n, float *dot);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
