@@ -33,13 +33,15 @@ if ! "$netns" up 2 >"$dir/up.err" 2>&1; then
   exit 77
 fi
 export OPENBLAS_NUM_THREADS=1
+# the suite's OpenBLAS core (tests/CMakeLists.txt), when it names one
+xcore=${OPENBLAS_CORETYPE:+-x OPENBLAS_CORETYPE}
 args="--steps 4 --quiet --json ici_expert_parallelism=2"
 
 # fsdp=2 crosses the hosts, expert=2 stays inside each
 timeout 180 "$mpiexec" -n 4 "$smoe" train $args --dump-params "$dir/one.bin" \
   >"$dir/one.json" 2>"$dir/one.err"
 timeout 180 "$netns" mpirun --bind-to none --host 10.99.0.1:2,10.99.0.2:2 -np 4 \
-  -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$smoe" train $args \
+  -x OPENBLAS_NUM_THREADS $xcore -x SMOE_CONFIG_DIR "$smoe" train $args \
   --dump-params "$dir/two.bin" >"$dir/two.json" 2>"$dir/two.err"
 rc=$?
 if [ "$rc" -eq 0 ] && "$cmp" "$dir/one.json" "$dir/one.bin" "$dir/two.json" "$dir/two.bin" 1e-5 \
@@ -60,7 +62,7 @@ net() { # NAME ARGS...: a 2-host run into $dir/NAME.{json,bin,err}
   n=$1
   shift
   timeout 180 "$netns" mpirun --bind-to none --host 10.99.0.1:2,10.99.0.2:2 -np 4 \
-    -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR -x SMOE_TEST_MPI_THREAD "$smoe" train $args \
+    -x OPENBLAS_NUM_THREADS $xcore -x SMOE_CONFIG_DIR -x SMOE_TEST_MPI_THREAD "$smoe" train $args \
     --dump-params "$dir/$n.bin" "$@" >"$dir/$n.json" 2>"$dir/$n.err"
 }
 SMOE_TEST_MPI_THREAD=multiple # what smoe asks anyway (-x needs it set)
@@ -146,7 +148,7 @@ for mesh in ici_expert_parallelism=2 ici_fsdp_parallelism=4; do
   pth="" mode=thread
   [ "$mesh" = ici_fsdp_parallelism=4 ] && pth=--no-progress-thread mode=calls
   timeout 300 "$netns" mpirun --bind-to none --host 10.99.0.1:2,10.99.0.2:2 -np 4 \
-    -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$smoe" sim --calibrate $pth --out "$dir/hw.yml" \
+    -x OPENBLAS_NUM_THREADS $xcore -x SMOE_CONFIG_DIR "$smoe" sim --calibrate $pth --out "$dir/hw.yml" \
     "$mesh" >"$dir/cal.out" 2>&1
   rc=$?
   lat=$(sed -n 's/^dcn_latency: *\([^ ]*\).*/\1/p' "$dir/hw.yml" 2>/dev/null)
@@ -189,7 +191,7 @@ done
 
 # cut host 2's link after a few steps: no hang, a clear message
 timeout 120 "$netns" mpirun --bind-to none --host 10.99.0.1:2,10.99.0.2:2 -np 4 \
-  -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$smoe" train --steps 1000 \
+  -x OPENBLAS_NUM_THREADS $xcore -x SMOE_CONFIG_DIR "$smoe" train --steps 1000 \
   ici_expert_parallelism=2 --comm-timeout 5 >"$dir/cut.out" 2>&1 &
 job=$!
 i=0
