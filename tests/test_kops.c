@@ -65,7 +65,13 @@ static void test_entries_present(void)
         (const void *)K->attention_bwd,  (const void *)K->cross_entropy_z,
         (const void *)K->adamw_step,     (const void *)K->vec_add,
         (const void *)K->vec_axpy,       (const void *)K->vec_dot_scale,
+        (const void *)K->alloc,          (const void *)K->free,
+        (const void *)K->copy,           (const void *)K->fill0,
+        (const void *)K->read,           (const void *)K->write,
+        (const void *)K->embed_rows,     (const void *)K->embed_rows_bwd,
+        (const void *)K->mla_kv_split,   (const void *)K->mla_kv_merge,
     };
+    CHECK(K->synchronous == 1);
     for (size_t i = 0; i < sizeof e / sizeof *e; i++)
         CHECKF(e[i] != NULL, "entry %zu of the CPU table is missing", i);
 }
@@ -208,6 +214,100 @@ static void test_loss_optim_vec(void)
     inputs_free();
 }
 
+/* The moving rows against their definitions, element by element (the
+ * kernels.h functions are these loops' oracle), and the table's entries
+ * against kernels.h. Tokens repeat, so the embedding's scatter-add sums. */
+static void test_rows(void)
+{
+    const int64_t t = 7, d = 5, vocab = 4, h = 3, dn = 4, dr = 2, dv = 3, dq = dn + dr;
+    const int32_t tok[7] = { 2, 0, 2, 3, 1, 2, 0 };
+    const float *emb = in(vocab * d, 1.0f), *dx = in(t * d, 1.0f);
+    pair x = pnew(t * d, 1.0f), de = pnew(vocab * d, 1.0f);
+    float *want = fdup(de.t, vocab * d);
+    K->embed_rows(NULL, x.t, emb, tok, t, d, vocab);
+    smoe_embed_rows(x.d, emb, tok, t, d, vocab);
+    int ok = 1;
+    for (int64_t i = 0; i < t * d; i++)
+        ok = ok && x.t[i] == emb[tok[i / d] * d + i % d];
+    CHECKF(ok, "embed_rows: a row is not its token's");
+    same(&x, "embed_rows");
+    for (int64_t i = 0; i < t; i++)
+        for (int64_t j = 0; j < d; j++)
+            want[tok[i] * d + j] += dx[i * d + j];
+    K->embed_rows_bwd(NULL, de.t, tok, dx, t, d, vocab);
+    smoe_embed_rows_bwd(de.d, tok, dx, t, d, vocab);
+    CHECKF(memcmp(de.t, want, (size_t)(vocab * d) * sizeof *want) == 0,
+           "embed_rows_bwd: not the sums in token order");
+    same(&de, "embed_rows_bwd");
+    smoe_free(want);
+
+    const float *kv = in(t * h * (dn + dv), 1.0f), *kpe = in(t * dr, 1.0f);
+    pair k = pnew(t * h * dq, 1.0f), v = pnew(t * h * dv, 1.0f);
+    K->mla_kv_split(NULL, k.t, v.t, kv, kpe, t, h, dn, dr, dv);
+    smoe_mla_kv_split(k.d, v.d, kv, kpe, t, h, dn, dr, dv);
+    ok = 1;
+    for (int64_t r = 0; r < t * h; r++)
+        for (int64_t c = 0; c < dq; c++)
+            ok = ok && k.t[r * dq + c] ==
+                           (c < dn ? kv[r * (dn + dv) + c] : kpe[(r / h) * dr + c - dn]);
+    for (int64_t r = 0; r < t * h; r++)
+        for (int64_t c = 0; c < dv; c++)
+            ok = ok && v.t[r * dv + c] == kv[r * (dn + dv) + dn + c];
+    CHECKF(ok, "mla_kv_split: k or v is not its definition");
+    pair dkv = pnew(t * h * (dn + dv), 1.0f), dkpe = pnew(t * dr, 1.0f);
+    K->mla_kv_merge(NULL, dkv.t, dkpe.t, k.t, v.t, t, h, dn, dr, dv);
+    smoe_mla_kv_merge(dkv.d, dkpe.d, k.d, v.d, t, h, dn, dr, dv);
+    ok = 1;
+    for (int64_t r = 0; r < t * h; r++)
+        for (int64_t c = 0; c < dn + dv; c++)
+            ok = ok && dkv.t[r * (dn + dv) + c] ==
+                           (c < dn ? k.t[r * dq + c] : v.t[r * dv + c - dn]);
+    for (int64_t ti = 0; ti < t; ti++)
+        for (int64_t c = 0; c < dr; c++) {
+            float acc = 0.0f;
+            for (int64_t hh = 0; hh < h; hh++)
+                acc += k.t[(ti * h + hh) * dq + dn + c];
+            ok = ok && dkpe.t[ti * dr + c] == acc;
+        }
+    CHECKF(ok, "mla_kv_merge: dkv or dkpe is not its definition");
+    same(&k, "mla_kv_split k");
+    same(&v, "mla_kv_split v");
+    same(&dkv, "mla_kv_merge dkv");
+    same(&dkpe, "mla_kv_merge dkpe");
+    inputs_free();
+}
+
+/* The CPU table's memory: zeroed blocks; copy, fill0, read and write move
+ * the bytes they name and nothing else. */
+static void test_memory(void)
+{
+    float *a = K->alloc(NULL, 64 * sizeof *a), *b = K->alloc(NULL, 64 * sizeof *b);
+    CHECK(a && b);
+    int zero = 1;
+    for (int i = 0; i < 64; i++)
+        zero = zero && a[i] == 0.0f && b[i] == 0.0f;
+    CHECKF(zero, "alloc: a block is not zeroed");
+    float h[64], back[64];
+    for (int i = 0; i < 64; i++)
+        h[i] = (float)i + 0.5f;
+    K->write(NULL, a, h, sizeof h);
+    K->copy(NULL, b + 8, a + 8, 16 * sizeof *a);
+    K->fill0(NULL, a + 4, 4 * sizeof *a);
+    K->read(NULL, back, b, sizeof back);
+    int ok = 1;
+    for (int i = 0; i < 64; i++)
+        ok = ok && back[i] == (i >= 8 && i < 24 ? h[i] : 0.0f);
+    CHECKF(ok, "copy / read moved other bytes than named");
+    K->read(NULL, back, a, sizeof back);
+    ok = 1;
+    for (int i = 0; i < 64; i++)
+        ok = ok && back[i] == (i >= 4 && i < 8 ? 0.0f : h[i]);
+    CHECKF(ok, "write / fill0 / read moved other bytes than named");
+    K->free(NULL, a, 64 * sizeof *a);
+    K->free(NULL, b, 64 * sizeof *b);
+    K->free(NULL, NULL, 0);
+}
+
 int main(void)
 {
     K = smoe_kops_cpu();
@@ -217,5 +317,7 @@ int main(void)
     test_rope();
     test_attention_entries();
     test_loss_optim_vec();
+    test_rows();
+    test_memory();
     return check_report();
 }

@@ -340,6 +340,80 @@ static void case_vec(void)
     dfree_all();
 }
 
+/* the embedding with repeated tokens; MLA's split and merge */
+static void case_rows(void)
+{
+    const int64_t t = 300, d = 70, vocab = 9, h = 3, dn = 16, dr = 8, dv = 12;
+    int32_t tok[300];
+    for (int i = 0; i < 300; i++)
+        tok[i] = (int32_t)((i * 7 + i / 5) % vocab);
+    float *emb = rnd(vocab * d, 1.0f), *x = fnew(t * d), *dx = rnd(t * d, 1.0f);
+    float *de = rnd(vocab * d, 1.0f);
+    int32_t *Dtok = up(tok, sizeof tok);
+    float *Demb = upf(emb, vocab * d), *Dx = upf(x, t * d), *Ddx = upf(dx, t * d);
+    float *Dde = upf(de, vocab * d);
+    R->embed_rows(NULL, x, emb, tok, t, d, vocab);
+    D->embed_rows(DQ, Dx, Demb, Dtok, t, d, vocab);
+    R->embed_rows_bwd(NULL, de, tok, dx, t, d, vocab);
+    D->embed_rows_bwd(DQ, Dde, Dtok, Ddx, t, d, vocab);
+    float *kv = rnd(t * h * (dn + dv), 1.0f), *kpe = rnd(t * dr, 1.0f);
+    float *k = fnew(t * h * (dn + dr)), *v = fnew(t * h * dv);
+    float *dkv = rnd(t * h * (dn + dv), 1.0f), *dkpe = rnd(t * dr, 1.0f);
+    float *Dkv = upf(kv, t * h * (dn + dv)), *Dkpe = upf(kpe, t * dr);
+    float *Dk = upf(k, t * h * (dn + dr)), *Dv = upf(v, t * h * dv);
+    float *Ddkv = upf(dkv, t * h * (dn + dv)), *Ddkpe = upf(dkpe, t * dr);
+    R->mla_kv_split(NULL, k, v, kv, kpe, t, h, dn, dr, dv);
+    D->mla_kv_split(DQ, Dk, Dv, Dkv, Dkpe, t, h, dn, dr, dv);
+    R->mla_kv_merge(NULL, dkv, dkpe, k, v, t, h, dn, dr, dv);
+    D->mla_kv_merge(DQ, Ddkv, Ddkpe, Dk, Dv, t, h, dn, dr, dv);
+    run("rows");
+    /* copies and in-order sums: bitwise on every table */
+    const double tol = TOL;
+    TOL = 0.0;
+    same("embed_rows", Dx, x, t * d);
+    same("embed_rows_bwd (repeated tokens)", Dde, de, vocab * d);
+    same("mla_kv_split k", Dk, k, t * h * (dn + dr));
+    same("mla_kv_split v", Dv, v, t * h * dv);
+    same("mla_kv_merge dkv", Ddkv, dkv, t * h * (dn + dv));
+    same("mla_kv_merge dkpe", Ddkpe, dkpe, t * dr);
+    TOL = tol;
+    free(emb), free(x), free(dx), free(de), free(kv), free(kpe), free(k), free(v), free(dkv);
+    free(dkpe);
+    dfree_all();
+}
+
+/* the table's memory: zeroed blocks; write, copy, fill0 and read move the
+ * bytes they name, in the stream's order */
+static void case_memory(void)
+{
+    const size_t n = 1000;
+    float *a = D->alloc(DQ, n * sizeof *a), *b = D->alloc(DQ, n * sizeof *b);
+    CHECK(a && b);
+    float *h = rnd((int64_t)n, 1.0f), *back = fnew((int64_t)n);
+    D->read(DQ, back, a, n * sizeof *a);
+    int ok = 1;
+    for (size_t i = 0; i < n; i++)
+        ok = ok && back[i] == 0.0f;
+    CHECKF(ok, "alloc: a block is not zeroed");
+    D->write(DQ, a, h, n * sizeof *h);
+    D->copy(DQ, b + 100, a + 100, 500 * sizeof *a);
+    D->fill0(DQ, a + 10, 20 * sizeof *a);
+    D->read(DQ, back, b, n * sizeof *b);
+    ok = 1;
+    for (size_t i = 0; i < n; i++)
+        ok = ok && back[i] == (i >= 100 && i < 600 ? h[i] : 0.0f);
+    CHECKF(ok, "write / copy / read: other bytes than named");
+    D->read(DQ, back, a, n * sizeof *a);
+    ok = 1;
+    for (size_t i = 0; i < n; i++)
+        ok = ok && back[i] == (i >= 10 && i < 30 ? 0.0f : h[i]);
+    CHECKF(ok, "fill0 / read: other bytes than named");
+    run("memory");
+    D->free(DQ, a, n * sizeof *a);
+    D->free(DQ, b, n * sizeof *b);
+    free(h), free(back);
+}
+
 /* the same GEMM twice: the same bits, and the shape seen before adds no
  * algorithm */
 static void case_repeat(void)
@@ -399,6 +473,8 @@ int main(int argc, char **argv)
     case_loss(0);
     case_loss(1);
     case_vec();
+    case_rows();
+    case_memory();
     case_repeat();
     /* a kernel queue needs a CUDA device's stream */
     smoe_kq *bad = NULL;

@@ -419,7 +419,7 @@ static double table_step(const smoe_model_cfg *cfg, const smoe_kops *ops, wset *
     random_tokens(tgt, T, cfg->vocab, &r);
     smoe_model *m = NULL;
     smoe_err err;
-    smoe_status st = ops ? smoe_model_new_on(cfg, ops, &m, &err)
+    smoe_status st = ops ? smoe_model_new_on(cfg, ops, NULL, &m, &err)
                          : smoe_model_new(cfg, &m, &err);
     CHECK(st == SMOE_OK && m);
     if (!m)
@@ -439,7 +439,7 @@ static void test_table(void)
     smoe_model_cfg cfg = tiny_cfg(8, 1);
     smoe_model *m = NULL;
     smoe_err err;
-    CHECK(smoe_model_new_on(&cfg, NULL, &m, &err) == SMOE_EINVAL && !m);
+    CHECK(smoe_model_new_on(&cfg, NULL, NULL, &m, &err) == SMOE_EINVAL && !m);
     CHECK(strstr(err.msg, "kernel table") != NULL);
 
     smoe_kops spy = *smoe_kops_cpu();

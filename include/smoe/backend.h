@@ -22,6 +22,7 @@
 #ifndef SMOE_BACKEND_H
 #define SMOE_BACKEND_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -32,6 +33,26 @@ struct smoe_adamw_cfg; /* kernels.h */
 
 typedef struct smoe_kops {
     const char *name; /* "cpu", ... */
+    /* 1: every entry has finished when it returns and the memory is the
+     * host's (the CPU table), so a caller may read results in place;
+     * 0: results are read with `read` */
+    int synchronous;
+
+    /* ---- the backend's memory ----
+     * alloc: a zeroed block of `bytes` (NULL when out of memory); free: a
+     * block alloc made, with its size (NULL: nothing), once the stream's
+     * work is done with it. copy / fill0: bytes within the backend's
+     * memory, copied / zeroed in the stream's order. read: bytes to host
+     * memory, returning when the stream's earlier work and the copy are
+     * done (a synchronisation point); write: bytes from host memory,
+     * returning when copied (the host buffer may be reused at once; the
+     * stream's later work sees them). */
+    void *(*alloc)(void *stream, size_t bytes);
+    void (*free)(void *stream, void *p, size_t bytes);
+    void (*copy)(void *stream, void *dst, const void *src, size_t bytes);
+    void (*fill0)(void *stream, void *p, size_t bytes);
+    void (*read)(void *stream, void *host, const void *src, size_t bytes);
+    void (*write)(void *stream, void *dst, const void *host, size_t bytes);
 
     /* ---- matrix products: smoe_gemm, smoe_matmul, smoe_matmul_bwd ---- */
     void (*gemm)(void *stream, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
@@ -78,6 +99,17 @@ typedef struct smoe_kops {
     void (*cross_entropy_z)(void *stream, float *dlogits, const float *logits,
                             const int32_t *targets, int64_t t, int64_t v, float scale, float z,
                             double *loss, double *zsum);
+
+    /* ---- moving rows: smoe_embed_rows(_bwd), smoe_mla_kv_split / _merge ---- */
+    void (*embed_rows)(void *stream, float *x, const float *embed, const int32_t *tokens,
+                       int64_t t, int64_t d, int64_t vocab);
+    void (*embed_rows_bwd)(void *stream, float *dembed, const int32_t *tokens, const float *dx,
+                           int64_t t, int64_t d, int64_t vocab);
+    void (*mla_kv_split)(void *stream, float *k, float *v, const float *kv, const float *kpe,
+                         int64_t t, int64_t h, int64_t dn, int64_t dr, int64_t dv);
+    void (*mla_kv_merge)(void *stream, float *dkv, float *dkpe, const float *dk,
+                         const float *dv, int64_t t, int64_t h, int64_t dn, int64_t dr,
+                         int64_t dv_);
 
     /* ---- smoe_adamw_step ---- */
     void (*adamw_step)(void *stream, float *p, float *m, float *v, const float *g, int64_t n,

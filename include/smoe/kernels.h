@@ -208,6 +208,27 @@ typedef struct smoe_adamw_cfg {
 void smoe_adamw_step(float *p, float *m, float *v, const float *g, int64_t n,
                      const smoe_adamw_cfg *c);
 
+/* ---- moving rows (rows.c) ----
+ * The model's data movement, as kernels so that a device table can run it
+ * where the data lives. x (t, d) = embed[tokens] row by row; dembed
+ * (vocab, d) += the rows of dx (t, d) scattered by tokens, in t order (a
+ * row that two tokens share gets their sums in that order). tokens (t) in
+ * [0, vocab) (else SMOE_ASSERT: the trainer checks its data first). */
+void smoe_embed_rows(float *x, const float *embed, const int32_t *tokens, int64_t t, int64_t d,
+                     int64_t vocab);
+void smoe_embed_rows_bwd(float *dembed, const int32_t *tokens, const float *dx, int64_t t,
+                         int64_t d, int64_t vocab);
+/* MLA's keys and values from the up-projection: kv (t*h, dn + dv) and the
+ * shared rotary key kpe (t, dr) into k (t*h, dn + dr) = [kv's first dn |
+ * kpe of the token] and v (t*h, dv) = kv's last dv. The backward: dkv
+ * (t*h, dn + dv) = [dk's first dn | dv] (overwritten) and dkpe (t, dr) =
+ * the sum over the token's heads of dk's last dr, in head order
+ * (overwritten). */
+void smoe_mla_kv_split(float *k, float *v, const float *kv, const float *kpe, int64_t t,
+                       int64_t h, int64_t dn, int64_t dr, int64_t dv);
+void smoe_mla_kv_merge(float *dkv, float *dkpe, const float *dk, const float *dv, int64_t t,
+                       int64_t h, int64_t dn, int64_t dr, int64_t dv_);
+
 /* ---- small vector helpers ---- */
 void smoe_vec_add(float *y, const float *x, int64_t n);          /* y += x */
 void smoe_vec_axpy(float *y, float a, const float *x, int64_t n); /* y += a x */

@@ -157,12 +157,16 @@ double smoe_model_fwd_flops_per_token(const struct smoe_model_cfg *m);
 /* Validate cfg and allocate the activation slab for one step (all layers'
  * saved activations). SMOE_EINVAL names the bad dimension. The model runs
  * its kernels through the CPU table (smoe_kops_cpu); smoe_model_new_on
- * takes the table (backend.h, not owned, outliving the model) instead. */
+ * takes the table (backend.h, not owned, outliving the model) and its
+ * stream argument instead: then the activations live in the table's
+ * memory, and so must the weights, gradients and token ids handed to the
+ * calls below. A table that is not synchronous runs dense layers only so
+ * far (SMOE_EINVAL for a config with MoE layers). */
 SMOE_MUST_CHECK
 smoe_status smoe_model_new(const smoe_model_cfg *cfg, smoe_model **out,
                            smoe_err *err);
 SMOE_MUST_CHECK
-smoe_status smoe_model_new_on(const smoe_model_cfg *cfg, const smoe_kops *ops,
+smoe_status smoe_model_new_on(const smoe_model_cfg *cfg, const smoe_kops *ops, void *stream,
                               smoe_model **out, smoe_err *err);
 void smoe_model_free(smoe_model *m);
 const smoe_model_cfg *smoe_model_config(const smoe_model *m);

@@ -43,6 +43,24 @@ void cuda_matmul(void *q, float *y, const float *x, const float *w, int64_t t, i
                  int64_t n, float beta);
 void cuda_matmul_bwd(void *q, float *dx, float *dw, const float *dy, const float *x,
                      const float *w, int64_t t, int64_t k, int64_t n);
+/* kq.c: the memory entries of backend.h */
+void *cuda_mem_alloc(void *q, size_t bytes);
+void cuda_mem_free(void *q, void *p, size_t bytes);
+void cuda_mem_copy(void *q, void *dst, const void *src, size_t bytes);
+void cuda_mem_fill0(void *q, void *p, size_t bytes);
+void cuda_mem_read(void *q, void *host, const void *src, size_t bytes);
+void cuda_mem_write(void *q, void *dst, const void *host, size_t bytes);
+
+/* rows.cu: the moving rows of backend.h */
+void cuda_k_embed_rows(void *s, float *x, const float *embed, const int32_t *tokens, int64_t t,
+                       int64_t d, int64_t vocab);
+void cuda_k_embed_rows_bwd(void *s, float *dembed, const int32_t *tokens, const float *dx,
+                           int64_t t, int64_t d, int64_t vocab);
+void cuda_k_mla_kv_split(void *s, float *k, float *v, const float *kv, const float *kpe,
+                         int64_t t, int64_t h, int64_t dn, int64_t dr, int64_t dv);
+void cuda_k_mla_kv_merge(void *s, float *dkv, float *dkpe, const float *dk, const float *dv,
+                         int64_t t, int64_t h, int64_t dn, int64_t dr, int64_t dv_);
+
 /* attention.cu and reduce.cu: the entries of the same names of backend.h */
 void cuda_k_attention(void *s, float *o, float *p, const float *q, const float *k,
                       const float *v, int64_t sl, int64_t h, int64_t dk, int64_t dv, int64_t qs,

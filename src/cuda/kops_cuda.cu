@@ -7,7 +7,8 @@
 // Row kernels run one block of NT threads per row; a thread owns the
 // row's elements j = tid, tid + NT, ..., so an in-place row never has two
 // threads on one element. The GEMMs are gemm_lt.c's, attention
-// attention.cu's, the entries with a scalar result reduce.cu's.
+// attention.cu's, the entries with a scalar result reduce.cu's, the moving
+// rows rows.cu's, the memory entries kq.c's.
 #include "kern_impl.cuh"
 
 #include "smoe/kernels.h"
@@ -246,6 +247,17 @@ static smoe_kops make_table()
 {
     smoe_kops t = {};
     t.name = "cuda";
+    t.synchronous = 0;
+    t.alloc = cuda_mem_alloc;
+    t.free = cuda_mem_free;
+    t.copy = cuda_mem_copy;
+    t.fill0 = cuda_mem_fill0;
+    t.read = cuda_mem_read;
+    t.write = cuda_mem_write;
+    t.embed_rows = cuda_k_embed_rows;
+    t.embed_rows_bwd = cuda_k_embed_rows_bwd;
+    t.mla_kv_split = cuda_k_mla_kv_split;
+    t.mla_kv_merge = cuda_k_mla_kv_merge;
     t.gemm = cuda_gemm;
     t.matmul = cuda_matmul;
     t.matmul_bwd = cuda_matmul_bwd;

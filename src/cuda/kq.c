@@ -65,3 +65,81 @@ void kq_check_launch(smoe_kq *q, const char *what)
     if (e != cudaSuccess)
         kq_fail(q, what, cudaGetErrorString(e));
 }
+
+/* ---- the table's memory entries (backend.h): device memory of the
+ * queue's device, zeroed on the queue's stream; read and write wait for
+ * the stream, so the host buffer is free when they return ---- */
+
+void *cuda_mem_alloc(void *vq, size_t bytes)
+{
+    smoe_kq *q = vq;
+    void *p = NULL;
+    smoe_err e;
+    if (q->err.code != SMOE_OK)
+        return NULL;
+    if (smoe_dev_alloc(q->dev, bytes, &p, &e) != SMOE_OK) {
+        kq_fail(q, "alloc", e.msg);
+        return NULL;
+    }
+    cudaError_t r = cudaMemsetAsync(p, 0, bytes, q->stream);
+    if (r == cudaSuccess)
+        r = cudaStreamSynchronize(q->stream);
+    if (r != cudaSuccess) {
+        kq_fail(q, "alloc", cudaGetErrorString(r));
+        (void)cudaFree(p);
+        return NULL;
+    }
+    return p;
+}
+
+void cuda_mem_free(void *vq, void *p, size_t bytes)
+{
+    smoe_kq *q = vq;
+    smoe_err e;
+    (void)bytes;
+    if (p && smoe_dev_free(q->dev, p, &e) != SMOE_OK)
+        kq_fail(q, "free", e.msg);
+}
+
+static void mem_op(smoe_kq *q, const char *what, cudaError_t r, int wait)
+{
+    if (r == cudaSuccess && wait)
+        r = cudaStreamSynchronize(q->stream);
+    if (r != cudaSuccess)
+        kq_fail(q, what, cudaGetErrorString(r));
+}
+
+void cuda_mem_copy(void *vq, void *dst, const void *src, size_t bytes)
+{
+    smoe_kq *q = vq;
+    if (q->err.code == SMOE_OK && bytes)
+        mem_op(q, "copy", cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, q->stream), 0);
+}
+
+void cuda_mem_fill0(void *vq, void *p, size_t bytes)
+{
+    smoe_kq *q = vq;
+    if (q->err.code == SMOE_OK && bytes)
+        mem_op(q, "fill0", cudaMemsetAsync(p, 0, bytes, q->stream), 0);
+}
+
+/* after a failure a read hands back NaN (0xff bytes), never stale bytes
+ * that could pass for results */
+void cuda_mem_read(void *vq, void *host, const void *src, size_t bytes)
+{
+    smoe_kq *q = vq;
+    if (q->err.code != SMOE_OK) {
+        memset(host, 0xff, bytes);
+        return;
+    }
+    mem_op(q, "read", cudaMemcpyAsync(host, src, bytes, cudaMemcpyDefault, q->stream), 1);
+    if (q->err.code != SMOE_OK)
+        memset(host, 0xff, bytes);
+}
+
+void cuda_mem_write(void *vq, void *dst, const void *host, size_t bytes)
+{
+    smoe_kq *q = vq;
+    if (q->err.code == SMOE_OK && bytes)
+        mem_op(q, "write", cudaMemcpyAsync(dst, host, bytes, cudaMemcpyDefault, q->stream), 1);
+}

@@ -1,9 +1,41 @@
-/* The CPU kernel table (backend.h): every entry forwards its arguments,
- * unchanged and in order, to the kernels.h function of the same name, so a
- * model on this table computes bit for bit what the kernels compute. The
- * stream argument is unused: each kernel has finished when it returns. */
+/* The CPU kernel table (backend.h): every kernel entry forwards its
+ * arguments, unchanged and in order, to the kernels.h function of the same
+ * name, so a model on this table computes bit for bit what the kernels
+ * compute; the memory is the host's (slabs, zeroed). The stream argument is
+ * unused: each entry has finished when it returns. */
 #include "smoe/backend.h"
 #include "smoe/kernels.h"
+
+#include <string.h>
+
+/* ---- memory: the host's; slabs, so a block is zeroed ---- */
+
+static void *mem_alloc(void *stream, size_t bytes)
+{
+    (void)stream;
+    return smoe_slab_alloc(bytes);
+}
+
+static void mem_free(void *stream, void *p, size_t bytes)
+{
+    (void)stream;
+    if (p)
+        smoe_slab_free(p, bytes);
+}
+
+static void mem_copy(void *stream, void *dst, const void *src, size_t bytes)
+{
+    (void)stream;
+    if (bytes)
+        memmove(dst, src, bytes);
+}
+
+static void mem_fill0(void *stream, void *p, size_t bytes)
+{
+    (void)stream;
+    if (bytes)
+        memset(p, 0, bytes);
+}
 
 static void gemm(void *stream, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
                  const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
@@ -133,8 +165,43 @@ static void vec_dot_scale(void *stream, float *r, float a, const float *d, const
     *dot = (float)smoe_vec_dot_scale(r, a, d, y, n);
 }
 
+static void embed_rows(void *stream, float *x, const float *embed, const int32_t *tokens,
+                       int64_t t, int64_t d, int64_t vocab)
+{
+    (void)stream;
+    smoe_embed_rows(x, embed, tokens, t, d, vocab);
+}
+
+static void embed_rows_bwd(void *stream, float *dembed, const int32_t *tokens, const float *dx,
+                           int64_t t, int64_t d, int64_t vocab)
+{
+    (void)stream;
+    smoe_embed_rows_bwd(dembed, tokens, dx, t, d, vocab);
+}
+
+static void mla_kv_split(void *stream, float *k, float *v, const float *kv, const float *kpe,
+                         int64_t t, int64_t h, int64_t dn, int64_t dr, int64_t dv)
+{
+    (void)stream;
+    smoe_mla_kv_split(k, v, kv, kpe, t, h, dn, dr, dv);
+}
+
+static void mla_kv_merge(void *stream, float *dkv, float *dkpe, const float *dk, const float *dv,
+                         int64_t t, int64_t h, int64_t dn, int64_t dr, int64_t dv_)
+{
+    (void)stream;
+    smoe_mla_kv_merge(dkv, dkpe, dk, dv, t, h, dn, dr, dv_);
+}
+
 static const smoe_kops cpu = {
     .name = "cpu",
+    .synchronous = 1,
+    .alloc = mem_alloc,
+    .free = mem_free,
+    .copy = mem_copy,
+    .fill0 = mem_fill0,
+    .read = mem_copy,
+    .write = mem_copy,
     .gemm = gemm,
     .matmul = matmul,
     .matmul_bwd = matmul_bwd,
@@ -149,6 +216,10 @@ static const smoe_kops cpu = {
     .attention = attention,
     .attention_bwd = attention_bwd,
     .cross_entropy_z = cross_entropy_z,
+    .embed_rows = embed_rows,
+    .embed_rows_bwd = embed_rows_bwd,
+    .mla_kv_split = mla_kv_split,
+    .mla_kv_merge = mla_kv_merge,
     .adamw_step = adamw_step,
     .vec_add = vec_add,
     .vec_axpy = vec_axpy,

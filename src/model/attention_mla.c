@@ -24,7 +24,6 @@
 #include "model_impl.h"
 
 #include <math.h>
-#include <string.h>
 
 /* RoPE on the rope slices of h heads (hstride apart) of every token (row
  * stride), MaxText's embedding of the model from the model's tables
@@ -37,7 +36,10 @@ static void rope(const smoe_model *m, float *x, int64_t h, int64_t stride, int64
                            m->rope_scale, inverse);
 }
 
-static void zero(float *p, int64_t n) { memset(p, 0, (size_t)n * sizeof *p); }
+static void zero(smoe_model *m, float *p, int64_t n)
+{
+    m->ops->fill0(m->stream, p, (size_t)n * sizeof *p);
+}
 
 void mla_fwd(smoe_model *m, attn_act *a, const float *const w[SMOE_W_NSLOTS],
              float *x, smoe_ep_comm *comm)
@@ -48,7 +50,7 @@ void mla_fwd(smoe_model *m, attn_act *a, const float *const w[SMOE_W_NSLOTS],
     const int64_t dv = g->v_head, R = g->kv_lora, Q = g->q_lora;
     model_scratch *s = &m->s;
 
-    memcpy(a->xin, x, (size_t)(T * D) * sizeof *x);
+    m->ops->copy(m->stream, a->xin, x, (size_t)(T * D) * sizeof *x);
     m->ops->rmsnorm(m->stream, a->h, a->rstd1, x, w[SMOE_W_PRE_NORM], T, D, g->eps);
 
     /* queries */
@@ -73,14 +75,7 @@ void mla_fwd(smoe_model *m, attn_act *a, const float *const w[SMOE_W_NSLOTS],
     m->ops->rmsnorm(m->stream, a->ckvn, a->rstd_kv, a->ckv, w[SMOE_W_KV_NORM], T, R, g->eps);
     m->ops->matmul(m->stream, s->kv, a->ckvn, w[SMOE_W_WKV_B], T, R, H * (dn + dv), 0.0f);
     model_progress(comm);
-    for (int64_t t = 0; t < T; t++)
-        for (int64_t hh = 0; hh < H; hh++) {
-            const float *kv = s->kv + (t * H + hh) * (dn + dv);
-            float *k = a->k + (t * H + hh) * dq;
-            memcpy(k, kv, (size_t)dn * sizeof *k);
-            memcpy(k + dn, s->kpe + t * dr, (size_t)dr * sizeof *k);
-            memcpy(a->v + (t * H + hh) * dv, kv + dn, (size_t)dv * sizeof *k);
-        }
+    m->ops->mla_kv_split(m->stream, a->k, a->v, s->kv, s->kpe, T, H, dn, dr, dv);
 
     /* causal attention, one sequence at a time */
     const float scale = m->attn_scale;
@@ -110,14 +105,14 @@ void mla_bwd(smoe_model *m, const attn_act *a,
     float *dkv = s->kv, *dkpe = s->kpe; /* the forward's buffers, reused */
 
     /* x_out = x_in + o @ out */
-    zero(s->dout, T * H * dv);
+    zero(m, s->dout, T * H * dv);
     m->ops->matmul_bwd(m->stream, s->dout, dw[SMOE_W_OUT], dx, a->o, w[SMOE_W_OUT], T, H * dv, D);
     model_progress(comm);
 
     /* attention */
-    zero(s->dq, T * H * dq);
-    zero(s->dk, T * H * dq);
-    zero(s->dv, T * H * dv);
+    zero(m, s->dq, T * H * dq);
+    zero(m, s->dk, T * H * dq);
+    zero(m, s->dv, T * H * dv);
     const float scale = m->attn_scale;
     for (int64_t b = 0; b < g->batch; b++) {
         const int64_t t0 = b * S;
@@ -130,24 +125,16 @@ void mla_bwd(smoe_model *m, const attn_act *a,
     }
 
     /* back to kv's layout; k_pe's gradient sums over the heads */
-    zero(dkpe, T * dr);
-    for (int64_t t = 0; t < T; t++)
-        for (int64_t hh = 0; hh < H; hh++) {
-            float *d = dkv + (t * H + hh) * (dn + dv);
-            const float *dk = s->dk + (t * H + hh) * dq;
-            memcpy(d, dk, (size_t)dn * sizeof *d);
-            memcpy(d + dn, s->dv + (t * H + hh) * dv, (size_t)dv * sizeof *d);
-            m->ops->vec_add(m->stream, dkpe + t * dr, dk + dn, dr);
-        }
+    m->ops->mla_kv_merge(m->stream, dkv, dkpe, s->dk, s->dv, T, H, dn, dr, dv);
     rope(m, dkpe, 1, dr, dr, 1);
     rope(m, s->dq + dn, H, H * dq, dq, 1);
 
     /* kv = ckvn @ wkv_b, ckvn = rmsnorm(ckv) * kv_norm */
-    zero(s->dckvn, T * R);
+    zero(m, s->dckvn, T * R);
     m->ops->matmul_bwd(m->stream, s->dckvn, dw[SMOE_W_WKV_B], dkv, a->ckvn, w[SMOE_W_WKV_B],
                        T, R, H * (dn + dv));
     model_progress(comm);
-    zero(s->dckv, T * R);
+    zero(m, s->dckv, T * R);
     m->ops->rmsnorm_bwd(m->stream, s->dckv, dw[SMOE_W_KV_NORM], s->dckvn, a->ckv,
                         w[SMOE_W_KV_NORM], a->rstd_kv, T, R);
 
@@ -165,11 +152,11 @@ void mla_bwd(smoe_model *m, const attn_act *a,
 
     /* queries */
     if (Q) {
-        zero(s->dqan, T * Q);
+        zero(m, s->dqan, T * Q);
         m->ops->matmul_bwd(m->stream, s->dqan, dw[SMOE_W_WQ_B], s->dq, a->qan, w[SMOE_W_WQ_B],
                            T, Q, H * dq);
         model_progress(comm);
-        zero(s->dqa, T * Q);
+        zero(m, s->dqa, T * Q);
         m->ops->rmsnorm_bwd(m->stream, s->dqa, dw[SMOE_W_Q_NORM], s->dqan, a->qa,
                             w[SMOE_W_Q_NORM], a->rstd_q, T, Q);
         m->ops->matmul_bwd(m->stream, s->dh, dw[SMOE_W_WQ_A], s->dqa, a->h, w[SMOE_W_WQ_A],

@@ -8,26 +8,16 @@
  */
 #include "model_impl.h"
 
-#include <string.h>
-
 void smoe_model_embed_fwd(smoe_model *m, const float *embed,
                           const int32_t *tokens, float *x)
 {
-    const int64_t D = m->cfg.emb;
-    for (int64_t t = 0; t < m->T; t++) {
-        SMOE_ASSERT(tokens[t] >= 0 && tokens[t] < m->cfg.vocab);
-        memcpy(x + t * D, embed + (int64_t)tokens[t] * D, (size_t)D * sizeof *x);
-    }
+    m->ops->embed_rows(m->stream, x, embed, tokens, m->T, m->cfg.emb, m->cfg.vocab);
 }
 
 void smoe_model_embed_bwd(smoe_model *m, float *dembed, const int32_t *tokens,
                           const float *dx)
 {
-    const int64_t D = m->cfg.emb;
-    for (int64_t t = 0; t < m->T; t++) {
-        SMOE_ASSERT(tokens[t] >= 0 && tokens[t] < m->cfg.vocab);
-        m->ops->vec_add(m->stream, dembed + (int64_t)tokens[t] * D, dx + t * D, D);
-    }
+    m->ops->embed_rows_bwd(m->stream, dembed, tokens, dx, m->T, m->cfg.emb, m->cfg.vocab);
 }
 
 double smoe_model_head(smoe_model *m, const float *final_norm,
@@ -44,17 +34,20 @@ double smoe_model_head(smoe_model *m, const float *final_norm,
         const float *xr = x + r0 * D;
         m->ops->rmsnorm(m->stream, s->hn, s->hrstd, xr, final_norm, n, D, m->cfg.eps);
         m->ops->matmul(m->stream, s->lg, s->hn, logits_w, n, D, V, 0.0f);
-        /* the logits' gradient overwrites them */
-        double ce = 0.0, zsum = 0.0; /* z-loss (MaxText max_utils.cross_entropy_with_logits) */
+        /* the logits' gradient overwrites them; the loss and the z-loss
+         * (MaxText max_utils.cross_entropy_with_logits) land in the
+         * table's memory and are read back (a synchronisation point) */
+        double sc[2];
         m->ops->cross_entropy_z(m->stream, dx ? s->lg : NULL, s->lg, targets + r0, n, V,
-                                loss_scale, m->cfg.z_loss, &ce, &zsum);
-        loss += ce;
-        m->stats.z_loss += zsum * (double)loss_scale;
+                                loss_scale, m->cfg.z_loss, &m->scalars[0], &m->scalars[1]);
+        m->ops->read(m->stream, sc, m->scalars, sizeof sc);
+        loss += sc[0];
+        m->stats.z_loss += sc[1] * (double)loss_scale;
         if (!dx)
             continue;
         m->ops->gemm(m->stream, 0, 1, n, D, V, 1.0f, s->lg, V, logits_w, V, 0.0f, s->dhn, D);
         m->ops->matmul_bwd(m->stream, NULL, dlogits, s->lg, s->hn, logits_w, n, D, V);
-        memset(dx + r0 * D, 0, (size_t)(n * D) * sizeof *dx);
+        m->ops->fill0(m->stream, dx + r0 * D, (size_t)(n * D) * sizeof *dx);
         m->ops->rmsnorm_bwd(m->stream, dx + r0 * D, dnorm, s->dhn, xr, final_norm, s->hrstd, n, D);
     }
     return loss * (double)loss_scale;

@@ -12,7 +12,6 @@
  */
 #include "model_impl.h"
 
-#include <string.h>
 
 static smoe_status check_slots(const smoe_model *m, int l,
                                const float *const w[SMOE_W_NSLOTS],
@@ -48,7 +47,7 @@ smoe_status smoe_model_layer_fwd(smoe_model *m, int l,
     layer_act *la = &m->layers[l];
 
     mla_fwd(m, &la->at, w, x, comm);
-    memcpy(la->xmid, x, (size_t)(T * D) * sizeof *x);
+    m->ops->copy(m->stream, la->xmid, x, (size_t)(T * D) * sizeof *x);
     m->ops->rmsnorm(m->stream, la->h2, la->rstd2, x, w[SMOE_W_POST_NORM], T, D, g->eps);
     if (l < g->n_dense) {
         mlp_fwd(m, x, 1.0f, la->mlp, m->s.g, la->h2, w[SMOE_W_MLP_WI0],
@@ -77,7 +76,7 @@ smoe_status smoe_model_layer_bwd(smoe_model *m, int l,
 
     /* x_out = x_mid + f(h2): dx stays as the residual part, dh2 = f's input grad */
     float *dh2 = m->s.dh2;
-    memset(dh2, 0, (size_t)(T * D) * sizeof *dh2);
+    m->ops->fill0(m->stream, dh2, (size_t)(T * D) * sizeof *dh2);
     if (l < g->n_dense) {
         mlp_bwd(m, dh2, dw[SMOE_W_MLP_WI0], dw[SMOE_W_MLP_WI1], dw[SMOE_W_MLP_WO],
                 dx, la->mlp, la->h2, w[SMOE_W_MLP_WI0], w[SMOE_W_MLP_WI1],

@@ -372,46 +372,70 @@ smoe_status smoe_model_need_bytes(const smoe_model_cfg *cfg, int64_t *bytes, smo
 smoe_status smoe_model_new(const smoe_model_cfg *cfg, smoe_model **out,
                            smoe_err *err)
 {
-    return smoe_model_new_on(cfg, smoe_kops_cpu(), out, err);
+    return smoe_model_new_on(cfg, smoe_kops_cpu(), NULL, out, err);
 }
 
-smoe_status smoe_model_new_on(const smoe_model_cfg *cfg, const smoe_kops *ops,
-                              smoe_model **out, smoe_err *err)
+/* The position of every token in its sequence, and the RoPE tables of
+ * every position (inverse frequencies kept on the host in m->rope_inv),
+ * computed here and written to the table's memory. */
+static smoe_status model_tables(smoe_model *m)
 {
-    smoe_status st;
-    *out = NULL;
-    if (!ops)
-        return smoe_err_set(err, SMOE_EINVAL, "model: no kernel table");
-    smoe_model *m = smoe_calloc(1, sizeof *m);
-    if (!m)
-        goto nomem;
-    m->ops = ops;
-    if ((st = model_prepare(m, cfg, err)))
-        goto fail;
     const smoe_model_cfg *g = &m->cfg;
-    m->slab = smoe_slab_alloc((size_t)m->slab_bytes);
-    if (!m->slab)
-        goto nomem;
-    carver c = { m->slab, 0, 0 };
-    carve_all(m, &c);
-    SMOE_ASSERT(c.off == m->slab_bytes);
+    const int64_t rhalf = g->qk_rope / 2, ntab = g->seq * rhalf;
+    int32_t *pos = smoe_malloc(sizeof *pos * (size_t)(m->T ? m->T : 1));
+    m->rope_inv = smoe_malloc(sizeof(double) * (size_t)rhalf + 2 * sizeof(float) * (size_t)ntab);
+    m->tab_bytes = 2 * sizeof(float) * (size_t)ntab;
+    m->rope_cs = m->ops->alloc(m->stream, m->tab_bytes);
+    if (!pos || !m->rope_inv || !m->rope_cs) {
+        smoe_free(pos);
+        return SMOE_ENOMEM;
+    }
+    m->rope_sn = m->rope_cs + ntab;
     for (int64_t t = 0; t < m->T; t++)
-        m->pos[t] = (int32_t)(t % g->seq);
-    /* the inverse frequencies, then the cos/sin tables of every position */
-    const int64_t rhalf = g->qk_rope / 2;
-    m->rope_inv = smoe_malloc(sizeof(double) * (size_t)rhalf +
-                              2 * sizeof(float) * (size_t)(g->seq * rhalf));
-    if (!m->rope_inv)
-        goto nomem;
-    m->rope_cs = (float *)(m->rope_inv + rhalf);
-    m->rope_sn = m->rope_cs + g->seq * rhalf;
+        pos[t] = (int32_t)(t % g->seq);
+    m->ops->write(m->stream, m->pos, pos, sizeof *pos * (size_t)m->T);
+    smoe_free(pos);
     if (g->rope.max_timescale != 0.0) {
         smoe_rope_freqs(m->rope_inv, g->qk_rope, &g->rope);
     } else { /* the interleaved theta form */
         smoe_rope_cfg r = { 0, 1.0, (double)g->rope_theta, 1.0, 0, 0, 0, 0, 0 };
         smoe_rope_freqs(m->rope_inv, g->qk_rope, &r);
     }
-    smoe_rope_table(m->rope_cs, m->rope_sn, g->seq, g->qk_rope, m->rope_inv);
+    float *cs = (float *)(m->rope_inv + rhalf), *sn = cs + ntab;
+    smoe_rope_table(cs, sn, g->seq, g->qk_rope, m->rope_inv);
+    m->ops->write(m->stream, m->rope_cs, cs, m->tab_bytes);
+    return SMOE_OK;
+}
+
+smoe_status smoe_model_new_on(const smoe_model_cfg *cfg, const smoe_kops *ops, void *stream,
+                              smoe_model **out, smoe_err *err)
+{
+    smoe_status st;
+    *out = NULL;
+    if (!ops)
+        return smoe_err_set(err, SMOE_EINVAL, "model: no kernel table");
+    /* the MoE layers route on the host, reading the scores in place */
+    if (!ops->synchronous && cfg->n_moe > 0)
+        return smoe_err_set(err, SMOE_EINVAL,
+                            "model: MoE layers run only on a synchronous kernel table so far "
+                            "(the CPU's), not on '%s'", ops->name);
+    smoe_model *m = smoe_calloc(1, sizeof *m);
+    if (!m)
+        goto nomem;
+    m->ops = ops;
+    m->stream = stream;
+    if ((st = model_prepare(m, cfg, err)))
+        goto fail;
+    const smoe_model_cfg *g = &m->cfg;
+    m->slab = ops->alloc(stream, (size_t)m->slab_bytes);
+    m->scalars = ops->alloc(stream, 2 * sizeof *m->scalars);
+    if (!m->slab || !m->scalars)
+        goto nomem;
+    carver c = { m->slab, 0, 0 };
+    carve_all(m, &c);
+    SMOE_ASSERT(c.off == m->slab_bytes);
+    if (model_tables(m) != SMOE_OK)
+        goto nomem;
     m->rope_scale = g->rope_scale > 0.0f ? g->rope_scale : 1.0f;
     m->attn_scale = (float)((g->attn_scale_mult > 0.0f ? (double)g->attn_scale_mult : 1.0) /
                             sqrt((double)(g->qk_nope + g->qk_rope)));
@@ -442,7 +466,11 @@ void smoe_model_free(smoe_model *m)
             smoe_free(m->layers[l].moe.store);
     smoe_free(m->own.buf);
     smoe_free(m->rope_inv);
-    smoe_slab_free(m->slab, (size_t)m->slab_bytes);
+    if (m->ops) {
+        m->ops->free(m->stream, m->rope_cs, m->tab_bytes);
+        m->ops->free(m->stream, m->scalars, 2 * sizeof *m->scalars);
+        m->ops->free(m->stream, m->slab, (size_t)m->slab_bytes);
+    }
     smoe_free(m->layers);
     smoe_free(m);
 }

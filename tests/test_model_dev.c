@@ -1,0 +1,180 @@
+/* Oracle for the model on a device table: one step (embedding, every
+ * layer forward, the head's loss, every layer backward, the embedding's
+ * backward) of dense configurations, on the device against the CPU table,
+ * same weights and tokens: the loss and every gradient.
+ *   test_model_dev (no argument): the emulated table (emul.h) on the host
+ *     emulation in its adversarial order (nothing runs until the host
+ *     waits): bit for bit the CPU's, which holds only if the model reads
+ *     every result through the table and orders every use after its write.
+ *   test_model_dev cuda: the CUDA table on device 0, within 1e-5 of the
+ *     CPU (fp32, no TF32); exit 77 (skip) without CUDA or a device.
+ * A configuration with MoE layers is refused on a device table (they route
+ * on the host so far), with one line. */
+#include "model_testlib.h"
+
+#include <stdio.h>
+
+#include "check.h"
+#include "smoe/backend.h"
+#include "smoe/cuda.h"
+#include "smoe/emul.h"
+
+static smoe_dev dev;
+static smoe_dev_stream *ds;
+static const smoe_kops *D;
+static void *DQ;
+static double TOL;
+static smoe_err err;
+
+static void *up(const void *h, size_t bytes)
+{
+    void *d = D->alloc(DQ, bytes);
+    SMOE_ASSERT(d);
+    D->write(DQ, d, h, bytes);
+    return d;
+}
+
+/* n floats of the device at d within TOL of ref (relative to its largest) */
+static void same(const char *what, int l, int slot, const float *d, const float *ref, int64_t n)
+{
+    float *h = calloc((size_t)n, sizeof *h);
+    D->read(DQ, h, d, (size_t)n * sizeof *h);
+    double md = 0.0, mr = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double e = fabs((double)h[i] - (double)ref[i]);
+        md = e > md || isnan(e) ? (isnan(e) ? INFINITY : e) : md;
+        mr = fabs((double)ref[i]) > mr ? fabs((double)ref[i]) : mr;
+    }
+    double rel = mr > 0.0 ? md / mr : md;
+    CHECKF(TOL == 0.0 ? memcmp(h, ref, (size_t)n * sizeof *h) == 0 : rel <= TOL,
+           "%s slot %d (layer %d): relative error %.3g (tolerance %.3g)", what, slot, l, rel,
+           TOL);
+    free(h);
+}
+
+/* One step of cfg on the CPU and on the device; compare. */
+static void step_case(smoe_model_cfg cfg, uint64_t seed)
+{
+    rng r = { seed };
+    wset W, G;
+    wset_alloc(&W, &cfg);
+    wset_alloc(&G, &cfg);
+    wset_random(&W, &r);
+    const int64_t T = cfg.batch * cfg.seq, E = cfg.emb;
+    int32_t *tok = calloc((size_t)T, sizeof *tok), *tgt = calloc((size_t)T, sizeof *tgt);
+    random_tokens(tok, T, cfg.vocab, &r);
+    random_tokens(tgt, T, cfg.vocab, &r);
+
+    smoe_model *mc = NULL, *md = NULL;
+    CHECKF(smoe_model_new(&cfg, &mc, &err) == SMOE_OK, "%s", err.msg);
+    job jc;
+    job_init(&jc, mc, &W, 0, &G, tok, tgt, 1.0f / (float)T);
+    job_run(&jc);
+    CHECKF(jc.st == SMOE_OK, "%s", jc.err.msg);
+
+    /* the same on the device: weights, zeroed gradients, tokens, x, dx */
+    CHECKF(smoe_model_new_on(&cfg, D, DQ, &md, &err) == SMOE_OK, "%s", err.msg);
+    wset DW = W, DG = G; /* the same shapes; pointers replaced below */
+    for (int l = 0; l < W.nl; l++)
+        for (int i = 0; i < SMOE_W_NSLOTS; i++)
+            if (W.w[l][i]) {
+                DW.w[l][i] = up(W.w[l][i], (size_t)W.n[l][i] * sizeof(float));
+                DG.w[l][i] = D->alloc(DQ, (size_t)W.n[l][i] * sizeof(float));
+            }
+    for (int i = 0; i < SMOE_T_NSLOTS; i++) {
+        DW.t[i] = up(W.t[i], (size_t)W.tn[i] * sizeof(float));
+        DG.t[i] = D->alloc(DQ, (size_t)W.tn[i] * sizeof(float));
+    }
+    job jd;
+    memset(&jd, 0, sizeof jd);
+    jd.m = md;
+    job_view(&jd, &DW, 0, 0);
+    jd.g = &DG;
+    jd.tok = up(tok, (size_t)T * sizeof *tok);
+    jd.tgt = up(tgt, (size_t)T * sizeof *tgt);
+    jd.comm = smoe_ep_comm_self();
+    jd.scale = 1.0f / (float)T;
+    jd.x = D->alloc(DQ, (size_t)(T * E) * sizeof(float));
+    jd.dx = D->alloc(DQ, (size_t)(T * E) * sizeof(float));
+    job_run(&jd);
+    CHECKF(jd.st == SMOE_OK, "%s", jd.err.msg);
+    CHECKF(TOL == 0.0 ? jd.loss == jc.loss : fabs(jd.loss - jc.loss) <= TOL * fabs(jc.loss),
+           "loss %.17g on the device, %.17g on the CPU", jd.loss, jc.loss);
+    for (int l = 0; l < W.nl; l++)
+        for (int i = 0; i < SMOE_W_NSLOTS; i++)
+            if (W.w[l][i])
+                same("gradient of weight", l, i, DG.w[l][i], G.w[l][i], W.n[l][i]);
+    for (int i = 0; i < SMOE_T_NSLOTS; i++)
+        same("gradient of top-level weight", -1, i, DG.t[i], G.t[i], W.tn[i]);
+    printf("%s q_lora=%lld layers=%d: loss %.9f (cpu %.9f)\n", D->name, (long long)cfg.q_lora,
+           W.nl, jd.loss, jc.loss);
+
+    for (int l = 0; l < W.nl; l++)
+        for (int i = 0; i < SMOE_W_NSLOTS; i++)
+            if (W.w[l][i]) {
+                D->free(DQ, (void *)DW.w[l][i], (size_t)W.n[l][i] * sizeof(float));
+                D->free(DQ, DG.w[l][i], (size_t)W.n[l][i] * sizeof(float));
+            }
+    for (int i = 0; i < SMOE_T_NSLOTS; i++) {
+        D->free(DQ, DW.t[i], (size_t)W.tn[i] * sizeof(float));
+        D->free(DQ, DG.t[i], (size_t)W.tn[i] * sizeof(float));
+    }
+    D->free(DQ, (void *)jd.tok, (size_t)T * sizeof *tok);
+    D->free(DQ, (void *)jd.tgt, (size_t)T * sizeof *tgt);
+    D->free(DQ, jd.x, (size_t)(T * E) * sizeof(float));
+    D->free(DQ, jd.dx, (size_t)(T * E) * sizeof(float));
+    smoe_model_free(md);
+    smoe_model_free(mc);
+    job_free(&jc);
+    wset_free(&W);
+    wset_free(&G);
+    free(tok);
+    free(tgt);
+}
+
+static smoe_model_cfg dense_cfg(int q_lora, int layers)
+{
+    smoe_model_cfg c = tiny_cfg(q_lora, 0);
+    c.n_dense = layers;
+    c.n_moe = 0;
+    return c;
+}
+
+int main(int argc, char **argv)
+{
+    const int cuda = argc > 1 && strcmp(argv[1], "cuda") == 0;
+    smoe_kq *kq = NULL;
+    smoe_eq *eq = NULL;
+    if (cuda) {
+        if (smoe_dev_cuda_open(0, &dev, &err) != SMOE_OK) {
+            printf("skipped: %s\n", err.msg);
+            return 77;
+        }
+        CHECK(smoe_dev_stream_new(&dev, 0, &ds, &err) == SMOE_OK);
+        CHECKF(smoe_kq_cuda_new(&dev, ds, 0, &kq, &err) == SMOE_OK, "%s", err.msg);
+        D = smoe_kops_cuda(), DQ = kq, TOL = 1e-5;
+    } else {
+        CHECK(smoe_dev_host_open(SMOE_DEV_HOST_ADVERSARIAL, 11, &dev, &err) == SMOE_OK);
+        CHECK(smoe_dev_stream_new(&dev, 0, &ds, &err) == SMOE_OK);
+        CHECKF(smoe_eq_new(&dev, ds, &eq, &err) == SMOE_OK, "%s", err.msg);
+        D = smoe_kops_emul(), DQ = eq, TOL = 0.0;
+    }
+    step_case(dense_cfg(0, 2), 1);
+    step_case(dense_cfg(6, 3), 2);
+    if (eq) {
+        CHECKF(smoe_eq_status(eq, &err) == SMOE_OK, "%s", err.msg);
+        CHECK(smoe_dev_host_ops_run(&dev) > 0);
+    } else {
+        CHECKF(smoe_kq_status(kq, &err) == SMOE_OK, "%s", err.msg);
+    }
+    /* MoE layers route on the host: refused on a device table, one line */
+    smoe_model_cfg moe = tiny_cfg(0, 1);
+    smoe_model *m = NULL;
+    CHECK(smoe_model_new_on(&moe, D, DQ, &m, &err) == SMOE_EINVAL && !m &&
+          strstr(err.msg, "MoE layers") && !strchr(err.msg, '\n'));
+    smoe_eq_free(eq);
+    smoe_kq_free(kq);
+    smoe_dev_stream_free(&dev, ds);
+    smoe_dev_close(&dev);
+    return check_report();
+}
