@@ -5,7 +5,9 @@
 #  - test_dev cuda: the device layer's rules on device 0 (dev.h);
 #  - test_kops_dev cuda: every kernel of the CUDA table against its CPU
 #    twin (cuda.h), within 1e-5 in fp32;
-#  - both under compute-sanitizer's memcheck and racecheck.
+#  - test_model_dev cuda: a dense model step (loss and every gradient)
+#    against the CPU's, within 1e-5 in fp32;
+#  - each under compute-sanitizer's memcheck and racecheck.
 # The binaries come from scripts/gpu-pack.sh (built on the CPU machine).
 # Exit status: 0 when every check passed (a skip counts as a failure here:
 # this script runs only where a GPU is expected).
@@ -41,8 +43,9 @@ check() {
 
 check test_dev_cuda 120 "$bin/test_dev" cuda
 check test_kops_dev_cuda 120 "$bin/test_kops_dev" cuda
+check test_model_dev_cuda 120 "$bin/test_model_dev" cuda
 if command -v compute-sanitizer >/dev/null 2>&1; then
-  for t in test_dev test_kops_dev; do
+  for t in test_dev test_kops_dev test_model_dev; do
     check "$t-memcheck" 180 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/$t" cuda
     check "$t-racecheck" 180 compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/$t" cuda
   done

@@ -10,8 +10,8 @@ set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
 cmake -S . -B "$build" -G Ninja -DSMOE_CUDA=ON >/dev/null
-cmake --build "$build" --target test_dev test_kops_dev
+cmake --build "$build" --target test_dev test_kops_dev test_model_dev
 mkdir -p .gpu
-cp "$build/tests/test_dev" "$build/tests/test_kops_dev" .gpu/
+cp "$build/tests/test_dev" "$build/tests/test_kops_dev" "$build/tests/test_model_dev" .gpu/
 cp scripts/gpu-check.sh .gpu/
 echo "packed: $(ls .gpu | tr '\n' ' ')"
