@@ -70,6 +70,8 @@ static void test_entries_present(void)
         (const void *)K->read,           (const void *)K->write,
         (const void *)K->embed_rows,     (const void *)K->embed_rows_bwd,
         (const void *)K->mla_kv_split,   (const void *)K->mla_kv_merge,
+        (const void *)K->moe_dispatch_rows, (const void *)K->moe_combine_rows,
+        (const void *)K->moe_combine_bwd, (const void *)K->moe_dispatch_bwd,
     };
     CHECK(K->synchronous == 1);
     for (size_t i = 0; i < sizeof e / sizeof *e; i++)
@@ -277,6 +279,69 @@ static void test_rows(void)
     inputs_free();
 }
 
+/* The MoE rows against their definitions (pairs in order; a dropped pair
+ * moves nothing and has dwk 0), and the table against kernels.h. */
+static void test_moe_rows(void)
+{
+    const int64_t t = 5, k = 2, d = 3, n = 8; /* 10 pairs, 8 kept */
+    const int64_t pos[10] = { 3, 0, -1, 5, 1, 7, 2, -1, 6, 4 };
+    const float *x = in(t * d, 1.0f), *wts = in(t * k, 1.0f), *er = in(n * d, 1.0f);
+    pair r = pnew(n * d, 1.0f), y = pnew(t * d, 1.0f), der = pnew(n * d, 1.0f);
+    pair dwk = pnew(t * k, 1.0f), dx = pnew(t * d, 1.0f);
+    float *y0 = fdup(y.t, t * d), *dx0 = fdup(dx.t, t * d);
+    K->moe_dispatch_rows(NULL, r.t, x, pos, t, k, d);
+    smoe_moe_dispatch_rows(r.d, x, pos, t, k, d);
+    int ok = 1;
+    for (int64_t i = 0; i < t * k; i++)
+        for (int64_t c = 0; pos[i] >= 0 && c < d; c++)
+            ok = ok && r.t[pos[i] * d + c] == x[(i / k) * d + c];
+    CHECKF(ok, "moe_dispatch_rows: a row is not its pair's token");
+    K->moe_combine_rows(NULL, y.t, er, pos, wts, t, k, d);
+    smoe_moe_combine_rows(y.d, er, pos, wts, t, k, d);
+    ok = 1;
+    for (int64_t ti = 0; ti < t; ti++)
+        for (int64_t c = 0; c < d; c++) {
+            float acc = y0[ti * d + c];
+            for (int64_t kk = 0; kk < k; kk++)
+                if (pos[ti * k + kk] >= 0)
+                    acc += wts[ti * k + kk] * er[pos[ti * k + kk] * d + c];
+            ok = ok && y.t[ti * d + c] == acc;
+        }
+    CHECKF(ok, "moe_combine_rows: not the weighted sums in pair order");
+    K->moe_combine_bwd(NULL, der.t, dwk.t, x, er, pos, wts, t, k, d);
+    smoe_moe_combine_bwd(der.d, dwk.d, x, er, pos, wts, t, k, d);
+    ok = 1;
+    for (int64_t i = 0; i < t * k; i++) {
+        double dot = 0.0;
+        for (int64_t c = 0; pos[i] >= 0 && c < d; c++) {
+            dot += (double)x[(i / k) * d + c] * (double)er[pos[i] * d + c];
+            ok = ok && der.t[pos[i] * d + c] == wts[i] * x[(i / k) * d + c];
+        }
+        ok = ok && fabs((double)dwk.t[i] - dot) <= 1e-6 * (1.0 + fabs(dot));
+    }
+    CHECKF(ok, "moe_combine_bwd: a row or a weight's gradient is not its definition");
+    K->moe_dispatch_bwd(NULL, dx.t, er, pos, t, k, d);
+    smoe_moe_dispatch_bwd(dx.d, er, pos, t, k, d);
+    ok = 1;
+    for (int64_t ti = 0; ti < t; ti++)
+        for (int64_t c = 0; c < d; c++) {
+            float acc = dx0[ti * d + c];
+            for (int64_t kk = 0; kk < k; kk++)
+                if (pos[ti * k + kk] >= 0)
+                    acc += er[pos[ti * k + kk] * d + c];
+            ok = ok && dx.t[ti * d + c] == acc;
+        }
+    CHECKF(ok, "moe_dispatch_bwd: not the sums in pair order");
+    same(&r, "moe_dispatch_rows");
+    same(&y, "moe_combine_rows");
+    same(&der, "moe_combine_bwd der");
+    same(&dwk, "moe_combine_bwd dwk");
+    same(&dx, "moe_dispatch_bwd");
+    smoe_free(y0);
+    smoe_free(dx0);
+    inputs_free();
+}
+
 /* The CPU table's memory: zeroed blocks; copy, fill0, read and write move
  * the bytes they name and nothing else. */
 static void test_memory(void)
@@ -318,6 +383,7 @@ int main(void)
     test_attention_entries();
     test_loss_optim_vec();
     test_rows();
+    test_moe_rows();
     test_memory();
     return check_report();
 }

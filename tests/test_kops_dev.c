@@ -382,6 +382,48 @@ static void case_rows(void)
     dfree_all();
 }
 
+/* the MoE rows: 600 pairs of 300 tokens, some dropped, rows in a shuffled
+ * order; the copies and in-order sums bitwise, the dot products within TOL */
+static void case_moe_rows(void)
+{
+    const int64_t t = 300, k = 2, d = 70, np = t * k;
+    int64_t pos[600], n = 0;
+    for (int64_t i = 0; i < np; i++)
+        pos[i] = i % 7 == 3 ? -1 : 0;
+    for (int64_t i = 0; i < np; i++)
+        if (pos[i] == 0)
+            pos[i] = n++;
+    for (int64_t i = 0; i < np; i++) /* a permutation of the kept rows */
+        if (pos[i] >= 0)
+            pos[i] = (pos[i] * 37) % n;
+    float *x = rnd(t * d, 1.0f), *wts = rnd(np, 1.0f), *er = rnd(n * d, 1.0f);
+    float *r = fnew(n * d), *y = rnd(t * d, 1.0f), *der = fnew(n * d), *dwk = fnew(np);
+    float *dx = rnd(t * d, 1.0f);
+    int64_t *Dpos = up(pos, sizeof pos);
+    float *Dx = upf(x, t * d), *Dw = upf(wts, np), *Der = upf(er, n * d), *Dr = upf(r, n * d);
+    float *Dy = upf(y, t * d), *Dder = upf(der, n * d), *Ddwk = upf(dwk, np);
+    float *Ddx = upf(dx, t * d);
+    R->moe_dispatch_rows(NULL, r, x, pos, t, k, d);
+    D->moe_dispatch_rows(DQ, Dr, Dx, Dpos, t, k, d);
+    R->moe_combine_rows(NULL, y, er, pos, wts, t, k, d);
+    D->moe_combine_rows(DQ, Dy, Der, Dpos, Dw, t, k, d);
+    R->moe_combine_bwd(NULL, der, dwk, x, er, pos, wts, t, k, d);
+    D->moe_combine_bwd(DQ, Dder, Ddwk, Dx, Der, Dpos, Dw, t, k, d);
+    R->moe_dispatch_bwd(NULL, dx, er, pos, t, k, d);
+    D->moe_dispatch_bwd(DQ, Ddx, Der, Dpos, t, k, d);
+    run("moe rows");
+    same("moe_combine_bwd dwk", Ddwk, dwk, np);
+    const double tol = TOL;
+    TOL = 0.0;
+    same("moe_dispatch_rows", Dr, r, n * d);
+    same("moe_combine_rows", Dy, y, t * d);
+    same("moe_combine_bwd der", Dder, der, n * d);
+    same("moe_dispatch_bwd", Ddx, dx, t * d);
+    TOL = tol;
+    free(x), free(wts), free(er), free(r), free(y), free(der), free(dwk), free(dx);
+    dfree_all();
+}
+
 /* the table's memory: zeroed blocks; write, copy, fill0 and read move the
  * bytes they name, in the stream's order */
 static void case_memory(void)
@@ -474,6 +516,7 @@ int main(int argc, char **argv)
     case_loss(1);
     case_vec();
     case_rows();
+    case_moe_rows();
     case_memory();
     case_repeat();
     /* a kernel queue needs a CUDA device's stream */

@@ -1,15 +1,17 @@
 /* Oracle for the model on a device table: one step (embedding, every
  * layer forward, the head's loss, every layer backward, the embedding's
- * backward) of dense configurations, on the device against the CPU table,
- * same weights and tokens: the loss and every gradient.
+ * backward) on the device against the CPU table, same weights and tokens:
+ * the loss and every gradient. Configurations: dense, and MoE on one rank
+ * (sigmoid scores with the routed bias, softmax, the load-balance loss, a
+ * capacity that drops pairs), with and without q_lora.
  *   test_model_dev (no argument): the emulated table (emul.h) on the host
  *     emulation in its adversarial order (nothing runs until the host
  *     waits): bit for bit the CPU's, which holds only if the model reads
  *     every result through the table and orders every use after its write.
  *   test_model_dev cuda: the CUDA table on device 0, within 1e-5 of the
  *     CPU (fp32, no TF32); exit 77 (skip) without CUDA or a device.
- * A configuration with MoE layers is refused on a device table (they route
- * on the host so far), with one line. */
+ * The expert exchange across ranks and ring of experts are refused on a
+ * device table, with one line. */
 #include "model_testlib.h"
 
 #include <stdio.h>
@@ -106,8 +108,8 @@ static void step_case(smoe_model_cfg cfg, uint64_t seed)
                 same("gradient of weight", l, i, DG.w[l][i], G.w[l][i], W.n[l][i]);
     for (int i = 0; i < SMOE_T_NSLOTS; i++)
         same("gradient of top-level weight", -1, i, DG.t[i], G.t[i], W.tn[i]);
-    printf("%s q_lora=%lld layers=%d: loss %.9f (cpu %.9f)\n", D->name, (long long)cfg.q_lora,
-           W.nl, jd.loss, jc.loss);
+    printf("%s q_lora=%lld dense=%lld moe=%lld: loss %.9f (cpu %.9f)\n", D->name,
+           (long long)cfg.q_lora, (long long)cfg.n_dense, (long long)cfg.n_moe, jd.loss, jc.loss);
 
     for (int l = 0; l < W.nl; l++)
         for (int i = 0; i < SMOE_W_NSLOTS; i++)
@@ -161,17 +163,26 @@ int main(int argc, char **argv)
     }
     step_case(dense_cfg(0, 2), 1);
     step_case(dense_cfg(6, 3), 2);
+    step_case(tiny_cfg(0, 1), 3); /* sigmoid scores, routed bias */
+    smoe_model_cfg c = tiny_cfg(6, 0);
+    c.lb_weight = 0.01f; /* softmax scores, the load-balance loss */
+    step_case(c, 4);
+    c = tiny_cfg(0, 1);
+    c.capacity_factor = 0.5f; /* pairs over capacity dropped */
+    c.lb_weight = 0.01f;
+    step_case(c, 5);
     if (eq) {
         CHECKF(smoe_eq_status(eq, &err) == SMOE_OK, "%s", err.msg);
         CHECK(smoe_dev_host_ops_run(&dev) > 0);
     } else {
         CHECKF(smoe_kq_status(kq, &err) == SMOE_OK, "%s", err.msg);
     }
-    /* MoE layers route on the host: refused on a device table, one line */
+    /* the expert exchange across ranks: refused on a device table, one line */
     smoe_model_cfg moe = tiny_cfg(0, 1);
+    moe.ep = 2;
     smoe_model *m = NULL;
     CHECK(smoe_model_new_on(&moe, D, DQ, &m, &err) == SMOE_EINVAL && !m &&
-          strstr(err.msg, "MoE layers") && !strchr(err.msg, '\n'));
+          strstr(err.msg, "ep = 1") && !strchr(err.msg, '\n'));
     smoe_eq_free(eq);
     smoe_kq_free(kq);
     smoe_dev_stream_free(&dev, ds);

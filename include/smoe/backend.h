@@ -111,6 +111,18 @@ typedef struct smoe_kops {
                          const float *dv, int64_t t, int64_t h, int64_t dn, int64_t dr,
                          int64_t dv_);
 
+    /* ---- the MoE rows: smoe_moe_dispatch_rows, _combine_rows, _combine_bwd
+     * (dwk in the backend's memory), _dispatch_bwd ---- */
+    void (*moe_dispatch_rows)(void *stream, float *er, const float *x, const int64_t *pos,
+                              int64_t t, int64_t k, int64_t d);
+    void (*moe_combine_rows)(void *stream, float *x, const float *er, const int64_t *pos,
+                             const float *wts, int64_t t, int64_t k, int64_t d);
+    void (*moe_combine_bwd)(void *stream, float *der, float *dwk, const float *dx,
+                            const float *er, const int64_t *pos, const float *wts, int64_t t,
+                            int64_t k, int64_t d);
+    void (*moe_dispatch_bwd)(void *stream, float *dx, const float *der, const int64_t *pos,
+                             int64_t t, int64_t k, int64_t d);
+
     /* ---- smoe_adamw_step ---- */
     void (*adamw_step)(void *stream, float *p, float *m, float *v, const float *g, int64_t n,
                        const struct smoe_adamw_cfg *c);

@@ -229,6 +229,25 @@ void smoe_mla_kv_split(float *k, float *v, const float *kv, const float *kpe, in
 void smoe_mla_kv_merge(float *dkv, float *dkpe, const float *dk, const float *dv, int64_t t,
                        int64_t h, int64_t dn, int64_t dr, int64_t dv_);
 
+/* The MoE block's rows between tokens and experts, for the (token, k)
+ * pairs i = t * k + kk in order (pos (t*k): the pair's row among the
+ * experts' rows, -1 when dropped):
+ *  - dispatch_rows: er row pos[i] = x row i / k (overwrite);
+ *  - combine_rows:  x row i / k += wts[i] * er row pos[i] (smoe_vec_axpy);
+ *  - combine_bwd:   der row pos[i] = wts[i] * dx row i / k and dwk[i] =
+ *    (float) dx row i / k . er row pos[i] (smoe_vec_dot_scale; 0 when
+ *    dropped), er the forward's expert outputs;
+ *  - dispatch_bwd:  dx row i / k += der row pos[i] (smoe_vec_add).
+ * Rows are d floats; the sums run in pair order. */
+void smoe_moe_dispatch_rows(float *er, const float *x, const int64_t *pos, int64_t t, int64_t k,
+                            int64_t d);
+void smoe_moe_combine_rows(float *x, const float *er, const int64_t *pos, const float *wts,
+                           int64_t t, int64_t k, int64_t d);
+void smoe_moe_combine_bwd(float *der, float *dwk, const float *dx, const float *er,
+                          const int64_t *pos, const float *wts, int64_t t, int64_t k, int64_t d);
+void smoe_moe_dispatch_bwd(float *dx, const float *der, const int64_t *pos, int64_t t, int64_t k,
+                           int64_t d);
+
 /* ---- small vector helpers ---- */
 void smoe_vec_add(float *y, const float *x, int64_t n);          /* y += x */
 void smoe_vec_axpy(float *y, float a, const float *x, int64_t n); /* y += a x */

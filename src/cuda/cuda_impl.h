@@ -61,6 +61,16 @@ void cuda_k_mla_kv_split(void *s, float *k, float *v, const float *kv, const flo
 void cuda_k_mla_kv_merge(void *s, float *dkv, float *dkpe, const float *dk, const float *dv,
                          int64_t t, int64_t h, int64_t dn, int64_t dr, int64_t dv_);
 
+void cuda_k_moe_dispatch_rows(void *s, float *er, const float *x, const int64_t *pos, int64_t t,
+                              int64_t k, int64_t d);
+void cuda_k_moe_combine_rows(void *s, float *x, const float *er, const int64_t *pos,
+                             const float *wts, int64_t t, int64_t k, int64_t d);
+void cuda_k_moe_combine_bwd(void *s, float *der, float *dwk, const float *dx, const float *er,
+                            const int64_t *pos, const float *wts, int64_t t, int64_t k,
+                            int64_t d);
+void cuda_k_moe_dispatch_bwd(void *s, float *dx, const float *der, const int64_t *pos, int64_t t,
+                             int64_t k, int64_t d);
+
 /* attention.cu and reduce.cu: the entries of the same names of backend.h */
 void cuda_k_attention(void *s, float *o, float *p, const float *q, const float *k,
                       const float *v, int64_t sl, int64_t h, int64_t dk, int64_t dv, int64_t qs,

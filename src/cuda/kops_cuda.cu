@@ -258,6 +258,10 @@ static smoe_kops make_table()
     t.embed_rows_bwd = cuda_k_embed_rows_bwd;
     t.mla_kv_split = cuda_k_mla_kv_split;
     t.mla_kv_merge = cuda_k_mla_kv_merge;
+    t.moe_dispatch_rows = cuda_k_moe_dispatch_rows;
+    t.moe_combine_rows = cuda_k_moe_combine_rows;
+    t.moe_combine_bwd = cuda_k_moe_combine_bwd;
+    t.moe_dispatch_bwd = cuda_k_moe_dispatch_bwd;
     t.gemm = cuda_gemm;
     t.matmul = cuda_matmul;
     t.matmul_bwd = cuda_matmul_bwd;

@@ -1,6 +1,8 @@
 // The moving rows of the CUDA table (kernels.h "moving rows"): one thread
 // per element copied; the sums (the embedding's scatter-add, k_pe's sum
-// over heads) run in the CPU's order, so they are bit for bit the CPU's.
+// over heads, a token's MoE pairs) run in the CPU's order, so they are bit
+// for bit the CPU's; the MoE combine's dot products are double sums in a
+// fixed tree.
 // A token outside [0, vocab), which the CPU refuses by assertion, gives a
 // row of NaN (forward) or adds nothing (backward) and never reads or
 // writes outside the table.
@@ -71,7 +73,100 @@ __global__ void kpe_sum_k(float *dkpe, const float *dk, mla_dims g)
     }
 }
 
+// ---- the MoE rows: pairs i = t*k + kk, pos[i] < 0 dropped ----
+
+__global__ void moe_dispatch_k(float *er, const float *x, const int64_t *pos, int64_t t,
+                               int64_t k, int64_t d)
+{
+    FOR_ELEMENTS(e, t * k * d) {
+        const int64_t i = e / d, c = e % d;
+        if (pos[i] >= 0)
+            er[pos[i] * d + c] = x[(i / k) * d + c];
+    }
+}
+
+// one thread per (token, column): the token's pairs in order (the CPU's)
+__global__ void moe_combine_k(float *x, const float *er, const int64_t *pos, const float *wts,
+                              int64_t t, int64_t k, int64_t d)
+{
+    FOR_ELEMENTS(e, t * d) {
+        const int64_t ti = e / d, c = e % d;
+        float acc = x[e];
+        for (int64_t kk = 0; kk < k; kk++) {
+            const int64_t i = ti * k + kk;
+            if (pos[i] >= 0) /* no fused multiply-add: the CPU's rounding */
+                acc = __fadd_rn(acc, __fmul_rn(wts[i], er[pos[i] * d + c]));
+        }
+        x[e] = acc;
+    }
+}
+
+__global__ void moe_dispatch_bwd_k(float *dx, const float *der, const int64_t *pos, int64_t t,
+                                   int64_t k, int64_t d)
+{
+    FOR_ELEMENTS(e, t * d) {
+        const int64_t ti = e / d, c = e % d;
+        float acc = dx[e];
+        for (int64_t kk = 0; kk < k; kk++) {
+            const int64_t i = ti * k + kk;
+            if (pos[i] >= 0)
+                acc = acc + der[pos[i] * d + c];
+        }
+        dx[e] = acc;
+    }
+}
+
+// one block per pair: der's row and the dot product (double, fixed tree)
+__global__ void moe_combine_bwd_k(float *der, float *dwk, const float *dx, const float *er,
+                                  const int64_t *pos, const float *wts, int64_t k, int64_t d)
+{
+    const int64_t i = blockIdx.x, p = pos[i];
+    if (p < 0) {
+        if (threadIdx.x == 0)
+            dwk[i] = 0.0f;
+        return;
+    }
+    const float *dr = dx + (i / k) * d, *yr = er + p * d;
+    double acc = 0.0;
+    for (int64_t c = threadIdx.x; c < d; c += NT) {
+        acc += (double)dr[c] * (double)yr[c];
+        der[p * d + c] = wts[i] * dr[c];
+    }
+    acc = block_sum(acc);
+    if (threadIdx.x == 0)
+        dwk[i] = (float)acc;
+}
+
 } // namespace
+
+extern "C" void cuda_k_moe_dispatch_rows(void *s, float *er, const float *x, const int64_t *pos,
+                                         int64_t t, int64_t k, int64_t d)
+{
+    LAUNCH(Q(s), "moe_dispatch_rows", dim3(blocks_for(t * k * d)), moe_dispatch_k, er, x, pos,
+           t, k, d);
+}
+
+extern "C" void cuda_k_moe_combine_rows(void *s, float *x, const float *er, const int64_t *pos,
+                                        const float *wts, int64_t t, int64_t k, int64_t d)
+{
+    LAUNCH(Q(s), "moe_combine_rows", dim3(blocks_for(t * d)), moe_combine_k, x, er, pos, wts, t,
+           k, d);
+}
+
+extern "C" void cuda_k_moe_combine_bwd(void *s, float *der, float *dwk, const float *dx,
+                                       const float *er, const int64_t *pos, const float *wts,
+                                       int64_t t, int64_t k, int64_t d)
+{
+    LAUNCH(Q(s), "moe_combine_bwd", dim3((unsigned)(t * k)), moe_combine_bwd_k, der, dwk, dx, er,
+           pos, wts, k, d);
+}
+
+extern "C" void cuda_k_moe_dispatch_bwd(void *s, float *dx, const float *der, const int64_t *pos,
+                                        int64_t t, int64_t k, int64_t d)
+{
+    LAUNCH(Q(s), "moe_dispatch_bwd", dim3(blocks_for(t * d)), moe_dispatch_bwd_k, dx, der, pos,
+           t, k, d);
+}
 
 extern "C" void cuda_k_embed_rows(void *s, float *x, const float *embed, const int32_t *tokens,
                                   int64_t t, int64_t d, int64_t vocab)

@@ -248,6 +248,55 @@ static void e_mla_kv_merge(void *q, float *dkv, float *dkpe, const float *dk, co
     ENQ(q, merge_run, a);
 }
 
+/* the MoE rows: o1 = er / x / der / dx, o2 = dwk; i1 = x / er / dx / der, i2 = er */
+typedef struct { float *o1, *o2; const float *i1, *i2; const int64_t *pos; const float *wts;
+                 int64_t t, k, d; } moe_a;
+static void mdisp_run(const void *p)
+{
+    const moe_a *a = p;
+    smoe_moe_dispatch_rows(a->o1, a->i1, a->pos, a->t, a->k, a->d);
+}
+static void e_moe_dispatch_rows(void *q, float *er, const float *x, const int64_t *pos,
+                                int64_t t, int64_t k, int64_t d)
+{
+    moe_a a = { er, NULL, x, NULL, pos, NULL, t, k, d };
+    ENQ(q, mdisp_run, a);
+}
+static void mcomb_run(const void *p)
+{
+    const moe_a *a = p;
+    smoe_moe_combine_rows(a->o1, a->i1, a->pos, a->wts, a->t, a->k, a->d);
+}
+static void e_moe_combine_rows(void *q, float *x, const float *er, const int64_t *pos,
+                               const float *wts, int64_t t, int64_t k, int64_t d)
+{
+    moe_a a = { x, NULL, er, NULL, pos, wts, t, k, d };
+    ENQ(q, mcomb_run, a);
+}
+static void mcombb_run(const void *p)
+{
+    const moe_a *a = p;
+    smoe_moe_combine_bwd(a->o1, a->o2, a->i1, a->i2, a->pos, a->wts, a->t, a->k, a->d);
+}
+static void e_moe_combine_bwd(void *q, float *der, float *dwk, const float *dx, const float *er,
+                              const int64_t *pos, const float *wts, int64_t t, int64_t k,
+                              int64_t d)
+{
+    moe_a a = { der, dwk, dx, er, pos, wts, t, k, d };
+    ENQ(q, mcombb_run, a);
+}
+static void mdispb_run(const void *p)
+{
+    const moe_a *a = p;
+    smoe_moe_dispatch_bwd(a->o1, a->i1, a->pos, a->t, a->k, a->d);
+}
+static void e_moe_dispatch_bwd(void *q, float *dx, const float *der, const int64_t *pos,
+                               int64_t t, int64_t k, int64_t d)
+{
+    moe_a a = { dx, NULL, der, NULL, pos, NULL, t, k, d };
+    ENQ(q, mdispb_run, a);
+}
+
 typedef struct { float *p, *m, *v; const float *g; int64_t n; smoe_adamw_cfg c; } adamw_a;
 static void adamw_run(const void *p)
 {
@@ -321,6 +370,10 @@ static const smoe_kops emul = {
     .embed_rows_bwd = e_embed_rows_bwd,
     .mla_kv_split = e_mla_kv_split,
     .mla_kv_merge = e_mla_kv_merge,
+    .moe_dispatch_rows = e_moe_dispatch_rows,
+    .moe_combine_rows = e_moe_combine_rows,
+    .moe_combine_bwd = e_moe_combine_bwd,
+    .moe_dispatch_bwd = e_moe_dispatch_bwd,
     .adamw_step = e_adamw_step,
     .vec_add = e_vec_add,
     .vec_axpy = e_vec_axpy,

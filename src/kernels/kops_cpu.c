@@ -193,6 +193,35 @@ static void mla_kv_merge(void *stream, float *dkv, float *dkpe, const float *dk,
     smoe_mla_kv_merge(dkv, dkpe, dk, dv, t, h, dn, dr, dv_);
 }
 
+static void moe_dispatch_rows(void *stream, float *er, const float *x, const int64_t *pos,
+                              int64_t t, int64_t k, int64_t d)
+{
+    (void)stream;
+    smoe_moe_dispatch_rows(er, x, pos, t, k, d);
+}
+
+static void moe_combine_rows(void *stream, float *x, const float *er, const int64_t *pos,
+                             const float *wts, int64_t t, int64_t k, int64_t d)
+{
+    (void)stream;
+    smoe_moe_combine_rows(x, er, pos, wts, t, k, d);
+}
+
+static void moe_combine_bwd(void *stream, float *der, float *dwk, const float *dx,
+                            const float *er, const int64_t *pos, const float *wts, int64_t t,
+                            int64_t k, int64_t d)
+{
+    (void)stream;
+    smoe_moe_combine_bwd(der, dwk, dx, er, pos, wts, t, k, d);
+}
+
+static void moe_dispatch_bwd(void *stream, float *dx, const float *der, const int64_t *pos,
+                             int64_t t, int64_t k, int64_t d)
+{
+    (void)stream;
+    smoe_moe_dispatch_bwd(dx, der, pos, t, k, d);
+}
+
 static const smoe_kops cpu = {
     .name = "cpu",
     .synchronous = 1,
@@ -220,6 +249,10 @@ static const smoe_kops cpu = {
     .embed_rows_bwd = embed_rows_bwd,
     .mla_kv_split = mla_kv_split,
     .mla_kv_merge = mla_kv_merge,
+    .moe_dispatch_rows = moe_dispatch_rows,
+    .moe_combine_rows = moe_combine_rows,
+    .moe_combine_bwd = moe_combine_bwd,
+    .moe_dispatch_bwd = moe_dispatch_bwd,
     .adamw_step = adamw_step,
     .vec_add = vec_add,
     .vec_axpy = vec_axpy,

@@ -1,6 +1,6 @@
 /* The model's row movements (kernels.h "moving rows"): the embedding's
  * gather and scatter-add, MLA's split of the up-projected keys and values
- * and its transpose. Plain copies and in-order sums: a model that called
+ * and its transpose, the MoE block's rows between tokens and experts. Plain copies and in-order sums: a model that called
  * memcpy and smoe_vec_add for these computes bit for bit the same. */
 #include "smoe/kernels.h"
 
@@ -55,4 +55,41 @@ void smoe_mla_kv_merge(float *dkv, float *dkpe, const float *dk, const float *dv
             memcpy(d + dn, dv + (ti * h + hh) * dv_, (size_t)dv_ * sizeof *d);
             smoe_vec_add(dkpe + ti * dr, dkr + dn, dr);
         }
+}
+
+void smoe_moe_dispatch_rows(float *er, const float *x, const int64_t *pos, int64_t t, int64_t k,
+                            int64_t d)
+{
+    SMOE_ASSERT(t >= 0 && k >= 0 && d >= 0);
+    for (int64_t i = 0; i < t * k; i++)
+        if (pos[i] >= 0)
+            memcpy(er + pos[i] * d, x + (i / k) * d, (size_t)d * sizeof *er);
+}
+
+void smoe_moe_combine_rows(float *x, const float *er, const int64_t *pos, const float *wts,
+                           int64_t t, int64_t k, int64_t d)
+{
+    SMOE_ASSERT(t >= 0 && k >= 0 && d >= 0);
+    for (int64_t i = 0; i < t * k; i++)
+        if (pos[i] >= 0)
+            smoe_vec_axpy(x + (i / k) * d, wts[i], er + pos[i] * d, d);
+}
+
+void smoe_moe_combine_bwd(float *der, float *dwk, const float *dx, const float *er,
+                          const int64_t *pos, const float *wts, int64_t t, int64_t k, int64_t d)
+{
+    SMOE_ASSERT(t >= 0 && k >= 0 && d >= 0);
+    for (int64_t i = 0; i < t * k; i++)
+        dwk[i] = pos[i] < 0 ? 0.0f
+                            : (float)smoe_vec_dot_scale(der + pos[i] * d, wts[i], dx + (i / k) * d,
+                                                        er + pos[i] * d, d);
+}
+
+void smoe_moe_dispatch_bwd(float *dx, const float *der, const int64_t *pos, int64_t t, int64_t k,
+                           int64_t d)
+{
+    SMOE_ASSERT(t >= 0 && k >= 0 && d >= 0);
+    for (int64_t i = 0; i < t * k; i++)
+        if (pos[i] >= 0)
+            smoe_vec_add(dx + (i / k) * d, der + pos[i] * d, d);
 }

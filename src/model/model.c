@@ -133,8 +133,12 @@ static void *carve(carver *c, int64_t n, int64_t elsize)
 
 #define CF(c, n) ((float *)carve((c), (n), (int64_t)sizeof(float)))
 
-static void carve_all(smoe_model *m, carver *c)
+/* c carves the table's memory, h the MoE routing's host arrays (model_impl.h:
+ * h == c on a synchronous table, where the mirrors and "_d" copies are the
+ * arrays themselves, so the layout is the one slab it always was). */
+static void carve_all(smoe_model *m, carver *c, carver *h)
 {
+    const int sync = h == c;
     const smoe_model_cfg *g = &m->cfg;
     const int64_t T = m->T, D = g->emb, H = g->heads;
     const int64_t dq = g->qk_nope + g->qk_rope;
@@ -173,18 +177,21 @@ static void carve_all(smoe_model *m, carver *c)
         moe_act *e = &la->moe;
         e->scores = CF(c, mulc(c, T, E));
         if (g->lb_weight > 0.0f)
-            e->lbp = CF(c, mulc(c, T, E));
-        e->topk = carve(c, mulc(c, T, K), (int64_t)sizeof(int32_t));
-        e->wts = CF(c, mulc(c, T, K));
-        e->pos = carve(c, mulc(c, T, K), (int64_t)sizeof(int64_t));
+            e->lbp = CF(h, mulc(h, T, E));
+        e->topk = carve(h, mulc(h, T, K), (int64_t)sizeof(int32_t));
+        e->wts = CF(h, mulc(h, T, K));
+        e->pos = carve(h, mulc(h, T, K), (int64_t)sizeof(int64_t));
         if (m->ring) {
             e->rpos = carve(c, mulc(c, mulc(c, ep, T), K), (int64_t)sizeof(int64_t));
             e->rwts = CF(c, mulc(c, mulc(c, ep, T), K));
         } else {
             e->yret = CF(c, mulc(c, mulc(c, T, K), D));
         }
-        e->send_cnt = carve(c, mulc(c, ep, el), (int64_t)sizeof(int64_t));
-        e->recv_cnt = carve(c, mulc(c, ep, el), (int64_t)sizeof(int64_t));
+        e->send_cnt = carve(h, mulc(h, ep, el), (int64_t)sizeof(int64_t));
+        e->recv_cnt = carve(h, mulc(h, ep, el), (int64_t)sizeof(int64_t));
+        e->hscores = sync ? e->scores : CF(h, mulc(h, T, E));
+        e->wts_d = sync ? e->wts : CF(c, mulc(c, T, K));
+        e->pos_d = sync ? e->pos : carve(c, mulc(c, T, K), (int64_t)sizeof(int64_t));
         if (sw) {
             e->sh.a = CF(c, mulc(c, T, sw));
             e->sh.b = CF(c, mulc(c, T, sw));
@@ -213,11 +220,11 @@ static void carve_all(smoe_model *m, carver *c)
     s->dg = CF(c, mulc(c, T, wmax));
     s->da = CF(c, mulc(c, T, wmax));
     s->db = CF(c, mulc(c, T, wmax));
-    s->dsc = CF(c, mulc(c, T, E));
-    s->dwk = CF(c, mulc(c, T, K));
+    s->dsc = CF(h, mulc(h, T, E));
+    s->dwk = CF(h, mulc(h, T, K));
     if (g->lb_weight > 0.0f && g->n_moe) {
-        s->lbd = carve(c, E, (int64_t)sizeof(double));
-        s->lbr = CF(c, E);
+        s->lbd = carve(h, E, (int64_t)sizeof(double));
+        s->lbr = CF(h, E);
     }
     if (m->ring) {
         s->gsend = CF(c, mulc(c, mulc(c, ep, T), D + 2 * K));
@@ -226,13 +233,17 @@ static void carve_all(smoe_model *m, carver *c)
         s->send = CF(c, mulc(c, mulc(c, T, K), D));
         s->dxk = CF(c, mulc(c, mulc(c, T, K), D));
     }
-    s->eoff = carve(c, E, (int64_t)sizeof(int64_t));
-    s->srows = carve(c, ep, (int64_t)sizeof(int64_t));
-    s->rrows = carve(c, ep, (int64_t)sizeof(int64_t));
+    s->eoff = carve(h, E, (int64_t)sizeof(int64_t));
+    s->srows = carve(h, ep, (int64_t)sizeof(int64_t));
+    s->rrows = carve(h, ep, (int64_t)sizeof(int64_t));
     s->hn = CF(c, mulc(c, hc, D));
     s->hrstd = CF(c, hc);
     s->lg = CF(c, mulc(c, hc, g->vocab));
     s->dhn = CF(c, mulc(c, hc, D));
+    s->dsc_d = sync ? s->dsc : CF(c, mulc(c, T, E));
+    s->dwk_d = sync ? s->dwk : CF(c, mulc(c, T, K));
+    s->hbias = sync ? NULL : CF(h, E);
+    s->hdbias = sync ? NULL : CF(h, E);
 }
 
 /* ---- routed-row stores ---- */
@@ -252,6 +263,31 @@ static int64_t grow_to(int64_t cap, int64_t need, int64_t max)
     return n < max ? n : max;
 }
 
+/* The routed stores: host memory from the allocator on a synchronous
+ * table, else the table's. */
+static void *buf_alloc(const smoe_model *m, size_t bytes)
+{
+    return m->ops->synchronous ? smoe_malloc(bytes) : m->ops->alloc(m->stream, bytes);
+}
+
+static void buf_free(const smoe_model *m, void *p, size_t bytes)
+{
+    if (m->ops->synchronous)
+        smoe_free(p);
+    else
+        m->ops->free(m->stream, p, bytes);
+}
+
+static size_t store_bytes(const smoe_model *m, int64_t cap)
+{
+    return (size_t)(cap * store_row(m)) * sizeof(float);
+}
+
+static size_t own_bytes(const smoe_model *m, int64_t cap)
+{
+    return (size_t)(cap * (3 * m->cfg.emb + 4 * m->cfg.moe_mlp)) * sizeof(float);
+}
+
 smoe_status model_reserve_routed(smoe_model *m, moe_act *a, int64_t n,
                                  smoe_err *err)
 {
@@ -263,12 +299,12 @@ smoe_status model_reserve_routed(smoe_model *m, moe_act *a, int64_t n,
                             (long long)n, (long long)m->route_max);
     if (a && n > a->store_cap) {
         int64_t cap = grow_to(a->store_cap, n, m->route_max);
-        float *p = smoe_malloc((size_t)(cap * store_row(m)) * sizeof *p);
+        float *p = buf_alloc(m, store_bytes(m, cap));
         if (!p)
             return smoe_err_set(err, SMOE_ENOMEM,
                                 "model: out of memory growing the routed store to %lld rows",
                                 (long long)cap);
-        smoe_free(a->store);
+        buf_free(m, a->store, store_bytes(m, a->store_cap));
         a->store = p;
         a->store_cap = cap;
         a->xr = p;
@@ -279,12 +315,12 @@ smoe_status model_reserve_routed(smoe_model *m, moe_act *a, int64_t n,
     own_scratch *o = &m->own;
     if (n > o->cap) {
         int64_t cap = grow_to(o->cap, n, m->route_max);
-        float *p = smoe_malloc((size_t)(cap * (3 * D + 4 * Mm)) * sizeof *p);
+        float *p = buf_alloc(m, own_bytes(m, cap));
         if (!p)
             return smoe_err_set(err, SMOE_ENOMEM,
                                 "model: out of memory growing the MoE scratch to %lld rows",
                                 (long long)cap);
-        smoe_free(o->buf);
+        buf_free(m, o->buf, own_bytes(m, o->cap));
         o->buf = p;
         o->cap = cap;
         o->ra = p;
@@ -335,12 +371,14 @@ static smoe_status model_prepare(smoe_model *m, const smoe_model_cfg *cfg, smoe_
     if (!m->layers)
         return smoe_err_set(err, SMOE_ENOMEM, "model: out of memory for %lld layers",
                             (long long)m->n_layers);
-    carver c = { NULL, 0, 0 };
-    carve_all(m, &c);
-    if (c.ovf)
+    carver c = { NULL, 0, 0 }, h = { NULL, 0, 0 };
+    const int sync = !m->ops || m->ops->synchronous;
+    carve_all(m, &c, sync ? &c : &h);
+    if (c.ovf || h.ovf)
         return smoe_err_set(err, SMOE_EINVAL,
                             "model: activation sizes overflow (dimensions too large)");
     m->slab_bytes = c.off;
+    m->hslab_bytes = h.off;
     return SMOE_OK;
 }
 
@@ -414,26 +452,30 @@ smoe_status smoe_model_new_on(const smoe_model_cfg *cfg, const smoe_kops *ops, v
     *out = NULL;
     if (!ops)
         return smoe_err_set(err, SMOE_EINVAL, "model: no kernel table");
-    /* the MoE layers route on the host, reading the scores in place */
-    if (!ops->synchronous && cfg->n_moe > 0)
+    /* on a device the expert exchange and ring of experts are not written yet */
+    if (!ops->synchronous && cfg->n_moe > 0 && (cfg->ep > 1 || cfg->ring))
         return smoe_err_set(err, SMOE_EINVAL,
-                            "model: MoE layers run only on a synchronous kernel table so far "
-                            "(the CPU's), not on '%s'", ops->name);
+                            "model: MoE layers on the '%s' kernel table run on one rank of "
+                            "the expert group (ep = 1, no ring of experts) so far",
+                            ops->name);
     smoe_model *m = smoe_calloc(1, sizeof *m);
     if (!m)
         goto nomem;
     m->ops = ops;
     m->stream = stream;
+    m->hops = ops->synchronous ? ops : smoe_kops_cpu();
     if ((st = model_prepare(m, cfg, err)))
         goto fail;
     const smoe_model_cfg *g = &m->cfg;
     m->slab = ops->alloc(stream, (size_t)m->slab_bytes);
     m->scalars = ops->alloc(stream, 2 * sizeof *m->scalars);
-    if (!m->slab || !m->scalars)
+    if (m->hslab_bytes)
+        m->hslab = smoe_slab_alloc((size_t)m->hslab_bytes);
+    if (!m->slab || !m->scalars || (m->hslab_bytes && !m->hslab))
         goto nomem;
-    carver c = { m->slab, 0, 0 };
-    carve_all(m, &c);
-    SMOE_ASSERT(c.off == m->slab_bytes);
+    carver c = { m->slab, 0, 0 }, h = { m->hslab, 0, 0 };
+    carve_all(m, &c, ops->synchronous ? &c : &h);
+    SMOE_ASSERT(c.off == m->slab_bytes && h.off == m->hslab_bytes);
     if (model_tables(m) != SMOE_OK)
         goto nomem;
     m->rope_scale = g->rope_scale > 0.0f ? g->rope_scale : 1.0f;
@@ -463,9 +505,13 @@ void smoe_model_free(smoe_model *m)
         return;
     if (m->layers)
         for (int64_t l = 0; l < m->n_layers; l++)
-            smoe_free(m->layers[l].moe.store);
-    smoe_free(m->own.buf);
+            if (m->layers[l].moe.store)
+                buf_free(m, m->layers[l].moe.store, store_bytes(m, m->layers[l].moe.store_cap));
+    if (m->own.buf)
+        buf_free(m, m->own.buf, own_bytes(m, m->own.cap));
     smoe_free(m->rope_inv);
+    if (m->hslab)
+        smoe_slab_free(m->hslab, (size_t)m->hslab_bytes);
     if (m->ops) {
         m->ops->free(m->stream, m->rope_cs, m->tab_bytes);
         m->ops->free(m->stream, m->scalars, 2 * sizeof *m->scalars);

@@ -45,15 +45,22 @@ typedef struct mlp_act {
 /* Saved state of one MoE block. The owner-side rows (inputs and hidden
  * activations of the local experts) depend on the routing and live in a
  * store grown on demand (amortised, bounded by route_max rows). */
+/* The MoE layers route on the host: the arrays marked (host) below are host
+ * memory, the others the table's; on a synchronous table (the CPU's) the
+ * two are one memory and each "_d" copy or host mirror is the array itself
+ * (model.c carves them so; mirror_in / mirror_out then do nothing). */
 typedef struct moe_act {
     float *scores;     /* (T, E) router scores: softmax, sigmoid or identity of h2 @ gate */
+    float *hscores;    /* (T, E) the scores read back (host) */
     float *lbp;        /* (T, E) softmax of the gate values (load-balance loss only) */
-    int32_t *topk;     /* (T, K) chosen experts, best first */
-    float *wts;        /* (T, K) combine weights (renorm, routed_scale applied) */
-    int64_t *pos;      /* (T, K) row of the pair in the send order; -1 dropped */
+    int32_t *topk;     /* (T, K) chosen experts, best first (host) */
+    float *wts;        /* (T, K) combine weights (renorm, routed_scale applied) (host) */
+    int64_t *pos;      /* (T, K) row of the pair in the send order; -1 dropped (host) */
+    float *wts_d;      /* (T, K) wts in the table's memory */
+    int64_t *pos_d;    /* (T, K) pos in the table's memory */
     float *yret;       /* (T*K, D) expert outputs returned, send order (not ring) */
-    int64_t *send_cnt; /* (ep, E_l) rows sent per (peer, local expert) */
-    int64_t *recv_cnt; /* (ep, E_l) rows received per (peer, local expert) */
+    int64_t *send_cnt; /* (ep, E_l) rows sent per (peer, local expert) (host) */
+    int64_t *recv_cnt; /* (ep, E_l) rows received per (peer, local expert) (host) */
     int64_t n_send;    /* rows sent (pairs not dropped) */
     int64_t n_recv;    /* N: rows received for the local experts */
     mlp_act sh;        /* shared experts: a, b (T, Sw); unused when shared == 0 */
@@ -99,17 +106,21 @@ typedef struct model_scratch {
     float *dg;    /* (T, wmax) grad of g */
     float *da;    /* (T, wmax) grad of a */
     float *db;    /* (T, wmax) grad of b */
-    float *dsc;   /* (T, E) grad of the router scores, then of the logits */
-    float *dwk;   /* (T, K) grad of the combine weights */
-    double *lbd;  /* (E) load-balance densities of a sequence (lb_weight > 0) */
-    float *lbr;   /* (E) grad of a token's load-balance probabilities */
+    float *dsc;   /* (T, E) grad of the router scores, then of the logits (host) */
+    float *dwk;   /* (T, K) grad of the combine weights (host) */
+    float *dsc_d; /* (T, E) dsc in the table's memory */
+    float *dwk_d; /* (T, K) dwk in the table's memory */
+    float *hbias; /* (E) the gate bias read back (host) */
+    float *hdbias;/* (E) its gradient, read, accumulated and written back (host) */
+    double *lbd;  /* (E) load-balance densities of a sequence (lb_weight > 0) (host) */
+    float *lbr;   /* (E) grad of a token's load-balance probabilities (host) */
     float *send;  /* (T*K, D) fwd: dispatched rows; bwd: gradient rows (not ring) */
     float *dxk;   /* (T*K, D) bwd: input grads returned by the owners (not ring) */
     float *gsend; /* (G, D + 2K) ring: rows sent by the gathers and reductions */
     float *grecv; /* (G, D + 2K) ring: rows received */
-    int64_t *eoff;  /* (E) = (ep, E_l) row offsets per (peer, local expert) */
-    int64_t *srows; /* (ep) rows sent to each peer */
-    int64_t *rrows; /* (ep) rows received from each peer */
+    int64_t *eoff;  /* (E) = (ep, E_l) row offsets per (peer, local expert) (host) */
+    int64_t *srows; /* (ep) rows sent to each peer (host) */
+    int64_t *rrows; /* (ep) rows received from each peer (host) */
     float *hn;    /* (head_rows, D) head: rmsnorm(x) * final_norm */
     float *hrstd; /* (head_rows) head: 1/rms of x */
     float *lg;    /* (head_rows, vocab) head: logits, then their grads */
@@ -138,6 +149,10 @@ struct smoe_model {
     smoe_model_cfg cfg;
     const smoe_kops *ops; /* every kernel of a step runs through this table */
     void *stream;         /* ... on this stream (NULL: the CPU table's) */
+    const smoe_kops *hops;/* the MoE routing's math on the host: ops when it is
+                           * synchronous, else the CPU table */
+    void *hslab;          /* the (host) arrays when ops is not synchronous */
+    int64_t hslab_bytes;
     int64_t T;         /* batch * seq */
     int64_t n_layers;  /* n_dense + n_moe */
     int64_t el;        /* E_l = experts / ep (0 without MoE layers) */
@@ -235,5 +250,29 @@ SMOE_MUST_CHECK
 smoe_status moe_ring_bwd(smoe_model *m, layer_act *la, const float *const w[SMOE_W_NSLOTS],
                          float *const dw[SMOE_W_NSLOTS], const float *dy, float *dh2,
                          smoe_ep_comm *comm, smoe_err *err);
+
+/* host <- the table's memory, and back, for arrays with a host mirror
+ * (moe_act); nothing when the two are one array (a synchronous table) */
+static inline void mirror_in(const smoe_model *m, void *host, const void *dev, size_t bytes)
+{
+    if (host != dev)
+        m->ops->read(m->stream, host, dev, bytes);
+}
+
+static inline void mirror_out(const smoe_model *m, void *dev, const void *host, size_t bytes)
+{
+    if (host != dev)
+        m->ops->write(m->stream, dev, host, bytes);
+}
+
+/* The host view of n floats of the table's memory at dev (NULL: NULL):
+ * dev itself on a synchronous table, else read into host. */
+static inline float *host_view(const smoe_model *m, float *host, const float *dev, int64_t n)
+{
+    if (!dev || m->ops->synchronous)
+        return (float *)dev;
+    m->ops->read(m->stream, host, dev, (size_t)n * sizeof *host);
+    return host;
+}
 
 #endif

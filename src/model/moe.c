@@ -134,7 +134,7 @@ void moe_experts_bwd(smoe_model *m, moe_act *a, const float *const w[SMOE_W_NSLO
 {
     const int64_t D = m->cfg.emb, ep = m->cfg.ep, el = m->el, Mm = m->cfg.moe_mlp;
     own_scratch *o = &m->own;
-    memset(dxr, 0, (size_t)(a->n_recv * D) * sizeof *dxr);
+    m->ops->fill0(m->stream, dxr, (size_t)(a->n_recv * D) * sizeof *dxr);
     const float *wi0 = w[SMOE_W_EXP_WI0], *wi1 = w[SMOE_W_EXP_WI1];
     const float *wo = w[SMOE_W_EXP_WO];
     for (int64_t j = 0, row = 0; j < el; j++) {
@@ -168,7 +168,7 @@ static void route(smoe_model *m, moe_act *a, const float *bias)
     const smoe_model_cfg *g = &m->cfg;
     const int64_t E = g->experts, K = g->topk;
     for (int64_t t = 0; t < m->T; t++) {
-        const float *sc = a->scores + t * E;
+        const float *sc = a->hscores + t * E;
         int32_t *idx = a->topk + t * K;
         for (int64_t k = 0; k < K; k++) {
             int64_t best = -1;
@@ -212,8 +212,8 @@ static double lb_loss(smoe_model *m, const moe_act *a, const float *bias, double
     const int64_t E = g->experts, K = g->topk, S = g->seq;
     float *p = a->lbp;
     for (int64_t i = 0; i < m->T * E; i++)
-        p[i] = a->scores[i] + (bias ? bias[i % E] : 0.0f);
-    m->ops->softmax_rows(m->stream, p, m->T, E);
+        p[i] = a->hscores[i] + (bias ? bias[i % E] : 0.0f);
+    m->hops->softmax_rows(m->stream, p, m->T, E);
     const double B = (double)(g->lb_batch ? g->lb_batch : g->batch);
     const double c = (double)g->lb_weight * (double)E / (B * (double)g->n_moe);
     double total = 0.0;
@@ -293,12 +293,11 @@ static smoe_status dispatch(smoe_model *m, layer_act *la, smoe_ep_comm *comm, sm
         r += cnt[e];
     }
     float *send = self ? a->xr : s->send;
-    for (int64_t i = 0; i < T * K; i++) {
-        if (a->pos[i] < 0)
-            continue;
-        a->pos[i] += s->eoff[a->topk[i]];
-        memcpy(send + a->pos[i] * D, la->h2 + (i / K) * D, (size_t)D * sizeof *send);
-    }
+    for (int64_t i = 0; i < T * K; i++)
+        if (a->pos[i] >= 0)
+            a->pos[i] += s->eoff[a->topk[i]];
+    mirror_out(m, a->pos_d, a->pos, (size_t)(T * K) * sizeof *a->pos);
+    m->ops->moe_dispatch_rows(m->stream, send, la->h2, a->pos_d, T, K, D);
     if (!self) {
         if ((st = a2a(m, comm, 0, send, ident ? a->xr : o->ra, "dispatch", err)))
             return st;
@@ -330,7 +329,8 @@ smoe_status moe_fwd(smoe_model *m, layer_act *la,
         m->ops->sigmoid(m->stream, a->scores, a->scores, T * E);
     else if (!g->score_raw)
         m->ops->softmax_rows(m->stream, a->scores, T, E);
-    const float *bias = g->routed_bias ? w[SMOE_W_GATE_BIAS] : NULL;
+    mirror_in(m, a->hscores, a->scores, (size_t)(T * E) * sizeof *a->scores);
+    const float *bias = g->routed_bias ? host_view(m, s->hbias, w[SMOE_W_GATE_BIAS], E) : NULL;
     route(m, a, bias);
     if (g->lb_weight > 0.0f)
         m->stats.aux_loss += lb_loss(m, a, bias, s->lbd);
@@ -357,9 +357,8 @@ smoe_status moe_fwd(smoe_model *m, layer_act *la,
     }
 
     /* x += sum_k w_k * expert_k(h2) */
-    for (int64_t i = 0; i < T * K; i++)
-        if (a->pos[i] >= 0)
-            m->ops->vec_axpy(m->stream, x + (i / K) * D, a->wts[i], a->yret + a->pos[i] * D, D);
+    mirror_out(m, a->wts_d, a->wts, (size_t)(T * K) * sizeof *a->wts);
+    m->ops->moe_combine_rows(m->stream, x, a->yret, a->pos_d, a->wts_d, T, K, D);
     return SMOE_OK;
 }
 
@@ -378,7 +377,7 @@ static void router_bwd(smoe_model *m, const moe_act *a, const float *bias, float
     memset(dsc, 0, (size_t)(T * E) * sizeof *dsc);
     const int with_bias = bias && g->bias_in_weights;
     for (int64_t t = 0; t < T; t++) {
-        const float *sc = a->scores + t * E;
+        const float *sc = a->hscores + t * E;
         const int32_t *idx = a->topk + t * K;
         const float *dwk = m->s.dwk + t * K;
         float *d = dsc + t * E;
@@ -433,12 +432,12 @@ static void router_bwd(smoe_model *m, const moe_act *a, const float *bias, float
     }
     if (dg && dbias)
         for (int64_t t = 0; t < T; t++)
-            m->ops->vec_add(m->stream, dbias, dg + t * E, E);
+            m->hops->vec_add(m->stream, dbias, dg + t * E, E);
     if (g->score_sigmoid) {
         for (int64_t i = 0; i < T * E; i++)
-            dsc[i] *= a->scores[i] * (1.0f - a->scores[i]);
+            dsc[i] *= a->hscores[i] * (1.0f - a->hscores[i]);
     } else if (!g->score_raw) {
-        m->ops->softmax_rows_bwd(m->stream, dsc, dsc, a->scores, T, E);
+        m->hops->softmax_rows_bwd(m->stream, dsc, dsc, a->hscores, T, E);
     }
 }
 
@@ -458,16 +457,8 @@ static smoe_status routed_bwd(smoe_model *m, layer_act *la, const float *const w
     smoe_status st;
     const int self = ep == 1, ident = ep == 1 || el == 1;
     float *send = self ? o->rb : s->send;
-    for (int64_t i = 0; i < T * K; i++) {
-        const int64_t p = a->pos[i];
-        const float *d = dy + (i / K) * D;
-        if (p < 0) {
-            s->dwk[i] = 0.0f;
-            continue;
-        }
-        m->ops->vec_dot_scale(m->stream, send + p * D, a->wts[i], d, a->yret + p * D, D,
-                              &s->dwk[i]);
-    }
+    m->ops->moe_combine_bwd(m->stream, send, s->dwk_d, dy, a->yret, a->pos_d, a->wts_d, T, K, D);
+    mirror_in(m, s->dwk, s->dwk_d, (size_t)(T * K) * sizeof *s->dwk);
     rows_per_peer(s->srows, a->send_cnt, ep, el);
     rows_per_peer(s->rrows, a->recv_cnt, ep, el);
     if (!self) {
@@ -487,9 +478,7 @@ static smoe_status routed_bwd(smoe_model *m, layer_act *la, const float *const w
             return st;
         dxk = s->dxk;
     }
-    for (int64_t i = 0; i < T * K; i++)
-        if (a->pos[i] >= 0)
-            m->ops->vec_add(m->stream, dh2 + (i / K) * D, dxk + a->pos[i] * D, D);
+    m->ops->moe_dispatch_bwd(m->stream, dh2, dxk, a->pos_d, T, K, D);
     return SMOE_OK;
 }
 
@@ -516,10 +505,16 @@ smoe_status moe_bwd(smoe_model *m, layer_act *la,
     if (st)
         return st;
 
-    /* router: logits = h2 @ gate */
-    router_bwd(m, a, g->routed_bias ? w[SMOE_W_GATE_BIAS] : NULL,
-               g->routed_bias ? dw[SMOE_W_GATE_BIAS] : NULL);
-    m->ops->matmul_bwd(m->stream, dh2, dw[SMOE_W_GATE], s->dsc, la->h2, w[SMOE_W_GATE], T, D, E);
+    /* router (on the host): logits = h2 @ gate; the bias's gradient is
+     * read, accumulated and written back */
+    const float *bias = g->routed_bias ? host_view(m, s->hbias, w[SMOE_W_GATE_BIAS], E) : NULL;
+    float *dbias = g->routed_bias ? host_view(m, s->hdbias, dw[SMOE_W_GATE_BIAS], E) : NULL;
+    router_bwd(m, a, bias, dbias);
+    if (dbias)
+        mirror_out(m, dw[SMOE_W_GATE_BIAS], dbias, (size_t)E * sizeof *dbias);
+    mirror_out(m, s->dsc_d, s->dsc, (size_t)(T * E) * sizeof *s->dsc);
+    m->ops->matmul_bwd(m->stream, dh2, dw[SMOE_W_GATE], s->dsc_d, la->h2, w[SMOE_W_GATE], T, D,
+                       E);
     model_progress(comm);
     return SMOE_OK;
 }
