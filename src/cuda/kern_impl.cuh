@@ -12,38 +12,34 @@ namespace {
 
 constexpr int NT = 256; // threads of a row kernel; a power of two
 
-// The sum of v over the block's NT threads, the same tree every time.
-__device__ double block_sum(double v)
+// v combined over the block's NT threads by op, the same tree every time.
+// Shared memory: one array per element type, so a sum and a max in one
+// kernel use separate storage.
+template <typename T, typename Op> __device__ T block_reduce(T v, Op op)
 {
-    __shared__ double sh[NT];
+    __shared__ T sh[NT];
     const int t = threadIdx.x;
     sh[t] = v;
     __syncthreads();
     for (int s = NT / 2; s > 0; s >>= 1) {
         if (t < s)
-            sh[t] += sh[t + s];
+            sh[t] = op(sh[t], sh[t + s]);
         __syncthreads();
     }
-    const double r = sh[0];
+    const T r = sh[0];
     __syncthreads();
     return r;
 }
 
-__device__ float block_max(float v)
-{
-    __shared__ float sh[NT];
-    const int t = threadIdx.x;
-    sh[t] = v;
-    __syncthreads();
-    for (int s = NT / 2; s > 0; s >>= 1) {
-        if (t < s)
-            sh[t] = sh[t + s] > sh[t] ? sh[t + s] : sh[t];
-        __syncthreads();
-    }
-    const float r = sh[0];
-    __syncthreads();
-    return r;
-}
+struct add_op {
+    __device__ double operator()(double a, double b) const { return a + b; }
+};
+struct max_op {
+    __device__ float operator()(float a, float b) const { return b > a ? b : a; }
+};
+
+__device__ double block_sum(double v) { return block_reduce(v, add_op()); }
+__device__ float block_max(float v) { return block_reduce(v, max_op()); }
 
 // act.c's sigmoid: expf never of a positive argument
 __device__ float sigmoid_stable(float a)
