@@ -56,8 +56,8 @@ keep 'getenv\("SMOE_TEST_' '^$' 'SMOE_TEST_* read from the environment'
 # dev is the device layer (memory, streams, events) with its host
 # emulation; cuda implements it and the kernel table's device twin (for
 # which it reads backend.h and kernels.h's argument types), the only module
-# with CUDA headers (and nccl, later, the only one with nccl.h). emul runs
-# the CPU kernels as the emulated device's stream work: the same place.
+# with CUDA headers; nccl is the only one with nccl.h. emul runs the CPU
+# kernels as the emulated device's stream work: the same place.
 # recipe reads MaxText's training recipe and key policy out of a config:
 # the plan's dimensions and the model's configuration (model.h), nothing
 # that runs: below train, which applies it.
@@ -74,6 +74,7 @@ kernels: core backend
 dev: core
 cuda: core dev backend kernels
 emul: core dev backend kernels
+nccl: core
 comm: core shard dtype
 model: core kernels comm backend
 runtime: core shard comm dtype
