@@ -7,7 +7,9 @@
 #    twin (cuda.h), within 1e-5 in fp32;
 #  - test_model_dev cuda: a dense model step (loss and every gradient)
 #    against the CPU's, within 1e-5 in fp32;
-#  - each under compute-sanitizer's memcheck and racecheck.
+#  - each under compute-sanitizer's memcheck and racecheck;
+#  - nccl_pair.sh: two processes on GPU 0 through the real NCCL (a distinct
+#    NCCL_HOSTID each), smoe's collectives against hand-computed values.
 # The binaries come from scripts/gpu-pack.sh (built on the CPU machine).
 # Exit status: 0 when every check passed (a skip counts as a failure here:
 # this script runs only where a GPU is expected).
@@ -53,6 +55,13 @@ else
   echo "| compute-sanitizer | - | not on this machine |" >>"$report"
   failed=$((failed + 1))
 fi
+# NCCL: the system's, else PyTorch's wheel
+ncclp=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null)
+if [ -n "$ncclp" ]; then
+  LD_LIBRARY_PATH="$ncclp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export LD_LIBRARY_PATH
+fi
+check nccl_pair 180 sh "$bin/nccl_pair.sh" "$bin/nccl_pair"
 echo >>"$report"
 echo "$failed check(s) failed" >>"$report"
 cat "$report"

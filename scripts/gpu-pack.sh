@@ -4,14 +4,16 @@
 # not smoe's Debian libraries, so the binaries that use the device are
 # built here against the CUDA toolkit and need there only libc, the
 # toolkit's libcudart and libcublasLt, and OpenBLAS (test_kops_dev's CPU
-# twins; bench/results/2026-12-04-gpu-machine-probe.md found it there). Then, on the GPU machine: scripts/gpu-check.sh .gpu OUT_DIR.
+# twins; bench/results/2026-12-04-gpu-machine-probe.md found it there), and
+# for nccl_pair libnccl (PyTorch's wheel there: gpu-check.sh finds it). Then, on the GPU machine: scripts/gpu-check.sh .gpu OUT_DIR.
 # usage: scripts/gpu-pack.sh [BUILD_DIR]
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
 cmake -S . -B "$build" -G Ninja -DSMOE_CUDA=ON >/dev/null
-cmake --build "$build" --target test_dev test_kops_dev test_model_dev
+cmake --build "$build" --target test_dev test_kops_dev test_model_dev nccl_pair
 mkdir -p .gpu
-cp "$build/tests/test_dev" "$build/tests/test_kops_dev" "$build/tests/test_model_dev" .gpu/
+cp "$build/tests/test_dev" "$build/tests/test_kops_dev" "$build/tests/test_model_dev" \
+  "$build/tests/nccl_pair" tests/nccl_pair.sh .gpu/
 cp scripts/gpu-check.sh .gpu/
 echo "packed: $(ls .gpu | tr '\n' ' ')"

@@ -47,6 +47,9 @@ smoe_status smoe_kq_cuda_new(const smoe_dev *d, smoe_dev_stream *s, size_t works
 void smoe_kq_free(smoe_kq *q);
 /* SMOE_OK, or the first failure of the work enqueued so far (sticky). */
 SMOE_MUST_CHECK smoe_status smoe_kq_status(const smoe_kq *q, smoe_err *err);
+/* The CUDA stream handle (a cudaStream_t) of stream s of a CUDA device,
+ * for the libraries that take one (NCCL); NULL in a build without CUDA. */
+void *smoe_cuda_stream_handle(smoe_dev_stream *s);
 /* The number of GEMM algorithms chosen so far (one per distinct shape):
  * a test's witness that a repeated shape reuses its choice. */
 int smoe_kq_gemm_plans(const smoe_kq *q);

@@ -53,6 +53,8 @@ smoe_status smoe_kq_status(const smoe_kq *q, smoe_err *err)
 
 int smoe_kq_gemm_plans(const smoe_kq *q) { return cuda_lt_plans(q->lt); }
 
+void *smoe_cuda_stream_handle(smoe_dev_stream *s) { return s ? (void *)s->s : NULL; }
+
 void kq_fail(smoe_kq *q, const char *what, const char *msg)
 {
     if (q->err.code == SMOE_OK)
