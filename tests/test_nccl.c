@@ -83,7 +83,7 @@ static void refusals(smoe_nccl *c, int r)
     smoe_err err = { 0 };
     float buf[8] = { 0 }, out[32];
     tcheck(smoe_nccl_all_gather(c, buf, out, -1, NULL, &err) == SMOE_EINVAL &&
-               strstr(err.msg, "all-gather"),
+               strstr(err.msg, "ncclAllGather"),
            r, "a negative count refused before NCCL", err.msg);
     /* rank 0 gathers 2 floats, the others 3: NCCL's usage error */
     smoe_status st = smoe_nccl_all_gather(c, buf, out, r == 0 ? 2 : 3, NULL, &err);

@@ -67,46 +67,41 @@ void smoe_nccl_free(smoe_nccl *c)
 int smoe_nccl_rank(const smoe_nccl *c) { return c->rank; }
 int smoe_nccl_size(const smoe_nccl *c) { return c->size; }
 
-static smoe_status count_ok(int64_t n, const char *what, smoe_err *err)
+typedef enum { ALL_GATHER, REDUCE_SCATTER, ALL_REDUCE } coll_kind;
+
+/* One fp32 collective of count floats a rank (see nccl.h for each). */
+static smoe_status coll(smoe_nccl *c, coll_kind k, const float *send, float *recv,
+                        int64_t count, void *stream, smoe_err *err)
 {
-    if (n < 0)
-        return smoe_err_set(err, SMOE_EINVAL, "nccl: %s of %lld floats", what, (long long)n);
-    return SMOE_OK;
+    static const char *const what[] = { "ncclAllGather", "ncclReduceScatter", "ncclAllReduce" };
+    if (count < 0)
+        return smoe_err_set(err, SMOE_EINVAL, "nccl: %s of %lld floats", what[k],
+                            (long long)count);
+    cudaStream_t s = (cudaStream_t)stream;
+    size_t n = (size_t)count;
+    ncclResult_t r =
+        k == ALL_GATHER       ? ncclAllGather(send, recv, n, ncclFloat32, c->comm, s)
+        : k == REDUCE_SCATTER ? ncclReduceScatter(send, recv, n, ncclFloat32, ncclSum, c->comm, s)
+                              : ncclAllReduce(send, recv, n, ncclFloat32, ncclSum, c->comm, s);
+    return r == ncclSuccess ? SMOE_OK : fail(err, r, what[k]);
 }
 
 smoe_status smoe_nccl_all_gather(smoe_nccl *c, const float *send, float *recv, int64_t count,
                                  void *stream, smoe_err *err)
 {
-    smoe_status st = count_ok(count, "all-gather", err);
-    if (st)
-        return st;
-    NK(ncclAllGather(send, recv, (size_t)count, ncclFloat32, c->comm, (cudaStream_t)stream),
-       "ncclAllGather");
-    return SMOE_OK;
+    return coll(c, ALL_GATHER, send, recv, count, stream, err);
 }
 
 smoe_status smoe_nccl_reduce_scatter(smoe_nccl *c, const float *send, float *recv, int64_t count,
                                      void *stream, smoe_err *err)
 {
-    smoe_status st = count_ok(count, "reduce-scatter", err);
-    if (st)
-        return st;
-    NK(ncclReduceScatter(send, recv, (size_t)count, ncclFloat32, ncclSum, c->comm,
-                         (cudaStream_t)stream),
-       "ncclReduceScatter");
-    return SMOE_OK;
+    return coll(c, REDUCE_SCATTER, send, recv, count, stream, err);
 }
 
 smoe_status smoe_nccl_all_reduce(smoe_nccl *c, const float *send, float *recv, int64_t count,
                                  void *stream, smoe_err *err)
 {
-    smoe_status st = count_ok(count, "all-reduce", err);
-    if (st)
-        return st;
-    NK(ncclAllReduce(send, recv, (size_t)count, ncclFloat32, ncclSum, c->comm,
-                     (cudaStream_t)stream),
-       "ncclAllReduce");
-    return SMOE_OK;
+    return coll(c, ALL_REDUCE, send, recv, count, stream, err);
 }
 
 smoe_status smoe_nccl_all_to_all_v(smoe_nccl *c, const float *send, const int64_t *send_counts,
