@@ -70,7 +70,7 @@ plan: core shard config dtype
 sched: core shard config plan dtype
 plot: core shard config plan sched dtype
 backend:
-kernels: core backend
+kernels: core backend dtype
 dev: core
 cuda: core dev backend kernels
 emul: core dev backend kernels

@@ -8,6 +8,7 @@
 #include "kernel_testlib.h"
 
 #include "smoe/backend.h"
+#include "smoe/dtype.h"
 
 static const smoe_kops *K;
 
@@ -342,6 +343,42 @@ static void test_moe_rows(void)
     inputs_free();
 }
 
+/* The bf16-input table: its products are smoe_gemm on inputs rounded to
+ * bf16 first (dtype.h), every other entry the CPU table's own. */
+static void test_bf16_table(void)
+{
+    const smoe_kops *B = smoe_kops_cpu_bf16();
+    CHECK(B && B->synchronous && B->rmsnorm == K->rmsnorm && B->adamw_step == K->adamw_step &&
+          B->alloc == K->alloc && B->gemm != K->gemm && B->matmul != K->matmul);
+    const int64_t m = 5, n = 7, k = 9, lda = k + 2;
+    const float *a = in(m * lda, 1.0f), *b = in(k * n, 1.0f);
+    float *ar = fdup(a, m * lda), *br = fdup(b, k * n);
+    smoe_dtype_round_trip(SMOE_DT_BF16, 0, ar, m * lda);
+    smoe_dtype_round_trip(SMOE_DT_BF16, 0, br, k * n);
+    pair c = pnew(m * n, 1.0f);
+    float *c32 = fdup(c.t, m * n);
+    B->gemm(NULL, 0, 0, m, n, k, 0.5f, a, lda, b, n, 1.0f, c.t, n);
+    smoe_gemm(0, 0, m, n, k, 0.5f, ar, lda, br, n, 1.0f, c.d, n);
+    smoe_gemm(0, 0, m, n, k, 0.5f, a, lda, b, n, 1.0f, c32, n);
+    CHECKF(memcmp(c.t, c32, sizeof *c32 * (size_t)(m * n)) != 0,
+           "bf16 gemm: the same bits as fp32 (the inputs were not rounded)");
+    same(&c, "bf16 gemm: smoe_gemm on rounded inputs");
+    pair y = pnew(m * n, 1.0f), dx = pnew(m * k, 1.0f), dw = pnew(k * n, 1.0f);
+    const float *x = in(m * k, 1.0f), *dy = in(m * n, 1.0f);
+    float *xr = fdup(x, m * k), *dyr = fdup(dy, m * n);
+    smoe_dtype_round_trip(SMOE_DT_BF16, 0, xr, m * k);
+    smoe_dtype_round_trip(SMOE_DT_BF16, 0, dyr, m * n);
+    B->matmul(NULL, y.t, x, b, m, k, n, 0.0f);
+    smoe_matmul(y.d, xr, br, m, k, n, 0.0f);
+    B->matmul_bwd(NULL, dx.t, dw.t, dy, x, b, m, k, n);
+    smoe_matmul_bwd(dx.d, dw.d, dyr, xr, br, m, k, n);
+    same(&y, "bf16 matmul");
+    same(&dx, "bf16 matmul_bwd dx");
+    same(&dw, "bf16 matmul_bwd dw");
+    smoe_free(ar), smoe_free(br), smoe_free(c32), smoe_free(xr), smoe_free(dyr);
+    inputs_free();
+}
+
 /* The CPU table's memory: zeroed blocks; copy, fill0, read and write move
  * the bytes they name and nothing else. */
 static void test_memory(void)
@@ -384,6 +421,7 @@ int main(void)
     test_loss_optim_vec();
     test_rows();
     test_moe_rows();
+    test_bf16_table();
     test_memory();
     return check_report();
 }

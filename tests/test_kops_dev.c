@@ -10,6 +10,9 @@
  *   test_kops_dev (no argument): the same harness with the CPU table on
  *     the host emulation's memory, equal bit for bit: the harness itself
  *     (uploads, downloads, aliasing set-ups) checked where CI runs.
+ * Then the bf16 mode's products (SMOE_KOPS_BF16_GEMM) of the CUDA table
+ * (within 1e-5) or the emulated one (bit for bit) against the CPU's
+ * bf16-input twins (smoe_kops_cpu_bf16).
  * A beta = 0 GEMM gets an output full of NaN: it must not read it. */
 #include "kernel_testlib.h"
 
@@ -18,6 +21,7 @@
 #include "smoe/backend.h"
 #include "smoe/cuda.h"
 #include "smoe/dev.h"
+#include "smoe/emul.h"
 
 static smoe_dev dev;
 static smoe_dev_stream *ds;
@@ -490,9 +494,37 @@ static int open_side(int cuda)
         return 77;
     }
     OK(smoe_dev_stream_new(&dev, 0, &ds, &err));
-    OK(smoe_kq_cuda_new(&dev, ds, 0, &kq, &err));
+    OK(smoe_kq_cuda_new(&dev, ds, 0, 0, &kq, &err));
     D = smoe_kops_cuda(), DQ = kq, TOL = 1e-5;
     return 0;
+}
+
+/* The bf16 mode (SMOE_KOPS_BF16_GEMM): the products of a second queue on
+ * the same stream against the CPU's bf16-input twins (smoe_kops_cpu_bf16),
+ * the rest of the table being the fp32 one. */
+static void bf16_mode(int cuda)
+{
+    smoe_kq *kq16 = NULL;
+    smoe_eq *eq16 = NULL;
+    if (cuda)
+        OK(smoe_kq_cuda_new(&dev, ds, 0, SMOE_KOPS_BF16_GEMM, &kq16, &err));
+    else
+        OK(smoe_eq_new(&dev, ds, SMOE_KOPS_BF16_GEMM, &eq16, &err));
+    smoe_kq *kq32 = kq;
+    const smoe_kops *d32 = D;
+    void *q32 = DQ;
+    R = smoe_kops_cpu_bf16();
+    D = cuda ? smoe_kops_cuda() : smoe_kops_emul();
+    DQ = cuda ? (void *)kq16 : (void *)eq16;
+    kq = kq16;
+    for (int c = 0; c < 8; c++)
+        case_gemm(c & 1, (c >> 1) & 1, (c & 4) ? 1.3f : 0.0f, c == 5);
+    case_matmul();
+    if (eq16)
+        CHECKF(smoe_eq_status(eq16, &err) == SMOE_OK, "%s", err.msg);
+    smoe_kq_free(kq16);
+    smoe_eq_free(eq16);
+    R = smoe_kops_cpu(), D = d32, DQ = q32, kq = kq32;
 }
 
 int main(int argc, char **argv)
@@ -519,11 +551,12 @@ int main(int argc, char **argv)
     case_moe_rows();
     case_memory();
     case_repeat();
+    bf16_mode(cuda);
     /* a kernel queue needs a CUDA device's stream */
     smoe_kq *bad = NULL;
     smoe_dev host;
     OK(smoe_dev_host_open(SMOE_DEV_HOST_THREADS, 1, &host, &err));
-    CHECK(smoe_kq_cuda_new(&host, ds, 0, &bad, &err) != SMOE_OK && bad == NULL);
+    CHECK(smoe_kq_cuda_new(&host, ds, 0, 0, &bad, &err) != SMOE_OK && bad == NULL);
     smoe_dev_close(&host);
     smoe_kq_free(kq);
     smoe_dev_stream_free(&dev, ds);

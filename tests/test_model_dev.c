@@ -10,6 +10,8 @@
  *     every result through the table and orders every use after its write.
  *   test_model_dev cuda: the CUDA table on device 0, within 1e-5 of the
  *     CPU (fp32, no TF32); exit 77 (skip) without CUDA or a device.
+ * Each twice: fp32, then the bf16 mode (SMOE_KOPS_BF16_GEMM: the products'
+ * inputs rounded to bf16) against the CPU's bf16-input twins.
  * The expert exchange across ranks and ring of experts are refused on a
  * device table, with one line. */
 #include "model_testlib.h"
@@ -23,7 +25,7 @@
 
 static smoe_dev dev;
 static smoe_dev_stream *ds;
-static const smoe_kops *D;
+static const smoe_kops *D, *R; /* the table under test; the CPU reference */
 static void *DQ;
 static double TOL;
 static smoe_err err;
@@ -68,7 +70,7 @@ static void step_case(smoe_model_cfg cfg, uint64_t seed)
     random_tokens(tgt, T, cfg.vocab, &r);
 
     smoe_model *mc = NULL, *md = NULL;
-    CHECKF(smoe_model_new(&cfg, &mc, &err) == SMOE_OK, "%s", err.msg);
+    CHECKF(smoe_model_new_on(&cfg, R, NULL, &mc, &err) == SMOE_OK, "%s", err.msg);
     job jc;
     job_init(&jc, mc, &W, 0, &G, tok, tgt, 1.0f / (float)T);
     job_run(&jc);
@@ -108,7 +110,7 @@ static void step_case(smoe_model_cfg cfg, uint64_t seed)
                 same("gradient of weight", l, i, DG.w[l][i], G.w[l][i], W.n[l][i]);
     for (int i = 0; i < SMOE_T_NSLOTS; i++)
         same("gradient of top-level weight", -1, i, DG.t[i], G.t[i], W.tn[i]);
-    printf("%s q_lora=%lld dense=%lld moe=%lld: loss %.9f (cpu %.9f)\n", D->name,
+    printf("%s vs %s, q_lora=%lld dense=%lld moe=%lld: loss %.9f (cpu %.9f)\n", D->name, R->name,
            (long long)cfg.q_lora, (long long)cfg.n_dense, (long long)cfg.n_moe, jd.loss, jc.loss);
 
     for (int l = 0; l < W.nl; l++)
@@ -142,25 +144,10 @@ static smoe_model_cfg dense_cfg(int q_lora, int layers)
     return c;
 }
 
-int main(int argc, char **argv)
+/* every configuration on the queue q of table d against the CPU table r */
+static void all_cases(const smoe_kops *d, void *q, const smoe_kops *r)
 {
-    const int cuda = argc > 1 && strcmp(argv[1], "cuda") == 0;
-    smoe_kq *kq = NULL;
-    smoe_eq *eq = NULL;
-    if (cuda) {
-        if (smoe_dev_cuda_open(0, &dev, &err) != SMOE_OK) {
-            printf("skipped: %s\n", err.msg);
-            return 77;
-        }
-        CHECK(smoe_dev_stream_new(&dev, 0, &ds, &err) == SMOE_OK);
-        CHECKF(smoe_kq_cuda_new(&dev, ds, 0, &kq, &err) == SMOE_OK, "%s", err.msg);
-        D = smoe_kops_cuda(), DQ = kq, TOL = 1e-5;
-    } else {
-        CHECK(smoe_dev_host_open(SMOE_DEV_HOST_ADVERSARIAL, 11, &dev, &err) == SMOE_OK);
-        CHECK(smoe_dev_stream_new(&dev, 0, &ds, &err) == SMOE_OK);
-        CHECKF(smoe_eq_new(&dev, ds, &eq, &err) == SMOE_OK, "%s", err.msg);
-        D = smoe_kops_emul(), DQ = eq, TOL = 0.0;
-    }
+    D = d, DQ = q, R = r;
     step_case(dense_cfg(0, 2), 1);
     step_case(dense_cfg(6, 3), 2);
     step_case(tiny_cfg(0, 1), 3); /* sigmoid scores, routed bias */
@@ -171,20 +158,57 @@ int main(int argc, char **argv)
     c.capacity_factor = 0.5f; /* pairs over capacity dropped */
     c.lb_weight = 0.01f;
     step_case(c, 5);
-    if (eq) {
-        CHECKF(smoe_eq_status(eq, &err) == SMOE_OK, "%s", err.msg);
-        CHECK(smoe_dev_host_ops_run(&dev) > 0);
-    } else {
-        CHECKF(smoe_kq_status(kq, &err) == SMOE_OK, "%s", err.msg);
+}
+
+/* fp32 and then the bf16 mode (SMOE_KOPS_BF16_GEMM against the CPU's
+ * bf16-input twins) on queues of one stream; a queue's first failure
+ * fails the run */
+static void both_modes(int cuda)
+{
+    for (unsigned flags = 0; flags <= SMOE_KOPS_BF16_GEMM; flags += SMOE_KOPS_BF16_GEMM) {
+        const smoe_kops *r = flags ? smoe_kops_cpu_bf16() : smoe_kops_cpu();
+        if (cuda) {
+            smoe_kq *kq = NULL;
+            CHECKF(smoe_kq_cuda_new(&dev, ds, 0, flags, &kq, &err) == SMOE_OK, "%s", err.msg);
+            if (kq)
+                all_cases(smoe_kops_cuda(), kq, r);
+            CHECKF(!kq || smoe_kq_status(kq, &err) == SMOE_OK, "%s", err.msg);
+            smoe_kq_free(kq);
+        } else {
+            smoe_eq *eq = NULL;
+            CHECKF(smoe_eq_new(&dev, ds, flags, &eq, &err) == SMOE_OK, "%s", err.msg);
+            if (eq)
+                all_cases(smoe_kops_emul(), eq, r);
+            CHECKF(!eq || smoe_eq_status(eq, &err) == SMOE_OK, "%s", err.msg);
+            smoe_eq_free(eq);
+        }
     }
+}
+
+int main(int argc, char **argv)
+{
+    const int cuda = argc > 1 && strcmp(argv[1], "cuda") == 0;
+    if (cuda) {
+        if (smoe_dev_cuda_open(0, &dev, &err) != SMOE_OK) {
+            printf("skipped: %s\n", err.msg);
+            return 77;
+        }
+        TOL = 1e-5;
+    } else {
+        CHECK(smoe_dev_host_open(SMOE_DEV_HOST_ADVERSARIAL, 11, &dev, &err) == SMOE_OK);
+        TOL = 0.0;
+    }
+    CHECK(smoe_dev_stream_new(&dev, 0, &ds, &err) == SMOE_OK);
+    both_modes(cuda);
+    if (!cuda)
+        CHECK(smoe_dev_host_ops_run(&dev) > 0);
     /* the expert exchange across ranks: refused on a device table, one line */
     smoe_model_cfg moe = tiny_cfg(0, 1);
     moe.ep = 2;
     smoe_model *m = NULL;
-    CHECK(smoe_model_new_on(&moe, D, DQ, &m, &err) == SMOE_EINVAL && !m &&
-          strstr(err.msg, "ep = 1") && !strchr(err.msg, '\n'));
-    smoe_eq_free(eq);
-    smoe_kq_free(kq);
+    CHECK(smoe_model_new_on(&moe, cuda ? smoe_kops_cuda() : smoe_kops_emul(), NULL, &m, &err) ==
+              SMOE_EINVAL &&
+          !m && strstr(err.msg, "ep = 1") && !strchr(err.msg, '\n'));
     smoe_dev_stream_free(&dev, ds);
     smoe_dev_close(&dev);
     return check_report();

@@ -135,8 +135,16 @@ typedef struct smoe_kops {
                           int64_t n, float *dot);
 } smoe_kops;
 
+/* A device queue's modes (smoe_kq_cuda_new, smoe_eq_new): BF16_GEMM rounds
+ * the matrix products' inputs to bf16 and accumulates in fp32, as
+ * smoe_kops_cpu_bf16 does (the mode's reference); 0 is fp32 throughout. */
+enum { SMOE_KOPS_BF16_GEMM = 1 };
+
 /* The CPU table: each entry calls its kernels.h function; stream unused. */
 const smoe_kops *smoe_kops_cpu(void);
+/* The same with the matrix products' inputs rounded to bf16 first
+ * (smoe_gemm_bf16in): the reference of the device tables' bf16 mode. */
+const smoe_kops *smoe_kops_cpu_bf16(void);
 
 #ifdef __cplusplus
 }

@@ -38,11 +38,13 @@ typedef struct smoe_kq smoe_kq;
 const smoe_kops *smoe_kops_cuda(void);
 
 /* A kernel queue on stream s of the CUDA device d (smoe_dev_cuda_open),
- * with a GEMM workspace of workspace_bytes (0: 32 MiB) from d. The queue
- * borrows d and s: both outlive it. */
+ * with a GEMM workspace of workspace_bytes (0: 32 MiB) from d. flags: 0
+ * (fp32, no TF32) or SMOE_KOPS_BF16_GEMM (backend.h: the products' inputs
+ * copied to bf16 on the stream, cuBLASLt's bf16 GEMM with fp32 compute and
+ * output). The queue borrows d and s: both outlive it. */
 SMOE_MUST_CHECK
 smoe_status smoe_kq_cuda_new(const smoe_dev *d, smoe_dev_stream *s, size_t workspace_bytes,
-                             smoe_kq **out, smoe_err *err);
+                             unsigned flags, smoe_kq **out, smoe_err *err);
 /* Waits for the queue's stream, then frees what the queue owns. */
 void smoe_kq_free(smoe_kq *q);
 /* SMOE_OK, or the first failure of the work enqueued so far (sticky). */

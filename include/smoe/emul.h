@@ -27,9 +27,11 @@ typedef struct smoe_eq smoe_eq;
 const smoe_kops *smoe_kops_emul(void);
 
 /* A queue on stream s of the host emulation d (smoe_dev_host_open); it
- * borrows both. SMOE_EINVAL for a device that is not the emulation. */
+ * borrows both. flags: 0 or SMOE_KOPS_BF16_GEMM (backend.h). SMOE_EINVAL
+ * for a device that is not the emulation, or an unknown flag. */
 SMOE_MUST_CHECK
-smoe_status smoe_eq_new(const smoe_dev *d, smoe_dev_stream *s, smoe_eq **out, smoe_err *err);
+smoe_status smoe_eq_new(const smoe_dev *d, smoe_dev_stream *s, unsigned flags, smoe_eq **out,
+                        smoe_err *err);
 /* Waits for the device, then frees the queue. */
 void smoe_eq_free(smoe_eq *q);
 /* SMOE_OK, or the first failure of the work enqueued so far (sticky). */

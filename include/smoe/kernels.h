@@ -65,6 +65,20 @@ void smoe_matmul_bwd_ref(float *dx, float *dw, const float *dy,
                          const float *x, const float *w, int64_t t,
                          int64_t k, int64_t n);
 
+/* The same products with their inputs rounded to bf16 first (round to
+ * nearest even, dtype.h) and the products and sums in fp32: what a GPU's
+ * bf16 GEMM with fp32 accumulation computes, up to the order of the sums
+ * (the device tables' bf16 mode, cuda.h / emul.h). C keeps fp32. These
+ * allocate the rounded copies of the inputs (and fail SMOE_ASSERT when
+ * out of memory: the twins of a test and emulation mode, not a hot path). */
+void smoe_gemm_bf16in(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                      const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                      float *c, int64_t ldc);
+void smoe_matmul_bf16in(float *y, const float *x, const float *w, int64_t t, int64_t k,
+                        int64_t n, float beta);
+void smoe_matmul_bwd_bf16in(float *dx, float *dw, const float *dy, const float *x,
+                            const float *w, int64_t t, int64_t k, int64_t n);
+
 /* ---- normalisation ---- */
 /* RMSNorm over the last dim: y (t,d) = x / rms(x) * scale (d);
  * rstd (t) receives 1/rms for the backward. */

@@ -22,6 +22,7 @@ typedef struct cuda_lt cuda_lt; /* gemm_lt.c: cuBLASLt handle, workspace, plans 
 struct smoe_kq {
     const smoe_dev *dev;
     cudaStream_t stream;
+    unsigned flags; /* SMOE_KOPS_BF16_GEMM or 0 */
     cuda_lt *lt;
     smoe_err err; /* the first failure; err.code == SMOE_OK while none */
 };
@@ -43,6 +44,11 @@ void cuda_matmul(void *q, float *y, const float *x, const float *w, int64_t t, i
                  int64_t n, float beta);
 void cuda_matmul_bwd(void *q, float *dx, float *dw, const float *dy, const float *x,
                      const float *w, int64_t t, int64_t k, int64_t n);
+/* convert.cu: a compact bf16 copy (rows, cols) of fp32 rows ld apart, a
+ * temporary of the queue's stream (NULL: the queue failed); its release */
+void *cuda_k_to_bf16(smoe_kq *q, const float *src, int64_t rows, int64_t cols, int64_t ld);
+void cuda_k_untemp(smoe_kq *q, void *p);
+
 /* kq.c: the memory entries of backend.h */
 void *cuda_mem_alloc(void *q, size_t bytes);
 void cuda_mem_free(void *q, void *p, size_t bytes);

@@ -13,7 +13,9 @@
  * the pointers' alignments, which decide the kernels cuBLASLt may use) and
  * reused, so a shape always runs the same algorithm; the workspace is the
  * queue's own, so queues on different streams never share one. Compute in
- * fp32 (CUBLAS_COMPUTE_32F: no TF32). */
+ * fp32 (CUBLAS_COMPUTE_32F: no TF32). In the queue's bf16 mode the
+ * operands are first copied, compact, to bf16 (convert.cu) and the product
+ * reads those: bf16 inputs, fp32 compute and output. */
 #include "cuda_impl.h"
 
 #include <cublasLt.h>
@@ -24,6 +26,7 @@
 
 typedef struct lt_key {
     int ta, tb;
+    int bf16; /* the operands are compact bf16 copies (the queue's bf16 mode) */
     int64_t m, n, k, lda, ldb, ldc;
     int al_a, al_b, al_c; /* pointer alignments in bytes, at most 256 */
 } lt_key;
@@ -99,7 +102,7 @@ static int align_of(const void *p)
 
 static int key_eq(const lt_key *a, const lt_key *b)
 {
-    return a->ta == b->ta && a->tb == b->tb && a->m == b->m && a->n == b->n && a->k == b->k &&
+    return a->ta == b->ta && a->tb == b->tb && a->bf16 == b->bf16 && a->m == b->m && a->n == b->n && a->k == b->k &&
            a->lda == b->lda && a->ldb == b->ldb && a->ldc == b->ldc && a->al_a == b->al_a &&
            a->al_b == b->al_b && a->al_c == b->al_c;
 }
@@ -123,8 +126,9 @@ static cublasStatus_t plan_layouts(lt_plan *p, const lt_key *k)
      * transposed; smoe's A is (k,m) untransposed, (m,k) transposed */
     uint64_t ar = (uint64_t)(k->tb ? k->k : k->n), ac = (uint64_t)(k->tb ? k->n : k->k);
     uint64_t br = (uint64_t)(k->ta ? k->m : k->k), bc = (uint64_t)(k->ta ? k->k : k->m);
-    LT(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_32F, ar, ac, k->ldb));
-    LT(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_32F, br, bc, k->lda));
+    const cudaDataType_t in = k->bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    LT(cublasLtMatrixLayoutCreate(&p->la, in, ar, ac, k->ldb));
+    LT(cublasLtMatrixLayoutCreate(&p->lb, in, br, bc, k->lda));
     LT(cublasLtMatrixLayoutCreate(&p->lc, CUDA_R_32F, (uint64_t)k->n, (uint64_t)k->m, k->ldc));
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -228,16 +232,28 @@ void cuda_gemm(void *vq, int ta, int tb, int64_t m, int64_t n, int64_t k, float 
         gemm_empty(q, m, n, beta, c, ldc);
         return;
     }
-    lt_key key = { ta != 0, tb != 0, m, n, k, lda, ldb, ldc,
-                   align_of(a), align_of(b), align_of(c) };
-    lt_plan *p = plan_for(q, &key);
-    if (!p)
-        return;
-    cuda_lt *lt = q->lt;
-    cublasStatus_t s = cublasLtMatmul(lt->h, p->op, &alpha, b, p->la, a, p->lb, &beta, c, p->lc,
-                                      c, p->lc, &p->algo, lt->ws, lt->ws_bytes, q->stream);
-    if (s != CUBLAS_STATUS_SUCCESS)
-        kq_fail(q, "gemm", cublasLtGetStatusString(s));
+    const void *ga = a, *gb = b;
+    void *a16 = NULL, *b16 = NULL;
+    const int bf16 = (q->flags & SMOE_KOPS_BF16_GEMM) != 0;
+    if (bf16) { /* the operands as stored, compact: rows (ta ? k : m) of A ... */
+        const int64_t ac = ta ? m : k, bc = tb ? k : n;
+        ga = a16 = cuda_k_to_bf16(q, a, ta ? k : m, ac, lda);
+        gb = b16 = cuda_k_to_bf16(q, b, tb ? n : k, bc, ldb);
+        lda = ac, ldb = bc;
+    }
+    lt_key key = { ta != 0, tb != 0, bf16, m, n, k, lda, ldb, ldc,
+                   align_of(ga), align_of(gb), align_of(c) };
+    lt_plan *p = q->err.code == SMOE_OK ? plan_for(q, &key) : NULL;
+    if (p) {
+        cuda_lt *lt = q->lt;
+        cublasStatus_t s = cublasLtMatmul(lt->h, p->op, &alpha, gb, p->la, ga, p->lb, &beta, c,
+                                          p->lc, c, p->lc, &p->algo, lt->ws, lt->ws_bytes,
+                                          q->stream);
+        if (s != CUBLAS_STATUS_SUCCESS)
+            kq_fail(q, "gemm", cublasLtGetStatusString(s));
+    }
+    cuda_k_untemp(q, a16);
+    cuda_k_untemp(q, b16);
 }
 
 /* y (t,n) = x (t,k) @ w (k,n) + beta y */

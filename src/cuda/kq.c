@@ -6,17 +6,20 @@
 #include <string.h>
 
 smoe_status smoe_kq_cuda_new(const smoe_dev *d, smoe_dev_stream *s, size_t workspace_bytes,
-                             smoe_kq **out, smoe_err *err)
+                             unsigned flags, smoe_kq **out, smoe_err *err)
 {
     *out = NULL;
     if (!d || !d->ops || strcmp(d->ops->name, "cuda") != 0 || !s)
         return smoe_err_set(err, SMOE_EINVAL,
                             "device cuda: a kernel queue needs a stream of a CUDA device");
+    if (flags & ~(unsigned)SMOE_KOPS_BF16_GEMM)
+        return smoe_err_set(err, SMOE_EINVAL, "device cuda: unknown queue flags 0x%x", flags);
     smoe_kq *q = calloc(1, sizeof *q);
     if (!q)
         return smoe_err_set(err, SMOE_ENOMEM, "device cuda: out of memory for a kernel queue");
     q->dev = d;
     q->stream = s->s;
+    q->flags = flags;
     q->err.code = SMOE_OK;
     smoe_status rc = cuda_lt_new(q, workspace_bytes, err);
     if (rc != SMOE_OK) {

@@ -5,11 +5,12 @@
 const smoe_kops *smoe_kops_cuda(void) { return NULL; }
 
 smoe_status smoe_kq_cuda_new(const smoe_dev *d, smoe_dev_stream *s, size_t workspace_bytes,
-                             smoe_kq **out, smoe_err *err)
+                             unsigned flags, smoe_kq **out, smoe_err *err)
 {
     (void)d;
     (void)s;
     (void)workspace_bytes;
+    (void)flags;
     *out = NULL;
     return smoe_err_set(err, SMOE_ENOTFOUND, "device cuda: this build has no CUDA");
 }

@@ -9,6 +9,7 @@ struct smoe_eq {
     const smoe_dev *dev;
     smoe_dev_stream *s;
     smoe_dev_event *ev; /* read / write wait on it */
+    unsigned flags;     /* SMOE_KOPS_BF16_GEMM or 0 */
     smoe_err err;       /* the first failure; err.code == SMOE_OK while none */
 };
 

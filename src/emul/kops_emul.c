@@ -8,45 +8,49 @@
 
 #define ENQ(q, run, a) eq_enqueue((q), (run), &(a), sizeof(a))
 
+/* the products: bf16 inputs when the queue's mode says so */
+static int bf16(void *q) { return (((smoe_eq *)q)->flags & SMOE_KOPS_BF16_GEMM) != 0; }
+
 typedef struct { int ta, tb; int64_t m, n, k; float alpha; const float *a; int64_t lda;
-                 const float *b; int64_t ldb; float beta; float *c; int64_t ldc; } gemm_a;
+                 const float *b; int64_t ldb; float beta; float *c; int64_t ldc; int bf16; } gemm_a;
 static void gemm_run(const void *p)
 {
     const gemm_a *a = p;
-    smoe_gemm(a->ta, a->tb, a->m, a->n, a->k, a->alpha, a->a, a->lda, a->b, a->ldb, a->beta,
-              a->c, a->ldc);
+    (a->bf16 ? smoe_gemm_bf16in : smoe_gemm)(a->ta, a->tb, a->m, a->n, a->k, a->alpha, a->a,
+                                             a->lda, a->b, a->ldb, a->beta, a->c, a->ldc);
 }
 static void e_gemm(void *q, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                    int64_t ldc)
 {
-    gemm_a x = { ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc };
+    gemm_a x = { ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bf16(q) };
     ENQ(q, gemm_run, x);
 }
 
-typedef struct { float *y; const float *x, *w; int64_t t, k, n; float beta; } matmul_a;
+typedef struct { float *y; const float *x, *w; int64_t t, k, n; float beta; int bf16; } matmul_a;
 static void matmul_run(const void *p)
 {
     const matmul_a *a = p;
-    smoe_matmul(a->y, a->x, a->w, a->t, a->k, a->n, a->beta);
+    (a->bf16 ? smoe_matmul_bf16in : smoe_matmul)(a->y, a->x, a->w, a->t, a->k, a->n, a->beta);
 }
 static void e_matmul(void *q, float *y, const float *x, const float *w, int64_t t, int64_t k,
                      int64_t n, float beta)
 {
-    matmul_a a = { y, x, w, t, k, n, beta };
+    matmul_a a = { y, x, w, t, k, n, beta, bf16(q) };
     ENQ(q, matmul_run, a);
 }
 
-typedef struct { float *dx, *dw; const float *dy, *x, *w; int64_t t, k, n; } matmul_bwd_a;
+typedef struct { float *dx, *dw; const float *dy, *x, *w; int64_t t, k, n; int bf16; } matmul_bwd_a;
 static void matmul_bwd_run(const void *p)
 {
     const matmul_bwd_a *a = p;
-    smoe_matmul_bwd(a->dx, a->dw, a->dy, a->x, a->w, a->t, a->k, a->n);
+    (a->bf16 ? smoe_matmul_bwd_bf16in : smoe_matmul_bwd)(a->dx, a->dw, a->dy, a->x, a->w, a->t,
+                                                         a->k, a->n);
 }
 static void e_matmul_bwd(void *q, float *dx, float *dw, const float *dy, const float *x,
                          const float *w, int64_t t, int64_t k, int64_t n)
 {
-    matmul_bwd_a a = { dx, dw, dy, x, w, t, k, n };
+    matmul_bwd_a a = { dx, dw, dy, x, w, t, k, n, bf16(q) };
     ENQ(q, matmul_bwd_run, a);
 }
 

@@ -6,17 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-smoe_status smoe_eq_new(const smoe_dev *d, smoe_dev_stream *s, smoe_eq **out, smoe_err *err)
+smoe_status smoe_eq_new(const smoe_dev *d, smoe_dev_stream *s, unsigned flags, smoe_eq **out,
+                        smoe_err *err)
 {
     *out = NULL;
     if (!d || !d->ops || strcmp(d->ops->name, "host emulation") != 0 || !s)
         return smoe_err_set(err, SMOE_EINVAL,
                             "emul: a queue needs a stream of the host emulation");
+    if (flags & ~(unsigned)SMOE_KOPS_BF16_GEMM)
+        return smoe_err_set(err, SMOE_EINVAL, "emul: unknown queue flags 0x%x", flags);
     smoe_eq *q = calloc(1, sizeof *q);
     if (!q)
         return smoe_err_set(err, SMOE_ENOMEM, "emul: out of memory for a queue");
     q->dev = d;
     q->s = s;
+    q->flags = flags;
     q->err.code = SMOE_OK;
     smoe_status st = smoe_dev_event_new(d, &q->ev, err);
     if (st != SMOE_OK) {

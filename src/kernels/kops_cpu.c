@@ -222,41 +222,70 @@ static void moe_dispatch_bwd(void *stream, float *dx, const float *der, const in
     smoe_moe_dispatch_bwd(dx, der, pos, t, k, d);
 }
 
+/* every entry but the name and the matrix products, shared by both tables */
+#define CPU_ENTRIES \
+    .synchronous = 1, \
+    .alloc = mem_alloc, \
+    .free = mem_free, \
+    .copy = mem_copy, \
+    .fill0 = mem_fill0, \
+    .read = mem_copy, \
+    .write = mem_copy, \
+    .rmsnorm = rmsnorm, \
+    .rmsnorm_bwd = rmsnorm_bwd, \
+    .swiglu_sig = swiglu_sig, \
+    .swiglu_sig_bwd = swiglu_sig_bwd, \
+    .sigmoid = sigmoid, \
+    .softmax_rows = softmax_rows, \
+    .softmax_rows_bwd = softmax_rows_bwd, \
+    .rope_apply_tab = rope_apply_tab, \
+    .attention = attention, \
+    .attention_bwd = attention_bwd, \
+    .cross_entropy_z = cross_entropy_z, \
+    .embed_rows = embed_rows, \
+    .embed_rows_bwd = embed_rows_bwd, \
+    .mla_kv_split = mla_kv_split, \
+    .mla_kv_merge = mla_kv_merge, \
+    .moe_dispatch_rows = moe_dispatch_rows, \
+    .moe_combine_rows = moe_combine_rows, \
+    .moe_combine_bwd = moe_combine_bwd, \
+    .moe_dispatch_bwd = moe_dispatch_bwd, \
+    .adamw_step = adamw_step, \
+    .vec_add = vec_add, \
+    .vec_axpy = vec_axpy, \
+    .vec_dot_scale = vec_dot_scale
+
+static void gemm_bf16(void *stream, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                      const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                      float *c, int64_t ldc)
+{
+    (void)stream;
+    smoe_gemm_bf16in(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+static void matmul_bf16(void *stream, float *y, const float *x, const float *w, int64_t t,
+                        int64_t k, int64_t n, float beta)
+{
+    (void)stream;
+    smoe_matmul_bf16in(y, x, w, t, k, n, beta);
+}
+
+static void matmul_bwd_bf16(void *stream, float *dx, float *dw, const float *dy, const float *x,
+                            const float *w, int64_t t, int64_t k, int64_t n)
+{
+    (void)stream;
+    smoe_matmul_bwd_bf16in(dx, dw, dy, x, w, t, k, n);
+}
+
 static const smoe_kops cpu = {
-    .name = "cpu",
-    .synchronous = 1,
-    .alloc = mem_alloc,
-    .free = mem_free,
-    .copy = mem_copy,
-    .fill0 = mem_fill0,
-    .read = mem_copy,
-    .write = mem_copy,
-    .gemm = gemm,
-    .matmul = matmul,
-    .matmul_bwd = matmul_bwd,
-    .rmsnorm = rmsnorm,
-    .rmsnorm_bwd = rmsnorm_bwd,
-    .swiglu_sig = swiglu_sig,
-    .swiglu_sig_bwd = swiglu_sig_bwd,
-    .sigmoid = sigmoid,
-    .softmax_rows = softmax_rows,
-    .softmax_rows_bwd = softmax_rows_bwd,
-    .rope_apply_tab = rope_apply_tab,
-    .attention = attention,
-    .attention_bwd = attention_bwd,
-    .cross_entropy_z = cross_entropy_z,
-    .embed_rows = embed_rows,
-    .embed_rows_bwd = embed_rows_bwd,
-    .mla_kv_split = mla_kv_split,
-    .mla_kv_merge = mla_kv_merge,
-    .moe_dispatch_rows = moe_dispatch_rows,
-    .moe_combine_rows = moe_combine_rows,
-    .moe_combine_bwd = moe_combine_bwd,
-    .moe_dispatch_bwd = moe_dispatch_bwd,
-    .adamw_step = adamw_step,
-    .vec_add = vec_add,
-    .vec_axpy = vec_axpy,
-    .vec_dot_scale = vec_dot_scale,
+    .name = "cpu", .gemm = gemm, .matmul = matmul, .matmul_bwd = matmul_bwd, CPU_ENTRIES,
+};
+
+static const smoe_kops cpu_bf16 = {
+    .name = "cpu bf16", .gemm = gemm_bf16, .matmul = matmul_bf16,
+    .matmul_bwd = matmul_bwd_bf16, CPU_ENTRIES,
 };
 
 const smoe_kops *smoe_kops_cpu(void) { return &cpu; }
+
+const smoe_kops *smoe_kops_cpu_bf16(void) { return &cpu_bf16; }
