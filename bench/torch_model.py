@@ -16,12 +16,16 @@ work per step (forward, backward, AdamW) and one thread.
            scale 1), dropless; the rows of each expert gathered, its SwiGLU
            MLP run on them, scattered back weighted; one shared expert
   head   : rmsnorm(x) * final_norm @ logits; mean cross-entropy
-usage: torch_model.py tiny|wide STEPS   -> one JSON line: params, median step
-ms and quartiles over STEPS steps after one warm-up step, the step-0 loss.
+usage: torch_model.py tiny|wide|big STEPS [--device cpu|cuda] [--dtype fp32|bf16]
+  -> one JSON line: params, median step ms and quartiles over STEPS steps
+  after one warm-up step, the step-0 loss, the device and dtype.
+On cuda the step is timed between two torch.cuda.synchronize(); bf16 runs
+the forward under torch.autocast (bf16 matrix products with fp32
+accumulation, fp32 master weights and AdamW), as smoe's bf16 mode.
 """
+import argparse
 import json
 import math
-import sys
 import time
 
 import torch
@@ -37,6 +41,11 @@ CFG = {
     "wide": dict(emb=512, heads=8, q_lora=128, kv_lora=128, nope=64, rope=32, v=64, mlp=1024,
                  moe_mlp=256, experts=8, topk=2, shared=1, vocab=256, n_dense=1, n_moe=3,
                  seq=256, batch=4),
+    # a compute-bound configuration for a GPU: 1.22e9 parameters (7 MoE layers
+    # of 16 experts hold most of them), sequences of 2048
+    "big": dict(emb=2048, heads=16, q_lora=512, kv_lora=512, nope=128, rope=64, v=128,
+                mlp=8192, moe_mlp=1408, experts=16, topk=2, shared=1, vocab=32000, n_dense=1,
+                n_moe=7, seq=2048, batch=1),
 }
 
 
@@ -107,7 +116,7 @@ class Model(torch.nn.Module):
         v = kv[..., dn:]
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, S, d)
         s = (q @ k.transpose(-1, -2)) * self.scale
-        mask = torch.ones(S, S, dtype=torch.bool).triu(1)
+        mask = torch.ones(S, S, dtype=torch.bool, device=x.device).triu(1)
         p = s.masked_fill(mask, float("-inf")).softmax(-1)
         o = (p @ v).transpose(1, 2).reshape(B, S, H * dv)
         return x + o @ m.out
@@ -119,7 +128,7 @@ class Model(torch.nn.Module):
         scores = (h @ m.gate).softmax(-1)
         wts, top = scores.topk(c["topk"], -1)  # (T, K)
         flat_e = top.reshape(-1)
-        flat_t = torch.arange(T).repeat_interleave(c["topk"])
+        flat_t = torch.arange(T, device=h.device).repeat_interleave(c["topk"])
         flat_w = wts.reshape(-1)
         for e in range(c["experts"]):
             sel = (flat_e == e).nonzero().squeeze(1)
@@ -127,7 +136,7 @@ class Model(torch.nn.Module):
                 continue
             rows = flat_t[sel]
             ye = swiglu_mlp(h[rows], m.ex_wi0[e], m.ex_wi1[e], m.ex_wo[e])
-            y = y.index_add(0, rows, ye * flat_w[sel, None])
+            y = y.index_add(0, rows, (ye * flat_w[sel, None]).to(y.dtype))
         return y
 
     def forward(self, tokens, targets):
@@ -146,23 +155,42 @@ class Model(torch.nn.Module):
         return F.cross_entropy(lg.view(B * S, -1), targets.view(-1))
 
 
+def sync(dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
 def main():
-    name, steps = sys.argv[1], int(sys.argv[2])
-    torch.set_num_threads(1)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("config", choices=sorted(CFG))
+    ap.add_argument("steps", type=int)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"])
+    a = ap.parse_args()
+    dev = torch.device(a.device)
+    if dev.type == "cpu":
+        torch.set_num_threads(1)
+    else:  # fp32 is the tight mode: no TF32 anywhere
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
-    c = CFG[name]
-    model = Model(c)
+    c = CFG[a.config]
+    model = Model(c).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.95), weight_decay=0.01)
     g = torch.Generator().manual_seed(1)
-    tok = torch.randint(0, c["vocab"], (c["batch"], c["seq"] + 1), generator=g)
+    tok = torch.randint(0, c["vocab"], (c["batch"], c["seq"] + 1), generator=g).to(dev)
     inp, tgt = tok[:, :-1].contiguous(), tok[:, 1:].contiguous()
+    amp = a.dtype == "bf16"
     times, loss0 = [], None
-    for step in range(steps + 1):  # STEPS = 0: the warm-up step only
+    for step in range(a.steps + 1):  # STEPS = 0: the warm-up step only
+        sync(dev)
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = model(inp, tgt)
-        loss.backward()
+        with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=amp):
+            loss = model(inp, tgt)
+        loss.float().backward()
         opt.step()
+        sync(dev)
         dt = time.perf_counter() - t0
         if step == 0:
             loss0 = loss.item()
@@ -176,7 +204,8 @@ def main():
     print(json.dumps({"params": sum(p.numel() for p in model.parameters()), "median_step_ms": med,
                       "p25_step_ms": times[n // 4], "p75_step_ms": times[(3 * n) // 4],
                       "loss0": loss0, "torch": torch.__version__,
-                      "threads": torch.get_num_threads()}))
+                      "threads": torch.get_num_threads(), "device": str(dev),
+                      "dtype": a.dtype}))
 
 
 if __name__ == "__main__":
