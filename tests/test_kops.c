@@ -73,6 +73,7 @@ static void test_entries_present(void)
         (const void *)K->mla_kv_split,   (const void *)K->mla_kv_merge,
         (const void *)K->moe_dispatch_rows, (const void *)K->moe_combine_rows,
         (const void *)K->moe_combine_bwd, (const void *)K->moe_dispatch_bwd,
+        (const void *)K->vec_sumsq,
     };
     CHECK(K->synchronous == 1);
     for (size_t i = 0; i < sizeof e / sizeof *e; i++)
@@ -214,6 +215,11 @@ static void test_loss_optim_vec(void)
            (double)dd);
     same(&y, "vec_add, vec_axpy");
     same(&r, "vec_dot_scale r");
+    double sq = -1.0, want = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        want += (double)g[i] * (double)g[i];
+    K->vec_sumsq(NULL, g, n, &sq);
+    CHECKF(sq == want && sq == smoe_vec_sumsq(g, n), "vec_sumsq %.17g, in order %.17g", sq, want);
     inputs_free();
 }
 

@@ -325,12 +325,15 @@ static void case_vec(void)
         D->adamw_step(DQ, Dp, Dm, Dv, Dg, n, &ac);
     }
     float dot = 0, hdot = 0, *Ddot = upf(&dot, 1), *r = fnew(n), *Dr = upf(r, n);
+    double sq = 0.0, hsq = -1.0, *Dsq = up(&sq, sizeof sq);
     R->vec_add(NULL, m, g, n);
     D->vec_add(DQ, Dm, Dg, n);
     R->vec_axpy(NULL, v, -0.3f, g, n);
     D->vec_axpy(DQ, Dv, -0.3f, Dg, n);
     R->vec_dot_scale(NULL, r, 0.5f, g, p, n, &dot);
     D->vec_dot_scale(DQ, Dr, 0.5f, Dg, Dp, n, Ddot);
+    R->vec_sumsq(NULL, g, n, &sq);
+    D->vec_sumsq(DQ, Dg, n, Dsq);
     run("adamw, vec");
     same("adamw_step p (4 steps: clip, decay)", Dp, p, n);
     same("adamw_step then vec_add m", Dm, m, n);
@@ -340,6 +343,10 @@ static void case_vec(void)
     run("vec_dot_scale");
     CHECKF(TOL == 0.0 ? hdot == dot : fabs((double)hdot - dot) <= TOL * fabs((double)dot),
            "vec_dot_scale dot %.9g vs %.9g", (double)hdot, (double)dot);
+    OK(smoe_dev_copy(&dev, &hsq, Dsq, sizeof hsq, ds, &err));
+    run("vec_sumsq");
+    CHECKF(TOL == 0.0 ? hsq == sq : fabs(hsq - sq) <= TOL * sq, "vec_sumsq %.17g vs %.17g", hsq,
+           sq);
     free(p), free(m), free(v), free(g), free(r);
     dfree_all();
 }

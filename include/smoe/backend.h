@@ -133,6 +133,8 @@ typedef struct smoe_kops {
     void (*vec_axpy)(void *stream, float *y, float a, const float *x, int64_t n);
     void (*vec_dot_scale)(void *stream, float *r, float a, const float *d, const float *y,
                           int64_t n, float *dot);
+    /* *out (the backend's memory) = smoe_vec_sumsq(x, n) */
+    void (*vec_sumsq)(void *stream, const float *x, int64_t n, double *out);
 } smoe_kops;
 
 /* A device queue's modes (smoe_kq_cuda_new, smoe_eq_new): BF16_GEMM rounds

@@ -270,6 +270,8 @@ void smoe_vec_scale(float *y, float a, int64_t n);               /* y *= a */
  * chains; naive twin _ref: one chain in order). r must not alias d, y. */
 double smoe_vec_dot_scale(float *r, float a, const float *d, const float *y, int64_t n);
 double smoe_vec_dot_scale_ref(float *r, float a, const float *d, const float *y, int64_t n);
+/* sum of x_j^2 in double, one chain in j order (the gradient's global norm) */
+double smoe_vec_sumsq(const float *x, int64_t n);
 
 #ifdef __cplusplus
 }

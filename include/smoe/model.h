@@ -173,6 +173,8 @@ const smoe_model_cfg *smoe_model_config(const smoe_model *m);
 /* The kernel table the model runs on (the optimizer updates its weights
  * with the same one). */
 const smoe_kops *smoe_model_kops(const smoe_model *m);
+/* ... and its stream argument (NULL for the CPU table). */
+void *smoe_model_stream(const smoe_model *m);
 /* The bytes smoe_model_new(cfg) will allocate, without allocating them
  * (the same checks: SMOE_EINVAL for a config it refuses). */
 SMOE_MUST_CHECK

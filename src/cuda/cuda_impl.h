@@ -90,6 +90,7 @@ void cuda_k_cross_entropy_z(void *s, float *dlogits, const float *logits,
                             double *loss, double *zsum);
 void cuda_k_vec_dot_scale(void *s, float *r, float a, const float *d, const float *y,
                           int64_t n, float *dot);
+void cuda_k_vec_sumsq(void *s, const float *x, int64_t n, double *out);
 
 #ifdef __cplusplus
 }

@@ -280,6 +280,7 @@ static smoe_kops make_table()
     t.vec_add = k_vec_add;
     t.vec_axpy = k_vec_axpy;
     t.vec_dot_scale = cuda_k_vec_dot_scale;
+    t.vec_sumsq = cuda_k_vec_sumsq;
     return t;
 }
 

@@ -1,7 +1,7 @@
 // The entries whose result is a scalar in device memory: the
 // cross-entropy with z-loss (smoe_cross_entropy_z; the loss and the
-// z-terms' sum as doubles) and smoe_vec_dot_scale (the dot product as a
-// float). Each first writes per-row (per-block) partial sums to a
+// z-terms' sum as doubles), smoe_vec_dot_scale (the dot product as a
+// float) and smoe_vec_sumsq (a double). Each first writes per-row (per-block) partial sums to a
 // temporary, then one block adds them in a fixed tree: the result repeats
 // bit for bit, whatever the order the blocks ran in.
 #include "kern_impl.cuh"
@@ -87,7 +87,39 @@ __global__ void dot_finish_k(float *dot, const double *part, int64_t n)
         *dot = (float)s;
 }
 
+// each block's part of sum x^2 into part[blockIdx]
+__global__ void sumsq_k(const float *x, int64_t n, double *part)
+{
+    double acc = 0.0;
+    FOR_ELEMENTS(i, n) acc += (double)x[i] * (double)x[i];
+    acc = block_sum(acc);
+    if (threadIdx.x == 0)
+        part[blockIdx.x] = acc;
+}
+
+__global__ void sumsq_finish_k(double *out, const double *part, int64_t n)
+{
+    double s = 0.0;
+    for (int64_t j = threadIdx.x; j < n; j += NT)
+        s += part[j];
+    s = block_sum(s);
+    if (threadIdx.x == 0)
+        *out = s;
+}
+
 } // namespace
+
+extern "C" void cuda_k_vec_sumsq(void *s, const float *x, int64_t n, double *out)
+{
+    smoe_kq *q = Q(s);
+    const unsigned nb = n > 0 ? blocks_for(n) : 1;
+    double *part = temp<double>(q, nb, "vec_sumsq");
+    if (!part)
+        return;
+    LAUNCH(q, "vec_sumsq", dim3(nb), sumsq_k, x, n, part);
+    LAUNCH(q, "vec_sumsq", dim3(1), sumsq_finish_k, out, part, (int64_t)nb);
+    untemp(q, part, "vec_sumsq");
+}
 
 extern "C" void cuda_k_cross_entropy_z(void *s, float *dlogits, const float *logits,
                                        const int32_t *targets, int64_t t, int64_t v,

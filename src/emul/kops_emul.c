@@ -347,6 +347,18 @@ static void e_vec_dot_scale(void *q, float *r, float s, const float *d, const fl
     ENQ(q, dot_run, a);
 }
 
+typedef struct { const float *x; int64_t n; double *out; } sumsq_a;
+static void sumsq_run(const void *p)
+{
+    const sumsq_a *a = p;
+    *a->out = smoe_vec_sumsq(a->x, a->n);
+}
+static void e_vec_sumsq(void *q, const float *x, int64_t n, double *out)
+{
+    sumsq_a a = { x, n, out };
+    ENQ(q, sumsq_run, a);
+}
+
 static const smoe_kops emul = {
     .name = "emul",
     .synchronous = 0,
@@ -382,6 +394,7 @@ static const smoe_kops emul = {
     .vec_add = e_vec_add,
     .vec_axpy = e_vec_axpy,
     .vec_dot_scale = e_vec_dot_scale,
+    .vec_sumsq = e_vec_sumsq,
 };
 
 const smoe_kops *smoe_kops_emul(void) { return &emul; }

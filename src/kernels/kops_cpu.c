@@ -222,6 +222,12 @@ static void moe_dispatch_bwd(void *stream, float *dx, const float *der, const in
     smoe_moe_dispatch_bwd(dx, der, pos, t, k, d);
 }
 
+static void vec_sumsq(void *stream, const float *x, int64_t n, double *out)
+{
+    (void)stream;
+    *out = smoe_vec_sumsq(x, n);
+}
+
 /* every entry but the name and the matrix products, shared by both tables */
 #define CPU_ENTRIES \
     .synchronous = 1, \
@@ -253,7 +259,8 @@ static void moe_dispatch_bwd(void *stream, float *dx, const float *der, const in
     .adamw_step = adamw_step, \
     .vec_add = vec_add, \
     .vec_axpy = vec_axpy, \
-    .vec_dot_scale = vec_dot_scale
+    .vec_dot_scale = vec_dot_scale, \
+    .vec_sumsq = vec_sumsq
 
 static void gemm_bf16(void *stream, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
                       const float *a, int64_t lda, const float *b, int64_t ldb, float beta,

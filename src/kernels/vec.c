@@ -59,3 +59,12 @@ double smoe_vec_dot_scale_ref(float *r, float a, const float *d, const float *y,
     }
     return dot;
 }
+
+double smoe_vec_sumsq(const float *x, int64_t n)
+{
+    SMOE_ASSERT(n >= 0);
+    double a = 0.0;
+    for (int64_t j = 0; j < n; j++)
+        a += (double)x[j] * (double)x[j];
+    return a;
+}

@@ -525,6 +525,8 @@ const smoe_model_cfg *smoe_model_config(const smoe_model *m) { return &m->cfg; }
 
 const smoe_kops *smoe_model_kops(const smoe_model *m) { return m->ops; }
 
+void *smoe_model_stream(const smoe_model *m) { return m->stream; }
+
 double smoe_model_fwd_flops_per_token(const smoe_model_cfg *m)
 {
     double e = (double)m->emb, h = (double)m->heads, qk = (double)(m->qk_nope + m->qk_rope);

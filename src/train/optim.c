@@ -28,6 +28,13 @@ struct tr_optim {
     int nbias;            /* MoE layers with a gate bias to update */
     double *counts;       /* (n_moe * E) expert counts of the step */
     int bias_w;           /* store index of the gate bias, or -1 */
+    /* the squares of each weight's gradient: computed where the gradients
+     * live (the model's table, sq_d in its memory, made at the first step)
+     * and read into sq */
+    double *sq;           /* (n) */
+    double *sq_d;         /* (n) the table's memory */
+    const smoe_kops *ops; /* the table sq_d came from, and its stream */
+    void *stream;
 };
 
 smoe_status tr_optim_new(const tr_store *st, const tr_hparams *hp, const smoe_model_cfg *mc,
@@ -41,7 +48,8 @@ smoe_status tr_optim_new(const tr_store *st, const tr_hparams *hp, const smoe_mo
     o->bias_w = -1;
     o->wd = smoe_calloc((size_t)(st->n ? st->n : 1), sizeof *o->wd);
     o->inv_rep = smoe_calloc((size_t)(st->n ? st->n : 1), sizeof *o->inv_rep);
-    if (!o->wd || !o->inv_rep)
+    o->sq = smoe_calloc((size_t)(st->n ? st->n : 1), sizeof *o->sq);
+    if (!o->wd || !o->inv_rep || !o->sq)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     for (int i = 0; i < st->n; i++) {
         const tr_weight *w = &st->w[i];
@@ -73,6 +81,9 @@ void tr_optim_free(tr_optim *o)
     smoe_free(o->wd);
     smoe_free(o->inv_rep);
     smoe_free(o->counts);
+    smoe_free(o->sq);
+    if (o->sq_d)
+        o->ops->free(o->stream, o->sq_d, sizeof *o->sq_d * (size_t)(o->n ? o->n : 1));
     smoe_free(o);
 }
 
@@ -99,9 +110,11 @@ static smoe_status bias_counts(tr_optim *o, const smoe_comm *cm, smoe_model *mod
  * on the MoE layers whose `first` mark equals `pass` (every layer when
  * first is NULL and pass 0). */
 static void bias_update(const tr_optim *o, const smoe_comm *cm, tr_store *st,
-                        const smoe_model_cfg *mc, double rate, const unsigned char *first,
-                        int pass)
+                        const smoe_model *model, const smoe_model_cfg *mc, double rate,
+                        const unsigned char *first, int pass)
 {
+    const smoe_kops *ops = smoe_model_kops(model);
+    void *stream = smoe_model_stream(model);
     const int64_t E = mc->experts, K = mc->topk, T = mc->batch * mc->seq;
     const double avg = (double)T * (double)smoe_comm_size(cm) * (double)K / (double)E;
     const tr_weight *w = &st->w[o->bias_w];
@@ -110,7 +123,18 @@ static void bias_update(const tr_optim *o, const smoe_comm *cm, tr_store *st,
         int64_t l = mc->n_dense + j - w->layer0;
         if ((first ? !first[mc->n_dense + j] : 0) != pass)
             continue;
-        tr_bias_step(st->params + w->shard_off + l * n, o->counts + j * E + e0, n, avg, rate);
+        float *bias = st->params + w->shard_off + l * n;
+        if (ops->synchronous) {
+            tr_bias_step(bias, o->counts + j * E + e0, n, avg, rate);
+            continue;
+        }
+        /* a row of E floats at most: read, updated on the host, written back */
+        float *h = smoe_malloc(sizeof *h * (size_t)(n ? n : 1));
+        SMOE_ASSERT(h);
+        ops->read(stream, h, bias, sizeof *h * (size_t)n);
+        tr_bias_step(h, o->counts + j * E + e0, n, avg, rate);
+        ops->write(stream, bias, h, sizeof *h * (size_t)n);
+        smoe_free(h);
     }
 }
 
@@ -125,21 +149,53 @@ void tr_bias_step(float *bias, const double *counts, int64_t n, double avg, doub
 
 /* AdamW on weight w: the layers whose `first` mark equals `pass` (a top-
  * level weight counts as marked; no marks: the whole stack in pass 0). */
-static void update(const smoe_kops *ops, tr_store *st, const tr_weight *w,
+static void update(const smoe_model *model, tr_store *st, const tr_weight *w,
                    const smoe_adamw_cfg *c, const unsigned char *first, int pass)
 {
+    const smoe_kops *ops = smoe_model_kops(model);
+    void *s = smoe_model_stream(model);
     int64_t n = w->info.shard_numel, off = w->shard_off;
     if (!first || w->top) {
         if (pass == 0)
-            ops->adamw_step(NULL, st->params + off, st->m + off, st->v + off, st->grads + off,
+            ops->adamw_step(s, st->params + off, st->m + off, st->v + off, st->grads + off,
                             w->layers * n, c);
         return;
     }
     for (int64_t k = 0; k < w->layers; k++) {
         int64_t o = off + k * n;
         if ((first[w->layer0 + k] ? 0 : 1) == pass)
-            ops->adamw_step(NULL, st->params + o, st->m + o, st->v + o, st->grads + o, n, c);
+            ops->adamw_step(s, st->params + o, st->m + o, st->v + o, st->grads + o, n, c);
     }
+}
+
+/* The squared global norm of the raw gradient (max_utils.l2norm_pytree):
+ * each weight's squares where its gradient lives (one read for all), then
+ * each weighted by 1 / its copies, summed over the weights in order and
+ * over the ranks. */
+static smoe_status grad_sq(tr_optim *o, const smoe_comm *cm, const tr_store *st,
+                           const smoe_model *model, double *sq, smoe_err *err)
+{
+    const smoe_kops *ops = smoe_model_kops(model);
+    void *stream = smoe_model_stream(model);
+    const size_t bytes = sizeof *o->sq * (size_t)(o->n ? o->n : 1);
+    if (!o->sq_d) {
+        o->ops = ops, o->stream = stream;
+        o->sq_d = ops->synchronous ? NULL : ops->alloc(stream, bytes);
+        if (!ops->synchronous && !o->sq_d)
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory for the gradient norm");
+    }
+    double *d = ops->synchronous ? o->sq : o->sq_d;
+    for (int i = 0; i < st->n; i++) {
+        const tr_weight *w = &st->w[i];
+        ops->vec_sumsq(stream, st->grads + w->shard_off, w->layers * w->info.shard_numel, &d[i]);
+    }
+    if (d != o->sq)
+        ops->read(stream, o->sq, d, bytes);
+    sq[0] = 0.0;
+    for (int i = 0; i < st->n; i++)
+        sq[0] += o->sq[i] * o->inv_rep[i];
+    smoe_comm_allreduce_sum_f64(cm, sq, 1);
+    return SMOE_OK;
 }
 
 smoe_status tr_optim_step(tr_optim *o, const smoe_comm *cm, tr_store *st, smoe_model *model,
@@ -148,18 +204,10 @@ smoe_status tr_optim_step(tr_optim *o, const smoe_comm *cm, tr_store *st, smoe_m
                           smoe_err *err)
 {
     const tr_recipe *rc = &hp->rc;
-    /* the global norm of the raw gradient (max_utils.l2norm_pytree) */
     double sq[1] = { 0.0 };
-    for (int i = 0; i < st->n; i++) {
-        const tr_weight *w = &st->w[i];
-        const float *g = st->grads + w->shard_off;
-        int64_t n = w->layers * w->info.shard_numel;
-        double a = 0.0;
-        for (int64_t k = 0; k < n; k++)
-            a += (double)g[k] * (double)g[k];
-        sq[0] += a * o->inv_rep[i];
-    }
-    smoe_comm_allreduce_sum_f64(cm, sq, 1);
+    smoe_status s = grad_sq(o, cm, st, model, sq, err);
+    if (s)
+        return s;
     const float norm = (float)sqrt(sq[0]);
     /* clip_by_global_norm: unchanged when norm < threshold, else
      * (g / norm) * threshold */
@@ -174,7 +222,7 @@ smoe_status tr_optim_step(tr_optim *o, const smoe_comm *cm, tr_store *st, smoe_m
         c.clip_norm = norm;
         c.clip_max = (float)rc->clip;
     }
-    smoe_status s = o->nbias ? bias_counts(o, cm, model, mc, err) : SMOE_OK;
+    s = o->nbias ? bias_counts(o, cm, model, mc, err) : SMOE_OK;
     if (s)
         return s;
     /* the layers split marks first (with the top-level weights), then the
@@ -182,11 +230,10 @@ smoe_status tr_optim_step(tr_optim *o, const smoe_comm *cm, tr_store *st, smoe_m
     for (int pass = 0; pass < (split ? 2 : 1); pass++) {
         for (int i = 0; i < st->n; i++) {
             c.wd = o->wd[i];
-            update(smoe_model_kops(model), st, &st->w[i], &c, split ? split->first : NULL,
-                   pass);
+            update(model, st, &st->w[i], &c, split ? split->first : NULL, pass);
         }
         if (o->nbias)
-            bias_update(o, cm, st, mc, rc->bias_rate, split ? split->first : NULL, pass);
+            bias_update(o, cm, st, model, mc, rc->bias_rate, split ? split->first : NULL, pass);
         if (split && pass == 0)
             split->then(split->ud);
     }
