@@ -46,6 +46,12 @@ struct tr_state {
     smoe_comm_ticket top_tickets[SMOE_T_NSLOTS];
     float *x, *dx;                       /* (T, emb) residual stream and its grad */
     int32_t *tokens, *targets;           /* (T) */
+    /* the model's kernel table and stream: the buffers above are its
+     * memory; on a table that is not synchronous the tokens are staged on
+     * the host (tok_h, tgt_h) and written at the step's start */
+    const smoe_kops *ops;
+    void *stream;
+    int32_t *tok_h, *tgt_h;
     smoe_ep_comm ep_rt;                  /* the communicator's expert group */
     smoe_ep_comm ep;                     /* the same, its progress hook driving prefetch */
     smoe_trace *trace;
@@ -72,6 +78,31 @@ static smoe_comm_gather *wg_of(const tr_state *S, const tr_weight *w) { return w
 
 static int unit_layer(const tr_state *S, int u) { return u < S->L ? u : 2 * S->L - 1 - u; }
 static int layer_moe(const tr_state *S, int l) { return l >= S->mc->n_dense; }
+
+/* The loop's buffers in the model table's memory (the allocator's on the
+ * CPU table, as always), with their sizes for the table's free. */
+static void *tbuf(const tr_state *S, size_t bytes)
+{
+    return S->ops->synchronous ? smoe_malloc(bytes) : S->ops->alloc(S->stream, bytes);
+}
+
+static void tbuf_free(const tr_state *S, void *p, size_t bytes)
+{
+    if (S->ops->synchronous)
+        smoe_free(p);
+    else if (p)
+        S->ops->free(S->stream, p, bytes);
+}
+
+static size_t top_bytes(const tr_state *S) { return sizeof(float) * (size_t)S->st->top_floats; }
+static size_t x_bytes(const tr_state *S)
+{
+    return sizeof(float) * (size_t)(S->mc->batch * S->mc->seq * S->mc->emb);
+}
+static size_t tok_bytes(const tr_state *S)
+{
+    return sizeof(int32_t) * (size_t)(S->mc->batch * S->mc->seq);
+}
 
 int64_t tr_residual_bytes(const smoe_model_cfg *mc)
 {
@@ -286,7 +317,7 @@ static double step_head(tr_state *S, int64_t step)
     smoe_comm_set_phase(S->cm, "step %lld: loss", (long long)step + 1);
     for (int k = SMOE_T_FINAL_NORM; k <= SMOE_T_LOGITS; k++)
         wait_top(S, k);
-    memset(S->top_dw, 0, sizeof(float) * (size_t)S->st->top_floats);
+    S->ops->fill0(S->stream, S->top_dw, sizeof(float) * (size_t)S->st->top_floats);
     double tm = tic(S);
     double T = (double)(S->mc->batch * S->mc->seq);
     double loss = smoe_model_head(S->model, top(S, S->top_w, SMOE_T_FINAL_NORM),
@@ -323,7 +354,7 @@ static smoe_status step_backward(tr_state *S, int64_t step, smoe_err *err)
     }
     tr_weight *we = &S->st->w[S->top_idx[SMOE_T_EMBED]];
     float *dembed = top(S, S->top_dw, SMOE_T_EMBED);
-    memset(dembed, 0, sizeof(float) * (size_t)we->info.gathered_numel);
+    S->ops->fill0(S->stream, dembed, sizeof(float) * (size_t)we->info.gathered_numel);
     double tm = tic(S);
     smoe_model_embed_bwd(S->model, dembed, S->tokens, S->dx);
     toc(S, tm); /* counted in the compute, not drawn in the trace */
@@ -482,6 +513,10 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
     S->early_bytes = S->early_ops = S->early_host = S->early_link = 0;
     S->model_s = S->model_cpu_s = 0;
     smoe_model_stats_reset(S->model);
+    if (S->tok_h != S->tokens) { /* the staged tokens to the table's memory */
+        S->ops->write(S->stream, S->tokens, S->tok_h, tok_bytes(S));
+        S->ops->write(S->stream, S->targets, S->tgt_h, tok_bytes(S));
+    }
     tr_cpu cpu0 = cpu_now();
     double t0 = smoe_now();
     refresh_budget(S);
@@ -537,6 +572,8 @@ smoe_status tr_loop_new(const smoe_comm *cm, const smoe_model_cfg *mc, const tr_
     S->mc = mc;
     S->hp = *hp;
     S->model = model;
+    S->ops = smoe_model_kops(model);
+    S->stream = smoe_model_stream(model);
     S->st = st;
     S->trace = trace;
     S->L = (int)(mc->n_dense + mc->n_moe);
@@ -550,15 +587,17 @@ smoe_status tr_loop_new(const smoe_comm *cm, const smoe_model_cfg *mc, const tr_
     smoe_status s = tr_pf_new(cm, st, S->L, (int)mc->n_dense, S->max_distance, &S->pf, err);
     if (s)
         return s;
-    int64_t T = mc->batch * mc->seq;
-    S->top_w = smoe_malloc(sizeof(float) * (size_t)st->top_floats);
-    S->top_dw = smoe_malloc(sizeof(float) * (size_t)st->top_floats);
-    S->x = smoe_malloc(sizeof(float) * (size_t)(T * mc->emb));
-    S->dx = smoe_malloc(sizeof(float) * (size_t)(T * mc->emb));
-    S->tokens = smoe_malloc(sizeof(int32_t) * (size_t)T);
-    S->targets = smoe_malloc(sizeof(int32_t) * (size_t)T);
+    S->top_w = tbuf(S, top_bytes(S));
+    S->top_dw = tbuf(S, top_bytes(S));
+    S->x = tbuf(S, x_bytes(S));
+    S->dx = tbuf(S, x_bytes(S));
+    S->tokens = tbuf(S, tok_bytes(S));
+    S->targets = tbuf(S, tok_bytes(S));
+    S->tok_h = S->ops->synchronous ? S->tokens : smoe_malloc(tok_bytes(S));
+    S->tgt_h = S->ops->synchronous ? S->targets : smoe_malloc(tok_bytes(S));
     S->first = smoe_calloc((size_t)(S->L ? S->L : 1), 1);
-    if (!S->top_w || !S->top_dw || !S->x || !S->dx || !S->tokens || !S->targets || !S->first)
+    if (!S->top_w || !S->top_dw || !S->x || !S->dx || !S->tokens || !S->targets || !S->tok_h ||
+        !S->tgt_h || !S->first)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     /* test hook: the last rank fails in step step_error */
     if (smoe_comm_rank(cm) == smoe_comm_size(cm) - 1)
@@ -596,8 +635,8 @@ smoe_status tr_loop_set_mode(tr_state *S, const smoe_schedule *sched, int legacy
 
 int32_t *tr_loop_tokens(tr_state *S, int32_t **targets)
 {
-    *targets = S->targets;
-    return S->tokens;
+    *targets = S->tgt_h;
+    return S->tok_h;
 }
 
 void tr_loop_peaks(const tr_state *S, int64_t *fwd, int64_t *bwd, tr_mem *peak)
@@ -616,12 +655,18 @@ void tr_loop_free(tr_state *S)
     smoe_comm_set_span_hook(S->cm, NULL, NULL);
     tr_optim_free(S->optim);
     tr_pf_free(S->pf);
-    smoe_free(S->top_w);
-    smoe_free(S->top_dw);
-    smoe_free(S->x);
-    smoe_free(S->dx);
-    smoe_free(S->tokens);
-    smoe_free(S->targets);
+    if (S->ops) {
+        tbuf_free(S, S->top_w, top_bytes(S));
+        tbuf_free(S, S->top_dw, top_bytes(S));
+        tbuf_free(S, S->x, x_bytes(S));
+        tbuf_free(S, S->dx, x_bytes(S));
+        if (S->tok_h != S->tokens)
+            smoe_free(S->tok_h);
+        if (S->tgt_h != S->targets)
+            smoe_free(S->tgt_h);
+        tbuf_free(S, S->tokens, tok_bytes(S));
+        tbuf_free(S, S->targets, tok_bytes(S));
+    }
     smoe_free(S->first);
     smoe_free(S);
 }
