@@ -24,7 +24,7 @@ static void store_weights(const tr_store *st, smoe_ckpt_weight *x)
 static smoe_ckpt_state store_state(const tr_store *st, smoe_ckpt_weight *w)
 {
     store_weights(st, w);
-    smoe_ckpt_state cs = { st->n, w, st->total, st->params, st->m, st->v };
+    smoe_ckpt_state cs = { st->n, w, st->total, st->params_h, st->m_h, st->v_h };
     return cs;
 }
 

@@ -176,14 +176,31 @@ smoe_status tr_store_build(const smoe_comm *cm, const smoe_plan *plan, const smo
     return check_complete(mc, seen, seen_top, err);
 }
 
-smoe_status tr_store_alloc(tr_store *st, smoe_err *err)
+static size_t slab_bytes(const tr_store *st)
 {
-    size_t bytes = sizeof(float) * (size_t)(st->total ? st->total : 1);
-    st->params = smoe_malloc(bytes);
-    st->grads = smoe_malloc(bytes);
-    st->m = smoe_calloc(1, bytes);
-    st->v = smoe_calloc(1, bytes);
-    if (!st->params || !st->grads || !st->m || !st->v)
+    return sizeof(float) * (size_t)(st->total ? st->total : 1);
+}
+
+smoe_status tr_store_alloc(tr_store *st, const smoe_kops *ops, void *stream, smoe_err *err)
+{
+    size_t bytes = slab_bytes(st);
+    st->ops = ops;
+    st->stream = stream;
+    if (ops->synchronous) {
+        st->params = st->params_h = smoe_malloc(bytes);
+        st->grads = smoe_malloc(bytes);
+        st->m = st->m_h = smoe_calloc(1, bytes);
+        st->v = st->v_h = smoe_calloc(1, bytes);
+    } else { /* the table's blocks are zeroed; the host copies too */
+        st->params = ops->alloc(stream, bytes);
+        st->grads = ops->alloc(stream, bytes);
+        st->m = ops->alloc(stream, bytes);
+        st->v = ops->alloc(stream, bytes);
+        st->params_h = smoe_calloc(1, bytes);
+        st->m_h = smoe_calloc(1, bytes);
+        st->v_h = smoe_calloc(1, bytes);
+    }
+    if (!st->params || !st->grads || !st->m || !st->v || !st->params_h || !st->m_h || !st->v_h)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory for %lld parameters per rank",
                             (long long)st->total);
     return SMOE_OK;
@@ -192,11 +209,39 @@ smoe_status tr_store_alloc(tr_store *st, smoe_err *err)
 void tr_store_free(tr_store *st)
 {
     smoe_free(st->w);
-    smoe_free(st->params);
-    smoe_free(st->grads);
-    smoe_free(st->m);
-    smoe_free(st->v);
+    if (st->ops && !st->ops->synchronous) {
+        float *slabs[4] = { st->params, st->grads, st->m, st->v };
+        for (int i = 0; i < 4; i++)
+            if (slabs[i])
+                st->ops->free(st->stream, slabs[i], slab_bytes(st));
+        smoe_free(st->params_h);
+        smoe_free(st->m_h);
+        smoe_free(st->v_h);
+    } else {
+        smoe_free(st->params);
+        smoe_free(st->grads);
+        smoe_free(st->m);
+        smoe_free(st->v);
+    }
     memset(st, 0, sizeof *st);
+}
+
+void tr_store_pull(tr_store *st)
+{
+    if (st->params_h == st->params)
+        return;
+    st->ops->read(st->stream, st->params_h, st->params, slab_bytes(st));
+    st->ops->read(st->stream, st->m_h, st->m, slab_bytes(st));
+    st->ops->read(st->stream, st->v_h, st->v, slab_bytes(st));
+}
+
+void tr_store_push(tr_store *st)
+{
+    if (st->params_h == st->params)
+        return;
+    st->ops->write(st->stream, st->params, st->params_h, slab_bytes(st));
+    st->ops->write(st->stream, st->m, st->m_h, slab_bytes(st));
+    st->ops->write(st->stream, st->v, st->v_h, slab_bytes(st));
 }
 
 /* Walk the elements of a block of `shape` at `off` with extents `loc`,
@@ -233,9 +278,10 @@ void tr_store_init_params(const smoe_comm *cm, tr_store *st, uint64_t seed)
         /* the key depends on (seed, parameter index, layer) only */
         for (int64_t l = 0; l < w->layers; l++) {
             uint64_t key = tr_mix(tr_mix(seed, (uint64_t)i), (uint64_t)l);
-            fill_block(w, loc, off, st->params + w->shard_off + l * w->info.shard_numel, key);
+            fill_block(w, loc, off, st->params_h + w->shard_off + l * w->info.shard_numel, key);
         }
     }
+    tr_store_push(st);
 }
 
 /* Rank 0: place every rank's shard of one layer into the stacked global
@@ -280,7 +326,7 @@ static void gather_weight(const smoe_comm *cm, const tr_store *st, const tr_weig
                           float *full)
 {
     for (int64_t l = 0; l < w->layers; l++) {
-        smoe_comm_gather_bytes(cm, st->params + w->shard_off + l * w->info.shard_numel, all,
+        smoe_comm_gather_bytes(cm, st->params_h + w->shard_off + l * w->info.shard_numel, all,
                                w->info.shard_numel * (int64_t)sizeof(float));
         if (smoe_comm_rank(cm) == 0)
             place_layer(cm, w, l, all, full);

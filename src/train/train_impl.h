@@ -55,11 +55,18 @@ typedef struct tr_store {
     int n;
     tr_weight *w;
     int64_t total;          /* floats per slab */
-    float *params;          /* shards, per weight layer-major */
+    float *params;          /* shards, per weight layer-major (the table's memory) */
     float *grads;
     float *m, *v;
     int64_t unit_floats[2]; /* gathered floats of a dense / MoE layer */
     int64_t top_floats;     /* gathered floats of the top-level weights */
+    /* the kernel table the slabs belong to, and the host's copies of the
+     * state (initialisation, digests, checkpoints): on a synchronous table
+     * the slabs themselves, else filled by tr_store_pull and written back
+     * by tr_store_push */
+    const smoe_kops *ops;
+    void *stream;
+    float *params_h, *m_h, *v_h;
 } tr_store;
 
 
@@ -69,8 +76,12 @@ SMOE_MUST_CHECK
 smoe_status tr_store_build(const smoe_comm *cm, const smoe_plan *plan, const smoe_model_cfg *mc,
                            const int plans[2], int reduce_dtype, tr_store *st, smoe_err *err);
 SMOE_MUST_CHECK
-smoe_status tr_store_alloc(tr_store *st, smoe_err *err);
+smoe_status tr_store_alloc(tr_store *st, const smoe_kops *ops, void *stream, smoe_err *err);
 void tr_store_free(tr_store *st);
+/* The host copies <- the slabs (params, m, v), and back; nothing on a
+ * synchronous table. */
+void tr_store_pull(tr_store *st);
+void tr_store_push(tr_store *st);
 void tr_store_init_params(const smoe_comm *cm, tr_store *st, uint64_t seed);
 /* Gather the parameters to rank 0 in MaxText's layout, in plan order:
  * hash them (and write them to `dump` if not NULL). */

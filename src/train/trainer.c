@@ -208,7 +208,7 @@ static smoe_status build(smoe_trainer *t, const smoe_train_data *data, smoe_err 
         (s = check_memory(t, max_depth, data ? data->n : 0, err)))
         return s;
     t->max_distance = max_depth;
-    s = tr_store_alloc(&t->st, err);
+    s = tr_store_alloc(&t->st, smoe_kops_cpu(), NULL, err);
     if (!s)
         s = smoe_model_new(&t->mc, &t->model, err);
     if (!s && t->o.trace_path)
@@ -375,6 +375,7 @@ smoe_status smoe_trainer_save(smoe_trainer *t, smoe_err *err)
         return smoe_err_set(err, SMOE_EINVAL, "the trainer has no checkpoint directory");
     t->co.step = t->step;
     double io = tr_io_begin(&t->comm);
+    tr_store_pull(&t->st);
     smoe_status s = tr_ckpt_save(&t->comm, t->ck, &t->st, &t->co, err);
     smoe_comm_swap_timeout(&t->comm, io);
     return s;
@@ -388,6 +389,8 @@ smoe_status smoe_trainer_load(smoe_trainer *t, smoe_train_result *res, smoe_err 
     double io = tr_io_begin(&t->comm);
     smoe_status s = tr_ckpt_load(&t->comm, &t->st, &t->co, res, err);
     smoe_comm_swap_timeout(&t->comm, io);
+    if (!s)
+        tr_store_push(&t->st);
     if (!s && res->resumed_from[0])
         t->step = res->first_step;
     return s;
@@ -412,11 +415,13 @@ smoe_status smoe_trainer_gather(smoe_trainer *t, int i, float *full, smoe_err *e
     if (i < 0 || i >= t->st.n)
         return smoe_err_set(err, SMOE_EINVAL, "no parameter %d (the trainer has %d)", i,
                             t->st.n);
+    tr_store_pull(&t->st);
     return tr_store_gather(&t->comm, &t->st, i, full, err);
 }
 
 smoe_status smoe_trainer_digest(smoe_trainer *t, const char *dump, char hex[65], smoe_err *err)
 {
+    tr_store_pull(&t->st);
     return tr_store_digest(&t->comm, &t->st, dump, hex, err);
 }
 
