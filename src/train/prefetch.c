@@ -325,7 +325,7 @@ static void grad_take(tr_prefetch *P, int u, int gi)
     pf_slot *g = slot_take(P, gi, -1);
     g->bytes = bytes;
     note(P, bytes);
-    memset(g->buf, 0, (size_t)bytes);
+    P->st->ops->fill0(P->st->stream, g->buf, (size_t)bytes);
     P->grad_slot = gi;
     P->grad_unit = -1;
 }
@@ -409,7 +409,7 @@ void tr_pf_reduce(tr_prefetch *P, int u, int gslot)
             smoe_comm_gather_reduce(P->cm, wg_of(P, x), g, wb, tr_grad_of(P->st, x, l),
                                     &ws->flags[j], NULL);
         } else {
-            memcpy(wb, g, sizeof(float) * (size_t)x->info.gathered_numel);
+            P->st->ops->copy(P->st->stream, wb, g, sizeof(float) * (size_t)x->info.gathered_numel);
             smoe_comm_gather_reduce(P->cm, wg_of(P, x), wb, NULL, tr_grad_of(P->st, x, l),
                                     &ws->flags[j], NULL);
         }
@@ -451,6 +451,29 @@ int64_t tr_pf_pool_bytes(const tr_store *st, int max_distance)
 {
     int64_t f = st->unit_floats[0] > st->unit_floats[1] ? st->unit_floats[0] : st->unit_floats[1];
     return (int64_t)(max_distance + 2) * f * (int64_t)sizeof(float);
+}
+
+/* A slot's buffer in the store's table memory (the allocator's on the CPU
+ * table, as always). */
+static size_t slot_bytes(const tr_prefetch *P)
+{
+    return sizeof(float) * (size_t)(P->slot_floats ? P->slot_floats : 1);
+}
+
+static float *slot_alloc(const tr_prefetch *P)
+{
+    const tr_store *st = P->st;
+    return st->ops->synchronous ? smoe_malloc(slot_bytes(P))
+                                : st->ops->alloc(st->stream, slot_bytes(P));
+}
+
+static void slot_free(const tr_prefetch *P, float *p)
+{
+    const tr_store *st = P->st;
+    if (st->ops->synchronous)
+        smoe_free(p);
+    else if (p)
+        st->ops->free(st->stream, p, slot_bytes(P));
 }
 
 smoe_status tr_pf_new(const smoe_comm *cm, tr_store *st, int L, int n_dense, int max_distance,
@@ -495,7 +518,7 @@ smoe_status tr_pf_new(const smoe_comm *cm, tr_store *st, int L, int n_dense, int
     P->hold = !set[SMOE_COMM_SHARED_QUEUE];
     for (int i = 0; i < P->nslots; i++) {
         P->slots[i].unit = -1;
-        P->slots[i].buf = smoe_malloc(sizeof(float) * (size_t)(P->slot_floats ? P->slot_floats : 1));
+        P->slots[i].buf = slot_alloc(P);
         if (!P->slots[i].buf)
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory for the gathered-layer pool");
     }
@@ -507,7 +530,7 @@ void tr_pf_free(tr_prefetch *P)
     if (!P)
         return;
     for (int i = 0; P->slots && i < P->nslots; i++)
-        smoe_free(P->slots[i].buf);
+        slot_free(P, P->slots[i].buf);
     smoe_free(P->slots);
     smoe_free(P->unit_slot);
     smoe_free(P->left);
