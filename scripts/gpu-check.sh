@@ -5,8 +5,10 @@
 #  - test_dev cuda: the device layer's rules on device 0 (dev.h);
 #  - test_kops_dev cuda: every kernel of the CUDA table against its CPU
 #    twin (cuda.h), within 1e-5 in fp32;
-#  - test_model_dev cuda: a dense model step (loss and every gradient)
-#    against the CPU's, within 1e-5 in fp32;
+#  - test_model_dev cuda: a model step (loss and every gradient), dense and
+#    MoE, against the CPU's, within 1e-5, fp32 and the bf16 mode;
+#  - test_train_dev cuda: 4 steps of smoe train's tiny model on the GPU,
+#    losses and grad norms within 1e-5 of the CPU's;
 #  - each under compute-sanitizer's memcheck and racecheck;
 #  - nccl_pair.sh: two processes on GPU 0 through the real NCCL (a distinct
 #    NCCL_HOSTID each), smoe's collectives against hand-computed values.
@@ -46,6 +48,7 @@ check() {
 check test_dev_cuda 120 "$bin/test_dev" cuda
 check test_kops_dev_cuda 120 "$bin/test_kops_dev" cuda
 check test_model_dev_cuda 120 "$bin/test_model_dev" cuda
+check test_train_dev_cuda 180 "$bin/test_train_dev" "$bin/configs" "$bin/gpl-3.0.txt" cuda
 if command -v compute-sanitizer >/dev/null 2>&1; then
   for t in test_dev test_kops_dev test_model_dev; do
     check "$t-memcheck" 180 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/$t" cuda

@@ -11,9 +11,10 @@ set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
 cmake -S . -B "$build" -G Ninja -DSMOE_CUDA=ON >/dev/null
-cmake --build "$build" --target test_dev test_kops_dev test_model_dev nccl_pair
+cmake --build "$build" --target test_dev test_kops_dev test_model_dev test_train_dev nccl_pair
 mkdir -p .gpu
 cp "$build/tests/test_dev" "$build/tests/test_kops_dev" "$build/tests/test_model_dev" \
-  "$build/tests/nccl_pair" tests/nccl_pair.sh .gpu/
+  "$build/tests/test_train_dev" "$build/tests/nccl_pair" tests/nccl_pair.sh .gpu/
+cp -r configs .gpu/ && cp data/gpl-3.0.txt .gpu/
 cp scripts/gpu-check.sh .gpu/
 echo "packed: $(ls .gpu | tr '\n' ' ')"

@@ -17,6 +17,7 @@
 #ifndef SMOE_COMM_H
 #define SMOE_COMM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "smoe/core.h"
@@ -279,6 +280,15 @@ smoe_status smoe_comm_local_new(const smoe_mesh *mesh, double timeout_s, smoe_co
 /* Free what smoe_comm_local_new made (its gathers included); c->ctx NULL
  * after. */
 void smoe_comm_local_free(smoe_comm *c);
+/* The single-rank communicator's copies (a gather's shard into its buffer,
+ * a reduction's gradient into the shard's) made by fn instead of memcpy:
+ * for buffers in a device's memory, fn being its stream-ordered copy. A
+ * gather built after it moves fp32 only (another wire: SMOE_EINVAL).
+ * fn NULL: memcpy again. */
+typedef void (*smoe_comm_copy_fn)(void *ud, void *dst, const void *src, size_t bytes);
+void smoe_comm_local_set_copy(smoe_comm *c, smoe_comm_copy_fn fn, void *ud);
+/* 1 when c is a single-rank communicator of smoe_comm_local_new */
+int smoe_comm_is_local(const smoe_comm *c);
 
 /* ---- ranks in one process (src/comm/vrank.c; no MPI) ----
  * The mesh's N devices as N ranks of one process: out[r] (the caller's

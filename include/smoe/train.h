@@ -114,6 +114,14 @@ typedef struct smoe_train_opts {
     int64_t ckpt_every;
     int ckpt_keep;          /* keep the newest N checkpoints (0: all) */
     int resume;
+    /* the kernel table the steps run on and its stream argument
+     * (backend.h); NULL: the CPU table. A table that is not synchronous
+     * (a device's) keeps the model, the parameters and the optimizer state
+     * in its memory; it needs one rank on the single-rank communicator
+     * (smoe_comm_local_new), whose copies it then makes, fp32 gathers, and
+     * MoE layers without ring of experts (SMOE_EINVAL otherwise). */
+    const smoe_kops *kops;
+    void *kstream;
     /* called on every rank after each step with the agreed record */
     void (*on_step)(void *ud, const smoe_train_step *rec);
     /* called on rank 0 with each line the run says about the files it

@@ -31,6 +31,8 @@ typedef struct local {
     double timeout;
     char phase[256];
     smoe_comm_gather *gathers;  /* every gather built, freed with the comm */
+    smoe_comm_copy_fn copy;     /* the copies' maker when not memcpy (a device's) */
+    void *copy_ud;
 } local;
 
 static local *L(void *ctx) { return ctx; }
@@ -144,6 +146,10 @@ static smoe_status l_gather_new(void *ctx, const smoe_gather_exec *x, const char
     g->wire = (smoe_dtype)x->wire;
     g->wblock = x->wire_block;
     smoe_status s = smoe_comm_wire_check(x, g->rank ? g->shape[g->rank - 1] : 0, name, err);
+    if (!s && L(ctx)->copy && g->wire != SMOE_DT_FP32)
+        s = smoe_err_set(err, SMOE_EINVAL,
+                         "%s: gathers in %s on a device's memory are not supported yet "
+                         "(fp32 only)", name, smoe_dtype_name(g->wire));
     if (s) {
         smoe_free(g);
         return s;
@@ -164,8 +170,10 @@ static void l_gather_info(const smoe_comm_gather *g, smoe_wgather_info *info)
 static void l_gather_start(void *ctx, smoe_comm_gather *g, const float *shard, float *buf,
                            smoe_comm_ticket *t)
 {
-    (void)ctx;
-    if (buf != shard)
+    local *c = L(ctx);
+    if (buf != shard && c->copy)
+        c->copy(c->copy_ud, buf, shard, sizeof *buf * (size_t)g->numel);
+    else if (buf != shard)
         memcpy(buf, shard, sizeof *buf * (size_t)g->numel);
     if (g->wire != SMOE_DT_FP32 && buf != shard)
         smoe_dtype_round_trip(g->wire, g->wblock, buf, g->numel);
@@ -182,8 +190,11 @@ static void l_gather_wait(void *ctx, smoe_comm_gather *g, float *buf, smoe_comm_
 static void l_gather_reduce(void *ctx, smoe_comm_gather *g, float *full, float *scratch,
                             float *shard_grad, _Atomic int *done, int *used_scratch)
 {
-    (void)ctx, (void)scratch;
-    if (shard_grad != full)
+    (void)scratch;
+    local *c = L(ctx);
+    if (shard_grad != full && c->copy)
+        c->copy(c->copy_ud, shard_grad, full, sizeof *full * (size_t)g->numel);
+    else if (shard_grad != full)
         memcpy(shard_grad, full, sizeof *full * (size_t)g->numel);
     if (used_scratch)
         *used_scratch = 0;
@@ -255,3 +266,12 @@ void smoe_comm_local_free(smoe_comm *c)
     smoe_free(l);
     c->ctx = NULL;
 }
+
+void smoe_comm_local_set_copy(smoe_comm *c, smoe_comm_copy_fn fn, void *ud)
+{
+    local *l = L(c->ctx);
+    l->copy = fn;
+    l->copy_ud = ud;
+}
+
+int smoe_comm_is_local(const smoe_comm *c) { return c->ops == &local_ops; }

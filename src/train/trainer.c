@@ -174,7 +174,7 @@ static smoe_status param_table(smoe_trainer *t, smoe_err *err)
             p->numel *= p->shape[d];
         }
         p->layers = w->layers;
-        p->shard = t->st.params + w->shard_off;
+        p->shard = t->st.params_h + w->shard_off; /* the host copy (smoe_trainer_params) */
         p->shard_numel = w->layers * w->info.shard_numel;
     }
     return SMOE_OK;
@@ -188,12 +188,38 @@ static smoe_status use_schedule(smoe_trainer *t, int i, smoe_err *err)
     return tr_loop_set_mode(t->S, s, s->legacy, (int64_t)s->budget, err);
 }
 
+/* the single-rank communicator's copies on a device's table (train.h) */
+static void table_copy(void *ud, void *dst, const void *src, size_t bytes)
+{
+    const smoe_trainer *t = ud;
+    t->o.kops->copy(t->o.kstream, dst, src, bytes);
+}
+
+/* The kernel table of o (the CPU's when none); one that is not synchronous
+ * runs on the single-rank communicator, which then copies through it. */
+static smoe_status use_table(smoe_trainer *t, smoe_err *err)
+{
+    if (!t->o.kops)
+        t->o.kops = smoe_kops_cpu(), t->o.kstream = NULL;
+    if (t->o.kops->synchronous)
+        return SMOE_OK;
+    if (!smoe_comm_is_local(&t->comm))
+        return smoe_err_set(err, SMOE_EINVAL,
+                            "the '%s' kernel table runs on one rank over the single-rank "
+                            "communicator so far, not over '%s'",
+                            t->o.kops->name, t->comm.ops->name);
+    smoe_comm_local_set_copy(&t->comm, table_copy, t);
+    return SMOE_OK;
+}
+
 /* The layout, then what it needs, then the allocations. */
 static smoe_status build(smoe_trainer *t, const smoe_train_data *data, smoe_err *err)
 {
     const smoe_comm *cm = &t->comm;
     int max_depth;
-    smoe_status s = tr_schedules(cm, &t->o, &max_depth, t->plans, err);
+    smoe_status s = use_table(t, err);
+    if (!s)
+        s = tr_schedules(cm, &t->o, &max_depth, t->plans, err);
     if (s)
         return s;
     s = tr_store_build(cm, t->plan, &t->mc, t->plans, t->o.reduce_dtype, &t->st,
@@ -208,9 +234,9 @@ static smoe_status build(smoe_trainer *t, const smoe_train_data *data, smoe_err 
         (s = check_memory(t, max_depth, data ? data->n : 0, err)))
         return s;
     t->max_distance = max_depth;
-    s = tr_store_alloc(&t->st, smoe_kops_cpu(), NULL, err);
+    s = tr_store_alloc(&t->st, t->o.kops, t->o.kstream, err);
     if (!s)
-        s = smoe_model_new(&t->mc, &t->model, err);
+        s = smoe_model_new_on(&t->mc, t->o.kops, t->o.kstream, &t->model, err);
     if (!s && t->o.trace_path)
         s = new_trace(t, err);
     if (!s)
@@ -398,6 +424,9 @@ smoe_status smoe_trainer_load(smoe_trainer *t, smoe_train_result *res, smoe_err 
 
 const smoe_trainer_param *smoe_trainer_params(const smoe_trainer *t, int *n)
 {
+    /* the shards' host copy brought up to date: a cache of the state, which
+     * the caller sees as the trainer's parameters (nothing on the CPU) */
+    tr_store_pull((tr_store *)&t->st);
     *n = t->st.n;
     return t->params;
 }
