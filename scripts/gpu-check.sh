@@ -45,6 +45,9 @@ check() {
   echo "| $name | $rc | $(tail -1 "$out/$name.log" | tr '|' '/') |" >>"$report"
 }
 
+# the libraries carried beside the binaries, after the machine's own
+LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$bin/lib"
+export LD_LIBRARY_PATH
 check test_dev_cuda 120 "$bin/test_dev" cuda
 check test_kops_dev_cuda 120 "$bin/test_kops_dev" cuda
 check test_model_dev_cuda 120 "$bin/test_model_dev" cuda

@@ -5,7 +5,8 @@
 # built here against the CUDA toolkit and need there only libc, the
 # toolkit's libcudart and libcublasLt, and OpenBLAS (test_kops_dev's CPU
 # twins; bench/results/2026-12-04-gpu-machine-probe.md found it there), and
-# for nccl_pair libnccl (PyTorch's wheel there: gpu-check.sh finds it). Then, on the GPU machine: scripts/gpu-check.sh .gpu OUT_DIR.
+# for nccl_pair libnccl (PyTorch's wheel there: gpu-check.sh finds it);
+# test_train_dev's libyaml and cJSON travel in .gpu/lib. Then, on the GPU machine: scripts/gpu-check.sh .gpu OUT_DIR.
 # usage: scripts/gpu-pack.sh [BUILD_DIR]
 set -eu
 cd "$(dirname "$0")/.."
@@ -16,5 +17,10 @@ mkdir -p .gpu
 cp "$build/tests/test_dev" "$build/tests/test_kops_dev" "$build/tests/test_model_dev" \
   "$build/tests/test_train_dev" "$build/tests/nccl_pair" tests/nccl_pair.sh .gpu/
 cp -r configs .gpu/ && cp data/gpl-3.0.txt .gpu/
+# libyaml and cJSON, which the GPU machine lacks (the probe), for test_train_dev
+mkdir -p .gpu/lib
+for l in $(ldd "$build/tests/test_train_dev" | awk '/libcjson|libyaml/ { print $3 }'); do
+  cp -L "$l" .gpu/lib/
+done
 cp scripts/gpu-check.sh .gpu/
 echo "packed: $(ls .gpu | tr '\n' ' ')"
