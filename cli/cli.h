@@ -7,6 +7,7 @@
 
 #include "smoe/config.h"
 #include "smoe/core.h"
+#include "smoe/dev.h"
 #include "smoe/dtype.h"
 #include "smoe/plan.h"
 #include "smoe/plot.h"
@@ -152,7 +153,23 @@ typedef struct cli_runs {
     const char *priority; /* its priority (smoe_rt_progress_priority), or NULL */
     const char *slices;   /* the slices and their hosts (smoe_rt_slices_note), or NULL */
     int legacy;           /* n = 0: the one schedule gathers by the legacy plan */
+    const char *device;   /* --device: "emul", "cuda"; NULL on the CPU */
 } cli_runs;
+
+/* --device (train_device.c): the kernel table a one-rank training steps on */
+enum { CLI_DEVICE_CPU, CLI_DEVICE_EMUL, CLI_DEVICE_CUDA };
+struct smoe_train_opts;
+typedef struct cli_device {
+    int kind;
+    smoe_dev dev;
+    smoe_dev_stream *s;
+    struct smoe_kq *kq;
+    struct smoe_eq *eq;
+} cli_device;
+int cli_device_parse(const char *arg);
+const char *cli_device_name(int kind);
+void cli_device_open(cli_device *d, int kind, struct smoe_train_opts *o);
+void cli_device_close(cli_device *d);
 
 /* Output of training runs: JSON (train_json.c) and text (train_text.c). */
 void train_print_json(FILE *f, const smoe_plan *p, const struct smoe_train_result *res,

@@ -16,7 +16,7 @@ enum {
     OPT_STEPS = OPT_COMMON_END, OPT_SEED, OPT_DATA, OPT_DEPTH, OPT_GATHER, OPT_SHARED,
     OPT_PTHREAD, OPT_NO_PTHREAD, OPT_MAXMEM, OPT_TRACE, OPT_DUMP, OPT_COMPARE, OPT_EXCHANGE, OPT_QUIET, OPT_HELP,
     OPT_TIMEOUT, OPT_CKPT_DIR, OPT_CKPT_EVERY, OPT_CKPT_KEEP, OPT_RESUME, OPT_LIST_KEYS, OPT_PLOT,
-    OPT_SCHEDULE, OPT_HBM_BUDGET, OPT_HARDWARE, OPT_REDUCE_DTYPE
+    OPT_SCHEDULE, OPT_HBM_BUDGET, OPT_HARDWARE, OPT_REDUCE_DTYPE, OPT_DEVICE
 };
 
 static void usage(FILE *f)
@@ -32,6 +32,7 @@ static void usage(FILE *f)
             "                  [--comm-timeout SECONDS] [--checkpoint-dir DIR]\n"
             "                  [--checkpoint-every N] [--checkpoint-keep N] [--resume]\n"
             "                  [--schedule FILE | --hbm-budget BYTES [--hardware NAME|FILE]]\n"
+            "                  [--device cpu|emul|cuda]\n"
             "  as root or with more ranks than cores: scripts/mpirun.sh -np N build/smoe train ...\n"
             "\n"
             "  the mesh: mesh_axes and ici_* from the config (one -1 filled from the\n"
@@ -70,6 +71,9 @@ static void usage(FILE *f)
             "  --plot FILE.svg      that trace drawn as smoe sim --plot draws (needs --trace)\n"
             "  --dump-params FILE   final parameters in canonical order (rank 0)\n"
             "  --compare            run no-prefetch, prefetch and legacy; print a table\n"
+            "  --device D           the kernels' device: cpu (default), emul (a GPU's\n"
+            "                       streams emulated on the CPU, bit for bit the cpu run) or\n"
+            "                       cuda (GPU 0); emul and cuda run one rank, fp32 gathers\n"
             "  --compare-exchange   train twice, the experts' all-to-all then ring of\n"
             "                       experts (use_ring_of_experts), and print both\n"
             "  --json               one JSON object on stdout at the end (rank 0)\n"
@@ -106,6 +110,7 @@ typedef struct train_args {
     smoe_rt_opts ro;
     int compare, quiet, depth, depth_given, legacy, pthread_seen;
     int exchange; /* --compare-exchange */
+    int device;   /* --device: CLI_DEVICE_* */
     int64_t hbm_budget;
     const char *plot_path, *maxmem_arg, *budget_arg, *hw_arg;
     const char *sched_paths[SMOE_TRAIN_MAX_SCHEDULES];
@@ -211,6 +216,10 @@ static void print_banner(const smoe_config *cfg, const smoe_plan *p, const train
            "AdamW fp32\n", smoe_dtype_name(p->gather_dtype), blk,
            smoe_dtype_name((smoe_dtype)o->reduce_dtype));
     printf("progress thread: %s\n", smoe_rt_progress_note(rt));
+    if (a->device != CLI_DEVICE_CPU)
+        printf("device: %s (kernels, activations, parameters and AdamW state there; one rank)\n",
+               a->device == CLI_DEVICE_EMUL ? "emul, a GPU's streams emulated on the CPU"
+                                             : "cuda:0");
     smoe_train_unapplied un[SMOE_TRAIN_MAX_UNAPPLIED];
     int nu = smoe_train_unapplied_keys(cfg, smoe_mesh_slices(&p->mesh), un,
                                        SMOE_TRAIN_MAX_UNAPPLIED);
@@ -274,6 +283,7 @@ static const struct option k_longopts[] = {
     { "schedule", required_argument, 0, OPT_SCHEDULE },
     { "hbm-budget", required_argument, 0, OPT_HBM_BUDGET },
     { "hardware", required_argument, 0, OPT_HARDWARE },
+    { "device", required_argument, 0, OPT_DEVICE },
     { 0, 0, 0, 0 },
 };
 
@@ -356,6 +366,7 @@ static int parse_sched_opt(train_args *a, int opt, const char *arg, const char *
         a->sched_paths[a->nsched++] = arg;
         return 1;
     case OPT_HARDWARE: a->hw_arg = arg; return 1;
+    case OPT_DEVICE: a->device = cli_device_parse(arg); return 1;
     case OPT_HBM_BUDGET:
         if (cli_parse_bytes("--hbm-budget", arg, &a->hbm_budget, &err))
             cli_die(&err);
@@ -645,14 +656,27 @@ static void train_once(train_args *a, const smoe_config *cfg, const smoe_plan *p
     o->on_step = on_step;
     o->on_note = on_note;
     o->ud = &rc;
-    smoe_comm comm = smoe_rt_comm(rt);
     smoe_err err;
+    smoe_comm comm = smoe_rt_comm(rt);
+    cli_device dev;
+    if (a->device != CLI_DEVICE_CPU) { /* one rank, over the single-rank communicator */
+        if (smoe_rt_size(rt) != 1)
+            cli_usage_error("argument '--device'", "runs one rank so far (this launch has %d)",
+                            smoe_rt_size(rt));
+        if (smoe_comm_local_new(&plan->mesh, 0, &comm, &err)) /* nothing waits */
+            cli_die(&err);
+        runs->device = cli_device_name(a->device);
+    }
+    cli_device_open(&dev, a->device, o);
     memset(res, 0, sizeof *res);
     if (smoe_train_run(cfg, plan, &comm, o, res, &err)) {
         requote(&err, "--max-memory", a->maxmem_arg);
         requote(&err, "--hbm-budget", a->budget_arg);
         cli_die(&err);
     }
+    cli_device_close(&dev);
+    if (a->device != CLI_DEVICE_CPU)
+        smoe_comm_local_free(&comm);
     runs->priority = smoe_rt_progress_priority(rt); /* collective */
     runs->slices = smoe_rt_slices_note(rt);
 }
@@ -665,7 +689,7 @@ static void run(train_args *a, const smoe_config *cfg, const smoe_plan *plan,
     int root = smoe_rt_rank(rt) == 0;
     smoe_train_opts *o = &a->o;
     cli_runs runs = { a->compare ? 3 : a->nsched > 1 ? a->nsched : 0, a->compare, { NULL },
-                      smoe_rt_progress_note(rt), NULL, NULL, a->legacy };
+                      smoe_rt_progress_note(rt), NULL, NULL, a->legacy, NULL };
     for (int i = 0; i < runs.n; i++)
         runs.key[i] = a->compare ? train_mode_key(i) : a->sched_paths[i];
     smoe_train_result res;
@@ -692,7 +716,7 @@ static void run_exchange(train_args *a, const smoe_config *cfg, const smoe_plan 
         kv[i] = a->c.kv[i];
     kv[a->c.n_kv] = "use_ring_of_experts=true";
     smoe_config *ring = load_config(a, kv, a->c.n_kv + 1);
-    cli_runs runs = { 0, 0, { NULL }, smoe_rt_progress_note(a->rt), NULL, NULL, a->legacy };
+    cli_runs runs = { 0, 0, { NULL }, smoe_rt_progress_note(a->rt), NULL, NULL, a->legacy, NULL };
     smoe_train_result res[2];
     train_once(a, cfg, plan, scheds, n, &runs, &res[0]);
     train_once(a, ring, plan, scheds, n, &runs, &res[1]);

@@ -163,5 +163,6 @@ void train_print_json(FILE *f, const smoe_plan *p, const smoe_train_result *res,
     }
     if (rs->slices)
         cJSON_AddItemToObject(root, "slices", cli_json_string(rs->slices));
+    cJSON_AddItemToObject(root, "device", cli_json_string(rs->device ? rs->device : "cpu"));
     cli_json_print(f, root);
 }

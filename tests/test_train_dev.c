@@ -61,8 +61,10 @@ static run_out run(const smoe_kops *k, void *q, int64_t from, int64_t to, const 
     if (!t)
         return r;
     smoe_train_result res;
+    memset(&res, 0, sizeof res);
     if (from > 0)
         CHECKF(smoe_trainer_load(t, &res, &err) == SMOE_OK, "%s", err.msg);
+    smoe_train_result_free(&res);
     const smoe_model_cfg *mc = smoe_trainer_model(t);
     int64_t T = mc->batch * mc->seq;
     int32_t *tok = malloc(sizeof *tok * (size_t)T), *tgt = malloc(sizeof *tgt * (size_t)T);

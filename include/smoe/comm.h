@@ -284,7 +284,7 @@ void smoe_comm_local_free(smoe_comm *c);
  * a reduction's gradient into the shard's) made by fn instead of memcpy:
  * for buffers in a device's memory, fn being its stream-ordered copy. A
  * gather built after it moves fp32 only (another wire: SMOE_EINVAL).
- * fn NULL: memcpy again. */
+ * fn NULL: memcpy again. Nothing on another communicator. */
 typedef void (*smoe_comm_copy_fn)(void *ud, void *dst, const void *src, size_t bytes);
 void smoe_comm_local_set_copy(smoe_comm *c, smoe_comm_copy_fn fn, void *ud);
 /* 1 when c is a single-rank communicator of smoe_comm_local_new */

@@ -269,6 +269,8 @@ void smoe_comm_local_free(smoe_comm *c)
 
 void smoe_comm_local_set_copy(smoe_comm *c, smoe_comm_copy_fn fn, void *ud)
 {
+    if (c->ops != &local_ops)
+        return;
     local *l = L(c->ctx);
     l->copy = fn;
     l->copy_ud = ud;

@@ -201,6 +201,7 @@ static smoe_status use_table(smoe_trainer *t, smoe_err *err)
 {
     if (!t->o.kops)
         t->o.kops = smoe_kops_cpu(), t->o.kstream = NULL;
+    smoe_comm_local_set_copy(&t->comm, NULL, NULL); /* not a hook an earlier trainer left */
     if (t->o.kops->synchronous)
         return SMOE_OK;
     if (!smoe_comm_is_local(&t->comm))
@@ -308,6 +309,8 @@ void smoe_trainer_free(smoe_trainer *t)
 {
     if (!t)
         return;
+    if (t->o.kops && !t->o.kops->synchronous) /* the communicator outlives t */
+        smoe_comm_local_set_copy(&t->comm, NULL, NULL);
     tr_ckpt_close(t->ck);
     tr_loop_free(t->S);
     smoe_trace_free(t->trace);

@@ -1,0 +1,69 @@
+/* smoe train --device: the kernel table a one-rank run steps on (train.h
+ * opts.kops): the CPU's (the default), the host emulation of a device
+ * (emul.h; CI's stand-in, bit for bit the CPU), or CUDA device 0 (cuda.h).
+ * A device's run trains over the single-rank communicator, so it needs a
+ * launch of one rank. */
+#include "cli.h"
+
+#include <string.h>
+
+#include "smoe/cuda.h"
+#include "smoe/emul.h"
+#include "smoe/train.h"
+
+int cli_device_parse(const char *arg)
+{
+    if (strcmp(arg, "cpu") == 0)
+        return CLI_DEVICE_CPU;
+    if (strcmp(arg, "emul") == 0)
+        return CLI_DEVICE_EMUL;
+    if (strcmp(arg, "cuda") == 0)
+        return CLI_DEVICE_CUDA;
+    cli_usage_error("argument '--device'", "'%s': expected cpu, emul or cuda", arg);
+}
+
+const char *cli_device_name(int kind)
+{
+    return kind == CLI_DEVICE_EMUL ? "emul" : kind == CLI_DEVICE_CUDA ? "cuda" : "cpu";
+}
+
+/* The device, its stream and kernel queue; o gets the table. */
+void cli_device_open(cli_device *d, int kind, struct smoe_train_opts *o)
+{
+    smoe_err err;
+    memset(d, 0, sizeof *d);
+    d->kind = kind;
+    if (kind == CLI_DEVICE_CPU)
+        return;
+    smoe_status s = kind == CLI_DEVICE_EMUL
+                        ? smoe_dev_host_open(SMOE_DEV_HOST_THREADS, 0, &d->dev, &err)
+                        : smoe_dev_cuda_open(0, &d->dev, &err);
+    if (!s)
+        s = smoe_dev_stream_new(&d->dev, 0, &d->s, &err);
+    if (!s && kind == CLI_DEVICE_EMUL)
+        s = smoe_eq_new(&d->dev, d->s, 0, &d->eq, &err);
+    else if (!s)
+        s = smoe_kq_cuda_new(&d->dev, d->s, 0, 0, &d->kq, &err);
+    if (s) {
+        char what[80];
+        snprintf(what, sizeof what, "argument '--device %s'", cli_device_name(kind));
+        cli_usage_error(what, "%s", err.msg);
+    }
+    o->kops = kind == CLI_DEVICE_EMUL ? smoe_kops_emul() : smoe_kops_cuda();
+    o->kstream = kind == CLI_DEVICE_EMUL ? (void *)d->eq : (void *)d->kq;
+}
+
+/* The queue's first failure, if any, ends the run with its line. */
+void cli_device_close(cli_device *d)
+{
+    smoe_err err;
+    if (d->kind == CLI_DEVICE_CPU)
+        return;
+    smoe_status s = d->eq ? smoe_eq_status(d->eq, &err) : smoe_kq_status(d->kq, &err);
+    smoe_eq_free(d->eq);
+    smoe_kq_free(d->kq);
+    smoe_dev_stream_free(&d->dev, d->s);
+    smoe_dev_close(&d->dev);
+    if (s)
+        cli_die(&err);
+}
