@@ -77,14 +77,16 @@ __global__ void dot_scale_k(float *r, float a, const float *d, const float *y, i
         part[blockIdx.x] = acc;
 }
 
-__global__ void dot_finish_k(float *dot, const double *part, int64_t n)
+// *out = the sum of the n partial sums, as T (float for the dot product,
+// double for the sum of squares): one block
+template <typename T> __global__ void finish_k(T *out, const double *part, int64_t n)
 {
     double s = 0.0;
     for (int64_t j = threadIdx.x; j < n; j += NT)
         s += part[j];
     s = block_sum(s);
     if (threadIdx.x == 0)
-        *dot = (float)s;
+        *out = (T)s;
 }
 
 // each block's part of sum x^2 into part[blockIdx]
@@ -97,16 +99,6 @@ __global__ void sumsq_k(const float *x, int64_t n, double *part)
         part[blockIdx.x] = acc;
 }
 
-__global__ void sumsq_finish_k(double *out, const double *part, int64_t n)
-{
-    double s = 0.0;
-    for (int64_t j = threadIdx.x; j < n; j += NT)
-        s += part[j];
-    s = block_sum(s);
-    if (threadIdx.x == 0)
-        *out = s;
-}
-
 } // namespace
 
 extern "C" void cuda_k_vec_sumsq(void *s, const float *x, int64_t n, double *out)
@@ -117,7 +109,7 @@ extern "C" void cuda_k_vec_sumsq(void *s, const float *x, int64_t n, double *out
     if (!part)
         return;
     LAUNCH(q, "vec_sumsq", dim3(nb), sumsq_k, x, n, part);
-    LAUNCH(q, "vec_sumsq", dim3(1), sumsq_finish_k, out, part, (int64_t)nb);
+    LAUNCH(q, "vec_sumsq", dim3(1), finish_k<double>, out, part, (int64_t)nb);
     untemp(q, part, "vec_sumsq");
 }
 
@@ -145,6 +137,6 @@ extern "C" void cuda_k_vec_dot_scale(void *s, float *r, float a, const float *d,
     if (!part)
         return;
     LAUNCH(q, "vec_dot_scale", dim3(nb), dot_scale_k, r, a, d, y, n, part);
-    LAUNCH(q, "vec_dot_scale", dim3(1), dot_finish_k, dot, part, (int64_t)nb);
+    LAUNCH(q, "vec_dot_scale", dim3(1), finish_k<float>, dot, part, (int64_t)nb);
     untemp(q, part, "vec_dot_scale");
 }

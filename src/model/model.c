@@ -133,6 +133,38 @@ static void *carve(carver *c, int64_t n, int64_t elsize)
 
 #define CF(c, n) ((float *)carve((c), (n), (int64_t)sizeof(float)))
 
+/* A MoE layer's saved activations: the table's memory (c) and the routing's
+ * host arrays (h; c itself on a synchronous table, where the mirrors are
+ * the arrays). */
+static void carve_moe(smoe_model *m, moe_act *e, carver *c, carver *h)
+{
+    const smoe_model_cfg *g = &m->cfg;
+    const int sync = h == c;
+    const int64_t T = m->T, D = g->emb, K = g->topk, E = g->experts;
+    const int64_t ep = g->ep, el = m->el, sw = g->shared * g->moe_mlp;
+    e->scores = CF(c, mulc(c, T, E));
+    if (g->lb_weight > 0.0f)
+        e->lbp = CF(h, mulc(h, T, E));
+    e->topk = carve(h, mulc(h, T, K), (int64_t)sizeof(int32_t));
+    e->wts = CF(h, mulc(h, T, K));
+    e->pos = carve(h, mulc(h, T, K), (int64_t)sizeof(int64_t));
+    if (m->ring) {
+        e->rpos = carve(c, mulc(c, mulc(c, ep, T), K), (int64_t)sizeof(int64_t));
+        e->rwts = CF(c, mulc(c, mulc(c, ep, T), K));
+    } else {
+        e->yret = CF(c, mulc(c, mulc(c, T, K), D));
+    }
+    e->send_cnt = carve(h, mulc(h, ep, el), (int64_t)sizeof(int64_t));
+    e->recv_cnt = carve(h, mulc(h, ep, el), (int64_t)sizeof(int64_t));
+    e->hscores = sync ? e->scores : CF(h, mulc(h, T, E));
+    e->wts_d = sync ? e->wts : CF(c, mulc(c, T, K));
+    e->pos_d = sync ? e->pos : carve(c, mulc(c, T, K), (int64_t)sizeof(int64_t));
+    if (sw) {
+        e->sh.a = CF(c, mulc(c, T, sw));
+        e->sh.b = CF(c, mulc(c, T, sw));
+    }
+}
+
 /* c carves the table's memory, h the MoE routing's host arrays (model_impl.h:
  * h == c on a synchronous table, where the mirrors and "_d" copies are the
  * arrays themselves, so the layout is the one slab it always was). */
@@ -143,8 +175,7 @@ static void carve_all(smoe_model *m, carver *c, carver *h)
     const int64_t T = m->T, D = g->emb, H = g->heads;
     const int64_t dq = g->qk_nope + g->qk_rope;
     const int64_t K = g->n_moe ? g->topk : 0, E = g->n_moe ? g->experts : 0;
-    const int64_t ep = g->ep, el = m->el;
-    const int64_t sw = g->shared * g->moe_mlp;
+    const int64_t ep = g->ep;
 
     m->pos = carve(c, T, (int64_t)sizeof(int32_t));
     for (int64_t l = 0; l < m->n_layers; l++) {
@@ -174,28 +205,7 @@ static void carve_all(smoe_model *m, carver *c, carver *h)
             la->mlp.b = CF(c, mulc(c, T, g->mlp));
             continue;
         }
-        moe_act *e = &la->moe;
-        e->scores = CF(c, mulc(c, T, E));
-        if (g->lb_weight > 0.0f)
-            e->lbp = CF(h, mulc(h, T, E));
-        e->topk = carve(h, mulc(h, T, K), (int64_t)sizeof(int32_t));
-        e->wts = CF(h, mulc(h, T, K));
-        e->pos = carve(h, mulc(h, T, K), (int64_t)sizeof(int64_t));
-        if (m->ring) {
-            e->rpos = carve(c, mulc(c, mulc(c, ep, T), K), (int64_t)sizeof(int64_t));
-            e->rwts = CF(c, mulc(c, mulc(c, ep, T), K));
-        } else {
-            e->yret = CF(c, mulc(c, mulc(c, T, K), D));
-        }
-        e->send_cnt = carve(h, mulc(h, ep, el), (int64_t)sizeof(int64_t));
-        e->recv_cnt = carve(h, mulc(h, ep, el), (int64_t)sizeof(int64_t));
-        e->hscores = sync ? e->scores : CF(h, mulc(h, T, E));
-        e->wts_d = sync ? e->wts : CF(c, mulc(c, T, K));
-        e->pos_d = sync ? e->pos : carve(c, mulc(c, T, K), (int64_t)sizeof(int64_t));
-        if (sw) {
-            e->sh.a = CF(c, mulc(c, T, sw));
-            e->sh.b = CF(c, mulc(c, T, sw));
-        }
+        carve_moe(m, &la->moe, c, h);
     }
 
     model_scratch *s = &m->s;
