@@ -209,6 +209,11 @@ static smoe_status use_table(smoe_trainer *t, smoe_err *err)
                             "the '%s' kernel table runs on one rank over the single-rank "
                             "communicator so far, not over '%s'",
                             t->o.kops->name, t->comm.ops->name);
+    if (t->plan->gather_dtype != SMOE_DT_FP32)
+        return smoe_err_set(err, SMOE_EINVAL,
+                            "gathers in %s on the '%s' kernel table are not supported yet "
+                            "(fp32 only)",
+                            smoe_dtype_name(t->plan->gather_dtype), t->o.kops->name);
     smoe_comm_local_set_copy(&t->comm, table_copy, t);
     return SMOE_OK;
 }
