@@ -16,13 +16,69 @@
  * fp32 (CUBLAS_COMPUTE_32F: no TF32). In the queue's bf16 mode the
  * operands are first copied, compact, to bf16 (convert.cu) and the product
  * reads those: bf16 inputs, fp32 compute and output. */
+#define _GNU_SOURCE
 #include "cuda_impl.h"
 
 #include <cublasLt.h>
 
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+/* cuBLASLt is loaded when the first kernel queue is made, not with the
+ * program: its library takes about 75 ms to load, which every smoe command
+ * would pay. The functions this file calls, through pointers of their own
+ * types (the names below resolve to them). */
+#define LT_FUNCS(X)                                                                     \
+    X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetStatusString) X(cublasLtMatmul)  \
+    X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmulDescCreate)                      \
+    X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute)                     \
+    X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)               \
+    X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatrixLayoutCreate)              \
+    X(cublasLtMatrixLayoutDestroy)
+
+static struct {
+#define LT_MEMBER(f) __typeof__(&f) f;
+    LT_FUNCS(LT_MEMBER)
+#undef LT_MEMBER
+} lt_fn;
+static pthread_once_t lt_once = PTHREAD_ONCE_INIT;
+static char lt_err[320]; /* why loading failed; empty when loaded */
+
+#define LT_STR2(x) #x
+#define LT_STR(x) LT_STR2(x)
+
+static void lt_load(void)
+{
+    const char *lib = "libcublasLt.so." LT_STR(CUBLAS_VER_MAJOR);
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(lt_err, sizeof lt_err, "cannot load %s: %s", lib, dlerror());
+        return;
+    }
+#define LT_SYM(f)                                                                \
+    if (!lt_err[0] && !(*(void **)&lt_fn.f = dlsym(h, #f)))                      \
+        snprintf(lt_err, sizeof lt_err, "%s has no %s", lib, #f);
+    LT_FUNCS(LT_SYM)
+#undef LT_SYM
+}
+
+/* from here on the names are the loaded functions */
+#define cublasLtCreate lt_fn.cublasLtCreate
+#define cublasLtDestroy lt_fn.cublasLtDestroy
+#define cublasLtGetStatusString lt_fn.cublasLtGetStatusString
+#define cublasLtMatmul lt_fn.cublasLtMatmul
+#define cublasLtMatmulAlgoGetHeuristic lt_fn.cublasLtMatmulAlgoGetHeuristic
+#define cublasLtMatmulDescCreate lt_fn.cublasLtMatmulDescCreate
+#define cublasLtMatmulDescDestroy lt_fn.cublasLtMatmulDescDestroy
+#define cublasLtMatmulDescSetAttribute lt_fn.cublasLtMatmulDescSetAttribute
+#define cublasLtMatmulPreferenceCreate lt_fn.cublasLtMatmulPreferenceCreate
+#define cublasLtMatmulPreferenceDestroy lt_fn.cublasLtMatmulPreferenceDestroy
+#define cublasLtMatmulPreferenceSetAttribute lt_fn.cublasLtMatmulPreferenceSetAttribute
+#define cublasLtMatrixLayoutCreate lt_fn.cublasLtMatrixLayoutCreate
+#define cublasLtMatrixLayoutDestroy lt_fn.cublasLtMatrixLayoutDestroy
 
 typedef struct lt_key {
     int ta, tb;
@@ -48,6 +104,9 @@ struct cuda_lt {
 
 smoe_status cuda_lt_new(smoe_kq *q, size_t workspace_bytes, smoe_err *err)
 {
+    pthread_once(&lt_once, lt_load);
+    if (lt_err[0])
+        return smoe_err_set(err, SMOE_ENOTFOUND, "device cuda: cuBLASLt: %s", lt_err);
     cuda_lt *lt = calloc(1, sizeof *lt);
     if (!lt)
         return smoe_err_set(err, SMOE_ENOMEM, "device cuda: out of memory for a GEMM state");
