@@ -154,6 +154,7 @@ typedef struct cli_runs {
     const char *slices;   /* the slices and their hosts (smoe_rt_slices_note), or NULL */
     int legacy;           /* n = 0: the one schedule gathers by the legacy plan */
     const char *device;   /* --device: "emul", "cuda"; NULL on the CPU */
+    int matmul_bf16;      /* --matmul-dtype bf16 */
 } cli_runs;
 
 /* --device (train_device.c): the kernel table a one-rank training steps on */
@@ -168,7 +169,7 @@ typedef struct cli_device {
 } cli_device;
 int cli_device_parse(const char *arg);
 const char *cli_device_name(int kind);
-void cli_device_open(cli_device *d, int kind, struct smoe_train_opts *o);
+void cli_device_open(cli_device *d, int kind, int bf16, struct smoe_train_opts *o);
 void cli_device_close(cli_device *d);
 
 /* Output of training runs: JSON (train_json.c) and text (train_text.c). */

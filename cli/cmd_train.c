@@ -16,7 +16,7 @@ enum {
     OPT_STEPS = OPT_COMMON_END, OPT_SEED, OPT_DATA, OPT_DEPTH, OPT_GATHER, OPT_SHARED,
     OPT_PTHREAD, OPT_NO_PTHREAD, OPT_MAXMEM, OPT_TRACE, OPT_DUMP, OPT_COMPARE, OPT_EXCHANGE, OPT_QUIET, OPT_HELP,
     OPT_TIMEOUT, OPT_CKPT_DIR, OPT_CKPT_EVERY, OPT_CKPT_KEEP, OPT_RESUME, OPT_LIST_KEYS, OPT_PLOT,
-    OPT_SCHEDULE, OPT_HBM_BUDGET, OPT_HARDWARE, OPT_REDUCE_DTYPE, OPT_DEVICE
+    OPT_SCHEDULE, OPT_HBM_BUDGET, OPT_HARDWARE, OPT_REDUCE_DTYPE, OPT_DEVICE, OPT_MATMUL
 };
 
 static void usage(FILE *f)
@@ -32,7 +32,7 @@ static void usage(FILE *f)
             "                  [--comm-timeout SECONDS] [--checkpoint-dir DIR]\n"
             "                  [--checkpoint-every N] [--checkpoint-keep N] [--resume]\n"
             "                  [--schedule FILE | --hbm-budget BYTES [--hardware NAME|FILE]]\n"
-            "                  [--device cpu|emul|cuda]\n"
+            "                  [--device cpu|emul|cuda] [--matmul-dtype fp32|bf16]\n"
             "  as root or with more ranks than cores: scripts/mpirun.sh -np N build/smoe train ...\n"
             "\n"
             "  the mesh: mesh_axes and ici_* from the config (one -1 filled from the\n"
@@ -74,6 +74,9 @@ static void usage(FILE *f)
             "  --device D           the kernels' device: cpu (default), emul (a GPU's\n"
             "                       streams emulated on the CPU, bit for bit the cpu run) or\n"
             "                       cuda (GPU 0); emul and cuda run one rank, fp32 gathers\n"
+            "  --matmul-dtype T     the matrix products' inputs in fp32 (default) or bf16\n"
+            "                       (rounded to bf16, accumulated in fp32, as a GPU's bf16\n"
+            "                       GEMM; master weights, norms and AdamW stay fp32)\n"
             "  --compare-exchange   train twice, the experts' all-to-all then ring of\n"
             "                       experts (use_ring_of_experts), and print both\n"
             "  --json               one JSON object on stdout at the end (rank 0)\n"
@@ -111,6 +114,7 @@ typedef struct train_args {
     int compare, quiet, depth, depth_given, legacy, pthread_seen;
     int exchange; /* --compare-exchange */
     int device;   /* --device: CLI_DEVICE_* */
+    int matmul_bf16; /* --matmul-dtype bf16 */
     int64_t hbm_budget;
     const char *plot_path, *maxmem_arg, *budget_arg, *hw_arg;
     const char *sched_paths[SMOE_TRAIN_MAX_SCHEDULES];
@@ -213,8 +217,8 @@ static void print_banner(const smoe_config *cfg, const smoe_plan *p, const train
         snprintf(blk, sizeof blk, " (blocks of %lld%s)", (long long)p->int8_block,
                  p->wire_fallbacks ? ", some weights in the fallback" : "");
     printf("wire: weight gathers %s%s, gradient reductions %s; master weights, gradients and "
-           "AdamW fp32\n", smoe_dtype_name(p->gather_dtype), blk,
-           smoe_dtype_name((smoe_dtype)o->reduce_dtype));
+           "AdamW fp32; matmul inputs %s\n", smoe_dtype_name(p->gather_dtype), blk,
+           smoe_dtype_name((smoe_dtype)o->reduce_dtype), a->matmul_bf16 ? "bf16" : "fp32");
     printf("progress thread: %s\n", smoe_rt_progress_note(rt));
     if (a->device != CLI_DEVICE_CPU)
         printf("device: %s (kernels, activations, parameters and AdamW state there; one rank)\n",
@@ -284,6 +288,7 @@ static const struct option k_longopts[] = {
     { "hbm-budget", required_argument, 0, OPT_HBM_BUDGET },
     { "hardware", required_argument, 0, OPT_HARDWARE },
     { "device", required_argument, 0, OPT_DEVICE },
+    { "matmul-dtype", required_argument, 0, OPT_MATMUL },
     { 0, 0, 0, 0 },
 };
 
@@ -367,6 +372,11 @@ static int parse_sched_opt(train_args *a, int opt, const char *arg, const char *
         return 1;
     case OPT_HARDWARE: a->hw_arg = arg; return 1;
     case OPT_DEVICE: a->device = cli_device_parse(arg); return 1;
+    case OPT_MATMUL:
+        if (strcmp(arg, "fp32") && strcmp(arg, "bf16"))
+            cli_usage_error(where, "'%s': expected fp32 or bf16", arg);
+        a->matmul_bf16 = strcmp(arg, "bf16") == 0;
+        return 1;
     case OPT_HBM_BUDGET:
         if (cli_parse_bytes("--hbm-budget", arg, &a->hbm_budget, &err))
             cli_die(&err);
@@ -667,7 +677,8 @@ static void train_once(train_args *a, const smoe_config *cfg, const smoe_plan *p
             cli_die(&err);
         runs->device = cli_device_name(a->device);
     }
-    cli_device_open(&dev, a->device, o);
+    runs->matmul_bf16 = a->matmul_bf16;
+    cli_device_open(&dev, a->device, a->matmul_bf16, o);
     memset(res, 0, sizeof *res);
     if (smoe_train_run(cfg, plan, &comm, o, res, &err)) {
         requote(&err, "--max-memory", a->maxmem_arg);
@@ -689,7 +700,7 @@ static void run(train_args *a, const smoe_config *cfg, const smoe_plan *plan,
     int root = smoe_rt_rank(rt) == 0;
     smoe_train_opts *o = &a->o;
     cli_runs runs = { a->compare ? 3 : a->nsched > 1 ? a->nsched : 0, a->compare, { NULL },
-                      smoe_rt_progress_note(rt), NULL, NULL, a->legacy, NULL };
+                      smoe_rt_progress_note(rt), NULL, NULL, a->legacy, NULL, 0 };
     for (int i = 0; i < runs.n; i++)
         runs.key[i] = a->compare ? train_mode_key(i) : a->sched_paths[i];
     smoe_train_result res;
@@ -716,7 +727,8 @@ static void run_exchange(train_args *a, const smoe_config *cfg, const smoe_plan 
         kv[i] = a->c.kv[i];
     kv[a->c.n_kv] = "use_ring_of_experts=true";
     smoe_config *ring = load_config(a, kv, a->c.n_kv + 1);
-    cli_runs runs = { 0, 0, { NULL }, smoe_rt_progress_note(a->rt), NULL, NULL, a->legacy, NULL };
+    cli_runs runs = { 0, 0, { NULL }, smoe_rt_progress_note(a->rt), NULL, NULL, a->legacy, NULL,
+                      0 };
     smoe_train_result res[2];
     train_once(a, cfg, plan, scheds, n, &runs, &res[0]);
     train_once(a, ring, plan, scheds, n, &runs, &res[1]);

@@ -1,6 +1,7 @@
 /* smoe train --device: the kernel table a one-rank run steps on (train.h
  * opts.kops): the CPU's (the default), the host emulation of a device
- * (emul.h; CI's stand-in, bit for bit the CPU), or CUDA device 0 (cuda.h).
+ * (emul.h; CI's stand-in, bit for bit the CPU), or CUDA device 0 (cuda.h);
+ * --matmul-dtype bf16 selects each one's bf16 mode.
  * A device's run trains over the single-rank communicator, so it needs a
  * launch of one rank. */
 #include "cli.h"
@@ -27,23 +28,27 @@ const char *cli_device_name(int kind)
     return kind == CLI_DEVICE_EMUL ? "emul" : kind == CLI_DEVICE_CUDA ? "cuda" : "cpu";
 }
 
-/* The device, its stream and kernel queue; o gets the table. */
-void cli_device_open(cli_device *d, int kind, struct smoe_train_opts *o)
+/* The device, its stream and kernel queue; o gets the table (bf16: the
+ * matmul inputs rounded to bf16, SMOE_KOPS_BF16_GEMM). */
+void cli_device_open(cli_device *d, int kind, int bf16, struct smoe_train_opts *o)
 {
     smoe_err err;
     memset(d, 0, sizeof *d);
     d->kind = kind;
-    if (kind == CLI_DEVICE_CPU)
+    const unsigned flags = bf16 ? SMOE_KOPS_BF16_GEMM : 0;
+    if (kind == CLI_DEVICE_CPU) {
+        o->kops = bf16 ? smoe_kops_cpu_bf16() : NULL;
         return;
+    }
     smoe_status s = kind == CLI_DEVICE_EMUL
                         ? smoe_dev_host_open(SMOE_DEV_HOST_THREADS, 0, &d->dev, &err)
                         : smoe_dev_cuda_open(0, &d->dev, &err);
     if (!s)
         s = smoe_dev_stream_new(&d->dev, 0, &d->s, &err);
     if (!s && kind == CLI_DEVICE_EMUL)
-        s = smoe_eq_new(&d->dev, d->s, 0, &d->eq, &err);
+        s = smoe_eq_new(&d->dev, d->s, flags, &d->eq, &err);
     else if (!s)
-        s = smoe_kq_cuda_new(&d->dev, d->s, 0, 0, &d->kq, &err);
+        s = smoe_kq_cuda_new(&d->dev, d->s, 0, flags, &d->kq, &err);
     if (s) {
         char what[80];
         snprintf(what, sizeof what, "argument '--device %s'", cli_device_name(kind));

@@ -164,5 +164,6 @@ void train_print_json(FILE *f, const smoe_plan *p, const smoe_train_result *res,
     if (rs->slices)
         cJSON_AddItemToObject(root, "slices", cli_json_string(rs->slices));
     cJSON_AddItemToObject(root, "device", cli_json_string(rs->device ? rs->device : "cpu"));
+    cJSON_AddItemToObject(root, "matmul_dtype", cli_json_string(rs->matmul_bf16 ? "bf16" : "fp32"));
     cli_json_print(f, root);
 }

@@ -1,7 +1,9 @@
 #!/bin/sh
 # smoe train --device on one rank, no launcher: --device emul trains bit
 # for bit as the CPU (losses, every parameter: cmp_runs at 0) and says so
-# in the JSON ("device": "emul") and the header; --device cuda either runs
+# in the JSON ("device": "emul") and the header; --matmul-dtype bf16 on
+# emul trains bit for bit as on the CPU's bf16 twin, and not as fp32, and
+# says "matmul_dtype": "bf16"; --device cuda either runs
 # (a GPU is present) or is refused in one line naming it; an unknown
 # device, two ranks' worth of mesh, and bf16 gathers on a device are
 # refused in one line each.
@@ -39,6 +41,24 @@ grep -q '"device":[[:space:]]*"emul"' "$dir/emul.json" && grep -q '"device":[[:s
   ok "JSON device" || bad "JSON device field"
 "$smoe" train --steps 1 ici_expert_parallelism=1 --device emul 2>&1 | grep -q '^device: emul' &&
   ok "header names the device" || bad "no device line in the header"
+# the bf16 mode: emul against the CPU's twin, both against fp32
+for d in cpu emul; do
+  # shellcheck disable=SC2086
+  "$smoe" train $args --device $d --matmul-dtype bf16 --dump-params "$dir/${d}16.bin" \
+    >"$dir/${d}16.json" 2>"$dir/${d}16.err" || bad "$d bf16 run: $(tail -1 "$dir/${d}16.err")"
+done
+if "$cmp" "$dir/cpu16.json" "$dir/cpu16.bin" "$dir/emul16.json" "$dir/emul16.bin" 0 >"$dir/cmp" 2>&1; then
+  ok "--matmul-dtype bf16: emul == cpu, bitwise"
+else
+  bad "--matmul-dtype bf16: emul differs from cpu: $(cat "$dir/cmp")"
+fi
+if "$cmp" "$dir/cpu.json" "$dir/cpu.bin" "$dir/cpu16.json" "$dir/cpu16.bin" 0 >/dev/null 2>&1; then
+  bad "--matmul-dtype bf16 trains bit for bit as fp32: the mode is not on"
+else
+  ok "--matmul-dtype bf16 differs from fp32"
+fi
+grep -q '"matmul_dtype":[[:space:]]*"bf16"' "$dir/emul16.json" && ok "JSON matmul_dtype" ||
+  bad "JSON matmul_dtype"
 
 # shellcheck disable=SC2086
 if "$smoe" train $args --device cuda >"$dir/out" 2>"$dir/err"; then
@@ -49,6 +69,7 @@ else
   bad "--device cuda: $(cat "$dir/err")"
 fi
 refused "unknown device" "'--device'" "$smoe" train --steps 1 --device tpu
+refused "unknown matmul dtype" "'--matmul-dtype" "$smoe" train --steps 1 --matmul-dtype fp8
 refused "bf16 gathers on a device" "fp32 only" \
   "$smoe" train --steps 1 ici_expert_parallelism=1 --device emul --gather-dtype bf16
 summary
