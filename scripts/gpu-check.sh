@@ -1,6 +1,9 @@
 #!/bin/sh
-# The checks that need a GPU, as one command on the GPU machine (at most a
-# few minutes): each check's log and one report.md go to OUT_DIR.
+# The checks that need a GPU, as one command on the GPU machine, within a
+# budget of BUDGET_S seconds (default 400, under the 7 minutes a device
+# check may take): each check's log and one report.md go to OUT_DIR; a
+# check gets at most what is left of the budget, and one that no time is
+# left for is reported "not run" (a failure).
 #  - the machine: GPU, driver, CUDA toolkit;
 #  - test_dev cuda: the device layer's rules on device 0 (dev.h);
 #  - test_kops_dev cuda: every kernel of the CUDA table against its CPU
@@ -34,11 +37,21 @@ failed=0
   echo "|---|---|---|"
 } >"$report"
 
-# NAME SECONDS CMD...: run one check, its output in OUT/NAME.log
+budget=${BUDGET_S:-400}
+t0=$(date +%s)
+# NAME SECONDS CMD...: run one check (at most SECONDS, and never past the
+# budget), its output in OUT/NAME.log
 check() {
   name=$1
   secs=$2
   shift 2
+  left=$((budget - ($(date +%s) - t0)))
+  if [ "$left" -le 5 ]; then
+    failed=$((failed + 1))
+    echo "| $name | - | not run: the ${budget} s budget is spent |" >>"$report"
+    return
+  fi
+  [ "$secs" -gt "$left" ] && secs=$left
   timeout "$secs" "$@" >"$out/$name.log" 2>&1
   rc=$?
   [ "$rc" -eq 0 ] || failed=$((failed + 1))
