@@ -56,6 +56,49 @@ static void same(const char *what, int l, int slot, const float *d, const float 
     free(h);
 }
 
+/* Device copies of W's weights (DW) and zeroed gradients (DG): the same
+ * shapes, pointers into the table's memory; or, with release, frees them. */
+static void dev_sets(const wset *W, wset *DW, wset *DG, int release)
+{
+    for (int l = 0; l < W->nl; l++)
+        for (int i = 0; i < SMOE_W_NSLOTS; i++) {
+            const size_t b = (size_t)W->n[l][i] * sizeof(float);
+            if (!W->w[l][i])
+                continue;
+            if (release) {
+                D->free(DQ, DW->w[l][i], b);
+                D->free(DQ, DG->w[l][i], b);
+            } else {
+                DW->w[l][i] = up(W->w[l][i], b);
+                DG->w[l][i] = D->alloc(DQ, b);
+            }
+        }
+    for (int i = 0; i < SMOE_T_NSLOTS; i++) {
+        const size_t b = (size_t)W->tn[i] * sizeof(float);
+        if (release) {
+            D->free(DQ, DW->t[i], b);
+            D->free(DQ, DG->t[i], b);
+        } else {
+            DW->t[i] = up(W->t[i], b);
+            DG->t[i] = D->alloc(DQ, b);
+        }
+    }
+}
+
+/* The loss and every gradient of the device's step jd (weights DG) against
+ * the CPU's jc (G). */
+static void compare(const job *jd, const job *jc, const wset *DG, const wset *G)
+{
+    CHECKF(TOL == 0.0 ? jd->loss == jc->loss : fabs(jd->loss - jc->loss) <= TOL * fabs(jc->loss),
+           "loss %.17g on the device, %.17g on the CPU", jd->loss, jc->loss);
+    for (int l = 0; l < G->nl; l++)
+        for (int i = 0; i < SMOE_W_NSLOTS; i++)
+            if (G->w[l][i])
+                same("gradient of weight", l, i, DG->w[l][i], G->w[l][i], G->n[l][i]);
+    for (int i = 0; i < SMOE_T_NSLOTS; i++)
+        same("gradient of top-level weight", -1, i, DG->t[i], G->t[i], G->tn[i]);
+}
+
 /* One step of cfg on the CPU and on the device; compare. */
 static void step_case(smoe_model_cfg cfg, uint64_t seed)
 {
@@ -64,7 +107,8 @@ static void step_case(smoe_model_cfg cfg, uint64_t seed)
     wset_alloc(&W, &cfg);
     wset_alloc(&G, &cfg);
     wset_random(&W, &r);
-    const int64_t T = cfg.batch * cfg.seq, E = cfg.emb;
+    const int64_t T = cfg.batch * cfg.seq;
+    const size_t xb = (size_t)(T * cfg.emb) * sizeof(float), tb = (size_t)T * sizeof(int32_t);
     int32_t *tok = calloc((size_t)T, sizeof *tok), *tgt = calloc((size_t)T, sizeof *tgt);
     random_tokens(tok, T, cfg.vocab, &r);
     random_tokens(tgt, T, cfg.vocab, &r);
@@ -78,55 +122,30 @@ static void step_case(smoe_model_cfg cfg, uint64_t seed)
 
     /* the same on the device: weights, zeroed gradients, tokens, x, dx */
     CHECKF(smoe_model_new_on(&cfg, D, DQ, &md, &err) == SMOE_OK, "%s", err.msg);
-    wset DW = W, DG = G; /* the same shapes; pointers replaced below */
-    for (int l = 0; l < W.nl; l++)
-        for (int i = 0; i < SMOE_W_NSLOTS; i++)
-            if (W.w[l][i]) {
-                DW.w[l][i] = up(W.w[l][i], (size_t)W.n[l][i] * sizeof(float));
-                DG.w[l][i] = D->alloc(DQ, (size_t)W.n[l][i] * sizeof(float));
-            }
-    for (int i = 0; i < SMOE_T_NSLOTS; i++) {
-        DW.t[i] = up(W.t[i], (size_t)W.tn[i] * sizeof(float));
-        DG.t[i] = D->alloc(DQ, (size_t)W.tn[i] * sizeof(float));
-    }
+    wset DW = W, DG = G; /* the same shapes; dev_sets replaces the pointers */
+    dev_sets(&W, &DW, &DG, 0);
     job jd;
     memset(&jd, 0, sizeof jd);
     jd.m = md;
     job_view(&jd, &DW, 0, 0);
     jd.g = &DG;
-    jd.tok = up(tok, (size_t)T * sizeof *tok);
-    jd.tgt = up(tgt, (size_t)T * sizeof *tgt);
+    jd.tok = up(tok, tb);
+    jd.tgt = up(tgt, tb);
     jd.comm = smoe_ep_comm_self();
     jd.scale = 1.0f / (float)T;
-    jd.x = D->alloc(DQ, (size_t)(T * E) * sizeof(float));
-    jd.dx = D->alloc(DQ, (size_t)(T * E) * sizeof(float));
+    jd.x = D->alloc(DQ, xb);
+    jd.dx = D->alloc(DQ, xb);
     job_run(&jd);
     CHECKF(jd.st == SMOE_OK, "%s", jd.err.msg);
-    CHECKF(TOL == 0.0 ? jd.loss == jc.loss : fabs(jd.loss - jc.loss) <= TOL * fabs(jc.loss),
-           "loss %.17g on the device, %.17g on the CPU", jd.loss, jc.loss);
-    for (int l = 0; l < W.nl; l++)
-        for (int i = 0; i < SMOE_W_NSLOTS; i++)
-            if (W.w[l][i])
-                same("gradient of weight", l, i, DG.w[l][i], G.w[l][i], W.n[l][i]);
-    for (int i = 0; i < SMOE_T_NSLOTS; i++)
-        same("gradient of top-level weight", -1, i, DG.t[i], G.t[i], W.tn[i]);
+    compare(&jd, &jc, &DG, &G);
     printf("%s vs %s, q_lora=%lld dense=%lld moe=%lld: loss %.9f (cpu %.9f)\n", D->name, R->name,
            (long long)cfg.q_lora, (long long)cfg.n_dense, (long long)cfg.n_moe, jd.loss, jc.loss);
 
-    for (int l = 0; l < W.nl; l++)
-        for (int i = 0; i < SMOE_W_NSLOTS; i++)
-            if (W.w[l][i]) {
-                D->free(DQ, (void *)DW.w[l][i], (size_t)W.n[l][i] * sizeof(float));
-                D->free(DQ, DG.w[l][i], (size_t)W.n[l][i] * sizeof(float));
-            }
-    for (int i = 0; i < SMOE_T_NSLOTS; i++) {
-        D->free(DQ, DW.t[i], (size_t)W.tn[i] * sizeof(float));
-        D->free(DQ, DG.t[i], (size_t)W.tn[i] * sizeof(float));
-    }
-    D->free(DQ, (void *)jd.tok, (size_t)T * sizeof *tok);
-    D->free(DQ, (void *)jd.tgt, (size_t)T * sizeof *tgt);
-    D->free(DQ, jd.x, (size_t)(T * E) * sizeof(float));
-    D->free(DQ, jd.dx, (size_t)(T * E) * sizeof(float));
+    dev_sets(&W, &DW, &DG, 1);
+    D->free(DQ, (void *)jd.tok, tb);
+    D->free(DQ, (void *)jd.tgt, tb);
+    D->free(DQ, jd.x, xb);
+    D->free(DQ, jd.dx, xb);
     smoe_model_free(md);
     smoe_model_free(mc);
     job_free(&jc);
