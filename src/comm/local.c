@@ -31,11 +31,17 @@ typedef struct local {
     double timeout;
     char phase[256];
     smoe_comm_gather *gathers;  /* every gather built, freed with the comm */
-    smoe_comm_copy_fn copy;     /* the copies' maker when not memcpy (a device's) */
+    smoe_comm_copy_fn copy;     /* the copies' maker: host_copy, or a device's */
     void *copy_ud;
 } local;
 
 static local *L(void *ctx) { return ctx; }
+
+static void host_copy(void *ud, void *dst, const void *src, size_t bytes)
+{
+    (void)ud;
+    memcpy(dst, src, bytes);
+}
 
 static int l_rank(void *ctx) { (void)ctx; return 0; }
 static int l_size(void *ctx) { (void)ctx; return 1; }
@@ -146,7 +152,7 @@ static smoe_status l_gather_new(void *ctx, const smoe_gather_exec *x, const char
     g->wire = (smoe_dtype)x->wire;
     g->wblock = x->wire_block;
     smoe_status s = smoe_comm_wire_check(x, g->rank ? g->shape[g->rank - 1] : 0, name, err);
-    if (!s && L(ctx)->copy && g->wire != SMOE_DT_FP32)
+    if (!s && L(ctx)->copy != host_copy && g->wire != SMOE_DT_FP32)
         s = smoe_err_set(err, SMOE_EINVAL,
                          "%s: gathers in %s on a device's memory are not supported yet "
                          "(fp32 only)", name, smoe_dtype_name(g->wire));
@@ -171,10 +177,8 @@ static void l_gather_start(void *ctx, smoe_comm_gather *g, const float *shard, f
                            smoe_comm_ticket *t)
 {
     local *c = L(ctx);
-    if (buf != shard && c->copy)
+    if (buf != shard)
         c->copy(c->copy_ud, buf, shard, sizeof *buf * (size_t)g->numel);
-    else if (buf != shard)
-        memcpy(buf, shard, sizeof *buf * (size_t)g->numel);
     if (g->wire != SMOE_DT_FP32 && buf != shard)
         smoe_dtype_round_trip(g->wire, g->wblock, buf, g->numel);
     t->pending = 0;
@@ -192,10 +196,8 @@ static void l_gather_reduce(void *ctx, smoe_comm_gather *g, float *full, float *
 {
     (void)scratch;
     local *c = L(ctx);
-    if (shard_grad != full && c->copy)
+    if (shard_grad != full)
         c->copy(c->copy_ud, shard_grad, full, sizeof *full * (size_t)g->numel);
-    else if (shard_grad != full)
-        memcpy(shard_grad, full, sizeof *full * (size_t)g->numel);
     if (used_scratch)
         *used_scratch = 0;
     if (done)
@@ -247,6 +249,7 @@ smoe_status smoe_comm_local_new(const smoe_mesh *mesh, double timeout_s, smoe_co
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     c->mesh = *mesh;
     c->timeout = timeout_s;
+    c->copy = host_copy;
     snprintf(c->phase, sizeof c->phase, "start-up");
     out->ops = &local_ops;
     out->ctx = c;
@@ -272,8 +275,8 @@ void smoe_comm_local_set_copy(smoe_comm *c, smoe_comm_copy_fn fn, void *ud)
     if (c->ops != &local_ops)
         return;
     local *l = L(c->ctx);
-    l->copy = fn;
-    l->copy_ud = ud;
+    l->copy = fn ? fn : host_copy;
+    l->copy_ud = fn ? ud : NULL;
 }
 
 int smoe_comm_is_local(const smoe_comm *c) { return c->ops == &local_ops; }
