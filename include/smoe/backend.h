@@ -142,6 +142,14 @@ typedef struct smoe_kops {
  * smoe_kops_cpu_bf16 does (the mode's reference); 0 is fp32 throughout. */
 enum { SMOE_KOPS_BF16_GEMM = 1 };
 
+/* A buffer of `bytes` in table k's memory, for code that runs on any
+ * table: on a synchronous table the host allocator's (smoe_malloc, not
+ * zeroed: the CPU path's allocations as they always were), else k's alloc
+ * (zeroed). NULL when out of memory. Freed with smoe_kops_buf_free and the
+ * same size (p NULL: nothing). (src/kernels/kops_cpu.c) */
+void *smoe_kops_buf(const smoe_kops *k, void *stream, size_t bytes);
+void smoe_kops_buf_free(const smoe_kops *k, void *stream, void *p, size_t bytes);
+
 /* The CPU table: each entry calls its kernels.h function; stream unused. */
 const smoe_kops *smoe_kops_cpu(void);
 /* The same with the matrix products' inputs rounded to bf16 first

@@ -295,4 +295,17 @@ static const smoe_kops cpu_bf16 = {
 
 const smoe_kops *smoe_kops_cpu(void) { return &cpu; }
 
+void *smoe_kops_buf(const smoe_kops *k, void *stream, size_t bytes)
+{
+    return k->synchronous ? smoe_malloc(bytes) : k->alloc(stream, bytes);
+}
+
+void smoe_kops_buf_free(const smoe_kops *k, void *stream, void *p, size_t bytes)
+{
+    if (k->synchronous)
+        smoe_free(p);
+    else if (p)
+        k->free(stream, p, bytes);
+}
+
 const smoe_kops *smoe_kops_cpu_bf16(void) { return &cpu_bf16; }

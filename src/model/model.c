@@ -273,21 +273,6 @@ static int64_t grow_to(int64_t cap, int64_t need, int64_t max)
     return n < max ? n : max;
 }
 
-/* The routed stores: host memory from the allocator on a synchronous
- * table, else the table's. */
-static void *buf_alloc(const smoe_model *m, size_t bytes)
-{
-    return m->ops->synchronous ? smoe_malloc(bytes) : m->ops->alloc(m->stream, bytes);
-}
-
-static void buf_free(const smoe_model *m, void *p, size_t bytes)
-{
-    if (m->ops->synchronous)
-        smoe_free(p);
-    else
-        m->ops->free(m->stream, p, bytes);
-}
-
 static size_t store_bytes(const smoe_model *m, int64_t cap)
 {
     return (size_t)(cap * store_row(m)) * sizeof(float);
@@ -309,12 +294,12 @@ smoe_status model_reserve_routed(smoe_model *m, moe_act *a, int64_t n,
                             (long long)n, (long long)m->route_max);
     if (a && n > a->store_cap) {
         int64_t cap = grow_to(a->store_cap, n, m->route_max);
-        float *p = buf_alloc(m, store_bytes(m, cap));
+        float *p = smoe_kops_buf(m->ops, m->stream, store_bytes(m, cap));
         if (!p)
             return smoe_err_set(err, SMOE_ENOMEM,
                                 "model: out of memory growing the routed store to %lld rows",
                                 (long long)cap);
-        buf_free(m, a->store, store_bytes(m, a->store_cap));
+        smoe_kops_buf_free(m->ops, m->stream, a->store, store_bytes(m, a->store_cap));
         a->store = p;
         a->store_cap = cap;
         a->xr = p;
@@ -325,12 +310,12 @@ smoe_status model_reserve_routed(smoe_model *m, moe_act *a, int64_t n,
     own_scratch *o = &m->own;
     if (n > o->cap) {
         int64_t cap = grow_to(o->cap, n, m->route_max);
-        float *p = buf_alloc(m, own_bytes(m, cap));
+        float *p = smoe_kops_buf(m->ops, m->stream, own_bytes(m, cap));
         if (!p)
             return smoe_err_set(err, SMOE_ENOMEM,
                                 "model: out of memory growing the MoE scratch to %lld rows",
                                 (long long)cap);
-        buf_free(m, o->buf, own_bytes(m, o->cap));
+        smoe_kops_buf_free(m->ops, m->stream, o->buf, own_bytes(m, o->cap));
         o->buf = p;
         o->cap = cap;
         o->ra = p;
@@ -424,34 +409,36 @@ smoe_status smoe_model_new(const smoe_model_cfg *cfg, smoe_model **out,
 }
 
 /* The position of every token in its sequence, and the RoPE tables of
- * every position (inverse frequencies kept on the host in m->rope_inv),
- * computed here and written to the table's memory. */
+ * every position, computed on the host (with the inverse frequencies) and
+ * written to the table's memory. */
 static smoe_status model_tables(smoe_model *m)
 {
     const smoe_model_cfg *g = &m->cfg;
     const int64_t rhalf = g->qk_rope / 2, ntab = g->seq * rhalf;
-    int32_t *pos = smoe_malloc(sizeof *pos * (size_t)(m->T ? m->T : 1));
-    m->rope_inv = smoe_malloc(sizeof(double) * (size_t)rhalf + 2 * sizeof(float) * (size_t)ntab);
     m->tab_bytes = 2 * sizeof(float) * (size_t)ntab;
     m->rope_cs = m->ops->alloc(m->stream, m->tab_bytes);
-    if (!pos || !m->rope_inv || !m->rope_cs) {
+    int32_t *pos = smoe_malloc(sizeof *pos * (size_t)(m->T ? m->T : 1));
+    double *inv = smoe_malloc(sizeof(double) * (size_t)rhalf + m->tab_bytes);
+    if (!pos || !inv || !m->rope_cs) {
         smoe_free(pos);
+        smoe_free(inv);
         return SMOE_ENOMEM;
     }
     m->rope_sn = m->rope_cs + ntab;
     for (int64_t t = 0; t < m->T; t++)
         pos[t] = (int32_t)(t % g->seq);
     m->ops->write(m->stream, m->pos, pos, sizeof *pos * (size_t)m->T);
-    smoe_free(pos);
     if (g->rope.max_timescale != 0.0) {
-        smoe_rope_freqs(m->rope_inv, g->qk_rope, &g->rope);
+        smoe_rope_freqs(inv, g->qk_rope, &g->rope);
     } else { /* the interleaved theta form */
         smoe_rope_cfg r = { 0, 1.0, (double)g->rope_theta, 1.0, 0, 0, 0, 0, 0 };
-        smoe_rope_freqs(m->rope_inv, g->qk_rope, &r);
+        smoe_rope_freqs(inv, g->qk_rope, &r);
     }
-    float *cs = (float *)(m->rope_inv + rhalf), *sn = cs + ntab;
-    smoe_rope_table(cs, sn, g->seq, g->qk_rope, m->rope_inv);
+    float *cs = (float *)(inv + rhalf), *sn = cs + ntab;
+    smoe_rope_table(cs, sn, g->seq, g->qk_rope, inv);
     m->ops->write(m->stream, m->rope_cs, cs, m->tab_bytes);
+    smoe_free(pos);
+    smoe_free(inv);
     return SMOE_OK;
 }
 
@@ -513,13 +500,10 @@ void smoe_model_free(smoe_model *m)
 {
     if (!m)
         return;
-    if (m->layers)
-        for (int64_t l = 0; l < m->n_layers; l++)
-            if (m->layers[l].moe.store)
-                buf_free(m, m->layers[l].moe.store, store_bytes(m, m->layers[l].moe.store_cap));
-    if (m->own.buf)
-        buf_free(m, m->own.buf, own_bytes(m, m->own.cap));
-    smoe_free(m->rope_inv);
+    for (int64_t l = 0; m->layers && l < m->n_layers; l++)
+        smoe_kops_buf_free(m->ops, m->stream, m->layers[l].moe.store,
+                           store_bytes(m, m->layers[l].moe.store_cap));
+    smoe_kops_buf_free(m->ops, m->stream, m->own.buf, own_bytes(m, m->own.cap));
     if (m->hslab)
         smoe_slab_free(m->hslab, (size_t)m->hslab_bytes);
     if (m->ops) {

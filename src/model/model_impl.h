@@ -162,7 +162,6 @@ struct smoe_model {
     int64_t route_max; /* bound on N, the rows received per MoE layer */
     int64_t head_rows; /* rows of the head at a time (HEAD_LOGITS) */
     int32_t *pos;      /* (T) position of each token in its sequence (table memory) */
-    double *rope_inv;  /* (qk_rope / 2) RoPE inverse frequencies, then the tables (host) */
     float *rope_cs;    /* (seq, qk_rope / 2) cos of every position's angles (table memory, */
     float *rope_sn;    /* (seq, qk_rope / 2) sin ...         one block behind rope_cs) */
     size_t tab_bytes;  /* rope_cs's block */

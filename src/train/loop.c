@@ -79,21 +79,8 @@ static smoe_comm_gather *wg_of(const tr_state *S, const tr_weight *w) { return w
 static int unit_layer(const tr_state *S, int u) { return u < S->L ? u : 2 * S->L - 1 - u; }
 static int layer_moe(const tr_state *S, int l) { return l >= S->mc->n_dense; }
 
-/* The loop's buffers in the model table's memory (the allocator's on the
- * CPU table, as always), with their sizes for the table's free. */
-static void *tbuf(const tr_state *S, size_t bytes)
-{
-    return S->ops->synchronous ? smoe_malloc(bytes) : S->ops->alloc(S->stream, bytes);
-}
-
-static void tbuf_free(const tr_state *S, void *p, size_t bytes)
-{
-    if (S->ops->synchronous)
-        smoe_free(p);
-    else if (p)
-        S->ops->free(S->stream, p, bytes);
-}
-
+/* The loop's buffers are in the model table's memory (smoe_kops_buf), with
+ * these sizes for its free. */
 static size_t top_bytes(const tr_state *S) { return sizeof(float) * (size_t)S->st->top_floats; }
 static size_t x_bytes(const tr_state *S)
 {
@@ -587,12 +574,12 @@ smoe_status tr_loop_new(const smoe_comm *cm, const smoe_model_cfg *mc, const tr_
     smoe_status s = tr_pf_new(cm, st, S->L, (int)mc->n_dense, S->max_distance, &S->pf, err);
     if (s)
         return s;
-    S->top_w = tbuf(S, top_bytes(S));
-    S->top_dw = tbuf(S, top_bytes(S));
-    S->x = tbuf(S, x_bytes(S));
-    S->dx = tbuf(S, x_bytes(S));
-    S->tokens = tbuf(S, tok_bytes(S));
-    S->targets = tbuf(S, tok_bytes(S));
+    S->top_w = smoe_kops_buf(S->ops, S->stream, top_bytes(S));
+    S->top_dw = smoe_kops_buf(S->ops, S->stream, top_bytes(S));
+    S->x = smoe_kops_buf(S->ops, S->stream, x_bytes(S));
+    S->dx = smoe_kops_buf(S->ops, S->stream, x_bytes(S));
+    S->tokens = smoe_kops_buf(S->ops, S->stream, tok_bytes(S));
+    S->targets = smoe_kops_buf(S->ops, S->stream, tok_bytes(S));
     S->tok_h = S->ops->synchronous ? S->tokens : smoe_malloc(tok_bytes(S));
     S->tgt_h = S->ops->synchronous ? S->targets : smoe_malloc(tok_bytes(S));
     S->first = smoe_calloc((size_t)(S->L ? S->L : 1), 1);
@@ -656,16 +643,16 @@ void tr_loop_free(tr_state *S)
     tr_optim_free(S->optim);
     tr_pf_free(S->pf);
     if (S->ops) {
-        tbuf_free(S, S->top_w, top_bytes(S));
-        tbuf_free(S, S->top_dw, top_bytes(S));
-        tbuf_free(S, S->x, x_bytes(S));
-        tbuf_free(S, S->dx, x_bytes(S));
+        smoe_kops_buf_free(S->ops, S->stream, S->top_w, top_bytes(S));
+        smoe_kops_buf_free(S->ops, S->stream, S->top_dw, top_bytes(S));
+        smoe_kops_buf_free(S->ops, S->stream, S->x, x_bytes(S));
+        smoe_kops_buf_free(S->ops, S->stream, S->dx, x_bytes(S));
         if (S->tok_h != S->tokens)
             smoe_free(S->tok_h);
         if (S->tgt_h != S->targets)
             smoe_free(S->tgt_h);
-        tbuf_free(S, S->tokens, tok_bytes(S));
-        tbuf_free(S, S->targets, tok_bytes(S));
+        smoe_kops_buf_free(S->ops, S->stream, S->tokens, tok_bytes(S));
+        smoe_kops_buf_free(S->ops, S->stream, S->targets, tok_bytes(S));
     }
     smoe_free(S->first);
     smoe_free(S);

@@ -453,27 +453,10 @@ int64_t tr_pf_pool_bytes(const tr_store *st, int max_distance)
     return (int64_t)(max_distance + 2) * f * (int64_t)sizeof(float);
 }
 
-/* A slot's buffer in the store's table memory (the allocator's on the CPU
- * table, as always). */
+/* A slot's buffer, in the store's table memory (smoe_kops_buf). */
 static size_t slot_bytes(const tr_prefetch *P)
 {
     return sizeof(float) * (size_t)(P->slot_floats ? P->slot_floats : 1);
-}
-
-static float *slot_alloc(const tr_prefetch *P)
-{
-    const tr_store *st = P->st;
-    return st->ops->synchronous ? smoe_malloc(slot_bytes(P))
-                                : st->ops->alloc(st->stream, slot_bytes(P));
-}
-
-static void slot_free(const tr_prefetch *P, float *p)
-{
-    const tr_store *st = P->st;
-    if (st->ops->synchronous)
-        smoe_free(p);
-    else if (p)
-        st->ops->free(st->stream, p, slot_bytes(P));
 }
 
 smoe_status tr_pf_new(const smoe_comm *cm, tr_store *st, int L, int n_dense, int max_distance,
@@ -518,7 +501,7 @@ smoe_status tr_pf_new(const smoe_comm *cm, tr_store *st, int L, int n_dense, int
     P->hold = !set[SMOE_COMM_SHARED_QUEUE];
     for (int i = 0; i < P->nslots; i++) {
         P->slots[i].unit = -1;
-        P->slots[i].buf = slot_alloc(P);
+        P->slots[i].buf = smoe_kops_buf(st->ops, st->stream, slot_bytes(P));
         if (!P->slots[i].buf)
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory for the gathered-layer pool");
     }
@@ -530,7 +513,7 @@ void tr_pf_free(tr_prefetch *P)
     if (!P)
         return;
     for (int i = 0; P->slots && i < P->nslots; i++)
-        slot_free(P, P->slots[i].buf);
+        smoe_kops_buf_free(P->st->ops, P->st->stream, P->slots[i].buf, slot_bytes(P));
     smoe_free(P->slots);
     smoe_free(P->unit_slot);
     smoe_free(P->left);
