@@ -1,6 +1,7 @@
 #!/bin/sh
 # smoe train --device on one rank, no launcher: --device emul trains bit
-# for bit as the CPU (losses, every parameter: cmp_runs at 0) and says so
+# for bit as the CPU (losses, every parameter: cmp_runs at 0), with the
+# routed bias update too (a bias row read and written back), and says so
 # in the JSON ("device": "emul") and the header; --matmul-dtype bf16 on
 # emul trains bit for bit as on the CPU's bf16 twin, and not as fp32, and
 # says "matmul_dtype": "bf16"; --device cuda either runs
@@ -36,6 +37,18 @@ if "$cmp" "$dir/cpu.json" "$dir/cpu.bin" "$dir/emul.json" "$dir/emul.bin" 0 >"$d
   ok "--device emul == cpu, bitwise: $(grep worst "$dir/cmp" | tr '\n' ' ')"
 else
   bad "--device emul differs from cpu: $(cat "$dir/cmp")"
+fi
+# the aux-loss-free bias update, which reads and writes a bias row on a device
+bias="override_model_config=true routed_bias=true routed_bias_update_rate=0.01"
+for d in cpu emul; do
+  # shellcheck disable=SC2086
+  "$smoe" train $args $bias --device $d --dump-params "$dir/${d}b.bin" >"$dir/${d}b.json" \
+    2>"$dir/${d}b.err" || bad "$d run with the bias update: $(tail -1 "$dir/${d}b.err")"
+done
+if "$cmp" "$dir/cpub.json" "$dir/cpub.bin" "$dir/emulb.json" "$dir/emulb.bin" 0 >"$dir/cmp" 2>&1; then
+  ok "with the routed bias update: emul == cpu, bitwise"
+else
+  bad "with the routed bias update: emul differs from cpu: $(cat "$dir/cmp")"
 fi
 grep -q '"device":[[:space:]]*"emul"' "$dir/emul.json" && grep -q '"device":[[:space:]]*"cpu"' "$dir/cpu.json" &&
   ok "JSON device" || bad "JSON device field"

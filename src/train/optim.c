@@ -27,6 +27,7 @@ struct tr_optim {
     double *inv_rep;      /* (n) 1 / ranks holding each shard */
     int nbias;            /* MoE layers with a gate bias to update */
     double *counts;       /* (n_moe * E) expert counts of the step */
+    float *bias_h;        /* (E) a bias row on the host, on a device's table */
     int bias_w;           /* store index of the gate bias, or -1 */
     /* the squares of each weight's gradient: computed where the gradients
      * live (the model's table, sq_d in its memory, made at the first step)
@@ -68,7 +69,8 @@ smoe_status tr_optim_new(const tr_store *st, const tr_hparams *hp, const smoe_mo
             return smoe_err_set(err, SMOE_EINTERNAL, "routed_bias without a gate bias weight");
         o->nbias = (int)mc->n_moe;
         o->counts = smoe_calloc((size_t)(mc->n_moe * mc->experts), sizeof *o->counts);
-        if (!o->counts)
+        o->bias_h = smoe_calloc((size_t)mc->experts, sizeof *o->bias_h);
+        if (!o->counts || !o->bias_h)
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     }
     return SMOE_OK;
@@ -81,6 +83,7 @@ void tr_optim_free(tr_optim *o)
     smoe_free(o->wd);
     smoe_free(o->inv_rep);
     smoe_free(o->counts);
+    smoe_free(o->bias_h);
     smoe_free(o->sq);
     if (o->sq_d)
         o->ops->free(o->stream, o->sq_d, sizeof *o->sq_d * (size_t)(o->n ? o->n : 1));
@@ -128,13 +131,10 @@ static void bias_update(const tr_optim *o, const smoe_comm *cm, tr_store *st,
             tr_bias_step(bias, o->counts + j * E + e0, n, avg, rate);
             continue;
         }
-        /* a row of E floats at most: read, updated on the host, written back */
-        float *h = smoe_malloc(sizeof *h * (size_t)(n ? n : 1));
-        SMOE_ASSERT(h);
-        ops->read(stream, h, bias, sizeof *h * (size_t)n);
-        tr_bias_step(h, o->counts + j * E + e0, n, avg, rate);
-        ops->write(stream, bias, h, sizeof *h * (size_t)n);
-        smoe_free(h);
+        /* the row (n <= E floats) read, updated on the host, written back */
+        ops->read(stream, o->bias_h, bias, sizeof *bias * (size_t)n);
+        tr_bias_step(o->bias_h, o->counts + j * E + e0, n, avg, rate);
+        ops->write(stream, bias, o->bias_h, sizeof *bias * (size_t)n);
     }
 }
 
