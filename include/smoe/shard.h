@@ -244,6 +244,18 @@ int64_t smoe_gather_geom_level_offset(const smoe_gather_geom *g, const smoe_mesh
 void smoe_gather_geom_member(const smoe_gather_geom *g, const smoe_mesh *m, int64_t member,
                              int64_t off[]);
 
+/* A local block of a global row-major tensor as planes: `height` rows of
+ * `width` bytes, at byte goff of the global buffer (rows gpitch apart) and
+ * loff of the local one (rows lpitch apart, packed). The last two dims
+ * make a plane (a 2-D copy on a device); the dims before them are walked
+ * in row-major order. Rank 0 is one element. */
+typedef struct smoe_layout_plane {
+    size_t goff, loff, height, width, gpitch, lpitch;
+} smoe_layout_plane;
+typedef void (*smoe_layout_plane_fn)(void *ud, const smoe_layout_plane *p);
+void smoe_layout_planes(int rank, const int64_t shape[], const int64_t local[],
+                        const int64_t offset[], size_t elem, smoe_layout_plane_fn fn, void *ud);
+
 /* Copy between a global row-major tensor and a local block of it.
  * dir = 0: global -> local; dir = 1: local -> global. elem is the element
  * size in bytes. */

@@ -40,65 +40,71 @@ smoe_status smoe_layout_local(const smoe_pspec *spec, const int64_t shape[],
     return SMOE_OK;
 }
 
+void smoe_layout_planes(int rank, const int64_t shape[], const int64_t local[],
+                        const int64_t offset[], size_t elem, smoe_layout_plane_fn fn, void *ud)
+{
+    smoe_layout_plane p = { 0, 0, 1, elem, elem, elem };
+    if (rank == 0) {
+        fn(ud, &p);
+        return;
+    }
+    /* the last two dims make the plane; the dims before it are walked */
+    int outer = rank >= 2 ? rank - 2 : 0;
+    int64_t planes = 1, idx[SMOE_MAX_RANK];
+    for (int d = 0; d < outer; d++) {
+        planes *= local[d];
+        idx[d] = 0;
+    }
+    p.width = (size_t)local[rank - 1] * elem;
+    p.gpitch = (size_t)shape[rank - 1] * elem;
+    p.lpitch = p.width;
+    p.height = rank >= 2 ? (size_t)local[rank - 2] : 1;
+    for (int64_t k = 0; k < planes; k++) {
+        int64_t g = 0;
+        for (int d = 0; d < outer; d++)
+            g = g * shape[d] + offset[d] + idx[d];
+        if (rank >= 2)
+            g = g * shape[rank - 2] + offset[rank - 2];
+        g = g * shape[rank - 1] + offset[rank - 1];
+        p.goff = (size_t)g * elem;
+        p.loff = (size_t)k * p.height * p.width;
+        fn(ud, &p);
+        for (int d = outer - 1; d >= 0 && ++idx[d] == local[d]; d--)
+            idx[d] = 0;
+    }
+}
+
+typedef struct copy_job {
+    unsigned char *g, *l;
+    const unsigned char *src;
+    int dir; /* 0: global -> local, 1: local -> global, 2: block to block */
+} copy_job;
+
+static void copy_plane(void *ud, const smoe_layout_plane *p)
+{
+    const copy_job *j = ud;
+    for (size_t r = 0; r < p->height; r++) {
+        size_t go = p->goff + r * p->gpitch, lo = p->loff + r * p->lpitch;
+        if (j->dir == 0)
+            memcpy(j->l + lo, j->g + go, p->width);
+        else if (j->dir == 1)
+            memcpy(j->g + go, j->l + lo, p->width);
+        else
+            memcpy(j->g + go, j->src + go, p->width);
+    }
+}
+
 void smoe_layout_copy(int rank, const int64_t shape[], const int64_t local[],
                       const int64_t offset[], size_t elem, void *global,
                       void *localbuf, int dir)
 {
-    /* Walk the local block row by row; the innermost dim is contiguous. */
-    int64_t rows = 1, idx[SMOE_MAX_RANK];
-    if (rank == 0) {
-        if (dir == 0)
-            memcpy(localbuf, global, elem);
-        else
-            memcpy(global, localbuf, elem);
-        return;
-    }
-    for (int d = 0; d < rank - 1; d++) {
-        rows *= local[d];
-        idx[d] = 0;
-    }
-    size_t row_bytes = (size_t)local[rank - 1] * elem;
-    unsigned char *g = global, *l = localbuf;
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t goff = 0;
-        for (int d = 0; d < rank - 1; d++)
-            goff = goff * shape[d] + offset[d] + idx[d];
-        goff = goff * shape[rank - 1] + offset[rank - 1];
-        unsigned char *gp = g + (size_t)goff * elem;
-        unsigned char *lp = l + (size_t)r * row_bytes;
-        if (dir == 0)
-            memcpy(lp, gp, row_bytes);
-        else
-            memcpy(gp, lp, row_bytes);
-        for (int d = rank - 2; d >= 0; d--) {
-            if (++idx[d] < local[d])
-                break;
-            idx[d] = 0;
-        }
-    }
+    copy_job j = { global, localbuf, NULL, dir ? 1 : 0 };
+    smoe_layout_planes(rank, shape, local, offset, elem, copy_plane, &j);
 }
 
 void smoe_layout_copy_block(int rank, const int64_t shape[], const int64_t local[],
                             const int64_t offset[], size_t elem, const void *src, void *dst)
 {
-    int64_t rows = 1, idx[SMOE_MAX_RANK];
-    if (rank == 0) {
-        memcpy(dst, src, elem);
-        return;
-    }
-    for (int d = 0; d < rank - 1; d++) {
-        rows *= local[d];
-        idx[d] = 0;
-    }
-    size_t row_bytes = (size_t)local[rank - 1] * elem;
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t o = 0;
-        for (int d = 0; d < rank - 1; d++)
-            o = o * shape[d] + offset[d] + idx[d];
-        o = o * shape[rank - 1] + offset[rank - 1];
-        memcpy((unsigned char *)dst + (size_t)o * elem,
-               (const unsigned char *)src + (size_t)o * elem, row_bytes);
-        for (int d = rank - 2; d >= 0 && ++idx[d] == local[d]; d--)
-            idx[d] = 0;
-    }
+    copy_job j = { dst, NULL, src, 2 };
+    smoe_layout_planes(rank, shape, local, offset, elem, copy_plane, &j);
 }
