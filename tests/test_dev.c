@@ -212,6 +212,36 @@ static void copy2d(const smoe_dev *d)
     smoe_dev_stream_free(d, s);
 }
 
+/* A delay holds its stream: the events around it are at least that far
+ * apart (a lower bound: the stream cannot finish it early), and the copy
+ * enqueued after it lands; a negative or NaN delay is refused. */
+static void delay(const smoe_dev *d)
+{
+    smoe_dev_stream *s;
+    smoe_dev_event *a, *b;
+    int x = 7, y = 0, *dev;
+    OK(smoe_dev_stream_new(d, 0, &s, &err));
+    OK(smoe_dev_event_new(d, &a, &err));
+    OK(smoe_dev_event_new(d, &b, &err));
+    OK(smoe_dev_alloc(d, sizeof x, (void **)&dev, &err));
+    OK(smoe_dev_record(d, a, s, &err));
+    OK(smoe_dev_delay(d, 0.02, s, &err));
+    OK(smoe_dev_copy(d, dev, &x, sizeof x, s, &err));
+    OK(smoe_dev_record(d, b, s, &err));
+    OK(smoe_dev_copy(d, &y, dev, sizeof y, s, &err));
+    OK(smoe_dev_sync(d, 0, &err));
+    double t = 0;
+    OK(smoe_dev_elapsed(d, a, b, &t, &err));
+    CHECKF(t >= 0.0199 && y == 7, "%s: a delay of 20 ms held its stream %g s, then copied %d",
+           smoe_dev_name(d), t, y);
+    CHECK(smoe_dev_delay(d, -1, s, &err) == SMOE_EINVAL && strstr(err.msg, "a delay of"));
+    CHECK(smoe_dev_delay(d, NAN, s, &err) == SMOE_EINVAL);
+    OK(smoe_dev_free(d, dev, &err));
+    smoe_dev_event_free(d, a);
+    smoe_dev_event_free(d, b);
+    smoe_dev_stream_free(d, s);
+}
+
 /* Refusals: a wait on an event never recorded; a freed event; freeing
  * twice or what the device did not allocate. */
 static void refusals(const smoe_dev *d)
@@ -277,6 +307,7 @@ static void common(const smoe_dev *d)
            smoe_dev_name(d));
     pipeline(d);
     copy2d(d);
+    delay(d);
     refusals(d);
     OK(smoe_dev_last_error(d, &err));
 }

@@ -65,6 +65,10 @@ typedef struct smoe_dev_ops {
                           size_t width, size_t height, smoe_dev_stream *s, smoe_err *err);
     smoe_status (*fill)(void *ctx, void *p, unsigned char byte, size_t bytes,
                         smoe_dev_stream *s, smoe_err *err);
+    /* the stream does nothing else for `seconds` (after its earlier work,
+     * before its later work): a slower link's time, stood in for (CUDA: one
+     * thread spinning on the global timer) */
+    smoe_status (*delay)(void *ctx, double seconds, smoe_dev_stream *s, smoe_err *err);
     /* fn(ud) on a host thread once the stream's earlier work has run; it
      * must not call the device layer */
     smoe_status (*host_fn)(void *ctx, smoe_dev_stream *s, smoe_dev_fn fn, void *ud,
@@ -129,6 +133,8 @@ SMOE_MUST_CHECK smoe_status smoe_dev_copy2d(const smoe_dev *d, void *dst, size_t
                                             smoe_dev_stream *s, smoe_err *err);
 SMOE_MUST_CHECK smoe_status smoe_dev_fill(const smoe_dev *d, void *p, unsigned char byte, size_t bytes,
                                           smoe_dev_stream *s, smoe_err *err);
+SMOE_MUST_CHECK smoe_status smoe_dev_delay(const smoe_dev *d, double seconds, smoe_dev_stream *s,
+                                           smoe_err *err);
 SMOE_MUST_CHECK smoe_status smoe_dev_host_fn(const smoe_dev *d, smoe_dev_stream *s, smoe_dev_fn fn,
                                              void *ud, smoe_err *err);
 SMOE_MUST_CHECK smoe_status smoe_dev_sync(const smoe_dev *d, double timeout_s, smoe_err *err);

@@ -191,6 +191,15 @@ static smoe_status c_fill(void *ctx, void *p, unsigned char byte, size_t bytes,
     return SMOE_OK;
 }
 
+static smoe_status c_delay(void *ctx, double seconds, smoe_dev_stream *s, smoe_err *err)
+{
+    (void)ctx;
+    if (!(seconds >= 0 && seconds < 3600))
+        return smoe_err_set(err, SMOE_EINVAL, "cuda: a delay of %g s", seconds);
+    CK(cuda_spin((unsigned long long)(seconds * 1e9), s->s), "the delay kernel");
+    return SMOE_OK;
+}
+
 static smoe_status c_host_fn(void *ctx, smoe_dev_stream *s, smoe_dev_fn fn, void *ud,
                              smoe_err *err)
 {
@@ -245,7 +254,7 @@ static const smoe_dev_ops cuda_ops = {
     .event_new = c_event_new, .event_free = c_event_free,
     .record = c_record, .wait = c_wait, .query = c_query, .event_sync = c_event_sync,
     .elapsed = c_elapsed, .copy = c_copy, .copy2d = c_copy2d, .fill = c_fill,
-    .host_fn = c_host_fn, .sync = c_sync, .last_error = c_last_error, .close = c_close,
+    .delay = c_delay, .host_fn = c_host_fn, .sync = c_sync, .last_error = c_last_error, .close = c_close,
 };
 
 int smoe_dev_have_cuda(void) { return 1; }

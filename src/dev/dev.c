@@ -84,6 +84,11 @@ smoe_status smoe_dev_fill(const smoe_dev *d, void *p, unsigned char byte, size_t
     return d->ops->fill(d->ctx, p, byte, bytes, s, err);
 }
 
+smoe_status smoe_dev_delay(const smoe_dev *d, double seconds, smoe_dev_stream *s, smoe_err *err)
+{
+    return d->ops->delay(d->ctx, seconds, s, err);
+}
+
 smoe_status smoe_dev_host_fn(const smoe_dev *d, smoe_dev_stream *s, smoe_dev_fn fn, void *ud,
                              smoe_err *err)
 {

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef enum { OP_COPY, OP_COPY2D, OP_FILL, OP_FN, OP_RECORD, OP_WAIT } op_kind;
+typedef enum { OP_COPY, OP_COPY2D, OP_FILL, OP_FN, OP_RECORD, OP_WAIT, OP_DELAY } op_kind;
 
 typedef struct op {
     op_kind kind;
@@ -37,6 +37,7 @@ typedef struct op {
     void *ud;
     smoe_dev_event *ev;
     uint64_t gen;
+    double secs;
 } op;
 
 struct smoe_dev_event {
@@ -104,6 +105,12 @@ static void run_body(op *o)
         break;
     case OP_FILL: memset(o->dst, o->byte, o->bytes); break;
     case OP_FN: o->fn(o->ud); break;
+    case OP_DELAY: {
+        struct timespec ts = { (time_t)o->secs, (long)((o->secs - (double)(time_t)o->secs) * 1e9) };
+        while (nanosleep(&ts, &ts) != 0) {
+        }
+        break;
+    }
     case OP_RECORD:
     case OP_WAIT: break;
     }
@@ -307,6 +314,14 @@ static smoe_status h_fill(void *ctx, void *p, unsigned char byte, size_t bytes,
                           smoe_dev_stream *s, smoe_err *err)
 {
     op o = { .kind = OP_FILL, .dst = p, .byte = byte, .bytes = bytes };
+    return queue_op(ctx, s, &o, err);
+}
+
+static smoe_status h_delay(void *ctx, double seconds, smoe_dev_stream *s, smoe_err *err)
+{
+    if (!(seconds >= 0 && seconds < 3600))
+        return smoe_err_set(err, SMOE_EINVAL, "host emulation: a delay of %g s", seconds);
+    op o = { .kind = OP_DELAY, .secs = seconds };
     return queue_op(ctx, s, &o, err);
 }
 
@@ -515,7 +530,7 @@ static const smoe_dev_ops host_ops = {
     .event_new = h_event_new, .event_free = h_event_free,
     .record = h_record, .wait = h_wait, .query = h_query, .event_sync = h_event_sync,
     .elapsed = h_elapsed, .copy = h_copy, .copy2d = h_copy2d, .fill = h_fill,
-    .host_fn = h_host_fn, .sync = h_sync, .last_error = h_last_error, .close = h_close,
+    .delay = h_delay, .host_fn = h_host_fn, .sync = h_sync, .last_error = h_last_error, .close = h_close,
 };
 
 smoe_status smoe_dev_host_open(smoe_dev_host_mode mode, uint64_t seed, smoe_dev *out,
