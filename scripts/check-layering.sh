@@ -75,7 +75,7 @@ dev: core
 cuda: core dev backend kernels
 emul: core dev backend kernels
 nccl: core
-comm: core shard dtype
+comm: core shard dtype dev backend
 model: core kernels comm backend
 runtime: core shard comm dtype
 ckpt: core shard config comm

@@ -22,248 +22,10 @@
  * timeout naming what was waited for and the phase (exit 75).
  * usage: test_vrank CONFIG_DIR DATA_FILE [--quick] */
 #define _GNU_SOURCE
-#include "check.h"
-#include "cmp_rule.h"
-#include "smoe/dtype.h"
-#include "smoe/train.h"
+#include "vrank_testlib.h"
 
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#define STEPS 5
-#define MAX_RANKS 4
-
-static const char *cfgdir, *datafile;
-static smoe_train_data *data;
-
-typedef struct run_spec {
-    const char *name;
-    int devices;
-    const char *kv[4];     /* KEY=VALUE overrides */
-    int depth, legacy, shared_queue;
-    int wire;              /* smoe_dtype of the gathers */
-    int64_t block;         /* int8 */
-    int reduce_dtype;
-    int perturb_rank;      /* > 0: this rank's first gathered weight is scaled */
-    int progress_thread;
-    const char *model;     /* NULL: tiny */
-    const char *rules;     /* --rules, or NULL */
-    const char *const *more; /* more overrides (NULL-terminated), or NULL */
-} run_spec;
-
-typedef struct run_out {
-    int ok;
-    smoe_train_step rec[STEPS];
-    int nparams;
-    char **names;
-    float **params;
-    int64_t *numel;
-} run_out;
-
-typedef struct rank_job {
-    const run_spec *sp;
-    const smoe_config *cfg;
-    const smoe_plan *plan;
-    const smoe_schedule *const *sched;
-    smoe_comm comm;
-    int rank;
-    run_out *out;          /* rank 0 fills it */
-    smoe_status s;
-    smoe_err err;
-} rank_job;
-
-/* ---- the perturbed rank: its communicator's gather_wait scales the
- * first weight it hands back by 1 + 1e-3 ---- */
-static smoe_comm_ops perturbed_ops;
-static const smoe_comm_ops *inner_ops;
-static _Atomic int perturbed;
-static void perturbed_wait(void *ctx, smoe_comm_gather *g, float *buf, smoe_comm_ticket *t,
-                           double *wait_s)
-{
-    inner_ops->gather_wait(ctx, g, buf, t, wait_s);
-    if (!perturbed) {
-        smoe_wgather_info info;
-        inner_ops->gather_info(g, &info);
-        for (int64_t i = 0; i < info.gathered_numel; i++)
-            buf[i] *= 1 + 1e-3f;
-        perturbed = 1;
-    }
-}
-
-static void keep_params(rank_job *j, smoe_trainer *t)
-{
-    int n = 0;
-    const smoe_trainer_param *p = smoe_trainer_params(t, &n);
-    run_out *o = j->out;
-    if (j->rank == 0) {
-        o->nparams = n;
-        o->names = calloc((size_t)n, sizeof *o->names);
-        o->params = calloc((size_t)n, sizeof *o->params);
-        o->numel = calloc((size_t)n, sizeof *o->numel);
-    }
-    for (int i = 0; i < n && !j->s; i++) {
-        float *full = NULL;
-        if (j->rank == 0) {
-            o->names[i] = strdup(p[i].name);
-            o->numel[i] = p[i].numel;
-            full = o->params[i] = malloc(sizeof(float) * (size_t)p[i].numel);
-        }
-        j->s = smoe_trainer_gather(t, i, full, &j->err);
-    }
-}
-
-static void *rank_main(void *arg)
-{
-    rank_job *j = arg;
-    smoe_train_opts o;
-    memset(&o, 0, sizeof o);
-    o.steps = STEPS;
-    o.seed = 7;
-    o.schedules = j->sched;
-    o.nschedules = 1;
-    o.reduce_dtype = j->sp->reduce_dtype;
-    smoe_trainer *t = NULL;
-    j->s = smoe_trainer_new(j->cfg, j->plan, &j->comm, &o, data, &t, &j->err);
-    const smoe_model_cfg *mc = t ? smoe_trainer_model(t) : NULL;
-    int64_t T = mc ? mc->batch * mc->seq : 1;
-    int32_t *tok = malloc(sizeof *tok * (size_t)T), *tgt = malloc(sizeof *tgt * (size_t)T);
-    for (int64_t s = 0; s < STEPS && !j->s; s++) {
-        smoe_train_step rec;
-        j->s = smoe_train_data_batch(data, 7, s, j->rank * mc->batch, mc->batch, mc->seq, tok,
-                                     tgt, &j->err);
-        if (!j->s)
-            j->s = smoe_trainer_step(t, tok, tgt, &rec, &j->err);
-        if (j->rank == 0)
-            j->out->rec[s] = rec;
-    }
-    if (!j->s)
-        keep_params(j, t);
-    smoe_trainer_free(t);
-    free(tok);
-    free(tgt);
-    return NULL;
-}
-
-static int load(const run_spec *sp, smoe_config **cfg, smoe_plan **plan, smoe_schedule **sched,
-                smoe_err *err)
-{
-    char base[4200];
-    snprintf(base, sizeof base, "%s/train.yml", cfgdir);
-    smoe_config_opts co;
-    memset(&co, 0, sizeof co);
-    co.base_path = base;
-    co.model = sp->model ? sp->model : "tiny";
-    co.rules = sp->rules;
-    const char *kv[24];
-    co.n_overrides = 0;
-    for (int i = 0; i < 4 && sp->kv[i]; i++)
-        kv[co.n_overrides++] = sp->kv[i];
-    for (int i = 0; sp->more && sp->more[i] && co.n_overrides < 24; i++)
-        kv[co.n_overrides++] = sp->more[i];
-    co.overrides = kv;
-    smoe_plan_opts po = { sp->devices, 1, NULL, 4 };
-    return smoe_config_load(&co, cfg, err) || smoe_plan_build(*cfg, &po, plan, err) ||
-           smoe_plan_set_wire(*plan, (smoe_dtype)sp->wire, sp->block, SMOE_DT_INT8, err) ||
-           smoe_plan_check_even(*plan, SMOE_MODE_COAXIS, err) ||
-           smoe_plan_check_even(*plan, SMOE_MODE_LEGACY, err) ||
-           smoe_schedule_for_plan(*plan, sp->depth, sp->legacy, sched, err);
-}
-
-/* Run sp into *out: one thread per rank (the single-rank communicator on
- * one device). */
-static void run(const run_spec *sp, run_out *out)
-{
-    memset(out, 0, sizeof *out);
-    smoe_err err;
-    memset(&err, 0, sizeof err);
-    smoe_config *cfg = NULL;
-    smoe_plan *plan = NULL;
-    smoe_schedule *sched = NULL;
-    smoe_comm comm[MAX_RANKS];
-    memset(comm, 0, sizeof comm);
-    int n = sp->devices, bad = load(sp, &cfg, &plan, &sched, &err);
-    smoe_comm_vrank_opts vo = { 60, sp->shared_queue, sp->progress_thread };
-    if (!bad)
-        bad = n == 1 ? smoe_comm_local_new(&plan->mesh, 60, &comm[0], &err) != SMOE_OK
-                     : smoe_comm_vrank_new(&plan->mesh, &vo, comm, &err) != SMOE_OK;
-    CHECKF(!bad, "%s: set-up: %s", sp->name, err.msg);
-    if (!bad) {
-        const smoe_schedule *one[1] = { sched };
-        rank_job job[MAX_RANKS];
-        pthread_t th[MAX_RANKS];
-        perturbed = 0;
-        for (int r = 0; r < n; r++) {
-            job[r] = (rank_job){ sp, cfg, plan, one, comm[r], r, out, SMOE_OK, { 0 } };
-            if (sp->perturb_rank && r == sp->perturb_rank) {
-                inner_ops = comm[r].ops;
-                perturbed_ops = *inner_ops;
-                perturbed_ops.gather_wait = perturbed_wait;
-                job[r].comm.ops = &perturbed_ops;
-            }
-            pthread_create(&th[r], NULL, rank_main, &job[r]);
-        }
-        out->ok = 1;
-        for (int r = 0; r < n; r++) {
-            pthread_join(th[r], NULL);
-            CHECKF(!job[r].s, "%s: rank %d: %s", sp->name, r, job[r].err.msg);
-            out->ok &= !job[r].s;
-        }
-    }
-    if (comm[0].ctx)
-        n == 1 ? smoe_comm_local_free(&comm[0]) : smoe_comm_vrank_free(comm, n);
-    smoe_schedule_free(sched);
-    smoe_plan_free(plan);
-    smoe_config_free(cfg);
-}
-
-static void out_free(run_out *o)
-{
-    for (int i = 0; i < o->nparams; i++) {
-        free(o->names[i]);
-        free(o->params[i]);
-    }
-    free(o->names);
-    free(o->params);
-    free(o->numel);
-}
-
-/* Do a and b agree within tol (0: bitwise)? Says the worst differences. */
-static int agree(const run_out *a, const run_out *b, double tol, const char *what, int quiet)
-{
-    if (!a->ok || !b->ok || a->nparams != b->nparams || a->nparams == 0)
-        return 0;
-    int ok = 1;
-    double worst = 0, worst_loss = 0;
-    for (int s = 0; s < STEPS; s++) {
-        const smoe_train_step *x = &a->rec[s], *y = &b->rec[s];
-        double v[5][2] = { { x->loss, y->loss }, { x->lr, y->lr }, { x->grad_norm, y->grad_norm },
-                           { x->aux_loss, y->aux_loss }, { x->z_loss, y->z_loss } };
-        for (int k = 0; k < 5; k++) {
-            ok &= cmp_number_ok(v[k][0], v[k][1], tol);
-            double rel = cmp_number_rel(v[k][0], v[k][1]);
-            worst_loss = rel > worst_loss ? rel : worst_loss;
-        }
-    }
-    for (int i = 0; i < a->nparams; i++) {
-        if (strcmp(a->names[i], b->names[i]) != 0 || a->numel[i] != b->numel[i]) {
-            ok = 0;
-            continue;
-        }
-        cmp_tensor c = cmp_tensor_of(a->params[i], b->params[i], a->numel[i]);
-        ok &= cmp_tensor_ok(&c, tol);
-        if (!quiet && !cmp_tensor_ok(&c, tol))
-            printf("  %s: relative difference %.3g\n", a->names[i], c.rel);
-        worst = c.rel > worst ? c.rel : worst;
-    }
-    if (!quiet)
-        printf("%s: %s: worst step figure %.3g, worst tensor %.3g over %d tensors\n",
-               ok ? "ok" : "FAIL", what, worst_loss, worst, a->nparams);
-    return ok;
-}
 
 #define E2 "ici_expert_parallelism=2"
 
@@ -277,7 +39,7 @@ static void test_meshes(const run_out *ref, const run_out *ref2, run_out *f2e2)
     };
     for (size_t i = 0; i < sizeof mesh / sizeof mesh[0]; i++) {
         run_out x;
-        run(&(run_spec){ mesh[i].name, mesh[i].n, { mesh[i].kv }, 1, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL }, &x);
+        run(&(run_spec){ mesh[i].name, mesh[i].n, { mesh[i].kv }, 1, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &x);
         char what[96];
         snprintf(what, sizeof what, "%s vs single rank", mesh[i].name);
         CHECKF(agree(mesh[i].n == 2 ? ref2 : ref, &x, 1e-5, what, 0), "%s", what);
@@ -302,7 +64,7 @@ static void test_schedules(const run_out *a, int n, const char *kv)
     for (size_t i = 0; i < sizeof sch / sizeof sch[0]; i++) {
         run_out x;
         run(&(run_spec){ sch[i].what, n, { kv }, sch[i].depth, sch[i].legacy, sch[i].shq, 0, 0, 0,
-                         0, sch[i].pth, NULL, NULL, NULL }, &x);
+                         0, sch[i].pth, NULL, NULL, NULL, 0, 0, 0, 0 }, &x);
         CHECKF(agree(a, &x, 0, sch[i].what, 0), "%s", sch[i].what);
         out_free(&x);
     }
@@ -312,7 +74,7 @@ static void test_schedules(const run_out *a, int n, const char *kv)
 static void test_perturbed(const run_out *ref, int n, const char *kv)
 {
     run_out x;
-    run(&(run_spec){ "perturbed", n, { kv }, 1, 0, 0, 0, 0, 0, 1, 0, NULL, NULL, NULL }, &x);
+    run(&(run_spec){ "perturbed", n, { kv }, 1, 0, 0, 0, 0, 0, 1, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &x);
     CHECKF(x.ok && !agree(ref, &x, 1e-5, "", 1), "a perturbed rank is not caught");
     printf("%s: a rank's gathered weight scaled by 1 + 1e-3 once: caught\n", x.ok ? "ok" : "FAIL");
     out_free(&x);
@@ -330,18 +92,18 @@ static void test_wire(const run_out *f2e2)
         int64_t b = wire[i].block;
         char what[96];
         run_out x, y, z;
-        run(&(run_spec){ "wref", 1, { "per_device_batch_size=16" }, 1, 0, 0, w, b, 0, 0, 0, NULL, NULL, NULL }, &x);
-        run(&(run_spec){ "we2", 4, { E2 }, 1, 0, 0, w, b, 0, 0, 0, NULL, NULL, NULL }, &y);
+        run(&(run_spec){ "wref", 1, { "per_device_batch_size=16" }, 1, 0, 0, w, b, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &x);
+        run(&(run_spec){ "we2", 4, { E2 }, 1, 0, 0, w, b, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &y);
         snprintf(what, sizeof what, "%s: fsdp=2 x expert=2 vs single rank", wire[i].name);
         CHECKF(agree(&x, &y, 5e-5, what, 0), "%s", what);
         snprintf(what, sizeof what, "%s: the run is not fp32's", wire[i].name);
         CHECKF(y.ok && !agree(f2e2, &y, 0, what, 1), "%s", what);
-        run(&(run_spec){ "wf4", 4, { "ici_fsdp_parallelism=4" }, 1, 0, 0, w, b, 0, 0, 0, NULL, NULL, NULL }, &z);
+        run(&(run_spec){ "wf4", 4, { "ici_fsdp_parallelism=4" }, 1, 0, 0, w, b, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &z);
         snprintf(what, sizeof what, "%s: fsdp=4 vs single rank", wire[i].name);
         CHECKF(agree(&x, &z, 5e-5, what, 0), "%s", what);
         out_free(&z);
         out_free(&x);
-        run(&(run_spec){ "wleg", 4, { E2 }, 0, 1, 1, w, b, 0, 0, 0, NULL, NULL, NULL }, &x);
+        run(&(run_spec){ "wleg", 4, { E2 }, 0, 1, 1, w, b, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &x);
         snprintf(what, sizeof what, "%s: legacy, depth 0, shared queue == default, bitwise",
                  wire[i].name);
         CHECKF(agree(&y, &x, 0, what, 0), "%s", what);
@@ -381,8 +143,8 @@ static void test_recipe(const run_out *ref)
 static void test_reduce_bf16(const run_out *f2e2)
 {
     run_out x, y;
-    run(&(run_spec){ "r16", 4, { E2 }, 1, 0, 0, 0, 0, SMOE_DT_BF16, 0, 0, NULL, NULL, NULL }, &x);
-    run(&(run_spec){ "r16d0", 4, { E2 }, 0, 0, 1, 0, 0, SMOE_DT_BF16, 0, 0, NULL, NULL, NULL }, &y);
+    run(&(run_spec){ "r16", 4, { E2 }, 1, 0, 0, 0, 0, SMOE_DT_BF16, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &x);
+    run(&(run_spec){ "r16d0", 4, { E2 }, 0, 0, 1, 0, 0, SMOE_DT_BF16, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &y);
     CHECK(agree(&x, &y, 0, "bf16 reductions: depth 0 + shared queue == depth 1, bitwise", 0));
     CHECKF(x.ok && !agree(f2e2, &x, 0, "", 1), "bf16 reductions: the run is fp32's");
     out_free(&x);
@@ -523,12 +285,12 @@ int main(int argc, char **argv)
     test_failures();
     test_agree();
     run_out ref2, x;
-    run(&(run_spec){ "ref2", 1, { "per_device_batch_size=8" }, 1, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL }, &ref2);
+    run(&(run_spec){ "ref2", 1, { "per_device_batch_size=8" }, 1, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &ref2);
     if (quick) { /* 2 ranks: the oracle, two schedules, the perturbed rank */
-        run(&(run_spec){ "fsdp=2", 2, { NULL }, 1, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL }, &x);
+        run(&(run_spec){ "fsdp=2", 2, { NULL }, 1, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &x);
         CHECK(agree(&ref2, &x, 1e-5, "fsdp=2 (2 ranks) vs single rank", 0));
         run_out y;
-        run(&(run_spec){ "d0shq", 2, { NULL }, 0, 0, 1, 0, 0, 0, -1, 1, NULL, NULL, NULL }, &y);
+        run(&(run_spec){ "d0shq", 2, { NULL }, 0, 0, 1, 0, 0, 0, -1, 1, NULL, NULL, NULL, 0, 0, 0, 0 }, &y);
         CHECK(agree(&x, &y, 0, "fsdp=2: depth 0, shared queue, progress thread == depth 1, "
                     "bitwise", 0));
         out_free(&y);
@@ -536,7 +298,7 @@ int main(int argc, char **argv)
         out_free(&x);
     } else {
         run_out ref, f2e2;
-        run(&(run_spec){ "ref", 1, { "per_device_batch_size=16" }, 1, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL }, &ref);
+        run(&(run_spec){ "ref", 1, { "per_device_batch_size=16" }, 1, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &ref);
         test_meshes(&ref, &ref2, &f2e2);
         test_schedules(&f2e2, 4, E2);
         test_perturbed(&ref, 4, E2);

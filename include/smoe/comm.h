@@ -106,7 +106,10 @@ typedef struct smoe_comm_stats {
      * then an all-gather), an all-to-all its rows for each. With two
      * members MPI's algorithms send exactly that; with more they may relay
      * parts through other members. Counted as issued; the MPI runtime
-     * counts, the in-process communicators leave them 0. */
+     * counts, the in-process communicators leave them 0, but ranks on a
+     * device with a link stood in for (link_gbs) count in link_bytes what
+     * each op holds that link for (as much as they send, the ops being
+     * symmetric). */
     int64_t host_bytes, link_bytes;
 } smoe_comm_stats;
 
@@ -314,6 +317,42 @@ typedef struct smoe_comm_vrank_opts {
 SMOE_MUST_CHECK
 smoe_status smoe_comm_vrank_new(const smoe_mesh *mesh, const smoe_comm_vrank_opts *o,
                                 smoe_comm *out, smoe_err *err);
+/* A rank whose buffers live in a device's memory (dev.h), all ranks of
+ * one world on one device, each with streams of its own:
+ *  - compute: where the rank's trainer writes the buffers it hands over
+ *    (shards, gradients) and uses what it gets back;
+ *  - xfer: the rank's collectives' copies and sums (ops/xq: a kernel
+ *    queue on it, for vec_add).
+ * A collective's device work is enqueued at its post behind an event
+ * recorded on `compute` when it was issued (so the host never blocks to
+ * issue), and the op completes once that work has run on every member:
+ * when a gather's wait returns or a reduction's flag is set, the result
+ * is in place and the buffers the peers read are free. Sums add the
+ * members in rank order, as on the host. Gathers and reductions move fp32
+ * only (another wire: SMOE_EINVAL at gather_new); the expert all-to-all
+ * of a group of more than one rank is not supported yet (the rank aborts
+ * naming it). link_gbs > 0 stands in for a link of that many GB/s
+ * between the ranks: each op's transfer stream is held (smoe_dev_delay)
+ * for the bytes the rank receives in it (as smoe_comm_stats counts them:
+ * a reduce-scatter's parts from every peer, an all-reduce's 2 (n - 1) / n
+ * of the buffer) over that rate, before its copies; so prefetching has a
+ * wait to hide on a device whose own copies take microseconds. Call once
+ * per rank, before its first collective; the device, streams and queue
+ * are borrowed. */
+struct smoe_dev;
+struct smoe_dev_stream;
+struct smoe_kops;
+typedef struct smoe_comm_device {
+    const struct smoe_dev *dev;
+    struct smoe_dev_stream *compute, *xfer;
+    const struct smoe_kops *ops;
+    void *xq;
+    double link_gbs;
+} smoe_comm_device;
+SMOE_MUST_CHECK
+smoe_status smoe_comm_vrank_set_device(smoe_comm *c, const smoe_comm_device *d, smoe_err *err);
+/* 1 when c is an in-process rank with a device */
+int smoe_comm_vrank_on_device(const smoe_comm *c);
 /* Free the ranks smoe_comm_vrank_new made (c: its array of n), after every
  * rank's thread is done with them; each c[i].ctx NULL after. */
 void smoe_comm_vrank_free(smoe_comm *c, int n);

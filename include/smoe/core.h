@@ -239,6 +239,8 @@ typedef struct smoe_test_hooks {
     smoe_test_thread mpi_thread;
     int64_t kill_in_save; /* > 0: the last rank is killed half-way through the save of this step */
     int64_t step_error;   /* > 0: the last rank fails in this step (1-based), the others go on */
+    int dev_skip_peer_wait; /* in-process ranks on a device read their peers' buffers
+                             * without waiting on their issue events (comm.h) */
 } smoe_test_hooks;
 /* Copy *h (NULL: none). */
 void smoe_set_test_hooks(const smoe_test_hooks *h);

@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include "smoe/comm.h"
+#include "smoe/dev.h"
 
 #define VR_QUEUES 3
 #define VR_WINDOW 8 /* ops running at once on a queue (the MPI runtime's) */
@@ -60,7 +61,9 @@ struct vr_op {
     const vr_stage *stage;       /* VR_ALLGATHER */
     const int64_t *sc, *sd, *rc, *rd; /* VR_ALLTOALLV, floats per peer */
     /* 0 queued, 1 posted (peers may read its buffers), 2 read (its result
-     * computed), 3 complete (every peer has read its buffers) */
+     * computed; on a device: its reads enqueued), 3 complete (every peer
+     * has read its buffers); a device op's 4: its reads have run, 5: its
+     * copy home is enqueued (vrank.c: advance_dev) */
     int state;
     int reads_left;              /* peers still to read this op's buffers */
     void *tmp;                   /* an in-place reduction's result until complete */
@@ -72,12 +75,27 @@ struct vr_op {
     double *busy_acc;            /* += the op's time from post to completion */
     float *expand;               /* at completion: bf16 tail of expand[0..expand_n) */
     int64_t expand_n;
+    /* an op on buffers in the device's memory (vr_dev; vrank_dev.c): its
+     * events (made once per op object, kept across reuse) are recorded at
+     * issue on the rank's compute stream and after its device work on the
+     * rank's transfer stream; dev_state 1: the work before ev_done has run */
+    int dev, dev_state;
+    smoe_dev_event *ev_issue, *ev_done;
     vr_op *next;
 };
 
 typedef struct vr_queue {
     vr_op *head, *tail;
 } vr_queue;
+
+/* A rank's device (comm.h: smoe_comm_vrank_set_device), with the scratch
+ * blocks its in-place reductions borrow (vrank_dev.c). */
+typedef struct vr_block vr_block;
+typedef struct vr_dev {
+    smoe_comm_device d;
+    vr_block *free_blocks;
+    int64_t inflight;            /* device ops whose work has not run yet */
+} vr_dev;
 
 typedef struct vr_ep {
     vr_rank *r;
@@ -104,6 +122,7 @@ struct vr_rank {
     void *span_ud;
     smoe_comm_gather *gathers;   /* every gather built, freed with the world */
     vr_ep ep;
+    vr_dev *dv;                  /* its device, or NULL: host buffers */
     pthread_t thread;            /* its progress thread, when the world has them */
     int has_thread;
 };
@@ -150,6 +169,32 @@ void vr_wait_step(vr_rank *r, smoe_comm_wait *w);
 /* VR_ALLGATHER's read of member m's region, whose op is peer (vrank_gather.c;
  * under the lock). */
 void vr_stage_read(const vr_op *op, const vr_op *peer, int m);
+/* ---- device ranks (vrank_dev.c); each aborts the rank on a device error ----
+ * vr_dev_issue: record op's issue event on the compute stream (the rank's
+ * thread, before the op is queued). vr_dev_read: op's reads of its peers'
+ * buffers (o: the slot's ops by member) enqueued on the transfer stream
+ * behind the issue events, then its done event. vr_dev_poll: 1 once op's
+ * enqueued work has run. vr_dev_home: an in-place reduction's result
+ * copied home, then the done event again. vr_dev_copy_layout: a block of
+ * a global buffer to or from a packed local one (smoe_layout_copy's
+ * convention) on the compute stream. vr_dev_release: a finished op's
+ * scratch back to the rank. */
+void vr_dev_issue(vr_rank *r, vr_op *op);
+void vr_dev_read(vr_rank *r, vr_op *op, vr_op **o, int n);
+int vr_dev_poll(vr_rank *r, vr_op *op);
+void vr_dev_home(vr_rank *r, vr_op *op);
+void vr_dev_copy_layout(vr_rank *r, int rank, const int64_t shape[], const int64_t local[],
+                        const int64_t offset[], size_t elem, void *global, void *localbuf,
+                        int dir);
+void vr_dev_copy(vr_rank *r, void *dst, const void *src, size_t bytes);
+void vr_dev_copy_block(vr_rank *r, int rank, const int64_t shape[], const int64_t local[],
+                       const int64_t offset[], size_t elem, const void *src, void *dst);
+void vr_dev_release(vr_rank *r, vr_op *op);
+/* an op object's events (at the world's end), the rank's device state */
+void vr_dev_op_free(vr_rank *r, vr_op *op);
+void vr_dev_free(vr_rank *r);
+/* 1 for the in-process ranks' operations (vrank_ops.c) */
+int vr_is_vrank_ops(const smoe_comm_ops *ops);
 /* gathers (vrank_gather.c) */
 void vr_gathers_free(vr_rank *r);
 smoe_status vr_gather_new(void *ctx, const smoe_gather_exec *x, const char *name,

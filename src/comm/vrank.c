@@ -30,8 +30,8 @@
  *   every post, read and completion broadcasts (no spinning); a wait past
  *   the rank's timeout aborts the process, naming the rank, what it waited
  *   for and its phase, as the MPI runtime ends a job with a dead peer.
- *   Copies are made under the lock (a later device version queues them on
- *   streams instead). */
+ *   Copies are made under the lock; on a device (vrank_dev.c) they are
+ *   queued on the ranks' streams instead. */
 #define _GNU_SOURCE
 #include "comm_impl.h"
 
@@ -46,6 +46,7 @@
 struct vr_slot {
     int64_t seq;
     int posted, released;
+    int dev_ran;                 /* device ops: members whose reads have run */
     vr_op **op;                  /* by member */
     vr_slot *next;
 };
@@ -146,9 +147,12 @@ vr_op *vr_op_new(vr_rank *r)
     if (op)
         r->freelist = op->next;
     pthread_mutex_unlock(&r->w->lock);
-    if (!op && !(op = smoe_malloc(sizeof *op)))
+    if (!op && !(op = smoe_calloc(1, sizeof *op)))
         vr_abort(r, SMOE_EXIT_NOMEM, "out of memory allocating a communication op");
+    smoe_dev_event *ei = op->ev_issue, *ed = op->ev_done; /* kept across reuse */
     memset(op, 0, sizeof *op);
+    op->ev_issue = ei;
+    op->ev_done = ed;
     return op;
 }
 
@@ -274,11 +278,18 @@ static void read_peers(vr_rank *r, vr_op *op)
         if (!reads(op, m))
             continue;
         int sized = op->kind != VR_ALLTOALLV && op->kind != VR_TO_ROOT;
-        if (o[m]->kind != op->kind || o[m]->bf16 != op->bf16 ||
+        if (o[m]->kind != op->kind || o[m]->bf16 != op->bf16 || o[m]->dev != op->dev ||
             (sized && o[m]->count != op->count) || o[m]->root != op->root)
             mismatch(r, op, o[m], m);
     }
     int64_t at = 0;
+    if (op->dev) {
+        vr_dev_read(r, op, o, n);
+        for (int m = 0; m < n; m++)
+            o[m]->reads_left -= reads(op, m);
+        op->state = 2;
+        return;
+    }
     switch (op->kind) {
     case VR_ALLGATHER:
         for (int m = 0; m < n; m++)
@@ -321,21 +332,9 @@ static void read_peers(vr_rank *r, vr_op *op)
     op->state = 2;
 }
 
-static void complete(vr_rank *r, vr_op *op)
+/* op looks at its slot no more; the last member frees it */
+static void leave_slot(vr_op *op)
 {
-    if (op->tmp) {
-        memcpy(op->rbuf, op->tmp, elem_size(op) * (size_t)op->count);
-        smoe_free(op->tmp);
-        op->tmp = NULL;
-    }
-    if (op->expand)
-        smoe_dtype_unpack_tail(SMOE_DT_BF16, 0, op->expand, op->expand_n);
-    double t1 = smoe_now();
-    if (op->busy_acc)
-        *op->busy_acc += t1 - op->t0;
-    if (op->name)
-        vr_span(r, op->kind == VR_ALLGATHER ? SMOE_LANE_GATHER : SMOE_LANE_COMM, op->name,
-                op->t0, t1);
     vr_slot *s = op->slot;
     if (++s->released == op->comm->size) { /* no member looks at the slot again */
         vr_slot **p = &op->comm->grp->slots;
@@ -346,6 +345,18 @@ static void complete(vr_rank *r, vr_op *op)
         smoe_free(s);
     }
     op->slot = NULL;
+}
+
+static void finish(vr_rank *r, vr_op *op)
+{
+    double t1 = smoe_now();
+    if (op->busy_acc)
+        *op->busy_acc += t1 - op->t0;
+    if (op->name)
+        vr_span(r, op->kind == VR_ALLGATHER ? SMOE_LANE_GATHER : SMOE_LANE_COMM, op->name,
+                op->t0, t1);
+    if (op->dev)
+        vr_dev_release(r, op);
     op->state = 3;
     if (op->pending)
         (*op->pending)--;
@@ -353,13 +364,58 @@ static void complete(vr_rank *r, vr_op *op)
         *op->flag = 1;
 }
 
+static void complete(vr_rank *r, vr_op *op)
+{
+    if (op->tmp) {
+        memcpy(op->rbuf, op->tmp, elem_size(op) * (size_t)op->count);
+        smoe_free(op->tmp);
+        op->tmp = NULL;
+    }
+    if (op->expand)
+        smoe_dtype_unpack_tail(SMOE_DT_BF16, 0, op->expand, op->expand_n);
+    leave_slot(op);
+    finish(r, op);
+}
+
+/* A device op after its reads were enqueued (state 2): 4 once they have
+ * run (counted in the slot); when every member's have, it leaves the slot
+ * and finishes, an in-place sum after its copy home has run (5). */
+static int advance_dev(vr_rank *r, vr_op *op)
+{
+    int moved = 0;
+    if (op->state == 2 && vr_dev_poll(r, op)) {
+        op->slot->dev_ran++;
+        op->state = 4;
+        moved = 1;
+    }
+    if (op->state == 4 && op->reads_left == 0 && op->slot->dev_ran == op->comm->size) {
+        leave_slot(op);
+        if (op->tmp) {
+            vr_dev_home(r, op);
+            op->state = 5;
+        } else {
+            finish(r, op);
+        }
+        moved = 1;
+    }
+    if (op->state == 5 && vr_dev_poll(r, op)) {
+        finish(r, op);
+        moved = 1;
+    }
+    return moved;
+}
+
 /* Advance a posted op as far as its peers allow; 1 when it moved. */
 static int advance(vr_rank *r, vr_op *op)
 {
+    if (op->dev && op->state >= 2)
+        return advance_dev(r, op);
     int moved = 0;
     if (op->state == 1 && op->slot->posted == op->comm->size) {
         read_peers(r, op);
         moved = 1;
+        if (op->dev)
+            return moved | advance_dev(r, op);
     }
     if (op->state == 2 && op->reads_left == 0) {
         complete(r, op);
@@ -416,6 +472,8 @@ int vr_progress_locked(vr_rank *r)
 void vr_enqueue(vr_rank *r, int q, vr_op *op)
 {
     q = vr_queue_of(r, q);
+    if (op->dev)
+        vr_dev_issue(r, op); /* and counts the bytes a link carries */
     pthread_mutex_lock(&r->w->lock);
     op->next = NULL;
     vr_queue *Q = &r->q[q];
@@ -428,11 +486,15 @@ void vr_enqueue(vr_rank *r, int q, vr_op *op)
     pthread_mutex_unlock(&r->w->lock);
 }
 
-static void wait_cond(vr_world *w)
+/* Sleep on the world's condition: every host event broadcasts it, so the
+ * bound is long; a device's completions broadcast nothing, so a rank with
+ * device work in flight polls every 100 us. */
+static void wait_cond(vr_rank *r)
 {
+    vr_world *w = r->w;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 10 * 1000 * 1000; /* a bound, not a poll: every event broadcasts */
+    ts.tv_nsec += r->dv && r->dv->inflight ? 100 * 1000 : 10 * 1000 * 1000;
     if (ts.tv_nsec >= 1000000000L) {
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
@@ -454,7 +516,7 @@ void vr_wait_step(vr_rank *r, smoe_comm_wait *w)
 {
     pthread_mutex_lock(&r->w->lock);
     if (!vr_progress_locked(r))
-        wait_cond(r->w);
+        wait_cond(r);
     pthread_mutex_unlock(&r->w->lock);
     w->spins++;
     check_timeout(r, w);
@@ -491,7 +553,7 @@ void vr_world_op(vr_rank *r, vr_kind kind, const void *sbuf, void *rbuf, int64_t
         if (op->state == 3)
             break;
         if (!moved)
-            wait_cond(r->w);
+            wait_cond(r);
         pthread_mutex_unlock(&r->w->lock);
         check_timeout(r, &w);
         pthread_mutex_lock(&r->w->lock);

@@ -97,8 +97,12 @@ void vr_stage_read(const vr_op *op, const vr_op *peer, int m)
             }
         }
         off[g->geo.rank - 1] /= g->rec;
-        smoe_layout_copy_block(g->geo.rank, g->cB, g->cblk, off, (size_t)g->esz, peer->rbuf,
-                               op->rbuf);
+        if (g->r->dv)
+            vr_dev_copy_block(g->r, g->geo.rank, g->cB, g->cblk, off, (size_t)g->esz, peer->rbuf,
+                              op->rbuf);
+        else
+            smoe_layout_copy_block(g->geo.rank, g->cB, g->cblk, off, (size_t)g->esz, peer->rbuf,
+                                   op->rbuf);
     }
 }
 
@@ -170,6 +174,10 @@ static smoe_status gather_build(smoe_comm_gather *g, const smoe_gather_exec *x, 
     if (g->geo.rep.n && (s = vr_comm_get(r, &g->geo.rep, VR_Q_COMM, &g->ar_comm, err)))
         return s;
     g->rbf16 = x->reduce_wire == SMOE_DT_BF16 && (g->rs_comm || g->ar_comm);
+    if (r->dv && (g->wire != SMOE_DT_FP32 || g->rbf16))
+        return smoe_err_set(err, SMOE_EINVAL, "%s: gathers and reductions in %s on a device "
+                            "are not supported yet (fp32 only)", g->name,
+                            smoe_dtype_name(g->rbf16 ? SMOE_DT_BF16 : g->wire));
     return SMOE_OK;
 }
 
@@ -220,6 +228,7 @@ static void enqueue_stage(vr_rank *r, const vr_stage *st, char *cb, int serial, 
     op->name = st->name;
     op->serial = serial;
     op->bytes = st->bytes;
+    op->dev = r->dv != NULL;
     op->pending = pending;
     op->busy_acc = busy;
     r->stats.gathers++;
@@ -233,7 +242,9 @@ void vr_gather_start(void *ctx, smoe_comm_gather *g, const float *shard, float *
     vr_rank *r = R(ctx);
     const smoe_gather_geom *e = &g->geo;
     char *cb = (char *)buf;
-    if (g->wire == SMOE_DT_FP32) {
+    if (r->dv) { /* fp32 (gather_new) */
+        vr_dev_copy_layout(r, e->rank, e->B, e->blk, e->off, sizeof(float), buf, (void *)shard, 1);
+    } else if (g->wire == SMOE_DT_FP32) {
         smoe_layout_copy(e->rank, e->B, e->blk, e->off, sizeof(float), buf, (void *)shard, 1);
     } else {
         cb = smoe_dtype_tail(g->wire, g->wblock, buf, e->gathered_numel);
@@ -294,6 +305,7 @@ static void enqueue_reduction(vr_rank *r, vr_kind kind, vr_comm *c, const void *
                                          : (g->rbf16 ? "AR grad bf16" : "AR grad");
     op->serial = serial;
     op->flag = done;
+    op->dev = r->dv != NULL;
     op->expand = expand;
     op->expand_n = g->geo.shard_numel;
     vr_enqueue(r, VR_Q_COMM, op);
@@ -313,8 +325,12 @@ void vr_gather_reduce(void *ctx, smoe_comm_gather *g, float *full, float *scratc
         for (int64_t m = 0; m < g->rs_comm->size; m++) {
             int64_t off[SMOE_MAX_RANK];
             smoe_gather_geom_member(&g->geo, &r->w->mesh, m, off);
-            smoe_layout_copy(g->geo.rank, g->geo.B, g->geo.blk, off, sizeof(float), full,
-                             scratch + m * n, 0);
+            if (r->dv)
+                vr_dev_copy_layout(r, g->geo.rank, g->geo.B, g->geo.blk, off, sizeof(float), full,
+                                   scratch + m * n, 0);
+            else
+                smoe_layout_copy(g->geo.rank, g->geo.B, g->geo.blk, off, sizeof(float), full,
+                                 scratch + m * n, 0);
         }
         send = scratch;
         if (used_scratch)
@@ -329,6 +345,8 @@ void vr_gather_reduce(void *ctx, smoe_comm_gather *g, float *full, float *scratc
                           g->ar_comm ? NULL : done, b && !g->ar_comm ? shard_grad : NULL, 0);
     } else if (b) {
         smoe_dtype_pack(SMOE_DT_BF16, 0, rb, full, n);
+    } else if (r->dv) {
+        vr_dev_copy(r, shard_grad, full, sizeof(float) * (size_t)n);
     } else {
         memcpy(shard_grad, full, sizeof(float) * (size_t)n);
     }
@@ -364,6 +382,9 @@ static smoe_status alltoallv(void *ctx, const float *send, const int64_t *send_r
                              float *recv, const int64_t *recv_rows, int64_t row)
 {
     vr_ep *e = ctx;
+    if (e->r->dv)
+        vr_abort(e->r, SMOE_EXIT_COMM, "the expert all-to-all of ranks on a device is not "
+                 "supported yet");
     double t0 = smoe_now();
     int64_t so = 0, ro = 0;
     for (int p = 0; p < e->comm->size; p++) {

@@ -12,6 +12,7 @@
 
 static vr_rank *R(void *ctx) { return ctx; }
 static const smoe_comm_ops vrank_ops;
+int vr_is_vrank_ops(const smoe_comm_ops *ops) { return ops == &vrank_ops; }
 
 /* ---- the operations ---- */
 static int v_rank(void *ctx) { return R(ctx)->rank; }
@@ -185,14 +186,20 @@ static void world_free(vr_world *w)
             while (r->q[q].head) {
                 vr_op *op = r->q[q].head;
                 r->q[q].head = op->next;
-                smoe_free(op->tmp);
+                if (op->dev)
+                    vr_dev_release(r, op);
+                else
+                    smoe_free(op->tmp);
+                vr_dev_op_free(r, op);
                 smoe_free(op);
             }
         while (r->freelist) {
             vr_op *op = r->freelist;
             r->freelist = op->next;
+            vr_dev_op_free(r, op);
             smoe_free(op);
         }
+        vr_dev_free(r);
         smoe_free(r->ep.sc);
     }
     vr_groups_free(w);

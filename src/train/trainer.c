@@ -196,7 +196,8 @@ static void table_copy(void *ud, void *dst, const void *src, size_t bytes)
 }
 
 /* The kernel table of o (the CPU's when none); one that is not synchronous
- * runs on the single-rank communicator, which then copies through it. */
+ * runs on the single-rank communicator, which then copies through it, or
+ * on in-process ranks given the device (comm.h). */
 static smoe_status use_table(smoe_trainer *t, smoe_err *err)
 {
     if (!t->o.kops)
@@ -204,17 +205,18 @@ static smoe_status use_table(smoe_trainer *t, smoe_err *err)
     smoe_comm_local_set_copy(&t->comm, NULL, NULL); /* not a hook an earlier trainer left */
     if (t->o.kops->synchronous)
         return SMOE_OK;
-    if (!smoe_comm_is_local(&t->comm))
+    if (!smoe_comm_is_local(&t->comm) && !smoe_comm_vrank_on_device(&t->comm))
         return smoe_err_set(err, SMOE_EINVAL,
-                            "the '%s' kernel table runs on one rank over the single-rank "
-                            "communicator so far, not over '%s'",
+                            "the '%s' kernel table runs over the single-rank communicator or "
+                            "in-process ranks on its device so far, not over '%s'",
                             t->o.kops->name, t->comm.ops->name);
     if (t->plan->gather_dtype != SMOE_DT_FP32)
         return smoe_err_set(err, SMOE_EINVAL,
                             "gathers in %s on the '%s' kernel table are not supported yet "
                             "(fp32 only)",
                             smoe_dtype_name(t->plan->gather_dtype), t->o.kops->name);
-    smoe_comm_local_set_copy(&t->comm, table_copy, t);
+    if (smoe_comm_is_local(&t->comm))
+        smoe_comm_local_set_copy(&t->comm, table_copy, t);
     return SMOE_OK;
 }
 
