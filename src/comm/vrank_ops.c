@@ -150,16 +150,17 @@ static const smoe_comm_ops vrank_ops = {
 };
 
 /* A rank's progress thread: advances the rank's ops whenever a peer's
- * event (or a millisecond) wakes it, as the MPI runtime's polls. */
+ * event (or a millisecond; 100 us while its device work runs) wakes it,
+ * as the MPI runtime's polls. */
 static void *progress_main(void *arg)
 {
     vr_rank *r = arg;
     pthread_mutex_lock(&r->w->lock);
     while (!r->w->stop) {
         vr_progress_locked(r);
-        struct timespec ts;
+        struct timespec ts; /* a device's completions broadcast nothing: poll them */
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 1000 * 1000;
+        ts.tv_nsec += r->dv && r->dv->inflight ? 100 * 1000 : 1000 * 1000;
         if (ts.tv_nsec >= 1000000000L) {
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000L;
