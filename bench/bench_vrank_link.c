@@ -11,10 +11,13 @@
  * prints, per round and as medians over the rounds: the three steps, the
  * link time, the exposed wait without and with prefetch (the step less
  * the compute step), the share of it prefetch hides, and the prefetch
- * step over max(compute, link); --out writes them as JSON. It asserts
+ * step over max(compute, link); --out writes them as JSON. --link auto
+ * (for a device whose speed is not known beforehand) first runs depth 1
+ * over a link too fast to matter (10 TB/s), then picks the rate at which
+ * the step's link time is 0.7 of that step. It asserts
  * nothing: a failed run's numbers are its own (the runner's checks print).
  * usage: bench_vrank_link CONFIG_DIR DATA_FILE [--device emul|cuda]
- *        [--model tiny|wide] [--mesh 2x2|fsdp4] [--link GBS] [--rounds R]
+ *        [--model tiny|wide] [--mesh 2x2|fsdp4] [--link GBS|auto] [--rounds R]
  *        [--out FILE] */
 #define _GNU_SOURCE
 #include "vrank_testlib.h"
@@ -51,7 +54,7 @@ typedef struct opts {
 static void usage(const char *msg)
 {
     fprintf(stderr, "bench_vrank_link: %s\nusage: bench_vrank_link CONFIG_DIR DATA_FILE "
-            "[--device emul|cuda] [--model tiny|wide] [--mesh 2x2|fsdp4] [--link GBS] "
+            "[--device emul|cuda] [--model tiny|wide] [--mesh 2x2|fsdp4] [--link GBS|auto] "
             "[--rounds R] [--out FILE]\n", msg);
     exit(2);
 }
@@ -84,7 +87,7 @@ static opts parse(int argc, char **argv)
         else if (!strcmp(f, "--mesh") && (!strcmp(v, "2x2") || !strcmp(v, "fsdp4")))
             o.fsdp4 = !strcmp(v, "fsdp4");
         else if (!strcmp(f, "--link"))
-            o.gbs = number(v, f, 1e-3, 1e4);
+            o.gbs = !strcmp(v, "auto") ? 0 : number(v, f, 1e-3, 1e4);
         else if (!strcmp(f, "--rounds"))
             o.rounds = (int)number(v, f, 1, MAX_ROUNDS);
         else if (!strcmp(f, "--out"))
@@ -96,14 +99,14 @@ static opts parse(int argc, char **argv)
 }
 
 /* one run's median step (steps 2..STEPS) and link bytes; 0 when it failed */
-static double one_run(const opts *o, int kind, int64_t *link_bytes)
+static double one_run(const opts *o, int kind, double gbs, int64_t *link_bytes)
 {
     run_spec sp = { .name = kind == RUN_COMPUTE ? "compute" : kind == RUN_D0 ? "no prefetch"
                                                                               : "prefetch",
                     .devices = 4, .kv = { o->fsdp4 ? "ici_fsdp_parallelism=4"
                                                    : "ici_data_parallelism=2" },
                     .depth = kind == RUN_D1 || kind == RUN_COMPUTE, .device = o->device,
-                    .progress_thread = 1, .more = o->wide ? wide_kv : NULL, .link_gbs = kind == RUN_COMPUTE ? 0 : o->gbs };
+                    .progress_thread = 1, .more = o->wide ? wide_kv : NULL, .link_gbs = kind == RUN_COMPUTE ? 0 : gbs };
     run_out x;
     run(&sp, &x);
     double v[STEPS];
@@ -126,16 +129,29 @@ int main(int argc, char **argv)
     datafile = argv[2];
     opts o = parse(argc, argv);
     smoe_err err;
+    smoe_dev probe;
+    if (o.device == VR_DEV_CUDA && smoe_dev_cuda_open(0, &probe, &err)) {
+        fprintf(stderr, "bench_vrank_link: %s\n", err.msg);
+        return 1;
+    }
+    if (o.device == VR_DEV_CUDA)
+        smoe_dev_close(&probe);
     if (smoe_train_data_load(datafile, 128, &data, &err)) {
         fprintf(stderr, "bench_vrank_link: %s\n", err.msg);
         return 1;
     }
     static double step[NRUNS][MAX_ROUNDS], link_ms[MAX_ROUNDS];
+    if (o.gbs == 0) { /* auto: the link time 0.7 of the step */
+        int64_t lb = 0;
+        double ms = one_run(&o, RUN_D1, 1e4, &lb);
+        o.gbs = ms > 0 && lb > 0 ? (double)lb / (0.7 * ms * 1e-3) / 1e9 : 1;
+        printf("link: %lld bytes a step, a %.2f ms step: %.4g GB/s\n", (long long)lb, ms, o.gbs);
+    }
     printf("round  compute_ms  no_prefetch_ms  prefetch_ms  link_ms\n");
     for (int r = 0; r < o.rounds; r++) {
         int64_t lb = 0, ignored;
         for (int k = 0; k < NRUNS; k++)
-            step[k][r] = one_run(&o, k, k == RUN_D1 ? &lb : &ignored);
+            step[k][r] = one_run(&o, k, o.gbs, k == RUN_D1 ? &lb : &ignored);
         link_ms[r] = (double)lb / (o.gbs * 1e9) * 1e3;
         printf("%5d  %10.2f  %14.2f  %11.2f  %7.2f\n", r + 1, step[RUN_COMPUTE][r],
                step[RUN_D0][r], step[RUN_D1][r], link_ms[r]);

@@ -12,6 +12,12 @@
 #    MoE, against the CPU's, within 1e-5, fp32 and the bf16 mode;
 #  - test_train_dev cuda: 4 steps of smoe train's tiny model on the GPU,
 #    losses and grad norms within 1e-5 of the CPU's;
+#  - test_vrank_dev cuda: 4 ranks on the GPU (fsdp=4, data=2 x fsdp=2),
+#    5 steps within 1e-5 of the single-rank CPU run, schedules bitwise;
+#  - bench_vrank_link: 2x2 ranks over a stood-in link (the rate at which
+#    the link takes 0.7 of the step), tiny and 512-wide: the exposed wait
+#    prefetch hides, the prefetch step over max(compute, link); JSON in
+#    OUT_DIR;
 #  - each under compute-sanitizer's memcheck and racecheck;
 #  - nccl_pair.sh: two processes on GPU 0 through the real NCCL (a distinct
 #    NCCL_HOSTID each), smoe's collectives against hand-computed values.
@@ -65,6 +71,11 @@ check test_dev_cuda 120 "$bin/test_dev" cuda
 check test_kops_dev_cuda 120 "$bin/test_kops_dev" cuda
 check test_model_dev_cuda 120 "$bin/test_model_dev" cuda
 check test_train_dev_cuda 180 "$bin/test_train_dev" "$bin/configs" "$bin/gpl-3.0.txt" cuda
+check test_vrank_dev_cuda 180 "$bin/test_vrank_dev" "$bin/configs" "$bin/gpl-3.0.txt" cuda
+for m in tiny wide; do
+  check "bench_vrank_link_$m" 120 "$bin/bench_vrank_link" "$bin/configs" "$bin/gpl-3.0.txt" \
+    --device cuda --model "$m" --link auto --rounds 3 --out "$out/vrank_link_$m.json"
+done
 if command -v compute-sanitizer >/dev/null 2>&1; then
   for t in test_dev test_kops_dev test_model_dev; do
     check "$t-memcheck" 180 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/$t" cuda

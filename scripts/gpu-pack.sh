@@ -6,16 +6,18 @@
 # toolkit's libcudart and libcublasLt, and OpenBLAS (test_kops_dev's CPU
 # twins; bench/results/2026-12-04-gpu-machine-probe.md found it there), and
 # for nccl_pair libnccl (PyTorch's wheel there: gpu-check.sh finds it);
-# test_train_dev's libyaml and cJSON travel in .gpu/lib. Then, on the GPU machine: scripts/gpu-check.sh .gpu OUT_DIR.
+# the trainer's libyaml and cJSON travel in .gpu/lib. Then, on the GPU machine: scripts/gpu-check.sh .gpu OUT_DIR.
 # usage: scripts/gpu-pack.sh [BUILD_DIR]
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
 cmake -S . -B "$build" -G Ninja -DSMOE_CUDA=ON >/dev/null
-cmake --build "$build" --target test_dev test_kops_dev test_model_dev test_train_dev nccl_pair
+cmake --build "$build" --target test_dev test_kops_dev test_model_dev test_train_dev \
+  test_vrank_dev bench_vrank_link nccl_pair
 mkdir -p .gpu
 cp "$build/tests/test_dev" "$build/tests/test_kops_dev" "$build/tests/test_model_dev" \
-  "$build/tests/test_train_dev" "$build/tests/nccl_pair" tests/nccl_pair.sh .gpu/
+  "$build/tests/test_train_dev" "$build/tests/test_vrank_dev" "$build/bench/bench_vrank_link" \
+  "$build/tests/nccl_pair" tests/nccl_pair.sh .gpu/
 cp -r configs .gpu/ && cp data/gpl-3.0.txt .gpu/
 # libyaml and cJSON, which the GPU machine lacks (the probe), for test_train_dev
 mkdir -p .gpu/lib
