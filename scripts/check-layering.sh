@@ -73,7 +73,7 @@ backend:
 kernels: core backend dtype
 dev: core
 cuda: core dev backend kernels
-emul: core dev backend kernels
+emul: core dev backend kernels dtype
 nccl: core
 comm: core shard dtype dev backend
 model: core kernels comm backend

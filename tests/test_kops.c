@@ -73,7 +73,8 @@ static void test_entries_present(void)
         (const void *)K->mla_kv_split,   (const void *)K->mla_kv_merge,
         (const void *)K->moe_dispatch_rows, (const void *)K->moe_combine_rows,
         (const void *)K->moe_combine_bwd, (const void *)K->moe_dispatch_bwd,
-        (const void *)K->vec_sumsq,
+        (const void *)K->vec_sumsq,      (const void *)K->to_bf16,
+        (const void *)K->from_bf16,
     };
     CHECK(K->synchronous == 1);
     for (size_t i = 0; i < sizeof e / sizeof *e; i++)

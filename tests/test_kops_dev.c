@@ -351,6 +351,36 @@ static void case_vec(void)
     dfree_all();
 }
 
+/* the bf16 wire, bit for bit whatever TOL: random values, exact ties
+ * (both ways), subnormals, infinities and NaNs of both signs, and the
+ * round trip back to fp32 */
+static void case_wire(void)
+{
+    const int64_t n = 4099;
+    float *x = rnd(n, 3.0f), *back = fnew(n);
+    const uint32_t special[] = { 0x3f808000u, 0x3f818000u, 0xbf808000u, 0x00000001u,
+                                 0x807fffffu, 0x7f800000u, 0xff800000u, 0x7fc00001u,
+                                 0xffa00000u, 0x7f7fffffu, 0x00000000u, 0x80000000u };
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++)
+        memcpy(x + i, special + i, 4);
+    uint16_t *h = malloc(sizeof *h * (size_t)n), *got = malloc(sizeof *got * (size_t)n);
+    R->to_bf16(NULL, h, x, n);
+    R->from_bf16(NULL, back, h, n);
+    memset(got, 0xff, sizeof *got * (size_t)n); /* the outputs start as NaNs */
+    float *poison = fnew(n);
+    memset(poison, 0xff, sizeof *poison * (size_t)n);
+    float *Dx = upf(x, n), *Dback = upf(poison, n);
+    uint16_t *Dh = up(got, sizeof *got * (size_t)n);
+    D->to_bf16(DQ, Dh, Dx, n);
+    D->from_bf16(DQ, Dback, Dh, n);
+    OK(smoe_dev_copy(&dev, got, Dh, sizeof *got * (size_t)n, ds, &err));
+    float *hb = down(Dback, n);
+    CHECKF(memcmp(got, h, sizeof *h * (size_t)n) == 0, "to_bf16 differs from dtype.h's");
+    CHECKF(memcmp(hb, back, sizeof *back * (size_t)n) == 0, "from_bf16 differs from dtype.h's");
+    free(x), free(back), free(h), free(got), free(hb), free(poison);
+    dfree_all();
+}
+
 /* the embedding with repeated tokens; MLA's split and merge */
 static void case_rows(void)
 {
@@ -554,6 +584,7 @@ int main(int argc, char **argv)
     case_loss(0);
     case_loss(1);
     case_vec();
+    case_wire();
     case_rows();
     case_moe_rows();
     case_memory();

@@ -97,6 +97,38 @@ static void unordered(const run_out *a)
     out_free(&x);
 }
 
+/* bf16 gathers: the device's records are the host's, bit for bit, on both
+ * meshes and across schedules, and not fp32's numbers */
+static void wire_bf16(const run_out *fp32)
+{
+    static const struct { const char *what, *kv; int depth, legacy, dev; } w[] = {
+        { "bf16 fsdp=4", F4, 1, 0, 0 }, { "bf16 2x2", D2, 1, 0, 0 },
+        { "bf16 2x2, legacy, depth 0", D2, 0, 1, 0 },
+        { "bf16 2x2, a thread per stream", D2, 1, 0, VR_DEV_EMUL_THREADS },
+    };
+    run_out cpu[2];
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        run_spec sp = spec(w[i].what, 4, w[i].kv, w[i].dev ? w[i].dev : VR_DEV_EMUL, w[i].depth);
+        sp.wire = SMOE_DT_BF16;
+        sp.legacy = w[i].legacy;
+        run_out x;
+        char msg[160];
+        if (i < 2) { /* the CPU ranks' run of the mesh */
+            run_spec c = sp;
+            c.device = VR_DEV_CPU;
+            run(&c, &cpu[i]);
+        }
+        run(&sp, &x);
+        snprintf(msg, sizeof msg, "%s on the device == on CPU ranks, bitwise", w[i].what);
+        CHECKF(agree(&cpu[i < 2 ? i : 1], &x, 0, msg, 0), "%s", msg);
+        if (i == 1)
+            CHECKF(x.ok && !agree(fp32, &x, 0, "", 1), "bf16 gathers on the device train as fp32");
+        out_free(&x);
+    }
+    out_free(&cpu[0]);
+    out_free(&cpu[1]);
+}
+
 /* what the device ranks do not run yet: refused in one line */
 static void refused_one(const char *what, run_spec *sp, const char *want)
 {
@@ -111,12 +143,13 @@ static void refused_one(const char *what, run_spec *sp, const char *want)
 
 static void refusals(void)
 {
-    run_spec sp = spec("bf16", 4, F4, VR_DEV_EMUL, 1);
-    sp.wire = SMOE_DT_BF16;
-    refused_one("bf16 gathers", &sp, "not supported yet (fp32 only)");
+    run_spec sp = spec("int8", 4, F4, VR_DEV_EMUL, 1);
+    sp.wire = SMOE_DT_INT8;
+    sp.block = 8;
+    refused_one("int8 gathers", &sp, "int8 gathers on a device are not supported yet");
     sp = spec("r16", 4, D2, VR_DEV_EMUL, 1);
     sp.reduce_dtype = SMOE_DT_BF16;
-    refused_one("bf16 gradient reductions", &sp, "on a device are not supported yet");
+    refused_one("bf16 gradient reductions", &sp, "bf16 reductions on a device are not supported yet");
     sp = spec("e2", 4, "ici_expert_parallelism=2", VR_DEV_EMUL, 1);
     refused_one("an expert group of two", &sp, "(ep = 1, no ring of experts)");
 }
@@ -158,6 +191,7 @@ int main(int argc, char **argv)
     schedules(&d22, device);
     if (!cuda) {
         unordered(&d22);
+        wire_bf16(&d22);
         refusals();
         out_free(&cpu4);
         out_free(&cpu22);

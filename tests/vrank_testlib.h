@@ -99,7 +99,8 @@ static int dev_ranks_new(dev_ranks *d, const run_spec *sp, smoe_comm *comm, int 
             !(d->cq[r] = queue_new(d, d->cs[r], cuda, err)) ||
             !(d->xq[r] = queue_new(d, d->xs[r], cuda, err)))
             return 1;
-        smoe_comm_device cd = { &d->dev, d->cs[r], d->xs[r], d->ops, d->xq[r], sp->link_gbs };
+        smoe_comm_device cd = { &d->dev, d->cs[r], d->xs[r], d->ops, d->xq[r], d->cq[r],
+                                sp->link_gbs };
         if (smoe_comm_vrank_set_device(&comm[r], &cd, err))
             return 1;
     }

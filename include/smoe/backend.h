@@ -135,6 +135,12 @@ typedef struct smoe_kops {
                           int64_t n, float *dot);
     /* *out (the backend's memory) = smoe_vec_sumsq(x, n) */
     void (*vec_sumsq)(void *stream, const float *x, int64_t n, double *out);
+
+    /* ---- the bf16 wire (dtype.h): smoe_bf16_from_f32 (nearest even, NaN
+     * quieted with its sign and top bits), smoe_bf16_to_f32 (exact); bit
+     * for bit on every table ---- */
+    void (*to_bf16)(void *stream, uint16_t *dst, const float *src, int64_t n);
+    void (*from_bf16)(void *stream, float *dst, const uint16_t *src, int64_t n);
 } smoe_kops;
 
 /* A device queue's modes (smoe_kq_cuda_new, smoe_eq_new): BF16_GEMM rounds

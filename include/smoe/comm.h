@@ -85,6 +85,8 @@ typedef struct smoe_comm_ticket {
     double busy_s;            /* the prefetched ops' time in flight, written as
                                * each completes (before `pending` drops), added
                                * to the stats by the wait on the calling thread */
+    void *stage;              /* the engine's: in-process ranks on a device keep a
+                               * compressed gather's records there */
 } smoe_comm_ticket;
 
 /* Timing of this rank's communication, reset by the caller. */
@@ -322,14 +324,18 @@ smoe_status smoe_comm_vrank_new(const smoe_mesh *mesh, const smoe_comm_vrank_opt
  *  - compute: where the rank's trainer writes the buffers it hands over
  *    (shards, gradients) and uses what it gets back;
  *  - xfer: the rank's collectives' copies and sums (ops/xq: a kernel
- *    queue on it, for vec_add).
+ *    queue on it, for vec_add); cq: a queue of the same table on
+ *    `compute`, for the bf16 wire's conversions.
  * A collective's device work is enqueued at its post behind an event
  * recorded on `compute` when it was issued (so the host never blocks to
  * issue), and the op completes once that work has run on every member:
  * when a gather's wait returns or a reduction's flag is set, the result
  * is in place and the buffers the peers read are free. Sums add the
- * members in rank order, as on the host. Gathers and reductions move fp32
- * only (another wire: SMOE_EINVAL at gather_new); the expert all-to-all
+ * members in rank order, as on the host. A bf16 gather converts the
+ * rank's buffer on `compute` into records of a staging block, moves
+ * records, and expands them at the wait: bitwise what the host's gathers
+ * hand back. int8 gathers and bf16 reductions are not supported yet
+ * (SMOE_EINVAL at gather_new); the expert all-to-all
  * of a group of more than one rank is not supported yet (the rank aborts
  * naming it). link_gbs > 0 stands in for a link of that many GB/s
  * between the ranks: each op's transfer stream is held (smoe_dev_delay)
@@ -346,7 +352,7 @@ typedef struct smoe_comm_device {
     const struct smoe_dev *dev;
     struct smoe_dev_stream *compute, *xfer;
     const struct smoe_kops *ops;
-    void *xq;
+    void *xq, *cq;
     double link_gbs;
 } smoe_comm_device;
 SMOE_MUST_CHECK

@@ -93,7 +93,7 @@ typedef struct vr_queue {
 typedef struct vr_block vr_block;
 typedef struct vr_dev {
     smoe_comm_device d;
-    vr_block *free_blocks;
+    vr_block *free_blocks[2];    /* by the stream that last used them: xfer, compute */
     int64_t inflight;            /* device ops whose work has not run yet */
 } vr_dev;
 
@@ -190,6 +190,11 @@ void vr_dev_copy(vr_rank *r, void *dst, const void *src, size_t bytes);
 void vr_dev_copy_block(vr_rank *r, int rank, const int64_t shape[], const int64_t local[],
                        const int64_t offset[], size_t elem, const void *src, void *dst);
 void vr_dev_release(vr_rank *r, vr_op *op);
+/* a bf16 gather's records: buf's n floats converted on the compute stream
+ * into a staging block (returned), expanded back into buf at the wait (and
+ * the block kept for the next gather) */
+void *vr_dev_stage_pack(vr_rank *r, const float *buf, int64_t n);
+void vr_dev_stage_unpack(vr_rank *r, float *buf, void *stage, int64_t n);
 /* an op object's events (at the world's end), the rank's device state */
 void vr_dev_op_free(vr_rank *r, vr_op *op);
 void vr_dev_free(vr_rank *r);

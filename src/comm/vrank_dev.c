@@ -109,10 +109,17 @@ void vr_dev_copy_layout(vr_rank *r, int rank, const int64_t shape[], const int64
     smoe_layout_planes(rank, shape, local, offset, elem, copy_plane, &j);
 }
 
-/* ---- scratch for in-place sums: blocks kept by the rank, reused ---- */
-static void *block_take(vr_rank *r, size_t bytes)
+/* ---- scratch: blocks kept by the rank and reused, in two pools by the
+ * stream whose work last touched them (POOL_XFER: in-place sums, whose
+ * block is free once the op completes; POOL_COMPUTE: bf16 staging, whose
+ * expansion is still queued on the compute stream when it is given back,
+ * so only later compute work, or work ordered after it by an issue event,
+ * may use it) ---- */
+enum { POOL_XFER, POOL_COMPUTE };
+
+static void *block_take(vr_rank *r, int pool, size_t bytes)
 {
-    for (vr_block **b = &r->dv->free_blocks; *b; b = &(*b)->next)
+    for (vr_block **b = &r->dv->free_blocks[pool]; *b; b = &(*b)->next)
         if ((*b)->bytes >= bytes) {
             vr_block *k = *b;
             *b = k->next;
@@ -126,13 +133,26 @@ static void *block_take(vr_rank *r, size_t bytes)
     return p;
 }
 
-static void block_give(vr_rank *r, void *p, size_t bytes)
+static void block_give(vr_rank *r, int pool, void *p, size_t bytes)
 {
     vr_block *k = smoe_malloc(sizeof *k);
     if (!k)
         vr_abort(r, SMOE_EXIT_NOMEM, "out of memory keeping a device block");
-    *k = (vr_block){ p, bytes, r->dv->free_blocks };
-    r->dv->free_blocks = k;
+    *k = (vr_block){ p, bytes, r->dv->free_blocks[pool] };
+    r->dv->free_blocks[pool] = k;
+}
+
+void *vr_dev_stage_pack(vr_rank *r, const float *buf, int64_t n)
+{
+    uint16_t *st = block_take(r, POOL_COMPUTE, sizeof *st * (size_t)n);
+    r->dv->d.ops->to_bf16(r->dv->d.cq, st, buf, n);
+    return st;
+}
+
+void vr_dev_stage_unpack(vr_rank *r, float *buf, void *stage, int64_t n)
+{
+    r->dv->d.ops->from_bf16(r->dv->d.cq, buf, stage, n);
+    block_give(r, POOL_COMPUTE, stage, sizeof(uint16_t) * (size_t)n);
 }
 
 /* ---- an op's device work ---- */
@@ -145,7 +165,7 @@ static void sum(vr_rank *r, vr_op *op, vr_op **o, int n)
     size_t part = in_place ? 0 : bytes * (size_t)op->comm->member;
     float *acc = op->rbuf;
     if (in_place)
-        acc = op->tmp = block_take(r, bytes);
+        acc = op->tmp = block_take(r, POOL_XFER, bytes);
     for (int m = 0; m < n; m++) { /* member order, as the host's sums */
         const float *x = (const float *)((const char *)(in_place ? o[m]->rbuf : o[m]->sbuf) + part);
         if (m == 0)
@@ -227,7 +247,7 @@ void vr_dev_home(vr_rank *r, vr_op *op)
 void vr_dev_release(vr_rank *r, vr_op *op)
 {
     if (op->tmp)
-        block_give(r, op->tmp, sizeof(float) * (size_t)op->count);
+        block_give(r, POOL_XFER, op->tmp, sizeof(float) * (size_t)op->count);
     op->tmp = NULL;
 }
 
@@ -236,13 +256,14 @@ void vr_dev_free(vr_rank *r)
     if (!r->dv)
         return;
     smoe_err err;
-    while (r->dv->free_blocks) {
-        vr_block *k = r->dv->free_blocks;
-        r->dv->free_blocks = k->next;
-        if (smoe_dev_free(r->dv->d.dev, k->p, &err))
-            fprintf(stderr, "smoe: rank %d: %s\n", r->rank, err.msg);
-        smoe_free(k);
-    }
+    for (int pool = 0; pool < 2; pool++)
+        while (r->dv->free_blocks[pool]) {
+            vr_block *k = r->dv->free_blocks[pool];
+            r->dv->free_blocks[pool] = k->next;
+            if (smoe_dev_free(r->dv->d.dev, k->p, &err))
+                fprintf(stderr, "smoe: rank %d: %s\n", r->rank, err.msg);
+            smoe_free(k);
+        }
     smoe_free(r->dv);
     r->dv = NULL;
 }
@@ -262,9 +283,9 @@ smoe_status smoe_comm_vrank_set_device(smoe_comm *c, const smoe_comm_device *d, 
 {
     if (!c || !is_vrank(c))
         return smoe_err_set(err, SMOE_EINVAL, "a device is set on an in-process rank only");
-    if (!d || !d->dev || !d->compute || !d->xfer || !d->ops || !d->ops->vec_add)
+    if (!d || !d->dev || !d->compute || !d->xfer || !d->ops || !d->xq || !d->cq)
         return smoe_err_set(err, SMOE_EINVAL, "a rank's device needs the device, its compute "
-                            "and transfer streams, and a kernel queue on the transfer stream");
+                            "and transfer streams, and a kernel queue on each");
     if (!(d->link_gbs >= 0 && d->link_gbs < 1e9))
         return smoe_err_set(err, SMOE_EINVAL, "a link of %g GB/s (expected 0, none, or a "
                             "positive rate)", d->link_gbs);

@@ -174,10 +174,11 @@ static smoe_status gather_build(smoe_comm_gather *g, const smoe_gather_exec *x, 
     if (g->geo.rep.n && (s = vr_comm_get(r, &g->geo.rep, VR_Q_COMM, &g->ar_comm, err)))
         return s;
     g->rbf16 = x->reduce_wire == SMOE_DT_BF16 && (g->rs_comm || g->ar_comm);
-    if (r->dv && (g->wire != SMOE_DT_FP32 || g->rbf16))
-        return smoe_err_set(err, SMOE_EINVAL, "%s: gathers and reductions in %s on a device "
-                            "are not supported yet (fp32 only)", g->name,
-                            smoe_dtype_name(g->rbf16 ? SMOE_DT_BF16 : g->wire));
+    if (r->dv && (g->wire == SMOE_DT_INT8 || g->rbf16))
+        return smoe_err_set(err, SMOE_EINVAL, "%s: %s %s on a device are not supported yet "
+                            "(fp32 and bf16 gathers, fp32 reductions)", g->name,
+                            g->rbf16 ? "bf16" : smoe_dtype_name(g->wire),
+                            g->rbf16 ? "reductions" : "gathers");
     return SMOE_OK;
 }
 
@@ -242,8 +243,11 @@ void vr_gather_start(void *ctx, smoe_comm_gather *g, const float *shard, float *
     vr_rank *r = R(ctx);
     const smoe_gather_geom *e = &g->geo;
     char *cb = (char *)buf;
-    if (r->dv) { /* fp32 (gather_new) */
+    t->stage = NULL;
+    if (r->dv) { /* fp32 or bf16 (gather_new) */
         vr_dev_copy_layout(r, e->rank, e->B, e->blk, e->off, sizeof(float), buf, (void *)shard, 1);
+        if (g->wire == SMOE_DT_BF16)
+            cb = t->stage = vr_dev_stage_pack(r, buf, e->gathered_numel);
     } else if (g->wire == SMOE_DT_FP32) {
         smoe_layout_copy(e->rank, e->B, e->blk, e->off, sizeof(float), buf, (void *)shard, 1);
     } else {
@@ -271,7 +275,7 @@ void vr_gather_wait(void *ctx, smoe_comm_gather *g, float *buf, smoe_comm_ticket
     t->busy_s = 0;
     if (t1 - t0 > 20e-6)
         vr_span(r, SMOE_LANE_WAIT, g->name, t0, t1);
-    char *cb = smoe_dtype_tail(g->wire, g->wblock, buf, g->geo.gathered_numel);
+    char *cb = t->stage ? t->stage : smoe_dtype_tail(g->wire, g->wblock, buf, g->geo.gathered_numel);
     if (g->nres) {
         double r0 = smoe_now();
         t->res_pending = g->nres;
@@ -281,7 +285,10 @@ void vr_gather_wait(void *ctx, smoe_comm_gather *g, float *buf, smoe_comm_ticket
         vr_wait_until(r, NULL, &t->res_pending, what);
         r->stats.residual_s += smoe_now() - r0;
     }
-    if (g->wire != SMOE_DT_FP32) {
+    if (t->stage) {
+        vr_dev_stage_unpack(r, buf, t->stage, g->geo.gathered_numel);
+        t->stage = NULL;
+    } else if (g->wire != SMOE_DT_FP32) {
         double c0 = smoe_now();
         smoe_dtype_unpack_tail(g->wire, g->wblock, buf, g->geo.gathered_numel);
         r->stats.convert_s += smoe_now() - c0;

@@ -94,6 +94,9 @@ void cuda_k_cross_entropy_z(void *s, float *dlogits, const float *logits,
 void cuda_k_vec_dot_scale(void *s, float *r, float a, const float *d, const float *y,
                           int64_t n, float *dot);
 void cuda_k_vec_sumsq(void *s, const float *x, int64_t n, double *out);
+/* convert.cu: the bf16 wire entries */
+void cuda_k_wire_to_bf16(void *s, uint16_t *dst, const float *src, int64_t n);
+void cuda_k_wire_from_bf16(void *s, float *dst, const uint16_t *src, int64_t n);
 
 #ifdef __cplusplus
 }

@@ -281,6 +281,8 @@ static smoe_kops make_table()
     t.vec_axpy = k_vec_axpy;
     t.vec_dot_scale = cuda_k_vec_dot_scale;
     t.vec_sumsq = cuda_k_vec_sumsq;
+    t.to_bf16 = cuda_k_wire_to_bf16;
+    t.from_bf16 = cuda_k_wire_from_bf16;
     return t;
 }
 

@@ -4,6 +4,7 @@
  * where the caller pointed, in the emulation's memory. */
 #include "emul_impl.h"
 
+#include "smoe/dtype.h"
 #include "smoe/kernels.h"
 
 #define ENQ(q, run, a) eq_enqueue((q), (run), &(a), sizeof(a))
@@ -359,6 +360,28 @@ static void e_vec_sumsq(void *q, const float *x, int64_t n, double *out)
     ENQ(q, sumsq_run, a);
 }
 
+typedef struct { void *dst; const void *src; int64_t n; } conv_a;
+static void to_bf16_run(const void *p)
+{
+    const conv_a *a = p;
+    smoe_bf16_from_f32(a->dst, a->src, a->n);
+}
+static void e_to_bf16(void *q, uint16_t *dst, const float *src, int64_t n)
+{
+    conv_a a = { dst, src, n };
+    ENQ(q, to_bf16_run, a);
+}
+static void from_bf16_run(const void *p)
+{
+    const conv_a *a = p;
+    smoe_bf16_to_f32(a->dst, a->src, a->n);
+}
+static void e_from_bf16(void *q, float *dst, const uint16_t *src, int64_t n)
+{
+    conv_a a = { dst, src, n };
+    ENQ(q, from_bf16_run, a);
+}
+
 static const smoe_kops emul = {
     .name = "emul",
     .synchronous = 0,
@@ -395,6 +418,8 @@ static const smoe_kops emul = {
     .vec_axpy = e_vec_axpy,
     .vec_dot_scale = e_vec_dot_scale,
     .vec_sumsq = e_vec_sumsq,
+    .to_bf16 = e_to_bf16,
+    .from_bf16 = e_from_bf16,
 };
 
 const smoe_kops *smoe_kops_emul(void) { return &emul; }

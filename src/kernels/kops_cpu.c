@@ -4,6 +4,7 @@
  * compute; the memory is the host's (slabs, zeroed). The stream argument is
  * unused: each entry has finished when it returns. */
 #include "smoe/backend.h"
+#include "smoe/dtype.h"
 #include "smoe/kernels.h"
 
 #include <string.h>
@@ -228,6 +229,18 @@ static void vec_sumsq(void *stream, const float *x, int64_t n, double *out)
     *out = smoe_vec_sumsq(x, n);
 }
 
+static void to_bf16(void *stream, uint16_t *dst, const float *src, int64_t n)
+{
+    (void)stream;
+    smoe_bf16_from_f32(dst, src, n);
+}
+
+static void from_bf16(void *stream, float *dst, const uint16_t *src, int64_t n)
+{
+    (void)stream;
+    smoe_bf16_to_f32(dst, src, n);
+}
+
 /* every entry but the name and the matrix products, shared by both tables */
 #define CPU_ENTRIES \
     .synchronous = 1, \
@@ -260,7 +273,9 @@ static void vec_sumsq(void *stream, const float *x, int64_t n, double *out)
     .vec_add = vec_add, \
     .vec_axpy = vec_axpy, \
     .vec_dot_scale = vec_dot_scale, \
-    .vec_sumsq = vec_sumsq
+    .vec_sumsq = vec_sumsq, \
+    .to_bf16 = to_bf16, \
+    .from_bf16 = from_bf16
 
 static void gemm_bf16(void *stream, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
                       const float *a, int64_t lda, const float *b, int64_t ldb, float beta,

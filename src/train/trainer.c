@@ -210,13 +210,14 @@ static smoe_status use_table(smoe_trainer *t, smoe_err *err)
                             "the '%s' kernel table runs over the single-rank communicator or "
                             "in-process ranks on its device so far, not over '%s'",
                             t->o.kops->name, t->comm.ops->name);
+    if (!smoe_comm_is_local(&t->comm)) /* the ranks' gathers say what they move */
+        return SMOE_OK;
     if (t->plan->gather_dtype != SMOE_DT_FP32)
         return smoe_err_set(err, SMOE_EINVAL,
-                            "gathers in %s on the '%s' kernel table are not supported yet "
-                            "(fp32 only)",
+                            "gathers in %s on the '%s' kernel table over the single-rank "
+                            "communicator are not supported yet (fp32 only)",
                             smoe_dtype_name(t->plan->gather_dtype), t->o.kops->name);
-    if (smoe_comm_is_local(&t->comm))
-        smoe_comm_local_set_copy(&t->comm, table_copy, t);
+    smoe_comm_local_set_copy(&t->comm, table_copy, t);
     return SMOE_OK;
 }
 
