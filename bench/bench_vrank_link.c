@@ -20,16 +20,11 @@
  *        [--model tiny|wide] [--mesh 2x2|fsdp4] [--link GBS|auto] [--rounds R]
  *        [--out FILE] */
 #define _GNU_SOURCE
+#include "bench_models.h"
 #include "vrank_testlib.h"
 
 #include <errno.h>
 
-static const char *const wide_kv[] = {
-    "override_model_config=true", "base_emb_dim=512", "base_mlp_dim=1024",
-    "base_moe_mlp_dim=256", "base_num_query_heads=8", "base_num_kv_heads=8",
-    "q_lora_rank=128", "kv_lora_rank=128", "qk_nope_head_dim=64", "qk_rope_head_dim=32",
-    "v_head_dim=64", "max_target_length=256", NULL,
-};
 
 enum { RUN_COMPUTE, RUN_D0, RUN_D1, NRUNS, MAX_ROUNDS = 64 };
 
@@ -106,7 +101,8 @@ static double one_run(const opts *o, int kind, double gbs, int64_t *link_bytes)
                     .devices = 4, .kv = { o->fsdp4 ? "ici_fsdp_parallelism=4"
                                                    : "ici_data_parallelism=2" },
                     .depth = kind == RUN_D1 || kind == RUN_COMPUTE, .device = o->device,
-                    .progress_thread = 1, .more = o->wide ? wide_kv : NULL, .link_gbs = kind == RUN_COMPUTE ? 0 : gbs };
+                    .progress_thread = 1, .more = o->wide ? bench_wide_kv : NULL,
+                    .link_gbs = kind == RUN_COMPUTE ? 0 : gbs };
     run_out x;
     run(&sp, &x);
     double v[STEPS];

@@ -14,6 +14,9 @@
 #    losses and grad norms within 1e-5 of the CPU's;
 #  - test_vrank_dev cuda: 4 ranks on the GPU (fsdp=4, data=2 x fsdp=2),
 #    5 steps within 1e-5 of the single-rank CPU run, schedules bitwise;
+#  - vs_torch_gpu.py: smoe's bf16 step against PyTorch eager's on the
+#    tiny, 512-wide and big (1.29e9 parameters, sequence 2048) models,
+#    and smoe's FLOP rate over a cuBLAS bf16 GEMM's of the same run;
 #  - bench_vrank_link: 2x2 ranks over a stood-in link (the rate at which
 #    the link takes 0.7 of the step), tiny and 512-wide: the exposed wait
 #    prefetch hides, the prefetch step over max(compute, link); JSON in
@@ -72,6 +75,8 @@ check test_kops_dev_cuda 120 "$bin/test_kops_dev" cuda
 check test_model_dev_cuda 120 "$bin/test_model_dev" cuda
 check test_train_dev_cuda 180 "$bin/test_train_dev" "$bin/configs" "$bin/gpl-3.0.txt" cuda
 check test_vrank_dev_cuda 180 "$bin/test_vrank_dev" "$bin/configs" "$bin/gpl-3.0.txt" cuda
+check vs_torch_gpu 200 python3 "$bin/vs_torch_gpu.py" "$bin" "$bin/configs" "$bin/gpl-3.0.txt" \
+  --rounds 2 --steps 10 --out "$out/vs_torch_gpu.json"
 for m in tiny wide; do
   check "bench_vrank_link_$m" 120 "$bin/bench_vrank_link" "$bin/configs" "$bin/gpl-3.0.txt" \
     --device cuda --model "$m" --link auto --rounds 3 --out "$out/vrank_link_$m.json"
