@@ -338,7 +338,10 @@ static void less_exchanges(span *ly, size_t nl, span *x, size_t nx, const double
 }
 
 /* Row t's layer spans (while their kind has fewer than LAYER_SAMPLES in
- * count) into v[pass][kind], each less the exchanges inside it. */
+ * count) into v[pass][kind], each less the exchanges inside it. The spans
+ * of one lane: a device's kernels when the row has them (smoe train on a
+ * device: the compute lane's spans are the host's time to enqueue), else
+ * the compute lane's. */
 static smoe_status row_layers(const smoe_trace *t, double *v[2][2], int count[2][2],
                               smoe_err *err)
 {
@@ -346,9 +349,14 @@ static smoe_status row_layers(const smoe_trace *t, double *v[2][2], int count[2]
     double t0, t1;
     const char *nm;
     size_t nl = 0, nx = 0;
+    int lane = SMOE_LANE_COMPUTE;
+    for (int64_t i = 0; smoe_trace_event(t, i, &tid, &t0, &t1, &nm) >= 0; i++)
+        if (smoe_trace_event(t, i, &tid, &t0, &t1, &nm) == 0 && tid == SMOE_LANE_DEVICE &&
+            layer_of(nm, &p, &k))
+            lane = SMOE_LANE_DEVICE;
     for (int64_t i = 0; smoe_trace_event(t, i, &tid, &t0, &t1, &nm) >= 0; i++)
         if (smoe_trace_event(t, i, &tid, &t0, &t1, &nm) == 0) {
-            nl += layer_of(nm, &p, &k) != 0;
+            nl += tid == lane && layer_of(nm, &p, &k) != 0;
             nx += is_exchange(nm) != 0;
         }
     size_t bytes = (nl + nx) * sizeof(span) + (nl + 2 * nx) * sizeof(double);
@@ -361,7 +369,7 @@ static smoe_status row_layers(const smoe_trace *t, double *v[2][2], int count[2]
     for (int64_t i = 0; smoe_trace_event(t, i, &tid, &t0, &t1, &nm) >= 0; i++) {
         if (smoe_trace_event(t, i, &tid, &t0, &t1, &nm) != 0)
             continue;
-        if (layer_of(nm, &p, &k) && take[p][k] < LAYER_SAMPLES) {
+        if (tid == lane && layer_of(nm, &p, &k) && take[p][k] < LAYER_SAMPLES) {
             take[p][k]++;
             ly[nl++] = (span){ t0, t1, p, k };
         } else if (is_exchange(nm)) {

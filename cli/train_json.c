@@ -7,6 +7,7 @@
 #include "smoe/train.h"
 
 #include <cjson/cJSON.h>
+#include <string.h>
 
 static void add_stat(cJSON *o, const char *name, const smoe_train_stat *t)
 {
@@ -60,7 +61,7 @@ static void add_run_head(cJSON *o, const smoe_plan *p, const smoe_train_result *
     }
 }
 
-static cJSON *step_json(const smoe_train_step *s)
+static cJSON *step_json(const smoe_train_step *s, int dev)
 {
     cJSON *x = cJSON_CreateObject();
     cJSON_AddNumberToObject(x, "step", (double)s->step);
@@ -86,11 +87,15 @@ static cJSON *step_json(const smoe_train_step *s)
     cJSON_AddNumberToObject(x, "cpu_ms", s->cpu_ms);
     cJSON_AddNumberToObject(x, "sys_ms", s->sys_ms);
     cJSON_AddNumberToObject(x, "train_cpu_ms", s->train_cpu_ms);
+    if (dev) {
+        cJSON_AddNumberToObject(x, "device_step_ms", s->device_step_ms);
+        cJSON_AddNumberToObject(x, "device_compute_ms", s->device_compute_ms);
+    }
     return x;
 }
 
 /* The run's summary over the steps of `mode` (-1: all) after `skip`. */
-static void add_summary(cJSON *o, const smoe_train_result *r, int mode, int64_t skip)
+static void add_summary(cJSON *o, const smoe_train_result *r, int mode, int64_t skip, int dev)
 {
     smoe_train_summary sm;
     smoe_train_summarize(r, mode, skip, &sm);
@@ -104,6 +109,10 @@ static void add_summary(cJSON *o, const smoe_train_result *r, int mode, int64_t 
     add_stat(sum, "a2a_ms", &sm.a2a_ms);
     add_stat(sum, "compute_ms", &sm.compute_ms);
     add_stat(sum, "gather_ms", &sm.gather_ms);
+    if (dev) {
+        add_stat(sum, "device_step_ms", &sm.device_step_ms);
+        add_stat(sum, "device_compute_ms", &sm.device_compute_ms);
+    }
     cJSON_AddNumberToObject(sum, "peak_gathered_bytes", (double)sm.peak_gathered_bytes);
     cJSON_AddNumberToObject(sum, "peak_gathered_fwd_bytes", (double)r->peak_gathered_fwd_bytes);
     cJSON_AddNumberToObject(sum, "peak_gathered_bwd_bytes", (double)r->peak_gathered_bwd_bytes);
@@ -130,15 +139,15 @@ static void add_summary(cJSON *o, const smoe_train_result *r, int mode, int64_t 
 
 /* The steps of `mode` (-1: all) and their summary. */
 static cJSON *run_json(const smoe_plan *p, const smoe_train_result *r, int mode, int64_t skip,
-                       int reduce_dtype)
+                       int reduce_dtype, int dev)
 {
     cJSON *o = cJSON_CreateObject();
     add_run_head(o, p, r, reduce_dtype);
     cJSON *steps = cJSON_AddArrayToObject(o, "steps");
     for (int64_t i = 0; i < r->nsteps; i++)
         if (mode < 0 || r->steps[i].mode == mode)
-            cJSON_AddItemToArray(steps, step_json(&r->steps[i]));
-    add_summary(o, r, mode, skip);
+            cJSON_AddItemToArray(steps, step_json(&r->steps[i], dev));
+    add_summary(o, r, mode, skip, dev);
     cJSON_AddStringToObject(o, "params_sha256", r->params_sha256);
     return o;
 }
@@ -147,14 +156,15 @@ void train_print_json(FILE *f, const smoe_plan *p, const smoe_train_result *res,
                       const cli_runs *rs, int reduce_dtype)
 {
     cJSON *root;
+    int dev = rs->device && strcmp(rs->device, "cpu") != 0; /* device timings */
     if (rs->n) {
         int64_t skip = train_warmup_steps(res, rs);
         root = cJSON_CreateObject();
         cJSON *runs = cJSON_AddObjectToObject(root, "runs");
         for (int i = 0; i < rs->n; i++)
-            cli_json_add(runs, rs->key[i], run_json(p, res, i, skip, reduce_dtype));
+            cli_json_add(runs, rs->key[i], run_json(p, res, i, skip, reduce_dtype, dev));
     } else {
-        root = run_json(p, res, -1, 0, reduce_dtype);
+        root = run_json(p, res, -1, 0, reduce_dtype, dev);
     }
     if (rs->progress) {
         cJSON_AddItemToObject(root, "progress_thread", cli_json_string(rs->progress));

@@ -126,6 +126,10 @@ void print_result(const smoe_train_opts *o, smoe_rt *rt, const smoe_train_result
         smoe_train_summarize(r, runs->n ? i : -1, skip, &sm[i]);
         row(runs->n ? train_mode_label(i, runs) : (runs->legacy ? "legacy" : "co-axis"), &sm[i]);
     }
+    for (int i = 0; runs->device && strcmp(runs->device, "cpu") != 0 && i < n; i++)
+        printf("%s on the device: step %.2f ms, the model calls' kernels %.2f ms (medians)\n",
+               runs->n ? train_mode_label(i, runs) : "the run", sm[i].device_step_ms.median,
+               sm[i].device_compute_ms.median);
     printf("last loss %.4f (loss %.4f at the first step); peak RSS per rank %.1f MiB\n",
            r->nsteps ? r->steps[r->nsteps - 1].loss : 0.0, r->nsteps ? r->steps[0].loss : 0.0,
            (double)r->peak_rss_bytes / 1048576.0);

@@ -74,7 +74,7 @@ static void test_entries_present(void)
         (const void *)K->moe_dispatch_rows, (const void *)K->moe_combine_rows,
         (const void *)K->moe_combine_bwd, (const void *)K->moe_dispatch_bwd,
         (const void *)K->vec_sumsq,      (const void *)K->to_bf16,
-        (const void *)K->from_bf16,
+        (const void *)K->from_bf16,      (const void *)K->stamp,
     };
     CHECK(K->synchronous == 1);
     for (size_t i = 0; i < sizeof e / sizeof *e; i++)

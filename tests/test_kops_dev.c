@@ -381,6 +381,23 @@ static void case_wire(void)
     dfree_all();
 }
 
+/* stamps in one stream's order read one clock that does not go back */
+static void case_stamp(void)
+{
+    const int64_t n = 1 << 16;
+    double h[3] = { -1, -1, -1 }, *Dt = up(h, sizeof h);
+    float *x = rnd(n, 1.0f), *Dx = upf(x, n);
+    D->stamp(DQ, Dt);
+    D->vec_add(DQ, Dx, Dx, n);
+    D->stamp(DQ, Dt + 1);
+    D->stamp(DQ, Dt + 2);
+    OK(smoe_dev_copy(&dev, h, Dt, sizeof h, ds, &err));
+    run("stamp");
+    CHECKF(h[0] > 0 && h[1] >= h[0] && h[2] >= h[1], "stamps %.9f %.9f %.9f", h[0], h[1], h[2]);
+    free(x);
+    dfree_all();
+}
+
 /* the embedding with repeated tokens; MLA's split and merge */
 static void case_rows(void)
 {
@@ -585,6 +602,7 @@ int main(int argc, char **argv)
     case_loss(1);
     case_vec();
     case_wire();
+    case_stamp();
     case_rows();
     case_moe_rows();
     case_memory();

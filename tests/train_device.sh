@@ -2,7 +2,9 @@
 # smoe train --device on one rank, no launcher: --device emul trains bit
 # for bit as the CPU (losses, every parameter: cmp_runs at 0), with the
 # routed bias update too (a bias row read and written back), and says so
-# in the JSON ("device": "emul") and the header; --matmul-dtype bf16 on
+# in the JSON ("device": "emul") and the header; the JSON has each step's
+# device timings (device_step_ms, device_compute_ms: kernels within the
+# step) and their medians, the CPU's none, and the trace a device lane; --matmul-dtype bf16 on
 # emul trains bit for bit as on the CPU's bf16 twin, and not as fp32, and
 # says "matmul_dtype": "bf16"; --device cuda either runs
 # (a GPU is present) or is refused in one line naming it; an unknown
@@ -52,6 +54,23 @@ else
 fi
 grep -q '"device":[[:space:]]*"emul"' "$dir/emul.json" && grep -q '"device":[[:space:]]*"cpu"' "$dir/cpu.json" &&
   ok "JSON device" || bad "JSON device field"
+# device timings: each step's device step and kernels (0 < kernels <= step),
+# their medians in the summary, none on the CPU; the trace's device lane
+nums() { tr -d ' \t\n' <"$2" | grep -o "\"$1\":[0-9.e+-]*" | cut -d: -f2; }
+nums device_step_ms "$dir/emul.json" >"$dir/dstep"
+nums device_compute_ms "$dir/emul.json" >"$dir/dcomp"
+if [ "$(wc -l <"$dir/dstep")" -eq 3 ] &&
+  paste "$dir/dstep" "$dir/dcomp" | awk '!($2 > 0 && $2 <= $1) { bad = 1 } END { exit bad }' &&
+  grep -q '"median_device_step_ms"' "$dir/emul.json" && ! grep -q device_step "$dir/cpu.json"; then
+  ok "device timings in the JSON: step, kernels (ms) $(paste -d/ "$dir/dstep" "$dir/dcomp" | tr '\n' ' ')"
+else
+  bad "device timings in the JSON: $(paste "$dir/dstep" "$dir/dcomp" | tr '\n' ' ')"
+fi
+"$smoe" train --steps 2 ici_expert_parallelism=1 --quiet --device emul --trace "$dir/t.json" \
+  >/dev/null 2>"$dir/err" || bad "emul run with a trace: $(cat "$dir/err")"
+n=$(grep -c '"ph":"X","pid":0,"tid":4' "$dir/t.json")
+grep -q '"tid":4,"args":{"name":"device kernels"}' "$dir/t.json" && [ "$n" -gt 0 ] &&
+  ok "the trace's device lane: $n spans" || bad "the trace has no device lane ($n spans)"
 "$smoe" train --steps 1 ici_expert_parallelism=1 --device emul 2>&1 | grep -q '^device: emul' &&
   ok "header names the device" || bad "no device line in the header"
 # the bf16 mode: emul against the CPU's twin, both against fp32

@@ -141,6 +141,11 @@ typedef struct smoe_kops {
      * for bit on every table ---- */
     void (*to_bf16)(void *stream, uint16_t *dst, const float *src, int64_t n);
     void (*from_bf16)(void *stream, float *dst, const uint16_t *src, int64_t n);
+
+    /* ---- timing: *out (the backend's memory) = the device's clock in
+     * seconds when the stream reaches the stamp (one clock for every
+     * stream of a device; the CPU table: smoe_now(), at once) ---- */
+    void (*stamp)(void *stream, double *out);
 } smoe_kops;
 
 /* A device queue's modes (smoe_kq_cuda_new, smoe_eq_new): BF16_GEMM rounds

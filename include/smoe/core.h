@@ -91,7 +91,8 @@ typedef enum smoe_lane {
     SMOE_LANE_GATHER = 1,  /* FSDP all-gathers, issue to completion */
     SMOE_LANE_COMM = 2,    /* expert all-to-alls, gradient reductions */
     SMOE_LANE_WAIT = 3,    /* exposed waits and un-prefetched gathers */
-    SMOE_LANES = 4
+    SMOE_LANE_DEVICE = 4,  /* a device's kernels of the compute lane's calls */
+    SMOE_LANES = 5
 } smoe_lane;
 /* A lane's row name in traces ("FSDP gathers"); NULL outside the list. */
 const char *smoe_lane_name(int lane);

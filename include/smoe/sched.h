@@ -33,7 +33,8 @@ void smoe_trace_span(smoe_trace *t, int tid, const char *name, double t0, double
 void smoe_trace_process(smoe_trace *t, const char *name);
 /* Name a lane (thread row) of this trace's pid (as smoe_trace_span). */
 void smoe_trace_lane(smoe_trace *t, int tid, const char *name);
-/* Name every lane of smoe_lane (core.h) as smoe's traces name them. */
+/* Name every lane of smoe_lane (core.h) as smoe's traces name them, but
+ * the device's (SMOE_LANE_DEVICE), which its user names. */
 void smoe_trace_lanes(smoe_trace *t);
 /* The events as JSON objects separated by ",\n" (no brackets) in *out, a
  * buffer owned by the trace (valid until the next call or free).

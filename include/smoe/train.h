@@ -67,6 +67,11 @@ typedef struct smoe_train_step {
                                sockets, sleeps), summed over ranks */
     double train_cpu_ms;    /* the training threads' CPU time over the step, summed
                                over ranks (cpu_ms less this: the other threads) */
+    /* on a device's kernel table (opts.kops not synchronous; 0 otherwise),
+     * by stamps on the model's stream: from the step's start to its end,
+     * and the kernels of the model calls (compute_ms's calls; waits the
+     * stream makes inside a call counted in); max over ranks */
+    double device_step_ms, device_compute_ms;
 } smoe_train_step;
 
 /* Memory smoe train tracks per rank, by class (as smoe sim counts it). */
@@ -340,7 +345,7 @@ typedef struct smoe_train_stat {
 typedef struct smoe_train_summary {
     int64_t nsteps;              /* steps counted */
     smoe_train_stat step_ms, exposed_gather_ms, residual_ms, a2a_ms, compute_ms, gather_ms,
-        reduce_wait_ms;
+        reduce_wait_ms, device_step_ms, device_compute_ms;
     int64_t peak_gathered_bytes;
     double last_loss;
 } smoe_train_summary;

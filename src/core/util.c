@@ -117,7 +117,8 @@ int smoe_parse_bytes(const char *s, int64_t *out)
 const char *smoe_lane_name(int lane)
 {
     static const char *const names[SMOE_LANES] = { "compute", "FSDP gathers",
-                                                   "all-to-all / reductions", "waits" };
+                                                   "all-to-all / reductions", "waits",
+                                                   "device kernels" };
     return lane >= 0 && lane < SMOE_LANES ? names[lane] : NULL;
 }
 

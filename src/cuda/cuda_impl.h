@@ -44,9 +44,11 @@ void cuda_matmul(void *q, float *y, const float *x, const float *w, int64_t t, i
                  int64_t n, float beta);
 void cuda_matmul_bwd(void *q, float *dx, float *dw, const float *dy, const float *x,
                      const float *w, int64_t t, int64_t k, int64_t n);
-/* spin.cu: one thread that spins on the global timer for ns nanoseconds
- * on stream s (the device layer's delay); the launch's error */
+/* timer.cu: one thread that spins on the global timer for ns nanoseconds
+ * on stream s (the device layer's delay; the launch's error); the table's
+ * stamp entry */
 cudaError_t cuda_spin(unsigned long long ns, cudaStream_t s);
+void cuda_k_stamp(void *s, double *out);
 /* convert.cu: a compact bf16 copy (rows, cols) of fp32 rows ld apart, a
  * temporary of the queue's stream (NULL: the queue failed); its release */
 void *cuda_k_to_bf16(smoe_kq *q, const float *src, int64_t rows, int64_t cols, int64_t ld);

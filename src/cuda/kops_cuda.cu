@@ -283,6 +283,7 @@ static smoe_kops make_table()
     t.vec_sumsq = cuda_k_vec_sumsq;
     t.to_bf16 = cuda_k_wire_to_bf16;
     t.from_bf16 = cuda_k_wire_from_bf16;
+    t.stamp = cuda_k_stamp;
     return t;
 }
 

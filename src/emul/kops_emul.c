@@ -382,6 +382,18 @@ static void e_from_bf16(void *q, float *dst, const uint16_t *src, int64_t n)
     ENQ(q, from_bf16_run, a);
 }
 
+typedef struct { double *out; } stamp_a;
+static void stamp_run(const void *p)
+{
+    const stamp_a *a = p;
+    *a->out = smoe_now();
+}
+static void e_stamp(void *q, double *out)
+{
+    stamp_a a = { out };
+    ENQ(q, stamp_run, a);
+}
+
 static const smoe_kops emul = {
     .name = "emul",
     .synchronous = 0,
@@ -420,6 +432,7 @@ static const smoe_kops emul = {
     .vec_sumsq = e_vec_sumsq,
     .to_bf16 = e_to_bf16,
     .from_bf16 = e_from_bf16,
+    .stamp = e_stamp,
 };
 
 const smoe_kops *smoe_kops_emul(void) { return &emul; }

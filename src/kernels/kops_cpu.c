@@ -241,6 +241,12 @@ static void from_bf16(void *stream, float *dst, const uint16_t *src, int64_t n)
     smoe_bf16_to_f32(dst, src, n);
 }
 
+static void stamp(void *stream, double *out)
+{
+    (void)stream;
+    *out = smoe_now();
+}
+
 /* every entry but the name and the matrix products, shared by both tables */
 #define CPU_ENTRIES \
     .synchronous = 1, \
@@ -275,7 +281,8 @@ static void from_bf16(void *stream, float *dst, const uint16_t *src, int64_t n)
     .vec_dot_scale = vec_dot_scale, \
     .vec_sumsq = vec_sumsq, \
     .to_bf16 = to_bf16, \
-    .from_bf16 = from_bf16
+    .from_bf16 = from_bf16, \
+    .stamp = stamp
 
 static void gemm_bf16(void *stream, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
                       const float *a, int64_t lda, const float *b, int64_t ldb, float beta,

@@ -120,7 +120,8 @@ smoe_status smoe_plot_svg(FILE *f, smoe_trace *const *traces, int n, const smoe_
                           const smoe_plot_ranges *ranges, int nranges, smoe_err *err)
 {
     static const char *const def[MAX_LANES] = { "compute", "gathers", "exchange / reductions",
-                                                "waits", "lane 4", "lane 5", "lane 6", "lane 7" };
+                                                "waits", "device kernels", "lane 5", "lane 6",
+                                                "lane 7" };
     _Static_assert(SMOE_LANES <= MAX_LANES, "every smoe_lane has a row");
     double tmax = 0, h = 10 + (ncurve + nmarks > 0 ? PARETO_H : 0);
     int nl[64];

@@ -102,7 +102,7 @@ void smoe_trace_lane(smoe_trace *t, int tid, const char *name)
 
 void smoe_trace_lanes(smoe_trace *t)
 {
-    for (int l = 0; l < SMOE_LANES; l++)
+    for (int l = 0; l < SMOE_LANE_DEVICE; l++) /* the device's: declared where drawn */
         smoe_trace_lane(t, l, smoe_lane_name(l));
 }
 

@@ -71,6 +71,8 @@ struct tr_state {
     int64_t early_bytes, early_ops;      /* their bytes and ops (the next step's) */
     int64_t early_host, early_link;      /* their bytes by host (smoe_comm_stats) */
     unsigned char *first;                /* (L) layers the next step gathers at its start */
+    tr_devtime *dt;                      /* on a device: the step's stamps (devtime.c) */
+    int dt_begin;                        /* the stamp of the last tic */
 };
 
 /* The weight's gathers in this step's mode (co-axis or legacy plan). */
@@ -192,6 +194,7 @@ static void reduce_top(tr_state *S, int slot)
  * end, counted in the step's compute. */
 static double tic(tr_state *S)
 {
+    S->dt_begin = tr_devtime_mark(S->dt);
     S->cpu_mark = smoe_thread_cpu();
     return smoe_now();
 }
@@ -206,6 +209,7 @@ static double toc(tr_state *S, double tm)
 
 static void timed(tr_state *S, const char *name, double tm)
 {
+    tr_devtime_span(S->dt, S->dt_begin, name, 1);
     span(S, SMOE_LANE_COMPUTE, name, tm, toc(S, tm));
 }
 
@@ -344,6 +348,7 @@ static smoe_status step_backward(tr_state *S, int64_t step, smoe_err *err)
     S->ops->fill0(S->stream, dembed, sizeof(float) * (size_t)we->info.gathered_numel);
     double tm = tic(S);
     smoe_model_embed_bwd(S->model, dembed, S->tokens, S->dx);
+    tr_devtime_span(S->dt, S->dt_begin, "embed bwd", 0);
     toc(S, tm); /* counted in the compute, not drawn in the trace */
     reduce_top(S, SMOE_T_EMBED);
     return SMOE_OK;
@@ -366,6 +371,8 @@ static tr_cpu cpu_now(void)
 static void step_record(tr_state *S, int64_t step, double loss, double dt, tr_cpu cpu,
                         smoe_comm_stats *rs, const tr_pf_stats *ps, smoe_train_step *rec)
 {
+    double dev[2]; /* the device's step and compute, read back (a synchronisation) */
+    tr_devtime_step_end(S->dt, S->trace, &dev[0], &dev[1]);
     smoe_model_stats ms = smoe_model_stats_get(S->model);
     tr_cpu c1 = cpu_now();
     double sum[7] = { loss + ms.aux_loss, ms.aux_loss, ms.z_loss,
@@ -380,14 +387,14 @@ static void step_record(tr_state *S, int64_t step, double loss, double dt, tr_cp
     rec->compute_cpu_ms = sum[6] * 1e3;
     tr_mem m = mem_now(S, ps->peak_bytes);
     double a2a = rs->a2a_s;
-    double v[14] = { dt, rs->gather_wait_s + rs->residual_s, rs->residual_s, a2a,
+    double v[16] = { dt, rs->gather_wait_s + rs->residual_s, rs->residual_s, a2a,
                      S->model_s - a2a, rs->gather_busy_s, rs->reduce_wait_s,
                      (double)ps->peak_bytes, (double)(tr_mem_static(&m) + ps->peak_bytes),
                      (double)ps->overruns, (double)ps->at_use,
                      (double)(rs->gather_bytes - S->early_bytes),
                      (double)(rs->host_bytes - S->early_host),
-                     (double)(rs->link_bytes - S->early_link) };
-    smoe_comm_allreduce_max_f64(S->cm, v, 14);
+                     (double)(rs->link_bytes - S->early_link), dev[0], dev[1] };
+    smoe_comm_allreduce_max_f64(S->cm, v, 16);
     rec->step = step;
     rec->loss = sum[0];
     rec->step_ms = v[0] * 1e3;
@@ -404,6 +411,8 @@ static void step_record(tr_state *S, int64_t step, double loss, double dt, tr_cp
     rec->gather_bytes = (int64_t)v[11];
     rec->host_bytes = (int64_t)v[12];
     rec->link_bytes = (int64_t)v[13];
+    rec->device_step_ms = v[14] * 1e3;
+    rec->device_compute_ms = v[15] * 1e3;
     if (ps->peak_fwd > S->run_peak_fwd)
         S->run_peak_fwd = ps->peak_fwd;
     if (ps->peak_bwd > S->run_peak_bwd)
@@ -506,6 +515,7 @@ smoe_status tr_loop_step(tr_state *S, int64_t step, smoe_train_step *rec, smoe_e
     }
     tr_cpu cpu0 = cpu_now();
     double t0 = smoe_now();
+    tr_devtime_step_begin(S->dt);
     refresh_budget(S);
     step_begin(S, step);
     if ((s = step_forward(S, step, err)))
@@ -597,6 +607,8 @@ smoe_status tr_loop_new(const smoe_comm *cm, const smoe_model_cfg *mc, const tr_
     S->ep = ep;
     if (trace)
         smoe_comm_set_span_hook(cm, rt_span_hook, S);
+    if ((s = tr_devtime_new(S->ops, S->stream, 2 * S->L + 3, &S->dt, err)))
+        return s;
     return tr_optim_new(st, hp, mc, smoe_comm_size(cm), &S->optim, err);
 }
 
@@ -641,6 +653,7 @@ void tr_loop_free(tr_state *S)
     tr_loop_retire(S);
     smoe_comm_set_span_hook(S->cm, NULL, NULL);
     tr_optim_free(S->optim);
+    tr_devtime_free(S->dt);
     tr_pf_free(S->pf);
     if (S->ops) {
         smoe_kops_buf_free(S->ops, S->stream, S->top_w, top_bytes(S));

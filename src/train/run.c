@@ -179,6 +179,8 @@ void smoe_train_summarize(const smoe_train_result *r, int mode, int64_t skip,
     STAT(compute_ms, compute_ms);
     STAT(gather_ms, gather_ms);
     STAT(reduce_wait_ms, reduce_wait_ms);
+    STAT(device_step_ms, device_step_ms);
+    STAT(device_compute_ms, device_compute_ms);
 #undef STAT
     out->nsteps = idx;
     for (int64_t i = skip; i < r->nsteps; i++)

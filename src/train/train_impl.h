@@ -238,6 +238,23 @@ int64_t tr_residual_bytes(const smoe_model_cfg *mc);
  * `pool` gathered-layer bytes in use. */
 tr_mem tr_mem_of(const tr_store *st, const smoe_model_cfg *mc, int64_t act_bytes, int64_t pool);
 
+/* devtime.c: a step's timings on a device (a table that is not
+ * synchronous; on a synchronous one tr_devtime_new gives NULL and every
+ * call below does nothing). `calls`: the model calls a step times. mark:
+ * a stamp, its index (-1 past the capacity); span: a stamp ending the call
+ * that began at mark `begin` (drawn: also a trace span on the device
+ * lane); step_end: the last stamp, one read of them all, the step's
+ * device time and its calls' sum (seconds). */
+typedef struct tr_devtime tr_devtime;
+SMOE_MUST_CHECK
+smoe_status tr_devtime_new(const smoe_kops *ops, void *stream, int calls, tr_devtime **out,
+                           smoe_err *err);
+void tr_devtime_free(tr_devtime *t);
+void tr_devtime_step_begin(tr_devtime *t);
+int tr_devtime_mark(tr_devtime *t);
+void tr_devtime_span(tr_devtime *t, int begin, const char *name, int drawn);
+void tr_devtime_step_end(tr_devtime *t, smoe_trace *trace, double *step_s, double *compute_s);
+
 /* trainer.c: the checks of smoe_trainer_new that come before any data is
  * read (the communicator's mesh against the plan's, model config,
  * hyperparameters and recipe, the options): agreed
