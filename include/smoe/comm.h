@@ -263,6 +263,32 @@ SMOE_MUST_CHECK
 smoe_status smoe_comm_wire_check(const smoe_gather_exec *x, int64_t blk_last, const char *name,
                                  smoe_err *err);
 
+/* The blocks member m of a stage's group holds before the stage: the
+ * stage gathers, on dim `dim`, the run S of that dim's axes; done[j] are
+ * the axes of dim j gathered before it. For every combination c of the
+ * done axes' coordinates (c in [0, returned count), the first of them most
+ * significant), fn gets the block's offset in a buffer of the gathered
+ * shape counted in records of `rec` elements on the last dim (the block's
+ * shape: the shard's, its last dim over rec): m's coordinates on S, the
+ * combination's on the done axes, this rank's (coords) on the others. fn
+ * NULL: the count only. */
+typedef void (*smoe_comm_block_fn)(void *ud, int64_t c, const int64_t off[]);
+struct smoe_dev;
+struct smoe_dev_stream;
+/* The block (local, at offset) of a global row-major buffer of `shape`
+ * moved on stream s of device d as 2-D copies: dir 0 into the packed
+ * buffer localbuf, 1 from it (smoe_layout_copy's), 2 from the same place
+ * of src (smoe_layout_copy_block's). The first copy's failure. */
+SMOE_MUST_CHECK
+smoe_status smoe_comm_dev_layout(const struct smoe_dev *d, struct smoe_dev_stream *s, int rank,
+                                 const int64_t shape[], const int64_t local[],
+                                 const int64_t offset[], size_t elem, void *global,
+                                 void *localbuf, const void *src, int dir, smoe_err *err);
+int64_t smoe_comm_stage_walk(const smoe_gather_geom *geo, const smoe_mesh *mesh,
+                             const int64_t coords[], int dim, const smoe_axes *S,
+                             const smoe_axes done[], int64_t rec, int64_t m,
+                             smoe_comm_block_fn fn, void *ud);
+
 /* A weight's smoe_wgather_info from its gather geometry (shard.h) and its
  * engine's counts: prefetched stages, residual stages, reduction axes
  * (every gather engine's gather_info). */

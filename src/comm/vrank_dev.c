@@ -74,39 +74,14 @@ void vr_dev_copy(vr_rank *r, void *dst, const void *src, size_t bytes)
     must(r, smoe_dev_copy(r->dv->d.dev, dst, src, bytes, r->dv->d.compute, &err), &err, "copy");
 }
 
-/* ---- layouts: planes of a block as 2-D copies ---- */
-typedef struct plane_job {
-    vr_rank *r;
-    smoe_dev_stream *s;
-    unsigned char *g, *l;
-    const unsigned char *src;
-    int dir; /* smoe_layout_copy's 0 / 1; 2: the same block of src into g */
-} plane_job;
-
-static void copy_plane(void *ud, const smoe_layout_plane *p)
-{
-    plane_job *j = ud;
-    smoe_err err;
-    smoe_status s;
-    const smoe_dev *d = j->r->dv->d.dev;
-    if (j->dir == 0)
-        s = smoe_dev_copy2d(d, j->l + p->loff, p->lpitch, j->g + p->goff, p->gpitch, p->width,
-                            p->height, j->s, &err);
-    else if (j->dir == 1)
-        s = smoe_dev_copy2d(d, j->g + p->goff, p->gpitch, j->l + p->loff, p->lpitch, p->width,
-                            p->height, j->s, &err);
-    else
-        s = smoe_dev_copy2d(d, j->g + p->goff, p->gpitch, j->src + p->goff, p->gpitch, p->width,
-                            p->height, j->s, &err);
-    must(j->r, s, &err, "2-D copy");
-}
-
+/* ---- layouts (comm.h: smoe_comm_dev_layout) ---- */
 void vr_dev_copy_layout(vr_rank *r, int rank, const int64_t shape[], const int64_t local[],
                         const int64_t offset[], size_t elem, void *global, void *localbuf,
                         int dir)
 {
-    plane_job j = { r, r->dv->d.compute, global, localbuf, NULL, dir ? 1 : 0 };
-    smoe_layout_planes(rank, shape, local, offset, elem, copy_plane, &j);
+    smoe_err err;
+    must(r, smoe_comm_dev_layout(r->dv->d.dev, r->dv->d.compute, rank, shape, local, offset, elem,
+                                 global, localbuf, NULL, dir ? 1 : 0, &err), &err, "2-D copy");
 }
 
 /* ---- scratch: blocks kept by the rank and reused, in two pools by the
@@ -215,8 +190,9 @@ void vr_dev_read(vr_rank *r, vr_op *op, vr_op **o, int n)
 void vr_dev_copy_block(vr_rank *r, int rank, const int64_t shape[], const int64_t local[],
                        const int64_t offset[], size_t elem, const void *src, void *dst)
 {
-    plane_job j = { r, r->dv->d.xfer, dst, NULL, src, 2 };
-    smoe_layout_planes(rank, shape, local, offset, elem, copy_plane, &j);
+    smoe_err err;
+    must(r, smoe_comm_dev_layout(r->dv->d.dev, r->dv->d.xfer, rank, shape, local, offset, elem,
+                                 dst, NULL, src, 2, &err), &err, "2-D copy");
 }
 
 int vr_dev_poll(vr_rank *r, vr_op *op)

@@ -49,61 +49,31 @@ struct smoe_comm_gather {
 
 static vr_rank *R(void *ctx) { return ctx; }
 
-static int64_t coord(const vr_rank *r, const char *a)
-{
-    int i = smoe_mesh_find(&r->w->mesh, a);
-    return i < 0 ? 0 : r->coords[i];
-}
+typedef struct read_job {
+    const smoe_comm_gather *g;
+    const void *src;
+    void *dst;
+} read_job;
 
-static int index_in(const smoe_axes *e, const char *a)
+static void read_block(void *ud, int64_t c, const int64_t off[])
 {
-    for (int i = 0; i < e->n; i++)
-        if (strcmp(e->ax[i], a) == 0)
-            return i;
-    return -1;
+    (void)c;
+    const read_job *j = ud;
+    const smoe_comm_gather *g = j->g;
+    if (g->r->dv)
+        vr_dev_copy_block(g->r, g->geo.rank, g->cB, g->cblk, off, (size_t)g->esz, j->src, j->dst);
+    else
+        smoe_layout_copy_block(g->geo.rank, g->cB, g->cblk, off, (size_t)g->esz, j->src, j->dst);
 }
 
 /* The region member m of the stage's group held before it, copied from
- * peer's records into the same place of op's (every combination of the
- * already-gathered axes' coordinates, m's on S, this rank's elsewhere). */
+ * peer's records into the same place of op's (comm.h: smoe_comm_stage_walk). */
 void vr_stage_read(const vr_op *op, const vr_op *peer, int m)
 {
     const vr_stage *st = op->stage;
-    const smoe_comm_gather *g = st->g;
-    const smoe_mesh *mesh = &g->r->w->mesh;
-    int64_t sc[SMOE_MAX_ENTRY], combos = 1, mm = m;
-    for (int k = st->S.n - 1; k >= 0; k--) {
-        int64_t n = smoe_mesh_axis_size(mesh, st->S.ax[k]);
-        sc[k] = mm % n;
-        mm /= n;
-    }
-    for (int j = 0; j < g->geo.rank; j++)
-        combos *= smoe_axes_size(&st->done[j], mesh);
-    for (int64_t c = 0; c < combos; c++) {
-        int64_t rest = c, off[SMOE_MAX_RANK];
-        for (int j = g->geo.rank - 1; j >= 0; j--) {
-            off[j] = 0;
-            for (int k = g->geo.A[j].n - 1; k >= 0; k--) {
-                const char *a = g->geo.A[j].ax[k];
-                int64_t v, n = smoe_mesh_axis_size(mesh, a);
-                int s = j == st->dim ? index_in(&st->S, a) : -1;
-                if (smoe_axes_has(&st->done[j], a)) {
-                    v = rest % n;
-                    rest /= n;
-                } else {
-                    v = s >= 0 ? sc[s] : coord(g->r, a);
-                }
-                off[j] += v * smoe_gather_geom_stride(&g->geo, mesh, j, k);
-            }
-        }
-        off[g->geo.rank - 1] /= g->rec;
-        if (g->r->dv)
-            vr_dev_copy_block(g->r, g->geo.rank, g->cB, g->cblk, off, (size_t)g->esz, peer->rbuf,
-                              op->rbuf);
-        else
-            smoe_layout_copy_block(g->geo.rank, g->cB, g->cblk, off, (size_t)g->esz, peer->rbuf,
-                                   op->rbuf);
-    }
+    read_job j = { st->g, peer->rbuf, op->rbuf };
+    smoe_comm_stage_walk(&st->g->geo, &st->g->r->w->mesh, st->g->r->coords, st->dim, &st->S,
+                         st->done, st->g->rec, m, read_block, &j);
 }
 
 /* The wire: records, and the geometry counted in them. */
