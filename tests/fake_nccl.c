@@ -1,19 +1,27 @@
 /* A fake NCCL for the tests of src/nccl (CI has no GPU): ranks are threads
- * of one process, buffers are host memory, every collective completes
- * before it returns (the stream is ignored). It implements the calls
- * src/nccl makes, with NCCL's matching rules: every rank of a
- * communicator calls the same collectives in the same order with the same
- * counts (a mismatch returns ncclInvalidUsage on every rank), and a group's
- * k-th send to a peer meets that peer's k-th receive from the sender.
- * Reductions add in rank order. Only ncclFloat32 and ncclSum. */
+ * of one process, buffers are host memory, and a collective completes
+ * before it returns (the stream is ignored) unless a launcher is set
+ * (fake_nccl.h): then the all-gathers, reduce-scatters and all-reduces
+ * run when the launcher runs them (on the stream's thread of the host
+ * emulation, in the stream's order), as NCCL's run on the stream. It
+ * implements the calls src/nccl makes, with NCCL's matching rules: every
+ * rank of a communicator calls the same collectives in the same order
+ * with the same counts (a mismatch returns ncclInvalidUsage on every
+ * rank; launched, it aborts the process), and a group's k-th send to a
+ * peer meets that peer's k-th receive from the sender. ncclCommSplit
+ * makes the new communicators (by color, ranked by key). Reductions add
+ * in rank order. ncclFloat32 with ncclSum; all-gathers also ncclUint8. */
 #include <nccl.h>
 
+#include "fake_nccl.h"
+
+#include <stdio.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAXR = 16, MAXITEMS = 64, K_AG = 1, K_RS, K_AR, K_GROUP };
+enum { MAXR = 16, MAXITEMS = 64, K_AG = 1, K_RS, K_AR, K_GROUP, K_SPLIT };
 
 typedef struct item {
     int send, peer;
@@ -25,9 +33,10 @@ typedef struct post {
     int kind;
     const float *send;
     float *recv;
-    size_t count;
+    size_t count;             /* elements; a split's color */
     const item *items;
-    int nitems;
+    int nitems;               /* a split's key */
+    size_t elem;              /* bytes an element (an all-gather of ncclUint8: 1) */
 } post;
 
 typedef struct fworld {
@@ -42,7 +51,12 @@ typedef struct fworld {
 struct ncclComm {
     fworld *w;
     int rank;
+    int nsplit;               /* splits made from it (every rank counts alike) */
 };
+
+static fake_nccl_launch_fn g_launch;
+
+void fake_nccl_set_launcher(fake_nccl_launch_fn fn) { g_launch = fn; }
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static fworld *g_worlds;
@@ -170,7 +184,7 @@ static ncclResult_t run(ncclComm_t c, post p)
     const size_t cnt = p.count;
     if (ok && p.kind == K_AG) {
         for (int r = 0; r < n; r++)
-            memcpy(p.recv + (size_t)r * cnt, w->posts[r].send, cnt * sizeof(float));
+            memcpy((char *)p.recv + (size_t)r * cnt * p.elem, w->posts[r].send, cnt * p.elem);
     } else if (ok && (p.kind == K_RS || p.kind == K_AR)) {
         float *acc = malloc((cnt ? cnt : 1) * sizeof *acc);
         const size_t off = p.kind == K_RS ? (size_t)me * cnt : 0;
@@ -189,34 +203,95 @@ static ncclResult_t run(ncclComm_t c, post p)
     return ok ? ncclSuccess : ncclInvalidUsage;
 }
 
-static ncclResult_t coll(int kind, const void *send, void *recv, size_t count,
-                         ncclDataType_t t, ncclComm_t c)
+typedef struct job {
+    ncclComm_t c;
+    post p;
+} job;
+
+static void run_job(void *arg)
 {
-    if (t != ncclFloat32)
+    job *j = arg;
+    if (run(j->c, j->p) != ncclSuccess) {
+        fprintf(stderr, "fake NCCL: a launched collective's ranks do not match\n");
+        abort();
+    }
+    free(j);
+}
+
+static ncclResult_t coll(int kind, const void *send, void *recv, size_t count,
+                         ncclDataType_t t, ncclComm_t c, cudaStream_t s)
+{
+    if (t != ncclFloat32 && !(t == ncclUint8 && kind == K_AG))
         return ncclInvalidArgument;
-    post p = { kind, send, recv, count, NULL, 0 };
-    return run(c, p);
+    post p = { kind, send, recv, count, NULL, 0, t == ncclUint8 ? 1 : sizeof(float) };
+    if (!g_launch || !s)
+        return run(c, p);
+    job *j = malloc(sizeof *j);
+    if (!j)
+        return ncclSystemError;
+    *j = (job){ c, p };
+    return g_launch((void *)s, run_job, j) ? ncclSystemError : ncclSuccess;
+}
+
+ncclResult_t ncclCommCount(const ncclComm_t c, int *count)
+{
+    *count = c->w->n;
+    return ncclSuccess;
+}
+
+ncclResult_t ncclCommUserRank(const ncclComm_t c, int *rank)
+{
+    *rank = c->rank;
+    return ncclSuccess;
+}
+
+/* every rank posts its color and key; each joins the world of its color
+ * (named by the parent, the split's number and the color) at its place */
+ncclResult_t ncclCommSplit(ncclComm_t c, int color, int key, ncclComm_t *out, ncclConfig_t *cfg)
+{
+    (void)cfg;
+    fworld *w = c->w;
+    post p = { K_SPLIT, NULL, NULL, (size_t)color, NULL, key, 0 };
+    pthread_mutex_lock(&w->mu);
+    w->posts[c->rank] = p;
+    pthread_mutex_unlock(&w->mu);
+    barrier(w);
+    int n = 0, me = 0;
+    for (int r = 0; r < w->n; r++) {
+        const post *q = &w->posts[r];
+        if ((int)q->count != color)
+            continue;
+        n++;
+        if (q->nitems < key || (q->nitems == key && r < c->rank))
+            me++;
+    }
+    barrier(w); /* every post read before the next collective's */
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    memcpy(id.internal, "fake-split", 10);
+    memcpy(id.internal + 16, &w, sizeof w);
+    memcpy(id.internal + 32, &c->nsplit, sizeof c->nsplit);
+    memcpy(id.internal + 40, &color, sizeof color);
+    c->nsplit++;
+    return ncclCommInitRank(out, n, id, me);
 }
 
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t count, ncclDataType_t t,
                            ncclComm_t c, cudaStream_t s)
 {
-    (void)s;
-    return coll(K_AG, send, recv, count, t, c);
+    return coll(K_AG, send, recv, count, t, c, s);
 }
 
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count, ncclDataType_t t,
                                ncclRedOp_t op, ncclComm_t c, cudaStream_t s)
 {
-    (void)s;
-    return op != ncclSum ? ncclInvalidArgument : coll(K_RS, send, recv, count, t, c);
+    return op != ncclSum ? ncclInvalidArgument : coll(K_RS, send, recv, count, t, c, s);
 }
 
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t t,
                            ncclRedOp_t op, ncclComm_t c, cudaStream_t s)
 {
-    (void)s;
-    return op != ncclSum ? ncclInvalidArgument : coll(K_AR, send, recv, count, t, c);
+    return op != ncclSum ? ncclInvalidArgument : coll(K_AR, send, recv, count, t, c, s);
 }
 
 /* nccl.h declares the two group calls without a prototype, "()" */
@@ -274,7 +349,7 @@ ncclResult_t ncclGroupEnd(void)
         return t_gfail ? ncclInvalidArgument : ncclSuccess;
     ncclComm_t c = t_gcomm;
     fworld *w = c->w;
-    post p = { K_GROUP, NULL, NULL, 0, t_items, t_nitems };
+    post p = { K_GROUP, NULL, NULL, 0, t_items, t_nitems, sizeof(float) };
     pthread_mutex_lock(&w->mu);
     w->posts[c->rank] = p;
     pthread_mutex_unlock(&w->mu);

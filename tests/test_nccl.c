@@ -2,7 +2,8 @@
  * (fake_nccl.c: ranks as threads, host memory; CI has no GPU): 3 ranks
  * each make an all-gather, a reduce-scatter, an in-place all-reduce and an
  * all-to-all with uneven counts (a zero among them), checked against the
- * values computed by hand from each rank's inputs; then the refusals:
+ * values computed by hand from each rank's inputs; a split by color and
+ * key and a byte all-gather over it; then the refusals:
  * a rank outside the communicator, a negative count (both before NCCL),
  * and collectives whose counts differ across the ranks, which NCCL's
  * failure turns into SMOE_ECOMM naming the call. */
@@ -78,6 +79,32 @@ static void collectives(smoe_nccl *c, int r)
     tcheck(ok, r, "all-to-all: peer p's floats for r at p's place", err.msg);
 }
 
+/* split by color r % 2, ranked by key -r (descending ranks): ranks 0 and 2
+ * make a pair with 2 first, rank 1 a group of one; a byte all-gather of 3
+ * bytes on each (records of any size) */
+static void split(smoe_nccl *c, int r)
+{
+    smoe_err err = { 0 };
+    smoe_nccl *s = NULL;
+    int ok = smoe_nccl_split(c, r % 2, -r, &s, &err) == SMOE_OK;
+    tcheck(ok && smoe_nccl_size(s) == (r % 2 ? 1 : 2) && smoe_nccl_rank(s) == (r == 0 ? 1 : 0), r,
+           "split: size by color, rank by key", err.msg);
+    if (!ok)
+        return;
+    unsigned char mine[3] = { (unsigned char)r, (unsigned char)(10 + r), (unsigned char)(20 + r) },
+                  all[6];
+    ok = smoe_nccl_all_gather_bytes(s, mine, all, 3, NULL, &err) == SMOE_OK;
+    for (int m = 0; m < smoe_nccl_size(s); m++) {
+        int from = r % 2 ? 1 : (m == 0 ? 2 : 0);
+        ok = ok && all[3 * m] == from && all[3 * m + 2] == 20 + from;
+    }
+    tcheck(ok, r, "byte all-gather over the split, in key order", err.msg);
+    smoe_nccl *neg = NULL;
+    tcheck(smoe_nccl_split(c, -1, 0, &neg, &err) == SMOE_EINVAL && !neg, r,
+           "a negative color refused", NULL);
+    smoe_nccl_free(s);
+}
+
 static void refusals(smoe_nccl *c, int r)
 {
     smoe_err err = { 0 };
@@ -101,6 +128,7 @@ static void *rank_main(void *arg)
         return NULL;
     tcheck(smoe_nccl_rank(c) == r && smoe_nccl_size(c) == N, r, "rank and size", NULL);
     collectives(c, r);
+    split(c, r);
     refusals(c, r);
     smoe_nccl_free(c);
     return NULL;

@@ -36,6 +36,10 @@ SMOE_MUST_CHECK
 smoe_status smoe_nccl_new(const unsigned char id[SMOE_NCCL_ID_BYTES], int nranks, int rank,
                           smoe_nccl **out, smoe_err *err);
 void smoe_nccl_free(smoe_nccl *c);
+/* Collective over c: the ranks of equal color form a new communicator,
+ * ranked by key (ties by their rank in c); ncclCommSplit. */
+SMOE_MUST_CHECK
+smoe_status smoe_nccl_split(smoe_nccl *c, int color, int key, smoe_nccl **out, smoe_err *err);
 int smoe_nccl_rank(const smoe_nccl *c);
 int smoe_nccl_size(const smoe_nccl *c);
 
@@ -43,6 +47,10 @@ int smoe_nccl_size(const smoe_nccl *c);
 SMOE_MUST_CHECK
 smoe_status smoe_nccl_all_gather(smoe_nccl *c, const float *send, float *recv, int64_t count,
                                  void *stream, smoe_err *err);
+/* The same for `bytes` bytes a rank (records of any type). */
+SMOE_MUST_CHECK
+smoe_status smoe_nccl_all_gather_bytes(smoe_nccl *c, const void *send, void *recv, int64_t bytes,
+                                       void *stream, smoe_err *err);
 /* recv (count) = the sum over the ranks of their send's chunk `rank`
  * (send: size * count). */
 SMOE_MUST_CHECK

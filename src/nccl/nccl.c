@@ -64,6 +64,27 @@ void smoe_nccl_free(smoe_nccl *c)
     free(c);
 }
 
+smoe_status smoe_nccl_split(smoe_nccl *c, int color, int key, smoe_nccl **out, smoe_err *err)
+{
+    *out = NULL;
+    if (color < 0)
+        return smoe_err_set(err, SMOE_EINVAL, "nccl: split with color %d", color);
+    smoe_nccl *n = calloc(1, sizeof *n);
+    if (!n)
+        return smoe_err_set(err, SMOE_ENOMEM, "nccl: out of memory for a communicator");
+    ncclResult_t r = ncclCommSplit(c->comm, color, key, &n->comm, NULL);
+    if (r == ncclSuccess)
+        r = ncclCommUserRank(n->comm, &n->rank);
+    if (r == ncclSuccess)
+        r = ncclCommCount(n->comm, &n->size);
+    if (r != ncclSuccess) {
+        free(n);
+        return fail(err, r, "ncclCommSplit");
+    }
+    *out = n;
+    return SMOE_OK;
+}
+
 int smoe_nccl_rank(const smoe_nccl *c) { return c->rank; }
 int smoe_nccl_size(const smoe_nccl *c) { return c->size; }
 
@@ -90,6 +111,17 @@ smoe_status smoe_nccl_all_gather(smoe_nccl *c, const float *send, float *recv, i
                                  void *stream, smoe_err *err)
 {
     return coll(c, ALL_GATHER, send, recv, count, stream, err);
+}
+
+smoe_status smoe_nccl_all_gather_bytes(smoe_nccl *c, const void *send, void *recv, int64_t bytes,
+                                       void *stream, smoe_err *err)
+{
+    if (bytes < 0)
+        return smoe_err_set(err, SMOE_EINVAL, "nccl: ncclAllGather of %lld bytes",
+                            (long long)bytes);
+    NK(ncclAllGather(send, recv, (size_t)bytes, ncclUint8, c->comm, (cudaStream_t)stream),
+       "ncclAllGather");
+    return SMOE_OK;
 }
 
 smoe_status smoe_nccl_reduce_scatter(smoe_nccl *c, const float *send, float *recv, int64_t count,
