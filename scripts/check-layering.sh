@@ -76,6 +76,7 @@ cuda: core dev backend kernels
 emul: core dev backend kernels dtype
 nccl: core
 comm: core shard dtype dev backend
+ncomm: core shard dtype dev backend comm nccl
 model: core kernels comm backend
 runtime: core shard comm dtype
 ckpt: core shard config comm

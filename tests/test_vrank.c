@@ -39,7 +39,8 @@ static void test_meshes(const run_out *ref, const run_out *ref2, run_out *f2e2)
     };
     for (size_t i = 0; i < sizeof mesh / sizeof mesh[0]; i++) {
         run_out x;
-        run(&(run_spec){ mesh[i].name, mesh[i].n, { mesh[i].kv }, 1, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &x);
+        run(&(run_spec){ .name = mesh[i].name, .devices = mesh[i].n, .kv = { mesh[i].kv },
+                         .depth = 1 }, &x);
         char what[96];
         snprintf(what, sizeof what, "%s vs single rank", mesh[i].name);
         CHECKF(agree(mesh[i].n == 2 ? ref2 : ref, &x, 1e-5, what, 0), "%s", what);
@@ -63,8 +64,9 @@ static void test_schedules(const run_out *a, int n, const char *kv)
     };
     for (size_t i = 0; i < sizeof sch / sizeof sch[0]; i++) {
         run_out x;
-        run(&(run_spec){ sch[i].what, n, { kv }, sch[i].depth, sch[i].legacy, sch[i].shq, 0, 0, 0,
-                         0, sch[i].pth, NULL, NULL, NULL, 0, 0, 0, 0 }, &x);
+        run(&(run_spec){ .name = sch[i].what, .devices = n, .kv = { kv }, .depth = sch[i].depth,
+                         .legacy = sch[i].legacy, .shared_queue = sch[i].shq,
+                         .progress_thread = sch[i].pth }, &x);
         CHECKF(agree(a, &x, 0, sch[i].what, 0), "%s", sch[i].what);
         out_free(&x);
     }
@@ -74,7 +76,8 @@ static void test_schedules(const run_out *a, int n, const char *kv)
 static void test_perturbed(const run_out *ref, int n, const char *kv)
 {
     run_out x;
-    run(&(run_spec){ "perturbed", n, { kv }, 1, 0, 0, 0, 0, 0, 1, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &x);
+    run(&(run_spec){ .name = "perturbed", .devices = n, .kv = { kv }, .depth = 1,
+                     .perturb_rank = 1 }, &x);
     CHECKF(x.ok && !agree(ref, &x, 1e-5, "", 1), "a perturbed rank is not caught");
     printf("%s: a rank's gathered weight scaled by 1 + 1e-3 once: caught\n", x.ok ? "ok" : "FAIL");
     out_free(&x);
@@ -92,18 +95,22 @@ static void test_wire(const run_out *f2e2)
         int64_t b = wire[i].block;
         char what[96];
         run_out x, y, z;
-        run(&(run_spec){ "wref", 1, { "per_device_batch_size=16" }, 1, 0, 0, w, b, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &x);
-        run(&(run_spec){ "we2", 4, { E2 }, 1, 0, 0, w, b, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &y);
+        run(&(run_spec){ .name = "wref", .devices = 1, .kv = { "per_device_batch_size=16" },
+                         .depth = 1, .wire = w, .block = b }, &x);
+        run(&(run_spec){ .name = "we2", .devices = 4, .kv = { E2 }, .depth = 1, .wire = w,
+                         .block = b }, &y);
         snprintf(what, sizeof what, "%s: fsdp=2 x expert=2 vs single rank", wire[i].name);
         CHECKF(agree(&x, &y, 5e-5, what, 0), "%s", what);
         snprintf(what, sizeof what, "%s: the run is not fp32's", wire[i].name);
         CHECKF(y.ok && !agree(f2e2, &y, 0, what, 1), "%s", what);
-        run(&(run_spec){ "wf4", 4, { "ici_fsdp_parallelism=4" }, 1, 0, 0, w, b, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &z);
+        run(&(run_spec){ .name = "wf4", .devices = 4, .kv = { "ici_fsdp_parallelism=4" },
+                         .depth = 1, .wire = w, .block = b }, &z);
         snprintf(what, sizeof what, "%s: fsdp=4 vs single rank", wire[i].name);
         CHECKF(agree(&x, &z, 5e-5, what, 0), "%s", what);
         out_free(&z);
         out_free(&x);
-        run(&(run_spec){ "wleg", 4, { E2 }, 0, 1, 1, w, b, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &x);
+        run(&(run_spec){ .name = "wleg", .devices = 4, .kv = { E2 }, .legacy = 1, .shared_queue = 1,
+                         .wire = w, .block = b }, &x);
         snprintf(what, sizeof what, "%s: legacy, depth 0, shared queue == default, bitwise",
                  wire[i].name);
         CHECKF(agree(&y, &x, 0, what, 0), "%s", what);
@@ -143,8 +150,10 @@ static void test_recipe(const run_out *ref)
 static void test_reduce_bf16(const run_out *f2e2)
 {
     run_out x, y;
-    run(&(run_spec){ "r16", 4, { E2 }, 1, 0, 0, 0, 0, SMOE_DT_BF16, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &x);
-    run(&(run_spec){ "r16d0", 4, { E2 }, 0, 0, 1, 0, 0, SMOE_DT_BF16, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &y);
+    run(&(run_spec){ .name = "r16", .devices = 4, .kv = { E2 }, .depth = 1,
+                     .reduce_dtype = SMOE_DT_BF16 }, &x);
+    run(&(run_spec){ .name = "r16d0", .devices = 4, .kv = { E2 }, .shared_queue = 1,
+                     .reduce_dtype = SMOE_DT_BF16 }, &y);
     CHECK(agree(&x, &y, 0, "bf16 reductions: depth 0 + shared queue == depth 1, bitwise", 0));
     CHECKF(x.ok && !agree(f2e2, &x, 0, "", 1), "bf16 reductions: the run is fp32's");
     out_free(&x);
@@ -285,12 +294,14 @@ int main(int argc, char **argv)
     test_failures();
     test_agree();
     run_out ref2, x;
-    run(&(run_spec){ "ref2", 1, { "per_device_batch_size=8" }, 1, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &ref2);
+    run(&(run_spec){ .name = "ref2", .devices = 1, .kv = { "per_device_batch_size=8" },
+                     .depth = 1 }, &ref2);
     if (quick) { /* 2 ranks: the oracle, two schedules, the perturbed rank */
-        run(&(run_spec){ "fsdp=2", 2, { NULL }, 1, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &x);
+        run(&(run_spec){ .name = "fsdp=2", .devices = 2, .depth = 1 }, &x);
         CHECK(agree(&ref2, &x, 1e-5, "fsdp=2 (2 ranks) vs single rank", 0));
         run_out y;
-        run(&(run_spec){ "d0shq", 2, { NULL }, 0, 0, 1, 0, 0, 0, -1, 1, NULL, NULL, NULL, 0, 0, 0, 0 }, &y);
+        run(&(run_spec){ .name = "d0shq", .devices = 2, .shared_queue = 1, .perturb_rank = -1,
+                         .progress_thread = 1 }, &y);
         CHECK(agree(&x, &y, 0, "fsdp=2: depth 0, shared queue, progress thread == depth 1, "
                     "bitwise", 0));
         out_free(&y);
@@ -298,7 +309,8 @@ int main(int argc, char **argv)
         out_free(&x);
     } else {
         run_out ref, f2e2;
-        run(&(run_spec){ "ref", 1, { "per_device_batch_size=16" }, 1, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0 }, &ref);
+        run(&(run_spec){ .name = "ref", .devices = 1, .kv = { "per_device_batch_size=16" },
+                         .depth = 1 }, &ref);
         test_meshes(&ref, &ref2, &f2e2);
         test_schedules(&f2e2, 4, E2);
         test_perturbed(&ref, 4, E2);

@@ -26,6 +26,8 @@
 static const char *cfgdir, *datafile;
 static smoe_train_data *data;
 
+struct rank_job;
+
 typedef struct run_spec {
     const char *name;
     int devices;
@@ -43,6 +45,10 @@ typedef struct run_spec {
     uint64_t seed;         /* the emulation's adversarial order */
     int expect_fail;       /* a rank's failure is the result (run_out's s0, err0) */
     double link_gbs;       /* on a device: the link stood in for (comm.h) */
+    /* on a device: each rank's communicator made from its in-process one
+     * (left on the host) by wrap, in the rank's thread, freed by unwrap */
+    int (*wrap)(const struct rank_job *j, smoe_comm *out, smoe_err *err);
+    void (*unwrap)(smoe_comm *c);
 } run_spec;
 
 typedef struct run_out {
@@ -66,6 +72,7 @@ enum { VR_DEV_CPU, VR_DEV_EMUL, VR_DEV_EMUL_THREADS, VR_DEV_CUDA };
 typedef struct dev_ranks {
     smoe_dev dev;
     smoe_dev_stream *cs[MAX_RANKS], *xs[MAX_RANKS];
+    smoe_dev_stream *res[MAX_RANKS], *red[MAX_RANKS]; /* the NCCL communicator's */
     void *cq[MAX_RANKS], *xq[MAX_RANKS];
     const smoe_kops *ops;
     int n;
@@ -96,12 +103,14 @@ static int dev_ranks_new(dev_ranks *d, const run_spec *sp, smoe_comm *comm, int 
     for (int r = 0; r < n; r++, d->n++) {
         if (smoe_dev_stream_new(&d->dev, 0, &d->cs[r], err) ||
             smoe_dev_stream_new(&d->dev, 1, &d->xs[r], err) ||
+            smoe_dev_stream_new(&d->dev, 1, &d->res[r], err) ||
+            smoe_dev_stream_new(&d->dev, 0, &d->red[r], err) ||
             !(d->cq[r] = queue_new(d, d->cs[r], cuda, err)) ||
             !(d->xq[r] = queue_new(d, d->xs[r], cuda, err)))
             return 1;
         smoe_comm_device cd = { &d->dev, d->cs[r], d->xs[r], d->ops, d->xq[r], d->cq[r],
-                                sp->link_gbs };
-        if (smoe_comm_vrank_set_device(&comm[r], &cd, err))
+                                sp->link_gbs, d->res[r], d->red[r] };
+        if (!sp->wrap && smoe_comm_vrank_set_device(&comm[r], &cd, err))
             return 1;
     }
     return 0;
@@ -127,6 +136,8 @@ static int dev_ranks_free(dev_ranks *d, int cuda, smoe_err *err)
     for (int r = 0; r < d->n; r++) {
         smoe_dev_stream_free(&d->dev, d->cs[r]);
         smoe_dev_stream_free(&d->dev, d->xs[r]);
+        smoe_dev_stream_free(&d->dev, d->res[r]);
+        smoe_dev_stream_free(&d->dev, d->red[r]);
     }
     if (d->dev.ops)
         smoe_dev_close(&d->dev);
@@ -142,6 +153,7 @@ typedef struct rank_job {
     int rank;
     const smoe_kops *kops; /* NULL: the CPU */
     void *kq;
+    const dev_ranks *dr;   /* on a device: every rank's streams and queues */
     run_out *out;          /* rank 0 fills it */
     smoe_status s;
     smoe_err err;
@@ -200,7 +212,12 @@ static void *rank_main(void *arg)
     o.kops = j->kops;
     o.kstream = j->kq;
     smoe_trainer *t = NULL;
-    j->s = smoe_trainer_new(j->cfg, j->plan, &j->comm, &o, data, &t, &j->err);
+    smoe_comm use = j->comm;
+    if (j->sp->wrap && j->sp->wrap(j, &use, &j->err)) {
+        j->s = SMOE_ECOMM;
+        return NULL;
+    }
+    j->s = smoe_trainer_new(j->cfg, j->plan, &use, &o, data, &t, &j->err);
     const smoe_model_cfg *mc = t ? smoe_trainer_model(t) : NULL;
     int64_t T = mc ? mc->batch * mc->seq : 1;
     int32_t *tok = malloc(sizeof *tok * (size_t)T), *tgt = malloc(sizeof *tgt * (size_t)T);
@@ -216,6 +233,8 @@ static void *rank_main(void *arg)
     if (!j->s)
         keep_params(j, t);
     smoe_trainer_free(t);
+    if (j->sp->wrap)
+        j->sp->unwrap(&use);
     free(tok);
     free(tgt);
     return NULL;
@@ -276,7 +295,7 @@ static void run(const run_spec *sp, run_out *out)
         perturbed = 0;
         for (int r = 0; r < n; r++) {
             job[r] = (rank_job){ sp, cfg, plan, one, comm[r], r, sp->device ? dr.ops : NULL,
-                                 sp->device ? dr.cq[r] : NULL, out, SMOE_OK, { 0 } };
+                                 sp->device ? dr.cq[r] : NULL, &dr, out, SMOE_OK, { 0 } };
             if (sp->perturb_rank && r == sp->perturb_rank) {
                 inner_ops = comm[r].ops;
                 perturbed_ops = *inner_ops;

@@ -182,6 +182,10 @@ typedef struct smoe_comm_ops {
     smoe_ep_comm (*ep)(void *ctx);             /* this rank's expert group */
     smoe_comm_stats *(*stats)(void *ctx);
     void (*set_span_hook)(void *ctx, smoe_comm_span_fn fn, void *ud);
+    /* 1: the gathers and reductions take buffers in a device's memory and
+     * order their work on its streams (in-process ranks given a device,
+     * the NCCL communicator); 0: host memory */
+    int (*on_device)(void *ctx);
 } smoe_comm_ops;
 
 /* A communicator: the operations and their context. A value; the object
@@ -246,6 +250,7 @@ int smoe_comm_gather_needs_pack(const smoe_comm *c, const smoe_comm_gather *g);
 smoe_ep_comm smoe_comm_ep(const smoe_comm *c);
 smoe_comm_stats *smoe_comm_stats_get(const smoe_comm *c);
 void smoe_comm_set_span_hook(const smoe_comm *c, smoe_comm_span_fn fn, void *ud);
+int smoe_comm_on_device(const smoe_comm *c);
 
 /* check_same built on agree and gather_bytes (src/comm/same.c), the one
  * every implementation uses: every rank's n digests gathered to rank 0
@@ -380,11 +385,13 @@ typedef struct smoe_comm_device {
     const struct smoe_kops *ops;
     void *xq, *cq;
     double link_gbs;
+    /* the NCCL communicator's (ncomm.h) other transfer streams: a legacy
+     * gather's stages at its wait, and the gradient reductions (in-process
+     * ranks run everything on xfer and ignore them) */
+    struct smoe_dev_stream *residual, *reduce;
 } smoe_comm_device;
 SMOE_MUST_CHECK
 smoe_status smoe_comm_vrank_set_device(smoe_comm *c, const smoe_comm_device *d, smoe_err *err);
-/* 1 when c is an in-process rank with a device */
-int smoe_comm_vrank_on_device(const smoe_comm *c);
 /* Free the ranks smoe_comm_vrank_new made (c: its array of n), after every
  * rank's thread is done with them; each c[i].ctx NULL after. */
 void smoe_comm_vrank_free(smoe_comm *c, int n);

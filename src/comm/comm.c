@@ -122,6 +122,8 @@ int smoe_comm_gather_needs_pack(const smoe_comm *c, const smoe_comm_gather *g)
 
 smoe_ep_comm smoe_comm_ep(const smoe_comm *c) { return c->ops->ep(c->ctx); }
 smoe_comm_stats *smoe_comm_stats_get(const smoe_comm *c) { return c->ops->stats(c->ctx); }
+int smoe_comm_on_device(const smoe_comm *c) { return c->ops->on_device(c->ctx); }
+
 void smoe_comm_set_span_hook(const smoe_comm *c, smoe_comm_span_fn fn, void *ud)
 {
     c->ops->set_span_hook(c->ctx, fn, ud);

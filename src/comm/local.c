@@ -219,6 +219,12 @@ static void l_span_hook(void *ctx, smoe_comm_span_fn fn, void *ud)
     (void)ctx, (void)fn, (void)ud; /* no communication, no spans */
 }
 
+static int l_on_device(void *ctx)
+{
+    (void)ctx; /* a device's copies go through the hook, in host order */
+    return 0;
+}
+
 static const smoe_comm_ops local_ops = {
     .name = "single rank, no MPI", .rank = l_rank, .size = l_size, .mesh = l_mesh,
     .coords = l_coords, .settings = l_settings, .set_phase = l_set_phase, .swap_timeout = l_swap_timeout, .abort = l_abort,
@@ -229,7 +235,7 @@ static const smoe_comm_ops local_ops = {
     .check_same = l_check_same, .gather_new = l_gather_new, .gather_info = l_gather_info,
     .gather_start = l_gather_start, .gather_wait = l_gather_wait,
     .gather_reduce = l_gather_reduce, .gather_needs_pack = l_needs_pack, .ep = l_ep,
-    .stats = l_stats, .set_span_hook = l_span_hook,
+    .stats = l_stats, .set_span_hook = l_span_hook, .on_device = l_on_device,
 };
 
 smoe_status smoe_comm_local_new(const smoe_mesh *mesh, double timeout_s, smoe_comm *out,

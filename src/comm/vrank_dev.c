@@ -274,9 +274,3 @@ smoe_status smoe_comm_vrank_set_device(smoe_comm *c, const smoe_comm_device *d, 
     r->dv->d = *d;
     return SMOE_OK;
 }
-
-int smoe_comm_vrank_on_device(const smoe_comm *c)
-{
-    return c && c->ctx && is_vrank(c) && R(c)->dv != NULL;
-}
-

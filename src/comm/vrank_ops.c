@@ -135,6 +135,8 @@ static void v_span_hook(void *ctx, smoe_comm_span_fn fn, void *ud)
     R(ctx)->span_ud = ud;
 }
 
+static int v_on_device(void *ctx) { return R(ctx)->dv != NULL; }
+
 static const smoe_comm_ops vrank_ops = {
     .name = "in-process ranks", .rank = v_rank, .size = v_size, .mesh = v_mesh,
     .coords = v_coords, .settings = v_settings, .set_phase = v_set_phase,
@@ -146,7 +148,7 @@ static const smoe_comm_ops vrank_ops = {
     .check_same = v_check_same, .gather_new = vr_gather_new, .gather_info = vr_gather_info,
     .gather_start = vr_gather_start, .gather_wait = vr_gather_wait,
     .gather_reduce = vr_gather_reduce, .gather_needs_pack = vr_gather_needs_pack,
-    .ep = vr_ep_comm, .stats = v_stats, .set_span_hook = v_span_hook,
+    .ep = vr_ep_comm, .stats = v_stats, .set_span_hook = v_span_hook, .on_device = v_on_device,
 };
 
 /* A rank's progress thread: advances the rank's ops whenever a peer's

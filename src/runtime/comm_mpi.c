@@ -87,6 +87,12 @@ static void c_span_hook(void *ctx, smoe_comm_span_fn fn, void *ud)
     smoe_rt_set_span_hook(R(ctx), fn, ud);
 }
 
+static int c_on_device(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
 static const smoe_comm_ops mpi_ops = {
     .name = "MPI", .rank = c_rank, .size = c_size, .mesh = c_mesh, .coords = c_coords,
     .settings = c_settings, .set_phase = c_set_phase, .swap_timeout = c_swap_timeout, .abort = c_abort, .progress = c_progress,
@@ -97,7 +103,7 @@ static const smoe_comm_ops mpi_ops = {
     .check_same = c_check_same, .gather_new = c_gather_new, .gather_info = c_gather_info,
     .gather_start = c_gather_start, .gather_wait = c_gather_wait,
     .gather_reduce = c_gather_reduce, .gather_needs_pack = c_needs_pack, .ep = c_ep,
-    .stats = c_stats, .set_span_hook = c_span_hook,
+    .stats = c_stats, .set_span_hook = c_span_hook, .on_device = c_on_device,
 };
 
 smoe_comm smoe_rt_comm(smoe_rt *rt)

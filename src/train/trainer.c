@@ -205,10 +205,10 @@ static smoe_status use_table(smoe_trainer *t, smoe_err *err)
     smoe_comm_local_set_copy(&t->comm, NULL, NULL); /* not a hook an earlier trainer left */
     if (t->o.kops->synchronous)
         return SMOE_OK;
-    if (!smoe_comm_is_local(&t->comm) && !smoe_comm_vrank_on_device(&t->comm))
+    if (!smoe_comm_is_local(&t->comm) && !smoe_comm_on_device(&t->comm))
         return smoe_err_set(err, SMOE_EINVAL,
                             "the '%s' kernel table runs over the single-rank communicator or "
-                            "in-process ranks on its device so far, not over '%s'",
+                            "one whose ranks are on its device (comm.h) so far, not over '%s'",
                             t->o.kops->name, t->comm.ops->name);
     if (!smoe_comm_is_local(&t->comm)) /* the ranks' gathers say what they move */
         return SMOE_OK;
