@@ -1,12 +1,74 @@
 /* The collectives of one process per GPU over NCCL (nccl.h): thin calls,
  * each NCCL failure turned into SMOE_ECOMM naming the collective and
- * NCCL's reason, counts checked before they reach NCCL. */
+ * NCCL's reason, counts checked before they reach NCCL.
+ * NCCL's entry points are found at the first id or communicator asked for:
+ * in the program itself when it links NCCL (or the tests' fake), else in
+ * libnccl.so.2, loaded then. So a program links no NCCL, and runs where
+ * none is installed until it asks for a communicator. */
+#define _GNU_SOURCE
 #include "smoe/nccl.h"
 
 #include <nccl.h>
 
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define NCCL_FNS(X)                                                                         \
+    X(ncclGetErrorString, const char *, (ncclResult_t))                                     \
+    X(ncclGetUniqueId, ncclResult_t, (ncclUniqueId *))                                      \
+    X(ncclCommInitRank, ncclResult_t, (ncclComm_t *, int, ncclUniqueId, int))               \
+    X(ncclCommDestroy, ncclResult_t, (ncclComm_t))                                          \
+    X(ncclCommSplit, ncclResult_t, (ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *))   \
+    X(ncclCommUserRank, ncclResult_t, (const ncclComm_t, int *))                            \
+    X(ncclCommCount, ncclResult_t, (const ncclComm_t, int *))                               \
+    X(ncclAllGather, ncclResult_t,                                                          \
+      (const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t))             \
+    X(ncclReduceScatter, ncclResult_t,                                                      \
+      (const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t)) \
+    X(ncclAllReduce, ncclResult_t,                                                          \
+      (const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t)) \
+    X(ncclGroupStart, ncclResult_t, (void))                                                 \
+    X(ncclGroupEnd, ncclResult_t, (void))                                                   \
+    X(ncclSend, ncclResult_t, (const void *, size_t, ncclDataType_t, int, ncclComm_t,      \
+                               cudaStream_t))                                               \
+    X(ncclRecv, ncclResult_t, (void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))
+
+#define FIELD(name, ret, args) ret(*name) args;
+static struct {
+    NCCL_FNS(FIELD)
+} F;
+#undef FIELD
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static char g_missing[160]; /* "" when every entry point was found */
+
+static void find_all(void)
+{
+    void *lib = NULL;
+    if (!dlsym(RTLD_DEFAULT, "ncclGetUniqueId") &&
+        !(lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL))) {
+        snprintf(g_missing, sizeof g_missing, "libnccl.so.2 not found (%s)", dlerror());
+        return;
+    }
+#define FIND(name, ret, args)                                                               \
+    if (!g_missing[0]) {                                                                    \
+        void *p_ = dlsym(lib ? lib : RTLD_DEFAULT, #name);                                  \
+        if (p_)                                                                             \
+            memcpy(&F.name, &p_, sizeof p_);                                                \
+        else                                                                                \
+            snprintf(g_missing, sizeof g_missing, "NCCL has no %s", #name);                 \
+    }
+    NCCL_FNS(FIND)
+#undef FIND
+}
+
+static smoe_status loaded(smoe_err *err)
+{
+    pthread_once(&g_once, find_all);
+    return g_missing[0] ? smoe_err_set(err, SMOE_ENOTFOUND, "nccl: %s", g_missing) : SMOE_OK;
+}
 
 struct smoe_nccl {
     ncclComm_t comm;
@@ -16,7 +78,7 @@ struct smoe_nccl {
 static smoe_status fail(smoe_err *err, ncclResult_t r, const char *what)
 {
     return smoe_err_set(err, r == ncclInvalidArgument ? SMOE_EINVAL : SMOE_ECOMM,
-                        "nccl: %s: %s", what, ncclGetErrorString(r));
+                        "nccl: %s: %s", what, F.ncclGetErrorString(r));
 }
 
 #define NK(call, what)                         \
@@ -28,8 +90,10 @@ static smoe_status fail(smoe_err *err, ncclResult_t r, const char *what)
 
 smoe_status smoe_nccl_unique_id(unsigned char id[SMOE_NCCL_ID_BYTES], smoe_err *err)
 {
+    if (loaded(err))
+        return SMOE_ENOTFOUND;
     ncclUniqueId u;
-    NK(ncclGetUniqueId(&u), "ncclGetUniqueId");
+    NK(F.ncclGetUniqueId(&u), "ncclGetUniqueId");
     memcpy(id, u.internal, SMOE_NCCL_ID_BYTES);
     return SMOE_OK;
 }
@@ -40,12 +104,14 @@ smoe_status smoe_nccl_new(const unsigned char id[SMOE_NCCL_ID_BYTES], int nranks
     *out = NULL;
     if (nranks < 1 || rank < 0 || rank >= nranks)
         return smoe_err_set(err, SMOE_EINVAL, "nccl: rank %d of %d ranks", rank, nranks);
+    if (loaded(err))
+        return SMOE_ENOTFOUND;
     smoe_nccl *c = calloc(1, sizeof *c);
     if (!c)
         return smoe_err_set(err, SMOE_ENOMEM, "nccl: out of memory for a communicator");
     ncclUniqueId u;
     memcpy(u.internal, id, SMOE_NCCL_ID_BYTES);
-    ncclResult_t r = ncclCommInitRank(&c->comm, nranks, u, rank);
+    ncclResult_t r = F.ncclCommInitRank(&c->comm, nranks, u, rank);
     if (r != ncclSuccess) {
         free(c);
         return fail(err, r, "ncclCommInitRank");
@@ -60,7 +126,7 @@ void smoe_nccl_free(smoe_nccl *c)
 {
     if (!c)
         return;
-    (void)ncclCommDestroy(c->comm);
+    (void)F.ncclCommDestroy(c->comm);
     free(c);
 }
 
@@ -72,11 +138,11 @@ smoe_status smoe_nccl_split(smoe_nccl *c, int color, int key, smoe_nccl **out, s
     smoe_nccl *n = calloc(1, sizeof *n);
     if (!n)
         return smoe_err_set(err, SMOE_ENOMEM, "nccl: out of memory for a communicator");
-    ncclResult_t r = ncclCommSplit(c->comm, color, key, &n->comm, NULL);
+    ncclResult_t r = F.ncclCommSplit(c->comm, color, key, &n->comm, NULL);
     if (r == ncclSuccess)
-        r = ncclCommUserRank(n->comm, &n->rank);
+        r = F.ncclCommUserRank(n->comm, &n->rank);
     if (r == ncclSuccess)
-        r = ncclCommCount(n->comm, &n->size);
+        r = F.ncclCommCount(n->comm, &n->size);
     if (r != ncclSuccess) {
         free(n);
         return fail(err, r, "ncclCommSplit");
@@ -101,9 +167,9 @@ static smoe_status coll(smoe_nccl *c, coll_kind k, const float *send, float *rec
     cudaStream_t s = (cudaStream_t)stream;
     size_t n = (size_t)count;
     ncclResult_t r =
-        k == ALL_GATHER       ? ncclAllGather(send, recv, n, ncclFloat32, c->comm, s)
-        : k == REDUCE_SCATTER ? ncclReduceScatter(send, recv, n, ncclFloat32, ncclSum, c->comm, s)
-                              : ncclAllReduce(send, recv, n, ncclFloat32, ncclSum, c->comm, s);
+        k == ALL_GATHER       ? F.ncclAllGather(send, recv, n, ncclFloat32, c->comm, s)
+        : k == REDUCE_SCATTER ? F.ncclReduceScatter(send, recv, n, ncclFloat32, ncclSum, c->comm, s)
+                              : F.ncclAllReduce(send, recv, n, ncclFloat32, ncclSum, c->comm, s);
     return r == ncclSuccess ? SMOE_OK : fail(err, r, what[k]);
 }
 
@@ -119,7 +185,7 @@ smoe_status smoe_nccl_all_gather_bytes(smoe_nccl *c, const void *send, void *rec
     if (bytes < 0)
         return smoe_err_set(err, SMOE_EINVAL, "nccl: ncclAllGather of %lld bytes",
                             (long long)bytes);
-    NK(ncclAllGather(send, recv, (size_t)bytes, ncclUint8, c->comm, (cudaStream_t)stream),
+    NK(F.ncclAllGather(send, recv, (size_t)bytes, ncclUint8, c->comm, (cudaStream_t)stream),
        "ncclAllGather");
     return SMOE_OK;
 }
@@ -145,18 +211,18 @@ smoe_status smoe_nccl_all_to_all_v(smoe_nccl *c, const float *send, const int64_
             return smoe_err_set(err, SMOE_EINVAL,
                                 "nccl: all-to-all with a negative count for peer %d", p);
     cudaStream_t s = (cudaStream_t)stream;
-    NK(ncclGroupStart(), "ncclGroupStart");
+    NK(F.ncclGroupStart(), "ncclGroupStart");
     ncclResult_t r = ncclSuccess;
     int64_t so = 0, ro = 0;
     for (int p = 0; p < c->size && r == ncclSuccess; p++) {
         if (send_counts[p])
-            r = ncclSend(send + so, (size_t)send_counts[p], ncclFloat32, p, c->comm, s);
+            r = F.ncclSend(send + so, (size_t)send_counts[p], ncclFloat32, p, c->comm, s);
         if (r == ncclSuccess && recv_counts[p])
-            r = ncclRecv(recv + ro, (size_t)recv_counts[p], ncclFloat32, p, c->comm, s);
+            r = F.ncclRecv(recv + ro, (size_t)recv_counts[p], ncclFloat32, p, c->comm, s);
         so += send_counts[p];
         ro += recv_counts[p];
     }
-    ncclResult_t e = ncclGroupEnd(); /* always closes the group it opened */
+    ncclResult_t e = F.ncclGroupEnd(); /* always closes the group it opened */
     if (r != ncclSuccess)
         return fail(err, r, "ncclSend/ncclRecv");
     if (e != ncclSuccess)
