@@ -278,6 +278,15 @@ smoe_status smoe_comm_wire_check(const smoe_gather_exec *x, int64_t blk_last, co
  * combination's on the done axes, this rank's (coords) on the others. fn
  * NULL: the count only. */
 typedef void (*smoe_comm_block_fn)(void *ud, int64_t c, const int64_t off[]);
+/* A weight's gather stages in the order every engine runs them: the
+ * prefetched ones (pass 0: dims in order, x->prefetch), then the residual
+ * ones at use (pass 1: x->at_use); fn gets each with the axes of every dim
+ * gathered before it (done). fn's first failure, else SMOE_OK. */
+typedef smoe_status (*smoe_comm_stage_fn)(void *ud, int pass, int dim, const smoe_axes *S,
+                                          const smoe_axes done[], smoe_err *err);
+SMOE_MUST_CHECK
+smoe_status smoe_comm_stages(const smoe_gather_exec *x, smoe_comm_stage_fn fn, void *ud,
+                             smoe_err *err);
 struct smoe_dev;
 struct smoe_dev_stream;
 /* The block (local, at offset) of a global row-major buffer of `shape`

@@ -45,6 +45,14 @@ typedef struct smoe_mesh {
 
 /* Index of axis `name`, or -1. */
 int smoe_mesh_find(const smoe_mesh *m, const char *name);
+/* The group of the device at coords over the ordered tuple `axes`: the
+ * devices that differ only there. color: the coordinates of the other axes
+ * (mesh order, mixed radix); member: this device's place in the group (the
+ * tuple's radix, last axis fastest); size: the group's. SMOE_EINVAL for an
+ * axis not in m. */
+SMOE_MUST_CHECK
+smoe_status smoe_mesh_group(const smoe_mesh *m, const int64_t coords[], const smoe_axes *axes,
+                            int64_t *color, int64_t *member, int64_t *size, smoe_err *err);
 /* Size of axis `name`; an axis absent from the mesh counts as size 1
  * (MaxText's remove_size_one_mesh_axis treats it so). */
 int64_t smoe_mesh_axis_size(const smoe_mesh *m, const char *name);

@@ -19,6 +19,25 @@ static int64_t coord_of(const smoe_mesh *mesh, const int64_t coords[], const cha
     return i < 0 ? 0 : coords[i];
 }
 
+smoe_status smoe_comm_stages(const smoe_gather_exec *x, smoe_comm_stage_fn fn, void *ud,
+                             smoe_err *err)
+{
+    smoe_axes done[SMOE_MAX_RANK];
+    memset(done, 0, sizeof done);
+    for (int pass = 0; pass < 2; pass++)
+        for (int d = 0; d < x->rank; d++) {
+            const smoe_axes *S = pass == 0 ? &x->prefetch[d] : &x->at_use[d];
+            if (S->n == 0)
+                continue;
+            smoe_status s = fn(ud, pass, d, S, done, err);
+            if (s)
+                return s;
+            for (int i = 0; i < S->n; i++)
+                done[d].ax[done[d].n++] = S->ax[i];
+        }
+    return SMOE_OK;
+}
+
 int64_t smoe_comm_stage_walk(const smoe_gather_geom *geo, const smoe_mesh *mesh,
                              const int64_t coords[], int dim, const smoe_axes *S,
                              const smoe_axes done[], int64_t rec, int64_t m,

@@ -95,20 +95,14 @@ smoe_status vr_comm_get(vr_rank *r, const smoe_axes *axes, int q, vr_comm **out,
     if (r->ncomms == VR_MAX_COMMS)
         return smoe_err_set(err, SMOE_EINTERNAL, "too many communicators");
     /* color: the coordinates of the other axes; member: the tuple's radix */
-    int64_t color = 0, member = 0, size = 1;
+    int64_t color, member, size;
+    smoe_status s = smoe_mesh_group(m, r->coords, axes, &color, &member, &size, err);
+    if (s)
+        return s;
     char key[400];
     int len = snprintf(key, sizeof key, "q%d", q);
-    for (int k = 0; k < axes->n; k++) {
-        int a = smoe_mesh_find(m, axes->ax[k]);
-        if (a < 0)
-            return smoe_err_set(err, SMOE_EINVAL, "axis '%s' is not in the mesh", axes->ax[k]);
-        member = member * m->size[a] + r->coords[a];
-        size *= m->size[a];
+    for (int k = 0; k < axes->n; k++)
         len += snprintf(key + len, sizeof key - (size_t)len, " %s", axes->ax[k]);
-    }
-    for (int a = 0; a < m->n; a++)
-        if (!smoe_axes_has(axes, m->name[a]))
-            color = color * m->size[a] + r->coords[a];
     snprintf(key + len, sizeof key - (size_t)len, " | %lld", (long long)color);
     vr_comm *c = &r->comms[r->ncomms];
     memset(c, 0, sizeof *c);

@@ -118,6 +118,15 @@ static smoe_status stage_new(smoe_comm_gather *g, int d, const smoe_axes *S,
     return SMOE_OK;
 }
 
+/* smoe_comm_stages' callback: prefetched stages, then residual ones */
+static smoe_status add_stage(void *ud, int pass, int d, const smoe_axes *S,
+                             const smoe_axes done[], smoe_err *err)
+{
+    smoe_comm_gather *g = ud;
+    vr_stage *st = pass == 0 ? &g->st[g->nst++] : &g->res[g->nres++];
+    return stage_new(g, d, S, done, pass ? VR_Q_RESIDUAL : VR_Q_GATHER, st, err);
+}
+
 static smoe_status gather_build(smoe_comm_gather *g, const smoe_gather_exec *x, smoe_err *err)
 {
     vr_rank *r = g->r;
@@ -125,20 +134,8 @@ static smoe_status gather_build(smoe_comm_gather *g, const smoe_gather_exec *x, 
     if ((s = smoe_gather_geom_of(x, &r->w->mesh, r->coords, g->name, &g->geo, err)) ||
         (s = wire_setup(g, x, err)))
         return s;
-    /* prefetched stages, then residual ones */
-    smoe_axes done[SMOE_MAX_RANK];
-    memset(done, 0, sizeof done);
-    for (int pass = 0; pass < 2; pass++)
-        for (int d = 0; d < x->rank; d++) {
-            const smoe_axes *S = pass == 0 ? &x->prefetch[d] : &x->at_use[d];
-            if (S->n == 0)
-                continue;
-            vr_stage *st = pass == 0 ? &g->st[g->nst++] : &g->res[g->nres++];
-            if ((s = stage_new(g, d, S, done, pass ? VR_Q_RESIDUAL : VR_Q_GATHER, st, err)))
-                return s;
-            for (int i = 0; i < S->n; i++)
-                done[d].ax[done[d].n++] = S->ax[i];
-        }
+    if ((s = smoe_comm_stages(x, add_stage, g, err)))
+        return s;
     if (g->geo.rs.n && (s = vr_comm_get(r, &g->geo.rs, VR_Q_COMM, &g->rs_comm, err)))
         return s;
     if (g->geo.rep.n && (s = vr_comm_get(r, &g->geo.rep, VR_Q_COMM, &g->ar_comm, err)))

@@ -55,20 +55,13 @@ smoe_status nc_group_get(nc_rank *r, int role, const smoe_axes *axes, nc_group *
     }
     if (r->ngroups == NC_MAX_GROUPS)
         return smoe_err_set(err, SMOE_EINTERNAL, "too many NCCL communicators");
-    int64_t color = 0, member = 0;
-    for (int k = 0; k < axes->n; k++) {
-        int a = smoe_mesh_find(m, axes->ax[k]);
-        if (a < 0)
-            return smoe_err_set(err, SMOE_EINVAL, "axis '%s' is not in the mesh", axes->ax[k]);
-        member = member * m->size[a] + coords[a];
-    }
-    for (int a = 0; a < m->n; a++)
-        if (!smoe_axes_has(axes, m->name[a]))
-            color = color * m->size[a] + coords[a];
+    int64_t color, member, size;
+    smoe_status s = smoe_mesh_group(m, coords, axes, &color, &member, &size, err);
+    if (s)
+        return s;
     nc_group *g = &r->groups[r->ngroups];
     memset(g, 0, sizeof *g);
-    smoe_status s = smoe_nccl_split(r->world, (int)color, (int)member, &g->c, err);
-    if (s)
+    if ((s = smoe_nccl_split(r->world, (int)color, (int)member, &g->c, err)))
         return s;
     g->role = role;
     g->axes.n = axes->n;

@@ -134,6 +134,15 @@ static smoe_status stage_new(nc_gather *g, int role, int d, const smoe_axes *S,
     return nc_scratch_reserve(r, role, (R + 255) / 256 * 256 + R * (size_t)st->grp->size, err);
 }
 
+/* smoe_comm_stages' callback: prefetched stages, then residual ones */
+static smoe_status add_stage(void *ud, int pass, int d, const smoe_axes *S,
+                             const smoe_axes done[], smoe_err *err)
+{
+    nc_gather *g = ud;
+    nc_stage *st = pass == 0 ? &g->st[g->nst++] : &g->res[g->nres++];
+    return stage_new(g, pass ? NC_RESIDUAL : NC_GATHER, d, S, done, st, err);
+}
+
 static smoe_status build(nc_gather *g, const smoe_gather_exec *x, smoe_err *err)
 {
     nc_rank *r = g->r;
@@ -155,19 +164,8 @@ static smoe_status build(nc_gather *g, const smoe_gather_exec *x, smoe_err *err)
                                 g->name);
         r->stage_bytes = stage;
     }
-    smoe_axes done[SMOE_MAX_RANK];
-    memset(done, 0, sizeof done);
-    for (int pass = 0; pass < 2; pass++) /* prefetched stages, then residual ones */
-        for (int d = 0; d < x->rank; d++) {
-            const smoe_axes *S = pass == 0 ? &x->prefetch[d] : &x->at_use[d];
-            if (S->n == 0)
-                continue;
-            nc_stage *st = pass == 0 ? &g->st[g->nst++] : &g->res[g->nres++];
-            if ((s = stage_new(g, pass ? NC_RESIDUAL : NC_GATHER, d, S, done, st, err)))
-                return s;
-            for (int i = 0; i < S->n; i++)
-                done[d].ax[done[d].n++] = S->ax[i];
-        }
+    if ((s = smoe_comm_stages(x, add_stage, g, err)))
+        return s;
     if (g->geo.rs.n && (s = nc_group_get(r, NC_REDUCE, &g->geo.rs, &g->rs, err)))
         return s;
     if (g->geo.rep.n && (s = nc_group_get(r, NC_REDUCE, &g->geo.rep, &g->ar, err)))

@@ -14,6 +14,24 @@ int smoe_mesh_find(const smoe_mesh *m, const char *name)
     return -1;
 }
 
+smoe_status smoe_mesh_group(const smoe_mesh *m, const int64_t coords[], const smoe_axes *axes,
+                            int64_t *color, int64_t *member, int64_t *size, smoe_err *err)
+{
+    *color = *member = 0;
+    *size = 1;
+    for (int k = 0; k < axes->n; k++) {
+        int a = smoe_mesh_find(m, axes->ax[k]);
+        if (a < 0)
+            return smoe_err_set(err, SMOE_EINVAL, "axis '%s' is not in the mesh", axes->ax[k]);
+        *member = *member * m->size[a] + coords[a];
+        *size *= m->size[a];
+    }
+    for (int a = 0; a < m->n; a++)
+        if (!smoe_axes_has(axes, m->name[a]))
+            *color = *color * m->size[a] + coords[a];
+    return SMOE_OK;
+}
+
 int64_t smoe_mesh_axis_size(const smoe_mesh *m, const char *name)
 {
     int i = smoe_mesh_find(m, name);
