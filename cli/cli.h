@@ -5,6 +5,7 @@
 #ifndef SMOE_CLI_H
 #define SMOE_CLI_H
 
+#include "smoe/comm.h"
 #include "smoe/config.h"
 #include "smoe/core.h"
 #include "smoe/dev.h"
@@ -166,10 +167,20 @@ typedef struct cli_device {
     smoe_dev_stream *s;
     struct smoe_kq *kq;
     struct smoe_eq *eq;
+    /* a launch of several ranks (CUDA): the NCCL communicator's transfer
+     * streams, its queue on the first, and the communicator */
+    smoe_dev_stream *xs, *res, *red;
+    struct smoe_kq *xkq;
+    smoe_comm nc;
 } cli_device;
 int cli_device_parse(const char *arg);
 const char *cli_device_name(int kind);
-void cli_device_open(cli_device *d, int kind, int bf16, struct smoe_train_opts *o);
+/* The device (CUDA: GPU `ordinal`), its stream and kernel queue; o gets the
+ * table. */
+void cli_device_open(cli_device *d, int kind, int bf16, int ordinal, struct smoe_train_opts *o);
+/* A launch of several ranks on CUDA: the NCCL communicator over host (the
+ * MPI runtime's), collective, into *out. */
+void cli_device_nccl(cli_device *d, const smoe_comm *host, smoe_comm *out);
 void cli_device_close(cli_device *d);
 
 /* Output of training runs: JSON (train_json.c) and text (train_text.c). */

@@ -1,15 +1,17 @@
-/* smoe train --device: the kernel table a one-rank run steps on (train.h
+/* smoe train --device: the kernel table a run steps on (train.h
  * opts.kops): the CPU's (the default), the host emulation of a device
- * (emul.h; CI's stand-in, bit for bit the CPU), or CUDA device 0 (cuda.h);
+ * (emul.h; CI's stand-in, bit for bit the CPU), or a CUDA device (cuda.h);
  * --matmul-dtype bf16 selects each one's bf16 mode.
- * A device's run trains over the single-rank communicator, so it needs a
- * launch of one rank. */
+ * One rank trains over the single-rank communicator; a launch of several
+ * on CUDA over NCCL (ncomm.h) on top of the MPI runtime's, each rank on
+ * the GPU of its place on its host. */
 #include "cli.h"
 
 #include <string.h>
 
 #include "smoe/cuda.h"
 #include "smoe/emul.h"
+#include "smoe/ncomm.h"
 #include "smoe/train.h"
 
 int cli_device_parse(const char *arg)
@@ -30,7 +32,7 @@ const char *cli_device_name(int kind)
 
 /* The device, its stream and kernel queue; o gets the table (bf16: the
  * matmul inputs rounded to bf16, SMOE_KOPS_BF16_GEMM). */
-void cli_device_open(cli_device *d, int kind, int bf16, struct smoe_train_opts *o)
+void cli_device_open(cli_device *d, int kind, int bf16, int ordinal, struct smoe_train_opts *o)
 {
     smoe_err err;
     memset(d, 0, sizeof *d);
@@ -42,7 +44,7 @@ void cli_device_open(cli_device *d, int kind, int bf16, struct smoe_train_opts *
     }
     smoe_status s = kind == CLI_DEVICE_EMUL
                         ? smoe_dev_host_open(SMOE_DEV_HOST_THREADS, 0, &d->dev, &err)
-                        : smoe_dev_cuda_open(0, &d->dev, &err);
+                        : smoe_dev_cuda_open(ordinal, &d->dev, &err);
     if (!s)
         s = smoe_dev_stream_new(&d->dev, 0, &d->s, &err);
     if (!s && kind == CLI_DEVICE_EMUL)
@@ -58,15 +60,41 @@ void cli_device_open(cli_device *d, int kind, int bf16, struct smoe_train_opts *
     o->kstream = kind == CLI_DEVICE_EMUL ? (void *)d->eq : (void *)d->kq;
 }
 
+static void *nccl_handle(smoe_dev_stream *s) { return smoe_cuda_stream_handle(s); }
+
+void cli_device_nccl(cli_device *d, const smoe_comm *host, smoe_comm *out)
+{
+    smoe_err err;
+    smoe_status s = smoe_dev_stream_new(&d->dev, 1, &d->xs, &err);
+    if (!s)
+        s = smoe_dev_stream_new(&d->dev, 1, &d->res, &err);
+    if (!s)
+        s = smoe_dev_stream_new(&d->dev, 0, &d->red, &err);
+    if (!s)
+        s = smoe_kq_cuda_new(&d->dev, d->xs, 0, 0, &d->xkq, &err);
+    smoe_comm_device cd = { &d->dev, d->s, d->xs, smoe_kops_cuda(), d->xkq, d->kq, 0,
+                            d->res, d->red };
+    if (!s)
+        s = smoe_comm_nccl_new(host, &cd, nccl_handle, &d->nc, &err);
+    if ((s = smoe_comm_agree_err(host, s, &err)))
+        cli_die(&err);
+    *out = d->nc;
+}
+
 /* The queue's first failure, if any, ends the run with its line. */
 void cli_device_close(cli_device *d)
 {
     smoe_err err;
     if (d->kind == CLI_DEVICE_CPU)
         return;
+    smoe_comm_nccl_free(&d->nc);
     smoe_status s = d->eq ? smoe_eq_status(d->eq, &err) : smoe_kq_status(d->kq, &err);
     smoe_eq_free(d->eq);
     smoe_kq_free(d->kq);
+    smoe_kq_free(d->xkq);
+    smoe_dev_stream_free(&d->dev, d->xs);
+    smoe_dev_stream_free(&d->dev, d->res);
+    smoe_dev_stream_free(&d->dev, d->red);
     smoe_dev_stream_free(&d->dev, d->s);
     smoe_dev_close(&d->dev);
     if (s)

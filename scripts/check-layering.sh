@@ -83,7 +83,7 @@ ckpt: core shard config comm
 recipe: core shard config plan kernels backend comm model dtype
 train: core shard config plan sched kernels backend comm model ckpt recipe dtype
 calib: core shard config plan sched kernels backend comm model runtime ckpt recipe train dtype
-cli: core shard config plan sched plot kernels backend comm model runtime ckpt recipe train calib dtype dev cuda emul
+cli: core shard config plan sched plot kernels backend comm model runtime ckpt recipe train calib dtype dev cuda emul ncomm
 '
 # Single includes tolerated until their fix lands, each with its reason
 # (FILE HEADER-MODULE); none today.

@@ -23,7 +23,9 @@
 #    OUT_DIR;
 #  - each under compute-sanitizer's memcheck and racecheck;
 #  - nccl_pair.sh: two processes on GPU 0 through the real NCCL (a distinct
-#    NCCL_HOSTID each), smoe's collectives against hand-computed values.
+#    NCCL_HOSTID each), smoe's collectives against hand-computed values;
+#  - gpu-nccl-train.sh: smoe train on 2 processes over NCCL on GPU 0
+#    against one, loss within 1e-5 at every step.
 # The binaries come from scripts/gpu-pack.sh (built on the CPU machine).
 # Exit status: 0 when every check passed (a skip counts as a failure here:
 # this script runs only where a GPU is expected).
@@ -97,6 +99,7 @@ if [ -n "$ncclp" ]; then
   export LD_LIBRARY_PATH
 fi
 check nccl_pair 180 sh "$bin/nccl_pair.sh" "$bin/nccl_pair"
+check nccl_train 180 sh "$bin/gpu-nccl-train.sh" "$bin" "$out"
 echo >>"$report"
 echo "$failed check(s) failed" >>"$report"
 cat "$report"

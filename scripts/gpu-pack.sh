@@ -13,12 +13,12 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 cmake -S . -B "$build" -G Ninja -DSMOE_CUDA=ON >/dev/null
 cmake --build "$build" --target test_dev test_kops_dev test_model_dev test_train_dev \
-  test_vrank_dev bench_vrank_link bench_train_dev nccl_pair
+  test_vrank_dev bench_vrank_link bench_train_dev nccl_pair smoe
 mkdir -p .gpu
 cp "$build/tests/test_dev" "$build/tests/test_kops_dev" "$build/tests/test_model_dev" \
   "$build/tests/test_train_dev" "$build/tests/test_vrank_dev" "$build/bench/bench_vrank_link" \
   "$build/bench/bench_train_dev" bench/vs_torch_gpu.py bench/torch_model.py \
-  "$build/tests/nccl_pair" tests/nccl_pair.sh .gpu/
+  "$build/tests/nccl_pair" tests/nccl_pair.sh "$build/smoe" scripts/gpu-nccl-train.sh .gpu/
 cp -r configs .gpu/ && cp data/gpl-3.0.txt .gpu/
 # libyaml and cJSON, which the GPU machine lacks (the probe), for test_train_dev
 mkdir -p .gpu/lib

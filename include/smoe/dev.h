@@ -107,6 +107,8 @@ SMOE_MUST_CHECK
 smoe_status smoe_dev_cuda_open(int ordinal, smoe_dev *out, smoe_err *err);
 /* 1 when this build has the CUDA implementation */
 int smoe_dev_have_cuda(void);
+/* the CUDA devices this process sees (0 without CUDA or a driver) */
+int smoe_dev_cuda_count(void);
 
 /* ---- calls through the vtable (src/dev/dev.c) ---- */
 const char *smoe_dev_name(const smoe_dev *d);

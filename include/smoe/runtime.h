@@ -81,6 +81,8 @@ _Noreturn void smoe_rt_abort(smoe_rt *rt, smoe_exit code, const char *msg);
 
 int smoe_rt_rank(const smoe_rt *rt);
 int smoe_rt_size(const smoe_rt *rt);
+/* this rank's place among the ranks on its host (MPI_COMM_TYPE_SHARED) */
+int smoe_rt_local_rank(const smoe_rt *rt);
 const smoe_mesh *smoe_rt_mesh(const smoe_rt *rt);
 /* Mesh coordinates of this rank (mesh order). */
 const int64_t *smoe_rt_coords(const smoe_rt *rt);

@@ -259,6 +259,12 @@ static const smoe_dev_ops cuda_ops = {
 
 int smoe_dev_have_cuda(void) { return 1; }
 
+int smoe_dev_cuda_count(void)
+{
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
 smoe_status smoe_dev_cuda_open(int ordinal, smoe_dev *out, smoe_err *err)
 {
     out->ops = &cuda_ops;

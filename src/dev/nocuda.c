@@ -5,6 +5,8 @@
 
 int smoe_dev_have_cuda(void) { return 0; }
 
+int smoe_dev_cuda_count(void) { return 0; }
+
 smoe_status smoe_dev_cuda_open(int ordinal, smoe_dev *out, smoe_err *err)
 {
     out->ops = NULL;

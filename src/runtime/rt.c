@@ -71,6 +71,7 @@ static int count_hosts(smoe_rt *rt, MPI_Comm world)
     rt_check(rt, MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
              "MPI_Comm_split_type");
     MPI_Comm_rank(node, &nrank);
+    rt->local_rank = nrank;
     lead = nrank == 0;
     rt_check(rt, MPI_Bcast(&mine, 1, MPI_INT, 0, node), "MPI_Bcast");
     rt_check(rt, MPI_Allreduce(&lead, &hosts, 1, MPI_INT, MPI_SUM, world), "MPI_Allreduce");
@@ -317,6 +318,7 @@ void smoe_rt_finalize(smoe_rt *rt)
 
 int smoe_rt_rank(const smoe_rt *rt) { return rt->rank; }
 int smoe_rt_size(const smoe_rt *rt) { return rt->size; }
+int smoe_rt_local_rank(const smoe_rt *rt) { return rt->local_rank; }
 const smoe_mesh *smoe_rt_mesh(const smoe_rt *rt) { return &rt->mesh; }
 const int64_t *smoe_rt_coords(const smoe_rt *rt) { return rt->coords; }
 const char *smoe_rt_library(const smoe_rt *rt) { return rt->library; }

@@ -108,6 +108,7 @@ struct smoe_rt {
     int have_thread, want_thread;
     int thread_on;                /* the setting resolved: a thread runs (or will) */
     int hosts;                    /* hosts the ranks span (MPI_COMM_TYPE_SHARED) */
+    int local_rank;               /* this rank's place among its host's ranks */
     int *host_of;                 /* [size]: the lowest world rank of each rank's host */
     char slices_note[64];         /* smoe_rt_slices_note's text */
     char thread_why[96];          /* why it is on or off, for the banner */
