@@ -130,7 +130,8 @@ static int poll_reds(nc_rank *r, int block)
             r->idle_ev = grow(r, r->idle_ev, &r->capidle, sizeof *r->idle_ev);
         r->idle_ev[r->nidle++] = r->reds[k].ev;
     }
-    memmove(r->reds, r->reds + k, sizeof *r->reds * (size_t)(r->nreds - k));
+    if (k) /* reds is NULL until the first reduction */
+        memmove(r->reds, r->reds + k, sizeof *r->reds * (size_t)(r->nreds - k));
     r->nreds -= k;
     return k > 0;
 }
