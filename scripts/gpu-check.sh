@@ -27,9 +27,13 @@
 #  - gpu-nccl-train.sh: smoe train on 2 processes over NCCL on GPU 0
 #    against one, loss within 1e-5 at every step.
 # The binaries come from scripts/gpu-pack.sh (built on the CPU machine).
+# Order: correctness first (the tests, the sanitizers, NCCL), the
+# benchmarks last, so a short budget spends itself on what decides. ONLY
+# (space-separated check names) runs those alone, for a rerun on a warm
+# machine of what failed or found no time.
 # Exit status: 0 when every check passed (a skip counts as a failure here:
 # this script runs only where a GPU is expected).
-# usage: scripts/gpu-check.sh [BIN_DIR] [OUT_DIR]
+# usage: [BUDGET_S=400] [ONLY="name ..."] scripts/gpu-check.sh [BIN_DIR] [OUT_DIR]
 set -u
 bin=${1:-.gpu}
 out=${2:-${OUT:-gpu-report}}
@@ -56,6 +60,7 @@ check() {
   name=$1
   secs=$2
   shift 2
+  case " ${ONLY:-$name} " in *" $name "*) ;; *) return ;; esac
   left=$((budget - ($(date +%s) - t0)))
   if [ "$left" -le 5 ]; then
     failed=$((failed + 1))
@@ -77,21 +82,13 @@ check test_kops_dev_cuda 120 "$bin/test_kops_dev" cuda
 check test_model_dev_cuda 120 "$bin/test_model_dev" cuda
 check test_train_dev_cuda 180 "$bin/test_train_dev" "$bin/configs" "$bin/gpl-3.0.txt" cuda
 check test_vrank_dev_cuda 180 "$bin/test_vrank_dev" "$bin/configs" "$bin/gpl-3.0.txt" cuda
-check vs_torch_gpu 200 python3 "$bin/vs_torch_gpu.py" "$bin" "$bin/configs" "$bin/gpl-3.0.txt" \
-  --rounds 2 --steps 10 --out "$out/vs_torch_gpu.json"
-for m in tiny wide; do
-  check "bench_vrank_link_$m" 120 "$bin/bench_vrank_link" "$bin/configs" "$bin/gpl-3.0.txt" \
-    --device cuda --model "$m" --link auto --rounds 3 --out "$out/vrank_link_$m.json"
-done
-if command -v compute-sanitizer >/dev/null 2>&1; then
-  for t in test_dev test_kops_dev test_model_dev; do
-    check "$t-memcheck" 180 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/$t" cuda
-    check "$t-racecheck" 180 compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/$t" cuda
+san=compute-sanitizer
+command -v "$san" >/dev/null 2>&1 || san="sh -c 'echo compute-sanitizer is not on this machine; exit 1'"
+for t in test_kops_dev test_model_dev test_dev; do
+  for tool in memcheck racecheck; do
+    eval check "$t-$tool" 180 "$san" --tool "$tool" --error-exitcode 9 "\$bin/$t" cuda
   done
-else
-  echo "| compute-sanitizer | - | not on this machine |" >>"$report"
-  failed=$((failed + 1))
-fi
+done
 # NCCL: the system's, else PyTorch's wheel
 ncclp=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null)
 if [ -n "$ncclp" ]; then
@@ -100,6 +97,12 @@ if [ -n "$ncclp" ]; then
 fi
 check nccl_pair 180 sh "$bin/nccl_pair.sh" "$bin/nccl_pair"
 check nccl_train 180 sh "$bin/gpu-nccl-train.sh" "$bin" "$out"
+check vs_torch_gpu 200 python3 "$bin/vs_torch_gpu.py" "$bin" "$bin/configs" "$bin/gpl-3.0.txt" \
+  --rounds 2 --steps 10 --out "$out/vs_torch_gpu.json"
+for m in tiny wide; do
+  check "bench_vrank_link_$m" 120 "$bin/bench_vrank_link" "$bin/configs" "$bin/gpl-3.0.txt" \
+    --device cuda --model "$m" --link auto --rounds 3 --out "$out/vrank_link_$m.json"
+done
 echo >>"$report"
 echo "$failed check(s) failed" >>"$report"
 cat "$report"
