@@ -84,10 +84,7 @@ smoe_status vr_comm_get(vr_rank *r, const smoe_axes *axes, int q, vr_comm **out,
     q = q == VR_WORLD ? q : vr_queue_of(r, q);
     for (int i = 0; i < r->ncomms; i++) {
         vr_comm *c = &r->comms[i];
-        int same = c->queue == q && c->axes.n == axes->n;
-        for (int k = 0; k < axes->n && same; k++)
-            same = strcmp(c->names[k], axes->ax[k]) == 0;
-        if (same) {
+        if (c->queue == q && smoe_axes_equal(&c->axes, axes)) {
             *out = c;
             return SMOE_OK;
         }

@@ -45,10 +45,7 @@ smoe_status nc_group_get(nc_rank *r, int role, const smoe_axes *axes, nc_group *
     const int64_t *coords = smoe_comm_coords(&r->host);
     for (int i = 0; i < r->ngroups; i++) {
         nc_group *g = &r->groups[i];
-        int same = g->role == role && g->axes.n == axes->n;
-        for (int k = 0; k < axes->n && same; k++)
-            same = strcmp(g->names[k], axes->ax[k]) == 0;
-        if (same) {
+        if (g->role == role && smoe_axes_equal(&g->axes, axes)) {
             *out = g;
             return SMOE_OK;
         }

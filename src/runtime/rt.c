@@ -221,14 +221,9 @@ smoe_status rt_comm_get(smoe_rt *rt, const smoe_axes *axes, int q, rt_comm **out
     q = rt_queue_of(rt, q);
     for (int i = 0; i < rt->ncomms; i++) {
         rt_comm *c = &rt->comms[i];
-        if (c->queue == q && c->axes.n == axes->n) {
-            int same = 1;
-            for (int k = 0; k < axes->n && same; k++)
-                same = strcmp(c->names[k], axes->ax[k]) == 0;
-            if (same) {
-                *out = c;
-                return SMOE_OK;
-            }
+        if (c->queue == q && smoe_axes_equal(&c->axes, axes)) {
+            *out = c;
+            return SMOE_OK;
         }
     }
     if (rt->ncomms == RT_MAX_COMMS)
