@@ -172,16 +172,20 @@ typedef struct cli_device {
     smoe_dev_stream *xs, *res, *red;
     struct smoe_kq *xkq;
     smoe_comm nc;
+    int local;            /* the run's communicator is a single-rank one made here */
 } cli_device;
 int cli_device_parse(const char *arg);
 const char *cli_device_name(int kind);
-/* The device (CUDA: GPU `ordinal`), its stream and kernel queue; o gets the
- * table. */
-void cli_device_open(cli_device *d, int kind, int bf16, int ordinal, struct smoe_train_opts *o);
-/* A launch of several ranks on CUDA: the NCCL communicator over host (the
- * MPI runtime's), collective, into *out. */
-void cli_device_nccl(cli_device *d, const smoe_comm *host, smoe_comm *out);
-void cli_device_close(cli_device *d);
+struct smoe_rt;
+/* A run's kernel table (into o) and communicator (into *comm): on the CPU
+ * the MPI runtime's; on a device one rank over the single-rank
+ * communicator, or a launch of several CUDA ranks over NCCL on top of the
+ * runtime's (collective), each on the GPU of its place on its host; a
+ * launch of several emul ranks is refused. Each failure ends the run. */
+void cli_device_begin(cli_device *d, int kind, int bf16, struct smoe_rt *rt,
+                      const smoe_mesh *mesh, struct smoe_train_opts *o, smoe_comm *comm);
+/* What begin made, freed; the queue's first failure ends the run. */
+void cli_device_end(cli_device *d, smoe_comm *comm);
 
 /* Output of training runs: JSON (train_json.c) and text (train_text.c). */
 void train_print_json(FILE *f, const smoe_plan *p, const struct smoe_train_result *res,

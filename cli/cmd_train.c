@@ -667,33 +667,19 @@ static void train_once(train_args *a, const smoe_config *cfg, const smoe_plan *p
     o->on_note = on_note;
     o->ud = &rc;
     smoe_err err;
-    smoe_comm comm = smoe_rt_comm(rt);
-    const smoe_comm host = comm;
+    smoe_comm comm;
     cli_device dev;
-    int ranks = smoe_rt_size(rt), nccl = a->device == CLI_DEVICE_CUDA && ranks > 1;
-    if (a->device != CLI_DEVICE_CPU) { /* one rank, or CUDA's over NCCL */
-        if (ranks != 1 && !nccl)
-            cli_usage_error("argument '--device emul'", "runs one rank (this launch has %d)",
-                            ranks);
-        if (!nccl && smoe_comm_local_new(&plan->mesh, 0, &comm, &err)) /* nothing waits */
-            cli_die(&err);
+    if (a->device != CLI_DEVICE_CPU)
         runs->device = cli_device_name(a->device);
-    }
     runs->matmul_bf16 = a->matmul_bf16;
-    int gpus = smoe_dev_cuda_count();
-    cli_device_open(&dev, a->device, a->matmul_bf16,
-                    nccl && gpus > 0 ? smoe_rt_local_rank(rt) % gpus : 0, o);
-    if (nccl)
-        cli_device_nccl(&dev, &host, &comm);
+    cli_device_begin(&dev, a->device, a->matmul_bf16, rt, &plan->mesh, o, &comm);
     memset(res, 0, sizeof *res);
     if (smoe_train_run(cfg, plan, &comm, o, res, &err)) {
         requote(&err, "--max-memory", a->maxmem_arg);
         requote(&err, "--hbm-budget", a->budget_arg);
         cli_die(&err);
     }
-    if (a->device != CLI_DEVICE_CPU && !nccl)
-        smoe_comm_local_free(&comm);
-    cli_device_close(&dev);
+    cli_device_end(&dev, &comm);
     runs->priority = smoe_rt_progress_priority(rt); /* collective */
     runs->slices = smoe_rt_slices_note(rt);
 }

@@ -12,6 +12,7 @@
 #include "smoe/cuda.h"
 #include "smoe/emul.h"
 #include "smoe/ncomm.h"
+#include "smoe/runtime.h"
 #include "smoe/train.h"
 
 int cli_device_parse(const char *arg)
@@ -30,9 +31,9 @@ const char *cli_device_name(int kind)
     return kind == CLI_DEVICE_EMUL ? "emul" : kind == CLI_DEVICE_CUDA ? "cuda" : "cpu";
 }
 
-/* The device, its stream and kernel queue; o gets the table (bf16: the
- * matmul inputs rounded to bf16, SMOE_KOPS_BF16_GEMM). */
-void cli_device_open(cli_device *d, int kind, int bf16, int ordinal, struct smoe_train_opts *o)
+/* The device (CUDA: GPU `ordinal`), its stream and kernel queue; o gets
+ * the table (bf16: the matmul inputs rounded to bf16, SMOE_KOPS_BF16_GEMM). */
+static void device_open(cli_device *d, int kind, int bf16, int ordinal, struct smoe_train_opts *o)
 {
     smoe_err err;
     memset(d, 0, sizeof *d);
@@ -62,7 +63,9 @@ void cli_device_open(cli_device *d, int kind, int bf16, int ordinal, struct smoe
 
 static void *nccl_handle(smoe_dev_stream *s) { return smoe_cuda_stream_handle(s); }
 
-void cli_device_nccl(cli_device *d, const smoe_comm *host, smoe_comm *out)
+/* A launch of several ranks on CUDA: the NCCL communicator over host (the
+ * MPI runtime's), collective, into *out. */
+static void device_nccl(cli_device *d, const smoe_comm *host, smoe_comm *out)
 {
     smoe_err err;
     smoe_status s = smoe_dev_stream_new(&d->dev, 1, &d->xs, &err);
@@ -81,10 +84,31 @@ void cli_device_nccl(cli_device *d, const smoe_comm *host, smoe_comm *out)
     *out = d->nc;
 }
 
-/* The queue's first failure, if any, ends the run with its line. */
-void cli_device_close(cli_device *d)
+void cli_device_begin(cli_device *d, int kind, int bf16, struct smoe_rt *rt,
+                      const smoe_mesh *mesh, struct smoe_train_opts *o, smoe_comm *comm)
 {
     smoe_err err;
+    const smoe_comm host = smoe_rt_comm(rt);
+    int ranks = smoe_rt_size(rt), nccl = kind == CLI_DEVICE_CUDA && ranks > 1;
+    if (kind == CLI_DEVICE_EMUL && ranks != 1)
+        cli_usage_error("argument '--device emul'", "runs one rank (this launch has %d)", ranks);
+    int gpus = smoe_dev_cuda_count();
+    device_open(d, kind, bf16, nccl && gpus > 0 ? smoe_rt_local_rank(rt) % gpus : 0, o);
+    *comm = host;
+    if (nccl) {
+        device_nccl(d, &host, comm);
+    } else if (kind != CLI_DEVICE_CPU) { /* nothing waits on one rank */
+        if (smoe_comm_local_new(mesh, 0, comm, &err))
+            cli_die(&err);
+        d->local = 1;
+    }
+}
+
+void cli_device_end(cli_device *d, smoe_comm *comm)
+{
+    smoe_err err;
+    if (d->local)
+        smoe_comm_local_free(comm);
     if (d->kind == CLI_DEVICE_CPU)
         return;
     smoe_comm_nccl_free(&d->nc);
