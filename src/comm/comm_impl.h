@@ -175,20 +175,18 @@ void vr_stage_read(const vr_op *op, const vr_op *peer, int m);
  * buffers (o: the slot's ops by member) enqueued on the transfer stream
  * behind the issue events, then its done event. vr_dev_poll: 1 once op's
  * enqueued work has run. vr_dev_home: an in-place reduction's result
- * copied home, then the done event again. vr_dev_copy_layout: a block of
- * a global buffer to or from a packed local one (smoe_layout_copy's
- * convention) on the compute stream. vr_dev_release: a finished op's
- * scratch back to the rank. */
+ * copied home, then the done event again. vr_dev_layout: a block moved as
+ * smoe_comm_dev_layout moves it, on the rank's transfer stream (xfer) or
+ * its compute stream. vr_dev_release: a finished op's scratch back to the
+ * rank. */
 void vr_dev_issue(vr_rank *r, vr_op *op);
 void vr_dev_read(vr_rank *r, vr_op *op, vr_op **o, int n);
 int vr_dev_poll(vr_rank *r, vr_op *op);
 void vr_dev_home(vr_rank *r, vr_op *op);
-void vr_dev_copy_layout(vr_rank *r, int rank, const int64_t shape[], const int64_t local[],
-                        const int64_t offset[], size_t elem, void *global, void *localbuf,
-                        int dir);
+void vr_dev_layout(vr_rank *r, int xfer, int rank, const int64_t shape[], const int64_t local[],
+                   const int64_t offset[], size_t elem, void *global, void *localbuf,
+                   const void *src, int dir);
 void vr_dev_copy(vr_rank *r, void *dst, const void *src, size_t bytes);
-void vr_dev_copy_block(vr_rank *r, int rank, const int64_t shape[], const int64_t local[],
-                       const int64_t offset[], size_t elem, const void *src, void *dst);
 void vr_dev_release(vr_rank *r, vr_op *op);
 /* a bf16 gather's records: buf's n floats converted on the compute stream
  * into a staging block (returned), expanded back into buf at the wait (and

@@ -51,7 +51,14 @@ static smoe_dev_event *event(vr_rank *r, smoe_dev_event **e)
     return *e;
 }
 
-static double received(const vr_op *op, int n);
+/* the bytes op receives from its peers (comm.h: link_gbs) */
+static double received(const vr_op *op, int n)
+{
+    double part = sizeof(float) * (double)op->count;
+    return op->kind == VR_ALLGATHER       ? (double)op->count
+           : op->kind == VR_REDUCE_SCATTER ? part * (n - 1)
+                                           : part * 2.0 * (n - 1) / n;
+}
 
 void vr_dev_issue(vr_rank *r, vr_op *op)
 {
@@ -75,13 +82,14 @@ void vr_dev_copy(vr_rank *r, void *dst, const void *src, size_t bytes)
 }
 
 /* ---- layouts (comm.h: smoe_comm_dev_layout) ---- */
-void vr_dev_copy_layout(vr_rank *r, int rank, const int64_t shape[], const int64_t local[],
-                        const int64_t offset[], size_t elem, void *global, void *localbuf,
-                        int dir)
+void vr_dev_layout(vr_rank *r, int xfer, int rank, const int64_t shape[], const int64_t local[],
+                   const int64_t offset[], size_t elem, void *global, void *localbuf,
+                   const void *src, int dir)
 {
     smoe_err err;
-    must(r, smoe_comm_dev_layout(r->dv->d.dev, r->dv->d.compute, rank, shape, local, offset, elem,
-                                 global, localbuf, NULL, dir ? 1 : 0, &err), &err, "2-D copy");
+    must(r, smoe_comm_dev_layout(r->dv->d.dev, xfer ? r->dv->d.xfer : r->dv->d.compute, rank,
+                                 shape, local, offset, elem, global, localbuf, src, dir, &err),
+         &err, "2-D copy");
 }
 
 /* ---- scratch: blocks kept by the rank and reused, in two pools by the
@@ -150,15 +158,6 @@ static void sum(vr_rank *r, vr_op *op, vr_op **o, int n)
     }
 }
 
-/* the bytes op receives from its peers (comm.h: link_gbs) */
-static double received(const vr_op *op, int n)
-{
-    double part = sizeof(float) * (double)op->count;
-    return op->kind == VR_ALLGATHER       ? (double)op->count
-           : op->kind == VR_REDUCE_SCATTER ? part * (n - 1)
-                                           : part * 2.0 * (n - 1) / n;
-}
-
 void vr_dev_read(vr_rank *r, vr_op *op, vr_op **o, int n)
 {
     int me = op->comm->member, skip = smoe_get_test_hooks().dev_skip_peer_wait;
@@ -183,16 +182,6 @@ void vr_dev_read(vr_rank *r, vr_op *op, vr_op **o, int n)
          "record");
     op->dev_state = 0;
     r->dv->inflight++;
-}
-
-/* the stage's block of peer's records copied into the same place of op's
- * (vr_stage_read's device half) */
-void vr_dev_copy_block(vr_rank *r, int rank, const int64_t shape[], const int64_t local[],
-                       const int64_t offset[], size_t elem, const void *src, void *dst)
-{
-    smoe_err err;
-    must(r, smoe_comm_dev_layout(r->dv->d.dev, r->dv->d.xfer, rank, shape, local, offset, elem,
-                                 dst, NULL, src, 2, &err), &err, "2-D copy");
 }
 
 int vr_dev_poll(vr_rank *r, vr_op *op)

@@ -61,7 +61,8 @@ static void read_block(void *ud, int64_t c, const int64_t off[])
     const read_job *j = ud;
     const smoe_comm_gather *g = j->g;
     if (g->r->dv)
-        vr_dev_copy_block(g->r, g->geo.rank, g->cB, g->cblk, off, (size_t)g->esz, j->src, j->dst);
+        vr_dev_layout(g->r, 1, g->geo.rank, g->cB, g->cblk, off, (size_t)g->esz, j->dst, NULL,
+                      j->src, 2);
     else
         smoe_layout_copy_block(g->geo.rank, g->cB, g->cblk, off, (size_t)g->esz, j->src, j->dst);
 }
@@ -212,7 +213,8 @@ void vr_gather_start(void *ctx, smoe_comm_gather *g, const float *shard, float *
     char *cb = (char *)buf;
     t->stage = NULL;
     if (r->dv) { /* fp32 or bf16 (gather_new) */
-        vr_dev_copy_layout(r, e->rank, e->B, e->blk, e->off, sizeof(float), buf, (void *)shard, 1);
+        vr_dev_layout(r, 0, e->rank, e->B, e->blk, e->off, sizeof(float), buf, (void *)shard,
+                      NULL, 1);
         if (g->wire == SMOE_DT_BF16)
             cb = t->stage = vr_dev_stage_pack(r, buf, e->gathered_numel);
     } else if (g->wire == SMOE_DT_FP32) {
@@ -300,8 +302,8 @@ void vr_gather_reduce(void *ctx, smoe_comm_gather *g, float *full, float *scratc
             int64_t off[SMOE_MAX_RANK];
             smoe_gather_geom_member(&g->geo, &r->w->mesh, m, off);
             if (r->dv)
-                vr_dev_copy_layout(r, g->geo.rank, g->geo.B, g->geo.blk, off, sizeof(float), full,
-                                   scratch + m * n, 0);
+                vr_dev_layout(r, 0, g->geo.rank, g->geo.B, g->geo.blk, off, sizeof(float), full,
+                              scratch + m * n, NULL, 0);
             else
                 smoe_layout_copy(g->geo.rank, g->geo.B, g->geo.blk, off, sizeof(float), full,
                                  scratch + m * n, 0);

@@ -24,12 +24,12 @@ typedef struct nc_group {
 } nc_group;
 
 /* a gather between its start and its wait: its event on the transfer
- * stream, and a bf16 gather's staging block (kept for reuse) */
+ * stream, and a bf16 gather's staging block of the rank's stage_bytes
+ * (kept for reuse) */
 typedef struct nc_flight nc_flight;
 struct nc_flight {
     smoe_dev_event *ev;
     void *stage;
-    size_t stage_bytes;
     nc_flight *next;
 };
 

@@ -100,7 +100,6 @@ static nc_flight *flight_take(nc_rank *r)
     if (!(f = smoe_calloc(1, sizeof *f)) || smoe_dev_event_new(r->d.dev, &f->ev, &err) ||
         (r->stage_bytes && smoe_dev_alloc(r->d.dev, r->stage_bytes, &f->stage, &err)))
         nc_fail(r, "a gather's event or staging", f ? &err : NULL);
-    f->stage_bytes = r->stage_bytes;
     return f;
 }
 

@@ -308,7 +308,7 @@ static double step_head(tr_state *S, int64_t step)
     smoe_comm_set_phase(S->cm, "step %lld: loss", (long long)step + 1);
     for (int k = SMOE_T_FINAL_NORM; k <= SMOE_T_LOGITS; k++)
         wait_top(S, k);
-    S->ops->fill0(S->stream, S->top_dw, sizeof(float) * (size_t)S->st->top_floats);
+    S->ops->fill0(S->stream, S->top_dw, top_bytes(S));
     double tm = tic(S);
     double T = (double)(S->mc->batch * S->mc->seq);
     double loss = smoe_model_head(S->model, top(S, S->top_w, SMOE_T_FINAL_NORM),

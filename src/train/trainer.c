@@ -205,13 +205,13 @@ static smoe_status use_table(smoe_trainer *t, smoe_err *err)
     smoe_comm_local_set_copy(&t->comm, NULL, NULL); /* not a hook an earlier trainer left */
     if (t->o.kops->synchronous)
         return SMOE_OK;
-    if (!smoe_comm_is_local(&t->comm) && !smoe_comm_on_device(&t->comm))
+    if (smoe_comm_on_device(&t->comm)) /* its gathers say what they move */
+        return SMOE_OK;
+    if (!smoe_comm_is_local(&t->comm))
         return smoe_err_set(err, SMOE_EINVAL,
                             "the '%s' kernel table runs over the single-rank communicator or "
                             "one whose ranks are on its device (comm.h) so far, not over '%s'",
                             t->o.kops->name, t->comm.ops->name);
-    if (!smoe_comm_is_local(&t->comm)) /* the ranks' gathers say what they move */
-        return SMOE_OK;
     if (t->plan->gather_dtype != SMOE_DT_FP32)
         return smoe_err_set(err, SMOE_EINVAL,
                             "gathers in %s on the '%s' kernel table over the single-rank "
