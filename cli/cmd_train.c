@@ -73,7 +73,8 @@ static void usage(FILE *f)
             "  --compare            run no-prefetch, prefetch and legacy; print a table\n"
             "  --device D           the kernels' device: cpu (default), emul (a GPU's\n"
             "                       streams emulated on the CPU, bit for bit the cpu run) or\n"
-            "                       cuda (GPU 0); emul and cuda run one rank, fp32 gathers\n"
+            "                       cuda (one rank on GPU 0, or several over NCCL, each on\n"
+            "                       the GPU of its place on its host); emul runs one rank\n"
             "  --matmul-dtype T     the matrix products' inputs in fp32 (default) or bf16\n"
             "                       (rounded to bf16, accumulated in fp32, as a GPU's bf16\n"
             "                       GEMM; master weights, norms and AdamW stay fp32)\n"
@@ -221,9 +222,11 @@ static void print_banner(const smoe_config *cfg, const smoe_plan *p, const train
            smoe_dtype_name((smoe_dtype)o->reduce_dtype), a->matmul_bf16 ? "bf16" : "fp32");
     printf("progress thread: %s\n", smoe_rt_progress_note(rt));
     if (a->device != CLI_DEVICE_CPU)
-        printf("device: %s (kernels, activations, parameters and AdamW state there; one rank)\n",
+        printf("device: %s (kernels, activations, parameters and AdamW state there; %s)\n",
                a->device == CLI_DEVICE_EMUL ? "emul, a GPU's streams emulated on the CPU"
-                                             : "cuda:0");
+                                             : "cuda",
+               smoe_rt_size(rt) > 1 ? "a GPU per rank by its place on its host, over NCCL"
+                                    : "one rank");
     smoe_train_unapplied un[SMOE_TRAIN_MAX_UNAPPLIED];
     int nu = smoe_train_unapplied_keys(cfg, smoe_mesh_slices(&p->mesh), un,
                                        SMOE_TRAIN_MAX_UNAPPLIED);
