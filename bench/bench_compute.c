@@ -27,6 +27,7 @@
  * Both on one rank (ep = 1: all 8 experts local, the routed rows of the
  * main job's per-rank batch). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include "bench_stats.h"
 #include "../tests/model_testlib.h"
 #include "gemm_census.h"
 #include "smoe/kernels.h"
@@ -69,21 +70,6 @@ static smoe_model_cfg bench_cfg(int wide)
 /* This thread's CPU seconds: on a loaded machine the scheduler shares the
  * cores, so a 1 s step loses time slices that a 2 ms sgemm never sees; CPU
  * time counts only the time the code ran. */
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median and quartiles of v (n), sorted in place. */
-static void quart(double *v, int n, double q[3])
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    q[0] = v[n / 4];
-    q[1] = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    q[2] = v[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1];
-}
 
 /* GFLOP/s of one 512^3 sgemm, by CPU time (cpu = 1) or wall time. */
 static double sgemm512(float *a, float *b, float *c, int cpu)
@@ -175,7 +161,7 @@ int main(int argc, char **argv)
         if (k < 0)
             continue;
         for (int q = 0; q < 2; q++) {
-            qsort(s3[q], 3, sizeof(double), cmp_d);
+            qsort(s3[q], 3, sizeof(double), bench_cmp_double);
             mf[q][k] = flops / (q ? dt : dc) / 1e9;
             sg[q][k] = s3[q][1];
             ra[q][k] = mf[q][k] / sg[q][k];
@@ -185,9 +171,9 @@ int main(int argc, char **argv)
            argv[1], (long long)c.emb, (long long)T, flops / 1e9, bi.corename, rounds);
     for (int q = 0; q < 2; q++) {
         double qm[3], qs[3], qr[3];
-        quart(mf[q], rounds, qm);
-        quart(sg[q], rounds, qs);
-        quart(ra[q], rounds, qr);
+        bench_quartiles(mf[q], rounds, qm);
+        bench_quartiles(sg[q], rounds, qs);
+        bench_quartiles(ra[q], rounds, qr);
         printf("  by %s time: model FLOP/s in compute %7.2f GFLOP/s [%.2f-%.2f], "
                "sgemm n=512 %7.2f [%.2f-%.2f], ratio %.3f [%.3f-%.3f]\n",
                q ? "wall" : "CPU ", qm[1], qm[0], qm[2], qs[1], qs[0], qs[2], qr[1], qr[0],

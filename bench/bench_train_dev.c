@@ -13,6 +13,7 @@
  *        [--model tiny|wide|big] [--matmul-dtype fp32|bf16] [--steps N] */
 #define _GNU_SOURCE
 #include "bench_models.h"
+#include "bench_stats.h"
 #include "smoe/cuda.h"
 #include "smoe/emul.h"
 #include "smoe/model.h"
@@ -56,12 +57,6 @@ static args parse(int argc, char **argv)
             usage("an unknown flag, or a value out of range");
     }
     return a;
-}
-
-static int cmp_d(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
 }
 
 typedef struct table {
@@ -200,13 +195,14 @@ int main(int argc, char **argv)
         for (int i = 0; i < np; i++)
             params += p[i].numel;
         double flops = 3 * smoe_model_fwd_flops_per_token(mc) * (double)(mc->batch * mc->seq);
-        qsort(ms, (size_t)a.steps, sizeof *ms, cmp_d);
+        double q[3];
+        bench_quartiles(ms, a.steps, q);
         printf("{\"device\": \"%s\", \"model\": \"%s\", \"matmul_dtype\": \"%s\", "
                "\"params\": %lld, \"steps\": %d, \"median_step_ms\": %.4f, \"q1_ms\": %.4f, "
                "\"q3_ms\": %.4f, \"mean_step_ms\": %.4f, \"loss0\": %.6f, "
                "\"model_flops_per_step\": %.6g, \"tflops\": %.4f}\n",
                a.device, a.model, a.bf16 ? "bf16" : "fp32", (long long)params, a.steps,
-               ms[a.steps / 2], ms[a.steps / 4], ms[(3 * a.steps) / 4], mean, loss0, flops,
+               q[1], q[0], q[2], mean, loss0, flops,
                flops / (mean * 1e-3) / 1e12);
     }
     smoe_trainer_free(t);

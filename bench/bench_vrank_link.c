@@ -21,24 +21,13 @@
  *        [--out FILE] */
 #define _GNU_SOURCE
 #include "bench_models.h"
+#include "bench_stats.h"
 #include "vrank_testlib.h"
 
 #include <errno.h>
 
 
 enum { RUN_COMPUTE, RUN_D0, RUN_D1, NRUNS, MAX_ROUNDS = 64 };
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 typedef struct opts {
     int device, wide, fsdp4, rounds;
@@ -114,7 +103,7 @@ static double one_run(const opts *o, int kind, double gbs, int64_t *link_bytes)
     int ok = x.ok;
     out_free(&x);
     *link_bytes = lb;
-    return ok ? median(v, STEPS - 1) : 0;
+    return ok ? bench_median(v, STEPS - 1) : 0;
 }
 
 int main(int argc, char **argv)
@@ -152,8 +141,9 @@ int main(int argc, char **argv)
         printf("%5d  %10.2f  %14.2f  %11.2f  %7.2f\n", r + 1, step[RUN_COMPUTE][r],
                step[RUN_D0][r], step[RUN_D1][r], link_ms[r]);
     }
-    double c = median(step[RUN_COMPUTE], o.rounds), d0 = median(step[RUN_D0], o.rounds);
-    double d1 = median(step[RUN_D1], o.rounds), l = median(link_ms, o.rounds);
+    double c = bench_median(step[RUN_COMPUTE], o.rounds);
+    double d0 = bench_median(step[RUN_D0], o.rounds), d1 = bench_median(step[RUN_D1], o.rounds);
+    double l = bench_median(link_ms, o.rounds);
     double e0 = d0 - c, e1 = d1 - c, hidden = e0 > 0 ? 1 - e1 / e0 : 0;
     double bound = c > l ? c : l, over = d1 / bound;
     printf("medians over %d rounds: compute %.2f ms, link %.2f ms, no prefetch %.2f ms, "
