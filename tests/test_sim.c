@@ -139,7 +139,7 @@ static smoe_sim_model one_moe_layer(void)
     k->nw = 2;
     k->fwd_pre = 3;
     k->fwd_exp = 2;
-    k->recompute = 1;
+    k->rc[0] = k->rc[1] = k->rc[2] = 1;
     k->bwd_pre = 9; /* (2 + recompute) x the forward */
     k->bwd_exp = 6;
     return m;
@@ -700,6 +700,133 @@ static void test_vocab_tiling(const char *cfgdir)
            "'%s'", msg);
 }
 
+/* deepseek2-16b on tpu7x (1 x 2048 tokens per device, EP 2) with MaxText's
+ * keys read by smoe_sim_keys (remat_policy among them) and the overrides
+ * ov[0..n); NULL when refused (its message in msg). */
+static smoe_sim_model *build_keys(const char *cfgdir, const char *const *ov, int n, char *msg,
+                                  size_t cap)
+{
+    const char *o[8] = { "ici_expert_parallelism=2" };
+    for (int i = 0; i < n && i < 7; i++)
+        o[i + 1] = ov[i];
+    smoe_config *cfg = load_deepseek(cfgdir, o, n + 1);
+    smoe_err err;
+    smoe_sim_model *m = NULL;
+    char hwf[1024];
+    snprintf(hwf, sizeof hwf, "%s/hardware/tpu7x.yml", cfgdir);
+    smoe_hw hw;
+    smoe_plan *p = NULL;
+    smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
+    msg[0] = '\0';
+    if (cfg && smoe_hw_load(hwf, &hw, &err) == SMOE_OK &&
+        smoe_sim_keys(cfg, &hw, &sh, &err) == SMOE_OK) {
+        smoe_plan_opts po = { 16, 1, NULL, sh.dtype_bytes };
+        if (smoe_plan_build(cfg, &po, &p, &err) == SMOE_OK &&
+            smoe_sim_model_build(cfg, p, &hw, &sh, &m, &err) != SMOE_OK)
+            snprintf(msg, cap, "%s", err.msg);
+    } else if (cfg) {
+        snprintf(msg, cap, "%s", err.msg);
+    }
+    smoe_plan_free(p);
+    smoe_config_free(cfg);
+    return m;
+}
+
+/* remat_policy custom by hand (deepseek2-16b: MLA without q_lora, emb
+ * 2048, 16 heads of 128 + 64, T = 2048; tpu7x: every FLOP at 2.307e15 / 2
+ * x 0.373). The layer input alone is full remat; a saved tensor drops its
+ * op from the backward's recompute and keeps its bytes on the device
+ * (bf16); an offloaded one lives on the host and crosses the host link,
+ * 1.5e10 / 2 bytes/s a device, each way. */
+static void test_custom_remat(const char *cfgdir)
+{
+    char msg[512];
+    const char *full[] = { "remat_policy=full" }, *in[] = { "remat_policy=custom" };
+    const char *q[] = { "remat_policy=custom", "query_proj=device" };
+    const char *ex[] = { "remat_policy=custom", "moe_mlpwi_0=device", "moe_mlpwi_1=device",
+                         "moe_mlpwo=device" };
+    const char *off[] = { "remat_policy=custom", "decoder_layer_input=offload" };
+    smoe_sim_model *f = build_keys(cfgdir, full, 1, msg, sizeof msg);
+    smoe_sim_model *c = build_keys(cfgdir, in, 1, msg, sizeof msg);
+    smoe_sim_model *cq = build_keys(cfgdir, q, 2, msg, sizeof msg);
+    smoe_sim_model *ce = build_keys(cfgdir, ex, 4, msg, sizeof msg);
+    smoe_sim_model *co = build_keys(cfgdir, off, 2, msg, sizeof msg);
+    CHECKF(f && c && cq && ce && co, "built: %s", msg);
+    if (f && c && cq && ce && co) {
+        const double T = 2048, ab = 2, rate = 2.307e15 / 2 * 0.373;
+        const double mm_q = 2 * T * 2048 * 16 * 192 / rate; /* wq: emb -> 16 x 192 */
+        for (int k = 0; k < 2; k++) {
+            CHECKF(NEAR(c->k[k].bwd_pre, f->k[k].bwd_pre) && NEAR(c->k[k].bwd_exp, f->k[k].bwd_exp),
+                   "kind %d: the input alone is full remat", k);
+            CHECKF(NEAR(c->k[k].act_mx_saved, T * 2048 * ab), "kind %d: input %g bytes", k,
+                   c->k[k].act_mx_saved);
+            CHECKF(fabs(cq->k[k].bwd_pre - (f->k[k].bwd_pre - mm_q)) < 1e-12 &&
+                       NEAR(cq->k[k].fwd_pre, f->k[k].fwd_pre),
+                   "kind %d: query_proj saved: backward %g, expected %g - %g", k,
+                   cq->k[k].bwd_pre, f->k[k].bwd_pre, mm_q);
+            CHECKF(NEAR(cq->k[k].act_mx_saved, T * (2048 + 16 * 192) * ab),
+                   "kind %d: input and query %g bytes", k, cq->k[k].act_mx_saved);
+            CHECKF(NEAR(co->k[k].act_mx_saved, 0) && NEAR(co->k[k].act_host, T * 2048 * ab) &&
+                       NEAR(co->k[k].offload_s, T * 2048 * ab / (1.5e10 / 2)),
+                   "kind %d: offloaded input: device %g host %g, %g s", k, co->k[k].act_mx_saved,
+                   co->k[k].act_host, co->k[k].offload_s);
+        }
+        /* every routed output kept: the experts are not recomputed */
+        CHECKF(NEAR(ce->k[1].bwd_exp, 2 * ce->k[1].fwd_exp) && NEAR(ce->k[1].rc[1], 0) &&
+                   NEAR(ce->k[1].bwd_pre, f->k[1].bwd_pre),
+               "routed outputs saved: backward %g of forward %g", ce->k[1].bwd_exp,
+               ce->k[1].fwd_exp);
+        /* the ragged buffer at EP 2: 2048 x 6 x min(2, 64 / 6) rows of
+         * 1408 (wi_0, wi_1) and 2048 (wo) */
+        double rows = T * 6 * 2;
+        CHECKF(NEAR(ce->k[1].act_mx_saved, T * 2048 * ab + rows * (2 * 1408 + 2048) * ab),
+               "routed outputs %g bytes", ce->k[1].act_mx_saved);
+    }
+    smoe_sim_model_free(f);
+    smoe_sim_model_free(c);
+    smoe_sim_model_free(cq);
+    smoe_sim_model_free(ce);
+    smoe_sim_model_free(co);
+}
+
+/* The fused names become their parts where the model fuses, and name
+ * nothing where it does not (sim_rt_canon). */
+static void test_rt_canon(void)
+{
+    smoe_dims d;
+    memset(&d, 0, sizeof d);
+    const unsigned Q = 1u << SMOE_RT_QUERY, K = 1u << SMOE_RT_KEY, V = 1u << SMOE_RT_VALUE;
+    const unsigned QKV = 1u << SMOE_RT_QKV, W0 = 1u << SMOE_RT_MLPWI0, W1 = 1u << SMOE_RT_MLPWI1;
+    const unsigned WI = 1u << SMOE_RT_MLPWI, C = 1u << SMOE_RT_CONTEXT;
+    CHECK_INT((int)sim_rt_canon(&d, QKV | Q), (int)Q);
+    CHECK_INT((int)sim_rt_canon(&d, 1u << SMOE_RT_KV), (int)(K | V));
+    CHECK_INT((int)sim_rt_canon(&d, 1u << SMOE_RT_ATTN_OUT), (int)C);
+    CHECK_INT((int)sim_rt_canon(&d, WI | W0), (int)W0);
+    d.fused_qkv = d.fused_mlp = 1;
+    CHECK_INT((int)sim_rt_canon(&d, Q | QKV), (int)(Q | K | V));
+    CHECK_INT((int)sim_rt_canon(&d, Q), 0);
+    CHECK_INT((int)sim_rt_canon(&d, WI), (int)(W0 | W1));
+    CHECK_INT((int)sim_rt_canon(&d, W0), 0);
+}
+
+/* The host link runs beside the compute: transfers shorter than a unit's
+ * compute cost nothing; longer ones hold each unit until its own is done
+ * (one layer: forward 3 s, backward 6 s, each unit's transfer 10 s). */
+static void test_offload_lane(void)
+{
+    smoe_sim_model m = two_layers(4);
+    smoe_sim_result r0, r1, r2;
+    CHECK(run_depth(&m, SMOE_SIM_EXEC_XLA_PREFETCH, 1, &r0) == SMOE_OK);
+    m.k[0].offload_s = 0.5;
+    CHECK(run_depth(&m, SMOE_SIM_EXEC_XLA_PREFETCH, 1, &r1) == SMOE_OK);
+    CHECKF(NEAR(r1.step_s, r0.step_s), "short transfers: step %g, expected %g", r1.step_s,
+           r0.step_s);
+    m.k[0].offload_s = 10;
+    CHECK(run_depth(&m, SMOE_SIM_EXEC_XLA_PREFETCH, 1, &r2) == SMOE_OK);
+    CHECKF(r2.step_s >= 40 && r2.step_s < 40 + r0.step_s,
+           "4 units' transfers of 10 s in a row: step %g", r2.step_s);
+}
+
 int main(int argc, char **argv)
 {
     test_local_members();
@@ -710,8 +837,11 @@ int main(int argc, char **argv)
     test_xla_baseline();
     test_shared_queue_order();
     test_planner();
+    test_rt_canon();
+    test_offload_lane();
     if (argc > 1) {
         test_hw_schema(argv[1]);
+        test_custom_remat(argv[1]);
         test_vocab_tiling(argv[1]);
         const char *ep[] = { "ici_expert_parallelism=2" };
         test_memory(argv[1], ep, 1, 4, 4, 4, 4);

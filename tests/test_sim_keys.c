@@ -82,7 +82,7 @@ static void test_modelled(const smoe_hw *hw)
         { "remat_policy=full", SMOE_REMAT_FULL, 0 },
         { "remat_policy=minimal", SMOE_REMAT_DOTS, 0 },
         /* custom with base.yml's tensors: only the layer input on device */
-        { "remat_policy=custom", SMOE_REMAT_FULL, 0 },
+        { "remat_policy=custom", SMOE_REMAT_CUSTOM, 0 },
         { "use_ring_of_experts=true", SMOE_REMAT_FULL, 1 },
         { "quantization=", SMOE_REMAT_FULL, 0 },
         { "capacity_factor=-1", SMOE_REMAT_FULL, 0 },
@@ -152,19 +152,33 @@ static void test_engine(void)
     CHECK(!smoe_key_holds(&n, &np));
 }
 
-/* remat_policy custom: full remat while every tensor but the layer input
- * is rematerialised; a tensor kept on the device or offloaded is refused
- * at its key. */
+/* remat_policy custom: each tensor key read into the device and host
+ * masks (the layer input, the scan's carry, on the device unless
+ * offloaded); offloading needs the profile's host_bandwidth; a tensor
+ * the model has no op for is refused at the key (the config layer refuses
+ * a value MaxTextConfig does not take: remat, device, offload). */
 static void test_custom_remat(const smoe_hw *hw)
 {
+    const unsigned in = 1u << SMOE_RT_INPUT;
     static const struct {
         const char *tensor;
         int ok;
+        unsigned dev, host; /* beside the input's bit, set below */
+        const char *why;
     } t[] = {
-        { "decoder_layer_input=device", 1 }, { "decoder_layer_input=remat", 1 },
-        { "decoder_layer_input=offload", 0 }, { "query_proj=device", 0 },
-        { "moe_mlpwo=offload", 0 }, { "context=remat", 1 }, { "mla_kv=device", 0 },
+        { "decoder_layer_input=device", 1, 0, 0, NULL },
+        { "decoder_layer_input=remat", 1, 0, 0, NULL },
+        { "decoder_layer_input=offload", 1, 0, 1u << SMOE_RT_INPUT, NULL },
+        { "query_proj=device", 1, 1u << SMOE_RT_QUERY, 0, NULL },
+        { "moe_mlpwo=offload", 1, 0, 1u << SMOE_RT_MOE_WO, NULL },
+        { "context=remat", 1, 0, 0, NULL },
+        { "mla_kv=device", 1, 1u << SMOE_RT_MLA_KV, 0, NULL },
+        { "engram=device", 0, 0, 0, "smoe sim models custom remat with only" },
+        { "indexer_cutoff_threshold=offload", 0, 0, 0, "smoe sim models custom remat with only" },
     };
+    smoe_hw host = *hw, nohost = *hw;
+    host.host_bandwidth = 1e11;
+    nohost.host_bandwidth = 0;
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         const char *o[2] = { "remat_policy=custom", t[i].tensor };
         smoe_config *cfg = load_deepseek(cfgdir, o, 2);
@@ -173,15 +187,25 @@ static void test_custom_remat(const smoe_hw *hw)
         CHECK(cfg != NULL);
         if (!cfg)
             continue;
-        smoe_status s = smoe_sim_keys(cfg, hw, &sh, &err);
+        smoe_status s = smoe_sim_keys(cfg, &host, &sh, &err);
         char key[64];
         snprintf(key, sizeof key, "%.*s: ", (int)strcspn(t[i].tensor, "="), t[i].tensor);
-        if (t[i].ok)
-            CHECKF(s == SMOE_OK && sh.remat == SMOE_REMAT_FULL, "%s: %s", t[i].tensor, err.msg);
-        else
-            CHECKF(s == SMOE_EINVAL && strstr(err.msg, key) &&
-                       strstr(err.msg, "smoe sim models custom remat with only"),
+        if (t[i].ok) {
+            unsigned dev = t[i].dev | (t[i].host & in ? 0 : in);
+            CHECKF(s == SMOE_OK && sh.remat == SMOE_REMAT_CUSTOM && sh.remat_dev == dev &&
+                       sh.remat_host == t[i].host,
+                   "%s: %s (device %#x host %#x)", t[i].tensor, s ? err.msg : "-", sh.remat_dev,
+                   sh.remat_host);
+        } else {
+            CHECKF(s == SMOE_EINVAL && strstr(err.msg, key) && strstr(err.msg, t[i].why),
                    "%s: '%s'", t[i].tensor, s ? err.msg : "accepted");
+        }
+        /* without the profile's host link, offloading is refused */
+        if (t[i].ok && t[i].host) {
+            s = smoe_sim_keys(cfg, &nohost, &sh, &err);
+            CHECKF(s == SMOE_EINVAL && strstr(err.msg, key) && strstr(err.msg, "host_bandwidth"),
+                   "%s without host_bandwidth: '%s'", t[i].tensor, s ? err.msg : "accepted");
+        }
         smoe_config_free(cfg);
     }
     /* the per-tensor keys act only under custom (MaxText reads them there) */
@@ -189,7 +213,7 @@ static void test_custom_remat(const smoe_hw *hw)
     smoe_config *cfg = load_deepseek(cfgdir, o, 2);
     smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
     smoe_err err;
-    CHECK(cfg && smoe_sim_keys(cfg, hw, &sh, &err) == SMOE_OK);
+    CHECK(cfg && smoe_sim_keys(cfg, hw, &sh, &err) == SMOE_OK && sh.remat == SMOE_REMAT_FULL);
     smoe_config_free(cfg);
 }
 

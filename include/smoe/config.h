@@ -308,6 +308,9 @@ typedef struct smoe_hw {
     double collective_engines;
     double compute_efficiency; /* achieved / peak FLOP/s of the layers' matmul
                                   work, from a published run; 0 = 1 (roofline) */
+    double host_bandwidth;     /* bytes/s per chip between the chip and its
+                                  host, one direction (activations offloaded
+                                  by a remat policy); 0 = not known */
     double permute_bandwidth;  /* bytes/s of routed rows the MoE dispatch and
                                   combine (sort, permute) move on the collective
                                   engines; 0 = that work is not modelled */

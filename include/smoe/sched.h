@@ -68,7 +68,44 @@ smoe_status smoe_trace_write(FILE *f, const char *const *fragments, const size_t
  *   grads    reduce-scatter over the gather axes, all-reduce over the axes
  *            a weight is replicated on; AdamW over the local shards.
  * Exact formulas: docs/sim.md, "The step model". */
-typedef enum smoe_remat { SMOE_REMAT_FULL, SMOE_REMAT_NONE, SMOE_REMAT_DOTS } smoe_remat;
+typedef enum smoe_remat {
+    SMOE_REMAT_FULL,
+    SMOE_REMAT_NONE,
+    SMOE_REMAT_DOTS,
+    SMOE_REMAT_CUSTOM /* the tensors of remat_dev / remat_host saved */
+} smoe_remat;
+
+/* The layer tensors MaxText's custom remat policy saves by name (the
+ * per-tensor keys of base.yml at e591f30; checkpoint_name in its layers),
+ * each the output of one op of a layer. The step model drops a saved
+ * tensor's op from the backward's recompute (the rest of the forward is
+ * recomputed whole, as under full remat) and keeps the tensor on the
+ * device or, offloaded, on the host. */
+typedef enum smoe_rtensor {
+    SMOE_RT_INPUT,    /* decoder_layer_input: the layer's input (T x emb) */
+    SMOE_RT_QUERY,    /* query_proj: the query projection's output */
+    SMOE_RT_KEY,      /* key_proj */
+    SMOE_RT_VALUE,    /* value_proj */
+    SMOE_RT_KV,       /* kv_proj: key and value, fused */
+    SMOE_RT_QKV,      /* qkv_proj: query, key and value, fused */
+    SMOE_RT_CONTEXT,  /* context: the attention kernel's output */
+    SMOE_RT_ATTN_OUT, /* attention_out: the same, before the out projection */
+    SMOE_RT_OUT,      /* out_proj: the out projection's output (T x emb) */
+    SMOE_RT_MLPWI,    /* mlpwi: wi_0 and wi_1 fused */
+    SMOE_RT_MLPWI0,   /* mlpwi_0 (dense MLP or shared experts) */
+    SMOE_RT_MLPWI1,   /* mlpwi_1 */
+    SMOE_RT_MLPWO,    /* mlpwo */
+    SMOE_RT_MOE_WI0,  /* moe_mlpwi_0: the routed experts' wi_0 output */
+    SMOE_RT_MOE_WI1,  /* moe_mlpwi_1 */
+    SMOE_RT_MOE_WO,   /* moe_mlpwo */
+    SMOE_RT_Q_WA,     /* query_wa_proj: MLA's query down projection */
+    SMOE_RT_KV_WA,    /* kv_wa_proj: MLA's key/value down projection */
+    SMOE_RT_MLA_Q,    /* mla_q: the former after its norm */
+    SMOE_RT_MLA_KV,   /* mla_kv */
+    SMOE_RT_N
+} smoe_rtensor;
+/* The MaxText key of tensor t. */
+const char *smoe_rtensor_key(smoe_rtensor t);
 
 typedef struct smoe_sim_shape {
     int64_t batch;        /* sequences per device */
@@ -76,6 +113,9 @@ typedef struct smoe_sim_shape {
     smoe_remat remat;
     int remat_set;        /* remat is the caller's choice (--remat, a scenario);
                              0: smoe_sim_keys reads the config's remat_policy */
+    unsigned remat_dev;   /* SMOE_REMAT_CUSTOM: bit 1 << smoe_rtensor of each tensor
+                             saved on the device */
+    unsigned remat_host;  /* ... and of each one offloaded to the host */
     int dtype_bytes;      /* stored weights (weight_dtype) */
     int ring_of_experts;  /* EP by all-gather + reduce-scatter of tokens */
     /* bytes per element; 0 = from the defaults below (smoe_sim_dtypes fills
@@ -121,8 +161,9 @@ smoe_status smoe_sim_dtypes(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_
                             smoe_err *err);
 
 /* Read cfg's MaxText keys the step model depends on into *sh: the dtypes
- * (smoe_sim_dtypes), remat_policy unless sh->remat_set (full, none and
- * minimal: MaxText's decoders.py get_remat_policy), use_ring_of_experts;
+ * (smoe_sim_dtypes), remat_policy unless sh->remat_set (full, minimal and
+ * custom with its per-tensor keys: MaxText's decoders.py get_remat_policy;
+ * offloading needs hw->host_bandwidth), use_ring_of_experts;
  * refuse in one line at the key's file:line:col a key that changes a
  * step's time or memory in a way the model does not represent
  * (quantization, sparse_matmul=false, token dropping, gradient

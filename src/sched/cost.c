@@ -314,75 +314,13 @@ static double reduce_time(const cost *c, const smoe_gather *g, double scale)
 }
 
 
-/* Compute of one layer kind: forward split around the expert exchange,
- * backward = 2x the forward matmuls + the recompute of the remat policy. */
-static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh,
-                          double e_local, sim_kind *k)
+/* smoe's own activation estimate of a layer (its runtime executor's):
+ * the layer input is always kept, the rest per policy (a custom policy:
+ * what it keeps on the device, MaxText's sizes, mxmem.c). */
+static void layer_acts(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh, sim_kind *k)
 {
     const double T = (double)(sh->batch * sh->seq), S = (double)sh->seq;
     const double B = (double)sh->batch, E = (double)d->emb, H = (double)d->heads;
-    const double wb = c->ab; /* weights are cast to the compute type */
-    double att = 0, attn_core = 0, elem = 0;
-    if (d->mla) {
-        double qk = (double)(d->qk_nope + d->qk_rope), kvl = (double)d->kv_lora;
-        if (d->q_lora)
-            att += mm(c, T, E, (double)d->q_lora, wb) +
-                   mm(c, T, (double)d->q_lora, H * qk, wb);
-        else
-            att += mm(c, T, E, H * qk, wb);
-        att += mm(c, T, E, kvl + (double)d->qk_rope, wb);
-        att += mm(c, T, kvl, H * (double)(d->qk_nope + d->v_head), wb);
-        att += mm(c, T, H * (double)d->v_head, E, wb);
-        attn_core = 2 * B * H * S * S * (qk + (double)d->v_head) * 0.5;
-        elem += T * (E * 4 + (double)d->q_lora * 2 + kvl * 2 + H * (qk + (double)d->v_head) * 4);
-    } else {
-        double hd = (double)d->head_dim, KV = (double)d->kv_heads;
-        att += mm(c, T, E, H * hd, wb) + 2 * mm(c, T, E, KV * hd, wb) + mm(c, T, H * hd, E, wb);
-        attn_core = 2 * B * H * S * S * 2 * hd * 0.5;
-        elem += T * (E * 4 + H * hd * 6);
-    }
-    /* the attention core: FLOPs at the matmul rate; scores are kept on
-     * chip (flash) on accelerators, materialised on cpu */
-    double scores = c->hw->kind == SMOE_HW_CPU ? B * H * S * S * 3 : 0;
-    if (c->eff > 0)
-        att += attn_core / (rate(c, S, S, 128) * c->eff) + c->overhead;
-    else
-        att += fmax(attn_core / rate(c, S, S, 128), scores * c->ab / c->ew) + c->overhead;
-    double pre = att + ew(c, elem, 1), expt = 0, post = 0, shared = 0;
-    if (!k->moe) {
-        pre += 2 * mm(c, T, E, (double)d->mlp, wb) + mm(c, T, (double)d->mlp, E, wb) +
-               ew(c, T * (double)d->mlp, 3);
-    } else {
-        double ex = (double)d->experts, tk = (double)d->topk, f = (double)d->moe_mlp;
-        double sh_w = (double)(d->shared_experts * d->moe_mlp);
-        pre += mm(c, T, (double)d->moe_in, ex, wb) + ew(c, T * ex, 4);
-        if (sh_w > 0) {
-            shared = 2 * mm(c, T, (double)d->moe_in, sh_w, wb) + mm(c, T, sh_w, E, wb) +
-                     ew(c, T * sh_w, 3);
-            pre += shared;
-        }
-        /* rows this device's experts process: T * topk on average */
-        double rows = T * tk / e_local;
-        for (int i = 0; i < (int)e_local && i < 4096; i++)
-            expt += 2 * mm(c, rows, (double)d->moe_in, f, wb) + mm(c, rows, f, (double)d->moe_in, wb);
-        if (e_local > 4096)
-            expt *= e_local / 4096;
-        expt += ew(c, T * tk * f, 3) + ew(c, T * tk * E, 4); /* activation, dispatch copies */
-        post += ew(c, T * tk * E, 2);
-    }
-    k->fwd_pre = pre;
-    k->pre_shared = pre > 0 ? shared / pre : 0;
-    k->fwd_exp = expt;
-    k->fwd_post = post;
-    double recompute = sh->remat == SMOE_REMAT_FULL ? 1 : sh->remat == SMOE_REMAT_DOTS ? 0.15 : 0;
-    k->bwd_pre = pre * (2 + recompute);
-    k->bwd_exp = expt * (2 + recompute);
-    k->bwd_post = post * (2 + recompute);
-    k->bwd_full_pre = pre * 3; /* MaxText's prefetch path always remats fully */
-    k->bwd_full_exp = expt * 3;
-    k->bwd_full_post = post * 3;
-    k->recompute = recompute;
-    /* activations: the layer input is always kept; the rest per policy */
     double inner = T * (E * 6 + H * (double)(d->qk_nope + d->qk_rope + d->v_head) * 3 +
                         (k->moe ? (double)d->topk * (E * 2 + (double)d->moe_mlp * 3) +
                                       (double)(d->shared_experts * d->moe_mlp) * 3
@@ -394,6 +332,127 @@ static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shap
     k->act_saved = T * E * c->ab +
                    (sh->remat == SMOE_REMAT_NONE ? inner * c->ab
                     : sh->remat == SMOE_REMAT_DOTS ? inner * c->ab * 0.6 : 0);
+}
+
+/* A phase's forward time and the part of it whose outputs a custom remat
+ * policy saves, which the backward does not recompute. */
+typedef struct phase_t {
+    double fwd, kept;
+} phase_t;
+
+static void op_add(phase_t *p, double t, int saved)
+{
+    p->fwd += t;
+    if (saved)
+        p->kept += t;
+}
+
+#define RT(t) (1u << SMOE_RT_##t)
+
+/* The attention's ops (projections, the kernel, the out projection) into
+ * p, each kept when its output is saved (m: sim_rt_canon's bits). */
+static void attention_ops(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh, unsigned m,
+                          phase_t *p, double *elem)
+{
+    const double T = (double)(sh->batch * sh->seq), S = (double)sh->seq;
+    const double B = (double)sh->batch, E = (double)d->emb, H = (double)d->heads;
+    const double wb = c->ab; /* weights are cast to the compute type */
+    double core;
+    if (d->mla) { /* attention_mla.py: wq_a, wq_b (or wq), wkv_a, wkv_b, out */
+        double qk = (double)(d->qk_nope + d->qk_rope), kvl = (double)d->kv_lora;
+        if (d->q_lora) {
+            op_add(p, mm(c, T, E, (double)d->q_lora, wb), m & (RT(Q_WA) | RT(MLA_Q)));
+            op_add(p, mm(c, T, (double)d->q_lora, H * qk, wb), m & RT(QUERY));
+        } else {
+            op_add(p, mm(c, T, E, H * qk, wb), m & RT(QUERY));
+        }
+        op_add(p, mm(c, T, E, kvl + (double)d->qk_rope, wb), m & (RT(KV_WA) | RT(MLA_KV)));
+        op_add(p, mm(c, T, kvl, H * (double)(d->qk_nope + d->v_head), wb),
+               (m & RT(KEY)) && (m & RT(VALUE)));
+        op_add(p, mm(c, T, H * (double)d->v_head, E, wb), m & RT(OUT));
+        core = 2 * B * H * S * S * (qk + (double)d->v_head) * 0.5;
+        *elem += T * (E * 4 + (double)d->q_lora * 2 + kvl * 2 + H * (qk + (double)d->v_head) * 4);
+    } else {
+        double hd = (double)d->head_dim, KV = (double)d->kv_heads;
+        op_add(p, mm(c, T, E, H * hd, wb), m & RT(QUERY));
+        op_add(p, mm(c, T, E, KV * hd, wb), m & RT(KEY));
+        op_add(p, mm(c, T, E, KV * hd, wb), m & RT(VALUE));
+        op_add(p, mm(c, T, H * hd, E, wb), m & RT(OUT));
+        core = 2 * B * H * S * S * 2 * hd * 0.5;
+        *elem += T * (E * 4 + H * hd * 6);
+    }
+    /* the kernel: FLOPs at the matmul rate; scores are kept on chip
+     * (flash) on accelerators, materialised on cpu */
+    double scores = c->hw->kind == SMOE_HW_CPU ? B * H * S * S * 3 : 0;
+    double t = c->eff > 0 ? core / (rate(c, S, S, 128) * c->eff) + c->overhead
+                          : fmax(core / rate(c, S, S, 128), scores * c->ab / c->ew) + c->overhead;
+    op_add(p, t, m & RT(CONTEXT));
+}
+
+/* An MLP block of width f over T tokens (linears.py mlp_block: wi_0,
+ * wi_1, their product, wo; a MoE layer's shared experts too). */
+static void mlp_ops(const cost *c, double T, double in, double f, double out, unsigned m,
+                    phase_t *p)
+{
+    op_add(p, mm(c, T, in, f, c->ab), m & RT(MLPWI0));
+    op_add(p, mm(c, T, in, f, c->ab), m & RT(MLPWI1));
+    op_add(p, mm(c, T, f, out, c->ab), m & RT(MLPWO));
+    op_add(p, ew(c, T * f, 3), 0);
+}
+
+/* Compute of one layer kind: forward split around the expert exchange,
+ * backward = 2x the forward matmuls + the recompute of the remat policy:
+ * the whole forward (full), a share (save-dot-products), none, or, with
+ * a custom policy, the forward less the ops whose outputs it saves. */
+static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh,
+                          double e_local, sim_kind *k)
+{
+    const double T = (double)(sh->batch * sh->seq), E = (double)d->emb;
+    const unsigned m =
+        sh->remat == SMOE_REMAT_CUSTOM ? sim_rt_canon(d, sh->remat_dev | sh->remat_host) : 0;
+    phase_t pre = { 0, 0 }, ex = { 0, 0 };
+    double elem = 0, shared = 0, post = 0;
+    attention_ops(c, d, sh, m, &pre, &elem);
+    op_add(&pre, ew(c, elem, 1), 0);
+    if (!k->moe) {
+        mlp_ops(c, T, E, (double)d->mlp, E, m, &pre);
+    } else {
+        double ne = (double)d->experts, tk = (double)d->topk, f = (double)d->moe_mlp;
+        double in = (double)d->moe_in, sh_w = (double)(d->shared_experts * d->moe_mlp);
+        op_add(&pre, mm(c, T, in, ne, c->ab) + ew(c, T * ne, 4), 0); /* the router */
+        if (sh_w > 0) {
+            double before = pre.fwd;
+            mlp_ops(c, T, in, sh_w, E, m, &pre);
+            shared = pre.fwd - before;
+        }
+        /* rows this device's experts process: T * topk on average */
+        double rows = T * tk / e_local, up = 0, down = 0;
+        for (int i = 0; i < (int)e_local && i < 4096; i++) {
+            up += mm(c, rows, in, f, c->ab);
+            down += mm(c, rows, f, in, c->ab);
+        }
+        double scale = e_local > 4096 ? e_local / 4096 : 1;
+        op_add(&ex, up * scale, m & RT(MOE_WI0));
+        op_add(&ex, up * scale, m & RT(MOE_WI1));
+        op_add(&ex, down * scale, m & RT(MOE_WO));
+        op_add(&ex, ew(c, T * tk * f, 3) + ew(c, T * tk * E, 4), 0); /* activation, dispatch */
+        post = ew(c, T * tk * E, 2);
+    }
+    k->fwd_pre = pre.fwd;
+    k->pre_shared = pre.fwd > 0 ? shared / pre.fwd : 0;
+    k->fwd_exp = ex.fwd;
+    k->fwd_post = post;
+    double rc = sh->remat == SMOE_REMAT_NONE ? 0 : sh->remat == SMOE_REMAT_DOTS ? 0.15 : 1;
+    k->rc[0] = pre.fwd > 0 && m ? (pre.fwd - pre.kept) / pre.fwd : rc;
+    k->rc[1] = ex.fwd > 0 && m ? (ex.fwd - ex.kept) / ex.fwd : rc;
+    k->rc[2] = rc;
+    k->bwd_pre = pre.fwd * (2 + k->rc[0]);
+    k->bwd_exp = ex.fwd * (2 + k->rc[1]);
+    k->bwd_post = post * (2 + k->rc[2]);
+    k->bwd_full_pre = pre.fwd * 3; /* MaxText's prefetch path always remats fully */
+    k->bwd_full_exp = ex.fwd * 3;
+    k->bwd_full_post = post * 3;
+    layer_acts(c, d, sh, k);
 }
 
 static smoe_status add_weight(sim_kind *k, const sim_w *w, smoe_err *err)
@@ -686,6 +745,8 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     for (int k = 0; k < 2; k++) {
         layer_compute(&c, &d, sh, e_local, &m->k[k]);
         sim_mx_sizes(&d, sh, c.ab, ep, &m->k[k]);
+        if (m->k[k].act_host > 0) /* keys.c refuses offload without the figure */
+            m->k[k].offload_s = m->k[k].act_host / (hw->host_bandwidth / hw->devices_per_chip);
         if (cpu->compute_scale > 0) { /* measured kernels vs the roofline (cpu) */
             sim_kind *x = &m->k[k];
             double f = cpu->compute_scale;

@@ -62,29 +62,69 @@ static smoe_status sim_axes(const smoe_config *cfg, smoe_err *err)
 }
 
 /* remat_policy "custom" (MaxText decoders.py get_remat_policy:
- * save_and_offload_only_these_names over the per-tensor keys set to
- * "device" and "offload", pyconfig's tensors_on_device and
- * tensors_to_offload; base.yml's list of names at e591f30): with nothing
- * saved but the layer's input (which the scan keeps as its carry either
- * way) it is full remat. A tensor saved on the device or offloaded to the
- * host is another policy's memory and time: refused at its key. */
-static const char *const k_remat_tensors[] = {
-    "decoder_layer_input", "indexer_cutoff_threshold", "context", "mlpwi", "mlpwi_0",
-    "mlpwi_1", "mlpwo", "moe_mlpwi_0", "moe_mlpwi_1", "moe_mlpwo", "query_proj", "key_proj",
-    "value_proj", "kv_proj", "qkv_proj", "out_proj", "query_wa_proj", "kv_wa_proj", "mla_q",
-    "mla_kv", "attention_out", "engram",
+ * save_and_offload_only_these_names over pyconfig's tensors_on_device and
+ * tensors_to_offload, the per-tensor keys set to "device" and "offload";
+ * base.yml's names at e591f30, in smoe_rtensor's order). The layer input is
+ * the scan's carry, kept whatever its key says unless offloaded. A tensor
+ * the step model has no op for is refused at its key unless "remat". */
+static const char *const k_rt_key[SMOE_RT_N] = {
+    "decoder_layer_input", "query_proj", "key_proj", "value_proj", "kv_proj", "qkv_proj",
+    "context", "attention_out", "out_proj", "mlpwi", "mlpwi_0", "mlpwi_1", "mlpwo",
+    "moe_mlpwi_0", "moe_mlpwi_1", "moe_mlpwo", "query_wa_proj", "kv_wa_proj", "mla_q", "mla_kv",
 };
 
-static smoe_status sim_remat_custom(const smoe_config *cfg, smoe_err *err)
+const char *smoe_rtensor_key(smoe_rtensor t) { return t < SMOE_RT_N ? k_rt_key[t] : "?"; }
+
+#define RTB(t) (1u << SMOE_RT_##t)
+
+unsigned sim_rt_canon(const smoe_dims *d, unsigned names)
 {
-    for (size_t i = 0; i < sizeof k_remat_tensors / sizeof k_remat_tensors[0]; i++) {
-        smoe_key_rule r = { k_remat_tensors[i], SMOE_KEY_STR, i == 0 ? "device|remat" : "remat",
-                            i == 0 ? "the layer inputs offloaded to the host"
-                                   : "a custom remat policy that keeps this tensor" };
-        smoe_status s = smoe_key_check(cfg, &r, "smoe sim models custom remat with",
-                                       SIM_WOULD, err);
-        if (s)
+    const unsigned qkv = RTB(QUERY) | RTB(KEY) | RTB(VALUE), wi = RTB(MLPWI0) | RTB(MLPWI1);
+    unsigned r = names & ~(qkv | wi | RTB(QKV) | RTB(KV) | RTB(ATTN_OUT) | RTB(MLPWI));
+    if (!d->mla && d->fused_qkv)
+        r |= names & RTB(QKV) ? qkv : 0;
+    else
+        r |= names & qkv;
+    r |= names & RTB(KV) ? RTB(KEY) | RTB(VALUE) : 0;
+    r |= names & RTB(ATTN_OUT) ? RTB(CONTEXT) : 0;
+    if (d->fused_mlp)
+        r |= names & RTB(MLPWI) ? wi : 0;
+    else
+        r |= names & wi;
+    return r;
+}
+
+static smoe_status sim_remat_custom(const smoe_config *cfg, const smoe_hw *hw,
+                                    smoe_sim_shape *sh, smoe_err *err)
+{
+    static const smoe_key_rule unmodelled[] = {
+        { "indexer_cutoff_threshold", SMOE_KEY_STR, "remat", "the sparse indexer's threshold kept" },
+        { "engram", SMOE_KEY_STR, "remat", "the engram memory's output kept" },
+    };
+    smoe_status s;
+    for (size_t i = 0; i < sizeof unmodelled / sizeof unmodelled[0]; i++)
+        if ((s = smoe_key_check(cfg, &unmodelled[i], "smoe sim models custom remat with only",
+                                SIM_WOULD, err)))
             return s;
+    sh->remat_dev = sh->remat_host = 0;
+    for (int t = 0; t < SMOE_RT_N; t++) {
+        const smoe_node *n = smoe_config_get(cfg, k_rt_key[t]);
+        int dev = 0, host = 0; /* base.yml: remat (the input: device) */
+        if (n && smoe_node_type(n) != SMOE_T_NULL) {
+            const char *v; /* remat, device or offload (MaxTextConfig's enum) */
+            if ((s = smoe_config_str(cfg, k_rt_key[t], &v, err)))
+                return s;
+            dev = strcmp(v, "device") == 0;
+            host = strcmp(v, "offload") == 0;
+        }
+        if (host && !(hw->host_bandwidth > 0))
+            return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, k_rt_key[t]),
+                               "%s: offload: the hardware profile '%s' has no host_bandwidth to "
+                               "time the host transfers by", k_rt_key[t], hw->name);
+        if (t == SMOE_RT_INPUT && !host)
+            dev = 1; /* the scan's carry */
+        sh->remat_dev |= (unsigned)dev << t;
+        sh->remat_host |= (unsigned)host << t;
     }
     return SMOE_OK;
 }
@@ -96,7 +136,8 @@ static smoe_status sim_remat_custom(const smoe_config *cfg, smoe_err *err)
  * "none" as None, which get_remat_policy does not take (its chain of names
  * ends in an assertion that the policy is "full"): a null policy is
  * refused, and --remat none asks for no remat. */
-static smoe_status sim_remat(const smoe_config *cfg, smoe_remat *out, smoe_err *err)
+static smoe_status sim_remat(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_shape *sh,
+                             smoe_err *err)
 {
     static const smoe_key_rule r = { "remat_policy", SMOE_KEY_STR, "full|minimal|custom",
                                      "another policy's saved tensors; --remat picks a modelled one" };
@@ -111,9 +152,11 @@ static smoe_status sim_remat(const smoe_config *cfg, smoe_remat *out, smoe_err *
     if ((s = smoe_key_check(cfg, &r, SIM_ONLY, SIM_WOULD, err)) ||
         (n && (s = smoe_config_str(cfg, r.key, &v, err))))
         return s;
-    if (strcmp(v, "custom") == 0 && (s = sim_remat_custom(cfg, err)))
-        return s;
-    *out = strcmp(v, "minimal") == 0 ? SMOE_REMAT_DOTS : SMOE_REMAT_FULL;
+    if (strcmp(v, "custom") == 0) {
+        sh->remat = SMOE_REMAT_CUSTOM;
+        return sim_remat_custom(cfg, hw, sh, err);
+    }
+    sh->remat = strcmp(v, "minimal") == 0 ? SMOE_REMAT_DOTS : SMOE_REMAT_FULL;
     return SMOE_OK;
 }
 
@@ -145,7 +188,10 @@ static smoe_status sim_attention(const smoe_config *cfg, const smoe_hw *hw, int6
 
 const char *smoe_sim_remat_name(smoe_remat r)
 {
-    return r == SMOE_REMAT_NONE ? "none" : r == SMOE_REMAT_DOTS ? "save-dot-products" : "full";
+    return r == SMOE_REMAT_NONE     ? "none"
+           : r == SMOE_REMAT_DOTS   ? "save-dot-products"
+           : r == SMOE_REMAT_CUSTOM ? "custom"
+                                    : "full";
 }
 
 smoe_status smoe_sim_keys(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_shape *sh,
@@ -157,7 +203,7 @@ smoe_status smoe_sim_keys(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_sh
             return s;
     if ((s = sim_axes(cfg, err)))
         return s;
-    if (!sh->remat_set && (s = sim_remat(cfg, &sh->remat, err)))
+    if (!sh->remat_set && (s = sim_remat(cfg, hw, sh, err)))
         return s;
     if ((s = sim_attention(cfg, hw, sh->seq, err)))
         return s;

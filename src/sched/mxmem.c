@@ -11,6 +11,49 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* moe.py sparse_matmul: the routed rows arrive in a buffer of
+ * get_ragged_buffer_size rows (ragged_buffer_factor -1, base.yml: the
+ * worst case, T * topk * min(EP, experts / topk)); with use_ring_of_experts
+ * (roe_ag_and_route) every shard's tokens are all-gathered and permuted
+ * whole, T * EP * topk rows. */
+static double routed_rows(const smoe_dims *d, const smoe_sim_shape *sh, double ep)
+{
+    double rows = (double)(sh->batch * sh->seq) * (double)d->topk;
+    if (sh->ring_of_experts)
+        return rows * ep;
+    return ep > 1 ? rows * fmin(ep, (double)d->experts / (double)d->topk) : rows;
+}
+
+double sim_rt_bytes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, double ep, int moe,
+                    int t)
+{
+    const double T = (double)(sh->batch * sh->seq), E = (double)d->emb, H = (double)d->heads;
+    const double mlp = moe ? (double)(d->shared_experts * d->moe_mlp) : (double)d->mlp;
+    const double rows = moe ? routed_rows(d, sh, ep) : 0;
+    double q = H * (double)d->head_dim, kd = (double)(d->kv_heads * d->head_dim), vd = kd, ctx = q;
+    if (d->mla) {
+        q = kd = H * (double)(d->qk_nope + d->qk_rope);
+        vd = ctx = H * (double)d->v_head;
+    }
+    double e;
+    switch (t) {
+    case SMOE_RT_INPUT: case SMOE_RT_OUT: e = T * E; break;
+    case SMOE_RT_QUERY: e = T * q; break;
+    case SMOE_RT_KEY: e = T * kd; break;
+    case SMOE_RT_VALUE: e = T * vd; break;
+    case SMOE_RT_CONTEXT: e = T * ctx; break;
+    case SMOE_RT_MLPWI0: case SMOE_RT_MLPWI1: e = T * mlp; break;
+    case SMOE_RT_MLPWO: e = mlp > 0 ? T * E : 0; break;
+    case SMOE_RT_MOE_WI0: case SMOE_RT_MOE_WI1: e = rows * (double)d->moe_mlp; break;
+    case SMOE_RT_MOE_WO: e = rows * (double)d->moe_in; break;
+    case SMOE_RT_Q_WA: case SMOE_RT_MLA_Q: e = d->mla ? T * (double)d->q_lora : 0; break;
+    case SMOE_RT_KV_WA: e = d->mla ? T * (double)(d->kv_lora + d->qk_rope) : 0; break;
+    case SMOE_RT_MLA_KV: e = d->mla ? T * (double)d->kv_lora : 0; break;
+    default: e = 0; break;
+    }
+    return e * ab;
+}
+
 /* The activations of one layer kind, bytes per device, T tokens per device
  * in `ab`-byte elements, `ep` expert-parallel ways. */
 void sim_mx_sizes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, double ep, sim_kind *k)
@@ -37,19 +80,11 @@ void sim_mx_sizes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, doubl
         mlp = T * (3 * (double)d->mlp + E) * ab;
         named += T * (2 * (double)d->mlp + E) * ab;
     } else {
-        /* moe.py sparse_matmul: the routed rows arrive in a buffer of
-         * get_ragged_buffer_size rows (ragged_buffer_factor -1, base.yml: the
-         * worst case, T * topk * min(EP, experts / topk)); with
-         * use_ring_of_experts (roe_ag_and_route) every shard's tokens are
-         * all-gathered and permuted whole, T * EP * topk rows; the grouped
-         * matmuls' operands and outputs on them: the rows (emb), wi_0's and
-         * wi_1's outputs ("mlpwi_0", "moe_mlpwi_1"), their product, wo's
-         * output ("mlpwo"); the shared experts as an mlp_block */
-        double rows = T * (double)d->topk;
-        if (sh->ring_of_experts)
-            rows *= ep;
-        else if (ep > 1)
-            rows *= fmin(ep, (double)d->experts / (double)d->topk);
+        /* the grouped matmuls' operands and outputs on the routed rows
+         * (routed_rows): the rows (emb), wi_0's and wi_1's outputs
+         * ("mlpwi_0", "moe_mlpwi_1"), their product, wo's output ("mlpwo");
+         * the shared experts as an mlp_block */
+        double rows = routed_rows(d, sh, ep);
         double f = (double)d->moe_mlp, in = (double)d->moe_in;
         double sh_f = (double)(d->shared_experts * d->moe_mlp);
         mlp = rows * (2 * in + 3 * f) * ab + (sh_f > 0 ? T * (3 * sh_f + E) * ab : 0);
@@ -63,10 +98,25 @@ void sim_mx_sizes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, doubl
      * the scan keeps each layer's input ("decoder_layer_input") alone;
      * "minimal" (save-dot-products) saves the names of minimal_policy
      * (query_proj, key_proj, value_proj, out_proj, mlpwi_0, mlpwi_1,
-     * mlpwo); none keeps every residual */
+     * mlpwo); none keeps every residual; "custom" keeps its tensors on the
+     * device (its offloaded ones live in host memory, moved each way once:
+     * act_host) */
     k->act_mx_saved = k->act_input + (sh->remat == SMOE_REMAT_DOTS   ? named
                                       : sh->remat == SMOE_REMAT_NONE ? k->act_mx_res
                                                                      : 0);
+    k->act_host = 0;
+    if (sh->remat == SMOE_REMAT_CUSTOM) {
+        unsigned dev = sim_rt_canon(d, sh->remat_dev), host = sim_rt_canon(d, sh->remat_host);
+        k->act_mx_saved = 0;
+        for (int t = 0; t < SMOE_RT_N; t++) {
+            double b = sim_rt_bytes(d, sh, ab, ep, k->moe, t);
+            if (dev >> t & 1)
+                k->act_mx_saved += b;
+            else if (host >> t & 1)
+                k->act_host += b;
+        }
+        k->act_saved = k->act_mx_saved; /* smoe's runtime under the same policy */
+    }
 }
 
 void sim_mx_mem(sim *x, double t, double bytes, int cat)
@@ -90,7 +140,7 @@ void sim_mx_mem(sim *x, double t, double bytes, int cat)
 void sim_mx_unit(sim *x, const sim_kind *k, int bwd, double start, double end)
 {
     double saved = x->mx ? k->act_input : k->act_mx_saved;
-    double extra = saved - k->act_input; /* kept beyond the input */
+    double extra = fmax(0, saved - k->act_input); /* kept beyond the input */
     double tr = bwd ? fmax(0, k->act_mx_res - extra) : k->act_mx_fwd;
     if (!bwd)
         sim_mx_mem(x, start, saved, SIM_MEM_ACT);

@@ -42,7 +42,8 @@ typedef struct sim_kind {
     double fwd_pre, fwd_exp, fwd_post;
     double bwd_pre, bwd_exp, bwd_post; /* with rematerialisation */
     double bwd_full_pre, bwd_full_exp, bwd_full_post; /* with full remat */
-    double recompute;                  /* forward passes recomputed in the backward */
+    double rc[3];                      /* the share of each phase's forward (pre,
+                                          experts, post) the backward recomputes */
     double pre_shared;                 /* the shared experts' part of pre (0..1) */
     double a2a_s;                      /* one expert exchange */
     double permute_s;                  /* dispatch + combine of one forward pass */
@@ -57,7 +58,22 @@ typedef struct sim_kind {
     double act_mx_fwd;   /* residual buffers live in the forward */
     double act_mx_res;   /* every residual of the layer (its backward) */
     double act_mx_saved; /* kept for the backward under the remat policy */
+    double act_host;     /* offloaded to the host by a custom remat policy */
+    double offload_s;    /* act_host over the host link, one way */
 } sim_kind;
+
+/* The op outputs the remat tensor names of `names` (bits 1 << smoe_rtensor)
+ * save in a model of dimensions d, as bits of the canonical names: INPUT,
+ * QUERY, KEY, VALUE, CONTEXT, OUT, MLPWI0, MLPWI1, MLPWO, MOE_WI0, MOE_WI1,
+ * MOE_WO, Q_WA, KV_WA, MLA_Q, MLA_KV. The fused names become their parts
+ * where the model fuses (fused_qkv: qkv_proj, else query_proj, key_proj,
+ * value_proj; fused_mlp: mlpwi, else mlpwi_0, mlpwi_1); kv_proj is key
+ * and value, attention_out the kernel's output as context is. */
+unsigned sim_rt_canon(const smoe_dims *d, unsigned names);
+/* Bytes per device of the canonical tensor t of one layer kind (k->moe),
+ * T tokens in ab-byte elements, ep expert-parallel ways. */
+double sim_rt_bytes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, double ep, int moe,
+                    int t);
 
 #define SIM_MAX_LAYERS 512
 

@@ -358,22 +358,27 @@ static double experts_fwd(sim *x, int u, double t, double dur, const char *name)
  * training. c[3]: the backward's phases. */
 static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const double c[3])
 {
-    double rc = x->mx ? 1 : k->recompute;
     const char *nm[3] = { x->name, "experts", "combine" };
     /* the passes follow the forward's phases, scaled so that they sum to
      * the backward's total (1 unless a profile set it) */
-    double fsum = k->fwd_pre + k->fwd_exp + k->fwd_post, bsum = c[0] + c[1] + c[2];
-    double sc = fsum > 0 ? bsum / ((rc + 2) * fsum) : 1;
+    double rc[3];
+    for (int j = 0; j < 3; j++)
+        rc[j] = x->mx ? 1 : k->rc[j];
+    double fsum = (rc[0] + 2) * k->fwd_pre + (rc[1] + 2) * k->fwd_exp + (rc[2] + 2) * k->fwd_post;
+    double bsum = c[0] + c[1] + c[2];
+    double sc = fsum > 0 ? bsum / fsum : 1;
     double fw[3] = { k->fwd_pre * sc, k->fwd_exp * sc, k->fwd_post * sc };
     double first = x->split ? 0 : fw[0] * k->pre_shared; /* smoe: shared experts first */
     double t = start;
     int waited = 0;
     for (int pass = 0; pass < 2; pass++) {
-        double f = pass == 0 ? rc : 2;
-        if (f <= 0)
+        if (pass == 0 && rc[0] + rc[1] + rc[2] <= 0)
             continue;
         for (int j = 0; j < 3; j++) {
             int ph = pass == 0 ? j : 2 - j; /* 0 pre, 1 experts, 2 combine */
+            double f = pass == 0 ? rc[ph] : 2; /* a phase kept whole is not recomputed */
+            if (f <= 0)
+                continue;
             if (ph == 1 && !waited && x->xla && k->moe)
                 issue_point(x, u, 0, 2, t); /* the MoE block's entry */
             if (j > 0 && k->moe && k->a2a_s + k->permute_s > 0) {
@@ -444,6 +449,13 @@ static void run_unit(sim *x, int u)
             if (c[2] > 0)
                 t = sim_compute(x, t, c[2], "experts");
         }
+    }
+    /* a custom remat policy's offloaded tensors, to the host in the forward
+     * and back in the backward, on the host link beside the compute (XLA's
+     * asynchronous copies): a unit ends once its copies are done */
+    if (k->offload_s > 0 && !x->mx) {
+        x->host = fmax(x->host, start) + k->offload_s;
+        t = x->comp = fmax(t, x->host);
     }
     /* the gathered weights (XLA's backward frees each with its transpose,
      * smoe's executor its buffer when the gradients in it are reduced) */

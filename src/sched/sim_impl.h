@@ -23,6 +23,7 @@ typedef struct sim {
     const smoe_sim_sched *s;
     smoe_trace *trace;
     double comp, geng, aeng_own, reng_own;
+    double host; /* the host link's clock: custom remat's offloaded tensors */
     double *aeng, *reng; /* expert exchanges, reductions */
     double *gend;  /* (2L) prefetched gathers of a unit done */
     double *gend_exp; /* (2L) the same for its routed experts' weights (split) */
