@@ -50,7 +50,7 @@ dev=configs/public-runs/dev/deepseek3-671b-tpu7x-4x8x8-xlp.yml
 mkdir -p "$dir/dev" "$dir/check"
 grep -v "remat_policy=custom" "$dev" >"$dir/dev/pred.yml"
 echo "remat: full" >>"$dir/dev/pred.yml"
-sed 's/^overrides:$/overrides:\n  - quantization=fp8_full/' "$dev" >"$dir/dev/refused.yml"
+sed 's/^overrides:$/overrides:\n  - quantization=int8/' "$dev" >"$dir/dev/refused.yml"
 if sh "$bench" "$build" --check "$dir/dev/pred.yml" "$dir/dev/refused.yml" >"$dir/two" 2>"$dir/err"; then
   ok "a predicted and a refused run"
 else
@@ -68,7 +68,7 @@ want=$(awk -v p="$pred" -v m="$meas" 'BEGIN {
 echo "$want" | while IFS= read -r line; do grep -qxF "$line" "$dir/two" || echo "$line"; done >"$dir/miss"
 [ -s "$dir/miss" ] && bad "expected: $(cat "$dir/miss"); got: $(cat "$dir/two")" ||
   ok "the predicted row and the summary, recomputed ($pred ms against $meas ms)"
-grep -q "^| dev | refused | tpu7x | refused: argument 'quantization=fp8_full': .* | $meas.0 | miss |$" \
+grep -q "^| dev | refused | tpu7x | refused: argument 'quantization=int8': .* | $meas.0 | miss |$" \
   "$dir/two" && ok "the refusal is one line, a miss" || bad "refused row: $(grep refused "$dir/two")"
 grep -q "^check set: 0 runs, " "$dir/two" && ok "a set by its folder" || bad "sets: $(cat "$dir/two")"
 

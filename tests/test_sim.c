@@ -789,6 +789,34 @@ static void test_custom_remat(const char *cfgdir)
     smoe_sim_model_free(co);
 }
 
+/* quantization=fp8_full by hand (deepseek2-16b on tpu7x, whose fp8 rate is
+ * twice its bf16 one): the routed experts' matmuls take half the time,
+ * the attention kernel keeps its bf16 time (MLA: 2 x 16 heads x 2048^2 x
+ * (192 + 128) x 0.5 FLOPs) while the projections halve, and the head and
+ * the gathers are unchanged. */
+static void test_fp8_cost(const char *cfgdir)
+{
+    char msg[512];
+    const char *q[] = { "quantization=fp8_full", "use_qwix_quantization=true" };
+    smoe_sim_model *b = build_keys(cfgdir, NULL, 0, msg, sizeof msg);
+    smoe_sim_model *f = build_keys(cfgdir, q, 2, msg, sizeof msg);
+    CHECKF(b && f, "built: %s", msg);
+    if (b && f) {
+        const double core = 2.0 * 16 * 2048 * 2048 * 320 * 0.5 / (2.307e15 / 2 * 0.373);
+        CHECKF(NEAR(f->k[1].fwd_exp * 2, b->k[1].fwd_exp), "experts %g, bf16 %g",
+               f->k[1].fwd_exp, b->k[1].fwd_exp);
+        for (int k = 0; k < 2; k++)
+            CHECKF(fabs(f->k[k].fwd_pre - (core + (b->k[k].fwd_pre - core) / 2)) < 1e-12,
+                   "kind %d: pre %g, bf16 %g, kernel %g", k, f->k[k].fwd_pre, b->k[k].fwd_pre,
+                   core);
+        CHECKF(NEAR(f->head_s, b->head_s) && NEAR(f->top_gather_s, b->top_gather_s) &&
+                   NEAR(f->k[1].w[0].pre_s, b->k[1].w[0].pre_s),
+               "head and gathers unchanged");
+    }
+    smoe_sim_model_free(b);
+    smoe_sim_model_free(f);
+}
+
 /* The fused names become their parts where the model fuses, and name
  * nothing where it does not (sim_rt_canon). */
 static void test_rt_canon(void)
@@ -842,6 +870,7 @@ int main(int argc, char **argv)
     if (argc > 1) {
         test_hw_schema(argv[1]);
         test_custom_remat(argv[1]);
+        test_fp8_cost(argv[1]);
         test_vocab_tiling(argv[1]);
         const char *ep[] = { "ici_expert_parallelism=2" };
         test_memory(argv[1], ep, 1, 4, 4, 4, 4);

@@ -38,7 +38,7 @@ static smoe_status keys(const char *ov, const smoe_hw *hw, smoe_sim_shape *sh, c
 static void test_refused(const smoe_hw *hw)
 {
     static const char *const bad[] = {
-        "quantization=fp8_full", "quantization=int8", "sparse_matmul=false",
+        "quantization=int8", "sparse_matmul=false",
         "capacity_factor=1.25", "gradient_accumulation_steps=2",
         "optimizer_memory_host_offload=true", "parameter_memory_host_offload=true",
         "remat_policy=save_qkv_proj",
@@ -217,6 +217,36 @@ static void test_custom_remat(const smoe_hw *hw)
     smoe_config_free(cfg);
 }
 
+/* quantization fp8_full through Qwix: modelled where the profile has an
+ * fp8 rate; through AQT, or on a profile without the rate, refused at the
+ * key that decides. */
+static void test_fp8(const smoe_hw *hw)
+{
+    smoe_hw nofp8 = *hw;
+    nofp8.fp8_peak_flops = 0;
+    const char *o[2] = { "quantization=fp8_full", "use_qwix_quantization=true" };
+    smoe_err err;
+    for (int pass = 0; pass < 3; pass++) {
+        smoe_config *cfg = load_deepseek(cfgdir, o, pass == 2 ? 1 : 2);
+        smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
+        CHECK(cfg != NULL);
+        if (!cfg)
+            continue;
+        smoe_status s = smoe_sim_keys(cfg, pass == 1 ? &nofp8 : hw, &sh, &err);
+        if (pass == 0)
+            CHECKF(s == SMOE_OK && sh.fp8 == 1, "fp8_full through Qwix: %s", s ? err.msg : "-");
+        else if (pass == 1)
+            CHECKF(s == SMOE_EINVAL && strstr(err.msg, "quantization: fp8_full: the hardware "
+                                                        "profile 'tpu7x' has no fp8_peak_flops"),
+                   "no fp8 rate: '%s'", s ? err.msg : "accepted");
+        else
+            CHECKF(s == SMOE_EINVAL && strstr(err.msg, "use_qwix_quantization: smoe sim models "
+                                                        "fp8_full with only"),
+                   "fp8_full through AQT: '%s'", s ? err.msg : "accepted");
+        smoe_config_free(cfg);
+    }
+}
+
 /* The kernel-tuning keys: named when away from MaxText's default (a
  * local_sa_* key at null or at its sa_* twin's default is not), never
  * refused; the list is cut with "..." where the buffer ends. */
@@ -269,5 +299,6 @@ int main(int argc, char **argv)
     test_engine();
     test_tuned();
     test_custom_remat(&hw);
+    test_fp8(&hw);
     return check_report();
 }

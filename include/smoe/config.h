@@ -297,6 +297,7 @@ typedef struct smoe_hw {
     smoe_hw_kind kind;
     double devices_per_chip;
     double peak_flops;       /* dense FLOP/s per chip (bf16; fp32 for cpu) */
+    double fp8_peak_flops;   /* dense fp8 FLOP/s per chip; 0 = no fp8 matmuls */
     double hbm_bytes;        /* memory per chip */
     double hbm_bandwidth;    /* bytes/s per chip */
     double ici_bandwidth;    /* fast interconnect, bytes/s per chip, bidirectional */

@@ -118,6 +118,10 @@ typedef struct smoe_sim_shape {
     unsigned remat_host;  /* ... and of each one offloaded to the host */
     int dtype_bytes;      /* stored weights (weight_dtype) */
     int ring_of_experts;  /* EP by all-gather + reduce-scatter of tokens */
+    int fp8;              /* quantization=fp8_full (Qwix): the decoder layers'
+                             matmuls (projections, router, routed experts) at
+                             the profile's fp8 rate, forward and backward; the
+                             attention kernel and the head in the compute dtype */
     /* bytes per element; 0 = from the defaults below (smoe_sim_dtypes fills
      * them from a config as MaxText defaults them) */
     int compute_bytes;    /* activations and cast weights (dtype) */

@@ -106,6 +106,7 @@ static const struct hw_key {
     { "compute_efficiency", HW(compute_efficiency), 0, 0, { 1e-3, 1, 0, 1 } },
     { "permute_bandwidth", HW(permute_bandwidth), 0, 0, BW0 },
     { "host_bandwidth", HW(host_bandwidth), 0, 0, BW0 },
+    { "fp8_peak_flops", HW(fp8_peak_flops), 0, 0, { 1e6, 1e19, 0, 1 } },
     { "reduce_lag_bandwidth", HW(cpu.reduce_lag_bandwidth), 0, 0, BW0 },
     { "optimizer_rate", HW(cpu.optimizer_rate), 0, 0, { 1e3, 1e15, 0, 1 } },
     { "core_share", HW(cpu.core_share), 0, 0, { 1e-3, 1, 0, 1 } },

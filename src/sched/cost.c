@@ -350,9 +350,10 @@ static void op_add(phase_t *p, double t, int saved)
 #define RT(t) (1u << SMOE_RT_##t)
 
 /* The attention's ops (projections, the kernel, the out projection) into
- * p, each kept when its output is saved (m: sim_rt_canon's bits). */
-static void attention_ops(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh, unsigned m,
-                          phase_t *p, double *elem)
+ * p, each kept when its output is saved (m: sim_rt_canon's bits); the
+ * projections at cq's rates (quantized), the kernel at c's. */
+static void attention_ops(const cost *c, const cost *cq, const smoe_dims *d,
+                          const smoe_sim_shape *sh, unsigned m, phase_t *p, double *elem)
 {
     const double T = (double)(sh->batch * sh->seq), S = (double)sh->seq;
     const double B = (double)sh->batch, E = (double)d->emb, H = (double)d->heads;
@@ -361,23 +362,23 @@ static void attention_ops(const cost *c, const smoe_dims *d, const smoe_sim_shap
     if (d->mla) { /* attention_mla.py: wq_a, wq_b (or wq), wkv_a, wkv_b, out */
         double qk = (double)(d->qk_nope + d->qk_rope), kvl = (double)d->kv_lora;
         if (d->q_lora) {
-            op_add(p, mm(c, T, E, (double)d->q_lora, wb), m & (RT(Q_WA) | RT(MLA_Q)));
-            op_add(p, mm(c, T, (double)d->q_lora, H * qk, wb), m & RT(QUERY));
+            op_add(p, mm(cq, T, E, (double)d->q_lora, wb), m & (RT(Q_WA) | RT(MLA_Q)));
+            op_add(p, mm(cq, T, (double)d->q_lora, H * qk, wb), m & RT(QUERY));
         } else {
-            op_add(p, mm(c, T, E, H * qk, wb), m & RT(QUERY));
+            op_add(p, mm(cq, T, E, H * qk, wb), m & RT(QUERY));
         }
-        op_add(p, mm(c, T, E, kvl + (double)d->qk_rope, wb), m & (RT(KV_WA) | RT(MLA_KV)));
-        op_add(p, mm(c, T, kvl, H * (double)(d->qk_nope + d->v_head), wb),
+        op_add(p, mm(cq, T, E, kvl + (double)d->qk_rope, wb), m & (RT(KV_WA) | RT(MLA_KV)));
+        op_add(p, mm(cq, T, kvl, H * (double)(d->qk_nope + d->v_head), wb),
                (m & RT(KEY)) && (m & RT(VALUE)));
-        op_add(p, mm(c, T, H * (double)d->v_head, E, wb), m & RT(OUT));
+        op_add(p, mm(cq, T, H * (double)d->v_head, E, wb), m & RT(OUT));
         core = 2 * B * H * S * S * (qk + (double)d->v_head) * 0.5;
         *elem += T * (E * 4 + (double)d->q_lora * 2 + kvl * 2 + H * (qk + (double)d->v_head) * 4);
     } else {
         double hd = (double)d->head_dim, KV = (double)d->kv_heads;
-        op_add(p, mm(c, T, E, H * hd, wb), m & RT(QUERY));
-        op_add(p, mm(c, T, E, KV * hd, wb), m & RT(KEY));
-        op_add(p, mm(c, T, E, KV * hd, wb), m & RT(VALUE));
-        op_add(p, mm(c, T, H * hd, E, wb), m & RT(OUT));
+        op_add(p, mm(cq, T, E, H * hd, wb), m & RT(QUERY));
+        op_add(p, mm(cq, T, E, KV * hd, wb), m & RT(KEY));
+        op_add(p, mm(cq, T, E, KV * hd, wb), m & RT(VALUE));
+        op_add(p, mm(cq, T, H * hd, E, wb), m & RT(OUT));
         core = 2 * B * H * S * S * 2 * hd * 0.5;
         *elem += T * (E * 4 + H * hd * 6);
     }
@@ -391,12 +392,12 @@ static void attention_ops(const cost *c, const smoe_dims *d, const smoe_sim_shap
 
 /* An MLP block of width f over T tokens (linears.py mlp_block: wi_0,
  * wi_1, their product, wo; a MoE layer's shared experts too). */
-static void mlp_ops(const cost *c, double T, double in, double f, double out, unsigned m,
-                    phase_t *p)
+static void mlp_ops(const cost *c, const cost *cq, double T, double in, double f, double out,
+                    unsigned m, phase_t *p)
 {
-    op_add(p, mm(c, T, in, f, c->ab), m & RT(MLPWI0));
-    op_add(p, mm(c, T, in, f, c->ab), m & RT(MLPWI1));
-    op_add(p, mm(c, T, f, out, c->ab), m & RT(MLPWO));
+    op_add(p, mm(cq, T, in, f, c->ab), m & RT(MLPWI0));
+    op_add(p, mm(cq, T, in, f, c->ab), m & RT(MLPWI1));
+    op_add(p, mm(cq, T, f, out, c->ab), m & RT(MLPWO));
     op_add(p, ew(c, T * f, 3), 0);
 }
 
@@ -412,24 +413,28 @@ static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shap
         sh->remat == SMOE_REMAT_CUSTOM ? sim_rt_canon(d, sh->remat_dev | sh->remat_host) : 0;
     phase_t pre = { 0, 0 }, ex = { 0, 0 };
     double elem = 0, shared = 0, post = 0;
-    attention_ops(c, d, sh, m, &pre, &elem);
+    cost q = *c; /* the layers' quantized matmuls (smoe_sim_shape.fp8) */
+    if (sh->fp8)
+        q.flops = c->hw->fp8_peak_flops / c->hw->devices_per_chip;
+    const cost *cq = &q;
+    attention_ops(c, cq, d, sh, m, &pre, &elem);
     op_add(&pre, ew(c, elem, 1), 0);
     if (!k->moe) {
-        mlp_ops(c, T, E, (double)d->mlp, E, m, &pre);
+        mlp_ops(c, cq, T, E, (double)d->mlp, E, m, &pre);
     } else {
         double ne = (double)d->experts, tk = (double)d->topk, f = (double)d->moe_mlp;
         double in = (double)d->moe_in, sh_w = (double)(d->shared_experts * d->moe_mlp);
-        op_add(&pre, mm(c, T, in, ne, c->ab) + ew(c, T * ne, 4), 0); /* the router */
+        op_add(&pre, mm(cq, T, in, ne, c->ab) + ew(c, T * ne, 4), 0); /* the router */
         if (sh_w > 0) {
             double before = pre.fwd;
-            mlp_ops(c, T, in, sh_w, E, m, &pre);
+            mlp_ops(c, cq, T, in, sh_w, E, m, &pre);
             shared = pre.fwd - before;
         }
         /* rows this device's experts process: T * topk on average */
         double rows = T * tk / e_local, up = 0, down = 0;
         for (int i = 0; i < (int)e_local && i < 4096; i++) {
-            up += mm(c, rows, in, f, c->ab);
-            down += mm(c, rows, f, in, c->ab);
+            up += mm(cq, rows, in, f, c->ab);
+            down += mm(cq, rows, f, in, c->ab);
         }
         double scale = e_local > 4096 ? e_local / 4096 : 1;
         op_add(&ex, up * scale, m & RT(MOE_WI0));

@@ -12,7 +12,6 @@
 #define SIM_WOULD "MaxText would run with"
 
 static const smoe_key_rule k_sim_refused[] = {
-    { "quantization", SMOE_KEY_STR, "", "quantized matmuls, at other rates and sizes" },
     { "sparse_matmul", SMOE_KEY_BOOL, "true", "dense matmuls over every expert" },
     { "capacity_factor", SMOE_KEY_NONPOS, "", "the experts with token dropping at a capacity" },
     { "gradient_accumulation_steps", SMOE_KEY_INT, "1", "micro-batches per update" },
@@ -129,6 +128,38 @@ static smoe_status sim_remat_custom(const smoe_config *cfg, const smoe_hw *hw,
     return SMOE_OK;
 }
 
+/* quantization (MaxText quantizations.py): "fp8_full" through Qwix
+ * (use_qwix_quantization; get_fp8_full_qwix_rule_w_sparsity: module_path
+ * "decoder/.*layers.*", ops dot_general, gmm and ragged_dot, e4m3 forward
+ * and e5m2 backward operands) quantizes every matmul of the decoder layers
+ * at use; the weights stay in weight_dtype, so the gathers do not change.
+ * The attention kernel (a Pallas kernel) and the head (decoder/logits_dense)
+ * are not quantized. Anything else is refused. */
+static smoe_status sim_quant(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_shape *sh,
+                             smoe_err *err)
+{
+    static const smoe_key_rule r = { "quantization", SMOE_KEY_STR, "|fp8_full",
+                                     "quantized matmuls, at other rates and sizes" };
+    static const smoe_key_rule qwix = { "use_qwix_quantization", SMOE_KEY_BOOL, "true",
+                                        "fp8_full through AQT, which smoe sim does not time" };
+    const char *v = "";
+    const smoe_node *n = smoe_config_get(cfg, r.key);
+    smoe_status s = smoe_key_check(cfg, &r, SIM_ONLY, SIM_WOULD, err);
+    if (s || (n && smoe_node_type(n) != SMOE_T_NULL && (s = smoe_config_str(cfg, r.key, &v, err))))
+        return s;
+    sh->fp8 = 0;
+    if (!*v)
+        return SMOE_OK;
+    if ((s = smoe_key_check(cfg, &qwix, "smoe sim models fp8_full with", SIM_WOULD, err)))
+        return s;
+    if (!(hw->fp8_peak_flops > 0))
+        return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, r.key),
+                           "quantization: fp8_full: the hardware profile '%s' has no "
+                           "fp8_peak_flops (no fp8 matmul rate)", hw->name);
+    sh->fp8 = 1;
+    return SMOE_OK;
+}
+
 /* remat_policy (MaxText layers/decoders.py get_remat_policy): "full" remats
  * the layer with no saved names, "minimal" saves every projection's output
  * but the attention context (the dot products); the named-tensor and
@@ -202,6 +233,8 @@ smoe_status smoe_sim_keys(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_sh
         if ((s = smoe_key_check(cfg, &k_sim_refused[i], SIM_ONLY, SIM_WOULD, err)))
             return s;
     if ((s = sim_axes(cfg, err)))
+        return s;
+    if ((s = sim_quant(cfg, hw, sh, err)))
         return s;
     if (!sh->remat_set && (s = sim_remat(cfg, hw, sh, err)))
         return s;
