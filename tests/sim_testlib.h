@@ -43,16 +43,17 @@ static inline smoe_status run_depth(const smoe_sim_model *m, smoe_sim_executor e
     return smoe_sim_run(m, &s, r, NULL);
 }
 
-/* deepseek2-16b from CONFIG_DIR/base.yml with overrides; NULL (a check
+/* Model `model` from CONFIG_DIR/base.yml with overrides; NULL (a check
  * failed) when it does not load. */
-static inline smoe_config *load_deepseek(const char *cfgdir, const char *const *ov, int n_ov)
+static inline smoe_config *load_model(const char *cfgdir, const char *model,
+                                      const char *const *ov, int n_ov)
 {
     char base[1024];
     snprintf(base, sizeof base, "%s/base.yml", cfgdir);
     smoe_config_opts o;
     memset(&o, 0, sizeof o);
     o.base_path = base;
-    o.model = "deepseek2-16b";
+    o.model = model;
     o.overrides = ov;
     o.n_overrides = n_ov;
     smoe_config *cfg;
@@ -62,6 +63,12 @@ static inline smoe_config *load_deepseek(const char *cfgdir, const char *const *
         return NULL;
     }
     return cfg;
+}
+
+/* deepseek2-16b (load_model). */
+static inline smoe_config *load_deepseek(const char *cfgdir, const char *const *ov, int n_ov)
+{
+    return load_model(cfgdir, "deepseek2-16b", ov, n_ov);
 }
 
 /* A cpu profile with every key set. */

@@ -703,13 +703,13 @@ static void test_vocab_tiling(const char *cfgdir)
 /* deepseek2-16b on tpu7x (1 x 2048 tokens per device, EP 2) with MaxText's
  * keys read by smoe_sim_keys (remat_policy among them) and the overrides
  * ov[0..n); NULL when refused (its message in msg). */
-static smoe_sim_model *build_keys(const char *cfgdir, const char *const *ov, int n, char *msg,
-                                  size_t cap)
+static smoe_sim_model *build_model(const char *cfgdir, const char *model, const char *const *ov,
+                                   int n, char *msg, size_t cap)
 {
     const char *o[8] = { "ici_expert_parallelism=2" };
     for (int i = 0; i < n && i < 7; i++)
         o[i + 1] = ov[i];
-    smoe_config *cfg = load_deepseek(cfgdir, o, n + 1);
+    smoe_config *cfg = load_model(cfgdir, model, o, n + 1);
     smoe_err err;
     smoe_sim_model *m = NULL;
     char hwf[1024];
@@ -730,6 +730,40 @@ static smoe_sim_model *build_keys(const char *cfgdir, const char *const *ov, int
     smoe_plan_free(p);
     smoe_config_free(cfg);
     return m;
+}
+
+static smoe_sim_model *build_keys(const char *cfgdir, const char *const *ov, int n, char *msg,
+                                  size_t cap)
+{
+    return build_model(cfgdir, "deepseek2-16b", ov, n, msg, cap);
+}
+
+/* A scannable block (gemma4-31b: 10 stacked blocks of 6 decoder layers,
+ * a global one and 5 local ones) times 6 layers' compute a unit, beside
+ * the same dimensions as 60 plain layers (decoder_block llama2); the
+ * gathers stay the block's. */
+static void test_scannable_block(const char *cfgdir)
+{
+    char msg[512];
+    const char *plain[] = { "override_model_config=true", "decoder_block=llama2" };
+    smoe_sim_model *b = build_model(cfgdir, "gemma4-31b", NULL, 0, msg, sizeof msg);
+    smoe_sim_model *p = build_model(cfgdir, "gemma4-31b", plain, 2, msg, sizeof msg);
+    CHECKF(b && p, "built: %s", msg);
+    if (b && p) {
+        CHECK_INT(b->L, 10);
+        CHECK_INT(p->L, 60);
+        CHECKF(fabs(b->k[0].fwd_pre - 6 * p->k[0].fwd_pre) < 1e-9 * b->k[0].fwd_pre &&
+                   fabs(b->k[0].bwd_pre - 6 * p->k[0].bwd_pre) < 1e-9 * b->k[0].bwd_pre,
+               "block forward %g backward %g, layer %g %g", b->k[0].fwd_pre, b->k[0].bwd_pre,
+               p->k[0].fwd_pre, p->k[0].bwd_pre);
+        CHECKF(NEAR(b->k[0].act_input, p->k[0].act_input), "the block input once");
+        /* 6 layers' weights, the global layer's heads 512 wide (256 in
+         * the plain layers) */
+        CHECKF(b->k[0].bytes > 6 * p->k[0].bytes && b->k[0].bytes < 6.5 * p->k[0].bytes,
+               "block gathers %g bytes, layer %g", b->k[0].bytes, p->k[0].bytes);
+    }
+    smoe_sim_model_free(b);
+    smoe_sim_model_free(p);
 }
 
 /* remat_policy custom by hand (deepseek2-16b: MLA without q_lora, emb
@@ -870,6 +904,7 @@ int main(int argc, char **argv)
     if (argc > 1) {
         test_hw_schema(argv[1]);
         test_custom_remat(argv[1]);
+        test_scannable_block(argv[1]);
         test_fp8_cost(argv[1]);
         test_vocab_tiling(argv[1]);
         const char *ep[] = { "ici_expert_parallelism=2" };

@@ -221,7 +221,7 @@ void smoe_sim_model_set_compute(smoe_sim_model *m, int kind, double fwd, double 
  * rest just before use. With distance NULL every weight is prefetched
  * prefetch_depth layers ahead (0..SMOE_SIM_MAX_DEPTH). Either is turned
  * into a smoe_schedule (below) unless `schedule` is given. */
-#define SMOE_SIM_MAX_WEIGHTS 48
+#define SMOE_SIM_MAX_WEIGHTS 128
 #define SMOE_SIM_MAX_LEVEL 16
 /* What executes the schedule: the request's choice, never the profile's
  * (the profile says what the hardware is; on a cpu profile its CPU model

@@ -507,6 +507,24 @@ static double head_time(const cost *c, double T, double E, double V, double tile
     return tiles * 4 * mm(c, T / tiles, E, V, c->ab) + ew(c, T * V, 6);
 }
 
+/* A scannable block (MaxText's gemma4, gpt-oss, llama4, qwen3-next and
+ * olmo3 decoders scan a block of several decoder layers: decoders.py
+ * get_decoder_layers, the *ScannableBlock classes, rematerialised as one):
+ * each stacked layer of the plan is `sub` decoder layers. A unit's compute,
+ * expert exchanges and kept activations are sub layers' (the block input
+ * once); its gathers are already the block's weights. */
+static void block_scale(sim_kind *k, double sub)
+{
+    double *t[] = { &k->fwd_pre, &k->fwd_exp, &k->fwd_post, &k->bwd_pre, &k->bwd_exp,
+                    &k->bwd_post, &k->bwd_full_pre, &k->bwd_full_exp, &k->bwd_full_post,
+                    &k->a2a_s, &k->permute_s, &k->act_mx_res, &k->act_peak, &k->act_host,
+                    &k->offload_s };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        *t[i] *= sub;
+    k->act_mx_saved = k->act_input + (k->act_mx_saved - k->act_input) * sub;
+    k->act_saved = k->act_input + (k->act_saved - k->act_input) * sub;
+}
+
 /* Elements of smoe's runtime's gathered buffer of w (smoe train's): its
  * executable form (smoe_gather_exec_of) gathers every live axis, ahead or
  * at use, but keeps a routed weight's expert axis; the plan's bytes_out
@@ -776,6 +794,10 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     if (hw->permute_bandwidth > 0 && d.experts > 0)
         m->k[1].permute_s = 2 * T * (double)d.topk * (double)d.moe_in * c.ab /
                             (hw->permute_bandwidth / hw->devices_per_chip);
+    /* decoder layers a stacked layer holds (scannable blocks: block_scale) */
+    if (d.layers > m->L && d.layers % m->L == 0)
+        for (int k = 0; k < 2; k++)
+            block_scale(&m->k[k], (double)(d.layers / m->L));
     /* embedding lookup, the head (forward + backward), the optimizer */
     double V = (double)d.vocab, E = (double)d.emb;
     m->embed_fwd_s = ew(&c, T * E, 2);
