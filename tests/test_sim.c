@@ -767,8 +767,8 @@ static void test_scannable_block(const char *cfgdir)
 }
 
 /* remat_policy custom by hand (deepseek2-16b: MLA without q_lora, emb
- * 2048, 16 heads of 128 + 64, T = 2048; tpu7x: every FLOP at 2.307e15 / 2
- * x 0.373). The layer input alone is full remat; a saved tensor drops its
+ * 2048, 16 heads of 128 + 64, T = 2048; tpu7x: the dense matmuls at
+ * 2.307e15 / 2 x gemm_efficiency 0.85). The layer input alone is full remat; a saved tensor drops its
  * op from the backward's recompute and keeps its bytes on the device
  * (bf16); an offloaded one lives on the host and crosses the host link,
  * 1.5e10 / 2 bytes/s a device, each way. */
@@ -787,7 +787,7 @@ static void test_custom_remat(const char *cfgdir)
     smoe_sim_model *co = build_keys(cfgdir, off, 2, msg, sizeof msg);
     CHECKF(f && c && cq && ce && co, "built: %s", msg);
     if (f && c && cq && ce && co) {
-        const double T = 2048, ab = 2, rate = 2.307e15 / 2 * 0.373;
+        const double T = 2048, ab = 2, rate = 2.307e15 / 2 * 0.85; /* gemm_efficiency */
         const double mm_q = 2 * T * 2048 * 16 * 192 / rate; /* wq: emb -> 16 x 192 */
         for (int k = 0; k < 2; k++) {
             CHECKF(NEAR(c->k[k].bwd_pre, f->k[k].bwd_pre) && NEAR(c->k[k].bwd_exp, f->k[k].bwd_exp),
@@ -826,8 +826,8 @@ static void test_custom_remat(const char *cfgdir)
 /* quantization=fp8_full by hand (deepseek2-16b on tpu7x, whose fp8 rate is
  * twice its bf16 one): the routed experts' matmuls take half the time,
  * the attention kernel keeps its bf16 time (MLA: 2 x 16 heads x 2048^2 x
- * (192 + 128) x 0.5 FLOPs) while the projections halve, and the head and
- * the gathers are unchanged. */
+ * (192 + 128) x 0.5 FLOPs at compute_efficiency 0.274) while the
+ * projections halve, and the head and the gathers are unchanged. */
 static void test_fp8_cost(const char *cfgdir)
 {
     char msg[512];
@@ -836,7 +836,7 @@ static void test_fp8_cost(const char *cfgdir)
     smoe_sim_model *f = build_keys(cfgdir, q, 2, msg, sizeof msg);
     CHECKF(b && f, "built: %s", msg);
     if (b && f) {
-        const double core = 2.0 * 16 * 2048 * 2048 * 320 * 0.5 / (2.307e15 / 2 * 0.373);
+        const double core = 2.0 * 16 * 2048 * 2048 * 320 * 0.5 / (2.307e15 / 2 * 0.274);
         CHECKF(NEAR(f->k[1].fwd_exp * 2, b->k[1].fwd_exp), "experts %g, bf16 %g",
                f->k[1].fwd_exp, b->k[1].fwd_exp);
         for (int k = 0; k < 2; k++)
@@ -849,6 +849,27 @@ static void test_fp8_cost(const char *cfgdir)
     }
     smoe_sim_model_free(b);
     smoe_sim_model_free(f);
+}
+
+/* gemm_efficiency by hand (deepseek2-16b on tpu7x: the dense matmuls at
+ * 0.85 of 2.307e15 / 2, the attention kernel and routed experts at
+ * compute_efficiency 0.274): the head's three dots over 2048 tokens x
+ * 2048 x the 102400-word vocabulary, and the experts' forward (2048 x 6
+ * rows through 3 matmuls of 2048 x 1408). */
+static void test_gemm_split(const char *cfgdir)
+{
+    char msg[512];
+    smoe_sim_model *m = build_keys(cfgdir, NULL, 0, msg, sizeof msg);
+    CHECKF(m != NULL, "built: %s", msg);
+    if (!m)
+        return;
+    const double peak = 2.307e15 / 2, T = 2048;
+    double head = 3 * 2 * T * 2048 * 102400 / (peak * 0.85);
+    double ex = 3 * 2 * T * 6 * 2048 * 1408 / (peak * 0.274);
+    CHECKF(fabs(m->head_s - head) < 1e-9 * head, "head %g s, expected %g", m->head_s, head);
+    CHECKF(fabs(m->k[1].fwd_exp - ex) < 1e-9 * ex, "experts %g s, expected %g", m->k[1].fwd_exp,
+           ex);
+    smoe_sim_model_free(m);
 }
 
 /* The fused names become their parts where the model fuses, and name
@@ -906,6 +927,7 @@ int main(int argc, char **argv)
         test_custom_remat(argv[1]);
         test_scannable_block(argv[1]);
         test_fp8_cost(argv[1]);
+        test_gemm_split(argv[1]);
         test_vocab_tiling(argv[1]);
         const char *ep[] = { "ici_expert_parallelism=2" };
         test_memory(argv[1], ep, 1, 4, 4, 4, 4);

@@ -309,6 +309,11 @@ typedef struct smoe_hw {
     double collective_engines;
     double compute_efficiency; /* achieved / peak FLOP/s of the layers' matmul
                                   work, from a published run; 0 = 1 (roofline) */
+    double gemm_efficiency;    /* achieved / peak FLOP/s of a large dense matmul
+                                  (with compute_efficiency: the dense
+                                  projections, MLPs, router and head; the
+                                  attention kernel and routed experts keep
+                                  compute_efficiency); 0 = compute_efficiency */
     double host_bandwidth;     /* bytes/s per chip between the chip and its
                                   host, one direction (activations offloaded
                                   by a remat policy); 0 = not known */

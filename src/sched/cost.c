@@ -15,7 +15,9 @@ typedef struct cost {
     const smoe_mesh *mesh;
     double flops, small_flops, hbm, ew, ab, overhead;
     double eff; /* compute_efficiency: > 0 times every FLOP at peak x eff and
-                   folds memory-bound work into it (it was measured that way) */
+                   folds memory-bound work into it (it was measured that way);
+                   the dense matmuls at gemm_efficiency where the profile has
+                   it (dense_cost) */
     double ici, dcn; /* one-direction bytes/s per device */
     double ici_lat;  /* s per within-node step */
     double dcn_lat;  /* s per cross-node step */
@@ -334,6 +336,20 @@ static void layer_acts(const cost *c, const smoe_dims *d, const smoe_sim_shape *
                     : sh->remat == SMOE_REMAT_DOTS ? inner * c->ab * 0.6 : 0);
 }
 
+/* c for the dense matmuls (projections, dense and shared MLPs, router,
+ * head): at the profile's gemm_efficiency where it has one; the attention
+ * kernel and the routed experts' grouped matmuls keep compute_efficiency.
+ * fp8: at the fp8 rate (smoe_sim_shape.fp8). */
+static cost dense_cost(const cost *c, int fp8)
+{
+    cost d = *c;
+    if (c->hw->gemm_efficiency > 0 && c->eff > 0)
+        d.eff = c->hw->gemm_efficiency;
+    if (fp8)
+        d.flops = c->hw->fp8_peak_flops / c->hw->devices_per_chip;
+    return d;
+}
+
 /* A phase's forward time and the part of it whose outputs a custom remat
  * policy saves, which the backward does not recompute. */
 typedef struct phase_t {
@@ -413,10 +429,10 @@ static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shap
         sh->remat == SMOE_REMAT_CUSTOM ? sim_rt_canon(d, sh->remat_dev | sh->remat_host) : 0;
     phase_t pre = { 0, 0 }, ex = { 0, 0 };
     double elem = 0, shared = 0, post = 0;
-    cost q = *c; /* the layers' quantized matmuls (smoe_sim_shape.fp8) */
+    cost dq = dense_cost(c, sh->fp8), rq = *c; /* dense; routed (both fp8: quantized) */
     if (sh->fp8)
-        q.flops = c->hw->fp8_peak_flops / c->hw->devices_per_chip;
-    const cost *cq = &q;
+        rq.flops = dq.flops;
+    const cost *cq = &dq;
     attention_ops(c, cq, d, sh, m, &pre, &elem);
     op_add(&pre, ew(c, elem, 1), 0);
     if (!k->moe) {
@@ -433,8 +449,8 @@ static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shap
         /* rows this device's experts process: T * topk on average */
         double rows = T * tk / e_local, up = 0, down = 0;
         for (int i = 0; i < (int)e_local && i < 4096; i++) {
-            up += mm(cq, rows, in, f, c->ab);
-            down += mm(cq, rows, f, in, c->ab);
+            up += mm(&rq, rows, in, f, c->ab);
+            down += mm(&rq, rows, f, in, c->ab);
         }
         double scale = e_local > 4096 ? e_local / 4096 : 1;
         op_add(&ex, up * scale, m & RT(MOE_WI0));
@@ -807,7 +823,8 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         smoe_sim_model_free(m);
         return s;
     }
-    m->head_s = head_time(&c, T, E, V, (double)tiles);
+    cost dn = dense_cost(&c, 0); /* the head is not quantized (keys.c) */
+    m->head_s = head_time(&dn, T, E, V, (double)tiles);
     /* the logits dot's output: `dtype`, fp32 with logits_dot_in_fp32
      * (decoders.py apply_output_head); one tile's at a time */
     int fp32_logits = 0;
