@@ -561,8 +561,9 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
     int nu = 2 * m->L;
     /* per unit: its weights' issues and gradients (4 each at most), its
      * buffers and activations (mxmem.c: 3); the top-level terms */
-    x->cap = nu * (4 * SMOE_SIM_MAX_WEIGHTS + 12) + 32;
-    x->capbusy = m->use_compute ? nu * (2 * SMOE_SIM_MAX_WEIGHTS + 4) + 16 : 0;
+    int mw = m->k[0].nw > m->k[1].nw ? m->k[0].nw : m->k[1].nw;
+    x->cap = nu * (4 * mw + 12) + 32;
+    x->capbusy = m->use_compute ? nu * (2 * mw + 4) + 16 : 0;
     x->ev = smoe_malloc(sizeof *x->ev * (size_t)x->cap);
     x->gend = smoe_calloc(3 * (size_t)nu, sizeof *x->gend);
     x->gend_exp = x->gend ? x->gend + nu : NULL;
@@ -570,7 +571,7 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
     x->busy0 = x->capbusy ? smoe_malloc(sizeof(double) * 3 * (size_t)x->capbusy) : NULL;
     x->busy1 = x->busy0 ? x->busy0 + x->capbusy : NULL;
     x->busyw = x->busy0 ? x->busy0 + 2 * x->capbusy : NULL;
-    x->capq = nu * (2 * SMOE_SIM_MAX_WEIGHTS + 8) + 16;
+    x->capq = nu * (2 * mw + 8) + 16;
     x->qs = smoe_malloc(sizeof(double) * 3 * (size_t)x->capq);
     x->qu = smoe_malloc(sizeof(int) * 2 * (size_t)x->capq);
     x->qn = smoe_malloc(sizeof(const char *) * (size_t)x->capq);
