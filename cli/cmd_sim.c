@@ -111,6 +111,59 @@ static int64_t config_count(const smoe_config *cfg, const char *key, int64_t hi)
     return (int64_t)v;
 }
 
+/* The shape's batch with the plan's context axis (smoe_sim_shape.context):
+ * per_device_batch_size x context sequences per group of context devices
+ * (MaxText's fractional batches: 0.125 on 8-way context parallelism is a
+ * sequence's eighth a device), pdbs > 0 from the config, else --batch's
+ * per-device sequences; the first build sets it, a variant must keep the
+ * axis. */
+static void context_shape(const smoe_config *cfg, const smoe_plan *p, double pdbs,
+                          smoe_sim_shape *sh)
+{
+    smoe_err err;
+    int64_t cp = smoe_mesh_axis_size(&p->mesh, "context");
+    if (sh->context > 0) {
+        if (cp != sh->context)
+            cli_usage_error(NULL, "a variant changes the context axis (%lld ways, the run's %lld)",
+                            (long long)cp, (long long)sh->context);
+        return;
+    }
+    double b = pdbs > 0 ? pdbs * (double)cp : (double)sh->batch * (double)cp;
+    if (!(b >= 1 && b <= (double)SMOE_SIM_MAX_BATCH && b == (double)(int64_t)b)) {
+        smoe_err_at(&err, SMOE_EINVAL, smoe_config_loc(cfg, "per_device_batch_size"),
+                    "per_device_batch_size = %g: with %lld-way context parallelism smoe sim needs "
+                    "it times the context axis a whole number of sequences in [1, %lld] (below "
+                    "1, MaxText splits each sequence over the context axis)",
+                    pdbs > 0 ? pdbs : (double)sh->batch, (long long)cp,
+                    (long long)SMOE_SIM_MAX_BATCH);
+        cli_die(&err);
+    }
+    if (sh->seq % cp) {
+        smoe_err_at(&err, SMOE_EINVAL, smoe_config_loc(cfg, "max_target_length"),
+                    "max_target_length = %lld: the context axis (%lld ways) must divide it",
+                    (long long)sh->seq, (long long)cp);
+        cli_die(&err);
+    }
+    sh->batch = (int64_t)b;
+    sh->context = cp;
+}
+
+/* A positive number (per_device_batch_size), or die naming it. */
+static double config_pos(const smoe_config *cfg, const char *key)
+{
+    double v;
+    smoe_err err;
+    if (smoe_config_float(cfg, key, &v, &err))
+        cli_die(&err);
+    if (!(v > 0 && v <= (double)SMOE_SIM_MAX_BATCH)) {
+        smoe_err_at(&err, SMOE_EINVAL, smoe_config_loc(cfg, key),
+                    "%s = %g: smoe sim needs a number in (0, %lld] (or --batch)", key, v,
+                    (long long)SMOE_SIM_MAX_BATCH);
+        cli_die(&err);
+    }
+    return v;
+}
+
 /* The bytes per element smoe's gathers move with c's --gather-dtype: the
  * plan's gathered bytes over all layers with that wire (the plan layer
  * checks the int8 block rule and picks the fallbacks) over the stored
@@ -185,14 +238,16 @@ static smoe_sim_model *build(const cli_common *c, const char *rules, const char 
         cc.rules = rules;
     smoe_config *cfg = cli_load_config(&cc);
     smoe_err err;
+    double pdbs = sh.batch ? 0 : config_pos(cfg, "per_device_batch_size");
     if (!sh.batch)
-        sh.batch = config_count(cfg, "per_device_batch_size", SMOE_SIM_MAX_BATCH);
+        sh.batch = 1; /* context_shape sets it below, with the mesh */
     if (!sh.seq)
         sh.seq = config_count(cfg, "max_target_length", SMOE_SIM_MAX_SEQ);
     if (smoe_sim_keys(cfg, hw, &sh, &err))
         cli_die(&err);
     cc.dtype_bytes = sh.dtype_bytes;
     smoe_plan *p = cli_build_plan(&cc, cfg);
+    context_shape(cfg, p, pdbs, &sh);
     if (c->gather_dtype != SMOE_DT_FP32 || c->int8_block || c->int8_fallback != SMOE_DT_INT8)
         sh.wire_bytes = wire_bytes(c, &cc, cfg, p);
     free(kv);
@@ -548,7 +603,7 @@ static smoe_sim_shape reading_shape(const sim_args *a, const smoe_sim_shape *sh,
         int64_t v = (int64_t)ft->value[j];
         switch (ft->key) {
         case SMOE_FACT_SEQ: x.seq = v; break;
-        case SMOE_FACT_BATCH: x.batch = v; break;
+        case SMOE_FACT_BATCH: x.batch = v * (x.context > 1 ? x.context : 1); break;
         case SMOE_FACT_DTYPE_BYTES: x.dtype_bytes = (int)v; break;
         case SMOE_FACT_MX_GATHER: x.mx_gather_bytes = (int)v; break;
         }
@@ -616,11 +671,19 @@ static void run_budget(const sim_args *a, sim_rows *R, const smoe_sim_model *m)
 static void print_head(const sim_args *a, const sim_rows *R, const smoe_hw *hw, const char *hwf,
                        const smoe_plan *plan, const smoe_sim_shape *sh)
 {
-    printf("hardware: %s (%s); %lld devices; batch %lld x seq %lld per device, remat %s; "
+    char shape[160];
+    if (sh->context > 1)
+        snprintf(shape, sizeof shape, "batch %lld x seq %lld per %lld devices (context %lld: "
+                 "%.0f tokens per device)", (long long)sh->batch, (long long)sh->seq,
+                 (long long)sh->context, (long long)sh->context, smoe_sim_tokens(sh));
+    else
+        snprintf(shape, sizeof shape, "batch %lld x seq %lld per device", (long long)sh->batch,
+                 (long long)sh->seq);
+    printf("hardware: %s (%s); %lld devices; %s, remat %s; "
            "bytes per element: weights %d, compute %d, gradients %d, moments %d + %d\n",
-           hw->name, hwf, (long long)smoe_mesh_devices(&plan->mesh), (long long)sh->batch,
-           (long long)sh->seq, a->remat ? a->remat : smoe_sim_remat_name(sh->remat),
-           sh->dtype_bytes, sh->compute_bytes, sh->grad_bytes, sh->mu_bytes, sh->nu_bytes);
+           hw->name, hwf, (long long)smoe_mesh_devices(&plan->mesh), shape,
+           a->remat ? a->remat : smoe_sim_remat_name(sh->remat), sh->dtype_bytes,
+           sh->compute_bytes, sh->grad_bytes, sh->mu_bytes, sh->nu_bytes);
     if (g_tuned[0])
         printf("kernel tuning not modelled (kernels are timed by FLOPs and bytes at any "
                "tuning): %s\n", g_tuned);

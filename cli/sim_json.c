@@ -71,6 +71,7 @@ void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const smoe_s
     cJSON *shape = cJSON_AddObjectToObject(root, "shape"); /* as simulated */
     cJSON_AddNumberToObject(shape, "batch", (double)sh->batch);
     cJSON_AddNumberToObject(shape, "seq", (double)sh->seq);
+    cJSON_AddNumberToObject(shape, "context", (double)(sh->context > 1 ? sh->context : 1));
     cJSON_AddNumberToObject(shape, "weight_bytes", sh->dtype_bytes);
     cJSON_AddNumberToObject(shape, "compute_bytes", sh->compute_bytes);
     cJSON_AddNumberToObject(shape, "grad_bytes", sh->grad_bytes);

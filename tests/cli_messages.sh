@@ -50,6 +50,16 @@ says 2 "argument '--hbm-budget' .*no cpu-mpi profile $dir/cfg/hardware/cpu-mpi.y
 
 # schedules: a NaN is placed at its line:col; --schedule paths that are
 # not UTF-8 become valid JSON keys (the byte as \xFF)
+# a fractional batch needs the context axis to split each sequence
+sim_ds() { "$smoe" sim --model deepseek2-16b --devices 16 --hardware tpu7x "$@"; }
+says 2 "argument 'per_device_batch_size=0.5': per_device_batch_size = 0.5: with 1-way context parallelism smoe sim needs it times the context axis a whole number" \
+  sim_ds per_device_batch_size=0.5
+says 2 "argument 'max_target_length=2047': max_target_length = 2047: the context axis \(2 ways\) must divide it" \
+  sim_ds per_device_batch_size=0.5 ici_context_parallelism=2 max_target_length=2047
+if sim_ds per_device_batch_size=0.5 ici_context_parallelism=2 2>"$dir/err" |
+   grep -q "batch 1 x seq 2048 per 2 devices (context 2: 1024 tokens per device)"; then
+  ok "sim: per_device_batch_size 0.5 on 2-way context parallelism is a sequence's half a device"
+else bad "sim: a fractional batch on the context axis: $(head -c 300 "$dir/err")"; fi
 sim_tiny --hardware h100 --schedule-out "$dir/s.json" >/dev/null 2>&1 || bad "sim --schedule-out"
 sed 's/"layers":.*/"layers":\tNaN,/' "$dir/s.json" >"$dir/nan.json"
 says 2 "$dir/nan.json:4:12: not JSON$" train1 --steps 1 --schedule "$dir/nan.json"

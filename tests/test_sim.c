@@ -703,8 +703,19 @@ static void test_vocab_tiling(const char *cfgdir)
 /* deepseek2-16b on tpu7x (1 x 2048 tokens per device, EP 2) with MaxText's
  * keys read by smoe_sim_keys (remat_policy among them) and the overrides
  * ov[0..n); NULL when refused (its message in msg). */
+static smoe_sim_model *build_shape(const char *cfgdir, const char *model, const char *const *ov,
+                                   int n, smoe_sim_shape sh, char *msg, size_t cap);
+
 static smoe_sim_model *build_model(const char *cfgdir, const char *model, const char *const *ov,
                                    int n, char *msg, size_t cap)
+{
+    smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
+    return build_shape(cfgdir, model, ov, n, sh, msg, cap);
+}
+
+/* build_model at the shape sh (its keys read by smoe_sim_keys). */
+static smoe_sim_model *build_shape(const char *cfgdir, const char *model, const char *const *ov,
+                                   int n, smoe_sim_shape sh, char *msg, size_t cap)
 {
     const char *o[8] = { "ici_expert_parallelism=2" };
     for (int i = 0; i < n && i < 7; i++)
@@ -716,7 +727,6 @@ static smoe_sim_model *build_model(const char *cfgdir, const char *model, const 
     snprintf(hwf, sizeof hwf, "%s/hardware/tpu7x.yml", cfgdir);
     smoe_hw hw;
     smoe_plan *p = NULL;
-    smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
     msg[0] = '\0';
     if (cfg && smoe_hw_load(hwf, &hw, &err) == SMOE_OK &&
         smoe_sim_keys(cfg, &hw, &sh, &err) == SMOE_OK) {
@@ -872,6 +882,44 @@ static void test_gemm_split(const char *cfgdir)
     smoe_sim_model_free(m);
 }
 
+/* Context parallelism by hand (deepseek2-16b on tpu7x, EP 2, context 2 of
+ * 16 devices): a device's 2048 tokens of a 4096-token sequence cost the
+ * projections of 2048 tokens alone (the same as one 2048-token sequence)
+ * and twice the attention kernel (its keys span the whole sequence), plus
+ * the keys' and values' all-gather over the pair: 2048 x 16 x (192 + 128)
+ * bf16 elements from the other member, at 1.2e12 / 2 / 2 bytes/s a device
+ * and 1 us a torus step (3 x (cbrt(2) - 1) steps for 2 members). The backward: the kernel's extra in its 3 passes, the
+ * exchange twice (the recompute's gather, the gradients' reduce-scatter).
+ * A shape whose context is not the mesh's is refused. */
+static void test_context(const char *cfgdir)
+{
+    char msg[512];
+    const char *ctx[] = { "ici_context_parallelism=2" };
+    smoe_sim_shape a = { .batch = 1, .seq = 4096, .context = 2 };
+    smoe_sim_shape b = { .batch = 1, .seq = 2048 };
+    smoe_sim_model *ma = build_shape(cfgdir, "deepseek2-16b", ctx, 1, a, msg, sizeof msg);
+    smoe_sim_model *mb = build_shape(cfgdir, "deepseek2-16b", NULL, 0, b, msg, sizeof msg);
+    CHECKF(ma && mb, "built: %s", msg);
+    if (ma && mb) {
+        const double kernel = 2.0 * 16 * 2048 * 2048 * 320 * 0.5 / (2.307e15 / 2 * 0.274);
+        const double cp = 2048.0 * 16 * 320 * 2 / (1.2e12 / 4) + 3 * (cbrt(2.0) - 1) * 1e-6;
+        for (int k = 0; k < 2; k++) {
+            double df = ma->k[k].fwd_pre - mb->k[k].fwd_pre;
+            double db = ma->k[k].bwd_pre - mb->k[k].bwd_pre;
+            CHECKF(fabs(df - (kernel + cp)) < 1e-9, "kind %d: forward +%g, expected %g + %g", k,
+                   df, kernel, cp);
+            CHECKF(fabs(db - (3 * kernel + 2 * cp)) < 1e-9, "kind %d: backward +%g, expected %g",
+                   k, db, 3 * kernel + 2 * cp);
+            CHECKF(NEAR(ma->k[k].fwd_exp, mb->k[k].fwd_exp), "kind %d: the experts' tokens", k);
+        }
+    }
+    smoe_sim_model_free(ma);
+    smoe_sim_model_free(mb);
+    a.context = 1;
+    CHECK(build_shape(cfgdir, "deepseek2-16b", ctx, 1, a, msg, sizeof msg) == NULL);
+    CHECKF(strstr(msg, "must be the mesh's context axis (2)") != NULL, "'%s'", msg);
+}
+
 /* The fused names become their parts where the model fuses, and name
  * nothing where it does not (sim_rt_canon). */
 static void test_rt_canon(void)
@@ -928,6 +976,7 @@ int main(int argc, char **argv)
         test_scannable_block(argv[1]);
         test_fp8_cost(argv[1]);
         test_gemm_split(argv[1]);
+        test_context(argv[1]);
         test_vocab_tiling(argv[1]);
         const char *ep[] = { "ici_expert_parallelism=2" };
         test_memory(argv[1], ep, 1, 4, 4, 4, 4);

@@ -108,8 +108,14 @@ typedef enum smoe_rtensor {
 const char *smoe_rtensor_key(smoe_rtensor t);
 
 typedef struct smoe_sim_shape {
-    int64_t batch;        /* sequences per device */
+    int64_t batch;        /* sequences per device; with context > 1, per group
+                             of `context` devices (per_device_batch_size x
+                             context: MaxText's fractional batches) */
     int64_t seq;          /* tokens per sequence */
+    int64_t context;      /* context-parallel ways (the mesh's context axis;
+                             0 or 1: none): a device holds 1 / context of each
+                             of its group's sequences, its attention's keys
+                             span the whole sequence (smoe_sim_tokens) */
     smoe_remat remat;
     int remat_set;        /* remat is the caller's choice (--remat, a scenario);
                              0: smoe_sim_keys reads the config's remat_policy */
@@ -149,6 +155,9 @@ typedef struct smoe_sim_shape {
      * not the simulator's estimate below), or 0: the estimate */
     int64_t act_bytes;
 } smoe_sim_shape;
+
+/* Tokens a device computes: batch x seq / context. */
+double smoe_sim_tokens(const smoe_sim_shape *sh);
 
 /* The kernel-tuning keys of cfg (splash attention's blocks and layouts,
  * the grouped matmuls' tiles, the MoE permute's kernels) set away from

@@ -25,6 +25,11 @@ typedef struct cost {
                         not work of the cores but the network's (cpu profiles) */
 } cost;
 
+double smoe_sim_tokens(const smoe_sim_shape *sh)
+{
+    return (double)sh->batch * (double)sh->seq / (double)(sh->context > 1 ? sh->context : 1);
+}
+
 /* FLOP rate of a matmul: the peak, or on cpu profiles interpolated on the
  * log of the smallest dimension between a 64-wide and a 512-wide one. */
 static double rate(const cost *c, double m, double k, double n)
@@ -321,8 +326,8 @@ static double reduce_time(const cost *c, const smoe_gather *g, double scale)
  * what it keeps on the device, MaxText's sizes, mxmem.c). */
 static void layer_acts(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh, sim_kind *k)
 {
-    const double T = (double)(sh->batch * sh->seq), S = (double)sh->seq;
-    const double B = (double)sh->batch, E = (double)d->emb, H = (double)d->heads;
+    const double T = smoe_sim_tokens(sh), S = (double)sh->seq;
+    const double B = T / S, E = (double)d->emb, H = (double)d->heads; /* B: sequences' worth */
     double inner = T * (E * 6 + H * (double)(d->qk_nope + d->qk_rope + d->v_head) * 3 +
                         (k->moe ? (double)d->topk * (E * 2 + (double)d->moe_mlp * 3) +
                                       (double)(d->shared_experts * d->moe_mlp) * 3
@@ -354,7 +359,10 @@ static cost dense_cost(const cost *c, int fp8)
  * policy saves, which the backward does not recompute. */
 typedef struct phase_t {
     double fwd, kept;
+    double cp; /* of fwd: the context-parallel key/value exchange */
 } phase_t;
+
+static const smoe_axes k_ctx_axis = { 1, { "context" } };
 
 static void op_add(phase_t *p, double t, int saved)
 {
@@ -371,10 +379,10 @@ static void op_add(phase_t *p, double t, int saved)
 static void attention_ops(const cost *c, const cost *cq, const smoe_dims *d,
                           const smoe_sim_shape *sh, unsigned m, phase_t *p, double *elem)
 {
-    const double T = (double)(sh->batch * sh->seq), S = (double)sh->seq;
-    const double B = (double)sh->batch, E = (double)d->emb, H = (double)d->heads;
+    const double T = smoe_sim_tokens(sh), S = (double)sh->seq;
+    const double B = T / S, E = (double)d->emb, H = (double)d->heads; /* B: sequences' worth */
     const double wb = c->ab; /* weights are cast to the compute type */
-    double core;
+    double core, kvd; /* the kernel's FLOPs; key + value elements a token */
     if (d->mla) { /* attention_mla.py: wq_a, wq_b (or wq), wkv_a, wkv_b, out */
         double qk = (double)(d->qk_nope + d->qk_rope), kvl = (double)d->kv_lora;
         if (d->q_lora) {
@@ -388,6 +396,7 @@ static void attention_ops(const cost *c, const cost *cq, const smoe_dims *d,
                (m & RT(KEY)) && (m & RT(VALUE)));
         op_add(p, mm(cq, T, H * (double)d->v_head, E, wb), m & RT(OUT));
         core = 2 * B * H * S * S * (qk + (double)d->v_head) * 0.5;
+        kvd = H * (qk + (double)d->v_head);
         *elem += T * (E * 4 + (double)d->q_lora * 2 + kvl * 2 + H * (qk + (double)d->v_head) * 4);
     } else {
         double hd = (double)d->head_dim, KV = (double)d->kv_heads;
@@ -396,6 +405,7 @@ static void attention_ops(const cost *c, const cost *cq, const smoe_dims *d,
         op_add(p, mm(cq, T, E, KV * hd, wb), m & RT(VALUE));
         op_add(p, mm(cq, T, H * hd, E, wb), m & RT(OUT));
         core = 2 * B * H * S * S * 2 * hd * 0.5;
+        kvd = 2 * KV * hd;
         *elem += T * (E * 4 + H * hd * 6);
     }
     /* the kernel: FLOPs at the matmul rate; scores are kept on chip
@@ -404,6 +414,13 @@ static void attention_ops(const cost *c, const cost *cq, const smoe_dims *d,
     double t = c->eff > 0 ? core / (rate(c, S, S, 128) * c->eff) + c->overhead
                           : fmax(core / rate(c, S, S, 128), scores * c->ab / c->ew) + c->overhead;
     op_add(p, t, m & RT(CONTEXT));
+    /* context parallelism (MaxText's all_gather strategy): the keys and
+     * values all-gathered over the context axis before the kernel, with
+     * the kernel in the recompute; the backward's reduce-scatter of their
+     * gradients is the same bytes (layer_compute keeps it to one pass) */
+    p->cp = sh->context > 1 ? coll(c, &k_ctx_axis, T * kvd * c->ab * (double)(sh->context - 1), 0)
+                            : 0;
+    op_add(p, p->cp, m & RT(CONTEXT));
 }
 
 /* An MLP block of width f over T tokens (linears.py mlp_block: wi_0,
@@ -424,10 +441,10 @@ static void mlp_ops(const cost *c, const cost *cq, double T, double in, double f
 static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh,
                           double e_local, sim_kind *k)
 {
-    const double T = (double)(sh->batch * sh->seq), E = (double)d->emb;
+    const double T = smoe_sim_tokens(sh), E = (double)d->emb;
     const unsigned m =
         sh->remat == SMOE_REMAT_CUSTOM ? sim_rt_canon(d, sh->remat_dev | sh->remat_host) : 0;
-    phase_t pre = { 0, 0 }, ex = { 0, 0 };
+    phase_t pre = { 0, 0, 0 }, ex = { 0, 0, 0 };
     double elem = 0, shared = 0, post = 0;
     cost dq = dense_cost(c, sh->fp8), rq = *c; /* dense; routed (both fp8: quantized) */
     if (sh->fp8)
@@ -467,10 +484,14 @@ static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shap
     k->rc[0] = pre.fwd > 0 && m ? (pre.fwd - pre.kept) / pre.fwd : rc;
     k->rc[1] = ex.fwd > 0 && m ? (ex.fwd - ex.kept) / ex.fwd : rc;
     k->rc[2] = rc;
-    k->bwd_pre = pre.fwd * (2 + k->rc[0]);
+    /* the transposes' one key/value reduce-scatter (context parallelism),
+     * not two passes of the exchange */
+    k->bwd_pre = pre.fwd * (2 + k->rc[0]) - pre.cp;
+    if (pre.cp > 0)
+        k->rc[0] = k->bwd_pre / pre.fwd - 2;
     k->bwd_exp = ex.fwd * (2 + k->rc[1]);
     k->bwd_post = post * (2 + k->rc[2]);
-    k->bwd_full_pre = pre.fwd * 3; /* MaxText's prefetch path always remats fully */
+    k->bwd_full_pre = pre.fwd * 3 - pre.cp; /* MaxText's prefetch path always remats fully */
     k->bwd_full_exp = ex.fwd * 3;
     k->bwd_full_post = post * 3;
     layer_acts(c, d, sh, k);
@@ -500,7 +521,7 @@ static smoe_status vocab_tiles(const smoe_config *cfg, const smoe_sim_shape *sh,
     if (n && smoe_node_type(n) != SMOE_T_NULL &&
         (s = smoe_config_float(cfg, "num_vocab_tiling", &v, err)))
         return s;
-    int64_t tokens = sh->batch * sh->seq;
+    int64_t tokens = (int64_t)smoe_sim_tokens(sh);
     if (!(v >= 1 && v <= (double)tokens && v == (double)(int64_t)v) || tokens % (int64_t)v)
         return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "num_vocab_tiling"),
                            "num_vocab_tiling = %g: MaxText cuts a device's %lld tokens (batch x "
@@ -587,6 +608,12 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         return s;
     if (sh->batch < 1 || sh->seq < 1)
         return smoe_err_set(err, SMOE_EINVAL, "the batch and sequence length must be >= 1");
+    int64_t cx = smoe_mesh_axis_size(&plan->mesh, "context");
+    if ((sh->context > 1 ? sh->context : 1) != cx || sh->seq % cx)
+        return smoe_err_set(err, SMOE_EINVAL,
+                            "the shape's context parallelism (%lld) must be the mesh's context "
+                            "axis (%lld) and divide the sequence (%lld tokens)",
+                            (long long)sh->context, (long long)cx, (long long)sh->seq);
     /* without a progress thread Open MPI advances a nonblocking collective
      * only inside MPI calls: "opal_progress() is today always called by the
      * main thread" (open-mpi/ompi#13074), and the TCP BTL's own progress
@@ -794,7 +821,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         }
     }
     /* the expert exchange: T * topk rows of emb, to the other members */
-    double T = (double)(sh->batch * sh->seq);
+    double T = smoe_sim_tokens(sh);
     int64_t g;
     local_members(&c, &expert_ax, &g);
     if (g > 1) {

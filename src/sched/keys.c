@@ -30,13 +30,13 @@ static const smoe_key_rule k_sim_refused[] = {
  * attention; pipeline: the layers into stages) or its optimizer (diloco),
  * where the model gives every device the whole layer's work over its own
  * batch. Refused at any size but 1, within a slice (ici_) and across (dcn_).
+ * The context axis is modelled (smoe_sim_shape.context; sim_context).
  * The plan (smoe plan) still shards and gathers weights over them. */
 static const struct {
     const char *axis, *why;
 } k_sim_axes[] = {
     { "tensor", "the matmuls split across devices and their all-reduces" },
     { "tensor_sequence", "the matmuls split across devices and their all-reduces" },
-    { "context", "each device's part of the sequence and attention's key/value exchange" },
     { "context_usp_ulysses", "each device's part of the sequence and attention's all-to-alls" },
     { "context_autoregressive", "each device's part of the sequence and attention's exchange" },
     { "autoregressive", "each device's part of the sequence and attention's exchange" },
@@ -44,6 +44,26 @@ static const struct {
     { "pipeline", "the layers split into pipeline stages with their bubbles" },
     { "diloco", "DiLoCo's outer optimizer across replicas" },
 };
+
+/* Context parallelism as MaxText's default runs it (base.yml
+ * context_parallel_strategy "all_gather": keys and values all-gathered
+ * over the axis; context_parallel_load_balance true: each device's query
+ * shard sees half of the sequence's keys on average). */
+static smoe_status sim_context(const smoe_config *cfg, smoe_err *err)
+{
+    static const smoe_key_rule r[] = {
+        { "context_parallel_strategy", SMOE_KEY_STR, "all_gather",
+          "another exchange of the keys and values (ring, Ulysses all-to-alls)" },
+        { "context_parallel_load_balance", SMOE_KEY_BOOL, "true",
+          "the causal mask's work unbalanced across the context shards" },
+    };
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) {
+        smoe_status s = smoe_key_check(cfg, &r[i], SIM_ONLY, SIM_WOULD, err);
+        if (s)
+            return s;
+    }
+    return SMOE_OK;
+}
 
 static smoe_status sim_axes(const smoe_config *cfg, smoe_err *err)
 {
@@ -232,7 +252,7 @@ smoe_status smoe_sim_keys(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_sh
     for (size_t i = 0; i < sizeof k_sim_refused / sizeof k_sim_refused[0]; i++)
         if ((s = smoe_key_check(cfg, &k_sim_refused[i], SIM_ONLY, SIM_WOULD, err)))
             return s;
-    if ((s = sim_axes(cfg, err)))
+    if ((s = sim_axes(cfg, err)) || (s = sim_context(cfg, err)))
         return s;
     if ((s = sim_quant(cfg, hw, sh, err)))
         return s;

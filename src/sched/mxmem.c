@@ -18,7 +18,7 @@
  * whole, T * EP * topk rows. */
 static double routed_rows(const smoe_dims *d, const smoe_sim_shape *sh, double ep)
 {
-    double rows = (double)(sh->batch * sh->seq) * (double)d->topk;
+    double rows = smoe_sim_tokens(sh) * (double)d->topk;
     if (sh->ring_of_experts)
         return rows * ep;
     return ep > 1 ? rows * fmin(ep, (double)d->experts / (double)d->topk) : rows;
@@ -27,7 +27,7 @@ static double routed_rows(const smoe_dims *d, const smoe_sim_shape *sh, double e
 double sim_rt_bytes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, double ep, int moe,
                     int t)
 {
-    const double T = (double)(sh->batch * sh->seq), E = (double)d->emb, H = (double)d->heads;
+    const double T = smoe_sim_tokens(sh), E = (double)d->emb, H = (double)d->heads;
     const double mlp = moe ? (double)(d->shared_experts * d->moe_mlp) : (double)d->mlp;
     const double rows = moe ? routed_rows(d, sh, ep) : 0;
     double q = H * (double)d->head_dim, kd = (double)(d->kv_heads * d->head_dim), vd = kd, ctx = q;
@@ -58,7 +58,7 @@ double sim_rt_bytes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, dou
  * in `ab`-byte elements, `ep` expert-parallel ways. */
 void sim_mx_sizes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, double ep, sim_kind *k)
 {
-    const double T = (double)(sh->batch * sh->seq), E = (double)d->emb, H = (double)d->heads;
+    const double T = smoe_sim_tokens(sh), E = (double)d->emb, H = (double)d->heads;
     /* the attention's q, k, v projections (attention_mla.py / attentions.py
      * checkpoint_name "query_proj", "key_proj", "value_proj") and its
      * output before the out projection ("attention_out") */
