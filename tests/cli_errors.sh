@@ -61,6 +61,8 @@ expect "argument 'mhc_expansion_rate=30': mhc_expansion_rate must be >= 1" plan 
 expect "argument 'inhomogeneous_layer_cycle_interval=5': .*divide the number of decoder layers" plan --devices 4 decoder_block=olmo3 inhomogeneous_layer_cycle_interval=5
 expect "argument 'base_emb_dim=1.5': 'base_emb_dim' must be an integer" plan --devices 4 base_emb_dim=1.5
 expect "argument 'no_such_key=1': unknown key 'no_such_key'" plan --devices 4 no_such_key=1
+expect "argument 'fsdp_shard_on_exp=true': 'fsdp_shard_on_exp' and 'shard_exp_on_fsdp' are one setting" plan --devices 4 shard_exp_on_fsdp=true fsdp_shard_on_exp=true
+expect "argument 'tile_batch_seq=x': 'tile_batch_seq' must be an integer" plan --devices 4 tile_batch_seq=x
 expect "argument 'ici_expert_parallelism': expected an option or KEY=VALUE" plan --devices 4 ici_expert_parallelism
 expect "argument '--devices abc': expected an integer" plan --devices abc
 expect "argument '--devices 0': must be between" plan --devices 0

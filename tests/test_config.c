@@ -1,7 +1,8 @@
 /* Config assembly semantics (MaxText pyconfig): overrides and their types,
  * model-file conflicts, the logical_axis_rules merge, base_config
  * inheritance, custom_mesh_and_rule replacement, pipeline post-fixups,
- * environment variables, mesh fill, error locations, and failing every
+ * environment variables, mesh fill, error locations, the keys of other
+ * MaxText releases, and failing every
  * allocation in turn. Works in a scratch directory of its own. */
 #define _DEFAULT_SOURCE
 #include "check.h"
@@ -319,6 +320,78 @@ static void test_alloc_failures(const char *cfgdir)
     CHECKF(n > 10 && n < 5000, "allocation sweep ended at %d", n);
 }
 
+/* Keys of other MaxText releases (data/maxtext/key_history.tsv): a renamed
+ * key is read as today's key from an argument, a model file or an older
+ * base.yml, and setting both names is an error; a tuning key is accepted
+ * at the type of its default then; the table's rows are consistent with
+ * MaxTextConfig at e591f30. */
+static void test_old_keys(void)
+{
+    smoe_config *c;
+    smoe_err e;
+    int b;
+    int64_t v;
+    const char *old[] = { "fsdp_shard_on_exp=True" };
+    CHECK(load("base.yml", NULL, NULL, old, 1, 0, &c, &e) == SMOE_OK);
+    CHECK(smoe_config_bool(c, "shard_exp_on_fsdp", &b, &e) == SMOE_OK && b == 1);
+    CHECK(smoe_config_get(c, "fsdp_shard_on_exp") == NULL);
+    smoe_config_free(c);
+    const char *twice[] = { "fsdp_shard_on_exp=True", "fsdp_shard_on_exp=False" };
+    CHECK(load("base.yml", NULL, NULL, twice, 2, 0, &c, &e) == SMOE_OK);
+    CHECK(smoe_config_bool(c, "shard_exp_on_fsdp", &b, &e) == SMOE_OK && b == 0);
+    smoe_config_free(c);
+    const char *both[] = { "shard_exp_on_fsdp=true", "fsdp_shard_on_exp=True" };
+    CHECK(load("base.yml", NULL, NULL, both, 2, 0, &c, &e) == SMOE_EINVAL);
+    CHECK_STR(e.where, "argument 'fsdp_shard_on_exp=True'");
+    CHECK(strstr(e.msg, "one setting") != NULL && strstr(e.msg, "shard_exp_on_fsdp") != NULL);
+    const char *badb[] = { "fsdp_shard_on_exp=maybe" };
+    CHECK(load("base.yml", NULL, NULL, badb, 1, 0, &c, &e) == SMOE_EINVAL);
+    CHECK_STR(e.where, "argument 'fsdp_shard_on_exp=maybe'");
+
+    const char *tile[] = { "tile_batch_seq=256", "wo_tile_drhs_buffer_count=3" };
+    CHECK(load("base.yml", NULL, NULL, tile, 2, 0, &c, &e) == SMOE_OK);
+    CHECK(smoe_config_int(c, "tile_batch_seq", &v, &e) == SMOE_OK && v == 256);
+    CHECK(smoe_config_int(c, "wo_tile_drhs_buffer_count", &v, &e) == SMOE_OK && v == 3);
+    smoe_config_free(c);
+    const char *wide[] = { "tile_batch_seq=wide" };
+    CHECK(load("base.yml", NULL, NULL, wide, 1, 0, &c, &e) == SMOE_EINVAL);
+    CHECK(strstr(e.msg, "'tile_batch_seq' must be an integer") != NULL);
+
+    CHECK(load("base.yml", "m_oldname", NULL, NULL, 0, 0, &c, &e) == SMOE_OK);
+    CHECK(smoe_config_bool(c, "shard_exp_on_fsdp", &b, &e) == SMOE_OK && b == 1);
+    smoe_config_free(c);
+    CHECK(load("base.yml", "m_bothnames", NULL, NULL, 0, 0, &c, &e) == SMOE_EINVAL);
+    CHECK(strstr(e.where, "m_bothnames.yml:2:1") != NULL && strstr(e.msg, "one setting") != NULL);
+    CHECK(load("oldbase.yml", NULL, NULL, NULL, 0, 0, &c, &e) == SMOE_OK);
+    CHECK(smoe_config_bool(c, "shard_exp_on_fsdp", &b, &e) == SMOE_OK && b == 1);
+    smoe_config_free(c);
+    const char *off[] = { "shard_exp_on_fsdp=false" };
+    CHECK(load("oldbase.yml", NULL, NULL, off, 1, 0, &c, &e) == SMOE_OK);
+    CHECK(smoe_config_bool(c, "shard_exp_on_fsdp", &b, &e) == SMOE_OK && b == 0);
+    smoe_config_free(c);
+
+    /* the table: a renamed key becomes a field (it has a default), a
+     * tuning key is no field and has an integer default */
+    CHECK(load("base.yml", NULL, NULL, NULL, 0, 0, &c, &e) == SMOE_OK);
+    smoe_old_key ok;
+    size_t n = 0, renamed = 0;
+    for (; smoe_old_key_at(n, &ok); n++) {
+        CHECK(smoe_config_get(c, ok.key) == NULL);
+        CHECK((ok.current == NULL) != (ok.def == NULL) && ok.history[0] != 0);
+        if (ok.current) {
+            renamed++;
+            CHECK(smoe_config_get(c, ok.current) != NULL);
+        } else {
+            char *end;
+            CHECK(strtol(ok.def, &end, 10) > 0 && *end == 0);
+        }
+    }
+    CHECK(n == 12 && renamed == 1);
+    CHECK(smoe_old_key_find("tile_mlp_dim", &ok) && strcmp(ok.def, "1024") == 0);
+    CHECK(!smoe_old_key_find("no_such_key", &ok));
+    smoe_config_free(c);
+}
+
 int main(int argc, char **argv)
 {
     snprintf(g_dir, sizeof g_dir, "/tmp/smoe-test-config-XXXXXX");
@@ -338,6 +411,9 @@ int main(int argc, char **argv)
     put("badaxis.yml", "base_config: base.yml\nmesh_axes: ['fsdp', 'nope']\n");
     put("models/m_dims.yml", "base_emb_dim: 32\n");
     put("models/m_unknown.yml", "base_emb_dim: 32\nnot_a_key: 1\n");
+    put("models/m_oldname.yml", "fsdp_shard_on_exp: true\n");
+    put("models/m_bothnames.yml", "shard_exp_on_fsdp: true\nfsdp_shard_on_exp: true\n");
+    put("oldbase.yml", "base_config: base.yml\nfsdp_shard_on_exp: true\n");
     put("models/m_rules.yml",
         "override_logical_axis_rules: true\nlogical_axis_rules: [['embed', 'expert']]\n");
     put("models/m_merge.yml", "logical_axis_rules: [['mlp', 'expert']]\n");
@@ -348,6 +424,7 @@ int main(int argc, char **argv)
     test_overrides();
     test_files();
     test_mesh();
+    test_old_keys();
     if (argc > 1)
         test_alloc_failures(argv[1]);
     char cmd[400];

@@ -253,7 +253,8 @@ static void test_fp8(const smoe_hw *hw)
 
 /* The kernel-tuning keys: named when away from MaxText's default (a
  * local_sa_* key at null or at its sa_* twin's default is not), never
- * refused; the list is cut with "..." where the buffer ends. */
+ * refused, an older release's tuning keys (smoe_old_key) with them; the
+ * list is cut with "..." where the buffer ends. */
 static void test_tuned(void)
 {
     static const struct {
@@ -269,6 +270,11 @@ static void test_tuned(void)
         { "use_ragged_sort=true", "use_ragged_sort=true", 1 },
         { "wo_tile_drhs_mlp_dim=2048", "wo_tile_drhs_mlp_dim=2048", 1 },
         { "megablox=false", "", 0 }, /* which kernel runs: not tuning */
+        /* an older release's tuning keys, at and away from their default then */
+        { "tile_batch_seq=512", "", 0 },
+        { "tile_embed_dim=2048", "tile_embed_dim=2048", 1 },
+        { "wi_tile_drhs_buffer_count=3", "wi_tile_drhs_buffer_count=3", 1 },
+        { "fsdp_shard_on_exp=false", "", 0 }, /* renamed: not tuning */
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         const char *o[1] = { t[i].ov };

@@ -155,6 +155,26 @@ SMOE_MUST_CHECK
 smoe_status smoe_key_check(const smoe_config *c, const smoe_key_rule *r, const char *only,
                            const char *would, smoe_err *err);
 
+/* ---- keys of other MaxText releases ----
+ * Keys that MaxTextConfig at e591f30 lacks and that the release a published
+ * recipe pins had (data/maxtext/key_history.tsv, each with its commits). A
+ * renamed key is read as today's key; setting both names is an error. A
+ * tuning key (a kernel's tiles or DMA buffers: how a kernel runs, not what
+ * it computes) is accepted at the type of its default then, and tools name
+ * a value other than that default as not modelled. Any other unknown key is
+ * refused. */
+typedef struct smoe_old_key {
+    const char *key;
+    const char *current; /* renamed: today's key; tuning: NULL */
+    const char *def;     /* tuning: MaxText's default then; renamed: NULL */
+    const char *history; /* the commits that added and renamed/removed it */
+} smoe_old_key;
+/* 1 and *out = the row of `key`, or 0 when it is no key of another
+ * release. */
+int smoe_old_key_find(const char *key, smoe_old_key *out);
+/* 1 and *out = the i-th row, or 0 past the end. */
+int smoe_old_key_at(size_t i, smoe_old_key *out);
+
 /* The final, merged logical_axis_rules. Owned by the config. */
 const smoe_rules *smoe_config_rules(const smoe_config *c);
 /* The file names that went into this config, in load order, for the

@@ -19,6 +19,8 @@ typedef struct override {
     const char *key;
     const smoe_node *value;
     const char *where; /* "argument 'k=v'" or "environment variable X" */
+    const char *as;    /* the name it was set by: key, or an older
+                          release's name of it (smoe_old_key) */
 } override;
 
 typedef struct loader {
@@ -214,7 +216,11 @@ static smoe_status check_key(loader *L, const char *key, const smoe_node *v,
     if (f)
         return SMOE_OK;
     const smoe_node *b = cfg_map_get(&L->base, key);
-    if (cfg_map_index(&L->base, key) < 0) {
+    smoe_old_key ok;
+    if (!b && smoe_old_key_find(key, &ok) && ok.def &&
+        !(b = cfg_scalar(L->a, ok.def, (smoe_loc){ "MaxText's default then", 0, 0 })))
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    if (!b) {
         if (where)
             return smoe_err_in(err, SMOE_EINVAL, where,
                                "unknown key '%s': it is no MaxText config field "
@@ -251,11 +257,26 @@ static void relocate(smoe_node *n, const char *where)
         n->key_locs[i] = n->loc;
 }
 
-static smoe_status add_override(loader *L, const char *key, const char *text,
+/* Today's name of a key: an older release's name of a renamed key
+ * (smoe_old_key) is read as the key it became. */
+static const char *current_name(const char *key)
+{
+    smoe_old_key ok;
+    return smoe_old_key_find(key, &ok) && ok.current ? ok.current : key;
+}
+
+static smoe_status add_override(loader *L, const char *name, const char *text,
                                 const char *where, smoe_err *err)
 {
     smoe_node *v;
     smoe_status s;
+    const char *key = current_name(name);
+    for (int i = 0; i < L->n_ov; i++)
+        if (strcmp(L->ov[i].key, key) == 0 && strcmp(L->ov[i].as, name) != 0)
+            return smoe_err_in(err, SMOE_EINVAL, where,
+                               "'%s' and '%s' are one setting (an older MaxText "
+                               "release's name and today's), and %s sets it too: "
+                               "set one", name, L->ov[i].as, L->ov[i].where);
     for (int i = 0; i < L->n_ov; i++)
         if (strcmp(L->ov[i].key, key) == 0 && strncmp(L->ov[i].where, "env", 3) == 0)
             return smoe_err_in(err, SMOE_EINVAL, where,
@@ -276,6 +297,7 @@ static smoe_status add_override(loader *L, const char *key, const char *text,
     o->key = key;
     o->value = cv;
     o->where = where;
+    o->as = name;
     return SMOE_OK;
 }
 
@@ -406,10 +428,15 @@ static smoe_status load_model(loader *L, const smoe_config_opts *o,
                            "a model file must be a mapping of keys to values");
     for (int i = 0; i < root->n; i++) {
         const smoe_node *cv;
-        if ((s = check_key(L, root->keys[i], root->items[i], NULL,
-                           root->key_locs[i], &cv, err)))
+        const char *key = current_name(root->keys[i]);
+        if (cfg_map_index(&L->model, key) >= 0) /* YAML refuses repeated keys */
+            return smoe_err_at(err, SMOE_EINVAL, root->key_locs[i],
+                               "'%s' and '%s' are one setting (an older MaxText "
+                               "release's name and today's): set one",
+                               root->keys[i], key);
+        if ((s = check_key(L, key, root->items[i], NULL, root->key_locs[i], &cv, err)))
             return s;
-        if (cfg_map_set(L->a, &L->model, root->keys[i], cv))
+        if (cfg_map_set(L->a, &L->model, key, cv))
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     }
     return SMOE_OK;
@@ -480,6 +507,24 @@ static smoe_status check_model_conflicts(loader *L, smoe_err *err)
     return SMOE_OK;
 }
 
+/* An older release's base.yml sets a renamed key by its old name: that
+ * value is today's key's default, unless a file or argument sets it. */
+static smoe_status base_old_name(loader *L, const char *key, const smoe_node *v,
+                                 smoe_err *err)
+{
+    const char *cur = current_name(key);
+    const smoe_node *cv;
+    if (cur == key || cfg_map_index(&L->base, cur) >= 0 ||
+        cfg_map_index(&L->model, cur) >= 0 || find_override(L, cur))
+        return SMOE_OK;
+    smoe_status s = check_key(L, cur, v, NULL, v->loc, &cv, err);
+    if (s)
+        return s;
+    if (cfg_map_set(L->a, &L->c->values, cur, cv))
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    return SMOE_OK;
+}
+
 static smoe_status merge(loader *L, smoe_err *err)
 {
     smoe_config *c = L->c;
@@ -511,6 +556,8 @@ static smoe_status merge(loader *L, smoe_err *err)
         v = s == SMOE_OK ? cv : v;
         if (cfg_map_set(L->a, &c->values, key, v))
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        if ((s = base_old_name(L, key, v, err)))
+            return s;
     }
     for (int i = 0; i < L->model.n; i++)
         if (cfg_map_set(L->a, &c->values, L->model.e[i].key, L->model.e[i].value))

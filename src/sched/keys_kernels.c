@@ -48,29 +48,44 @@ static const smoe_key_rule k_kernel_keys[] = {
     { "use_ragged_attention", SMOE_KEY_BOOL, "false", "ragged attention, timed differently" },
 };
 
+/* Append "KEY=VALUE" to buf (", "-separated; "..." ends a list cut short). */
+static void name_key(const smoe_node *v, const char *key, int count, char *buf, size_t n,
+                     size_t *used, int *cut)
+{
+    if (*cut || n < 4)
+        return;
+    char *text = smoe_node_text(v);
+    int w = snprintf(buf + *used, n - *used, "%s%s=%s", count > 1 ? ", " : "", key,
+                     text ? text : "?");
+    free(text);
+    if (w > 0 && *used + (size_t)w < n) {
+        *used += (size_t)w;
+    } else { /* the rest does not fit: end with "..." */
+        memcpy(buf + (*used + 4 <= n ? *used : n - 4), "...", 4);
+        *cut = 1;
+    }
+}
+
+/* Today's kernel keys (k_kernel_keys), then an older release's tuning keys
+ * (smoe_old_key: the grouped matmuls' tiles and buffers of before) at a
+ * value other than their default then. */
 int smoe_sim_tuned_keys(const smoe_config *cfg, char *buf, size_t n)
 {
     int count = 0, cut = 0;
     size_t used = 0;
+    smoe_old_key ok;
     if (n)
         buf[0] = '\0';
     for (size_t i = 0; i < sizeof k_kernel_keys / sizeof k_kernel_keys[0]; i++) {
         const smoe_node *v = smoe_config_get(cfg, k_kernel_keys[i].key);
-        if (smoe_key_holds(v, &k_kernel_keys[i]))
-            continue;
-        count++;
-        if (cut || n < 4)
-            continue;
-        char *text = smoe_node_text(v);
-        int w = snprintf(buf + used, n - used, "%s%s=%s", count > 1 ? ", " : "",
-                         k_kernel_keys[i].key, text ? text : "?");
-        free(text);
-        if (w > 0 && used + (size_t)w < n) {
-            used += (size_t)w;
-        } else { /* the rest does not fit: end with "..." */
-            memcpy(buf + (used + 4 <= n ? used : n - 4), "...", 4);
-            cut = 1;
-        }
+        if (!smoe_key_holds(v, &k_kernel_keys[i]))
+            name_key(v, k_kernel_keys[i].key, ++count, buf, n, &used, &cut);
+    }
+    for (size_t i = 0; smoe_old_key_at(i, &ok); i++) {
+        smoe_key_rule r = { ok.key, SMOE_KEY_INT, ok.def, GMM_WHY };
+        const smoe_node *v = ok.def ? smoe_config_get(cfg, ok.key) : NULL;
+        if (!smoe_key_holds(v, &r))
+            name_key(v, ok.key, ++count, buf, n, &used, &cut);
     }
     return count;
 }
