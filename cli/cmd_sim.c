@@ -214,6 +214,8 @@ static int64_t train_act_bytes(const smoe_config *cfg, const smoe_plan *p, const
  * (smoe_sim_tuned_keys), named in the output: written by build() for the
  * run's own configuration (no variant's extra keys). */
 static char g_tuned[1024];
+/* the run's configuration has scan_layers=false (written by build()) */
+static int g_unscanned;
 
 static smoe_sim_model *build(const cli_common *c, const char *rules, const char *const *extra,
                              int n_extra, const smoe_hw *hw, smoe_sim_shape *shp,
@@ -255,8 +257,13 @@ static smoe_sim_model *build(const cli_common *c, const char *rules, const char 
     smoe_sim_model *m;
     if (smoe_sim_model_build(cfg, p, hw, &sh, &m, &err))
         cli_die(&err);
-    if (n_extra == 0)
+    if (n_extra == 0) {
+        int scan = 1;
         (void)smoe_sim_tuned_keys(cfg, g_tuned, sizeof g_tuned);
+        if (smoe_config_get(cfg, "scan_layers") && smoe_config_bool(cfg, "scan_layers", &scan, &err))
+            cli_die(&err);
+        g_unscanned = !scan;
+    }
     smoe_config_free(cfg);
     *plan_out = p;
     *shp = sh;
@@ -698,6 +705,12 @@ static void print_head(const sim_args *a, const sim_rows *R, const smoe_hw *hw, 
                "--prefetch-depth\n", R->uniform_name);
     else
         printf("schedules: smoe's runtime, prefetch depth %d\n", a->depth);
+    if (g_unscanned)
+        printf("unscanned layers (scan_layers=false): timed as a stack of layers of their mean "
+               "weights and MLP width, gathered where XLA's scan gathers%s\n",
+               R->accel ? "; MaxText's prefetch path requires scan_layers=true "
+                          "(fsdp_prefetch.py): the prefetch* rows are what it would do over "
+                          "these layers stacked" : "");
     if (sh->mx_gather_bytes) /* accelerator profiles only (load_hw) */
         printf("reading: MaxText's prefetch path gathers %s (--maxtext-gather-dtype; its code "
                "gathers as stored, %d bytes)\n", sh->mx_gather_bytes == 4 ? "fp32" : "bf16",

@@ -776,6 +776,82 @@ static void test_scannable_block(const char *cfgdir)
     smoe_sim_model_free(p);
 }
 
+/* Unscanned layers (unrolled.c). A dense model unscanned is the same step
+ * model as scanned: llama3.1-8b's 32 layers_<i> modules become 32 layers
+ * of one kind whose weights are the stacked ones. gemma4-e2b (35 layers,
+ * the last num_kv_shared_layers = 20 twice as wide with
+ * use_double_wide_mlp: gemma4_small.py) has a mean MLP width of
+ * (15 x 6144 + 20 x 12288) / 35. Routed experts unscanned are refused.
+ * The merge by hand: two layers' weights of one name, their mean. */
+static void test_unrolled(const char *cfgdir)
+{
+    char msg[512];
+    const char *off[] = { "scan_layers=false" };
+    smoe_sim_model *sc = build_model(cfgdir, "llama3.1-8b", NULL, 0, msg, sizeof msg);
+    smoe_sim_model *un = build_model(cfgdir, "llama3.1-8b", off, 1, msg, sizeof msg);
+    CHECKF(sc && un, "built: %s", msg);
+    if (sc && un) {
+        CHECK_INT(sc->L, 32);
+        CHECK_INT(un->L, 32);
+        CHECK_INT(un->k[0].nw, sc->k[0].nw);
+        CHECKF(NEAR(un->k[0].fwd_pre, sc->k[0].fwd_pre) && NEAR(un->k[0].bwd_pre, sc->k[0].bwd_pre),
+               "compute %g vs %g", un->k[0].fwd_pre, sc->k[0].fwd_pre);
+        double pu = 0, ps = 0, ru = 0, rs = 0;
+        for (int j = 0; j < un->k[0].nw && j < sc->k[0].nw; j++) {
+            pu += un->k[0].w[j].pre_s, ps += sc->k[0].w[j].pre_s;
+            ru += un->k[0].w[j].rs_s, rs += sc->k[0].w[j].rs_s;
+        }
+        CHECKF(fabs(pu - ps) < 1e-9 * ps && fabs(ru - rs) < 1e-9 * rs &&
+                   fabs(un->k[0].bytes - sc->k[0].bytes) < 1e-6 * sc->k[0].bytes,
+               "gathers %g vs %g s, reductions %g vs %g s, bytes %g vs %g", pu, ps, ru, rs,
+               un->k[0].bytes, sc->k[0].bytes);
+    }
+    smoe_sim_model_free(sc);
+    smoe_sim_model_free(un);
+
+    smoe_config *cfg = load_model(cfgdir, "gemma4-e2b", off, 1);
+    smoe_plan *p = NULL;
+    smoe_err err;
+    smoe_plan_opts po = { 16, 1, NULL, 4 };
+    int n = 0;
+    double mlp = 0;
+    CHECK(cfg && smoe_plan_build(cfg, &po, &p, &err) == SMOE_OK &&
+          sim_unrolled_count(cfg, p, 35, &n, &mlp, &err) == SMOE_OK);
+    CHECK_INT(n, 35);
+    CHECKF(fabs(mlp - (15.0 * 6144 + 20.0 * 12288) / 35) < 1e-9, "mean MLP width %g", mlp);
+    CHECK(p && sim_unrolled_count(cfg, p, 34, &n, &mlp, &err) == SMOE_EINVAL &&
+          strstr(err.msg, "35 unscanned decoder layers") != NULL);
+    smoe_plan_free(p);
+    smoe_config_free(cfg);
+    CHECK(build_keys(cfgdir, off, 1, msg, sizeof msg) == NULL);
+    CHECKF(strstr(msg, "scan_layers: smoe sim models unscanned layers without routed experts") != NULL,
+           "'%s'", msg);
+
+    const char *rest = NULL;
+    CHECK(sim_unrolled_layer("decoder/layers_12/mlp/wo/kernel", &rest) == 12 &&
+          strcmp(rest, "mlp/wo/kernel") == 0);
+    CHECK(sim_unrolled_layer("decoder/layers/mlp/wo/kernel", NULL) == -1);
+    CHECK(sim_unrolled_layer("decoder/layers_3x/kernel", NULL) == -1);
+    CHECK(sim_unrolled_layer("decoder/layers_", NULL) == -1);
+    CHECK(sim_unrolled_layer(NULL, NULL) == -1);
+    static sim_kind k;
+    memset(&k, 0, sizeof k);
+    sim_w a = { .name = "decoder/layers_0/mlp/wo/kernel", .pre_s = 2, .pre_stored_s = 2,
+                .pre_net = 1, .bytes = 10 };
+    sim_w b = { .name = "decoder/layers_1/mlp/wo/kernel", .pre_s = 4, .pre_stored_s = 6,
+                .pre_net = 0, .bytes = 30 };
+    sim_w c = { .name = "decoder/layers_1/mlp/wi/kernel", .pre_s = 8, .bytes = 8 };
+    CHECK(sim_unrolled_add(&k, &a, 2, &err) == SMOE_OK && sim_unrolled_add(&k, &b, 2, &err) == SMOE_OK &&
+          sim_unrolled_add(&k, &c, 2, &err) == SMOE_OK);
+    CHECK_INT(k.nw, 2);
+    /* pre_net: of 1 s (1 x 2 / 2) and 3 s (6 / 2) of stored gather, the first's on the network */
+    CHECKF(NEAR(k.w[0].pre_s, 3) && NEAR(k.w[0].bytes, 20) && NEAR(k.w[0].pre_net, 0.25),
+           "merged %g s, %g bytes, net %g", k.w[0].pre_s, k.w[0].bytes, k.w[0].pre_net);
+    CHECK(NEAR(k.w[1].pre_s, 4) && NEAR(k.bytes, 24));
+    sim_w bad = { .name = "decoder/moe_layers/mlp/wo/kernel" };
+    CHECK(sim_unrolled_add(&k, &bad, 2, &err) == SMOE_EINVAL);
+}
+
 /* remat_policy custom by hand (deepseek2-16b: MLA without q_lora, emb
  * 2048, 16 heads of 128 + 64, T = 2048; tpu7x: the dense matmuls at
  * 2.307e15 / 2 x gemm_efficiency 0.85). The layer input alone is full remat; a saved tensor drops its
@@ -974,6 +1050,7 @@ int main(int argc, char **argv)
         test_hw_schema(argv[1]);
         test_custom_remat(argv[1]);
         test_scannable_block(argv[1]);
+        test_unrolled(argv[1]);
         test_fp8_cost(argv[1]);
         test_gemm_split(argv[1]);
         test_context(argv[1]);

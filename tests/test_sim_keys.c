@@ -51,7 +51,7 @@ static void test_refused(const smoe_hw *hw)
         "dcn_tensor_parallelism=2", "dcn_pipeline_parallelism=2",
         /* context parallelism other than MaxText's default exchange */
         "context_parallel_strategy=ring", "context_parallel_load_balance=false",
-        "ici_tensor_parallelism=-1", "scan_layers=false",
+        "ici_tensor_parallelism=-1",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
@@ -100,6 +100,7 @@ static void test_modelled(const smoe_hw *hw)
         { "ici_fsdp_transpose_parallelism=2", SMOE_REMAT_FULL, 0 },
         { "dcn_data_parallelism=2", SMOE_REMAT_FULL, 0 },
         { "scan_layers=true", SMOE_REMAT_FULL, 0 },
+        { "scan_layers=false", SMOE_REMAT_FULL, 0 }, /* the step model: test_sim */
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         smoe_sim_shape sh = { .batch = 1, .seq = 2048, .remat = SMOE_REMAT_NONE };

@@ -707,6 +707,19 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         stacks[0] = NULL;
         layers[0] = 0;
     }
+    /* unscanned layers (unrolled.c): one dense kind of their mean weights
+     * and MLP width */
+    int unrolled = 0;
+    if (!d.scan_layers) {
+        double mlp = 0;
+        if ((s = sim_unrolled_count(cfg, plan, d.layers, &unrolled, &mlp, err))) {
+            smoe_sim_model_free(m);
+            return s;
+        }
+        layers[0] = unrolled;
+        if (mlp > 0)
+            d.mlp = (int64_t)llround(mlp);
+    }
     m->L = (int)(layers[0] + layers[1]);
     if (m->L < 1 || m->L > SIM_MAX_LAYERS) {
         smoe_sim_model_free(m);
@@ -785,6 +798,13 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         x.bytes = (double)w->gather.bytes_out * cast;
         x.bytes_stored = (double)w->gather.bytes_out;
         x.bytes_exec = exec_elems(w, &plan->mesh, x.routed, wbytes) * c.ab;
+        if (unrolled && sim_unrolled_layer(w->path, NULL) >= 0) {
+            if ((s = sim_unrolled_add(&m->k[0], &x, unrolled, err))) {
+                smoe_sim_model_free(m);
+                return s;
+            }
+            continue;
+        }
         if (!w->prefetch) {
             /* MaxText's embedding module is `token_embedder` (models.py) */
             if (strncmp(w->path, "token_embedder/", 15) == 0)

@@ -18,10 +18,6 @@ static const smoe_key_rule k_sim_refused[] = {
     { "optimizer_memory_host_offload", SMOE_KEY_BOOL, "false",
       "the optimizer state in host memory" },
     { "parameter_memory_host_offload", SMOE_KEY_BOOL, "false", "the parameters in host memory" },
-    /* the executors model XLA's scan over stacked layers and the runtimes'
-     * layer loop; an unrolled program is scheduled by XLA as a whole */
-    { "scan_layers", SMOE_KEY_BOOL, "true",
-      "unscanned layers, which XLA schedules as one unrolled program" },
 };
 
 /* The mesh axes the step model does not represent: each shards a layer's

@@ -134,6 +134,21 @@ int sim_cores_shared(const smoe_sim_model *m);
 smoe_status sim_cores_step(const smoe_sim_model *m, const smoe_sim_sched *s,
                            const smoe_schedule *sc, smoe_sim_result *r, smoe_trace *trace);
 
+/* MaxText's unscanned decoder layers as one layer kind (unrolled.c):
+ * the layer index of a weight path "decoder/layers_<i>/REST" (*rest =
+ * REST), or -1; and x, one of n unrolled layers' weights, added to k as
+ * 1/n of the weight of its REST (created at its first layer). */
+int sim_unrolled_layer(const char *path, const char **rest);
+SMOE_MUST_CHECK
+smoe_status sim_unrolled_add(sim_kind *k, const sim_w *x, double n, smoe_err *err);
+/* The unrolled layers of a plan built with scan_layers=false: *n of them
+ * (which must be the model's `layers`), and *mlp their MLP's mean width
+ * (the plan's mlp/wo kernels: gemma4_small's KV-sharing layers are twice
+ * as wide; 0 without one); routed experts are refused. */
+SMOE_MUST_CHECK
+smoe_status sim_unrolled_count(const smoe_config *cfg, const smoe_plan *plan, int64_t layers,
+                               int *n, double *mlp, smoe_err *err);
+
 /* Members of the group over `axes` (each once, size-1 axes ignored) whose
  * device index is below dpn, i.e. on device 0's node; *g = the group size.
  * With several slices a node is at most a slice (dpn capped at the
