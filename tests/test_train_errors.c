@@ -91,6 +91,8 @@ static void test_values(void)
            "or a finite number that stays > 0 in float32", "capacity_factor=1e-46");
     EXPECT(2, 1, "argument 'max_target_length=0': 'max_target_length' must be >= 1",
            "max_target_length=0");
+    EXPECT(-1, 1, "argument 'scan_layers=false': scan_layers: smoe train runs scanned \\(stacked\\) "
+           "layers only", "scan_layers=false");
 }
 
 /* MaxText keys smoe train does not implement: exit 2, one line naming the

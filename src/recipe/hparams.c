@@ -51,6 +51,8 @@ static smoe_status check_architecture(const smoe_config *c, const smoe_dims *d, 
     for (size_t i = 0; i < sizeof off / sizeof off[0]; i++)
         if (off[i].on)
             return bad(c, off[i].key, err, "not supported by smoe train");
+    if (!d->scan_layers) /* its model and schedules run the plan's stacks */
+        return bad(c, "scan_layers", err, "smoe train runs scanned (stacked) layers only");
     return SMOE_OK;
 }
 
