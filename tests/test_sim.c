@@ -852,6 +852,36 @@ static void test_unrolled(const char *cfgdir)
     CHECK(sim_unrolled_add(&k, &bad, 2, &err) == SMOE_EINVAL);
 }
 
+/* Tensor parallelism by hand (llama3.1-8b, 1 x 2048 tokens a device,
+ * tpu7x): ici_tensor_parallelism=2 leaves a device's FLOPs as they were
+ * and adds, per layer, 4 collectives forward (the layer input all-gathered
+ * over the 2 devices before attention and before the MLP, each output
+ * reduce-scattered), their transposes and the recomputed forward's in the
+ * backward (full remat: 8), and the head input's all-gather and its
+ * transpose. One moves (2 - 1) x 2048 x 4096 bf16 elements = 16777216
+ * bytes at 1.2e12 / 2 / 2 bytes/s a device, after 3 x (2^(1/3) - 1) ICI
+ * steps of 1e-6 s (tpu7x.yml). */
+static void test_tensor_parallel(const char *cfgdir)
+{
+    char msg[512];
+    const char *tp[] = { "ici_tensor_parallelism=2" };
+    smoe_sim_model *a = build_model(cfgdir, "llama3.1-8b", NULL, 0, msg, sizeof msg);
+    smoe_sim_model *b = build_model(cfgdir, "llama3.1-8b", tp, 1, msg, sizeof msg);
+    CHECKF(a && b, "built: %s", msg);
+    if (a && b) {
+        const double one = 3 * (cbrt(2.0) - 1) * 1e-6 + 16777216.0 / (1.2e12 / 2 / 2);
+        CHECKF(fabs(b->k[0].fwd_pre - a->k[0].fwd_pre - 4 * one) < 1e-12, "forward +%g, expected %g",
+               b->k[0].fwd_pre - a->k[0].fwd_pre, 4 * one);
+        CHECKF(fabs(b->k[0].bwd_full_pre - a->k[0].bwd_full_pre - 8 * one) < 1e-12,
+               "full-remat backward +%g, expected %g", b->k[0].bwd_full_pre - a->k[0].bwd_full_pre,
+               8 * one);
+        CHECKF(fabs(b->head_s - a->head_s - 2 * one) < 1e-12, "head +%g", b->head_s - a->head_s);
+        CHECK(NEAR(b->k[0].fwd_post, a->k[0].fwd_post));
+    }
+    smoe_sim_model_free(a);
+    smoe_sim_model_free(b);
+}
+
 /* remat_policy custom by hand (deepseek2-16b: MLA without q_lora, emb
  * 2048, 16 heads of 128 + 64, T = 2048; tpu7x: the dense matmuls at
  * 2.307e15 / 2 x gemm_efficiency 0.85). The layer input alone is full remat; a saved tensor drops its
@@ -1051,6 +1081,7 @@ int main(int argc, char **argv)
         test_custom_remat(argv[1]);
         test_scannable_block(argv[1]);
         test_unrolled(argv[1]);
+        test_tensor_parallel(argv[1]);
         test_fp8_cost(argv[1]);
         test_gemm_split(argv[1]);
         test_context(argv[1]);

@@ -44,14 +44,13 @@ static void test_refused(const smoe_hw *hw)
         "remat_policy=save_qkv_proj",
         "attention=dot_product", "attention=paged",
         /* mesh axes the step model does not split a layer's work over */
-        "ici_tensor_parallelism=2", "ici_tensor_sequence_parallelism=2",
+        "ici_tensor_sequence_parallelism=2",
         "ici_context_usp_ulysses_parallelism=2",
         "ici_context_autoregressive_parallelism=2", "ici_autoregressive_parallelism=2",
         "ici_sequence_parallelism=2", "ici_pipeline_parallelism=2", "ici_diloco_parallelism=2",
-        "dcn_tensor_parallelism=2", "dcn_pipeline_parallelism=2",
+        "dcn_pipeline_parallelism=2",
         /* context parallelism other than MaxText's default exchange */
         "context_parallel_strategy=ring", "context_parallel_load_balance=false",
-        "ici_tensor_parallelism=-1",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
@@ -93,6 +92,7 @@ static void test_modelled(const smoe_hw *hw)
         { "attention=flash", SMOE_REMAT_FULL, 0 },
         { "attention=cudnn_flash_te", SMOE_REMAT_FULL, 0 },
         { "ici_tensor_parallelism=1", SMOE_REMAT_FULL, 0 },
+        { "ici_tensor_parallelism=2", SMOE_REMAT_FULL, 0 }, /* the model: test_sim */
         { "dcn_context_parallelism=1", SMOE_REMAT_FULL, 0 },
         { "ici_context_parallelism=2", SMOE_REMAT_FULL, 0 },
         { "dcn_context_parallelism=2", SMOE_REMAT_FULL, 0 },

@@ -597,6 +597,37 @@ static smoe_status calls_across_hosts(const smoe_plan *plan, const smoe_hw *hw, 
                         hw->name, per, dev, (dev + per - 1) / per, dev, dev);
 }
 
+/* Tensor parallelism as MaxText's rules shard it (base.yml: heads, mlp
+ * and mlp_moe on 'tensor', activation_embed on 'tensor', the batch not):
+ * a tensor group of g devices holds g devices' tokens, each device 1/g of
+ * every matmul (the FLOPs a device does are unchanged), and the layer
+ * input, sharded on its embed dimension, is all-gathered over the axis
+ * before attention and again before the MLP or MoE block, their outputs
+ * reduce-scattered back: 4 collectives a layer forward, each moving
+ * (g - 1) x T x E elements into a device, their transposes in the
+ * backward, and again with the recomputed forward. They sit between the
+ * matmuls that need them, so they are timed on the compute's path (the
+ * MoE block's reduce-scatter after the combine, the rest before the
+ * experts). The head's input is all-gathered the same way (forward, and
+ * its transpose). *one = one such collective's time (0 without the axis). */
+static void tensor_parallel(const cost *c, double T, double E, smoe_sim_model *m, double *one)
+{
+    static const smoe_axes tensor_ax = { 1, { "tensor" } };
+    int64_t g;
+    local_members(c, &tensor_ax, &g);
+    *one = g > 1 ? coll(c, &tensor_ax, (double)(g - 1) * T * E * c->ab, 0) : 0;
+    for (int k = 0; k < 2 && *one > 0; k++) {
+        sim_kind *x = &m->k[k];
+        double pre = (x->moe ? 3 : 4) * *one, post = (x->moe ? 1 : 0) * *one;
+        x->fwd_pre += pre;
+        x->bwd_pre += pre * (1 + x->rc[0]);
+        x->bwd_full_pre += 2 * pre;
+        x->fwd_post += post;
+        x->bwd_post += post * (1 + x->rc[2]);
+        x->bwd_full_post += 2 * post;
+    }
+}
+
 smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
                                  const smoe_hw *hw, const smoe_sim_shape *sh,
                                  smoe_sim_model **out, smoe_err *err)
@@ -857,6 +888,8 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     if (hw->permute_bandwidth > 0 && d.experts > 0)
         m->k[1].permute_s = 2 * T * (double)d.topk * (double)d.moe_in * c.ab /
                             (hw->permute_bandwidth / hw->devices_per_chip);
+    double tp_one;
+    tensor_parallel(&c, T, (double)d.emb, m, &tp_one);
     /* decoder layers a stacked layer holds (scannable blocks: block_scale) */
     if (d.layers > m->L && d.layers % m->L == 0)
         for (int k = 0; k < 2; k++)
@@ -871,7 +904,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         return s;
     }
     cost dn = dense_cost(&c, 0); /* the head is not quantized (keys.c) */
-    m->head_s = head_time(&dn, T, E, V, (double)tiles);
+    m->head_s = head_time(&dn, T, E, V, (double)tiles) + 2 * tp_one;
     /* the logits dot's output: `dtype`, fp32 with logits_dot_in_fp32
      * (decoders.py apply_output_head); one tile's at a time */
     int fp32_logits = 0;

@@ -26,12 +26,12 @@ static const smoe_key_rule k_sim_refused[] = {
  * attention; pipeline: the layers into stages) or its optimizer (diloco),
  * where the model gives every device the whole layer's work over its own
  * batch. Refused at any size but 1, within a slice (ici_) and across (dcn_).
- * The context axis is modelled (smoe_sim_shape.context; sim_context).
+ * The context axis is modelled (smoe_sim_shape.context; sim_context), and
+ * so is the tensor axis (cost.c tensor_parallel).
  * The plan (smoe plan) still shards and gathers weights over them. */
 static const struct {
     const char *axis, *why;
 } k_sim_axes[] = {
-    { "tensor", "the matmuls split across devices and their all-reduces" },
     { "tensor_sequence", "the matmuls split across devices and their all-reduces" },
     { "context_usp_ulysses", "each device's part of the sequence and attention's all-to-alls" },
     { "context_autoregressive", "each device's part of the sequence and attention's exchange" },
