@@ -776,6 +776,19 @@ static void test_scannable_block(const char *cfgdir)
     smoe_sim_model_free(p);
 }
 
+/* model (build_model) as it is (*a) and with the override ov (*b); 1 when
+ * both are built (a failed check otherwise). */
+static int build_pair(const char *cfgdir, const char *model, const char *ov, smoe_sim_model **a,
+                      smoe_sim_model **b)
+{
+    char msg[512];
+    const char *o[1] = { ov };
+    *a = build_model(cfgdir, model, NULL, 0, msg, sizeof msg);
+    *b = build_model(cfgdir, model, o, 1, msg, sizeof msg);
+    CHECKF(*a && *b, "%s, %s: %s", model, ov, msg);
+    return *a && *b;
+}
+
 /* Unscanned layers (unrolled.c). A dense model unscanned is the same step
  * model as scanned: llama3.1-8b's 32 layers_<i> modules become 32 layers
  * of one kind whose weights are the stacked ones. gemma4-e2b (35 layers,
@@ -787,10 +800,8 @@ static void test_unrolled(const char *cfgdir)
 {
     char msg[512];
     const char *off[] = { "scan_layers=false" };
-    smoe_sim_model *sc = build_model(cfgdir, "llama3.1-8b", NULL, 0, msg, sizeof msg);
-    smoe_sim_model *un = build_model(cfgdir, "llama3.1-8b", off, 1, msg, sizeof msg);
-    CHECKF(sc && un, "built: %s", msg);
-    if (sc && un) {
+    smoe_sim_model *sc, *un;
+    if (build_pair(cfgdir, "llama3.1-8b", off[0], &sc, &un)) {
         CHECK_INT(sc->L, 32);
         CHECK_INT(un->L, 32);
         CHECK_INT(un->k[0].nw, sc->k[0].nw);
@@ -863,12 +874,8 @@ static void test_unrolled(const char *cfgdir)
  * steps of 1e-6 s (tpu7x.yml). */
 static void test_tensor_parallel(const char *cfgdir)
 {
-    char msg[512];
-    const char *tp[] = { "ici_tensor_parallelism=2" };
-    smoe_sim_model *a = build_model(cfgdir, "llama3.1-8b", NULL, 0, msg, sizeof msg);
-    smoe_sim_model *b = build_model(cfgdir, "llama3.1-8b", tp, 1, msg, sizeof msg);
-    CHECKF(a && b, "built: %s", msg);
-    if (a && b) {
+    smoe_sim_model *a, *b;
+    if (build_pair(cfgdir, "llama3.1-8b", "ici_tensor_parallelism=2", &a, &b)) {
         const double one = 3 * (cbrt(2.0) - 1) * 1e-6 + 16777216.0 / (1.2e12 / 2 / 2);
         CHECKF(fabs(b->k[0].fwd_pre - a->k[0].fwd_pre - 4 * one) < 1e-12, "forward +%g, expected %g",
                b->k[0].fwd_pre - a->k[0].fwd_pre, 4 * one);
