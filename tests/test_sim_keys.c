@@ -41,7 +41,7 @@ static void test_refused(const smoe_hw *hw)
         "quantization=int8", "sparse_matmul=false",
         "capacity_factor=1.25", "gradient_accumulation_steps=2",
         "optimizer_memory_host_offload=true", "parameter_memory_host_offload=true",
-        "remat_policy=save_qkv_proj",
+        "remat_policy=minimal_with_quantization",
         "attention=dot_product", "attention=paged",
         /* mesh axes the step model does not split a layer's work over */
         "ici_tensor_sequence_parallelism=2",
@@ -252,6 +252,49 @@ static void test_fp8(const smoe_hw *hw)
     }
 }
 
+/* MaxText's named save/offload remat policies (decoders.py
+ * get_remat_policy, maxtext_utils.py get_save_and_offload_names at
+ * e591f30) read as the custom policy with their names, the layer input
+ * kept: the name lists by hand. Offloading needs the profile's
+ * host_bandwidth. */
+static void test_named_remat(const smoe_hw *hw)
+{
+#define B(t) (1u << SMOE_RT_##t)
+    const unsigned qkv = B(QUERY) | B(VALUE) | B(KEY) | B(KV) | B(QKV);
+    const unsigned mlp = B(MLPWI0) | B(MLPWI1) | B(MLPWI) | B(MLPWO);
+    const struct {
+        const char *ov;
+        unsigned dev, host;
+    } t[] = {
+        { "remat_policy=minimal_with_context", qkv | B(OUT) | mlp | B(CONTEXT), 0 },
+        { "remat_policy=minimal_flash", qkv | B(OUT) | mlp | B(CONTEXT), 0 },
+        { "remat_policy=save_dot_with_context_except_mlp", qkv | B(CONTEXT) | B(OUT), 0 },
+        { "remat_policy=save_dot_except_mlpwi", qkv | B(OUT) | B(MLPWO), 0 },
+        { "remat_policy=save_dot_except_mlp", qkv | B(OUT), 0 },
+        { "remat_policy=save_qkv_proj", qkv, 0 },
+        { "remat_policy=save_out_proj", B(OUT), 0 },
+        { "remat_policy=qkv_proj_offloaded", 0, B(QUERY) | B(VALUE) | B(KEY) | B(KV) },
+        { "remat_policy=minimal_offloaded", 0, qkv | B(OUT) | mlp },
+    };
+    smoe_hw host = *hw;
+    host.host_bandwidth = 1.5e10;
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
+        char msg[512];
+        CHECKF(keys(t[i].ov, &host, &sh, msg, sizeof msg) == SMOE_OK, "%s: %s", t[i].ov, msg);
+        CHECKF(sh.remat == SMOE_REMAT_CUSTOM && sh.remat_dev == (t[i].dev | B(INPUT)) &&
+                   sh.remat_host == t[i].host,
+               "%s: remat %d device %#x host %#x", t[i].ov, sh.remat, sh.remat_dev, sh.remat_host);
+    }
+    smoe_hw none = *hw;
+    none.host_bandwidth = 0;
+    smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
+    char msg[512];
+    CHECK(keys("remat_policy=qkv_proj_offloaded", &none, &sh, msg, sizeof msg) == SMOE_EINVAL &&
+          strstr(msg, "qkv_proj_offloaded offloads to the host") != NULL);
+#undef B
+}
+
 /* The kernel-tuning keys: named when away from MaxText's default (a
  * local_sa_* key at null or at its sa_* twin's default is not), never
  * refused, an older release's tuning keys (smoe_old_key) with them; the
@@ -306,6 +349,7 @@ int main(int argc, char **argv)
     cfgdir = argv[1];
     smoe_hw hw = tpu();
     test_refused(&hw);
+    test_named_remat(&hw);
     test_modelled(&hw);
     test_engine();
     test_tuned();

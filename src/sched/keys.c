@@ -144,6 +144,47 @@ static smoe_status sim_remat_custom(const smoe_config *cfg, const smoe_hw *hw,
     return SMOE_OK;
 }
 
+/* MaxText's named remat policies that save (save_only_these_names) or
+ * offload (save_and_offload_only_these_names) a fixed list of tensors:
+ * layers/decoders.py get_remat_policy and minimal_policy, and
+ * utils/maxtext_utils.py get_save_and_offload_names, at e591f30. Each is
+ * the custom policy with those names (the layer input, the scan's carry,
+ * kept as ever). "minimal" keeps its own model (save-dot-products);
+ * "minimal_with_quantization" and its context twin save the quantization
+ * residuals, which the step model has no op for: refused. */
+#define RT_QKV_ALL (RTB(QUERY) | RTB(VALUE) | RTB(KEY) | RTB(KV) | RTB(QKV))
+#define RT_MLP_ALL (RTB(MLPWI0) | RTB(MLPWI1) | RTB(MLPWI) | RTB(MLPWO))
+static const struct {
+    const char *name;
+    unsigned dev, host;
+} k_named_remat[] = {
+    { "minimal_with_context", RT_QKV_ALL | RTB(OUT) | RT_MLP_ALL | RTB(CONTEXT), 0 },
+    { "minimal_flash", RT_QKV_ALL | RTB(OUT) | RT_MLP_ALL | RTB(CONTEXT), 0 },
+    { "save_dot_with_context_except_mlp", RT_QKV_ALL | RTB(CONTEXT) | RTB(OUT), 0 },
+    { "save_dot_except_mlpwi", RT_QKV_ALL | RTB(OUT) | RTB(MLPWO), 0 },
+    { "save_dot_except_mlp", RT_QKV_ALL | RTB(OUT), 0 },
+    { "save_qkv_proj", RT_QKV_ALL, 0 },
+    { "qkv_proj_offloaded", 0, RTB(QUERY) | RTB(VALUE) | RTB(KEY) | RTB(KV) },
+    { "minimal_offloaded", 0, RT_QKV_ALL | RTB(OUT) | RT_MLP_ALL },
+    { "save_out_proj", RTB(OUT), 0 },
+};
+#define REMAT_NAMED "|minimal_with_context|minimal_flash|save_dot_with_context_except_mlp" \
+                    "|save_dot_except_mlpwi|save_dot_except_mlp|save_qkv_proj|qkv_proj_offloaded" \
+                    "|minimal_offloaded|save_out_proj"
+
+/* 1 when v is a named policy of k_named_remat (sh's masks set), else 0. */
+static int sim_remat_named(const char *v, smoe_sim_shape *sh)
+{
+    for (size_t i = 0; i < sizeof k_named_remat / sizeof k_named_remat[0]; i++)
+        if (strcmp(v, k_named_remat[i].name) == 0) {
+            sh->remat = SMOE_REMAT_CUSTOM;
+            sh->remat_dev = k_named_remat[i].dev | RTB(INPUT);
+            sh->remat_host = k_named_remat[i].host;
+            return 1;
+        }
+    return 0;
+}
+
 /* quantization (MaxText quantizations.py): "fp8_full" through Qwix
  * (use_qwix_quantization; get_fp8_full_qwix_rule_w_sparsity: module_path
  * "decoder/.*layers.*", ops dot_general, gmm and ragged_dot, e4m3 forward
@@ -178,15 +219,16 @@ static smoe_status sim_quant(const smoe_config *cfg, const smoe_hw *hw, smoe_sim
 
 /* remat_policy (MaxText layers/decoders.py get_remat_policy): "full" remats
  * the layer with no saved names, "minimal" saves every projection's output
- * but the attention context (the dot products); the named-tensor and
- * custom policies are not modelled. MaxText's pyconfig reads the text
+ * but the attention context (the dot products); "custom" and the named
+ * policies of k_named_remat save or offload their tensors. MaxText's pyconfig reads the text
  * "none" as None, which get_remat_policy does not take (its chain of names
  * ends in an assertion that the policy is "full"): a null policy is
  * refused, and --remat none asks for no remat. */
 static smoe_status sim_remat(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_shape *sh,
                              smoe_err *err)
 {
-    static const smoe_key_rule r = { "remat_policy", SMOE_KEY_STR, "full|minimal|custom",
+    static const smoe_key_rule r = { "remat_policy", SMOE_KEY_STR,
+                                     "full|minimal|custom" REMAT_NAMED,
                                      "another policy's saved tensors; --remat picks a modelled one" };
     const smoe_node *n = smoe_config_get(cfg, r.key);
     const char *v = "full";
@@ -202,6 +244,13 @@ static smoe_status sim_remat(const smoe_config *cfg, const smoe_hw *hw, smoe_sim
     if (strcmp(v, "custom") == 0) {
         sh->remat = SMOE_REMAT_CUSTOM;
         return sim_remat_custom(cfg, hw, sh, err);
+    }
+    if (sim_remat_named(v, sh)) {
+        if (sh->remat_host && !(hw->host_bandwidth > 0))
+            return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, r.key),
+                               "remat_policy: %s offloads to the host: the hardware profile '%s' "
+                               "has no host_bandwidth to time the host transfers by", v, hw->name);
+        return SMOE_OK;
     }
     sh->remat = strcmp(v, "minimal") == 0 ? SMOE_REMAT_DOTS : SMOE_REMAT_FULL;
     return SMOE_OK;
