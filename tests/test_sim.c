@@ -599,7 +599,7 @@ static void hw_roundtrip(const smoe_hw *hw, const char *what)
 
 static void test_hw_schema(const char *cfgdir)
 {
-    static const char *const names[] = { "h100", "h200", "tpu-v5p", "tpu7x" };
+    static const char *const names[] = { "h100", "h200", "tpu-v5p", "tpu-v6e", "tpu7x" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/hardware/%s.yml", cfgdir, names[i]);
