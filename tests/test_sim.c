@@ -755,9 +755,12 @@ static smoe_sim_model *build_keys(const char *cfgdir, const char *const *ov, int
 static void test_scannable_block(const char *cfgdir)
 {
     char msg[512];
-    const char *plain[] = { "override_model_config=true", "decoder_block=llama2" };
-    smoe_sim_model *b = build_model(cfgdir, "gemma4-31b", NULL, 0, msg, sizeof msg);
-    smoe_sim_model *p = build_model(cfgdir, "gemma4-31b", plain, 2, msg, sizeof msg);
+    /* no sliding window: every layer's attention causal (test_attention_span) */
+    const char *block[] = { "override_model_config=true", "sliding_window_size=0" };
+    const char *plain[] = { "override_model_config=true", "sliding_window_size=0",
+                            "decoder_block=llama2" };
+    smoe_sim_model *b = build_model(cfgdir, "gemma4-31b", block, 2, msg, sizeof msg);
+    smoe_sim_model *p = build_model(cfgdir, "gemma4-31b", plain, 3, msg, sizeof msg);
     CHECKF(b && p, "built: %s", msg);
     if (b && p) {
         CHECK_INT(b->L, 10);
@@ -861,6 +864,40 @@ static void test_unrolled(const char *cfgdir)
     CHECK(NEAR(k.w[1].pre_s, 4) && NEAR(k.bytes, 24));
     sim_w bad = { .name = "decoder/moe_layers/mlp/wo/kernel" };
     CHECK(sim_unrolled_add(&k, &bad, 2, &err) == SMOE_EINVAL);
+}
+
+/* The attention kernel's blocks by hand (attn_span.c), 1024 x 1024 blocks
+ * over 4096 tokens: a causal mask leaves 1 + 2 + 3 + 4 = 10 blocks; a
+ * window of 1024 (gemma3-12b) or 128 (gpt-oss-120b) keys 1 + 2 + 2 + 2 = 7
+ * (a query block and the one before it). gemma3: 5 sliding layers in 6
+ * (48 layers: 40 + 8), so (40 x 7 + 8 x 10) / (48 x 10); gpt-oss: 1 in 2.
+ * llama4 (chunks of 8192, every 4th layer global) over 16384 tokens in
+ * 2048-blocks: causal 1 + ... + 8 = 36, chunked 2 x (1 + 2 + 3 + 4) = 20;
+ * over 8192 tokens one chunk is causal. A causal model is 1. */
+static void test_attention_span(const char *cfgdir)
+{
+    static const struct {
+        const char *model, *ov[3];
+        double S, want;
+    } t[] = {
+        { "gemma3-12b", { "sa_block_q=1024", "sa_block_kv=1024" }, 4096, (40.0 * 7 + 8 * 10) / 480 },
+        { "gpt-oss-120b", { "sa_block_q=1024", "sa_block_kv=1024" }, 4096, (7.0 + 10) / 20 },
+        { "llama4-17b-16e", { "sa_block_q=2048", "sa_block_kv=2048" }, 16384,
+          (36.0 * 20 + 12 * 36) / (48 * 36) },
+        { "llama4-17b-16e", { "sa_block_q=2048", "sa_block_kv=2048" }, 8192, 1 },
+        { "llama3.1-8b", { "sa_block_q=1024", "sa_block_kv=1024" }, 4096, 1 },
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        smoe_config *cfg = load_model(cfgdir, t[i].model, t[i].ov, 2);
+        smoe_dims d;
+        smoe_err err;
+        double got = -1;
+        CHECK(cfg && smoe_plan_dims(cfg, &d, &err) == SMOE_OK &&
+              sim_attention_span(cfg, &d, t[i].S, &got, &err) == SMOE_OK);
+        CHECKF(fabs(got - t[i].want) < 1e-12, "%s at %g tokens: %g, expected %g", t[i].model,
+               t[i].S, got, t[i].want);
+        smoe_config_free(cfg);
+    }
 }
 
 /* Tensor parallelism by hand (llama3.1-8b, 1 x 2048 tokens a device,
@@ -1089,6 +1126,7 @@ int main(int argc, char **argv)
         test_scannable_block(argv[1]);
         test_unrolled(argv[1]);
         test_tensor_parallel(argv[1]);
+        test_attention_span(argv[1]);
         test_fp8_cost(argv[1]);
         test_gemm_split(argv[1]);
         test_context(argv[1]);

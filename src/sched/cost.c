@@ -23,6 +23,8 @@ typedef struct cost {
     double dcn_lat;  /* s per cross-node step */
     double *net;     /* when set, coll() adds the part of its time that is
                         not work of the cores but the network's (cpu profiles) */
+    double span;     /* the attention kernel's pairs over a causal mask's
+                        (sim_attention_span; 0: 1) */
 } cost;
 
 double smoe_sim_tokens(const smoe_sim_shape *sh)
@@ -411,6 +413,8 @@ static void attention_ops(const cost *c, const cost *cq, const smoe_dims *d,
     /* the kernel: FLOPs at the matmul rate; scores are kept on chip
      * (flash) on accelerators, materialised on cpu */
     double scores = c->hw->kind == SMOE_HW_CPU ? B * H * S * S * 3 : 0;
+    if (c->span > 0)
+        core *= c->span;
     double t = c->eff > 0 ? core / (rate(c, S, S, 128) * c->eff) + c->overhead
                           : fmax(core / rate(c, S, S, 128), scores * c->ab / c->ew) + c->overhead;
     op_add(p, t, m & RT(CONTEXT));
@@ -692,6 +696,10 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
                        : (sh->mu_bytes > 0 ? sh->mu_bytes : 4) + (sh->nu_bytes > 0 ? sh->nu_bytes : 4);
     const double cast = c.ab / wbytes; /* gathered in the compute dtype / stored */
     c.eff = hw->compute_efficiency;
+    if ((s = sim_attention_span(cfg, &d, (double)sh->seq, &c.span, err))) {
+        smoe_sim_model_free(m);
+        return s;
+    }
     m->compute_bytes = c.ab;
     m->weight_bytes = wbytes;
     m->wire_bytes = sh->wire_bytes > 0 ? sh->wire_bytes : 0;

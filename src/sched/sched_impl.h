@@ -134,6 +134,13 @@ int sim_cores_shared(const smoe_sim_model *m);
 smoe_status sim_cores_step(const smoe_sim_model *m, const smoe_sim_sched *s,
                            const smoe_schedule *sc, smoe_sim_result *r, smoe_trace *trace);
 
+/* The attention kernel's (query, key) pairs over a causal mask's, mean over
+ * the decoder layers of d at S tokens a sequence (attn_span.c: MaxText's
+ * sliding-window and chunked layers); 1 for causal layers only. */
+SMOE_MUST_CHECK
+smoe_status sim_attention_span(const smoe_config *cfg, const smoe_dims *d, double S, double *out,
+                               smoe_err *err);
+
 /* MaxText's unscanned decoder layers as one layer kind (unrolled.c):
  * the layer index of a weight path "decoder/layers_<i>/REST" (*rest =
  * REST), or -1; and x, one of n unrolled layers' weights, added to k as

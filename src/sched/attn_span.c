@@ -1,0 +1,86 @@
+/* The attention kernel's work against a causal mask's, as the mean over a
+ * model's decoder layers of the blocks each layer's mask leaves the kernel
+ * over those of the causal mask (blocks of sa_block_q x sa_block_kv, the
+ * forward kernel's: splash attention skips a block its mask wholly masks
+ * and computes any other whole). MaxText's masks (layers/attention_op.py at
+ * e591f30): a LOCAL_SLIDING layer ANDs the causal mask with a LocalMask of
+ * window (W - 1, W), W = sliding_window_size: a query sees its W latest
+ * keys; a CHUNK layer with a ChunkedCausalMask of C =
+ * chunk_attn_window_size: the keys of its own chunk up to itself; a GLOBAL
+ * layer the causal mask. Which layers are which:
+ *   gemma3 (models/gemma3.py GEMMA3_ATTENTION_PATTERN), gemma4 (gemma4.py
+ *   GEMMA4_ATTENTION_PATTERN): 5 sliding, then 1 global, repeating;
+ *   gemma4_small (gemma4_small.py get_attention_pattern): 4 + 1 for model
+ *   gemma4-e2b, else 5 + 1;
+ *   gpt_oss (gpt_oss.py GPT_OSS_ATTENTION_PATTERN): 1 sliding + 1 global;
+ *   llama4 (llama4.py determine_is_nope_layer): CHUNK, but GLOBAL where
+ *   (layer + 1) % nope_layer_interval == 0.
+ * Any other decoder block, or a window of 0: causal (1). The backward
+ * kernels' own blocks (sa_block_*_dkv, *_dq) are taken as the forward's. */
+#include "sched_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Blocks of bq queries x bk keys the kernel computes over S tokens: every
+ * block its mask does not wholly mask (splash attention skips those and
+ * computes the rest whole). w > 0: a window of w keys; c > 0: chunks of c;
+ * else causal. */
+static double mask_blocks(double S, double bq, double bk, double w, double c)
+{
+    double n = 0;
+    for (double q0 = 0; q0 < S; q0 += bq) {
+        double q1 = fmin(S, q0 + bq) - 1, k0 = 0; /* queries q0..q1 */
+        if (w > 0)
+            k0 = fmax(0, q0 - w + 1);
+        else if (c > 0)
+            k0 = floor(q0 / c) * c;
+        n += floor(q1 / bk) - floor(k0 / bk) + 1;
+    }
+    return n;
+}
+
+static smoe_status key_int(const smoe_config *cfg, const char *key, int64_t *v, smoe_err *err)
+{
+    *v = 0;
+    const smoe_node *n = smoe_config_get(cfg, key);
+    return n && smoe_node_type(n) != SMOE_T_NULL ? smoe_config_int(cfg, key, v, err) : SMOE_OK;
+}
+
+smoe_status sim_attention_span(const smoe_config *cfg, const smoe_dims *d, double S, double *out,
+                               smoe_err *err)
+{
+    const char *b = d->decoder_block, *name = NULL;
+    int64_t w, c, nope, period = 0, local = 0, chunked = 0;
+    smoe_status s;
+    *out = 1;
+    if ((s = key_int(cfg, "sliding_window_size", &w, err)) ||
+        (s = key_int(cfg, "chunk_attn_window_size", &c, err)) ||
+        (s = key_int(cfg, "nope_layer_interval", &nope, err)))
+        return s;
+    if (strcmp(b, "gemma3") == 0 || strcmp(b, "gemma4") == 0)
+        period = 6, local = 5;
+    else if (strcmp(b, "gemma4_small") == 0) {
+        const smoe_node *n = smoe_config_get(cfg, "model_name");
+        name = n && n->kind == SMOE_NODE_SCALAR ? n->str : "";
+        period = strcmp(name, "gemma4-e2b") == 0 ? 5 : 6;
+        local = period - 1;
+    } else if (strcmp(b, "gpt_oss") == 0)
+        period = 2, local = 1;
+    else if (strcmp(b, "llama4") == 0 && c > 0)
+        chunked = 1;
+    int64_t bq, bk;
+    if ((s = key_int(cfg, "sa_block_q", &bq, err)) || (s = key_int(cfg, "sa_block_kv", &bk, err)))
+        return s;
+    bq = bq > 0 ? bq : 512, bk = bk > 0 ? bk : 512; /* base.yml's */
+    double full = mask_blocks(S, (double)bq, (double)bk, 0, 0), sum = 0;
+    double slid = w > 0 ? mask_blocks(S, (double)bq, (double)bk, (double)w, 0) : full;
+    double chunk = c > 0 ? mask_blocks(S, (double)bq, (double)bk, 0, (double)c) : full;
+    for (int64_t l = 0; l < d->layers; l++)
+        sum += period && l % period < local      ? slid
+               : chunked && !(nope > 0 && (l + 1) % nope == 0) ? chunk
+                                                 : full;
+    if (d->layers > 0 && full > 0)
+        *out = sum / ((double)d->layers * full);
+    return SMOE_OK;
+}
