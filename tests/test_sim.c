@@ -779,16 +779,15 @@ static void test_scannable_block(const char *cfgdir)
     smoe_sim_model_free(p);
 }
 
-/* model (build_model) as it is (*a) and with the override ov (*b); 1 when
- * both are built (a failed check otherwise). */
-static int build_pair(const char *cfgdir, const char *model, const char *ov, smoe_sim_model **a,
-                      smoe_sim_model **b)
+/* model (build_model) as it is (*a) and with the overrides ov[0..n) (*b);
+ * 1 when both are built (a failed check otherwise). */
+static int build_pair(const char *cfgdir, const char *model, const char *const *ov, int n,
+                      smoe_sim_model **a, smoe_sim_model **b)
 {
     char msg[512];
-    const char *o[1] = { ov };
     *a = build_model(cfgdir, model, NULL, 0, msg, sizeof msg);
-    *b = build_model(cfgdir, model, o, 1, msg, sizeof msg);
-    CHECKF(*a && *b, "%s, %s: %s", model, ov, msg);
+    *b = build_model(cfgdir, model, ov, n, msg, sizeof msg);
+    CHECKF(*a && *b, "%s, %s: %s", model, ov[0], msg);
     return *a && *b;
 }
 
@@ -804,7 +803,7 @@ static void test_unrolled(const char *cfgdir)
     char msg[512];
     const char *off[] = { "scan_layers=false" };
     smoe_sim_model *sc, *un;
-    if (build_pair(cfgdir, "llama3.1-8b", off[0], &sc, &un)) {
+    if (build_pair(cfgdir, "llama3.1-8b", off, 1, &sc, &un)) {
         CHECK_INT(sc->L, 32);
         CHECK_INT(un->L, 32);
         CHECK_INT(un->k[0].nw, sc->k[0].nw);
@@ -866,6 +865,26 @@ static void test_unrolled(const char *cfgdir)
     CHECK(sim_unrolled_add(&k, &bad, 2, &err) == SMOE_EINVAL);
 }
 
+/* One up projection per MLP activation (MaxText linears.py MlpBlock: wi
+ * with one activation, wi_0 and wi_1 with two): gpt3-175b's ["gelu"]
+ * against the same model with ["gelu", "linear"] differs by one forward
+ * matmul of 2048 tokens x 12288 x 49152 at 2.307e15 / 2 x 0.85 (tpu7x's
+ * dense matmuls), and by 3 in the full-remat backward. */
+static void test_mlp_activations(const char *cfgdir)
+{
+    const char *two_acts[] = { "override_model_config=true", "mlp_activations=['gelu','linear']" };
+    smoe_sim_model *one, *two;
+    if (build_pair(cfgdir, "gpt3-175b", two_acts, 2, &one, &two)) {
+        const double mm = 2.0 * 2048 * 12288 * 49152 / (2.307e15 / 2 * 0.85);
+        CHECKF(fabs(two->k[0].fwd_pre - one->k[0].fwd_pre - mm) < 1e-9 * mm,
+               "forward +%g s, expected %g", two->k[0].fwd_pre - one->k[0].fwd_pre, mm);
+        CHECKF(fabs(two->k[0].bwd_full_pre - one->k[0].bwd_full_pre - 3 * mm) < 1e-9 * mm,
+               "backward +%g s", two->k[0].bwd_full_pre - one->k[0].bwd_full_pre);
+    }
+    smoe_sim_model_free(one);
+    smoe_sim_model_free(two);
+}
+
 /* The attention kernel's blocks by hand (attn_span.c), 1024 x 1024 blocks
  * over 4096 tokens: a causal mask leaves 1 + 2 + 3 + 4 = 10 blocks; a
  * window of 1024 (gemma3-12b) or 128 (gpt-oss-120b) keys 1 + 2 + 2 + 2 = 7
@@ -911,8 +930,9 @@ static void test_attention_span(const char *cfgdir)
  * steps of 1e-6 s (tpu7x.yml). */
 static void test_tensor_parallel(const char *cfgdir)
 {
+    const char *tp[] = { "ici_tensor_parallelism=2" };
     smoe_sim_model *a, *b;
-    if (build_pair(cfgdir, "llama3.1-8b", "ici_tensor_parallelism=2", &a, &b)) {
+    if (build_pair(cfgdir, "llama3.1-8b", tp, 1, &a, &b)) {
         const double one = 3 * (cbrt(2.0) - 1) * 1e-6 + 16777216.0 / (1.2e12 / 2 / 2);
         CHECKF(fabs(b->k[0].fwd_pre - a->k[0].fwd_pre - 4 * one) < 1e-12, "forward +%g, expected %g",
                b->k[0].fwd_pre - a->k[0].fwd_pre, 4 * one);
@@ -1127,6 +1147,7 @@ int main(int argc, char **argv)
         test_unrolled(argv[1]);
         test_tensor_parallel(argv[1]);
         test_attention_span(argv[1]);
+        test_mlp_activations(argv[1]);
         test_fp8_cost(argv[1]);
         test_gemm_split(argv[1]);
         test_context(argv[1]);

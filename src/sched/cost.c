@@ -427,13 +427,16 @@ static void attention_ops(const cost *c, const cost *cq, const smoe_dims *d,
     op_add(p, p->cp, m & RT(CONTEXT));
 }
 
-/* An MLP block of width f over T tokens (linears.py mlp_block: wi_0,
- * wi_1, their product, wo; a MoE layer's shared experts too). */
+/* An MLP block of width f over T tokens (linears.py MlpBlock: one up
+ * projection per activation, wi with one, wi_0, wi_1, ... with more,
+ * their product, wo; a MoE layer's shared experts too). */
 static void mlp_ops(const cost *c, const cost *cq, double T, double in, double f, double out,
-                    unsigned m, phase_t *p)
+                    int64_t nact, unsigned m, phase_t *p)
 {
-    op_add(p, mm(cq, T, in, f, c->ab), m & RT(MLPWI0));
-    op_add(p, mm(cq, T, in, f, c->ab), m & RT(MLPWI1));
+    for (int64_t i = 0; i < (nact > 0 ? nact : 1); i++) {
+        unsigned name = i == 0 ? RT(MLPWI0) : i == 1 ? RT(MLPWI1) : 0u;
+        op_add(p, mm(cq, T, in, f, c->ab), (m & name) != 0);
+    }
     op_add(p, mm(cq, T, f, out, c->ab), m & RT(MLPWO));
     op_add(p, ew(c, T * f, 3), 0);
 }
@@ -457,14 +460,14 @@ static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shap
     attention_ops(c, cq, d, sh, m, &pre, &elem);
     op_add(&pre, ew(c, elem, 1), 0);
     if (!k->moe) {
-        mlp_ops(c, cq, T, E, (double)d->mlp, E, m, &pre);
+        mlp_ops(c, cq, T, E, (double)d->mlp, E, d->n_activations, m, &pre);
     } else {
         double ne = (double)d->experts, tk = (double)d->topk, f = (double)d->moe_mlp;
         double in = (double)d->moe_in, sh_w = (double)(d->shared_experts * d->moe_mlp);
         op_add(&pre, mm(cq, T, in, ne, c->ab) + ew(c, T * ne, 4), 0); /* the router */
         if (sh_w > 0) {
             double before = pre.fwd;
-            mlp_ops(c, cq, T, in, sh_w, E, m, &pre);
+            mlp_ops(c, cq, T, in, sh_w, E, d->n_activations, m, &pre);
             shared = pre.fwd - before;
         }
         /* rows this device's experts process: T * topk on average */

@@ -104,6 +104,8 @@ unsigned sim_rt_canon(const smoe_dims *d, unsigned names)
     r |= names & RTB(ATTN_OUT) ? RTB(CONTEXT) : 0;
     if (d->fused_mlp)
         r |= names & RTB(MLPWI) ? wi : 0;
+    else if (d->n_activations == 1) /* one up projection, named mlpwi */
+        r |= names & RTB(MLPWI) ? RTB(MLPWI0) : 0;
     else
         r |= names & wi;
     return r;

@@ -42,7 +42,8 @@ double sim_rt_bytes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, dou
     case SMOE_RT_KEY: e = T * kd; break;
     case SMOE_RT_VALUE: e = T * vd; break;
     case SMOE_RT_CONTEXT: e = T * ctx; break;
-    case SMOE_RT_MLPWI0: case SMOE_RT_MLPWI1: e = T * mlp; break;
+    case SMOE_RT_MLPWI0: e = T * mlp; break;
+    case SMOE_RT_MLPWI1: e = d->n_activations == 1 && !d->fused_mlp ? 0 : T * mlp; break;
     case SMOE_RT_MLPWO: e = mlp > 0 ? T * E : 0; break;
     case SMOE_RT_MOE_WI0: case SMOE_RT_MOE_WI1: e = rows * (double)d->moe_mlp; break;
     case SMOE_RT_MOE_WO: e = rows * (double)d->moe_in; break;
