@@ -258,11 +258,11 @@ static smoe_sim_model *build(const cli_common *c, const char *rules, const char 
     if (smoe_sim_model_build(cfg, p, hw, &sh, &m, &err))
         cli_die(&err);
     if (n_extra == 0) {
-        int scan = 1;
+        smoe_dims d; /* read by the model build just above */
         (void)smoe_sim_tuned_keys(cfg, g_tuned, sizeof g_tuned);
-        if (smoe_config_get(cfg, "scan_layers") && smoe_config_bool(cfg, "scan_layers", &scan, &err))
+        if (smoe_plan_dims(cfg, &d, &err))
             cli_die(&err);
-        g_unscanned = !scan;
+        g_unscanned = !d.scan_layers;
     }
     smoe_config_free(cfg);
     *plan_out = p;

@@ -271,17 +271,19 @@ static smoe_status add_override(loader *L, const char *name, const char *text,
     smoe_node *v;
     smoe_status s;
     const char *key = current_name(name);
-    for (int i = 0; i < L->n_ov; i++)
-        if (strcmp(L->ov[i].key, key) == 0 && strcmp(L->ov[i].as, name) != 0)
+    for (int i = 0; i < L->n_ov; i++) { /* one override a key */
+        if (strcmp(L->ov[i].key, key) != 0)
+            continue;
+        if (strcmp(L->ov[i].as, name) != 0)
             return smoe_err_in(err, SMOE_EINVAL, where,
                                "'%s' and '%s' are one setting (an older MaxText "
                                "release's name and today's), and %s sets it too: "
                                "set one", name, L->ov[i].as, L->ov[i].where);
-    for (int i = 0; i < L->n_ov; i++)
-        if (strcmp(L->ov[i].key, key) == 0 && strncmp(L->ov[i].where, "env", 3) == 0)
+        if (strncmp(L->ov[i].where, "env", 3) == 0)
             return smoe_err_in(err, SMOE_EINVAL, where,
                                "'%s' is set both on the command line and by %s",
                                key, L->ov[i].where);
+    }
     if ((s = smoe_yaml_load_string(L->a, text, where, &v, err)))
         return s;
     relocate(v, where);

@@ -111,6 +111,16 @@ unsigned sim_rt_canon(const smoe_dims *d, unsigned names)
     return r;
 }
 
+/* A remat policy that offloads to the host on a profile without the host
+ * link's rate: refused at `key`, "KEY: WHAT: ...". */
+static smoe_status no_host_link(const smoe_config *cfg, const smoe_hw *hw, const char *key,
+                                const char *what, smoe_err *err)
+{
+    return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, key),
+                       "%s: %s: the hardware profile '%s' has no host_bandwidth to time the "
+                       "host transfers by", key, what, hw->name);
+}
+
 static smoe_status sim_remat_custom(const smoe_config *cfg, const smoe_hw *hw,
                                     smoe_sim_shape *sh, smoe_err *err)
 {
@@ -135,9 +145,7 @@ static smoe_status sim_remat_custom(const smoe_config *cfg, const smoe_hw *hw,
             host = strcmp(v, "offload") == 0;
         }
         if (host && !(hw->host_bandwidth > 0))
-            return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, k_rt_key[t]),
-                               "%s: offload: the hardware profile '%s' has no host_bandwidth to "
-                               "time the host transfers by", k_rt_key[t], hw->name);
+            return no_host_link(cfg, hw, k_rt_key[t], "offload", err);
         if (t == SMOE_RT_INPUT && !host)
             dev = 1; /* the scan's carry */
         sh->remat_dev |= (unsigned)dev << t;
@@ -248,10 +256,11 @@ static smoe_status sim_remat(const smoe_config *cfg, const smoe_hw *hw, smoe_sim
         return sim_remat_custom(cfg, hw, sh, err);
     }
     if (sim_remat_named(v, sh)) {
-        if (sh->remat_host && !(hw->host_bandwidth > 0))
-            return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, r.key),
-                               "remat_policy: %s offloads to the host: the hardware profile '%s' "
-                               "has no host_bandwidth to time the host transfers by", v, hw->name);
+        if (sh->remat_host && !(hw->host_bandwidth > 0)) {
+            char what[96];
+            snprintf(what, sizeof what, "%s offloads to the host", v);
+            return no_host_link(cfg, hw, r.key, what, err);
+        }
         return SMOE_OK;
     }
     sh->remat = strcmp(v, "minimal") == 0 ? SMOE_REMAT_DOTS : SMOE_REMAT_FULL;
