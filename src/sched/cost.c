@@ -5,36 +5,17 @@
  * (G - 1) steps of latency plus bytes over the bandwidth of the links the
  * group spans (fast interconnect inside a node or slice, slow network
  * across). No constant here is tuned to any measured step. */
-#include "sched_impl.h"
+#include "cost_impl.h"
 
 #include <math.h>
 #include <string.h>
-
-typedef struct cost {
-    const smoe_hw *hw;
-    const smoe_mesh *mesh;
-    double flops, small_flops, hbm, ew, ab, overhead;
-    double eff; /* compute_efficiency: > 0 times every FLOP at peak x eff and
-                   folds memory-bound work into it (it was measured that way);
-                   the dense matmuls at gemm_efficiency where the profile has
-                   it (dense_cost) */
-    double ici, dcn; /* one-direction bytes/s per device */
-    double ici_lat;  /* s per within-node step */
-    double dcn_lat;  /* s per cross-node step */
-    double *net;     /* when set, coll() adds the part of its time that is
-                        not work of the cores but the network's (cpu profiles) */
-    double span;     /* the attention kernel's pairs over a causal mask's
-                        (sim_attention_span; 0: 1) */
-} cost;
 
 double smoe_sim_tokens(const smoe_sim_shape *sh)
 {
     return (double)sh->batch * (double)sh->seq / (double)(sh->context > 1 ? sh->context : 1);
 }
 
-/* FLOP rate of a matmul: the peak, or on cpu profiles interpolated on the
- * log of the smallest dimension between a 64-wide and a 512-wide one. */
-static double rate(const cost *c, double m, double k, double n)
+double cost_rate(const cost *c, double m, double k, double n)
 {
     if (c->small_flops <= 0)
         return c->flops;
@@ -48,171 +29,28 @@ static double rate(const cost *c, double m, double k, double n)
 }
 
 /* y (m,n) = x (m,k) @ w (k,n), w in wb-byte elements */
-static double mm(const cost *c, double m, double k, double n, double wb)
+double cost_mm(const cost *c, double m, double k, double n, double wb)
 {
     if (m <= 0 || k <= 0 || n <= 0)
         return 0;
     double flops = 2 * m * k * n;
     if (c->eff > 0)
-        return flops / (rate(c, m, k, n) * c->eff) + c->overhead;
+        return flops / (cost_rate(c, m, k, n) * c->eff) + c->overhead;
     double bytes = (m * k + m * n) * c->ab + k * n * wb;
-    return fmax(flops / rate(c, m, k, n), bytes / c->hbm) + c->overhead;
+    return fmax(flops / cost_rate(c, m, k, n), bytes / c->hbm) + c->overhead;
 }
 
-static double ew(const cost *c, double elems, double passes)
+double cost_ew(const cost *c, double elems, double passes)
 {
     if (c->eff > 0) /* inside the measured efficiency */
         return 0;
     return elems * c->ab * passes / c->ew + c->overhead;
 }
 
-/* Group members over axes i.. (in mesh order, strides descending) whose
- * linear index offset is < x: the members' offsets are a mixed-radix
- * lattice in which every axis' stride exceeds the largest offset the later
- * axes reach, so whole digits of axis i below x / stride count every
- * combination of the rest. O(axes). */
-static int64_t below(const int64_t *stride, const int64_t *size, const int64_t *rest, int n,
-                     int i, int64_t x)
-{
-    if (x <= 0)
-        return 0;
-    if (i == n)
-        return 1;
-    int64_t q = x / stride[i];
-    if (q >= size[i])
-        return rest[i];
-    return q * rest[i + 1] + below(stride, size, rest, n, i + 1, x - q * stride[i]);
-}
-
-double sim_local_members(const smoe_mesh *m, const smoe_axes *axes, int64_t dpn, int64_t *g)
-{
-    int64_t mstride[SMOE_MAX_AXES], size = 1;
-    for (int a = m->n - 1; a >= 0; a--) {
-        mstride[a] = size;
-        size *= m->size[a];
-    }
-    /* slices (the mesh's dcn parts) are joined by the slow network
-     * whatever the profile's node: a node is at most a slice's devices
-     * (consecutive, smoe_mesh_slices_contiguous) */
-    int64_t slices = smoe_mesh_slices(m);
-    if (slices > 1 && size / slices < dpn)
-        dpn = size / slices;
-    int used[SMOE_MAX_AXES] = { 0 };
-    for (int i = 0; i < axes->n; i++) {
-        int a = smoe_mesh_find(m, axes->ax[i]);
-        if (a >= 0 && m->size[a] > 1)
-            used[a] = 1;
-    }
-    int64_t stride[SMOE_MAX_AXES], sz[SMOE_MAX_AXES], rest[SMOE_MAX_AXES + 1];
-    int n = 0;
-    for (int a = 0; a < m->n; a++) /* mesh order: strides descending */
-        if (used[a]) {
-            stride[n] = mstride[a];
-            sz[n++] = m->size[a];
-        }
-    rest[n] = 1;
-    for (int i = n - 1; i >= 0; i--)
-        rest[i] = rest[i + 1] * sz[i];
-    *g = rest[0];
-    return (double)below(stride, sz, rest, n, 0, dpn);
-}
-
 /* Members of the group over `axes` that share device 0's node. */
 static double local_members(const cost *c, const smoe_axes *axes, int64_t *g)
 {
     return sim_local_members(c->mesh, axes, (int64_t)c->hw->devices_per_node, g);
-}
-
-void sim_stage_far(const smoe_mesh *m, const smoe_axes *axes, double dpn, double bytes,
-                   int64_t *g, double *gl, double *near_bytes, double *far_bytes,
-                   double *far_steps)
-{
-    *gl = sim_local_members(m, axes, (int64_t)dpn, g);
-    *near_bytes = *far_bytes = *far_steps = 0;
-    if (*g <= 1 || bytes <= 0)
-        return;
-    *near_bytes = bytes * (*gl - 1) / (double)(*g - 1);
-    if (*gl >= (double)*g)
-        return;
-    *far_bytes = bytes * ((double)*g - *gl) / (double)(*g - 1);
-    *far_steps = (double)*g / *gl - 1;
-}
-
-/* A gather stage over ax of `local` bytes a member as smoe's runtime runs
- * it: one collective over ax on m moving b[0] (returns 0), or, where its
- * group spans slices and shares them (smoe_axes_levels), one across the
- * slices over lv->across moving b[0], then one within over lv->within
- * moving b[1], both on the mesh of parts pm (returns 1). */
-static int stage_levels(const smoe_mesh *m, const smoe_axes *ax, double local, smoe_levels *lv,
-                        smoe_part_mesh *pm, double b[2])
-{
-    double grp = (double)smoe_axes_size(ax, m);
-    b[0] = local * (grp - 1);
-    if (!smoe_axes_levels(m, ax, lv))
-        return 0;
-    smoe_mesh_parts(m, pm);
-    double x = (double)smoe_axes_part_members(m, &lv->across);
-    double w = (double)smoe_axes_part_members(m, &lv->within);
-    b[0] = local * (x - 1);
-    b[1] = local * x * (w - 1);
-    return 1;
-}
-
-/* Adds one collective's near bytes and steps and far ones to t[0..3]. */
-static void stage_parts(const smoe_mesh *m, const smoe_axes *ax, double dpn, double bytes,
-                        double t[4])
-{
-    double gl, nb, fb, fs;
-    int64_t n;
-    sim_stage_far(m, ax, dpn, bytes, &n, &gl, &nb, &fb, &fs);
-    if (nb > 0) {
-        t[0] += nb;
-        t[1] += gl - 1;
-    }
-    t[2] += fb;
-    t[3] += fs;
-}
-
-/* Both parts of a gather's stages: t[0..1] the near bytes and steps (as
- * coll_at counts them on cpu profiles), t[2..3] the far ones. */
-static void gather_parts(const smoe_gather *g, const smoe_mesh *m, double dpn, double scale,
-                         double t[4])
-{
-    double local = (double)g->bytes_in * scale;
-    t[0] = t[1] = t[2] = t[3] = 0;
-    for (int d = 0; d < g->rank; d++) {
-        const smoe_axes *ax = &g->axes[d];
-        if (!ax->n)
-            continue;
-        smoe_levels lv;
-        smoe_part_mesh pm;
-        double b[2];
-        if (stage_levels(m, ax, local, &lv, &pm, b)) {
-            stage_parts(&pm.mesh, &lv.across, dpn, b[0], t);
-            stage_parts(&pm.mesh, &lv.within, dpn, b[1], t);
-        } else {
-            stage_parts(m, ax, dpn, b[0], t);
-        }
-        local *= (double)smoe_axes_size(ax, m);
-    }
-}
-
-void smoe_sim_gather_far(const smoe_gather *g, const smoe_mesh *m, double devices_per_node,
-                         double scale, double *far_bytes, double *far_steps)
-{
-    double t[4];
-    gather_parts(g, m, devices_per_node, scale, t);
-    *far_bytes = t[2];
-    *far_steps = t[3];
-}
-
-void smoe_sim_gather_near(const smoe_gather *g, const smoe_mesh *m, double devices_per_node,
-                          double scale, double *near_bytes, double *near_steps)
-{
-    double t[4];
-    gather_parts(g, m, devices_per_node, scale, t);
-    *near_bytes = t[0];
-    *near_steps = t[1];
 }
 
 /* A collective moving `bytes` per device into (or out of) it over `axes`.
@@ -255,7 +93,7 @@ static double coll_at(const cost *c, const smoe_axes *axes, double bytes, double
     return lat + fmax(t_local, t_far);
 }
 
-static double coll(const cost *c, const smoe_axes *axes, double bytes, double bw_override)
+double cost_coll(const cost *c, const smoe_axes *axes, double bytes, double bw_override)
 {
     return coll_at(c, axes, bytes, bw_override, 0);
 }
@@ -266,7 +104,7 @@ static double stage_time(const cost *c, const smoe_axes *ax, double local)
     smoe_levels lv;
     smoe_part_mesh pm;
     double b[2];
-    if (!stage_levels(c->mesh, ax, local, &lv, &pm, b))
+    if (!sim_stage_levels(c->mesh, ax, local, &lv, &pm, b))
         return coll_at(c, ax, b[0], 0, 1);
     cost cp = *c;
     cp.mesh = &pm.mesh;
@@ -308,7 +146,7 @@ static double allreduce_time(const cost *c, const smoe_gather *g, double scale)
     double grp = (double)smoe_axes_size(&rep, c->mesh);
     /* ring all-reduce: a reduce-scatter and an all-gather of the shard */
     double before = c->net ? *c->net : 0;
-    double t = coll(c, &rep, (double)g->bytes_in * scale * (grp - 1) / grp, 0);
+    double t = cost_coll(c, &rep, (double)g->bytes_in * scale * (grp - 1) / grp, 0);
     if (c->net)
         *c->net += *c->net - before;
     return 2 * t;
@@ -322,187 +160,6 @@ static double reduce_time(const cost *c, const smoe_gather *g, double scale)
     return gather_time(c, g, NULL, 0, scale) + allreduce_time(c, g, scale);
 }
 
-
-/* smoe's own activation estimate of a layer (its runtime executor's):
- * the layer input is always kept, the rest per policy (a custom policy:
- * what it keeps on the device, MaxText's sizes, mxmem.c). */
-static void layer_acts(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh, sim_kind *k)
-{
-    const double T = smoe_sim_tokens(sh), S = (double)sh->seq;
-    const double B = T / S, E = (double)d->emb, H = (double)d->heads; /* B: sequences' worth */
-    double inner = T * (E * 6 + H * (double)(d->qk_nope + d->qk_rope + d->v_head) * 3 +
-                        (k->moe ? (double)d->topk * (E * 2 + (double)d->moe_mlp * 3) +
-                                      (double)(d->shared_experts * d->moe_mlp) * 3
-                                : (double)d->mlp * 3));
-    if (c->hw->kind == SMOE_HW_CPU)
-        inner += B * H * S * S; /* attention probabilities */
-    k->act_peak = inner * c->ab;
-    k->act_input = T * E * c->ab;
-    k->act_saved = T * E * c->ab +
-                   (sh->remat == SMOE_REMAT_NONE ? inner * c->ab
-                    : sh->remat == SMOE_REMAT_DOTS ? inner * c->ab * 0.6 : 0);
-}
-
-/* c for the dense matmuls (projections, dense and shared MLPs, router,
- * head): at the profile's gemm_efficiency where it has one; the attention
- * kernel and the routed experts' grouped matmuls keep compute_efficiency.
- * fp8: at the fp8 rate (smoe_sim_shape.fp8). */
-static cost dense_cost(const cost *c, int fp8)
-{
-    cost d = *c;
-    if (c->hw->gemm_efficiency > 0 && c->eff > 0)
-        d.eff = c->hw->gemm_efficiency;
-    if (fp8)
-        d.flops = c->hw->fp8_peak_flops / c->hw->devices_per_chip;
-    return d;
-}
-
-/* A phase's forward time and the part of it whose outputs a custom remat
- * policy saves, which the backward does not recompute. */
-typedef struct phase_t {
-    double fwd, kept;
-    double cp; /* of fwd: the context-parallel key/value exchange */
-} phase_t;
-
-static const smoe_axes k_ctx_axis = { 1, { "context" } };
-
-static void op_add(phase_t *p, double t, int saved)
-{
-    p->fwd += t;
-    if (saved)
-        p->kept += t;
-}
-
-#define RT(t) (1u << SMOE_RT_##t)
-
-/* The attention's ops (projections, the kernel, the out projection) into
- * p, each kept when its output is saved (m: sim_rt_canon's bits); the
- * projections at cq's rates (quantized), the kernel at c's. */
-static void attention_ops(const cost *c, const cost *cq, const smoe_dims *d,
-                          const smoe_sim_shape *sh, unsigned m, phase_t *p, double *elem)
-{
-    const double T = smoe_sim_tokens(sh), S = (double)sh->seq;
-    const double B = T / S, E = (double)d->emb, H = (double)d->heads; /* B: sequences' worth */
-    const double wb = c->ab; /* weights are cast to the compute type */
-    double core, kvd; /* the kernel's FLOPs; key + value elements a token */
-    if (d->mla) { /* attention_mla.py: wq_a, wq_b (or wq), wkv_a, wkv_b, out */
-        double qk = (double)(d->qk_nope + d->qk_rope), kvl = (double)d->kv_lora;
-        if (d->q_lora) {
-            op_add(p, mm(cq, T, E, (double)d->q_lora, wb), m & (RT(Q_WA) | RT(MLA_Q)));
-            op_add(p, mm(cq, T, (double)d->q_lora, H * qk, wb), m & RT(QUERY));
-        } else {
-            op_add(p, mm(cq, T, E, H * qk, wb), m & RT(QUERY));
-        }
-        op_add(p, mm(cq, T, E, kvl + (double)d->qk_rope, wb), m & (RT(KV_WA) | RT(MLA_KV)));
-        op_add(p, mm(cq, T, kvl, H * (double)(d->qk_nope + d->v_head), wb),
-               (m & RT(KEY)) && (m & RT(VALUE)));
-        op_add(p, mm(cq, T, H * (double)d->v_head, E, wb), m & RT(OUT));
-        core = 2 * B * H * S * S * (qk + (double)d->v_head) * 0.5;
-        kvd = H * (qk + (double)d->v_head);
-        *elem += T * (E * 4 + (double)d->q_lora * 2 + kvl * 2 + H * (qk + (double)d->v_head) * 4);
-    } else {
-        double hd = (double)d->head_dim, KV = (double)d->kv_heads;
-        op_add(p, mm(cq, T, E, H * hd, wb), m & RT(QUERY));
-        op_add(p, mm(cq, T, E, KV * hd, wb), m & RT(KEY));
-        op_add(p, mm(cq, T, E, KV * hd, wb), m & RT(VALUE));
-        op_add(p, mm(cq, T, H * hd, E, wb), m & RT(OUT));
-        core = 2 * B * H * S * S * 2 * hd * 0.5;
-        kvd = 2 * KV * hd;
-        *elem += T * (E * 4 + H * hd * 6);
-    }
-    /* the kernel: FLOPs at the matmul rate; scores are kept on chip
-     * (flash) on accelerators, materialised on cpu */
-    double scores = c->hw->kind == SMOE_HW_CPU ? B * H * S * S * 3 : 0;
-    if (c->span > 0)
-        core *= c->span;
-    double t = c->eff > 0 ? core / (rate(c, S, S, 128) * c->eff) + c->overhead
-                          : fmax(core / rate(c, S, S, 128), scores * c->ab / c->ew) + c->overhead;
-    op_add(p, t, m & RT(CONTEXT));
-    /* context parallelism (MaxText's all_gather strategy): the keys and
-     * values all-gathered over the context axis before the kernel, with
-     * the kernel in the recompute; the backward's reduce-scatter of their
-     * gradients is the same bytes (layer_compute keeps it to one pass) */
-    p->cp = sh->context > 1 ? coll(c, &k_ctx_axis, T * kvd * c->ab * (double)(sh->context - 1), 0)
-                            : 0;
-    op_add(p, p->cp, m & RT(CONTEXT));
-}
-
-/* An MLP block of width f over T tokens (linears.py MlpBlock: one up
- * projection per activation, wi with one, wi_0, wi_1, ... with more,
- * their product, wo; a MoE layer's shared experts too). */
-static void mlp_ops(const cost *c, const cost *cq, double T, double in, double f, double out,
-                    int64_t nact, unsigned m, phase_t *p)
-{
-    for (int64_t i = 0; i < (nact > 0 ? nact : 1); i++) {
-        unsigned name = i == 0 ? RT(MLPWI0) : i == 1 ? RT(MLPWI1) : 0u;
-        op_add(p, mm(cq, T, in, f, c->ab), (m & name) != 0);
-    }
-    op_add(p, mm(cq, T, f, out, c->ab), m & RT(MLPWO));
-    op_add(p, ew(c, T * f, 3), 0);
-}
-
-/* Compute of one layer kind: forward split around the expert exchange,
- * backward = 2x the forward matmuls + the recompute of the remat policy:
- * the whole forward (full), a share (save-dot-products), none, or, with
- * a custom policy, the forward less the ops whose outputs it saves. */
-static void layer_compute(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh,
-                          double e_local, sim_kind *k)
-{
-    const double T = smoe_sim_tokens(sh), E = (double)d->emb;
-    const unsigned m =
-        sh->remat == SMOE_REMAT_CUSTOM ? sim_rt_canon(d, sh->remat_dev | sh->remat_host) : 0;
-    phase_t pre = { 0, 0, 0 }, ex = { 0, 0, 0 };
-    double elem = 0, shared = 0, post = 0;
-    cost dq = dense_cost(c, sh->fp8), rq = *c; /* dense; routed (both fp8: quantized) */
-    if (sh->fp8)
-        rq.flops = dq.flops;
-    const cost *cq = &dq;
-    attention_ops(c, cq, d, sh, m, &pre, &elem);
-    op_add(&pre, ew(c, elem, 1), 0);
-    if (!k->moe) {
-        mlp_ops(c, cq, T, E, (double)d->mlp, E, d->n_activations, m, &pre);
-    } else {
-        double ne = (double)d->experts, tk = (double)d->topk, f = (double)d->moe_mlp;
-        double in = (double)d->moe_in, sh_w = (double)(d->shared_experts * d->moe_mlp);
-        op_add(&pre, mm(cq, T, in, ne, c->ab) + ew(c, T * ne, 4), 0); /* the router */
-        if (sh_w > 0) {
-            double before = pre.fwd;
-            mlp_ops(c, cq, T, in, sh_w, E, d->n_activations, m, &pre);
-            shared = pre.fwd - before;
-        }
-        /* rows this device's experts process: T * topk on average */
-        double rows = T * tk / e_local, up = 0, down = 0;
-        for (int i = 0; i < (int)e_local && i < 4096; i++) {
-            up += mm(&rq, rows, in, f, c->ab);
-            down += mm(&rq, rows, f, in, c->ab);
-        }
-        double scale = e_local > 4096 ? e_local / 4096 : 1;
-        op_add(&ex, up * scale, m & RT(MOE_WI0));
-        op_add(&ex, up * scale, m & RT(MOE_WI1));
-        op_add(&ex, down * scale, m & RT(MOE_WO));
-        op_add(&ex, ew(c, T * tk * f, 3) + ew(c, T * tk * E, 4), 0); /* activation, dispatch */
-        post = ew(c, T * tk * E, 2);
-    }
-    k->fwd_pre = pre.fwd;
-    k->pre_shared = pre.fwd > 0 ? shared / pre.fwd : 0;
-    k->fwd_exp = ex.fwd;
-    k->fwd_post = post;
-    double rc = sh->remat == SMOE_REMAT_NONE ? 0 : sh->remat == SMOE_REMAT_DOTS ? 0.15 : 1;
-    k->rc[0] = pre.fwd > 0 && m ? (pre.fwd - pre.kept) / pre.fwd : rc;
-    k->rc[1] = ex.fwd > 0 && m ? (ex.fwd - ex.kept) / ex.fwd : rc;
-    k->rc[2] = rc;
-    /* the transposes' one key/value reduce-scatter (context parallelism),
-     * not two passes of the exchange */
-    k->bwd_pre = pre.fwd * (2 + k->rc[0]) - pre.cp;
-    if (pre.cp > 0)
-        k->rc[0] = k->bwd_pre / pre.fwd - 2;
-    k->bwd_exp = ex.fwd * (2 + k->rc[1]);
-    k->bwd_post = post * (2 + k->rc[2]);
-    k->bwd_full_pre = pre.fwd * 3 - pre.cp; /* MaxText's prefetch path always remats fully */
-    k->bwd_full_exp = ex.fwd * 3;
-    k->bwd_full_post = post * 3;
-    layer_acts(c, d, sh, k);
-}
 
 static smoe_status add_weight(sim_kind *k, const sim_w *w, smoe_err *err)
 {
@@ -538,18 +195,6 @@ static smoe_status vocab_tiles(const smoe_config *cfg, const smoe_sim_shape *sh,
     return SMOE_OK;
 }
 
-/* The head, forward and backward (the logits dot and its two transposes;
- * the softmax and loss over the logits). With tiles > 1 each tile is its
- * own dot (T / tiles rows), and the backward's scan computes each tile's
- * logits again before its transposes (vocab_tiling_linen_loss's custom
- * VJP: jax.vjp of the tile's loss): one more forward dot and its
- * elementwise passes over the logits. */
-static double head_time(const cost *c, double T, double E, double V, double tiles)
-{
-    if (tiles <= 1)
-        return 3 * mm(c, T, E, V, c->ab) + ew(c, T * V, 4);
-    return tiles * 4 * mm(c, T / tiles, E, V, c->ab) + ew(c, T * V, 6);
-}
 
 /* A scannable block (MaxText's gemma4, gpt-oss, llama4, qwen3-next and
  * olmo3 decoders scan a block of several decoder layers: decoders.py
@@ -622,7 +267,7 @@ static void tensor_parallel(const cost *c, double T, double E, smoe_sim_model *m
     static const smoe_axes tensor_ax = { 1, { "tensor" } };
     int64_t g;
     local_members(c, &tensor_ax, &g);
-    *one = g > 1 ? coll(c, &tensor_ax, (double)(g - 1) * T * E * c->ab, 0) : 0;
+    *one = g > 1 ? cost_coll(c, &tensor_ax, (double)(g - 1) * T * E * c->ab, 0) : 0;
     for (int k = 0; k < 2 && *one > 0; k++) {
         sim_kind *x = &m->k[k];
         double pre = (x->moe ? 3 : 4) * *one, post = (x->moe ? 1 : 0) * *one;
@@ -871,7 +516,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         m->top_head_net /= m->top_gather_s - m->top_embed_s;
     const double ep = (double)smoe_mesh_axis_size(&plan->mesh, "expert");
     for (int k = 0; k < 2; k++) {
-        layer_compute(&c, &d, sh, e_local, &m->k[k]);
+        cost_layer(&c, &d, sh, e_local, &m->k[k]);
         sim_mx_sizes(&d, sh, c.ab, ep, &m->k[k]);
         if (m->k[k].act_host > 0) /* keys.c refuses offload without the figure */
             m->k[k].offload_s = m->k[k].act_host / (hw->host_bandwidth / hw->devices_per_chip);
@@ -889,10 +534,10 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     if (g > 1) {
         double rows_bytes = T * (double)d.topk * (double)d.moe_in * c.ab;
         if (sh->ring_of_experts) /* all-gather tokens, reduce-scatter outputs */
-            m->k[1].a2a_s = coll(&c, &expert_ax, T * (double)d.moe_in * c.ab * (double)(g - 1),
+            m->k[1].a2a_s = cost_coll(&c, &expert_ax, T * (double)d.moe_in * c.ab * (double)(g - 1),
                                  a2a_bw);
         else
-            m->k[1].a2a_s = coll(&c, &expert_ax, rows_bytes * (double)(g - 1) / (double)g, a2a_bw);
+            m->k[1].a2a_s = cost_coll(&c, &expert_ax, rows_bytes * (double)(g - 1) / (double)g, a2a_bw);
     }
     /* dispatch and combine (sort, permute) of the routed rows on the
      * collective engines: each moves T * topk rows once per pass */
@@ -907,15 +552,15 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
             block_scale(&m->k[k], (double)(d.layers / m->L));
     /* embedding lookup, the head (forward + backward), the optimizer */
     double V = (double)d.vocab, E = (double)d.emb;
-    m->embed_fwd_s = ew(&c, T * E, 2);
-    m->embed_bwd_s = ew(&c, T * E, 3);
+    m->embed_fwd_s = cost_ew(&c, T * E, 2);
+    m->embed_bwd_s = cost_ew(&c, T * E, 3);
     int64_t tiles = 1;
     if ((s = vocab_tiles(cfg, sh, &tiles, err))) {
         smoe_sim_model_free(m);
         return s;
     }
-    cost dn = dense_cost(&c, 0); /* the head is not quantized (keys.c) */
-    m->head_s = head_time(&dn, T, E, V, (double)tiles) + 2 * tp_one;
+    cost dn = cost_dense(&c, 0); /* the head is not quantized (keys.c) */
+    m->head_s = cost_head(&dn, T, E, V, (double)tiles) + 2 * tp_one;
     /* the logits dot's output: `dtype`, fp32 with logits_dot_in_fp32
      * (decoders.py apply_output_head); one tile's at a time */
     int fp32_logits = 0;

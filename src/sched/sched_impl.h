@@ -169,6 +169,14 @@ double sim_local_members(const smoe_mesh *m, const smoe_axes *axes, int64_t dpn,
 void sim_stage_far(const smoe_mesh *m, const smoe_axes *axes, double dpn, double bytes,
                    int64_t *g, double *gl, double *near_bytes, double *far_bytes,
                    double *far_steps);
+/* A gather stage over ax of `local` bytes a member as smoe's runtime runs
+ * it: one collective over ax on m moving b[0] (returns 0), or, where its
+ * group spans slices and shares them (smoe_axes_levels), one across the
+ * slices over lv->across moving b[0], then one within over lv->within
+ * moving b[1], both on the mesh of parts pm (returns 1). (placement.c, as
+ * the two above.) */
+int sim_stage_levels(const smoe_mesh *m, const smoe_axes *ax, double local, smoe_levels *lv,
+                     smoe_part_mesh *pm, double b[2]);
 
 /* smoe train's prefetch executor as the simulator runs it (pool.c, cpu
  * profiles): entries in list order, a pool of (the schedule's max distance

@@ -1,0 +1,203 @@
+/* One decoder layer's compute on a profile (the attention block, the MLP
+ * or the MoE block's router, shared and routed experts, their remat and
+ * saved activations) and the output head's: the step model's op costs,
+ * which cost.c assembles into a model. */
+#include "cost_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+/* smoe's own activation estimate of a layer (its runtime executor's):
+ * the layer input is always kept, the rest per policy (a custom policy:
+ * what it keeps on the device, MaxText's sizes, mxmem.c). */
+static void layer_acts(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh, sim_kind *k)
+{
+    const double T = smoe_sim_tokens(sh), S = (double)sh->seq;
+    const double B = T / S, E = (double)d->emb, H = (double)d->heads; /* B: sequences' worth */
+    double inner = T * (E * 6 + H * (double)(d->qk_nope + d->qk_rope + d->v_head) * 3 +
+                        (k->moe ? (double)d->topk * (E * 2 + (double)d->moe_mlp * 3) +
+                                      (double)(d->shared_experts * d->moe_mlp) * 3
+                                : (double)d->mlp * 3));
+    if (c->hw->kind == SMOE_HW_CPU)
+        inner += B * H * S * S; /* attention probabilities */
+    k->act_peak = inner * c->ab;
+    k->act_input = T * E * c->ab;
+    k->act_saved = T * E * c->ab +
+                   (sh->remat == SMOE_REMAT_NONE ? inner * c->ab
+                    : sh->remat == SMOE_REMAT_DOTS ? inner * c->ab * 0.6 : 0);
+}
+
+/* c for the dense matmuls (projections, dense and shared MLPs, router,
+ * head): at the profile's gemm_efficiency where it has one; the attention
+ * kernel and the routed experts' grouped matmuls keep compute_efficiency.
+ * fp8: at the fp8 rate (smoe_sim_shape.fp8). */
+cost cost_dense(const cost *c, int fp8)
+{
+    cost d = *c;
+    if (c->hw->gemm_efficiency > 0 && c->eff > 0)
+        d.eff = c->hw->gemm_efficiency;
+    if (fp8)
+        d.flops = c->hw->fp8_peak_flops / c->hw->devices_per_chip;
+    return d;
+}
+
+/* A phase's forward time and the part of it whose outputs a custom remat
+ * policy saves, which the backward does not recompute. */
+typedef struct phase_t {
+    double fwd, kept;
+    double cp; /* of fwd: the context-parallel key/value exchange */
+} phase_t;
+
+static const smoe_axes k_ctx_axis = { 1, { "context" } };
+
+static void op_add(phase_t *p, double t, int saved)
+{
+    p->fwd += t;
+    if (saved)
+        p->kept += t;
+}
+
+#define RT(t) (1u << SMOE_RT_##t)
+
+/* The attention's ops (projections, the kernel, the out projection) into
+ * p, each kept when its output is saved (m: sim_rt_canon's bits); the
+ * projections at cq's rates (quantized), the kernel at c's. */
+static void attention_ops(const cost *c, const cost *cq, const smoe_dims *d,
+                          const smoe_sim_shape *sh, unsigned m, phase_t *p, double *elem)
+{
+    const double T = smoe_sim_tokens(sh), S = (double)sh->seq;
+    const double B = T / S, E = (double)d->emb, H = (double)d->heads; /* B: sequences' worth */
+    const double wb = c->ab; /* weights are cast to the compute type */
+    double core, kvd; /* the kernel's FLOPs; key + value elements a token */
+    if (d->mla) { /* attention_mla.py: wq_a, wq_b (or wq), wkv_a, wkv_b, out */
+        double qk = (double)(d->qk_nope + d->qk_rope), kvl = (double)d->kv_lora;
+        if (d->q_lora) {
+            op_add(p, cost_mm(cq, T, E, (double)d->q_lora, wb), m & (RT(Q_WA) | RT(MLA_Q)));
+            op_add(p, cost_mm(cq, T, (double)d->q_lora, H * qk, wb), m & RT(QUERY));
+        } else {
+            op_add(p, cost_mm(cq, T, E, H * qk, wb), m & RT(QUERY));
+        }
+        op_add(p, cost_mm(cq, T, E, kvl + (double)d->qk_rope, wb), m & (RT(KV_WA) | RT(MLA_KV)));
+        op_add(p, cost_mm(cq, T, kvl, H * (double)(d->qk_nope + d->v_head), wb),
+               (m & RT(KEY)) && (m & RT(VALUE)));
+        op_add(p, cost_mm(cq, T, H * (double)d->v_head, E, wb), m & RT(OUT));
+        core = 2 * B * H * S * S * (qk + (double)d->v_head) * 0.5;
+        kvd = H * (qk + (double)d->v_head);
+        *elem += T * (E * 4 + (double)d->q_lora * 2 + kvl * 2 + H * (qk + (double)d->v_head) * 4);
+    } else {
+        double hd = (double)d->head_dim, KV = (double)d->kv_heads;
+        op_add(p, cost_mm(cq, T, E, H * hd, wb), m & RT(QUERY));
+        op_add(p, cost_mm(cq, T, E, KV * hd, wb), m & RT(KEY));
+        op_add(p, cost_mm(cq, T, E, KV * hd, wb), m & RT(VALUE));
+        op_add(p, cost_mm(cq, T, H * hd, E, wb), m & RT(OUT));
+        core = 2 * B * H * S * S * 2 * hd * 0.5;
+        kvd = 2 * KV * hd;
+        *elem += T * (E * 4 + H * hd * 6);
+    }
+    /* the kernel: FLOPs at the matmul rate; scores are kept on chip
+     * (flash) on accelerators, materialised on cpu */
+    double scores = c->hw->kind == SMOE_HW_CPU ? B * H * S * S * 3 : 0;
+    if (c->span > 0)
+        core *= c->span;
+    double t = c->eff > 0 ? core / (cost_rate(c, S, S, 128) * c->eff) + c->overhead
+                          : fmax(core / cost_rate(c, S, S, 128), scores * c->ab / c->ew) + c->overhead;
+    op_add(p, t, m & RT(CONTEXT));
+    /* context parallelism (MaxText's all_gather strategy): the keys and
+     * values all-gathered over the context axis before the kernel, with
+     * the kernel in the recompute; the backward's reduce-scatter of their
+     * gradients is the same bytes (layer_compute keeps it to one pass) */
+    p->cp = sh->context > 1 ? cost_coll(c, &k_ctx_axis, T * kvd * c->ab * (double)(sh->context - 1), 0)
+                            : 0;
+    op_add(p, p->cp, m & RT(CONTEXT));
+}
+
+/* An MLP block of width f over T tokens (linears.py MlpBlock: one up
+ * projection per activation, wi with one, wi_0, wi_1, ... with more,
+ * their product, wo; a MoE layer's shared experts too). */
+static void mlp_ops(const cost *c, const cost *cq, double T, double in, double f, double out,
+                    int64_t nact, unsigned m, phase_t *p)
+{
+    for (int64_t i = 0; i < (nact > 0 ? nact : 1); i++) {
+        unsigned name = i == 0 ? RT(MLPWI0) : i == 1 ? RT(MLPWI1) : 0u;
+        op_add(p, cost_mm(cq, T, in, f, c->ab), (m & name) != 0);
+    }
+    op_add(p, cost_mm(cq, T, f, out, c->ab), m & RT(MLPWO));
+    op_add(p, cost_ew(c, T * f, 3), 0);
+}
+
+/* Compute of one layer kind: forward split around the expert exchange,
+ * backward = 2x the forward matmuls + the recompute of the remat policy:
+ * the whole forward (full), a share (save-dot-products), none, or, with
+ * a custom policy, the forward less the ops whose outputs it saves. */
+void cost_layer(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh,
+                          double e_local, sim_kind *k)
+{
+    const double T = smoe_sim_tokens(sh), E = (double)d->emb;
+    const unsigned m =
+        sh->remat == SMOE_REMAT_CUSTOM ? sim_rt_canon(d, sh->remat_dev | sh->remat_host) : 0;
+    phase_t pre = { 0, 0, 0 }, ex = { 0, 0, 0 };
+    double elem = 0, shared = 0, post = 0;
+    cost dq = cost_dense(c, sh->fp8), rq = *c; /* dense; routed (both fp8: quantized) */
+    if (sh->fp8)
+        rq.flops = dq.flops;
+    const cost *cq = &dq;
+    attention_ops(c, cq, d, sh, m, &pre, &elem);
+    op_add(&pre, cost_ew(c, elem, 1), 0);
+    if (!k->moe) {
+        mlp_ops(c, cq, T, E, (double)d->mlp, E, d->n_activations, m, &pre);
+    } else {
+        double ne = (double)d->experts, tk = (double)d->topk, f = (double)d->moe_mlp;
+        double in = (double)d->moe_in, sh_w = (double)(d->shared_experts * d->moe_mlp);
+        op_add(&pre, cost_mm(cq, T, in, ne, c->ab) + cost_ew(c, T * ne, 4), 0); /* the router */
+        if (sh_w > 0) {
+            double before = pre.fwd;
+            mlp_ops(c, cq, T, in, sh_w, E, d->n_activations, m, &pre);
+            shared = pre.fwd - before;
+        }
+        /* rows this device's experts process: T * topk on average */
+        double rows = T * tk / e_local, up = 0, down = 0;
+        for (int i = 0; i < (int)e_local && i < 4096; i++) {
+            up += cost_mm(&rq, rows, in, f, c->ab);
+            down += cost_mm(&rq, rows, f, in, c->ab);
+        }
+        double scale = e_local > 4096 ? e_local / 4096 : 1;
+        op_add(&ex, up * scale, m & RT(MOE_WI0));
+        op_add(&ex, up * scale, m & RT(MOE_WI1));
+        op_add(&ex, down * scale, m & RT(MOE_WO));
+        op_add(&ex, cost_ew(c, T * tk * f, 3) + cost_ew(c, T * tk * E, 4), 0); /* activation, dispatch */
+        post = cost_ew(c, T * tk * E, 2);
+    }
+    k->fwd_pre = pre.fwd;
+    k->pre_shared = pre.fwd > 0 ? shared / pre.fwd : 0;
+    k->fwd_exp = ex.fwd;
+    k->fwd_post = post;
+    double rc = sh->remat == SMOE_REMAT_NONE ? 0 : sh->remat == SMOE_REMAT_DOTS ? 0.15 : 1;
+    k->rc[0] = pre.fwd > 0 && m ? (pre.fwd - pre.kept) / pre.fwd : rc;
+    k->rc[1] = ex.fwd > 0 && m ? (ex.fwd - ex.kept) / ex.fwd : rc;
+    k->rc[2] = rc;
+    /* the transposes' one key/value reduce-scatter (context parallelism),
+     * not two passes of the exchange */
+    k->bwd_pre = pre.fwd * (2 + k->rc[0]) - pre.cp;
+    if (pre.cp > 0)
+        k->rc[0] = k->bwd_pre / pre.fwd - 2;
+    k->bwd_exp = ex.fwd * (2 + k->rc[1]);
+    k->bwd_post = post * (2 + k->rc[2]);
+    k->bwd_full_pre = pre.fwd * 3 - pre.cp; /* MaxText's prefetch path always remats fully */
+    k->bwd_full_exp = ex.fwd * 3;
+    k->bwd_full_post = post * 3;
+    layer_acts(c, d, sh, k);
+}
+
+
+/* The head, forward and backward (the logits dot and its two transposes;
+ * the softmax and loss over the logits). With tiles > 1 each tile is its
+ * own dot (T / tiles rows), and the backward's scan computes each tile's
+ * logits again before its transposes (vocab_tiling_linen_loss's custom
+ * VJP: jax.vjp of the tile's loss): one more forward dot and its
+ * elementwise passes over the logits. */
+double cost_head(const cost *c, double T, double E, double V, double tiles)
+{
+    if (tiles <= 1)
+        return 3 * cost_mm(c, T, E, V, c->ab) + cost_ew(c, T * V, 4);
+    return tiles * 4 * cost_mm(c, T / tiles, E, V, c->ab) + cost_ew(c, T * V, 6);
+}
