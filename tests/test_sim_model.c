@@ -1,0 +1,475 @@
+/* The step model's terms built from MaxText configurations, by hand:
+ * vocabulary tiling, scannable blocks, unscanned layers, tensor
+ * parallelism, attention masks, MLP activations, custom remat, fp8, the
+ * dense/attention efficiency split and context parallelism (test_sim.c:
+ * the executors on hand-built models).
+ * usage: test_sim_model CONFIG_DIR */
+#include "../src/sched/sched_impl.h"
+#include "check.h"
+#include "sim_testlib.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NEAR(a, b) (fabs((a) - (b)) < 1e-9)
+
+/* One build of deepseek2-16b on tpu7x (1 x 2048 tokens per device) with
+ * the override ov; NULL when refused (its message in msg). */
+static smoe_sim_model *build_with(const char *cfgdir, const char *ov, char *msg, size_t cap)
+{
+    const char *o[2] = { "ici_expert_parallelism=2", ov };
+    smoe_config *cfg = load_deepseek(cfgdir, o, ov ? 2 : 1);
+    smoe_err err;
+    smoe_sim_model *m = NULL;
+    msg[0] = '\0';
+    char hwf[1024];
+    snprintf(hwf, sizeof hwf, "%s/hardware/tpu7x.yml", cfgdir);
+    smoe_hw hw;
+    smoe_plan *p = NULL;
+    smoe_sim_shape sh = { .batch = 1, .seq = 2048, .remat = SMOE_REMAT_FULL };
+    if (cfg && smoe_hw_load(hwf, &hw, &err) == SMOE_OK &&
+        smoe_sim_dtypes(cfg, &hw, &sh, &err) == SMOE_OK) {
+        smoe_plan_opts po = { 16, 1, NULL, sh.dtype_bytes };
+        if (smoe_plan_build(cfg, &po, &p, &err) == SMOE_OK &&
+            smoe_sim_model_build(cfg, p, &hw, &sh, &m, &err) != SMOE_OK)
+            snprintf(msg, cap, "%s", err.msg);
+    }
+    smoe_plan_free(p);
+    smoe_config_free(cfg);
+    return m;
+}
+
+/* num_vocab_tiling (MaxText vocab_tiling_linen_loss): one tile's logits
+ * live at a time (a quarter with 4 tiles), the head costs one more
+ * forward dot (the backward's recompute) in dots of a quarter of the
+ * rows; a count that does not divide the tokens is refused. */
+static void test_vocab_tiling(const char *cfgdir)
+{
+    char msg[512];
+    smoe_sim_model *one = build_with(cfgdir, NULL, msg, sizeof msg);
+    smoe_sim_model *four = build_with(cfgdir, "num_vocab_tiling=4", msg, sizeof msg);
+    CHECKF(one && four, "built: %s", msg);
+    if (one && four) {
+        CHECKF(NEAR(four->logits_bytes * 4, one->logits_bytes), "logits %g vs %g / 4",
+               four->logits_bytes, one->logits_bytes);
+        /* 3 dots become 4 (quarter-row dots take at least a quarter's time) */
+        CHECKF(four->head_s > one->head_s * 4 / 3 * 0.99 && four->head_s < one->head_s * 2,
+               "head %g s with 4 tiles, %g s whole", four->head_s, one->head_s);
+        CHECKF(NEAR(four->k[1].fwd_pre, one->k[1].fwd_pre), "the layers unchanged");
+    }
+    smoe_sim_model_free(one);
+    smoe_sim_model_free(four);
+    CHECK(build_with(cfgdir, "num_vocab_tiling=3", msg, sizeof msg) == NULL);
+    CHECKF(strstr(msg, "num_vocab_tiling = 3: MaxText cuts a device's 2048 tokens") != NULL,
+           "'%s'", msg);
+}
+
+/* deepseek2-16b on tpu7x (1 x 2048 tokens per device, EP 2) with MaxText's
+ * keys read by smoe_sim_keys (remat_policy among them) and the overrides
+ * ov[0..n); NULL when refused (its message in msg). */
+static smoe_sim_model *build_shape(const char *cfgdir, const char *model, const char *const *ov,
+                                   int n, smoe_sim_shape sh, char *msg, size_t cap);
+
+static smoe_sim_model *build_model(const char *cfgdir, const char *model, const char *const *ov,
+                                   int n, char *msg, size_t cap)
+{
+    smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
+    return build_shape(cfgdir, model, ov, n, sh, msg, cap);
+}
+
+/* build_model at the shape sh (its keys read by smoe_sim_keys). */
+static smoe_sim_model *build_shape(const char *cfgdir, const char *model, const char *const *ov,
+                                   int n, smoe_sim_shape sh, char *msg, size_t cap)
+{
+    const char *o[8] = { "ici_expert_parallelism=2" };
+    for (int i = 0; i < n && i < 7; i++)
+        o[i + 1] = ov[i];
+    smoe_config *cfg = load_model(cfgdir, model, o, n + 1);
+    smoe_err err;
+    smoe_sim_model *m = NULL;
+    char hwf[1024];
+    snprintf(hwf, sizeof hwf, "%s/hardware/tpu7x.yml", cfgdir);
+    smoe_hw hw;
+    smoe_plan *p = NULL;
+    msg[0] = '\0';
+    if (cfg && smoe_hw_load(hwf, &hw, &err) == SMOE_OK &&
+        smoe_sim_keys(cfg, &hw, &sh, &err) == SMOE_OK) {
+        smoe_plan_opts po = { 16, 1, NULL, sh.dtype_bytes };
+        if (smoe_plan_build(cfg, &po, &p, &err) == SMOE_OK &&
+            smoe_sim_model_build(cfg, p, &hw, &sh, &m, &err) != SMOE_OK)
+            snprintf(msg, cap, "%s", err.msg);
+    } else if (cfg) {
+        snprintf(msg, cap, "%s", err.msg);
+    }
+    smoe_plan_free(p);
+    smoe_config_free(cfg);
+    return m;
+}
+
+static smoe_sim_model *build_keys(const char *cfgdir, const char *const *ov, int n, char *msg,
+                                  size_t cap)
+{
+    return build_model(cfgdir, "deepseek2-16b", ov, n, msg, cap);
+}
+
+/* A scannable block (gemma4-31b: 10 stacked blocks of 6 decoder layers,
+ * a global one and 5 local ones) times 6 layers' compute a unit, beside
+ * the same dimensions as 60 plain layers (decoder_block llama2); the
+ * gathers stay the block's. */
+static void test_scannable_block(const char *cfgdir)
+{
+    char msg[512];
+    /* no sliding window: every layer's attention causal (test_attention_span) */
+    const char *block[] = { "override_model_config=true", "sliding_window_size=0" };
+    const char *plain[] = { "override_model_config=true", "sliding_window_size=0",
+                            "decoder_block=llama2" };
+    smoe_sim_model *b = build_model(cfgdir, "gemma4-31b", block, 2, msg, sizeof msg);
+    smoe_sim_model *p = build_model(cfgdir, "gemma4-31b", plain, 3, msg, sizeof msg);
+    CHECKF(b && p, "built: %s", msg);
+    if (b && p) {
+        CHECK_INT(b->L, 10);
+        CHECK_INT(p->L, 60);
+        CHECKF(fabs(b->k[0].fwd_pre - 6 * p->k[0].fwd_pre) < 1e-9 * b->k[0].fwd_pre &&
+                   fabs(b->k[0].bwd_pre - 6 * p->k[0].bwd_pre) < 1e-9 * b->k[0].bwd_pre,
+               "block forward %g backward %g, layer %g %g", b->k[0].fwd_pre, b->k[0].bwd_pre,
+               p->k[0].fwd_pre, p->k[0].bwd_pre);
+        CHECKF(NEAR(b->k[0].act_input, p->k[0].act_input), "the block input once");
+        /* 6 layers' weights, the global layer's heads 512 wide (256 in
+         * the plain layers) */
+        CHECKF(b->k[0].bytes > 6 * p->k[0].bytes && b->k[0].bytes < 6.5 * p->k[0].bytes,
+               "block gathers %g bytes, layer %g", b->k[0].bytes, p->k[0].bytes);
+    }
+    smoe_sim_model_free(b);
+    smoe_sim_model_free(p);
+}
+
+/* model (build_model) as it is (*a) and with the overrides ov[0..n) (*b);
+ * 1 when both are built (a failed check otherwise). */
+static int build_pair(const char *cfgdir, const char *model, const char *const *ov, int n,
+                      smoe_sim_model **a, smoe_sim_model **b)
+{
+    char msg[512];
+    *a = build_model(cfgdir, model, NULL, 0, msg, sizeof msg);
+    *b = build_model(cfgdir, model, ov, n, msg, sizeof msg);
+    CHECKF(*a && *b, "%s, %s: %s", model, ov[0], msg);
+    return *a && *b;
+}
+
+/* Unscanned layers (unrolled.c). A dense model unscanned is the same step
+ * model as scanned: llama3.1-8b's 32 layers_<i> modules become 32 layers
+ * of one kind whose weights are the stacked ones. gemma4-e2b (35 layers,
+ * the last num_kv_shared_layers = 20 twice as wide with
+ * use_double_wide_mlp: gemma4_small.py) has a mean MLP width of
+ * (15 x 6144 + 20 x 12288) / 35. Routed experts unscanned are refused.
+ * The merge by hand: two layers' weights of one name, their mean. */
+static void test_unrolled(const char *cfgdir)
+{
+    char msg[512];
+    const char *off[] = { "scan_layers=false" };
+    smoe_sim_model *sc, *un;
+    if (build_pair(cfgdir, "llama3.1-8b", off, 1, &sc, &un)) {
+        CHECK_INT(sc->L, 32);
+        CHECK_INT(un->L, 32);
+        CHECK_INT(un->k[0].nw, sc->k[0].nw);
+        CHECKF(NEAR(un->k[0].fwd_pre, sc->k[0].fwd_pre) && NEAR(un->k[0].bwd_pre, sc->k[0].bwd_pre),
+               "compute %g vs %g", un->k[0].fwd_pre, sc->k[0].fwd_pre);
+        double pu = 0, ps = 0, ru = 0, rs = 0;
+        for (int j = 0; j < un->k[0].nw && j < sc->k[0].nw; j++) {
+            pu += un->k[0].w[j].pre_s, ps += sc->k[0].w[j].pre_s;
+            ru += un->k[0].w[j].rs_s, rs += sc->k[0].w[j].rs_s;
+        }
+        CHECKF(fabs(pu - ps) < 1e-9 * ps && fabs(ru - rs) < 1e-9 * rs &&
+                   fabs(un->k[0].bytes - sc->k[0].bytes) < 1e-6 * sc->k[0].bytes,
+               "gathers %g vs %g s, reductions %g vs %g s, bytes %g vs %g", pu, ps, ru, rs,
+               un->k[0].bytes, sc->k[0].bytes);
+    }
+    smoe_sim_model_free(sc);
+    smoe_sim_model_free(un);
+
+    smoe_config *cfg = load_model(cfgdir, "gemma4-e2b", off, 1);
+    smoe_plan *p = NULL;
+    smoe_err err;
+    smoe_plan_opts po = { 16, 1, NULL, 4 };
+    int n = 0;
+    double mlp = 0;
+    CHECK(cfg && smoe_plan_build(cfg, &po, &p, &err) == SMOE_OK &&
+          sim_unrolled_count(cfg, p, 35, &n, &mlp, &err) == SMOE_OK);
+    CHECK_INT(n, 35);
+    CHECKF(fabs(mlp - (15.0 * 6144 + 20.0 * 12288) / 35) < 1e-9, "mean MLP width %g", mlp);
+    CHECK(p && sim_unrolled_count(cfg, p, 34, &n, &mlp, &err) == SMOE_EINVAL &&
+          strstr(err.msg, "35 unscanned decoder layers") != NULL);
+    smoe_plan_free(p);
+    smoe_config_free(cfg);
+    CHECK(build_keys(cfgdir, off, 1, msg, sizeof msg) == NULL);
+    CHECKF(strstr(msg, "scan_layers: smoe sim models unscanned layers without routed experts") != NULL,
+           "'%s'", msg);
+
+    const char *rest = NULL;
+    CHECK(sim_unrolled_layer("decoder/layers_12/mlp/wo/kernel", &rest) == 12 &&
+          strcmp(rest, "mlp/wo/kernel") == 0);
+    CHECK(sim_unrolled_layer("decoder/layers/mlp/wo/kernel", NULL) == -1);
+    CHECK(sim_unrolled_layer("decoder/layers_3x/kernel", NULL) == -1);
+    CHECK(sim_unrolled_layer("decoder/layers_", NULL) == -1);
+    CHECK(sim_unrolled_layer(NULL, NULL) == -1);
+    static sim_kind k;
+    memset(&k, 0, sizeof k);
+    sim_w a = { .name = "decoder/layers_0/mlp/wo/kernel", .pre_s = 2, .pre_stored_s = 2,
+                .pre_net = 1, .bytes = 10 };
+    sim_w b = { .name = "decoder/layers_1/mlp/wo/kernel", .pre_s = 4, .pre_stored_s = 6,
+                .pre_net = 0, .bytes = 30 };
+    sim_w c = { .name = "decoder/layers_1/mlp/wi/kernel", .pre_s = 8, .bytes = 8 };
+    CHECK(sim_unrolled_add(&k, &a, 2, &err) == SMOE_OK && sim_unrolled_add(&k, &b, 2, &err) == SMOE_OK &&
+          sim_unrolled_add(&k, &c, 2, &err) == SMOE_OK);
+    CHECK_INT(k.nw, 2);
+    /* pre_net: of 1 s (1 x 2 / 2) and 3 s (6 / 2) of stored gather, the first's on the network */
+    CHECKF(NEAR(k.w[0].pre_s, 3) && NEAR(k.w[0].bytes, 20) && NEAR(k.w[0].pre_net, 0.25),
+           "merged %g s, %g bytes, net %g", k.w[0].pre_s, k.w[0].bytes, k.w[0].pre_net);
+    CHECK(NEAR(k.w[1].pre_s, 4) && NEAR(k.bytes, 24));
+    sim_w bad = { .name = "decoder/moe_layers/mlp/wo/kernel" };
+    CHECK(sim_unrolled_add(&k, &bad, 2, &err) == SMOE_EINVAL);
+}
+
+/* One up projection per MLP activation (MaxText linears.py MlpBlock: wi
+ * with one activation, wi_0 and wi_1 with two): gpt3-175b's ["gelu"]
+ * against the same model with ["gelu", "linear"] differs by one forward
+ * matmul of 2048 tokens x 12288 x 49152 at 2.307e15 / 2 x 0.85 (tpu7x's
+ * dense matmuls), and by 3 in the full-remat backward. */
+static void test_mlp_activations(const char *cfgdir)
+{
+    const char *two_acts[] = { "override_model_config=true", "mlp_activations=['gelu','linear']" };
+    smoe_sim_model *one, *two;
+    if (build_pair(cfgdir, "gpt3-175b", two_acts, 2, &one, &two)) {
+        const double mm = 2.0 * 2048 * 12288 * 49152 / (2.307e15 / 2 * 0.85);
+        CHECKF(fabs(two->k[0].fwd_pre - one->k[0].fwd_pre - mm) < 1e-9 * mm,
+               "forward +%g s, expected %g", two->k[0].fwd_pre - one->k[0].fwd_pre, mm);
+        CHECKF(fabs(two->k[0].bwd_full_pre - one->k[0].bwd_full_pre - 3 * mm) < 1e-9 * mm,
+               "backward +%g s", two->k[0].bwd_full_pre - one->k[0].bwd_full_pre);
+    }
+    smoe_sim_model_free(one);
+    smoe_sim_model_free(two);
+}
+
+/* The attention kernel's blocks by hand (attn_span.c), 1024 x 1024 blocks
+ * over 4096 tokens: a causal mask leaves 1 + 2 + 3 + 4 = 10 blocks; a
+ * window of 1024 (gemma3-12b) or 128 (gpt-oss-120b) keys 1 + 2 + 2 + 2 = 7
+ * (a query block and the one before it). gemma3: 5 sliding layers in 6
+ * (48 layers: 40 + 8), so (40 x 7 + 8 x 10) / (48 x 10); gpt-oss: 1 in 2.
+ * llama4 (chunks of 8192, every 4th layer global) over 16384 tokens in
+ * 2048-blocks: causal 1 + ... + 8 = 36, chunked 2 x (1 + 2 + 3 + 4) = 20;
+ * over 8192 tokens one chunk is causal. A causal model is 1. */
+static void test_attention_span(const char *cfgdir)
+{
+    static const struct {
+        const char *model, *ov[3];
+        double S, want;
+    } t[] = {
+        { "gemma3-12b", { "sa_block_q=1024", "sa_block_kv=1024" }, 4096, (40.0 * 7 + 8 * 10) / 480 },
+        { "gpt-oss-120b", { "sa_block_q=1024", "sa_block_kv=1024" }, 4096, (7.0 + 10) / 20 },
+        { "llama4-17b-16e", { "sa_block_q=2048", "sa_block_kv=2048" }, 16384,
+          (36.0 * 20 + 12 * 36) / (48 * 36) },
+        { "llama4-17b-16e", { "sa_block_q=2048", "sa_block_kv=2048" }, 8192, 1 },
+        { "llama3.1-8b", { "sa_block_q=1024", "sa_block_kv=1024" }, 4096, 1 },
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        smoe_config *cfg = load_model(cfgdir, t[i].model, t[i].ov, 2);
+        smoe_dims d;
+        smoe_err err;
+        double got = -1;
+        CHECK(cfg && smoe_plan_dims(cfg, &d, &err) == SMOE_OK &&
+              sim_attention_span(cfg, &d, t[i].S, &got, &err) == SMOE_OK);
+        CHECKF(fabs(got - t[i].want) < 1e-12, "%s at %g tokens: %g, expected %g", t[i].model,
+               t[i].S, got, t[i].want);
+        smoe_config_free(cfg);
+    }
+}
+
+/* Tensor parallelism by hand (llama3.1-8b, 1 x 2048 tokens a device,
+ * tpu7x): ici_tensor_parallelism=2 leaves a device's FLOPs as they were
+ * and adds, per layer, 4 collectives forward (the layer input all-gathered
+ * over the 2 devices before attention and before the MLP, each output
+ * reduce-scattered), their transposes and the recomputed forward's in the
+ * backward (full remat: 8), and the head input's all-gather and its
+ * transpose. One moves (2 - 1) x 2048 x 4096 bf16 elements = 16777216
+ * bytes at 1.2e12 / 2 / 2 bytes/s a device, after 3 x (2^(1/3) - 1) ICI
+ * steps of 1e-6 s (tpu7x.yml). */
+static void test_tensor_parallel(const char *cfgdir)
+{
+    const char *tp[] = { "ici_tensor_parallelism=2" };
+    smoe_sim_model *a, *b;
+    if (build_pair(cfgdir, "llama3.1-8b", tp, 1, &a, &b)) {
+        const double one = 3 * (cbrt(2.0) - 1) * 1e-6 + 16777216.0 / (1.2e12 / 2 / 2);
+        CHECKF(fabs(b->k[0].fwd_pre - a->k[0].fwd_pre - 4 * one) < 1e-12, "forward +%g, expected %g",
+               b->k[0].fwd_pre - a->k[0].fwd_pre, 4 * one);
+        CHECKF(fabs(b->k[0].bwd_full_pre - a->k[0].bwd_full_pre - 8 * one) < 1e-12,
+               "full-remat backward +%g, expected %g", b->k[0].bwd_full_pre - a->k[0].bwd_full_pre,
+               8 * one);
+        CHECKF(fabs(b->head_s - a->head_s - 2 * one) < 1e-12, "head +%g", b->head_s - a->head_s);
+        CHECK(NEAR(b->k[0].fwd_post, a->k[0].fwd_post));
+    }
+    smoe_sim_model_free(a);
+    smoe_sim_model_free(b);
+}
+
+/* remat_policy custom by hand (deepseek2-16b: MLA without q_lora, emb
+ * 2048, 16 heads of 128 + 64, T = 2048; tpu7x: the dense matmuls at
+ * 2.307e15 / 2 x gemm_efficiency 0.85). The layer input alone is full remat; a saved tensor drops its
+ * op from the backward's recompute and keeps its bytes on the device
+ * (bf16); an offloaded one lives on the host and crosses the host link,
+ * 1.5e10 / 2 bytes/s a device, each way. */
+static void test_custom_remat(const char *cfgdir)
+{
+    char msg[512];
+    const char *full[] = { "remat_policy=full" }, *in[] = { "remat_policy=custom" };
+    const char *q[] = { "remat_policy=custom", "query_proj=device" };
+    const char *ex[] = { "remat_policy=custom", "moe_mlpwi_0=device", "moe_mlpwi_1=device",
+                         "moe_mlpwo=device" };
+    const char *off[] = { "remat_policy=custom", "decoder_layer_input=offload" };
+    smoe_sim_model *f = build_keys(cfgdir, full, 1, msg, sizeof msg);
+    smoe_sim_model *c = build_keys(cfgdir, in, 1, msg, sizeof msg);
+    smoe_sim_model *cq = build_keys(cfgdir, q, 2, msg, sizeof msg);
+    smoe_sim_model *ce = build_keys(cfgdir, ex, 4, msg, sizeof msg);
+    smoe_sim_model *co = build_keys(cfgdir, off, 2, msg, sizeof msg);
+    CHECKF(f && c && cq && ce && co, "built: %s", msg);
+    if (f && c && cq && ce && co) {
+        const double T = 2048, ab = 2, rate = 2.307e15 / 2 * 0.85; /* gemm_efficiency */
+        const double mm_q = 2 * T * 2048 * 16 * 192 / rate; /* wq: emb -> 16 x 192 */
+        for (int k = 0; k < 2; k++) {
+            CHECKF(NEAR(c->k[k].bwd_pre, f->k[k].bwd_pre) && NEAR(c->k[k].bwd_exp, f->k[k].bwd_exp),
+                   "kind %d: the input alone is full remat", k);
+            CHECKF(NEAR(c->k[k].act_mx_saved, T * 2048 * ab), "kind %d: input %g bytes", k,
+                   c->k[k].act_mx_saved);
+            CHECKF(fabs(cq->k[k].bwd_pre - (f->k[k].bwd_pre - mm_q)) < 1e-12 &&
+                       NEAR(cq->k[k].fwd_pre, f->k[k].fwd_pre),
+                   "kind %d: query_proj saved: backward %g, expected %g - %g", k,
+                   cq->k[k].bwd_pre, f->k[k].bwd_pre, mm_q);
+            CHECKF(NEAR(cq->k[k].act_mx_saved, T * (2048 + 16 * 192) * ab),
+                   "kind %d: input and query %g bytes", k, cq->k[k].act_mx_saved);
+            CHECKF(NEAR(co->k[k].act_mx_saved, 0) && NEAR(co->k[k].act_host, T * 2048 * ab) &&
+                       NEAR(co->k[k].offload_s, T * 2048 * ab / (1.5e10 / 2)),
+                   "kind %d: offloaded input: device %g host %g, %g s", k, co->k[k].act_mx_saved,
+                   co->k[k].act_host, co->k[k].offload_s);
+        }
+        /* every routed output kept: the experts are not recomputed */
+        CHECKF(NEAR(ce->k[1].bwd_exp, 2 * ce->k[1].fwd_exp) && NEAR(ce->k[1].rc[1], 0) &&
+                   NEAR(ce->k[1].bwd_pre, f->k[1].bwd_pre),
+               "routed outputs saved: backward %g of forward %g", ce->k[1].bwd_exp,
+               ce->k[1].fwd_exp);
+        /* the ragged buffer at EP 2: 2048 x 6 x min(2, 64 / 6) rows of
+         * 1408 (wi_0, wi_1) and 2048 (wo) */
+        double rows = T * 6 * 2;
+        CHECKF(NEAR(ce->k[1].act_mx_saved, T * 2048 * ab + rows * (2 * 1408 + 2048) * ab),
+               "routed outputs %g bytes", ce->k[1].act_mx_saved);
+    }
+    smoe_sim_model_free(f);
+    smoe_sim_model_free(c);
+    smoe_sim_model_free(cq);
+    smoe_sim_model_free(ce);
+    smoe_sim_model_free(co);
+}
+
+/* quantization=fp8_full by hand (deepseek2-16b on tpu7x, whose fp8 rate is
+ * twice its bf16 one): the routed experts' matmuls take half the time,
+ * the attention kernel keeps its bf16 time (MLA: 2 x 16 heads x 2048^2 x
+ * (192 + 128) x 0.5 FLOPs at compute_efficiency 0.274) while the
+ * projections halve, and the head and the gathers are unchanged. */
+static void test_fp8_cost(const char *cfgdir)
+{
+    char msg[512];
+    const char *q[] = { "quantization=fp8_full", "use_qwix_quantization=true" };
+    smoe_sim_model *b = build_keys(cfgdir, NULL, 0, msg, sizeof msg);
+    smoe_sim_model *f = build_keys(cfgdir, q, 2, msg, sizeof msg);
+    CHECKF(b && f, "built: %s", msg);
+    if (b && f) {
+        const double core = 2.0 * 16 * 2048 * 2048 * 320 * 0.5 / (2.307e15 / 2 * 0.274);
+        CHECKF(NEAR(f->k[1].fwd_exp * 2, b->k[1].fwd_exp), "experts %g, bf16 %g",
+               f->k[1].fwd_exp, b->k[1].fwd_exp);
+        for (int k = 0; k < 2; k++)
+            CHECKF(fabs(f->k[k].fwd_pre - (core + (b->k[k].fwd_pre - core) / 2)) < 1e-12,
+                   "kind %d: pre %g, bf16 %g, kernel %g", k, f->k[k].fwd_pre, b->k[k].fwd_pre,
+                   core);
+        CHECKF(NEAR(f->head_s, b->head_s) && NEAR(f->top_gather_s, b->top_gather_s) &&
+                   NEAR(f->k[1].w[0].pre_s, b->k[1].w[0].pre_s),
+               "head and gathers unchanged");
+    }
+    smoe_sim_model_free(b);
+    smoe_sim_model_free(f);
+}
+
+/* gemm_efficiency by hand (deepseek2-16b on tpu7x: the dense matmuls at
+ * 0.85 of 2.307e15 / 2, the attention kernel and routed experts at
+ * compute_efficiency 0.274): the head's three dots over 2048 tokens x
+ * 2048 x the 102400-word vocabulary, and the experts' forward (2048 x 6
+ * rows through 3 matmuls of 2048 x 1408). */
+static void test_gemm_split(const char *cfgdir)
+{
+    char msg[512];
+    smoe_sim_model *m = build_keys(cfgdir, NULL, 0, msg, sizeof msg);
+    CHECKF(m != NULL, "built: %s", msg);
+    if (!m)
+        return;
+    const double peak = 2.307e15 / 2, T = 2048;
+    double head = 3 * 2 * T * 2048 * 102400 / (peak * 0.85);
+    double ex = 3 * 2 * T * 6 * 2048 * 1408 / (peak * 0.274);
+    CHECKF(fabs(m->head_s - head) < 1e-9 * head, "head %g s, expected %g", m->head_s, head);
+    CHECKF(fabs(m->k[1].fwd_exp - ex) < 1e-9 * ex, "experts %g s, expected %g", m->k[1].fwd_exp,
+           ex);
+    smoe_sim_model_free(m);
+}
+
+/* Context parallelism by hand (deepseek2-16b on tpu7x, EP 2, context 2 of
+ * 16 devices): a device's 2048 tokens of a 4096-token sequence cost the
+ * projections of 2048 tokens alone (the same as one 2048-token sequence)
+ * and twice the attention kernel (its keys span the whole sequence), plus
+ * the keys' and values' all-gather over the pair: 2048 x 16 x (192 + 128)
+ * bf16 elements from the other member, at 1.2e12 / 2 / 2 bytes/s a device
+ * and 1 us a torus step (3 x (cbrt(2) - 1) steps for 2 members). The backward: the kernel's extra in its 3 passes, the
+ * exchange twice (the recompute's gather, the gradients' reduce-scatter).
+ * A shape whose context is not the mesh's is refused. */
+static void test_context(const char *cfgdir)
+{
+    char msg[512];
+    const char *ctx[] = { "ici_context_parallelism=2" };
+    smoe_sim_shape a = { .batch = 1, .seq = 4096, .context = 2 };
+    smoe_sim_shape b = { .batch = 1, .seq = 2048 };
+    smoe_sim_model *ma = build_shape(cfgdir, "deepseek2-16b", ctx, 1, a, msg, sizeof msg);
+    smoe_sim_model *mb = build_shape(cfgdir, "deepseek2-16b", NULL, 0, b, msg, sizeof msg);
+    CHECKF(ma && mb, "built: %s", msg);
+    if (ma && mb) {
+        const double kernel = 2.0 * 16 * 2048 * 2048 * 320 * 0.5 / (2.307e15 / 2 * 0.274);
+        const double cp = 2048.0 * 16 * 320 * 2 / (1.2e12 / 4) + 3 * (cbrt(2.0) - 1) * 1e-6;
+        for (int k = 0; k < 2; k++) {
+            double df = ma->k[k].fwd_pre - mb->k[k].fwd_pre;
+            double db = ma->k[k].bwd_pre - mb->k[k].bwd_pre;
+            CHECKF(fabs(df - (kernel + cp)) < 1e-9, "kind %d: forward +%g, expected %g + %g", k,
+                   df, kernel, cp);
+            CHECKF(fabs(db - (3 * kernel + 2 * cp)) < 1e-9, "kind %d: backward +%g, expected %g",
+                   k, db, 3 * kernel + 2 * cp);
+            CHECKF(NEAR(ma->k[k].fwd_exp, mb->k[k].fwd_exp), "kind %d: the experts' tokens", k);
+        }
+    }
+    smoe_sim_model_free(ma);
+    smoe_sim_model_free(mb);
+    a.context = 1;
+    CHECK(build_shape(cfgdir, "deepseek2-16b", ctx, 1, a, msg, sizeof msg) == NULL);
+    CHECKF(strstr(msg, "must be the mesh's context axis (2)") != NULL, "'%s'", msg);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_sim_model CONFIG_DIR\n");
+        return 2;
+    }
+    test_custom_remat(argv[1]);
+    test_scannable_block(argv[1]);
+    test_unrolled(argv[1]);
+    test_tensor_parallel(argv[1]);
+    test_attention_span(argv[1]);
+    test_mlp_activations(argv[1]);
+    test_fp8_cost(argv[1]);
+    test_gemm_split(argv[1]);
+    test_context(argv[1]);
+    test_vocab_tiling(argv[1]);
+    return check_report();
+}
