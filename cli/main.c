@@ -39,14 +39,16 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "plan") == 0)
         return done(cmd_plan(argc - 1, argv + 1));
+    /* train and sim --calibrate run the kernels, and a profile must time
+     * the kernel training runs: before MPI and OpenBLAS start, pick a
+     * proper BLAS kernel if OpenBLAS fell back to a generic one (may
+     * re-exec) */
+    if (strcmp(cmd, "sim") == 0 || strcmp(cmd, "train") == 0)
+        smoe_blas_select_core(argv);
     if (strcmp(cmd, "sim") == 0)
         return done(cmd_sim(argc - 1, argv + 1));
-    if (strcmp(cmd, "train") == 0) {
-        /* before MPI and OpenBLAS start: pick a proper BLAS kernel if
-         * OpenBLAS fell back to a generic one (may re-exec) */
-        smoe_blas_select_core(argv);
+    if (strcmp(cmd, "train") == 0)
         return done(cmd_train(argc - 1, argv + 1));
-    }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
         return done(SMOE_EXIT_OK);
