@@ -392,6 +392,28 @@ static void test_old_keys(void)
     smoe_config_free(c);
 }
 
+/* An optional key: absent or null gives the default, a value its typed
+ * getter's, a wrong type its error at the value. */
+static void test_optional(void)
+{
+    smoe_config *c;
+    smoe_err e;
+    int64_t v;
+    double f;
+    int b;
+    const char *s;
+    CHECK(load("nulls.yml", NULL, NULL, NULL, 0, 0, &c, &e) == SMOE_OK);
+    CHECK(smoe_config_float_or(c, "dropout_rate", 0.25, &f, &e) == SMOE_OK && f == 0.25);
+    CHECK(smoe_config_str_or(c, "quantization", "none", &s, &e) == SMOE_OK && !strcmp(s, "none"));
+    CHECK(smoe_config_int_or(c, "base_emb_dim", 7, &v, &e) == SMOE_OK && v == 64);
+    CHECK(smoe_config_int_or(c, "no_such_key", 7, &v, &e) == SMOE_OK && v == 7);
+    CHECK(smoe_config_bool_or(c, "scan_layers", 0, &b, &e) == SMOE_OK && b == 1);
+    CHECK(smoe_config_bool_or(c, "no_such_key", 1, &b, &e) == SMOE_OK && b == 1);
+    CHECK(smoe_config_int_or(c, "decoder_block", 7, &v, &e) == SMOE_EINVAL);
+    CHECK(strstr(e.where, "base.yml:4:") != NULL);
+    smoe_config_free(c);
+}
+
 int main(int argc, char **argv)
 {
     snprintf(g_dir, sizeof g_dir, "/tmp/smoe-test-config-XXXXXX");
@@ -414,6 +436,7 @@ int main(int argc, char **argv)
     put("models/m_oldname.yml", "fsdp_shard_on_exp: true\n");
     put("models/m_bothnames.yml", "shard_exp_on_fsdp: true\nfsdp_shard_on_exp: true\n");
     put("oldbase.yml", "base_config: base.yml\nfsdp_shard_on_exp: true\n");
+    put("nulls.yml", "base_config: base.yml\ndropout_rate: null\nquantization: null\n");
     put("models/m_rules.yml",
         "override_logical_axis_rules: true\nlogical_axis_rules: [['embed', 'expert']]\n");
     put("models/m_merge.yml", "logical_axis_rules: [['mlp', 'expert']]\n");
@@ -425,6 +448,7 @@ int main(int argc, char **argv)
     test_files();
     test_mesh();
     test_old_keys();
+    test_optional();
     if (argc > 1)
         test_alloc_failures(argv[1]);
     char cmd[400];

@@ -115,6 +115,20 @@ smoe_status smoe_config_bool(const smoe_config *c, const char *key, int *out,
 SMOE_MUST_CHECK
 smoe_status smoe_config_str(const smoe_config *c, const char *key,
                             const char **out, smoe_err *err);
+/* An optional key: absent or null (MaxText's None) gives `def`, else the
+ * typed getter's value or error. */
+SMOE_MUST_CHECK
+smoe_status smoe_config_int_or(const smoe_config *c, const char *key, int64_t def,
+                               int64_t *out, smoe_err *err);
+SMOE_MUST_CHECK
+smoe_status smoe_config_float_or(const smoe_config *c, const char *key, double def,
+                                 double *out, smoe_err *err);
+SMOE_MUST_CHECK
+smoe_status smoe_config_bool_or(const smoe_config *c, const char *key, int def, int *out,
+                                smoe_err *err);
+SMOE_MUST_CHECK
+smoe_status smoe_config_str_or(const smoe_config *c, const char *key, const char *def,
+                               const char **out, smoe_err *err);
 /* Keys of the merged configuration in their (deterministic) merge order:
  * the i-th key and its value, or NULL past the end. */
 const char *smoe_config_key_at(const smoe_config *c, int i, const smoe_node **value);

@@ -89,6 +89,41 @@ smoe_status smoe_config_str(const smoe_config *c, const char *key,
     return SMOE_OK;
 }
 
+/* absent, or null: the optional key's default holds */
+static int unset(const smoe_config *c, const char *key)
+{
+    const smoe_node *n = cfg_map_get(&c->values, key);
+    return !n || smoe_node_type(n) == SMOE_T_NULL;
+}
+
+smoe_status smoe_config_int_or(const smoe_config *c, const char *key, int64_t def,
+                               int64_t *out, smoe_err *err)
+{
+    *out = def;
+    return unset(c, key) ? SMOE_OK : smoe_config_int(c, key, out, err);
+}
+
+smoe_status smoe_config_float_or(const smoe_config *c, const char *key, double def,
+                                 double *out, smoe_err *err)
+{
+    *out = def;
+    return unset(c, key) ? SMOE_OK : smoe_config_float(c, key, out, err);
+}
+
+smoe_status smoe_config_bool_or(const smoe_config *c, const char *key, int def, int *out,
+                                smoe_err *err)
+{
+    *out = def;
+    return unset(c, key) ? SMOE_OK : smoe_config_bool(c, key, out, err);
+}
+
+smoe_status smoe_config_str_or(const smoe_config *c, const char *key, const char *def,
+                               const char **out, smoe_err *err)
+{
+    *out = def;
+    return unset(c, key) ? SMOE_OK : smoe_config_str(c, key, out, err);
+}
+
 const smoe_rules *smoe_config_rules(const smoe_config *c) { return &c->rules; }
 
 /* An axis name inside a rule value: a string scalar. */

@@ -275,11 +275,9 @@ smoe_status rc_refuse_keys(const smoe_config *c, smoe_err *err)
     /* N:M sparsity needs both weight_sparsity_n and _m (train.py loss_fn) */
     int64_t nm[2] = { 0, 0 };
     static const char *const sp[2] = { "weight_sparsity_n", "weight_sparsity_m" };
-    for (int i = 0; i < 2; i++) {
-        const smoe_node *n = smoe_config_get(c, sp[i]);
-        if (n && smoe_node_type(n) != SMOE_T_NULL && (s = smoe_config_int(c, sp[i], &nm[i], err)))
+    for (int i = 0; i < 2; i++)
+        if ((s = smoe_config_int_or(c, sp[i], 0, &nm[i], err)))
             return s;
-    }
     if (nm[0] && nm[1]) {
         static const key_rule w = { "weight_sparsity_n", R_STR, "null", "N:M weight sparsity" };
         return smoe_key_refuse(c, &w, TRAIN_ONLY, TRAIN_WOULD, err);

@@ -40,13 +40,6 @@ static double mask_blocks(double S, double bq, double bk, double w, double c)
     return n;
 }
 
-static smoe_status key_int(const smoe_config *cfg, const char *key, int64_t *v, smoe_err *err)
-{
-    *v = 0;
-    const smoe_node *n = smoe_config_get(cfg, key);
-    return n && smoe_node_type(n) != SMOE_T_NULL ? smoe_config_int(cfg, key, v, err) : SMOE_OK;
-}
-
 smoe_status sim_attention_span(const smoe_config *cfg, const smoe_dims *d, double S, double *out,
                                smoe_err *err)
 {
@@ -54,9 +47,9 @@ smoe_status sim_attention_span(const smoe_config *cfg, const smoe_dims *d, doubl
     int64_t w, c, nope, period = 0, local = 0, chunked = 0;
     smoe_status s;
     *out = 1;
-    if ((s = key_int(cfg, "sliding_window_size", &w, err)) ||
-        (s = key_int(cfg, "chunk_attn_window_size", &c, err)) ||
-        (s = key_int(cfg, "nope_layer_interval", &nope, err)))
+    if ((s = smoe_config_int_or(cfg, "sliding_window_size", 0, &w, err)) ||
+        (s = smoe_config_int_or(cfg, "chunk_attn_window_size", 0, &c, err)) ||
+        (s = smoe_config_int_or(cfg, "nope_layer_interval", 0, &nope, err)))
         return s;
     if (strcmp(b, "gemma3") == 0 || strcmp(b, "gemma4") == 0)
         period = 6, local = 5;
@@ -70,7 +63,7 @@ smoe_status sim_attention_span(const smoe_config *cfg, const smoe_dims *d, doubl
     else if (strcmp(b, "llama4") == 0 && c > 0)
         chunked = 1;
     int64_t bq, bk;
-    if ((s = key_int(cfg, "sa_block_q", &bq, err)) || (s = key_int(cfg, "sa_block_kv", &bk, err)))
+    if ((s = smoe_config_int_or(cfg, "sa_block_q", 0, &bq, err)) || (s = smoe_config_int_or(cfg, "sa_block_kv", 0, &bk, err)))
         return s;
     bq = bq > 0 ? bq : 512, bk = bk > 0 ? bk : 512; /* base.yml's */
     double full = mask_blocks(S, (double)bq, (double)bk, 0, 0), sum = 0;

@@ -179,11 +179,9 @@ static smoe_status add_weight(sim_kind *k, const sim_w *w, smoe_err *err)
 static smoe_status vocab_tiles(const smoe_config *cfg, const smoe_sim_shape *sh, int64_t *out,
                                smoe_err *err)
 {
-    const smoe_node *n = smoe_config_get(cfg, "num_vocab_tiling");
-    double v = 1;
-    smoe_status s;
-    if (n && smoe_node_type(n) != SMOE_T_NULL &&
-        (s = smoe_config_float(cfg, "num_vocab_tiling", &v, err)))
+    double v;
+    smoe_status s = smoe_config_float_or(cfg, "num_vocab_tiling", 1, &v, err);
+    if (s)
         return s;
     int64_t tokens = (int64_t)smoe_sim_tokens(sh);
     if (!(v >= 1 && v <= (double)tokens && v == (double)(int64_t)v) || tokens % (int64_t)v)
@@ -563,10 +561,8 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     m->head_s = cost_head(&dn, T, E, V, (double)tiles) + 2 * tp_one;
     /* the logits dot's output: `dtype`, fp32 with logits_dot_in_fp32
      * (decoders.py apply_output_head); one tile's at a time */
-    int fp32_logits = 0;
-    const smoe_node *lf = smoe_config_get(cfg, "logits_dot_in_fp32");
-    if (lf && smoe_node_type(lf) != SMOE_T_NULL &&
-        (s = smoe_config_bool(cfg, "logits_dot_in_fp32", &fp32_logits, err))) {
+    int fp32_logits;
+    if ((s = smoe_config_bool_or(cfg, "logits_dot_in_fp32", 0, &fp32_logits, err))) {
         smoe_sim_model_free(m);
         return s;
     }

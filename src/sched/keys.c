@@ -135,15 +135,12 @@ static smoe_status sim_remat_custom(const smoe_config *cfg, const smoe_hw *hw,
             return s;
     sh->remat_dev = sh->remat_host = 0;
     for (int t = 0; t < SMOE_RT_N; t++) {
-        const smoe_node *n = smoe_config_get(cfg, k_rt_key[t]);
-        int dev = 0, host = 0; /* base.yml: remat (the input: device) */
-        if (n && smoe_node_type(n) != SMOE_T_NULL) {
-            const char *v; /* remat, device or offload (MaxTextConfig's enum) */
-            if ((s = smoe_config_str(cfg, k_rt_key[t], &v, err)))
-                return s;
-            dev = strcmp(v, "device") == 0;
-            host = strcmp(v, "offload") == 0;
-        }
+        /* remat, device or offload (MaxTextConfig's enum); base.yml:
+         * remat (the input: device) */
+        const char *v;
+        if ((s = smoe_config_str_or(cfg, k_rt_key[t], "remat", &v, err)))
+            return s;
+        int dev = strcmp(v, "device") == 0, host = strcmp(v, "offload") == 0;
         if (host && !(hw->host_bandwidth > 0))
             return no_host_link(cfg, hw, k_rt_key[t], "offload", err);
         if (t == SMOE_RT_INPUT && !host)
@@ -209,10 +206,9 @@ static smoe_status sim_quant(const smoe_config *cfg, const smoe_hw *hw, smoe_sim
                                      "quantized matmuls, at other rates and sizes" };
     static const smoe_key_rule qwix = { "use_qwix_quantization", SMOE_KEY_BOOL, "true",
                                         "fp8_full through AQT, which smoe sim does not time" };
-    const char *v = "";
-    const smoe_node *n = smoe_config_get(cfg, r.key);
+    const char *v;
     smoe_status s = smoe_key_check(cfg, &r, SIM_ONLY, SIM_WOULD, err);
-    if (s || (n && smoe_node_type(n) != SMOE_T_NULL && (s = smoe_config_str(cfg, r.key, &v, err))))
+    if (s || (s = smoe_config_str_or(cfg, r.key, "", &v, err)))
         return s;
     sh->fp8 = 0;
     if (!*v)
@@ -281,9 +277,8 @@ static smoe_status sim_attention(const smoe_config *cfg, const smoe_hw *hw, int6
     if (hw->kind == SMOE_HW_CPU)
         return SMOE_OK;
     smoe_status s = smoe_key_check(cfg, &r, SIM_ONLY, SIM_WOULD, err);
-    const char *v = "autoselected";
-    const smoe_node *n = smoe_config_get(cfg, r.key);
-    if (s || (n && smoe_node_type(n) != SMOE_T_NULL && (s = smoe_config_str(cfg, r.key, &v, err))))
+    const char *v;
+    if (s || (s = smoe_config_str_or(cfg, r.key, "autoselected", &v, err)))
         return s;
     if (strcmp(v, "autoselected") == 0 && seq < 128)
         return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, r.key),
@@ -316,10 +311,8 @@ smoe_status smoe_sim_keys(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_sh
         return s;
     if ((s = sim_attention(cfg, hw, sh->seq, err)))
         return s;
-    int ring = 0;
-    const smoe_node *n = smoe_config_get(cfg, "use_ring_of_experts");
-    if (n && smoe_node_type(n) != SMOE_T_NULL &&
-        (s = smoe_config_bool(cfg, "use_ring_of_experts", &ring, err)))
+    int ring;
+    if ((s = smoe_config_bool_or(cfg, "use_ring_of_experts", 0, &ring, err)))
         return s;
     sh->ring_of_experts = ring;
     return smoe_sim_dtypes(cfg, hw, sh, err);
