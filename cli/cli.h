@@ -282,6 +282,27 @@ typedef struct sim_row {
     smoe_sim_result r;
     int have;
 } sim_row;
+/* What the output says of the run's own configuration (sim_build fills
+ * it): its kernel-tuning keys away from MaxText's default
+ * (smoe_sim_tuned_keys) and whether it has scan_layers=false. */
+typedef struct sim_run_facts {
+    char tuned[1024];
+    int unscanned;
+} sim_run_facts;
+/* The plan and step model of c's configuration with a variant's `rules`
+ * (may be NULL) and `extra` keys (sim_build.c). The shape's unset parts (0)
+ * come from the config: per_device_batch_size, max_target_length and the
+ * keys the step model reads (smoe_sim_keys: the dtypes, remat_policy unless
+ * --remat or the scenario chose); the plan is sized in the stored dtype.
+ * `facts` (may be NULL) receives the configuration's. Dies on a refusal. */
+smoe_sim_model *sim_build(const cli_common *c, const char *rules, const char *const *extra,
+                          int n_extra, const smoe_hw *hw, smoe_sim_shape *shp,
+                          smoe_plan **plan_out, sim_run_facts *facts);
+/* --calibrate (sim_calibrate.c): under mpirun, this machine measured as a
+ * cpu-mpi profile written to `out` (NULL: stdout), the progress thread as
+ * `pthread` asks (smoe_calib_measure); the model (default: smoe train's
+ * bundled run) sets the compute measurement's shape. An exit code. */
+int sim_calibrate(int argc, char **argv, cli_common *c, const char *out, int pthread);
 /* smoe sim's files (sim_files.c): a schedule's timeline (one process row,
  * smoe train's lane names); --plot: the Pareto curve with smoe's uniform
  * depths marked, the readings' envelopes (sc, rd) and every timeline;

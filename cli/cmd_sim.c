@@ -5,11 +5,9 @@
  * hardware profile; with a scenario, side by side with reported figures.
  * --calibrate (under mpirun) measures a cpu-mpi profile instead. */
 #include "cli.h"
-#include "smoe/calib.h"
 #include "smoe/plot.h"
-#include "smoe/runtime.h"
 #include "smoe/sched.h"
-#include "smoe/train.h"
+#include "smoe/runtime.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -94,233 +92,12 @@ static smoe_remat parse_remat(const char *s, const char *where)
     cli_usage_error(where, "expected full, none or save-dot-products");
 }
 
-/* A positive integer config key (the shape's defaults: per_device_batch_size,
- * max_target_length), or die naming it. */
-static int64_t config_count(const smoe_config *cfg, const char *key, int64_t hi)
-{
-    double v;
-    smoe_err err;
-    if (smoe_config_float(cfg, key, &v, &err))
-        cli_die(&err);
-    if (!(v >= 1 && v <= (double)hi && v == (double)(int64_t)v)) {
-        smoe_err_at(&err, SMOE_EINVAL, smoe_config_loc(cfg, key),
-                    "%s = %g: smoe sim needs an integer in [1, %lld] (or --batch/--seq)", key, v,
-                    (long long)hi);
-        cli_die(&err);
-    }
-    return (int64_t)v;
-}
-
-/* The shape's batch with the plan's context axis (smoe_sim_shape.context):
- * per_device_batch_size x context sequences per group of context devices
- * (MaxText's fractional batches: 0.125 on 8-way context parallelism is a
- * sequence's eighth a device), pdbs > 0 from the config, else --batch's
- * per-device sequences; the first build sets it, a variant must keep the
- * axis. */
-static void context_shape(const smoe_config *cfg, const smoe_plan *p, double pdbs,
-                          smoe_sim_shape *sh)
-{
-    smoe_err err;
-    int64_t cp = smoe_mesh_axis_size(&p->mesh, "context");
-    if (sh->context > 0) {
-        if (cp != sh->context)
-            cli_usage_error(NULL, "a variant changes the context axis (%lld ways, the run's %lld)",
-                            (long long)cp, (long long)sh->context);
-        return;
-    }
-    double b = pdbs > 0 ? pdbs * (double)cp : (double)sh->batch * (double)cp;
-    if (!(b >= 1 && b <= (double)SMOE_SIM_MAX_BATCH && b == (double)(int64_t)b)) {
-        smoe_err_at(&err, SMOE_EINVAL, smoe_config_loc(cfg, "per_device_batch_size"),
-                    "per_device_batch_size = %g: with %lld-way context parallelism smoe sim needs "
-                    "it times the context axis a whole number of sequences in [1, %lld] (below "
-                    "1, MaxText splits each sequence over the context axis)",
-                    pdbs > 0 ? pdbs : (double)sh->batch, (long long)cp,
-                    (long long)SMOE_SIM_MAX_BATCH);
-        cli_die(&err);
-    }
-    if (sh->seq % cp) {
-        smoe_err_at(&err, SMOE_EINVAL, smoe_config_loc(cfg, "max_target_length"),
-                    "max_target_length = %lld: the context axis (%lld ways) must divide it",
-                    (long long)sh->seq, (long long)cp);
-        cli_die(&err);
-    }
-    sh->batch = (int64_t)b;
-    sh->context = cp;
-}
-
-/* A positive number (per_device_batch_size), or die naming it. */
-static double config_pos(const smoe_config *cfg, const char *key)
-{
-    double v;
-    smoe_err err;
-    if (smoe_config_float(cfg, key, &v, &err))
-        cli_die(&err);
-    if (!(v > 0 && v <= (double)SMOE_SIM_MAX_BATCH)) {
-        smoe_err_at(&err, SMOE_EINVAL, smoe_config_loc(cfg, key),
-                    "%s = %g: smoe sim needs a number in (0, %lld] (or --batch)", key, v,
-                    (long long)SMOE_SIM_MAX_BATCH);
-        cli_die(&err);
-    }
-    return v;
-}
-
-/* The bytes per element smoe's gathers move with c's --gather-dtype: the
- * plan's gathered bytes over all layers with that wire (the plan layer
- * checks the int8 block rule and picks the fallbacks) over the stored
- * ones, times the stored element size. */
-static double wire_bytes(const cli_common *c, const cli_common *cc, const smoe_config *cfg,
-                         const smoe_plan *p)
-{
-    cli_common cw = *cc;
-    cw.gather_dtype = c->gather_dtype;
-    cw.int8_block = c->int8_block;
-    cw.int8_fallback = c->int8_fallback;
-    smoe_plan *pw = cli_build_plan(&cw, cfg);
-    double stored = 0, moved = 0;
-    for (int i = 0; i < p->n; i++)
-        if (p->w[i].has_gather) {
-            stored += (double)p->w[i].gather.bytes_out * (double)p->w[i].layers;
-            moved += (double)pw->w[i].gather.bytes_out * (double)pw->w[i].layers;
-        }
-    smoe_plan_free(pw);
-    return stored > 0 ? moved / stored * p->dtype_bytes : p->dtype_bytes;
-}
-
-/* The activations smoe train would track for cfg on plan's mesh at the
- * shape (train.h: smoe_train_act_bytes), for smoe's runtime executor on a
- * cpu profile; 0 (the simulator's estimate) where smoe train would not run
- * that step as the shape says (a model it refuses, remat, a compute dtype
- * other than float32). */
-static int64_t train_act_bytes(const smoe_config *cfg, const smoe_plan *p, const smoe_hw *hw,
-                               const smoe_sim_shape *sh)
-{
-    smoe_model_cfg mc;
-    smoe_err err;
-    int64_t act = 0;
-    if (hw->kind != SMOE_HW_CPU || sh->remat != SMOE_REMAT_NONE || sh->compute_bytes != 4 ||
-        smoe_train_model_cfg(cfg, &p->mesh, &mc, &err))
-        return 0;
-    mc.batch = sh->batch;
-    mc.seq = sh->seq;
-    return smoe_train_act_bytes(&mc, &act, &err) ? 0 : act;
-}
-
-/* Build a plan and a step model for one configuration. The shape's unset
- * parts (0) come from the config: per_device_batch_size, max_target_length
- * and the keys the step model reads (smoe_sim_keys: the dtypes, remat_policy
- * unless --remat or the scenario chose); the plan is sized in the stored
- * dtype. */
-/* The main configuration's kernel-tuning keys away from MaxText's default
- * (smoe_sim_tuned_keys), named in the output: written by build() for the
- * run's own configuration (no variant's extra keys). */
-static char g_tuned[1024];
-/* the run's configuration has scan_layers=false (written by build()) */
-static int g_unscanned;
-
-static smoe_sim_model *build(const cli_common *c, const char *rules, const char *const *extra,
-                             int n_extra, const smoe_hw *hw, smoe_sim_shape *shp,
-                             smoe_plan **plan_out)
-{
-    smoe_sim_shape sh = *shp;
-    const char **kv = cli_alloc((size_t)(c->n_kv + n_extra + 1) * sizeof *kv);
-    int n = 0;
-    for (int i = 0; i < c->n_kv; i++)
-        kv[n++] = c->kv[i];
-    for (int i = 0; i < n_extra; i++)
-        kv[n++] = extra[i];
-    cli_common cc = *c;
-    cc.kv = kv;
-    cc.n_kv = n;
-    /* the model's plan stays in the stored dtype (the step model sizes
-     * everything from it); a compressed wire is a second plan's ratio */
-    cc.gather_dtype = SMOE_DT_FP32;
-    cc.int8_block = 0;
-    cc.int8_fallback = SMOE_DT_INT8;
-    if (rules)
-        cc.rules = rules;
-    smoe_config *cfg = cli_load_config(&cc);
-    smoe_err err;
-    double pdbs = sh.batch ? 0 : config_pos(cfg, "per_device_batch_size");
-    if (!sh.batch)
-        sh.batch = 1; /* context_shape sets it below, with the mesh */
-    if (!sh.seq)
-        sh.seq = config_count(cfg, "max_target_length", SMOE_SIM_MAX_SEQ);
-    if (smoe_sim_keys(cfg, hw, &sh, &err))
-        cli_die(&err);
-    cc.dtype_bytes = sh.dtype_bytes;
-    smoe_plan *p = cli_build_plan(&cc, cfg);
-    context_shape(cfg, p, pdbs, &sh);
-    if (c->gather_dtype != SMOE_DT_FP32 || c->int8_block || c->int8_fallback != SMOE_DT_INT8)
-        sh.wire_bytes = wire_bytes(c, &cc, cfg, p);
-    free(kv);
-    sh.act_bytes = train_act_bytes(cfg, p, hw, &sh);
-    smoe_sim_model *m;
-    if (smoe_sim_model_build(cfg, p, hw, &sh, &m, &err))
-        cli_die(&err);
-    if (n_extra == 0) {
-        smoe_dims d; /* read by the model build just above */
-        (void)smoe_sim_tuned_keys(cfg, g_tuned, sizeof g_tuned);
-        if (smoe_plan_dims(cfg, &d, &err))
-            cli_die(&err);
-        g_unscanned = !d.scan_layers;
-    }
-    smoe_config_free(cfg);
-    *plan_out = p;
-    *shp = sh;
-    return m;
-}
-
 /* --profile: measured per-layer compute replaces the model's for the
  * kinds and passes the trace has. */
 static void apply_profile(smoe_sim_model *m, double med[2][2], int n[2][2])
 {
     for (int k = 0; k < 2; k++)
         smoe_sim_model_set_compute(m, k, n[0][k] ? med[0][k] : -1, n[1][k] ? med[1][k] : -1);
-}
-
-/* --calibrate: under mpirun; the model (default: smoe train's bundled
- * run) sets the shape of the compute measurement. */
-static int calibrate(int argc, char **argv, cli_common *c, const char *out, int pthread)
-{
-    smoe_rt *rt = cli_rt_start(&argc, &argv);
-    smoe_err err;
-    if (!rt)
-        return SMOE_EXIT_FAIL;
-    char base[4200];
-    const char *cdir = smoe_config_default_dir();
-    if (!c->base && cdir) {
-        snprintf(base, sizeof base, "%s/train.yml", cdir);
-        c->base = base;
-    }
-    if (!c->model)
-        c->model = "tiny";
-    c->devices = smoe_rt_size(rt);
-    smoe_config_opts o;
-    memset(&o, 0, sizeof o);
-    o.base_path = c->base;
-    o.model = c->model;
-    o.rules = c->rules;
-    o.overrides = c->kv;
-    o.n_overrides = c->n_kv;
-    o.use_env = 1;
-    smoe_config *cfg = NULL;
-    smoe_plan *plan = NULL;
-    smoe_plan_opts po = { c->devices, 1, c->params, 4 };
-    smoe_status s = smoe_config_load(&o, &cfg, &err);
-    if (!s)
-        s = smoe_plan_build(cfg, &po, &plan, &err);
-    if (!s)
-        s = smoe_calib_measure(rt, cfg, plan, pthread, out, &err);
-    smoe_plan_free(plan);
-    smoe_config_free(cfg);
-    /* every rank has the same verdict; rank 0 prints it before the ranks
-     * leave together (a rank that exits first may have the launcher end
-     * the others) */
-    if (s)
-        cli_die(&err);
-    cli_die_under(NULL);
-    smoe_rt_finalize(rt);
-    return SMOE_EXIT_OK;
 }
 
 static const struct option k_longopts[] = {
@@ -526,6 +303,7 @@ typedef struct sim_rows {
     int ncurve, feasible;
     unsigned char dist[2][SMOE_SIM_MAX_WEIGHTS];
     sim_readings rd; /* the rows under every reading of the scenario */
+    sim_run_facts facts;
 } sim_rows;
 
 /* One row: schedule sd on m, traced when a trace or plot is asked for. */
@@ -580,8 +358,8 @@ static void run_variants(const sim_args *a, sim_rows *R, const smoe_hw *hw,
     for (int v = 0; v < sc->n_variants && R->n < MAX_RUNS - 1; v++) {
         smoe_plan *vp;
         smoe_sim_shape vsh = *sh;
-        smoe_sim_model *vm = build(&a->c, sc->variants[v].rules, sc->variants[v].overrides,
-                                   sc->variants[v].n_overrides, hw, &vsh, &vp);
+        smoe_sim_model *vm = sim_build(&a->c, sc->variants[v].rules, sc->variants[v].overrides,
+                                       sc->variants[v].n_overrides, hw, &vsh, &vp, NULL);
         smoe_sim_sched sd;
         memset(&sd, 0, sizeof sd);
         sd.executor = R->mx;
@@ -634,7 +412,7 @@ static void run_readings(const sim_args *a, sim_rows *R, const smoe_hw *hw,
         smoe_sim_shape xs = reading_shape(a, sh, ci, out);
         smoe_plan *p;
         memset(&X, 0, sizeof X);
-        smoe_sim_model *m = build(&b.c, NULL, NULL, 0, hw, &xs, &p);
+        smoe_sim_model *m = sim_build(&b.c, NULL, NULL, 0, hw, &xs, &p, NULL);
         if (a->profile)
             apply_profile(m, R->prof, R->prof_n);
         run_base(&b, &X, hw, m);
@@ -691,9 +469,9 @@ static void print_head(const sim_args *a, const sim_rows *R, const smoe_hw *hw, 
            hw->name, hwf, (long long)smoe_mesh_devices(&plan->mesh), shape,
            a->remat ? a->remat : smoe_sim_remat_name(sh->remat), sh->dtype_bytes,
            sh->compute_bytes, sh->grad_bytes, sh->mu_bytes, sh->nu_bytes);
-    if (g_tuned[0])
+    if (R->facts.tuned[0])
         printf("kernel tuning not modelled (kernels are timed by FLOPs and bytes at any "
-               "tuning): %s\n", g_tuned);
+               "tuning): %s\n", R->facts.tuned);
     if (sh->wire_bytes > 0)
         printf("smoe's runtime gathers %s: %.4g bytes per element on the wire (its "
                "schedules only)\n", smoe_dtype_name(a->c.gather_dtype), sh->wire_bytes);
@@ -705,7 +483,7 @@ static void print_head(const sim_args *a, const sim_rows *R, const smoe_hw *hw, 
                "--prefetch-depth\n", R->uniform_name);
     else
         printf("schedules: smoe's runtime, prefetch depth %d\n", a->depth);
-    if (g_unscanned)
+    if (R->facts.unscanned)
         printf("unscanned layers (scan_layers=false): timed as a stack of layers of their mean "
                "weights and MLP width, gathered where XLA's scan gathers%s\n",
                R->accel ? "; MaxText's prefetch path requires scan_layers=true "
@@ -764,7 +542,7 @@ static void print_json(const sim_args *a, const sim_rows *R, const smoe_hw *hw,
         execs[i] = smoe_sim_executor_name(R->runs[i].exec);
         res[i] = R->runs[i].r;
     }
-    sim_print_json(stdout, plan, hw, sh, g_tuned, names, execs, res, R->n, &a->sc, &R->rd, R->curve,
+    sim_print_json(stdout, plan, hw, sh, R->facts.tuned, names, execs, res, R->n, &a->sc, &R->rd, R->curve,
                    a->sweep ? R->ncurve : 0);
 }
 
@@ -827,7 +605,7 @@ int cmd_sim(int argc, char **argv)
     if (parse_args(&a, argc, argv))
         return SMOE_EXIT_OK;
     if (a.calib)
-        return calibrate(argc, argv, &a.c, a.out,
+        return sim_calibrate(argc, argv, &a.c, a.out,
                          a.pthread < 0 ? SMOE_RT_PROGRESS_AUTO : a.pthread);
     a.arena = smoe_arena_new(64 * 1024);
     if (a.scenario)
@@ -838,7 +616,7 @@ int cmd_sim(int argc, char **argv)
     const char *hwf;
     load_hw(&a, &hw, path, sizeof path, &hwf, &sh);
     smoe_plan *plan;
-    smoe_sim_model *m = build(&a.c, NULL, NULL, 0, &hw, &sh, &plan);
+    smoe_sim_model *m = sim_build(&a.c, NULL, NULL, 0, &hw, &sh, &plan, &R.facts);
     if (a.profile)
         load_profile(&a, m, R.prof, R.prof_n);
     run_base(&a, &R, &hw, m);

@@ -1,0 +1,173 @@
+/* smoe sim's step model for one configuration: the command's config with
+ * a variant's rules and keys, the shape's unset parts from it, its plan,
+ * and the model smoe_sim_model_build makes of them. Each refusal dies
+ * naming the key or argument. */
+#include "cli.h"
+#include "smoe/sched.h"
+#include "smoe/train.h"
+
+#include <stdlib.h>
+
+/* A positive integer config key (the shape's defaults: per_device_batch_size,
+ * max_target_length), or die naming it. */
+static int64_t config_count(const smoe_config *cfg, const char *key, int64_t hi)
+{
+    double v;
+    smoe_err err;
+    if (smoe_config_float(cfg, key, &v, &err))
+        cli_die(&err);
+    if (!(v >= 1 && v <= (double)hi && v == (double)(int64_t)v)) {
+        smoe_err_at(&err, SMOE_EINVAL, smoe_config_loc(cfg, key),
+                    "%s = %g: smoe sim needs an integer in [1, %lld] (or --batch/--seq)", key, v,
+                    (long long)hi);
+        cli_die(&err);
+    }
+    return (int64_t)v;
+}
+
+/* The shape's batch with the plan's context axis (smoe_sim_shape.context):
+ * per_device_batch_size x context sequences per group of context devices
+ * (MaxText's fractional batches: 0.125 on 8-way context parallelism is a
+ * sequence's eighth a device), pdbs > 0 from the config, else --batch's
+ * per-device sequences; the first build sets it, a variant must keep the
+ * axis. */
+static void context_shape(const smoe_config *cfg, const smoe_plan *p, double pdbs,
+                          smoe_sim_shape *sh)
+{
+    smoe_err err;
+    int64_t cp = smoe_mesh_axis_size(&p->mesh, "context");
+    if (sh->context > 0) {
+        if (cp != sh->context)
+            cli_usage_error(NULL, "a variant changes the context axis (%lld ways, the run's %lld)",
+                            (long long)cp, (long long)sh->context);
+        return;
+    }
+    double b = pdbs > 0 ? pdbs * (double)cp : (double)sh->batch * (double)cp;
+    if (!(b >= 1 && b <= (double)SMOE_SIM_MAX_BATCH && b == (double)(int64_t)b)) {
+        smoe_err_at(&err, SMOE_EINVAL, smoe_config_loc(cfg, "per_device_batch_size"),
+                    "per_device_batch_size = %g: with %lld-way context parallelism smoe sim needs "
+                    "it times the context axis a whole number of sequences in [1, %lld] (below "
+                    "1, MaxText splits each sequence over the context axis)",
+                    pdbs > 0 ? pdbs : (double)sh->batch, (long long)cp,
+                    (long long)SMOE_SIM_MAX_BATCH);
+        cli_die(&err);
+    }
+    if (sh->seq % cp) {
+        smoe_err_at(&err, SMOE_EINVAL, smoe_config_loc(cfg, "max_target_length"),
+                    "max_target_length = %lld: the context axis (%lld ways) must divide it",
+                    (long long)sh->seq, (long long)cp);
+        cli_die(&err);
+    }
+    sh->batch = (int64_t)b;
+    sh->context = cp;
+}
+
+/* A positive number (per_device_batch_size), or die naming it. */
+static double config_pos(const smoe_config *cfg, const char *key)
+{
+    double v;
+    smoe_err err;
+    if (smoe_config_float(cfg, key, &v, &err))
+        cli_die(&err);
+    if (!(v > 0 && v <= (double)SMOE_SIM_MAX_BATCH)) {
+        smoe_err_at(&err, SMOE_EINVAL, smoe_config_loc(cfg, key),
+                    "%s = %g: smoe sim needs a number in (0, %lld] (or --batch)", key, v,
+                    (long long)SMOE_SIM_MAX_BATCH);
+        cli_die(&err);
+    }
+    return v;
+}
+
+/* The bytes per element smoe's gathers move with c's --gather-dtype: the
+ * plan's gathered bytes over all layers with that wire (the plan layer
+ * checks the int8 block rule and picks the fallbacks) over the stored
+ * ones, times the stored element size. */
+static double wire_bytes(const cli_common *c, const cli_common *cc, const smoe_config *cfg,
+                         const smoe_plan *p)
+{
+    cli_common cw = *cc;
+    cw.gather_dtype = c->gather_dtype;
+    cw.int8_block = c->int8_block;
+    cw.int8_fallback = c->int8_fallback;
+    smoe_plan *pw = cli_build_plan(&cw, cfg);
+    double stored = 0, moved = 0;
+    for (int i = 0; i < p->n; i++)
+        if (p->w[i].has_gather) {
+            stored += (double)p->w[i].gather.bytes_out * (double)p->w[i].layers;
+            moved += (double)pw->w[i].gather.bytes_out * (double)pw->w[i].layers;
+        }
+    smoe_plan_free(pw);
+    return stored > 0 ? moved / stored * p->dtype_bytes : p->dtype_bytes;
+}
+
+/* The activations smoe train would track for cfg on plan's mesh at the
+ * shape (train.h: smoe_train_act_bytes), for smoe's runtime executor on a
+ * cpu profile; 0 (the simulator's estimate) where smoe train would not run
+ * that step as the shape says (a model it refuses, remat, a compute dtype
+ * other than float32). */
+static int64_t train_act_bytes(const smoe_config *cfg, const smoe_plan *p, const smoe_hw *hw,
+                               const smoe_sim_shape *sh)
+{
+    smoe_model_cfg mc;
+    smoe_err err;
+    int64_t act = 0;
+    if (hw->kind != SMOE_HW_CPU || sh->remat != SMOE_REMAT_NONE || sh->compute_bytes != 4 ||
+        smoe_train_model_cfg(cfg, &p->mesh, &mc, &err))
+        return 0;
+    mc.batch = sh->batch;
+    mc.seq = sh->seq;
+    return smoe_train_act_bytes(&mc, &act, &err) ? 0 : act;
+}
+
+smoe_sim_model *sim_build(const cli_common *c, const char *rules, const char *const *extra,
+                          int n_extra, const smoe_hw *hw, smoe_sim_shape *shp,
+                          smoe_plan **plan_out, sim_run_facts *facts)
+{
+    smoe_sim_shape sh = *shp;
+    const char **kv = cli_alloc((size_t)(c->n_kv + n_extra + 1) * sizeof *kv);
+    int n = 0;
+    for (int i = 0; i < c->n_kv; i++)
+        kv[n++] = c->kv[i];
+    for (int i = 0; i < n_extra; i++)
+        kv[n++] = extra[i];
+    cli_common cc = *c;
+    cc.kv = kv;
+    cc.n_kv = n;
+    /* the model's plan stays in the stored dtype (the step model sizes
+     * everything from it); a compressed wire is a second plan's ratio */
+    cc.gather_dtype = SMOE_DT_FP32;
+    cc.int8_block = 0;
+    cc.int8_fallback = SMOE_DT_INT8;
+    if (rules)
+        cc.rules = rules;
+    smoe_config *cfg = cli_load_config(&cc);
+    smoe_err err;
+    double pdbs = sh.batch ? 0 : config_pos(cfg, "per_device_batch_size");
+    if (!sh.batch)
+        sh.batch = 1; /* context_shape sets it below, with the mesh */
+    if (!sh.seq)
+        sh.seq = config_count(cfg, "max_target_length", SMOE_SIM_MAX_SEQ);
+    if (smoe_sim_keys(cfg, hw, &sh, &err))
+        cli_die(&err);
+    cc.dtype_bytes = sh.dtype_bytes;
+    smoe_plan *p = cli_build_plan(&cc, cfg);
+    context_shape(cfg, p, pdbs, &sh);
+    if (c->gather_dtype != SMOE_DT_FP32 || c->int8_block || c->int8_fallback != SMOE_DT_INT8)
+        sh.wire_bytes = wire_bytes(c, &cc, cfg, p);
+    free(kv);
+    sh.act_bytes = train_act_bytes(cfg, p, hw, &sh);
+    smoe_sim_model *m;
+    if (smoe_sim_model_build(cfg, p, hw, &sh, &m, &err))
+        cli_die(&err);
+    if (facts) {
+        smoe_dims d; /* read by the model build just above */
+        (void)smoe_sim_tuned_keys(cfg, facts->tuned, sizeof facts->tuned);
+        if (smoe_plan_dims(cfg, &d, &err))
+            cli_die(&err);
+        facts->unscanned = !d.scan_layers;
+    }
+    smoe_config_free(cfg);
+    *plan_out = p;
+    *shp = sh;
+    return m;
+}
