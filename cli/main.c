@@ -30,6 +30,23 @@ static int done(int rc)
     return rc;
 }
 
+/* Does the command run the BLAS kernels: train, or sim with --calibrate
+ * (getopt_long's long options: an unambiguous prefix, before a "--")? */
+static int runs_kernels(int argc, char **argv)
+{
+    if (strcmp(argv[1], "train") == 0)
+        return 1;
+    if (strcmp(argv[1], "sim") != 0)
+        return 0;
+    static const char opt[] = "--calibrate";
+    for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        size_t n = strcspn(argv[i], "=");
+        if (n >= 4 && n <= sizeof opt - 1 && strncmp(argv[i], opt, n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -42,8 +59,8 @@ int main(int argc, char **argv)
     /* train and sim --calibrate run the kernels, and a profile must time
      * the kernel training runs: before MPI and OpenBLAS start, pick a
      * proper BLAS kernel if OpenBLAS fell back to a generic one (may
-     * re-exec) */
-    if (strcmp(cmd, "sim") == 0 || strcmp(cmd, "train") == 0)
+     * re-exec; the other commands skip its cost) */
+    if (runs_kernels(argc, argv))
         smoe_blas_select_core(argv);
     if (strcmp(cmd, "sim") == 0)
         return done(cmd_sim(argc - 1, argv + 1));
