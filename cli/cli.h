@@ -121,6 +121,9 @@ const char *cli_named_file(const char *arg, const char *sub, char *buf, size_t n
 SMOE_MUST_CHECK
 smoe_status cli_hardware_check(const char *arg, const char *path, const char *where,
                                smoe_err *err);
+/* The config loader's options from common options (base, model, rules,
+ * KEY=VALUE overrides, the environment's). */
+smoe_config_opts cli_config_opts(const cli_common *c);
 /* Load the config from common options (dies on error). */
 smoe_config *cli_load_config(const cli_common *c);
 /* Build the plan (dies on error). */

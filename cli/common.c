@@ -200,7 +200,7 @@ smoe_status cli_hardware_check(const char *arg, const char *path, const char *wh
                        "--hardware FILE", path, path);
 }
 
-smoe_config *cli_load_config(const cli_common *c)
+smoe_config_opts cli_config_opts(const cli_common *c)
 {
     smoe_config_opts o;
     memset(&o, 0, sizeof o);
@@ -210,6 +210,12 @@ smoe_config *cli_load_config(const cli_common *c)
     o.n_overrides = c->n_kv;
     o.overrides = c->kv;
     o.use_env = 1;
+    return o;
+}
+
+smoe_config *cli_load_config(const cli_common *c)
+{
+    smoe_config_opts o = cli_config_opts(c);
     smoe_config *cfg;
     smoe_err err;
     if (smoe_config_load(&o, &cfg, &err))

@@ -6,7 +6,6 @@
 #include "smoe/runtime.h"
 
 #include <stdio.h>
-#include <string.h>
 
 /* --calibrate: under mpirun; the model (default: smoe train's bundled
  * run) sets the shape of the compute measurement. */
@@ -25,14 +24,7 @@ int sim_calibrate(int argc, char **argv, cli_common *c, const char *out, int pth
     if (!c->model)
         c->model = "tiny";
     c->devices = smoe_rt_size(rt);
-    smoe_config_opts o;
-    memset(&o, 0, sizeof o);
-    o.base_path = c->base;
-    o.model = c->model;
-    o.rules = c->rules;
-    o.overrides = c->kv;
-    o.n_overrides = c->n_kv;
-    o.use_env = 1;
+    smoe_config_opts o = cli_config_opts(c);
     smoe_config *cfg = NULL;
     smoe_plan *plan = NULL;
     smoe_plan_opts po = { c->devices, 1, c->params, 4 };
