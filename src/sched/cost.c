@@ -278,15 +278,23 @@ static void tensor_parallel(const cost *c, double T, double E, smoe_sim_model *m
     }
 }
 
-smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
-                                 const smoe_hw *hw, const smoe_sim_shape *sh,
-                                 smoe_sim_model **out, smoe_err *err)
-{
+/* What smoe_sim_model_build's phases share: the model's dimensions, the
+ * cost primitives for gathers (c) and for gradient reductions (cr), the
+ * dtype sizes and the layer stacks. */
+typedef struct build_ctx {
     smoe_dims d;
-    const smoe_hw_cpu *cpu = &hw->cpu; /* the CPU model's terms: 0 on accelerators */
-    smoe_status s = smoe_plan_dims(cfg, &d, err);
-    if (s)
-        return s;
+    cost c, cr;
+    double a2a_bw;              /* the expert exchange's bytes/s (0: the links') */
+    double wbytes, gbytes, mom; /* bytes per stored weight, gradient, moments */
+    double cast;                /* gathered in the compute dtype / stored */
+    const char *stacks[2];      /* the plan's stack of each layer kind */
+    int unrolled;               /* unscanned layers folded into kind 0 */
+} build_ctx;
+
+/* The shape against the plan and profile, before anything is built. */
+static smoe_status check_shape(const smoe_config *cfg, const smoe_plan *plan, const smoe_hw *hw,
+                               const smoe_sim_shape *sh, const smoe_dims *d, smoe_err *err)
+{
     if (sh->batch < 1 || sh->seq < 1)
         return smoe_err_set(err, SMOE_EINVAL, "the batch and sequence length must be >= 1");
     int64_t cx = smoe_mesh_axis_size(&plan->mesh, "context");
@@ -305,7 +313,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
      * the profile's devices_per_node ranks (a cpu profile: the ranks per
      * host it was measured with), so more devices than that are hosts too:
      * the message says so, for the ranks that share one host. */
-    if (hw->kind == SMOE_HW_CPU && strcmp(cpu->progress, "calls") == 0)
+    if (hw->kind == SMOE_HW_CPU && strcmp(hw->cpu.progress, "calls") == 0)
         for (int i = 0; i < plan->n; i++) {
             double fb, fs;
             if (plan->w[i].kind != SMOE_ENTRY_PARAM)
@@ -314,64 +322,68 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
             if (fs > 0)
                 return calls_across_hosts(plan, hw, err);
         }
-    if (d.experts > 0 && d.topk > d.experts) /* as smoe train refuses it */
+    if (d->experts > 0 && d->topk > d->experts) /* as smoe train refuses it */
         return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "num_experts_per_tok"),
                            "num_experts_per_tok = %lld exceeds num_experts = %lld",
-                           (long long)d.topk, (long long)d.experts);
-    smoe_sim_model *m = smoe_calloc(1, sizeof *m);
-    if (!m)
-        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    m->hw = *hw;
-    m->use_compute = cpu->collectives_use_compute;
-    m->skew = cpu->sync_skew;
-    cost c;
-    memset(&c, 0, sizeof c);
-    c.hw = &m->hw;
-    c.mesh = &plan->mesh;
-    c.flops = hw->peak_flops / hw->devices_per_chip;
-    c.small_flops = cpu->gemm_small_flops > 0 ? cpu->gemm_small_flops / hw->devices_per_chip : 0;
-    c.hbm = hw->hbm_bandwidth / hw->devices_per_chip;
-    c.ew = cpu->elementwise_bandwidth > 0 ? cpu->elementwise_bandwidth / hw->devices_per_chip
-                                         : c.hbm;
+                           (long long)d->topk, (long long)d->experts);
+    return SMOE_OK;
+}
+
+/* The profile's rates per device and the dtype sizes into b and m. */
+static void set_rates(build_ctx *b, smoe_sim_model *m, const smoe_plan *plan, const smoe_hw *hw,
+                      const smoe_sim_shape *sh)
+{
+    const smoe_hw_cpu *cpu = &hw->cpu; /* the CPU model's terms: 0 on accelerators */
+    const double per = hw->devices_per_chip;
+    cost *c = &b->c;
+    memset(c, 0, sizeof *c);
+    c->hw = &m->hw;
+    c->mesh = &plan->mesh;
+    c->flops = hw->peak_flops / per;
+    c->small_flops = cpu->gemm_small_flops > 0 ? cpu->gemm_small_flops / per : 0;
+    c->hbm = hw->hbm_bandwidth / per;
+    c->ew = cpu->elementwise_bandwidth > 0 ? cpu->elementwise_bandwidth / per : c->hbm;
     /* dtype sizes: the shape's (smoe_sim_dtypes), else bf16 compute and
      * fp32 gradients and moments */
-    const double wbytes = (double)plan->dtype_bytes;
-    c.ab = sh->compute_bytes > 0 ? sh->compute_bytes : cpu->compute_bytes > 0 ? cpu->compute_bytes : 2;
-    const double gbytes = sh->grad_bytes > 0 ? sh->grad_bytes : 4;
-    const double mom = sh->no_moments ? 0
-                       : (sh->mu_bytes > 0 ? sh->mu_bytes : 4) + (sh->nu_bytes > 0 ? sh->nu_bytes : 4);
-    const double cast = c.ab / wbytes; /* gathered in the compute dtype / stored */
-    c.eff = hw->compute_efficiency;
-    if ((s = sim_attention_span(cfg, &d, (double)sh->seq, &c.span, err))) {
-        smoe_sim_model_free(m);
-        return s;
-    }
-    m->compute_bytes = c.ab;
-    m->weight_bytes = wbytes;
+    b->wbytes = (double)plan->dtype_bytes;
+    c->ab = sh->compute_bytes > 0 ? sh->compute_bytes : cpu->compute_bytes > 0 ? cpu->compute_bytes : 2;
+    b->gbytes = sh->grad_bytes > 0 ? sh->grad_bytes : 4;
+    b->mom = sh->no_moments ? 0
+             : (sh->mu_bytes > 0 ? sh->mu_bytes : 4) + (sh->nu_bytes > 0 ? sh->nu_bytes : 4);
+    b->cast = c->ab / b->wbytes;
+    c->eff = hw->compute_efficiency;
+    c->overhead = cpu->op_overhead;
+    c->ici = hw->ici_bandwidth / 2 / per;
+    c->ici_lat = hw->ici_latency;
+    c->dcn = hw->dcn_bandwidth / per;
+    c->dcn_lat = hw->dcn_latency;
+    m->use_compute = cpu->collectives_use_compute;
+    m->skew = cpu->sync_skew;
+    m->compute_bytes = c->ab;
+    m->weight_bytes = b->wbytes;
     m->wire_bytes = sh->wire_bytes > 0 ? sh->wire_bytes : 0;
     m->mx_gather_bytes = sh->mx_gather_bytes > 0 ? sh->mx_gather_bytes : 0;
     m->act_runtime = sh->act_bytes > 0 ? (double)sh->act_bytes : 0;
-    c.overhead = cpu->op_overhead;
-    c.ici = hw->ici_bandwidth / 2 / hw->devices_per_chip;
-    c.ici_lat = hw->ici_latency;
-    c.dcn = hw->dcn_bandwidth / hw->devices_per_chip;
-    c.dcn_lat = hw->dcn_latency;
     /* the gradient reductions: their own figures where the profile
      * measured them (cpu: the MPI library's reduce-scatter is not the
      * gather's transpose on the wire), within and across nodes */
-    cost cr = c;
+    b->cr = *c;
     if (cpu->ici_reduce_bandwidth > 0) {
-        cr.ici = cpu->ici_reduce_bandwidth / 2 / hw->devices_per_chip;
-        cr.ici_lat = cpu->ici_reduce_latency;
+        b->cr.ici = cpu->ici_reduce_bandwidth / 2 / per;
+        b->cr.ici_lat = cpu->ici_reduce_latency;
     }
     if (cpu->dcn_reduce_bandwidth > 0) {
-        cr.dcn = cpu->dcn_reduce_bandwidth / hw->devices_per_chip;
-        cr.dcn_lat = cpu->dcn_reduce_latency;
+        b->cr.dcn = cpu->dcn_reduce_bandwidth / per;
+        b->cr.dcn_lat = cpu->dcn_reduce_latency;
     }
-    double a2a_bw = cpu->a2a_bandwidth > 0 ? cpu->a2a_bandwidth / hw->devices_per_chip : 0;
+    b->a2a_bw = cpu->a2a_bandwidth > 0 ? cpu->a2a_bandwidth / per : 0;
+}
 
-    /* layer kinds from the plan's stacks; layers in stack order */
-    const char *stacks[2] = { NULL, NULL };
+/* The layer kinds from the plan's stacks (kind 1: routed experts), the
+ * layers in stack order, unscanned layers folded into kind 0. */
+static smoe_status set_layers(build_ctx *b, smoe_sim_model *m, const smoe_config *cfg,
+                              const smoe_plan *plan, smoe_err *err)
+{
     int64_t layers[2] = { 0, 0 };
     for (int i = 0; i < plan->n; i++) {
         const smoe_weight *w = &plan->w[i];
@@ -380,193 +392,213 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         int k = strcmp(w->stack, "moe_layers") == 0 ? 1 : 0;
         if (strcmp(w->stack, "layers") == 0 && smoe_weight_routed(w))
             k = 1;
-        if (stacks[k] && strcmp(stacks[k], w->stack) != 0 && strcmp(w->stack, "layers") != 0) {
-            smoe_sim_model_free(m);
+        if (b->stacks[k] && strcmp(b->stacks[k], w->stack) != 0 && strcmp(w->stack, "layers") != 0)
             return smoe_err_set(err, SMOE_EINVAL, "more than one stack of kind %d", k);
-        }
-        stacks[k] = w->stack;
+        b->stacks[k] = w->stack;
         layers[k] = w->layers;
     }
     /* a single 'layers' stack with routed experts is all MoE */
-    if (stacks[0] && stacks[1] && strcmp(stacks[0], stacks[1]) == 0) {
-        stacks[0] = NULL;
+    if (b->stacks[0] && b->stacks[1] && strcmp(b->stacks[0], b->stacks[1]) == 0) {
+        b->stacks[0] = NULL;
         layers[0] = 0;
     }
     /* unscanned layers (unrolled.c): one dense kind of their mean weights
      * and MLP width */
-    int unrolled = 0;
-    if (!d.scan_layers) {
+    if (!b->d.scan_layers) {
         double mlp = 0;
-        if ((s = sim_unrolled_count(cfg, plan, d.layers, &unrolled, &mlp, err))) {
-            smoe_sim_model_free(m);
+        smoe_status s = sim_unrolled_count(cfg, plan, b->d.layers, &b->unrolled, &mlp, err);
+        if (s)
             return s;
-        }
-        layers[0] = unrolled;
+        layers[0] = b->unrolled;
         if (mlp > 0)
-            d.mlp = (int64_t)llround(mlp);
+            b->d.mlp = (int64_t)llround(mlp);
     }
     m->L = (int)(layers[0] + layers[1]);
-    if (m->L < 1 || m->L > SIM_MAX_LAYERS) {
-        smoe_sim_model_free(m);
+    if (m->L < 1 || m->L > SIM_MAX_LAYERS)
         return smoe_err_set(err, SMOE_EINVAL, "%d stacked layers (1 to %d supported)", m->L,
                             SIM_MAX_LAYERS);
-    }
     for (int l = 0; l < m->L; l++)
         m->kind_of[l] = l < layers[0] ? 0 : 1;
     m->nkinds = 2;
     m->k[0].moe = 0;
     m->k[1].moe = 1;
-    const smoe_axes expert_ax = { 1, { "expert" } };
-    double e_local = (double)d.experts / (double)smoe_mesh_axis_size(&plan->mesh, "expert");
-    if (e_local < 1)
-        e_local = 1;
+    return SMOE_OK;
+}
+
+/* The parts of weight w's gather and reduction that are the cores' work
+ * (the rest is on the network): x->pre_net, x->rs_net. */
+static void net_parts(build_ctx *b, const smoe_weight *w, sim_w *x)
+{
+    double net = 0;
+    b->c.net = &net;
+    double t = gather_time(&b->c, &w->gather, NULL, 0, 1);
+    x->pre_net = t > 0 ? fmin(1, net / t) : 0;
+    b->c.net = NULL;
+    net = 0;
+    b->cr.net = &net;
+    t = reduce_time(&b->cr, &w->gather, 1);
+    x->rs_net = t > 0 ? fmin(1, net / t) : 0;
+    b->cr.net = NULL;
+}
+
+/* Weight w's gather and reduction terms. */
+static void weight_terms(build_ctx *b, const smoe_plan *plan, const smoe_weight *w, sim_w *x)
+{
+    const cost *c = &b->c, *cr = &b->cr;
+    memset(x, 0, sizeof *x);
+    x->name = w->path;
+    /* gathered cast to the compute dtype (XLA's scan, smoe's runtime),
+     * or as stored (MaxText's prefetch path) */
+    x->pre_s = gather_time(c, &w->gather, NULL, 0, b->cast);
+    x->pre_stored_s = gather_time(c, &w->gather, NULL, 0, 1);
+    x->routed = smoe_weight_routed(w);
+    /* MaxText's MoeBlock names its down projection wo (moe.py) */
+    size_t n = strlen(w->path);
+    x->down = x->routed && n >= 3 && strcmp(w->path + n - 3, "/wo") == 0;
+    x->pre_legacy_s = gather_time(c, &w->legacy, NULL, 0, 1);
+    /* legacy residual: gathered after the FSDP stages */
+    smoe_gather tmp = w->legacy;
+    tmp.bytes_in = w->legacy.bytes_out;
+    x->res_legacy_s = gather_time(c, &tmp, w->legacy.residual, 1, 1);
+    /* a weight's gradient is reduced in the dtype its gather moved (the
+     * reduce-scatter is the gather's transpose): as stored (MaxText's
+     * prefetch path: dW of the gathered parameter) or cast (XLA's scan:
+     * the layers cast before the gather, linears.py / moe.py
+     * jnp.asarray(kernel, self.dtype)); the latency parts (the times
+     * at 2 bytes per element less those at 1) let a run scale both to
+     * the bytes its gathers move */
+    x->rs_s = reduce_time(cr, &w->gather, 1);
+    x->rs_cast_s = reduce_time(cr, &w->gather, b->cast);
+    net_parts(b, w, x);
+    double g1 = gather_time(c, &w->gather, NULL, 0, 1 / b->wbytes);
+    double g2 = gather_time(c, &w->gather, NULL, 0, 2 / b->wbytes);
+    double r1 = reduce_time(cr, &w->gather, 1 / b->wbytes);
+    double r2 = reduce_time(cr, &w->gather, 2 / b->wbytes);
+    x->ag_lat_s = fmax(0, 2 * g1 - g2);
+    x->rs_lat_s = fmax(0, 2 * r1 - r2);
+    x->bytes = (double)w->gather.bytes_out * b->cast;
+    x->bytes_stored = (double)w->gather.bytes_out;
+    x->bytes_exec = exec_elems(w, &plan->mesh, x->routed, b->wbytes) * c->ab;
+}
+
+/* A weight that is not prefetched (the embedding, the head): gathered
+ * once a step, held while used. */
+static void add_top(smoe_sim_model *m, const sim_w *x)
+{
+    /* MaxText's embedding module is `token_embedder` (models.py) */
+    int embed = strncmp(x->name, "token_embedder/", 15) == 0;
+    if (embed) {
+        m->top_embed_s += x->pre_s;
+        m->top_embed_bytes += x->bytes;
+    } else {
+        m->top_head_net += x->pre_s * x->pre_net; /* divided in add_weights */
+    }
+    m->top_gather_s += x->pre_s;
+    m->top_rs_s += x->rs_s;
+    m->top_bytes += x->bytes;
+    m->top_bytes_exec += x->bytes_exec;
+}
+
+/* Every parameter: its memory, and its gather and reduction terms in its
+ * layer kind (or the unscanned stack's, or the top-level weights'). */
+static smoe_status add_weights(build_ctx *b, smoe_sim_model *m, const smoe_plan *plan,
+                               smoe_err *err)
+{
     for (int i = 0; i < plan->n; i++) {
         const smoe_weight *w = &plan->w[i];
-        if (w->kind == SMOE_ENTRY_PARAM) {
-            double shard = (double)w->gather.bytes_in * (double)w->layers / wbytes;
-            m->mem_params += shard * wbytes;
-            m->mem_grads += shard * gbytes;
-            m->mem_optimizer += shard * mom;
-            m->shard_elems += shard;
-        }
         if (w->kind != SMOE_ENTRY_PARAM)
             continue;
+        double shard = (double)w->gather.bytes_in * (double)w->layers / b->wbytes;
+        m->mem_params += shard * b->wbytes;
+        m->mem_grads += shard * b->gbytes;
+        m->mem_optimizer += shard * b->mom;
+        m->shard_elems += shard;
         sim_w x;
-        memset(&x, 0, sizeof x);
-        x.name = w->path;
-        /* gathered cast to the compute dtype (XLA's scan, smoe's runtime),
-         * or as stored (MaxText's prefetch path) */
-        x.pre_s = gather_time(&c, &w->gather, NULL, 0, cast);
-        x.pre_stored_s = gather_time(&c, &w->gather, NULL, 0, 1);
-        x.routed = smoe_weight_routed(w);
-        { /* MaxText's MoeBlock names its down projection wo (moe.py) */
-            size_t n = strlen(w->path);
-            x.down = x.routed && n >= 3 && strcmp(w->path + n - 3, "/wo") == 0;
-        }
-        x.pre_legacy_s = gather_time(&c, &w->legacy, NULL, 0, 1);
-        /* legacy residual: gathered after the FSDP stages */
-        {
-            smoe_gather tmp = w->legacy;
-            tmp.bytes_in = w->legacy.bytes_out;
-            x.res_legacy_s = gather_time(&c, &tmp, w->legacy.residual, 1, 1);
-        }
-        /* a weight's gradient is reduced in the dtype its gather moved (the
-         * reduce-scatter is the gather's transpose): as stored (MaxText's
-         * prefetch path: dW of the gathered parameter) or cast (XLA's scan:
-         * the layers cast before the gather, linears.py / moe.py
-         * jnp.asarray(kernel, self.dtype)); the latency parts (the times
-         * at 2 bytes per element less those at 1) let a run scale both to
-         * the bytes its gathers move */
-        x.rs_s = reduce_time(&cr, &w->gather, 1);
-        x.rs_cast_s = reduce_time(&cr, &w->gather, cast);
-        { /* the parts of the gather and the reduction that are the cores'
-           * work (the rest is on the network) */
-            double net = 0;
-            c.net = &net;
-            double t = gather_time(&c, &w->gather, NULL, 0, 1);
-            x.pre_net = t > 0 ? fmin(1, net / t) : 0;
-            c.net = NULL;
-            net = 0;
-            cr.net = &net;
-            t = reduce_time(&cr, &w->gather, 1);
-            x.rs_net = t > 0 ? fmin(1, net / t) : 0;
-            cr.net = NULL;
-        }
-        {
-            double g1 = gather_time(&c, &w->gather, NULL, 0, 1 / wbytes);
-            double g2 = gather_time(&c, &w->gather, NULL, 0, 2 / wbytes);
-            double r1 = reduce_time(&cr, &w->gather, 1 / wbytes);
-            double r2 = reduce_time(&cr, &w->gather, 2 / wbytes);
-            x.ag_lat_s = fmax(0, 2 * g1 - g2);
-            x.rs_lat_s = fmax(0, 2 * r1 - r2);
-        }
-        x.bytes = (double)w->gather.bytes_out * cast;
-        x.bytes_stored = (double)w->gather.bytes_out;
-        x.bytes_exec = exec_elems(w, &plan->mesh, x.routed, wbytes) * c.ab;
-        if (unrolled && sim_unrolled_layer(w->path, NULL) >= 0) {
-            if ((s = sim_unrolled_add(&m->k[0], &x, unrolled, err))) {
-                smoe_sim_model_free(m);
-                return s;
-            }
-            continue;
-        }
-        if (!w->prefetch) {
-            /* MaxText's embedding module is `token_embedder` (models.py) */
-            if (strncmp(w->path, "token_embedder/", 15) == 0)
-                m->top_embed_s += x.pre_s;
-            else
-                m->top_head_net += x.pre_s * x.pre_net; /* divided below */
-            m->top_gather_s += x.pre_s;
-            m->top_rs_s += x.rs_s;
-            m->top_bytes += x.bytes;
-            if (strncmp(w->path, "token_embedder/", 15) == 0)
-                m->top_embed_bytes += x.bytes;
-            m->top_bytes_exec += x.bytes_exec;
-            continue;
-        }
-        int k = strcmp(w->stack, stacks[1] ? stacks[1] : "") == 0 && stacks[1] ? 1 : 0;
-        if ((s = add_weight(&m->k[k], &x, err))) {
-            smoe_sim_model_free(m);
+        weight_terms(b, plan, w, &x);
+        smoe_status s = SMOE_OK;
+        if (b->unrolled && sim_unrolled_layer(w->path, NULL) >= 0)
+            s = sim_unrolled_add(&m->k[0], &x, b->unrolled, err);
+        else if (!w->prefetch)
+            add_top(m, &x);
+        else
+            s = add_weight(&m->k[b->stacks[1] && strcmp(w->stack, b->stacks[1]) == 0 ? 1 : 0],
+                           &x, err);
+        if (s)
             return s;
-        }
     }
     if (m->top_gather_s > m->top_embed_s)
         m->top_head_net /= m->top_gather_s - m->top_embed_s;
+    return SMOE_OK;
+}
+
+/* Each layer kind's compute (layer_cost.c), MaxText's activation sizes and
+ * the offload time; a cpu profile's measured kernels over the roofline. */
+static void layer_compute(build_ctx *b, smoe_sim_model *m, const smoe_plan *plan,
+                          const smoe_hw *hw, const smoe_sim_shape *sh)
+{
     const double ep = (double)smoe_mesh_axis_size(&plan->mesh, "expert");
+    double e_local = fmax(1, (double)b->d.experts / ep);
     for (int k = 0; k < 2; k++) {
-        cost_layer(&c, &d, sh, e_local, &m->k[k]);
-        sim_mx_sizes(&d, sh, c.ab, ep, &m->k[k]);
-        if (m->k[k].act_host > 0) /* keys.c refuses offload without the figure */
-            m->k[k].offload_s = m->k[k].act_host / (hw->host_bandwidth / hw->devices_per_chip);
-        if (cpu->compute_scale > 0) { /* measured kernels vs the roofline (cpu) */
-            sim_kind *x = &m->k[k];
-            double f = cpu->compute_scale;
+        sim_kind *x = &m->k[k];
+        cost_layer(&b->c, &b->d, sh, e_local, x);
+        sim_mx_sizes(&b->d, sh, b->c.ab, ep, x);
+        if (x->act_host > 0) /* keys.c refuses offload without the figure */
+            x->offload_s = x->act_host / (hw->host_bandwidth / hw->devices_per_chip);
+        double f = hw->cpu.compute_scale;
+        if (f > 0) { /* measured kernels vs the roofline (cpu) */
             x->fwd_pre *= f, x->fwd_exp *= f, x->fwd_post *= f;
             x->bwd_pre *= f, x->bwd_exp *= f, x->bwd_post *= f;
         }
     }
+}
+
+/* The MoE layers' expert exchange and their dispatch and combine. */
+static void moe_traffic(build_ctx *b, smoe_sim_model *m, const smoe_hw *hw,
+                        const smoe_sim_shape *sh)
+{
     /* the expert exchange: T * topk rows of emb, to the other members */
-    double T = smoe_sim_tokens(sh);
+    const smoe_axes expert_ax = { 1, { "expert" } };
+    const double T = smoe_sim_tokens(sh), topk = (double)b->d.topk, in = (double)b->d.moe_in;
     int64_t g;
-    local_members(&c, &expert_ax, &g);
+    local_members(&b->c, &expert_ax, &g);
     if (g > 1) {
-        double rows_bytes = T * (double)d.topk * (double)d.moe_in * c.ab;
+        double rows_bytes = T * topk * in * b->c.ab;
         if (sh->ring_of_experts) /* all-gather tokens, reduce-scatter outputs */
-            m->k[1].a2a_s = cost_coll(&c, &expert_ax, T * (double)d.moe_in * c.ab * (double)(g - 1),
-                                 a2a_bw);
+            m->k[1].a2a_s = cost_coll(&b->c, &expert_ax, T * in * b->c.ab * (double)(g - 1),
+                                      b->a2a_bw);
         else
-            m->k[1].a2a_s = cost_coll(&c, &expert_ax, rows_bytes * (double)(g - 1) / (double)g, a2a_bw);
+            m->k[1].a2a_s = cost_coll(&b->c, &expert_ax, rows_bytes * (double)(g - 1) / (double)g,
+                                      b->a2a_bw);
     }
     /* dispatch and combine (sort, permute) of the routed rows on the
      * collective engines: each moves T * topk rows once per pass */
-    if (hw->permute_bandwidth > 0 && d.experts > 0)
-        m->k[1].permute_s = 2 * T * (double)d.topk * (double)d.moe_in * c.ab /
+    if (hw->permute_bandwidth > 0 && b->d.experts > 0)
+        m->k[1].permute_s = 2 * T * topk * in * b->c.ab /
                             (hw->permute_bandwidth / hw->devices_per_chip);
-    double tp_one;
-    tensor_parallel(&c, T, (double)d.emb, m, &tp_one);
-    /* decoder layers a stacked layer holds (scannable blocks: block_scale) */
-    if (d.layers > m->L && d.layers % m->L == 0)
-        for (int k = 0; k < 2; k++)
-            block_scale(&m->k[k], (double)(d.layers / m->L));
-    /* embedding lookup, the head (forward + backward), the optimizer */
-    double V = (double)d.vocab, E = (double)d.emb;
-    m->embed_fwd_s = cost_ew(&c, T * E, 2);
-    m->embed_bwd_s = cost_ew(&c, T * E, 3);
+}
+
+/* The embedding lookup, the head (forward + backward, with tensor
+ * parallelism's collectives tp_one) and the optimizer update. */
+static smoe_status top_compute(build_ctx *b, smoe_sim_model *m, const smoe_config *cfg,
+                               const smoe_hw *hw, const smoe_sim_shape *sh, double tp_one,
+                               smoe_err *err)
+{
+    const smoe_hw_cpu *cpu = &hw->cpu;
+    const double T = smoe_sim_tokens(sh), V = (double)b->d.vocab, E = (double)b->d.emb;
+    m->embed_fwd_s = cost_ew(&b->c, T * E, 2);
+    m->embed_bwd_s = cost_ew(&b->c, T * E, 3);
     int64_t tiles = 1;
-    if ((s = vocab_tiles(cfg, sh, &tiles, err))) {
-        smoe_sim_model_free(m);
+    smoe_status s = vocab_tiles(cfg, sh, &tiles, err);
+    if (s)
         return s;
-    }
-    cost dn = cost_dense(&c, 0); /* the head is not quantized (keys.c) */
+    cost dn = cost_dense(&b->c, 0); /* the head is not quantized (keys.c) */
     m->head_s = cost_head(&dn, T, E, V, (double)tiles) + 2 * tp_one;
     /* the logits dot's output: `dtype`, fp32 with logits_dot_in_fp32
      * (decoders.py apply_output_head); one tile's at a time */
     int fp32_logits;
-    if ((s = smoe_config_bool_or(cfg, "logits_dot_in_fp32", 0, &fp32_logits, err))) {
-        smoe_sim_model_free(m);
+    if ((s = smoe_config_bool_or(cfg, "logits_dot_in_fp32", 0, &fp32_logits, err)))
         return s;
-    }
-    m->logits_bytes = T / (double)tiles * V * (fp32_logits ? 4 : c.ab);
+    m->logits_bytes = T / (double)tiles * V * (fp32_logits ? 4 : b->c.ab);
     if (cpu->compute_scale > 0) {
         m->head_s *= cpu->compute_scale;
         m->embed_fwd_s *= cpu->compute_scale;
@@ -575,9 +607,44 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     /* AdamW reads p, g, mu, nu and writes p, mu, nu */
     m->optimizer_s = cpu->optimizer_rate > 0 /* measured (cpu profiles) */
                          ? m->shard_elems / (cpu->optimizer_rate / hw->devices_per_chip)
-                         : m->shard_elems * (2 * wbytes + gbytes + 2 * mom) / c.ew;
+                         : m->shard_elems * (2 * b->wbytes + b->gbytes + 2 * b->mom) / b->c.ew;
+    return SMOE_OK;
+}
+
+smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
+                                 const smoe_hw *hw, const smoe_sim_shape *sh,
+                                 smoe_sim_model **out, smoe_err *err)
+{
+    build_ctx b;
+    memset(&b, 0, sizeof b);
+    smoe_status s = smoe_plan_dims(cfg, &b.d, err);
+    if (s || (s = check_shape(cfg, plan, hw, sh, &b.d, err)))
+        return s;
+    smoe_sim_model *m = smoe_calloc(1, sizeof *m);
+    if (!m)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    m->hw = *hw;
+    set_rates(&b, m, plan, hw, sh);
+    if ((s = sim_attention_span(cfg, &b.d, (double)sh->seq, &b.c.span, err)))
+        goto fail;
+    b.cr.span = b.c.span;
+    if ((s = set_layers(&b, m, cfg, plan, err)) || (s = add_weights(&b, m, plan, err)))
+        goto fail;
+    layer_compute(&b, m, plan, hw, sh);
+    moe_traffic(&b, m, hw, sh);
+    double tp_one;
+    tensor_parallel(&b.c, smoe_sim_tokens(sh), (double)b.d.emb, m, &tp_one);
+    /* decoder layers a stacked layer holds (scannable blocks: block_scale) */
+    if (b.d.layers > m->L && b.d.layers % m->L == 0)
+        for (int k = 0; k < 2; k++)
+            block_scale(&m->k[k], (double)(b.d.layers / m->L));
+    if ((s = top_compute(&b, m, cfg, hw, sh, tp_one, err)))
+        goto fail;
     *out = m;
     return SMOE_OK;
+fail:
+    smoe_sim_model_free(m);
+    return s;
 }
 
 void smoe_sim_model_free(smoe_sim_model *m) { smoe_free(m); }
