@@ -277,6 +277,121 @@ static char *key_of(smoe_arena *a, const char *prefix, const char *path)
     return k;
 }
 
+/* The multimodal towers the built-in enumeration knows (use_multimodal,
+ * use_audio), their weights added to v. */
+static smoe_status add_towers(inv *v, const smoe_config *cfg, const model_dims *m, smoe_err *err)
+{
+    int mm = 0, audio = 0;
+    smoe_status s;
+    if ((smoe_config_get(cfg, "use_multimodal") &&
+         (s = smoe_config_bool(cfg, "use_multimodal", &mm, err))) ||
+        (smoe_config_get(cfg, "use_audio") && (s = smoe_config_bool(cfg, "use_audio", &audio, err))))
+        return s;
+    if (mm) {
+        const smoe_node *vb = smoe_config_get(cfg, "vision_encoder_block");
+        const char *venc = vb && vb->kind == SMOE_NODE_SCALAR && vb->str ? vb->str : "";
+        if (strcmp(venc, "qwen3_vl") != 0 && strcmp(venc, "qwen3_omni") != 0)
+            return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "use_multimodal"),
+                               "the vision encoder '%s' is not in the built-in enumeration "
+                               "(known: qwen3_vl, qwen3_omni); pass --params with MaxText's "
+                               "logical_shardings.json", venc);
+        if ((s = inv_qwen3_vision(v, m, venc)))
+            return s;
+    }
+    return audio ? inv_qwen3_audio(v, m) : SMOE_OK;
+}
+
+/* The decoder's weights by its decoder_block (k_blocks), added to v. */
+static smoe_status add_decoder(inv *v, const model_dims *m, smoe_loc db, smoe_err *err)
+{
+    const char *blk = m->decoder_block;
+    size_t nb = sizeof k_blocks / sizeof k_blocks[0], b = 0;
+    while (b < nb && strcmp(blk, k_blocks[b].block) != 0)
+        b++;
+    if (b < nb)
+        return k_blocks[b].fn(v, m);
+    char known[512];
+    size_t j = 0;
+    for (size_t i = 0; i < nb; i++)
+        j += (size_t)snprintf(known + j, sizeof known - j, "%s%s", i ? ", " : "",
+                              k_blocks[i].block);
+    return smoe_err_at(err, SMOE_EINVAL, db,
+                       "decoder_block '%s' has no built-in enumeration (known: "
+                       "%s); pass --params with MaxText's logical_shardings.json",
+                       blk, known);
+}
+
+/* Every weight a real tensor whose bytes fit in int64 (dims from hostile
+ * configs: a negative or zero width, a product of several large ones). */
+static smoe_status check_sizes(const inv *v, smoe_loc db, smoe_err *err)
+{
+    for (int i = 0; i < v->n; i++) {
+        int64_t elems = 1;
+        for (int d = 0; d < v->e[i].rank; d++) {
+            int64_t x = v->e[i].shape[d];
+            if (x < 1 || elems > (INT64_MAX / 16) / x)
+                return smoe_err_at(err, SMOE_EINVAL, db,
+                                   "weight %s: dimension %d is %lld: the model's dimensions "
+                                   "give no tensor smoe can hold (each >= 1, at most 2^59 "
+                                   "bytes)", v->path[i], d, (long long)x);
+            elems *= x;
+        }
+    }
+    return SMOE_OK;
+}
+
+/* A rank-0 entry (a step counter). */
+static smoe_logical_entry counter(const char *key)
+{
+    smoe_logical_entry c;
+    memset(&c, 0, sizeof c);
+    c.key = key;
+    return c;
+}
+
+/* The state's entries as MaxText's logical_shardings.json lists them: the
+ * step, the params sorted by path, then AdamW's count, mu and nu of each,
+ * and the schedule's count. */
+static smoe_status state_entries(inv *v, smoe_arena *a, smoe_loc db, smoe_logical_entry **out,
+                                 int *n, smoe_err *err)
+{
+    int np = v->n;
+    int *idx = smoe_arena_alloc(a, sizeof *idx * (size_t)(np ? np : 1));
+    const char **sorted = smoe_arena_alloc(a, sizeof *sorted * (size_t)(np ? np : 1));
+    smoe_logical_entry *e = smoe_arena_alloc(a, sizeof *e * (size_t)(3 * np + 3));
+    if (!idx || !sorted || !e)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    for (int i = 0; i < np; i++)
+        sorted[i] = v->path[i];
+    qsort(sorted, (size_t)np, sizeof *sorted, path_cmp);
+    for (int i = 0; i < np; i++)
+        for (int j = 0; j < np; j++)
+            if (sorted[i] == v->path[j]) {
+                idx[i] = j;
+                break;
+            }
+    int k = 0;
+    e[k++] = counter(".step");
+    static const char *const pre[3] = { ".params/['params']/",
+                                        ".opt_state/[0]/.mu/['params']/",
+                                        ".opt_state/[0]/.nu/['params']/" };
+    for (int part = 0; part < 3; part++) {
+        if (part == 1)
+            e[k++] = counter(".opt_state/[0]/.count");
+        for (int i = 0; i < np; i++) {
+            e[k] = v->e[idx[i]];
+            e[k].key = key_of(a, pre[part], v->path[idx[i]]);
+            if (!e[k].key)
+                return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+            e[k++].loc = db;
+        }
+    }
+    e[k++] = counter(".opt_state/[2]/.count");
+    *out = e;
+    *n = k;
+    return SMOE_OK;
+}
+
 smoe_status smoe_inventory_build(const smoe_config *cfg, smoe_arena *a,
                                  smoe_logical_entry **out, int *n,
                                  smoe_err *err)
@@ -292,99 +407,8 @@ smoe_status smoe_inventory_build(const smoe_config *cfg, smoe_arena *a,
                            "multi-token prediction layers are in the built-in enumeration "
                            "for decoder_block deepseek only; pass --params with MaxText's "
                            "logical_shardings.json");
-    int mm = 0, audio = 0;
-    if ((smoe_config_get(cfg, "use_multimodal") &&
-         (s = smoe_config_bool(cfg, "use_multimodal", &mm, err))) ||
-        (smoe_config_get(cfg, "use_audio") && (s = smoe_config_bool(cfg, "use_audio", &audio, err))))
+    if ((s = add_towers(&v, cfg, &m, err)) || (s = add_decoder(&v, &m, db, err)) ||
+        (s = check_sizes(&v, db, err)))
         return s;
-    const char *venc = NULL;
-    if (mm) {
-        const smoe_node *vb = smoe_config_get(cfg, "vision_encoder_block");
-        venc = vb && vb->kind == SMOE_NODE_SCALAR && vb->str ? vb->str : "";
-        if (strcmp(venc, "qwen3_vl") != 0 && strcmp(venc, "qwen3_omni") != 0)
-            return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "use_multimodal"),
-                               "the vision encoder '%s' is not in the built-in enumeration "
-                               "(known: qwen3_vl, qwen3_omni); pass --params with MaxText's "
-                               "logical_shardings.json", venc);
-        if ((s = inv_qwen3_vision(&v, &m, venc)))
-            return s;
-    }
-    if (audio && (s = inv_qwen3_audio(&v, &m)))
-        return s;
-    const char *blk = m.decoder_block;
-    size_t nb = sizeof k_blocks / sizeof k_blocks[0], b = 0;
-    while (b < nb && strcmp(blk, k_blocks[b].block) != 0)
-        b++;
-    if (b == nb) {
-        char known[512];
-        size_t j = 0;
-        for (size_t i = 0; i < nb; i++)
-            j += (size_t)snprintf(known + j, sizeof known - j, "%s%s", i ? ", " : "",
-                                  k_blocks[i].block);
-        return smoe_err_at(err, SMOE_EINVAL, db,
-                           "decoder_block '%s' has no built-in enumeration (known: "
-                           "%s); pass --params with MaxText's logical_shardings.json",
-                           blk, known);
-    }
-    s = k_blocks[b].fn(&v, &m);
-    if (s)
-        return s;
-    /* every weight a real tensor whose bytes fit in int64 (dims from hostile
-     * configs: a negative or zero width, a product of several large ones) */
-    for (int i = 0; i < v.n; i++) {
-        int64_t elems = 1;
-        for (int d = 0; d < v.e[i].rank; d++) {
-            int64_t x = v.e[i].shape[d];
-            if (x < 1 || elems > (INT64_MAX / 16) / x)
-                return smoe_err_at(err, SMOE_EINVAL, db,
-                                   "weight %s: dimension %d is %lld: the model's dimensions "
-                                   "give no tensor smoe can hold (each >= 1, at most 2^59 "
-                                   "bytes)", v.path[i], d, (long long)x);
-            elems *= x;
-        }
-    }
-    /* sort params by path, carrying entries along */
-    int np = v.n;
-    int *idx = smoe_arena_alloc(a, sizeof *idx * (size_t)(np ? np : 1));
-    const char **sorted = smoe_arena_alloc(a, sizeof *sorted * (size_t)(np ? np : 1));
-    smoe_logical_entry *e = smoe_arena_alloc(a, sizeof *e * (size_t)(3 * np + 3));
-    if (!idx || !sorted || !e)
-        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    for (int i = 0; i < np; i++)
-        sorted[i] = v.path[i];
-    qsort(sorted, (size_t)np, sizeof *sorted, path_cmp);
-    for (int i = 0; i < np; i++)
-        for (int j = 0; j < np; j++)
-            if (sorted[i] == v.path[j]) {
-                idx[i] = j;
-                break;
-            }
-    int k = 0;
-    smoe_loc none = { NULL, 0, 0 };
-    e[k].key = ".step";
-    e[k].rank = 0;
-    e[k++].loc = none;
-    static const char *const pre[3] = { ".params/['params']/",
-                                        ".opt_state/[0]/.mu/['params']/",
-                                        ".opt_state/[0]/.nu/['params']/" };
-    for (int part = 0; part < 3; part++) {
-        if (part == 1) {
-            e[k].key = ".opt_state/[0]/.count";
-            e[k].rank = 0;
-            e[k++].loc = none;
-        }
-        for (int i = 0; i < np; i++) {
-            e[k] = v.e[idx[i]];
-            e[k].key = key_of(a, pre[part], v.path[idx[i]]);
-            if (!e[k].key)
-                return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-            e[k++].loc = db;
-        }
-    }
-    e[k].key = ".opt_state/[2]/.count";
-    e[k].rank = 0;
-    e[k++].loc = none;
-    *out = e;
-    *n = k;
-    return SMOE_OK;
+    return state_entries(&v, a, db, out, n, err);
 }
