@@ -297,12 +297,117 @@ static int model_try(coerce_ctx *c, const char *name, size_t nlen, const char *b
     return M_EXACT;
 }
 
+/* A value as a new scalar like v with text `text`: `lvl` if made, M_FAIL
+ * (and c->oom) when out of memory. */
+static int made(coerce_ctx *c, const smoe_node *v, const char *text, int lvl,
+                const smoe_node **out)
+{
+    *out = scalar_like(c->a, v, text);
+    if (!*out)
+        c->oom = 1;
+    return *out ? lvl : M_FAIL;
+}
+
+/* bool: a YAML bool, a true/false word, or the number 0 or 1. */
+static int try_bool(coerce_ctx *c, const smoe_node *v, smoe_scalar_type t, const smoe_node **out)
+{
+    int b, lvl = M_LAX, is_int;
+    double d;
+    int64_t i;
+    if (t == SMOE_T_BOOL) {
+        b = smoe_node_bool_value(v);
+        lvl = M_EXACT;
+    } else if (t == SMOE_T_STR) {
+        if (word_in(v->str, k_str_true))
+            b = 1;
+        else if (word_in(v->str, k_str_false))
+            b = 0;
+        else
+            return M_FAIL;
+    } else if ((t == SMOE_T_INT || t == SMOE_T_FLOAT) && numeric_of(v, t, &d, &i, &is_int) &&
+               (d == 0 || d == 1)) {
+        b = d == 1;
+    } else {
+        return M_FAIL;
+    }
+    return made(c, v, b ? "true" : "false", lvl, out);
+}
+
+/* int, or intenum{...} (m, mlen: the member's text): a whole number in
+ * bounds, no exponent in a string. */
+static int try_int(coerce_ctx *c, const char *m, size_t mlen, const char *bounds,
+                   const smoe_node *v, smoe_scalar_type t, const smoe_node **out)
+{
+    double d;
+    int64_t i;
+    int is_int;
+    char buf[64];
+    if (!numeric_of(v, t, &d, &i, &is_int) || (t == SMOE_T_STR && strpbrk(v->str, "eE")))
+        return M_FAIL; /* pydantic reads no exponent in an int string */
+    if (!is_int) {
+        if (!isfinite(d) || d != floor(d) || fabs(d) > 9.0e18)
+            return M_FAIL;
+        i = (int64_t)d;
+    }
+    if (!bounds_ok(bounds, (double)i))
+        return M_FAIL;
+    snprintf(buf, sizeof buf, "%lld", (long long)i);
+    if (m[0] == 'i' && mlen > 3 && !in_list(m + 8, mlen - 9, buf))
+        return M_FAIL;
+    return made(c, v, buf, t == SMOE_T_INT ? M_EXACT : M_LAX, out);
+}
+
+/* float: a finite number in bounds. */
+static int try_float(coerce_ctx *c, const char *bounds, const smoe_node *v, smoe_scalar_type t,
+                     const smoe_node **out)
+{
+    double d;
+    int64_t i;
+    int is_int;
+    char buf[64];
+    if (!numeric_of(v, t, &d, &i, &is_int) || !isfinite(d) || !bounds_ok(bounds, d))
+        return M_FAIL;
+    if (t == SMOE_T_FLOAT) {
+        *out = v;
+        return M_EXACT;
+    }
+    float_text(d, buf, sizeof buf);
+    return made(c, v, buf, t == SMOE_T_INT ? M_STRICT : M_LAX, out);
+}
+
+/* list[ITEM] (item: the union between the brackets): each item coerced,
+ * the list's level the loosest item's. */
+static int try_list(coerce_ctx *c, const char *item, size_t ilen, const smoe_node *v,
+                    const smoe_node **out)
+{
+    if (smoe_node_type(v) != SMOE_T_SEQ)
+        return M_FAIL;
+    smoe_node *l = smoe_arena_alloc(c->a, sizeof *l);
+    smoe_node **items = smoe_arena_alloc(c->a, sizeof *items * (size_t)(v->n + 1));
+    if (!l || !items) {
+        c->oom = 1;
+        return M_FAIL;
+    }
+    *l = *v;
+    int lvl = M_EXACT;
+    for (int k = 0; k < v->n; k++) {
+        const smoe_node *got;
+        int li = union_try(c, item, ilen, "", v->items[k], &got);
+        if (li == M_FAIL)
+            return M_FAIL;
+        lvl = li < lvl ? li : lvl;
+        items[k] = (smoe_node *)got;
+    }
+    l->items = items;
+    *out = l;
+    return lvl;
+}
+
 /* Try one union member (type text of length mlen). */
 static int member_try(coerce_ctx *c, const char *m, size_t mlen, const char *bounds,
                       const smoe_node *v, const smoe_node **out)
 {
     smoe_scalar_type t = smoe_node_type(v);
-    char buf[64];
 #define IS(lit) (mlen == sizeof(lit) - 1 && strncmp(m, lit, mlen) == 0)
     /* members that take a value of one YAML type as it is */
     static const struct { const char *name; smoe_scalar_type t; } k_as_is[] = {
@@ -320,103 +425,22 @@ static int member_try(coerce_ctx *c, const char *m, size_t mlen, const char *bou
             *out = v;
             return M_EXACT;
         }
-    if (IS("bool")) {
-        int b;
-        int lvl = M_LAX;
-        double d;
-        int64_t i;
-        int is_int;
-        if (t == SMOE_T_BOOL) {
-            b = smoe_node_bool_value(v);
-            lvl = M_EXACT;
-        } else if (t == SMOE_T_STR) {
-            if (word_in(v->str, k_str_true))
-                b = 1;
-            else if (word_in(v->str, k_str_false))
-                b = 0;
-            else
-                return M_FAIL;
-        } else if ((t == SMOE_T_INT || t == SMOE_T_FLOAT) &&
-                   numeric_of(v, t, &d, &i, &is_int) && (d == 0 || d == 1)) {
-            b = d == 1;
-        } else {
-            return M_FAIL;
-        }
-        *out = scalar_like(c->a, v, b ? "true" : "false");
-        if (!*out)
-            c->oom = 1;
-        return *out ? lvl : M_FAIL;
-    }
-    if (IS("int") || (mlen > 8 && strncmp(m, "intenum{", 8) == 0)) {
-        double d;
-        int64_t i;
-        int is_int;
-        if (!numeric_of(v, t, &d, &i, &is_int) ||
-            (t == SMOE_T_STR && strpbrk(v->str, "eE")))
-            return M_FAIL; /* pydantic reads no exponent in an int string */
-        if (!is_int) {
-            if (!isfinite(d) || d != floor(d) || fabs(d) > 9.0e18)
-                return M_FAIL;
-            i = (int64_t)d;
-        }
-        if (!bounds_ok(bounds, (double)i))
-            return M_FAIL;
-        snprintf(buf, sizeof buf, "%lld", (long long)i);
-        if (m[0] == 'i' && mlen > 3 && !in_list(m + 8, mlen - 9, buf))
-            return M_FAIL;
-        *out = scalar_like(c->a, v, buf);
-        if (!*out)
-            c->oom = 1;
-        return !*out ? M_FAIL : t == SMOE_T_INT ? M_EXACT : M_LAX;
-    }
-    if (IS("float")) {
-        double d;
-        int64_t i;
-        int is_int;
-        if (!numeric_of(v, t, &d, &i, &is_int) || !isfinite(d) || !bounds_ok(bounds, d))
-            return M_FAIL;
-        if (t == SMOE_T_FLOAT) {
-            *out = v;
-            return M_EXACT;
-        }
-        float_text(d, buf, sizeof buf);
-        *out = scalar_like(c->a, v, buf);
-        if (!*out)
-            c->oom = 1;
-        return !*out ? M_FAIL : t == SMOE_T_INT ? M_STRICT : M_LAX;
-    }
+    if (IS("bool"))
+        return try_bool(c, v, t, out);
+    if (IS("int") || (mlen > 8 && strncmp(m, "intenum{", 8) == 0))
+        return try_int(c, m, mlen, bounds, v, t, out);
+    if (IS("float"))
+        return try_float(c, bounds, v, t, out);
+#undef IS
     if (mlen > 5 && strncmp(m, "enum{", 5) == 0) {
         if (t != SMOE_T_STR || !in_list(m + 5, mlen - 6, v->str))
             return M_FAIL;
         *out = v;
         return M_EXACT;
     }
-    if (mlen > 5 && strncmp(m, "list[", 5) == 0) {
-        if (t != SMOE_T_SEQ)
-            return M_FAIL;
-        smoe_node *l = smoe_arena_alloc(c->a, sizeof *l);
-        smoe_node **items = smoe_arena_alloc(c->a, sizeof *items * (size_t)(v->n + 1));
-        if (!l || !items) {
-            c->oom = 1;
-            return M_FAIL;
-        }
-        *l = *v;
-        int lvl = M_EXACT;
-        for (int k = 0; k < v->n; k++) {
-            const smoe_node *got;
-            int li = union_try(c, m + 5, mlen - 6, "", v->items[k], &got);
-            if (li == M_FAIL)
-                return M_FAIL;
-            lvl = li < lvl ? li : lvl;
-            items[k] = (smoe_node *)got;
-        }
-        l->items = items;
-        *out = l;
-        return lvl;
-    }
-    if (mlen > 6 && strncmp(m, "model:", 6) == 0)
-        return M_FAIL; /* handled by the owning field (needs its name) */
-#undef IS
+    if (mlen > 5 && strncmp(m, "list[", 5) == 0)
+        return try_list(c, m + 5, mlen - 6, v, out);
+    /* "model:...": handled by the owning field (needs its name) */
     return M_FAIL;
 }
 
