@@ -333,6 +333,85 @@ static smoe_status sources(smoe_arena *a, const smoe_node *n, smoe_scenario *sc,
     return SMOE_OK;
 }
 
+/* A scenario's numbers, each in the bounds of the matching smoe sim
+ * option, and maxtext_gather_dtype. */
+static smoe_status scn_numbers(const smoe_node *root, smoe_scenario *sc, smoe_err *err)
+{
+    struct { const char *k; int64_t *dst; int64_t def; range r; } ints[] = {
+        { "devices", &sc->devices, 0, { 1, (double)SMOE_SIM_MAX_DEVICES, 1, 0 } },
+        { "slices", &sc->slices, 1, { 1, (double)SMOE_SIM_MAX_SLICES, 1, 0 } },
+        { "per_device_batch", &sc->batch, 0, { 1, (double)SMOE_SIM_MAX_BATCH, 1, 0 } },
+        { "seq_len", &sc->seq, 0, { 1, (double)SMOE_SIM_MAX_SEQ, 1, 0 } },
+        { "dtype_bytes", &sc->dtype_bytes64, 0, { 1, 16, 1, 0 } },
+        { "prefetch_depth", &sc->prefetch_depth64, 1, { 0, SMOE_SIM_MAX_DEPTH, 1, 0 } },
+    };
+    smoe_status s;
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        double v = (double)ints[i].def;
+        if ((s = num_in(root, ints[i].k, &v, 0, &ints[i].r, err)))
+            return s;
+        *ints[i].dst = (int64_t)v;
+    }
+    sc->dtype_bytes = (int)sc->dtype_bytes64;
+    sc->prefetch_depth = (int)sc->prefetch_depth64;
+    const smoe_node *dn = smoe_node_get(root, "devices"), *sn = smoe_node_get(root, "slices");
+    if (dn)
+        sc->devices_loc = dn->loc;
+    if (sn)
+        sc->slices_loc = sn->loc;
+    const smoe_node *mg = smoe_node_get(root, "maxtext_gather_dtype");
+    if (!mg)
+        return SMOE_OK;
+    /* as smoe sim --maxtext-gather-dtype */
+    int fp32 = mg->kind == SMOE_NODE_SCALAR && strcmp(mg->str, "fp32") == 0;
+    if (!fp32 && !(mg->kind == SMOE_NODE_SCALAR && strcmp(mg->str, "bf16") == 0))
+        return smoe_err_at(err, SMOE_EINVAL, mg->loc,
+                           "maxtext_gather_dtype: expected fp32 or bf16");
+    sc->mx_gather_bytes = fp32 ? 4 : 2;
+    return SMOE_OK;
+}
+
+/* variants: NAME: {rules, overrides}, at most SMOE_SCN_MAX_VARIANTS. */
+static smoe_status scn_variants(smoe_arena *a, const smoe_node *vars, smoe_scenario *sc,
+                                smoe_err *err)
+{
+    if (vars->kind != SMOE_NODE_MAP || vars->n > SMOE_SCN_MAX_VARIANTS)
+        return smoe_err_at(err, SMOE_EINVAL, vars->loc,
+                           "variants: a mapping of at most %d schedules", SMOE_SCN_MAX_VARIANTS);
+    static const char *const vkeys[] = { "rules", "overrides", NULL };
+    for (int i = 0; i < vars->n; i++) {
+        smoe_scn_variant *x = &sc->variants[sc->n_variants++];
+        const smoe_node *vn = vars->items[i];
+        smoe_status s;
+        x->name = smoe_arena_strdup(a, vars->keys[i]);
+        if (vn->kind != SMOE_NODE_MAP)
+            return smoe_err_at(err, SMOE_EINVAL, vn->loc, "a variant is a mapping");
+        if ((s = known_keys(vn, vkeys, err)))
+            return s;
+        x->rules = opt_str(a, vn, "rules");
+        if ((s = str_list(a, smoe_node_get(vn, "overrides"), x->overrides,
+                          SMOE_SCN_MAX_OVERRIDES, &x->n_overrides, err)))
+            return s;
+    }
+    return SMOE_OK;
+}
+
+/* reported: SCHEDULE: {step_ms: ..., ...}. */
+static smoe_status scn_reported(smoe_arena *a, const smoe_node *rep, smoe_scenario *sc,
+                                smoe_err *err)
+{
+    if (rep->kind != SMOE_NODE_MAP || rep->n > SMOE_SCN_MAX_VARIANTS + 4)
+        return smoe_err_at(err, SMOE_EINVAL, rep->loc, "reported: a mapping of schedules");
+    for (int i = 0; i < rep->n; i++) {
+        sc->reported_name[sc->n_reported] = smoe_arena_strdup(a, rep->keys[i]);
+        smoe_status s = numbers(rep->items[i], &sc->reported[sc->n_reported], err);
+        if (s)
+            return s;
+        sc->n_reported++;
+    }
+    return SMOE_OK;
+}
+
 smoe_status smoe_scenario_load_text(smoe_arena *a, const char *text, const char *name,
                                     smoe_scenario *sc, smoe_err *err)
 {
@@ -358,79 +437,15 @@ smoe_status smoe_scenario_load_text(smoe_arena *a, const char *text, const char 
     sc->rules = opt_str(a, root, "rules");
     sc->hardware = opt_str(a, root, "hardware");
     sc->remat = opt_str(a, root, "remat");
-    double v;
-    /* the bounds of the matching smoe sim options */
-    struct { const char *k; int64_t *dst; int64_t def; range r; } ints[] = {
-        { "devices", &sc->devices, 0, { 1, (double)SMOE_SIM_MAX_DEVICES, 1, 0 } },
-        { "slices", &sc->slices, 1, { 1, (double)SMOE_SIM_MAX_SLICES, 1, 0 } },
-        { "per_device_batch", &sc->batch, 0, { 1, (double)SMOE_SIM_MAX_BATCH, 1, 0 } },
-        { "seq_len", &sc->seq, 0, { 1, (double)SMOE_SIM_MAX_SEQ, 1, 0 } },
-        { "dtype_bytes", &sc->dtype_bytes64, 0, { 1, 16, 1, 0 } },
-        { "prefetch_depth", &sc->prefetch_depth64, 1, { 0, SMOE_SIM_MAX_DEPTH, 1, 0 } },
-    };
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-        v = (double)ints[i].def;
-        if ((s = num_in(root, ints[i].k, &v, 0, &ints[i].r, err)))
-            return s;
-        *ints[i].dst = (int64_t)v;
-    }
-    sc->dtype_bytes = (int)sc->dtype_bytes64;
-    sc->prefetch_depth = (int)sc->prefetch_depth64;
-    const smoe_node *mg = smoe_node_get(root, "maxtext_gather_dtype");
-    if (mg) { /* as smoe sim --maxtext-gather-dtype */
-        int fp32 = mg->kind == SMOE_NODE_SCALAR && strcmp(mg->str, "fp32") == 0;
-        if (!fp32 && !(mg->kind == SMOE_NODE_SCALAR && strcmp(mg->str, "bf16") == 0))
-            return smoe_err_at(err, SMOE_EINVAL, mg->loc,
-                               "maxtext_gather_dtype: expected fp32 or bf16");
-        sc->mx_gather_bytes = fp32 ? 4 : 2;
-    }
-    const smoe_node *dn = smoe_node_get(root, "devices"), *sn = smoe_node_get(root, "slices");
-    if (dn)
-        sc->devices_loc = dn->loc;
-    if (sn)
-        sc->slices_loc = sn->loc;
-    if ((s = str_list(a, smoe_node_get(root, "overrides"), sc->overrides,
-                      SMOE_SCN_MAX_OVERRIDES, &sc->n_overrides, err)))
+    const smoe_node *vars = smoe_node_get(root, "variants"), *rep = smoe_node_get(root, "reported");
+    const smoe_node *src = smoe_node_get(root, "sources"), *rd = smoe_node_get(root, "readings");
+    if ((s = scn_numbers(root, sc, err)) ||
+        (s = str_list(a, smoe_node_get(root, "overrides"), sc->overrides,
+                      SMOE_SCN_MAX_OVERRIDES, &sc->n_overrides, err)) ||
+        (vars && (s = scn_variants(a, vars, sc, err))) ||
+        (rep && (s = scn_reported(a, rep, sc, err))) || (src && (s = sources(a, src, sc, err))))
         return s;
-    const smoe_node *vars = smoe_node_get(root, "variants");
-    if (vars) {
-        if (vars->kind != SMOE_NODE_MAP || vars->n > SMOE_SCN_MAX_VARIANTS)
-            return smoe_err_at(err, SMOE_EINVAL, vars->loc,
-                               "variants: a mapping of at most %d schedules",
-                               SMOE_SCN_MAX_VARIANTS);
-        static const char *const vkeys[] = { "rules", "overrides", NULL };
-        for (int i = 0; i < vars->n; i++) {
-            smoe_scn_variant *x = &sc->variants[sc->n_variants++];
-            const smoe_node *vn = vars->items[i];
-            x->name = smoe_arena_strdup(a, vars->keys[i]);
-            if (vn->kind != SMOE_NODE_MAP)
-                return smoe_err_at(err, SMOE_EINVAL, vn->loc, "a variant is a mapping");
-            if ((s = known_keys(vn, vkeys, err)))
-                return s;
-            x->rules = opt_str(a, vn, "rules");
-            if ((s = str_list(a, smoe_node_get(vn, "overrides"), x->overrides,
-                              SMOE_SCN_MAX_OVERRIDES, &x->n_overrides, err)))
-                return s;
-        }
-    }
-    const smoe_node *rep = smoe_node_get(root, "reported");
-    if (rep) {
-        if (rep->kind != SMOE_NODE_MAP || rep->n > SMOE_SCN_MAX_VARIANTS + 4)
-            return smoe_err_at(err, SMOE_EINVAL, rep->loc, "reported: a mapping of schedules");
-        for (int i = 0; i < rep->n; i++) {
-            sc->reported_name[sc->n_reported] = smoe_arena_strdup(a, rep->keys[i]);
-            if ((s = numbers(rep->items[i], &sc->reported[sc->n_reported], err)))
-                return s;
-            sc->n_reported++;
-        }
-    }
-    const smoe_node *src = smoe_node_get(root, "sources");
-    if (src && (s = sources(a, src, sc, err)))
-        return s;
-    const smoe_node *rd = smoe_node_get(root, "readings");
-    if (rd && (s = cfg_scn_readings(a, rd, sc, err)))
-        return s;
-    return SMOE_OK;
+    return rd ? cfg_scn_readings(a, rd, sc, err) : SMOE_OK;
 }
 
 smoe_status smoe_scenario_load(smoe_arena *a, const char *path, smoe_scenario *sc,

@@ -346,7 +346,9 @@ static void set_rates(build_ctx *b, smoe_sim_model *m, const smoe_plan *plan, co
     /* dtype sizes: the shape's (smoe_sim_dtypes), else bf16 compute and
      * fp32 gradients and moments */
     b->wbytes = (double)plan->dtype_bytes;
-    c->ab = sh->compute_bytes > 0 ? sh->compute_bytes : cpu->compute_bytes > 0 ? cpu->compute_bytes : 2;
+    c->ab = sh->compute_bytes > 0    ? sh->compute_bytes
+            : cpu->compute_bytes > 0 ? cpu->compute_bytes
+                                     : 2;
     b->gbytes = sh->grad_bytes > 0 ? sh->grad_bytes : 4;
     b->mom = sh->no_moments ? 0
              : (sh->mu_bytes > 0 ? sh->mu_bytes : 4) + (sh->nu_bytes > 0 ? sh->nu_bytes : 4);
