@@ -59,4 +59,17 @@ if [ "$rc" -eq 2 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] &&
 else
   bad "2-rank profile on 4 devices: exit $rc, $(cat "$dir/err")"
 fi
+# slices are hosts whatever the profile's host size: said so (not "span 1
+# hosts"), for gathers across them (dcn fsdp) and for the gradients'
+# all-reduce alone (dcn data: HSDP, no gather crosses)
+for dcn in dcn_fsdp_parallelism dcn_data_parallelism; do
+  "$smoe" sim --devices 2 --slices 2 $dcn=2 --hardware "$dir/p2.yml" >"$dir/out" 2>"$dir/err"
+  rc=$?
+  if [ "$rc" -eq 2 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] &&
+     grep -q "across the 2 slices is not modelled.*--progress-thread" "$dir/err"; then
+    ok "calls profile across slices ($dcn): $(cat "$dir/err")"
+  else
+    bad "calls profile across slices ($dcn): exit $rc, $(cat "$dir/err")"
+  fi
+done
 summary

@@ -237,6 +237,14 @@ static double exec_elems(const smoe_weight *w, const smoe_mesh *mesh, int routed
 static smoe_status calls_across_hosts(const smoe_plan *plan, const smoe_hw *hw, smoe_err *err)
 {
     long long dev = (long long)smoe_mesh_devices(&plan->mesh), per = (long long)hw->devices_per_node;
+    long long slices = (long long)smoe_mesh_slices(&plan->mesh);
+    if (slices > 1) /* each slice its own hosts (placement.c) */
+        return smoe_err_set(err, SMOE_EINVAL,
+                            "profile %s: progress 'calls' across the %lld slices is not modelled "
+                            "(slices are joined by the network, which would move only at the "
+                            "ranks' MPI calls): calibrate with --progress-thread and train with "
+                            "--progress-thread",
+                            hw->name, slices);
     return smoe_err_set(err, SMOE_EINVAL,
                         "profile %s: hosts of %lld ranks (devices_per_node: the ranks per host it "
                         "was calibrated with), so %lld devices span %lld hosts, and progress "
@@ -312,7 +320,13 @@ static smoe_status check_shape(const smoe_config *cfg, const smoe_plan *plan, co
      * modelled, so such a prediction across hosts is refused. A host is
      * the profile's devices_per_node ranks (a cpu profile: the ranks per
      * host it was measured with), so more devices than that are hosts too:
-     * the message says so, for the ranks that share one host. */
+     * the message says so, for the ranks that share one host. Slices are
+     * hosts whatever the profile's host size (placement.c), and something
+     * crosses them in every step (gathers over a dcn fsdp axis, the
+     * gradients' all-reduce over a dcn data axis). */
+    if (hw->kind == SMOE_HW_CPU && strcmp(hw->cpu.progress, "calls") == 0 &&
+        smoe_mesh_slices(&plan->mesh) > 1)
+        return calls_across_hosts(plan, hw, err);
     if (hw->kind == SMOE_HW_CPU && strcmp(hw->cpu.progress, "calls") == 0)
         for (int i = 0; i < plan->n; i++) {
             double fb, fs;
