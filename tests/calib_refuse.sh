@@ -4,7 +4,8 @@
 # probe set: a refusal must come with none): one rank, layers larger than
 # the machine, a profile that cannot be written; and a profile used on more
 # devices than its hosts hold says how many hosts that makes and how to
-# calibrate for one host.
+# calibrate for one host; one measured without the progress thread is
+# refused across slices.
 # usage: calib_refuse.sh MPIEXEC SMOE
 mpiexec=$1
 smoe=$2
@@ -51,25 +52,27 @@ dcn_latency: 1e-5
 collective_engines: 2
 complete: true
 YML
-"$smoe" sim --devices 4 --hardware "$dir/p2.yml" >"$dir/out" 2>"$dir/err"
-rc=$?
-if [ "$rc" -eq 2 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] &&
-   grep -q "hosts of 2 ranks.*4 devices span 2 hosts.*mpirun -np 4 smoe sim --calibrate" "$dir/err"; then
-  ok "2-rank profile on 4 devices: $(cat "$dir/err")"
-else
-  bad "2-rank profile on 4 devices: exit $rc, $(cat "$dir/err")"
-fi
+# NAME PATTERN ARGS...: smoe sim ARGS exits 2 with one line matching PATTERN
+sim_refused() {
+  name=$1 pat=$2
+  shift 2
+  "$smoe" sim "$@" >"$dir/out" 2>"$dir/err"
+  rc=$?
+  if [ "$rc" -eq 2 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] && grep -q -- "$pat" "$dir/err"; then
+    ok "$name: $(cat "$dir/err")"
+  else
+    bad "$name: exit $rc, $(cat "$dir/err")"
+  fi
+}
+sim_refused "2-rank profile on 4 devices" \
+  "hosts of 2 ranks.*4 devices span 2 hosts.*mpirun -np 4 smoe sim --calibrate" \
+  --devices 4 --hardware "$dir/p2.yml"
 # slices are hosts whatever the profile's host size: said so (not "span 1
 # hosts"), for gathers across them (dcn fsdp) and for the gradients'
 # all-reduce alone (dcn data: HSDP, no gather crosses)
 for dcn in dcn_fsdp_parallelism dcn_data_parallelism; do
-  "$smoe" sim --devices 2 --slices 2 $dcn=2 --hardware "$dir/p2.yml" >"$dir/out" 2>"$dir/err"
-  rc=$?
-  if [ "$rc" -eq 2 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] &&
-     grep -q "across the 2 slices is not modelled.*--progress-thread" "$dir/err"; then
-    ok "calls profile across slices ($dcn): $(cat "$dir/err")"
-  else
-    bad "calls profile across slices ($dcn): exit $rc, $(cat "$dir/err")"
-  fi
+  sim_refused "calls profile across slices ($dcn)" \
+    "across the 2 slices is not modelled.*--progress-thread" \
+    --devices 2 --slices 2 $dcn=2 --hardware "$dir/p2.yml"
 done
 summary
