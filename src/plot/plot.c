@@ -115,19 +115,18 @@ static void pareto(FILE *f, double y0, const smoe_sim_point *curve, int nc,
 #undef Y
 }
 
-smoe_status smoe_plot_svg(FILE *f, smoe_trace *const *traces, int n, const smoe_sim_point *curve,
-                          int ncurve, const smoe_plot_mark *marks, int nmarks,
-                          const smoe_plot_ranges *ranges, int nranges, smoe_err *err)
+/* The traces' rows: each trace's lane names (names[i], nl[i] lanes; the
+ * default names where the trace names none) and its last span's end
+ * (*tmax, 1 when nothing ran); returns the rows' height. */
+static double measure_traces(smoe_trace *const *traces, int n, const char *names[][MAX_LANES],
+                             int *nl, double *tmax)
 {
     static const char *const def[MAX_LANES] = { "compute", "gathers", "exchange / reductions",
                                                 "waits", "device kernels", "lane 5", "lane 6",
                                                 "lane 7" };
     _Static_assert(SMOE_LANES <= MAX_LANES, "every smoe_lane has a row");
-    double tmax = 0, h = 10 + (ncurve + nmarks > 0 ? PARETO_H : 0);
-    int nl[64];
-    const char *names[64][MAX_LANES];
-    if (n > 64)
-        n = 64;
+    double h = 0;
+    *tmax = 0;
     for (int i = 0; i < n; i++) {
         memcpy(names[i], def, sizeof def);
         nl[i] = traces[i] ? lanes_of(traces[i], names[i]) : 0;
@@ -136,15 +135,73 @@ smoe_status smoe_plot_svg(FILE *f, smoe_trace *const *traces, int n, const smoe_
         const char *nm;
         for (int64_t e = 0; traces[i] && smoe_trace_event(traces[i], e, &tid, &t0, &t1, &nm) >= 0;
              e++)
-            tmax = fmax(tmax, t1);
+            *tmax = fmax(*tmax, t1);
         if (traces[i])
             h += HEAD_H + nl[i] * LANE_H + GAP;
     }
+    if (!(*tmax > 0))
+        *tmax = 1;
+    return h;
+}
+
+/* Trace i's rows from y: its name, then each lane's spans (tmax s wide
+ * over pw); returns the y after them. */
+static double draw_trace(FILE *f, double y, int i, smoe_trace *t, const char *const *names,
+                         int nl, double tmax, double pw)
+{
+    fprintf(f, "<text x=\"10\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\">%s</text>\n",
+            y + 17, smoe_trace_name(t));
+    y += HEAD_H;
+    for (int l = 0; l < nl; l++) {
+        int spans = 0, tid;
+        double t0, t1;
+        const char *nm;
+        for (int64_t e = 0; smoe_trace_event(t, e, &tid, &t0, &t1, &nm) >= 0; e++) {
+            if (tid != l || smoe_trace_event(t, e, &tid, &t0, &t1, &nm) != 0)
+                continue;
+            double x0 = LEFT + t0 / tmax * pw, w = fmax((t1 - t0) / tmax * pw, 1.0);
+            fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
+                       "fill=\"%s\"/>\n", x0, y + 2, w, LANE_H - 4, lane_fill[l]);
+            spans++;
+        }
+        fprintf(f, "<!-- lane %d %d x=%.0f y=%.0f w=%.0f h=%.0f spans=%d -->\n", i, l, LEFT, y,
+                pw, LANE_H, spans);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%s</text>\n",
+                LEFT - 8, y + 13, names[l]);
+        y += LANE_H;
+    }
+    return y + GAP;
+}
+
+/* The time axis at y under the rows from top (tmax s over pw). */
+static void draw_axis(FILE *f, double top, double y, double tmax, double pw)
+{
+    double st = plot_tick_step(tmax * 1e3);
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\"/>\n", LEFT, y,
+            LEFT + pw, y);
+    for (double v = 0; v <= tmax * 1e3 + 1e-9; v += st) {
+        double x = LEFT + v / 1e3 / tmax * pw;
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                   "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%g</text>\n",
+                x, top, x, y + 4, x, y + 16, v);
+    }
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">time "
+               "(ms)</text>\n</svg>\n", LEFT + pw / 2, y + 30);
+}
+
+smoe_status smoe_plot_svg(FILE *f, smoe_trace *const *traces, int n, const smoe_sim_point *curve,
+                          int ncurve, const smoe_plot_mark *marks, int nmarks,
+                          const smoe_plot_ranges *ranges, int nranges, smoe_err *err)
+{
+    int nl[64];
+    const char *names[64][MAX_LANES];
+    if (n > 64)
+        n = 64;
+    double tmax, h = 10 + (ncurve + nmarks > 0 ? PARETO_H : 0);
+    h += measure_traces(traces, n, names, nl, &tmax);
     for (int k = 0; k < nranges; k++)
         h += plot_envelope_h(&ranges[k]);
     h += AXIS_H;
-    if (!(tmax > 0))
-        tmax = 1;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
                "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\">\n"
@@ -159,45 +216,11 @@ smoe_status smoe_plot_svg(FILE *f, smoe_trace *const *traces, int n, const smoe_
         plot_envelope(f, y, k, &ranges[k]);
         y += plot_envelope_h(&ranges[k]);
     }
-    const double pw = W - LEFT - RIGHT;
-    double top = y;
-    for (int i = 0; i < n; i++) {
-        if (!traces[i])
-            continue;
-        fprintf(f, "<text x=\"10\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\">%s</text>\n",
-                y + 17, smoe_trace_name(traces[i]));
-        y += HEAD_H;
-        for (int l = 0; l < nl[i]; l++) {
-            int spans = 0, tid;
-            double t0, t1;
-            const char *nm;
-            for (int64_t e = 0; smoe_trace_event(traces[i], e, &tid, &t0, &t1, &nm) >= 0; e++) {
-                if (tid != l || smoe_trace_event(traces[i], e, &tid, &t0, &t1, &nm) != 0)
-                    continue;
-                double x0 = LEFT + t0 / tmax * pw, w = fmax((t1 - t0) / tmax * pw, 1.0);
-                fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
-                           "fill=\"%s\"/>\n", x0, y + 2, w, LANE_H - 4, lane_fill[l]);
-                spans++;
-            }
-            fprintf(f, "<!-- lane %d %d x=%.0f y=%.0f w=%.0f h=%.0f spans=%d -->\n", i, l, LEFT, y,
-                    pw, LANE_H, spans);
-            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%s</text>\n",
-                    LEFT - 8, y + 13, names[i][l]);
-            y += LANE_H;
-        }
-        y += GAP;
-    }
-    double st = plot_tick_step(tmax * 1e3);
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\"/>\n", LEFT, y,
-            LEFT + pw, y);
-    for (double v = 0; v <= tmax * 1e3 + 1e-9; v += st) {
-        double x = LEFT + v / 1e3 / tmax * pw;
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                   "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%g</text>\n",
-                x, top, x, y + 4, x, y + 16, v);
-    }
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">time "
-               "(ms)</text>\n</svg>\n", LEFT + pw / 2, y + 30);
+    const double pw = W - LEFT - RIGHT, top = y;
+    for (int i = 0; i < n; i++)
+        if (traces[i])
+            y = draw_trace(f, y, i, traces[i], names[i], nl[i], tmax, pw);
+    draw_axis(f, top, y, tmax, pw);
     if (ferror(f))
         return smoe_err_set(err, SMOE_EIO, "error writing the picture");
     return SMOE_OK;
