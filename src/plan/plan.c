@@ -268,13 +268,74 @@ static smoe_status check_size(const smoe_logical_entry *e, int64_t *total,
     return s;
 }
 
+/* The device mesh into p, its axis names copied into the plan's arena
+ * (they must outlive the config). */
+static smoe_status plan_mesh(smoe_plan *p, const smoe_config *cfg, const smoe_plan_opts *o,
+                             smoe_err *err)
+{
+    smoe_status s = smoe_config_mesh(cfg, o->devices, o->slices > 0 ? o->slices : 1, &p->mesh,
+                                     err);
+    if (s)
+        return s;
+    for (int i = 0; i < p->mesh.n; i++)
+        if (!(p->mesh.name[i] = smoe_arena_strdup(p->arena, p->mesh.name[i])))
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    return SMOE_OK;
+}
+
+/* The logical entries: from json (the --params text, len bytes), else
+ * from o->params_file, else the built-in enumeration of the model; the
+ * plan's source says which. */
+static smoe_status plan_entries(smoe_plan *p, const smoe_config *cfg, const smoe_plan_opts *o,
+                                const char *json, size_t len, smoe_logical_entry **e, int *n,
+                                smoe_err *err)
+{
+    smoe_arena *a = p->arena;
+    if (json) {
+        p->source = smoe_arena_strdup(a, o->params_file ? o->params_file : "<params>");
+        return p->source ? smoe_params_load_json_text(a, p->source, json, len, e, n, err)
+                         : smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    }
+    if (o->params_file) {
+        p->source = smoe_arena_strdup(a, o->params_file);
+        return p->source ? smoe_params_load_json(a, o->params_file, e, n, err)
+                         : smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    }
+    p->source = "built-in enumeration";
+    int renamed;
+    smoe_status s = smoe_inventory_build(cfg, a, e, n, err);
+    if (!s)
+        s = plan_legacy_names(a, smoe_config_rules(cfg), *e, *n, &renamed, err);
+    if (!s && renamed)
+        p->source = "built-in enumeration, with an older MaxText's logical names";
+    return s;
+}
+
+/* The config's rules (and the strings they point at) copied into arena a,
+ * so the plan stands alone. */
+static smoe_status copy_rules(smoe_arena *a, const smoe_rules *cr, smoe_rules *out, smoe_err *err)
+{
+    out->n = cr->n;
+    out->r = smoe_arena_alloc(a, sizeof *out->r * (size_t)(cr->n + 1));
+    if (!out->r)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    for (int i = 0; i < cr->n; i++) {
+        out->r[i] = cr->r[i];
+        if (!(out->r[i].name = smoe_arena_strdup(a, cr->r[i].name)))
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        for (int k = 0; k < cr->r[i].value.n; k++)
+            if (!(out->r[i].value.ax[k] = smoe_arena_strdup(a, cr->r[i].value.ax[k])))
+                return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    }
+    return SMOE_OK;
+}
+
 /* json: the --params text in memory (len bytes), or NULL to read
  * o->params_file (or, without one, enumerate the model). */
 static smoe_status build(const smoe_config *cfg, const smoe_plan_opts *o,
                          const char *json, size_t len, smoe_plan **out,
                          smoe_err *err)
 {
-    smoe_status s;
     *out = NULL;
     if (o->dtype_bytes < 1 || o->dtype_bytes > 16)
         return smoe_err_set(err, SMOE_EINVAL, "dtype bytes must be between 1 and 16");
@@ -290,53 +351,17 @@ static smoe_status build(const smoe_config *cfg, const smoe_plan_opts *o,
     p->int8_block = SMOE_INT8_BLOCK_DEFAULT;
     p->int8_fallback = SMOE_DT_INT8;
     p->wire_fallbacks = 0;
-    if ((s = smoe_config_mesh(cfg, o->devices, o->slices > 0 ? o->slices : 1,
-                              &p->mesh, err)))
-        goto fail;
-    /* mesh names must outlive the config: copy them */
-    for (int i = 0; i < p->mesh.n; i++)
-        if (!(p->mesh.name[i] = smoe_arena_strdup(a, p->mesh.name[i]))) {
-            s = smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-            goto fail;
-        }
     smoe_logical_entry *e;
     int n;
-    if (json) {
-        p->source = smoe_arena_strdup(a, o->params_file ? o->params_file : "<params>");
-        s = p->source ? smoe_params_load_json_text(a, p->source, json, len, &e, &n, err)
-                      : smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    } else if (o->params_file) {
-        p->source = smoe_arena_strdup(a, o->params_file);
-        s = smoe_params_load_json(a, o->params_file, &e, &n, err);
-    } else {
-        p->source = "built-in enumeration";
-        int renamed;
-        s = smoe_inventory_build(cfg, a, &e, &n, err);
-        if (!s)
-            s = plan_legacy_names(a, smoe_config_rules(cfg), e, n, &renamed, err);
-        if (!s && renamed)
-            p->source = "built-in enumeration, with an older MaxText's logical names";
-    }
-    if (s)
+    smoe_rules rules;
+    smoe_status s;
+    if ((s = plan_mesh(p, cfg, o, err)) || (s = plan_entries(p, cfg, o, json, len, &e, &n, err)) ||
+        (s = copy_rules(a, smoe_config_rules(cfg), &rules, err)))
         goto fail;
     p->w = smoe_arena_alloc(a, sizeof *p->w * (size_t)(n ? n : 1));
     if (!p->w) {
         s = smoe_err_set(err, SMOE_ENOMEM, "out of memory");
         goto fail;
-    }
-    /* the rules (and the strings they point at) belong to the config;
-     * copy them so the plan stands alone */
-    const smoe_rules *cr = smoe_config_rules(cfg);
-    smoe_rules rules = { cr->n, smoe_arena_alloc(a, sizeof *rules.r * (size_t)(cr->n + 1)) };
-    if (!rules.r) {
-        s = smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-        goto fail;
-    }
-    for (int i = 0; i < cr->n; i++) {
-        rules.r[i] = cr->r[i];
-        rules.r[i].name = smoe_arena_strdup(a, cr->r[i].name);
-        for (int k = 0; k < cr->r[i].value.n; k++)
-            rules.r[i].value.ax[k] = smoe_arena_strdup(a, cr->r[i].value.ax[k]);
     }
     int64_t total = 0;
     for (int i = 0; i < n; i++) {
