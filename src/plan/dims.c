@@ -60,19 +60,19 @@ static smoe_status scaled(const smoe_config *c, const char *k, int64_t b, int sh
     return SMOE_OK;
 }
 
-smoe_status plan_read_dims(const smoe_config *c, model_dims *d, smoe_err *err)
-{
-    smoe_status s;
-    memset(d, 0, sizeof *d);
-    int64_t scale = 1, b;
 #define INT(key, dst, def) if ((s = opt_int(c, key, def, dst, err))) return s
 #define DIM(key, dst, def, lo) if ((s = dim(c, key, def, lo, dst, err))) return s
 #define SCALED(key, dst, lo, shift)                                            \
     if ((s = dim(c, key, 0, lo, &b, err)) || (s = scaled(c, key, b, shift, dst, err))) \
         return s
 #define BOOL(key, dst) if ((s = opt_bool(c, key, dst, err))) return s
-    if ((s = smoe_config_str(c, "decoder_block", &d->decoder_block, err)))
-        return s;
+
+/* The base_* dims scaled by global_parameter_scale (a power of 2: its
+ * log2 split over layers, heads and the embedding as MaxText does). */
+static smoe_status read_scaled(const smoe_config *c, model_dims *d, smoe_err *err)
+{
+    smoe_status s;
+    int64_t scale = 1, b;
     INT("global_parameter_scale", &scale, 1);
     if (scale < 1 || (scale & (scale - 1)))
         return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(c, "global_parameter_scale"),
@@ -91,6 +91,13 @@ smoe_status plan_read_dims(const smoe_config *c, model_dims *d, smoe_err *err)
     else
         SCALED("base_moe_mlp_dim", &d->moe_mlp, INT64_MIN, head_scale);
     SCALED("base_num_decoder_layers", &d->layers, 1, base_scale);
+    return SMOE_OK;
+}
+
+/* The dims read as they are: heads, vocabulary, experts, MLA's ranks. */
+static smoe_status read_plain(const smoe_config *c, model_dims *d, smoe_err *err)
+{
+    smoe_status s;
     DIM("head_dim", &d->head_dim, 128, 0);
     DIM("vocab_size", &d->vocab, 0, 1);
     INT("first_num_dense_layers", &d->first_dense, 0);
@@ -107,6 +114,13 @@ smoe_status plan_read_dims(const smoe_config *c, model_dims *d, smoe_err *err)
         d->moe_in = d->emb;
     INT("param_scan_axis", &d->scan_axis, 1);
     DIM("mtp_num_layers", &d->mtp_layers, 0, INT64_MIN);
+    return SMOE_OK;
+}
+
+/* The switches that change which weights exist and how they are sharded. */
+static smoe_status read_flags(const smoe_config *c, model_dims *d, smoe_err *err)
+{
+    smoe_status s;
     int64_t car = 1;
     INT("ici_context_autoregressive_parallelism", &car, 1);
     d->context_autoregressive = car > 1;
@@ -119,15 +133,27 @@ smoe_status plan_read_dims(const smoe_config *c, model_dims *d, smoe_err *err)
     BOOL("use_batch_split_schedule", &d->batch_split);
     BOOL("use_qk_norm", &d->use_qk_norm);
     d->scan_layers = 1;
-    if (smoe_config_get(c, "scan_layers") && (s = smoe_config_bool(c, "scan_layers", &d->scan_layers, err)))
+    if (smoe_config_get(c, "scan_layers") &&
+        (s = smoe_config_bool(c, "scan_layers", &d->scan_layers, err)))
         return s;
+    const char *att = NULL;
+    if (smoe_config_get(c, "attention_type") &&
+        smoe_config_str(c, "attention_type", &att, NULL) == SMOE_OK)
+        d->mla = strcmp(att, "mla") == 0;
+    return SMOE_OK;
+}
 #undef INT
 #undef DIM
 #undef SCALED
 #undef BOOL
-    const char *att = NULL;
-    if (smoe_config_get(c, "attention_type") && smoe_config_str(c, "attention_type", &att, NULL) == SMOE_OK)
-        d->mla = strcmp(att, "mla") == 0;
+
+smoe_status plan_read_dims(const smoe_config *c, model_dims *d, smoe_err *err)
+{
+    smoe_status s;
+    memset(d, 0, sizeof *d);
+    if ((s = smoe_config_str(c, "decoder_block", &d->decoder_block, err)) ||
+        (s = read_scaled(c, d, err)) || (s = read_plain(c, d, err)) || (s = read_flags(c, d, err)))
+        return s;
     const smoe_node *acts = smoe_config_get(c, "mlp_activations");
     d->n_activations = acts && acts->kind == SMOE_NODE_SEQ ? acts->n : 1;
     if (d->n_activations > SMOE_MAX_ACTIVATIONS)
