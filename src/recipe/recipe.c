@@ -222,13 +222,13 @@ static smoe_status read_mask(const smoe_config *c, smoe_recipe *r, smoe_err *err
 
 /* ---- the recipe ---- */
 
-smoe_status smoe_recipe_read(const smoe_config *c, int64_t steps, smoe_recipe *r, smoe_err *err)
+/* The learning-rate schedule's keys into r: the final fraction (the old
+ * key selects that MaxText's schedule), the type, WSD's decay, warmup and
+ * the schedule's steps (-1: the run's `steps`). */
+static smoe_status schedule_keys(const smoe_config *c, int64_t steps, smoe_recipe *r,
+                                 smoe_err *err)
 {
     smoe_status s;
-    memset(r, 0, sizeof *r);
-    r->steps = steps;
-    if ((s = rc_key_float(c, "learning_rate", &r->lr, err)))
-        return s;
     /* the final fraction: the key before MaxText e886dd212 selects that
      * version's schedule (MaxText then read only that key) */
     const smoe_node *legacy = smoe_config_get(c, "cosine_learning_rate_final_fraction");
@@ -260,6 +260,15 @@ smoe_status smoe_recipe_read(const smoe_config *c, int64_t steps, smoe_recipe *r
         r->wsd_linear = 1;
     else if (strcmp(style, "cosine") != 0)
         return bad(c, "wsd_decay_style", err, "must be linear or cosine");
+    /* types.py: learning_rate_schedule_steps -1 is the run's steps */
+    if (r->sched_steps == -1)
+        r->sched_steps = steps;
+    return SMOE_OK;
+}
+
+/* The schedule's values as MaxText's code can run them. */
+static smoe_status schedule_check(const smoe_config *c, const smoe_recipe *r, smoe_err *err)
+{
     if (!isfinite(r->final_frac) || !isfinite(r->warmup_frac) || !isfinite(r->wsd_frac) ||
         r->warmup_frac < 0 || r->wsd_frac < 0)
         return bad(c, r->warmup_frac < 0 || !isfinite(r->warmup_frac) ? "warmup_steps_fraction"
@@ -271,25 +280,25 @@ smoe_status smoe_recipe_read(const smoe_config *c, int64_t steps, smoe_recipe *r
         return bad(c, "warmup_steps_fraction", err, "must be at most 1e6 for smoe train");
     if (r->wsd_frac > 1e6)
         return bad(c, "wsd_decay_steps_fraction", err, "must be at most 1e6 for smoe train");
-    /* types.py: learning_rate_schedule_steps -1 is the run's steps */
-    if (r->sched_steps == -1)
-        r->sched_steps = steps;
     if (r->sched_steps < 1)
         return bad(c, "learning_rate_schedule_steps", err, "must be -1 or >= 1");
-    {
-        int kind[4];
-        double val[4];
-        int64_t len[4], bound[4];
-        int n = pieces(r, kind, val, len, bound);
-        if (n == 0)
-            return bad(c, "warmup_steps_fraction", err,
-                       "leaves MaxText's schedule without any piece");
-        if (r->legacy && r->sched_steps - (int64_t)((double)r->sched_steps * r->warmup_frac) <= 0)
-            return bad(c, "warmup_steps_fraction", err,
-                       "MaxText's schedule before e886dd212 divides by zero when warmup "
-                       "covers the whole schedule");
-    }
-    /* train.py train_step: clip when gradient_clipping_threshold > 0 */
+    int kind[4];
+    double val[4];
+    int64_t len[4], bound[4];
+    if (pieces(r, kind, val, len, bound) == 0)
+        return bad(c, "warmup_steps_fraction", err, "leaves MaxText's schedule without any piece");
+    if (r->legacy && r->sched_steps - (int64_t)((double)r->sched_steps * r->warmup_frac) <= 0)
+        return bad(c, "warmup_steps_fraction", err,
+                   "MaxText's schedule before e886dd212 divides by zero when warmup "
+                   "covers the whole schedule");
+    return SMOE_OK;
+}
+
+/* The update's keys: clipping (train.py train_step: when > 0), AdamW's
+ * eps_root, the routed bias's rate. */
+static smoe_status update_keys(const smoe_config *c, smoe_recipe *r, smoe_err *err)
+{
+    smoe_status s;
     if ((s = opt_f(c, "gradient_clipping_threshold", 1.0, &r->clip, err)) ||
         (s = opt_f(c, "adam_eps_root", 0.0, &r->eps_root, err)) ||
         (s = opt_f(c, "routed_bias_update_rate", 0.0, &r->bias_rate, err)))
@@ -300,7 +309,17 @@ smoe_status smoe_recipe_read(const smoe_config *c, int64_t steps, smoe_recipe *r
         return bad(c, "adam_eps_root", err, "must be finite and >= 0");
     if (!isfinite(r->bias_rate))
         return bad(c, "routed_bias_update_rate", err, "must be finite");
-    if ((s = read_mask(c, r, err)))
+    return SMOE_OK;
+}
+
+smoe_status smoe_recipe_read(const smoe_config *c, int64_t steps, smoe_recipe *r, smoe_err *err)
+{
+    smoe_status s;
+    memset(r, 0, sizeof *r);
+    r->steps = steps;
+    if ((s = rc_key_float(c, "learning_rate", &r->lr, err)) ||
+        (s = schedule_keys(c, steps, r, err)) || (s = schedule_check(c, r, err)) ||
+        (s = update_keys(c, r, err)) || (s = read_mask(c, r, err)))
         return s;
     return rc_refuse_keys(c, err);
 }
@@ -340,37 +359,98 @@ static smoe_status router_recipe(const smoe_config *c, const char *name, smoe_mo
     return SMOE_OK;
 }
 
+/* rope_type, lower-cased into buf as Attention.__init__ does: RoPE is
+ * attentions.py init_rotary_embedding's YarnRotaryEmbedding for yarn*,
+ * LLaMARotaryEmbedding for llama3.1 names or types (refused), else
+ * RotaryEmbedding (rotate_half: pairs (i, i + d/2)). *yarn on success. */
+static smoe_status rope_kind(const smoe_config *c, const char *name, char *buf, size_t cap,
+                             int *yarn, smoe_err *err)
+{
+    const char *rtype;
+    smoe_status s = opt_s(c, "rope_type", "default", &rtype, err);
+    if (s)
+        return s;
+    size_t i = 0;
+    for (; rtype[i] && i + 1 < cap; i++)
+        buf[i] = (char)(rtype[i] >= 'A' && rtype[i] <= 'Z' ? rtype[i] - 'A' + 'a' : rtype[i]);
+    buf[i] = '\0';
+    if (prefix(name, "llama3.1") || prefix(buf, "llama3.1"))
+        return bad(c, prefix(buf, "llama3.1") ? "rope_type" : "model_name", err,
+                   "smoe train implements the default and the yarn rotary embeddings, not "
+                   "LLaMA 3.1's");
+    *yarn = prefix(buf, "yarn");
+    if (!*yarn && strcmp(buf, "default") != 0)
+        return bad(c, "rope_type", err, "smoe train implements default and yarn");
+    return SMOE_OK;
+}
+
+/* The rope's numbers as its embedding can use them (orig, maxpos: the
+ * table's sizes; seq: the run's sequence). */
+static smoe_status rope_check(const smoe_config *c, const smoe_rope_cfg *r, int64_t orig,
+                              int64_t maxpos, int64_t seq, smoe_err *err)
+{
+    if (!(r->max_timescale > 0) || !isfinite(r->max_timescale))
+        return bad(c, "rope_max_timescale", err, "must be finite and > 0");
+    if (!r->yarn && (!(r->min_timescale > 0) || !isfinite(r->min_timescale)))
+        return bad(c, "rope_min_timescale", err, "must be finite and > 0");
+    if (!r->yarn && (!(r->linear_scale > 0) || !isfinite(r->linear_scale)))
+        return bad(c, "rope_linear_scaling_factor", err, "must be finite and > 0");
+    if (!r->yarn)
+        return SMOE_OK;
+    if (!(r->factor > 0) || !isfinite(r->factor))
+        return bad(c, "rope_factor", err, "must be finite and > 0");
+    if (!(r->beta_fast > 0) || !isfinite(r->beta_fast))
+        return bad(c, "beta_fast", err, "must be finite and > 0");
+    if (!(r->beta_slow > 0) || !isfinite(r->beta_slow))
+        return bad(c, "beta_slow", err, "must be finite and > 0");
+    if (orig < 1)
+        return bad(c, "original_max_position_embeddings", err, "must be >= 1");
+    if (r->max_timescale == 1.0)
+        return bad(c, "rope_max_timescale", err, "must not be 1 for yarn (log base)");
+    /* freqs_cis has max_position_embeddings rows, indexed by position */
+    if (seq > maxpos)
+        return bad(c, "max_position_embeddings", err,
+                   "is below max_target_length: YaRN's table has no row for the last "
+                   "positions");
+    return SMOE_OK;
+}
+
+/* The rotation's layout and output scale: YarnRotaryEmbedding takes
+ * rope_interleave (RotaryEmbedding always rotates halves) and, with
+ * rope_attention_scaling and rope_factor > 1, scales by
+ * 0.1 ln(rope_factor) + 1. */
+static smoe_status rope_layout(const smoe_config *c, smoe_model_cfg *mc, smoe_err *err)
+{
+    const smoe_rope_cfg *r = &mc->rope;
+    int interleave, scaling, pairwise;
+    smoe_status s;
+    if ((s = opt_b(c, "rope_interleave", 1, &interleave, err)) ||
+        (s = opt_b(c, "rope_attention_scaling", 0, &scaling, err)))
+        return s;
+    mc->rope_halves = r->yarn ? !interleave : 1;
+    mc->rope_scale = 1.0f;
+    if (r->yarn && scaling && r->factor > 1)
+        mc->rope_scale = (float)(0.1 * log(r->factor) + 1.0);
+    if ((s = opt_b(c, "rope_pairwise", 0, &pairwise, err)))
+        return s;
+    if (r->yarn && pairwise && !interleave)
+        return bad(c, "rope_pairwise", err, "needs rope_interleave: true (as in MaxText)");
+    return SMOE_OK;
+}
+
 /* The rotary embedding (and its table's rows: *orig, *maxpos; mscale
  * into *mscale for the MLA scale). */
 static smoe_status rope_recipe(const smoe_config *c, const char *name, smoe_model_cfg *mc,
                                int64_t *orig_out, int64_t *maxpos_out, double *mscale,
                                smoe_err *err)
 {
-    smoe_status s;
-    const char *rtype;
-    double f;
-    int flag;
-    /* RoPE: attentions.py init_rotary_embedding picks YarnRotaryEmbedding
-     * for rope_type yarn*, LLaMARotaryEmbedding for llama3.1 names / types,
-     * else RotaryEmbedding (rotate_half: pairs (i, i + d/2)) */
-    if ((s = opt_s(c, "rope_type", "default", &rtype, err)))
-        return s;
-    char lower[64]; /* Attention.__init__ lower-cases rope_type */
-    size_t i = 0;
-    for (; rtype[i] && i + 1 < sizeof lower; i++)
-        lower[i] = (char)(rtype[i] >= 'A' && rtype[i] <= 'Z' ? rtype[i] - 'A' + 'a' : rtype[i]);
-    lower[i] = '\0';
-    rtype = lower;
-    if (prefix(name, "llama3.1") || prefix(rtype, "llama3.1"))
-        return bad(c, prefix(rtype, "llama3.1") ? "rope_type" : "model_name", err,
-                   "smoe train implements the default and the yarn rotary embeddings, not "
-                   "LLaMA 3.1's");
     smoe_rope_cfg *r = &mc->rope;
-    r->yarn = prefix(rtype, "yarn");
-    if (!r->yarn && strcmp(rtype, "default") != 0)
-        return bad(c, "rope_type", err, "smoe train implements default and yarn");
+    char lower[64];
     int64_t orig, maxpos;
-    if ((s = opt_f(c, "rope_max_timescale", 10000, &r->max_timescale, err)) ||
+    double f;
+    smoe_status s;
+    if ((s = rope_kind(c, name, lower, sizeof lower, &r->yarn, err)) ||
+        (s = opt_f(c, "rope_max_timescale", 10000, &r->max_timescale, err)) ||
         (s = opt_f(c, "rope_min_timescale", 1, &r->min_timescale, err)) ||
         (s = opt_f(c, "rope_linear_scaling_factor", 1.0, &r->linear_scale, err)) ||
         (s = opt_f(c, "rope_factor", 40, &r->factor, err)) ||
@@ -383,47 +463,8 @@ static smoe_status rope_recipe(const smoe_config *c, const char *name, smoe_mode
         return s;
     r->orig_max = (double)orig;
     mc->rope_theta = (float)r->max_timescale;
-    if (!(r->max_timescale > 0) || !isfinite(r->max_timescale))
-        return bad(c, "rope_max_timescale", err, "must be finite and > 0");
-    if (!r->yarn && (!(r->min_timescale > 0) || !isfinite(r->min_timescale)))
-        return bad(c, "rope_min_timescale", err, "must be finite and > 0");
-    if (!r->yarn && (!(r->linear_scale > 0) || !isfinite(r->linear_scale)))
-        return bad(c, "rope_linear_scaling_factor", err, "must be finite and > 0");
-    if (r->yarn) {
-        if (!(r->factor > 0) || !isfinite(r->factor))
-            return bad(c, "rope_factor", err, "must be finite and > 0");
-        if (!(r->beta_fast > 0) || !isfinite(r->beta_fast))
-            return bad(c, "beta_fast", err, "must be finite and > 0");
-        if (!(r->beta_slow > 0) || !isfinite(r->beta_slow))
-            return bad(c, "beta_slow", err, "must be finite and > 0");
-        if (orig < 1)
-            return bad(c, "original_max_position_embeddings", err, "must be >= 1");
-        if (r->max_timescale == 1.0)
-            return bad(c, "rope_max_timescale", err, "must not be 1 for yarn (log base)");
-        /* freqs_cis has max_position_embeddings rows, indexed by position */
-        if (mc->seq > maxpos)
-            return bad(c, "max_position_embeddings", err,
-                       "is below max_target_length: YaRN's table has no row for the last "
-                       "positions");
-    }
-    /* YarnRotaryEmbedding always takes rope_interleave; RotaryEmbedding
-     * always rotates halves */
-    int interleave;
-    if ((s = opt_b(c, "rope_interleave", 1, &interleave, err)))
+    if ((s = rope_check(c, r, orig, maxpos, mc->seq, err)) || (s = rope_layout(c, mc, err)))
         return s;
-    mc->rope_halves = r->yarn ? !interleave : 1;
-    /* YarnRotaryEmbedding.__call__: rope_attention_scaling multiplies its
-     * output by 0.1 ln(rope_factor) + 1 when rope_factor > 1 */
-    if ((s = opt_b(c, "rope_attention_scaling", 0, &flag, err)))
-        return s;
-    mc->rope_scale = 1.0f;
-    if (r->yarn && flag && r->factor > 1)
-        mc->rope_scale = (float)(0.1 * log(r->factor) + 1.0);
-    int pairwise;
-    if ((s = opt_b(c, "rope_pairwise", 0, &pairwise, err)))
-        return s;
-    if (r->yarn && pairwise && !interleave)
-        return bad(c, "rope_pairwise", err, "needs rope_interleave: true (as in MaxText)");
     *orig_out = orig;
     *maxpos_out = maxpos;
     *mscale = f;
