@@ -28,6 +28,9 @@ expect() {
 expect "broken_rules.yml:[0-9]+:[0-9]+: malformed YAML" plan --devices 4 --rules "$data/bad/broken_rules.yml"
 expect "bad_axis.yml:2:[0-9]+: unknown mesh axis 'experts'" plan --devices 4 --rules "$data/bad/bad_axis.yml"
 expect "argument 'ici_expert_parallelism=-1': .*at most one" plan --devices 16 ici_expert_parallelism=-1
+# an enum's values listed once, in one pair of braces
+expect "'weight_dtype' must be one of \\{bfloat16,float32,float16\\}, got 'float8' \\(MaxTextConfig: enum" \
+  plan --devices 4 weight_dtype=float8
 expect "argument '--devices 16': the mesh has 8 devices" plan --devices 16 ici_fsdp_parallelism=4 ici_expert_parallelism=2
 expect "argument '--devices 6': cannot fill ici_fsdp_parallelism" plan --devices 6 ici_expert_parallelism=4
 expect "argument '--model nope': unknown model 'nope'" plan --devices 4 --model nope

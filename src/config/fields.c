@@ -504,7 +504,8 @@ static void describe(const char *type, char *buf, size_t n)
         else if ((ml > 5 && strncmp(start, "enum{", 5) == 0) ||
                  (ml > 8 && strncmp(start, "intenum{", 8) == 0)) {
             const char *o = strchr(start, '{') + 1;
-            snprintf(enumtxt, sizeof enumtxt, "one of {%.*s}", (int)(start + ml - o), o);
+            /* the member ends with its closing brace */
+            snprintf(enumtxt, sizeof enumtxt, "one of {%.*s}", (int)(start + ml - 1 - o), o);
             w = enumtxt;
         }
         int k = snprintf(buf + len, n - len, "%s%s", len ? " or " : "", w);
