@@ -300,6 +300,109 @@ smoe_status ck_manifest_run_id(const char *text, char id[33])
     return s;
 }
 
+/* The format, its version, and version 2's run id and config. */
+static smoe_status parse_head(pctx *c, const cJSON *o, ck_manifest *m)
+{
+    smoe_status s = SMOE_OK;
+    const cJSON *fmt = member(c, o, "format", cJSON_String, "", &s);
+    const cJSON *ver = member(c, o, "version", cJSON_Number, "", &s);
+    if (s)
+        return s;
+    if (strcmp(fmt->valuestring, k_format) != 0)
+        return bad(c, "format", "is not \"smoe-checkpoint\"");
+    if (ver->valuedouble != CK_VERSION && ver->valuedouble != 1)
+        return smoe_err_in(c->err, SMOE_EINVAL, c->file,
+                           "checkpoint format version %g; this smoe reads versions 1 and %d",
+                           ver->valuedouble, CK_VERSION);
+    m->version = (int)ver->valuedouble;
+    if (m->version < 2)
+        return SMOE_OK;
+    /* version 2: the run's id and its config key by key */
+    const cJSON *id = member(c, o, "run_id", cJSON_String, "", &s);
+    if (!s && (strlen(id->valuestring) != 32 || strspn(id->valuestring, "0123456789abcdef") != 32))
+        s = bad(c, "run_id", "is not 32 lowercase hex digits");
+    if (!s)
+        memcpy(m->run_id, id->valuestring, 33);
+    const cJSON *cfg = member(c, o, "config", cJSON_Object, "", &s);
+    return s ? s : parse_config(c, cfg, m);
+}
+
+/* The manifest's required members, looked up in one order (the first
+ * missing or mistyped one is the error). */
+typedef struct manifest_members {
+    const cJSON *step, *seed, *names, *shape, *fp, *hdr, *slab, *ws, *sh;
+} manifest_members;
+
+static smoe_status find_members(pctx *c, const cJSON *o, manifest_members *x)
+{
+    smoe_status s = SMOE_OK;
+    x->step = member(c, o, "step", cJSON_Number, "", &s);
+    x->seed = member(c, o, "seed", cJSON_String, "", &s);
+    const cJSON *mesh = member(c, o, "mesh", cJSON_Object, "", &s);
+    x->names = mesh ? member(c, mesh, "axis_names", cJSON_Array, "mesh.", &s) : NULL;
+    x->shape = mesh ? member(c, mesh, "shape", cJSON_Array, "mesh.", &s) : NULL;
+    x->fp = member(c, o, "sha256", cJSON_Object, "", &s);
+    x->hdr = member(c, o, "header_bytes", cJSON_Number, "", &s);
+    x->slab = member(c, o, "slab_floats", cJSON_Number, "", &s);
+    x->ws = member(c, o, "weights", cJSON_Array, "", &s);
+    x->sh = member(c, o, "shards", cJSON_Array, "", &s);
+    return s;
+}
+
+/* The step, the gather wire (optional: absent in checkpoints of runs that
+ * gathered fp32 before it was recorded) and the data seed. */
+static smoe_status parse_run(pctx *c, const cJSON *o, const manifest_members *x, ck_manifest *m)
+{
+    if (!get_i64(x->step, 1, &m->step))
+        return bad(c, "step", "is not a positive integer");
+    const cJSON *wire = cJSON_GetObjectItemCaseSensitive(o, "wire");
+    if (wire && (!cJSON_IsString(wire) || strlen(wire->valuestring) > 120))
+        return bad(c, "wire", "is not a string of at most 120 bytes");
+    if (wire && !(m->wire = smoe_arena_strdup(m->a, wire->valuestring)))
+        return smoe_err_set(c->err, SMOE_ENOMEM, "out of memory");
+    char *e = NULL;
+    m->seed = strtoull(x->seed->valuestring, &e, 10);
+    if (!x->seed->valuestring[0] || *e)
+        return bad(c, "seed", "is not a decimal integer");
+    return SMOE_OK;
+}
+
+/* The mesh's axes into m (*devices: their product). */
+static smoe_status parse_mesh(pctx *c, const manifest_members *x, ck_manifest *m,
+                              int64_t *devices)
+{
+    const int n = cJSON_GetArraySize(x->names);
+    if (n != cJSON_GetArraySize(x->shape) || n < 1 || n > SMOE_MAX_AXES)
+        return bad(c, "mesh", "'axis_names' and 'shape' differ in length or are empty");
+    *devices = 1;
+    for (int i = 0; i < n; i++) {
+        const cJSON *name = cJSON_GetArrayItem(x->names, i);
+        m->mesh.n = i + 1;
+        if (!cJSON_IsString(name) ||
+            !get_i64(cJSON_GetArrayItem(x->shape, i), 1, &m->mesh.size[i]) ||
+            m->mesh.size[i] > 1 << 20)
+            return bad(c, "mesh", "an axis name is not a string or a size is not positive");
+        m->mesh.name[i] = smoe_arena_strdup(m->a, name->valuestring);
+        *devices *= m->mesh.size[i];
+    }
+    return *devices > 1 << 20 ? bad(c, "mesh", "too many devices") : SMOE_OK;
+}
+
+/* The digests, the shard files' header and slab sizes. */
+static smoe_status parse_layout(pctx *c, const manifest_members *x, ck_manifest *m)
+{
+    if (!get_hex(cJSON_GetObjectItemCaseSensitive(x->fp, "config"), m->fp.config) ||
+        !get_hex(cJSON_GetObjectItemCaseSensitive(x->fp, "plan"), m->fp.plan) ||
+        !get_hex(cJSON_GetObjectItemCaseSensitive(x->fp, "options"), m->fp.options) ||
+        !get_hex(cJSON_GetObjectItemCaseSensitive(x->fp, "data"), m->fp.data))
+        return bad(c, "sha256", "needs 'config', 'plan', 'options' and 'data' digests");
+    if (x->hdr->valuedouble != CK_HEADER)
+        return bad(c, "header_bytes", "must be 64");
+    if (!get_i64(x->slab, 1, &m->slab_floats))
+        return bad(c, "slab_floats", "is not a positive integer");
+    return SMOE_OK;
+}
+
 smoe_status ck_manifest_parse(const char *file, const char *text, ck_manifest *m,
                               smoe_err *err)
 {
@@ -309,87 +412,16 @@ smoe_status ck_manifest_parse(const char *file, const char *text, ck_manifest *m
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     pctx c = { file, err, m->a };
     cJSON *o;
-    smoe_status ps = smoe_json_parse(file, text, strlen(text), NULL,
-                                     "not valid JSON (truncated or corrupted manifest)", &o, err);
-    if (ps)
-        return ps;
-    smoe_status s = SMOE_OK;
-    const cJSON *fmt = member(&c, o, "format", cJSON_String, "", &s);
-    const cJSON *ver = member(&c, o, "version", cJSON_Number, "", &s);
-    if (!s && strcmp(fmt->valuestring, k_format) != 0)
-        s = bad(&c, "format", "is not \"smoe-checkpoint\"");
-    if (!s && ver->valuedouble != CK_VERSION && ver->valuedouble != 1)
-        s = smoe_err_in(err, SMOE_EINVAL, file,
-                        "checkpoint format version %g; this smoe reads versions 1 and %d",
-                        ver->valuedouble, CK_VERSION);
-    if (!s)
-        m->version = (int)ver->valuedouble;
-    /* version 2: the run's id and its config key by key */
-    if (!s && m->version >= 2) {
-        const cJSON *id = member(&c, o, "run_id", cJSON_String, "", &s);
-        if (!s && (strlen(id->valuestring) != 32 || strspn(id->valuestring, "0123456789abcdef") != 32))
-            s = bad(&c, "run_id", "is not 32 lowercase hex digits");
-        if (!s)
-            memcpy(m->run_id, id->valuestring, 33);
-        const cJSON *cfg = member(&c, o, "config", cJSON_Object, "", &s);
-        if (!s)
-            s = parse_config(&c, cfg, m);
-    }
-    const cJSON *step = member(&c, o, "step", cJSON_Number, "", &s);
-    const cJSON *seed = member(&c, o, "seed", cJSON_String, "", &s);
-    const cJSON *mesh = member(&c, o, "mesh", cJSON_Object, "", &s);
-    const cJSON *names = mesh ? member(&c, mesh, "axis_names", cJSON_Array, "mesh.", &s) : NULL;
-    const cJSON *shape = mesh ? member(&c, mesh, "shape", cJSON_Array, "mesh.", &s) : NULL;
-    const cJSON *fp = member(&c, o, "sha256", cJSON_Object, "", &s);
-    const cJSON *hdr = member(&c, o, "header_bytes", cJSON_Number, "", &s);
-    const cJSON *slab = member(&c, o, "slab_floats", cJSON_Number, "", &s);
-    const cJSON *ws = member(&c, o, "weights", cJSON_Array, "", &s);
-    const cJSON *sh = member(&c, o, "shards", cJSON_Array, "", &s);
-    if (!s && !get_i64(step, 1, &m->step))
-        s = bad(&c, "step", "is not a positive integer");
-    /* optional: absent in checkpoints of runs that gathered fp32 before it
-     * was recorded */
-    const cJSON *wire = cJSON_GetObjectItemCaseSensitive(o, "wire");
-    if (!s && wire && (!cJSON_IsString(wire) || strlen(wire->valuestring) > 120))
-        s = bad(&c, "wire", "is not a string of at most 120 bytes");
-    if (!s && wire && !(m->wire = smoe_arena_strdup(m->a, wire->valuestring)))
-        s = smoe_err_set(c.err, SMOE_ENOMEM, "out of memory");
-    if (!s) {
-        char *e = NULL;
-        m->seed = strtoull(seed->valuestring, &e, 10);
-        if (!seed->valuestring[0] || *e)
-            s = bad(&c, "seed", "is not a decimal integer");
-    }
-    if (!s && (cJSON_GetArraySize(names) != cJSON_GetArraySize(shape) ||
-               cJSON_GetArraySize(names) < 1 || cJSON_GetArraySize(names) > SMOE_MAX_AXES))
-        s = bad(&c, "mesh", "'axis_names' and 'shape' differ in length or are empty");
+    smoe_status s = smoe_json_parse(file, text, strlen(text), NULL,
+                                    "not valid JSON (truncated or corrupted manifest)", &o, err);
+    if (s)
+        return s;
+    manifest_members x;
     int64_t devices = 1;
-    for (int i = 0; !s && i < cJSON_GetArraySize(names); i++) {
-        const cJSON *n = cJSON_GetArrayItem(names, i);
-        if (!cJSON_IsString(n) || !get_i64(cJSON_GetArrayItem(shape, i), 1, &m->mesh.size[i]) ||
-            m->mesh.size[i] > 1 << 20)
-            s = bad(&c, "mesh", "an axis name is not a string or a size is not positive");
-        else
-            m->mesh.name[i] = smoe_arena_strdup(m->a, n->valuestring);
-        devices *= s ? 1 : m->mesh.size[i];
-        m->mesh.n = i + 1;
-    }
-    if (!s && devices > 1 << 20)
-        s = bad(&c, "mesh", "too many devices");
-    if (!s && (!get_hex(cJSON_GetObjectItemCaseSensitive(fp, "config"), m->fp.config) ||
-               !get_hex(cJSON_GetObjectItemCaseSensitive(fp, "plan"), m->fp.plan) ||
-               !get_hex(cJSON_GetObjectItemCaseSensitive(fp, "options"), m->fp.options) ||
-               !get_hex(cJSON_GetObjectItemCaseSensitive(fp, "data"), m->fp.data)))
-        s = bad(&c, "sha256", "needs 'config', 'plan', 'options' and 'data' digests");
-    if (!s && hdr->valuedouble != CK_HEADER)
-        s = bad(&c, "header_bytes", "must be 64");
-    if (!s && !get_i64(slab, 1, &m->slab_floats))
-        s = bad(&c, "slab_floats", "is not a positive integer");
-    if (!s)
-        s = parse_weights(&c, ws, m);
-    if (!s)
-        s = parse_shards(&c, sh, m);
-    if (!s && m->ns != devices)
+    if (!(s = parse_head(&c, o, m)) && !(s = find_members(&c, o, &x)) &&
+        !(s = parse_run(&c, o, &x, m)) && !(s = parse_mesh(&c, &x, m, &devices)) &&
+        !(s = parse_layout(&c, &x, m)) && !(s = parse_weights(&c, x.ws, m)) &&
+        !(s = parse_shards(&c, x.sh, m)) && m->ns != devices)
         s = bad(&c, "shards", "needs one shard per device of the mesh");
     cJSON_Delete(o);
     return s;
