@@ -165,52 +165,36 @@ static void carve_moe(smoe_model *m, moe_act *e, carver *c, carver *h)
     }
 }
 
-/* c carves the table's memory, h the MoE routing's host arrays (model_impl.h:
- * h == c on a synchronous table, where the mirrors and "_d" copies are the
- * arrays themselves, so the layout is the one slab it always was). */
-static void carve_all(smoe_model *m, carver *c, carver *h)
+/* One layer's attention activations ([T, ...] each; MLA's low ranks
+ * where the config has them). */
+static void carve_attn(carver *c, const smoe_model_cfg *g, int64_t T, attn_act *a)
 {
-    const int sync = h == c;
-    const smoe_model_cfg *g = &m->cfg;
-    const int64_t T = m->T, D = g->emb, H = g->heads;
-    const int64_t dq = g->qk_nope + g->qk_rope;
-    const int64_t K = g->n_moe ? g->topk : 0, E = g->n_moe ? g->experts : 0;
-    const int64_t ep = g->ep;
-
-    m->pos = carve(c, T, (int64_t)sizeof(int32_t));
-    for (int64_t l = 0; l < m->n_layers; l++) {
-        layer_act *la = &m->layers[l];
-        attn_act *a = &la->at;
-        a->xin = CF(c, mulc(c, T, D));
-        a->rstd1 = CF(c, T);
-        a->h = CF(c, mulc(c, T, D));
-        if (g->q_lora) {
-            a->qa = CF(c, mulc(c, T, g->q_lora));
-            a->rstd_q = CF(c, T);
-            a->qan = CF(c, mulc(c, T, g->q_lora));
-        }
-        a->q = CF(c, mulc(c, T, mulc(c, H, dq)));
-        a->ckv = CF(c, mulc(c, T, g->kv_lora));
-        a->rstd_kv = CF(c, T);
-        a->ckvn = CF(c, mulc(c, T, g->kv_lora));
-        a->k = CF(c, mulc(c, T, mulc(c, H, dq)));
-        a->v = CF(c, mulc(c, T, mulc(c, H, g->v_head)));
-        a->p = CF(c, mulc(c, mulc(c, g->batch, H), mulc(c, g->seq, g->seq)));
-        a->o = CF(c, mulc(c, T, mulc(c, H, g->v_head)));
-        la->xmid = CF(c, mulc(c, T, D));
-        la->rstd2 = CF(c, T);
-        la->h2 = CF(c, mulc(c, T, D));
-        if (l < g->n_dense) {
-            la->mlp.a = CF(c, mulc(c, T, g->mlp));
-            la->mlp.b = CF(c, mulc(c, T, g->mlp));
-            continue;
-        }
-        carve_moe(m, &la->moe, c, h);
+    const int64_t D = g->emb, H = g->heads, dq = g->qk_nope + g->qk_rope;
+    a->xin = CF(c, mulc(c, T, D));
+    a->rstd1 = CF(c, T);
+    a->h = CF(c, mulc(c, T, D));
+    if (g->q_lora) {
+        a->qa = CF(c, mulc(c, T, g->q_lora));
+        a->rstd_q = CF(c, T);
+        a->qan = CF(c, mulc(c, T, g->q_lora));
     }
+    a->q = CF(c, mulc(c, T, mulc(c, H, dq)));
+    a->ckv = CF(c, mulc(c, T, g->kv_lora));
+    a->rstd_kv = CF(c, T);
+    a->ckvn = CF(c, mulc(c, T, g->kv_lora));
+    a->k = CF(c, mulc(c, T, mulc(c, H, dq)));
+    a->v = CF(c, mulc(c, T, mulc(c, H, g->v_head)));
+    a->p = CF(c, mulc(c, mulc(c, g->batch, H), mulc(c, g->seq, g->seq)));
+    a->o = CF(c, mulc(c, T, mulc(c, H, g->v_head)));
+}
 
+/* The attention backward's and the MLP's scratch. */
+static void carve_layer_scratch(smoe_model *m, carver *c, carver *h)
+{
+    const smoe_model_cfg *g = &m->cfg;
     model_scratch *s = &m->s;
-    const int64_t wmax = m->wmax;
-    const int64_t hc = m->head_rows;
+    const int64_t T = m->T, D = g->emb, H = g->heads, dq = g->qk_nope + g->qk_rope;
+    const int64_t K = g->n_moe ? g->topk : 0, E = g->n_moe ? g->experts : 0;
     s->kv = CF(c, mulc(c, T, mulc(c, H, g->qk_nope + g->v_head)));
     s->kpe = CF(c, mulc(c, T, g->qk_rope));
     s->dh = CF(c, mulc(c, T, D));
@@ -226,12 +210,23 @@ static void carve_all(smoe_model *m, carver *c, carver *h)
     s->dout = CF(c, mulc(c, T, mulc(c, H, g->v_head)));
     s->att = CF(c, g->seq);
     s->dh2 = CF(c, mulc(c, T, D));
-    s->g = CF(c, mulc(c, T, wmax));
-    s->dg = CF(c, mulc(c, T, wmax));
-    s->da = CF(c, mulc(c, T, wmax));
-    s->db = CF(c, mulc(c, T, wmax));
+    s->g = CF(c, mulc(c, T, m->wmax));
+    s->dg = CF(c, mulc(c, T, m->wmax));
+    s->da = CF(c, mulc(c, T, m->wmax));
+    s->db = CF(c, mulc(c, T, m->wmax));
     s->dsc = CF(h, mulc(h, T, E));
     s->dwk = CF(h, mulc(h, T, K));
+}
+
+/* The routing's, the expert exchange's and the head's scratch (h: the
+ * routing's host arrays; their device copies in c unless synchronous). */
+static void carve_moe_head_scratch(smoe_model *m, carver *c, carver *h)
+{
+    const int sync = h == c;
+    const smoe_model_cfg *g = &m->cfg;
+    model_scratch *s = &m->s;
+    const int64_t T = m->T, D = g->emb, hc = m->head_rows, ep = g->ep;
+    const int64_t K = g->n_moe ? g->topk : 0, E = g->n_moe ? g->experts : 0;
     if (g->lb_weight > 0.0f && g->n_moe) {
         s->lbd = carve(h, E, (int64_t)sizeof(double));
         s->lbr = CF(h, E);
@@ -254,6 +249,32 @@ static void carve_all(smoe_model *m, carver *c, carver *h)
     s->dwk_d = sync ? s->dwk : CF(c, mulc(c, T, K));
     s->hbias = sync ? NULL : CF(h, E);
     s->hdbias = sync ? NULL : CF(h, E);
+}
+
+/* c carves the table's memory, h the MoE routing's host arrays (model_impl.h:
+ * h == c on a synchronous table, where the mirrors and "_d" copies are the
+ * arrays themselves, so the layout is the one slab it always was). The
+ * order of the carves is the slab's layout. */
+static void carve_all(smoe_model *m, carver *c, carver *h)
+{
+    const smoe_model_cfg *g = &m->cfg;
+    const int64_t T = m->T, D = g->emb;
+    m->pos = carve(c, T, (int64_t)sizeof(int32_t));
+    for (int64_t l = 0; l < m->n_layers; l++) {
+        layer_act *la = &m->layers[l];
+        carve_attn(c, g, T, &la->at);
+        la->xmid = CF(c, mulc(c, T, D));
+        la->rstd2 = CF(c, T);
+        la->h2 = CF(c, mulc(c, T, D));
+        if (l < g->n_dense) {
+            la->mlp.a = CF(c, mulc(c, T, g->mlp));
+            la->mlp.b = CF(c, mulc(c, T, g->mlp));
+        } else {
+            carve_moe(m, &la->moe, c, h);
+        }
+    }
+    carve_layer_scratch(m, c, h);
+    carve_moe_head_scratch(m, c, h);
 }
 
 /* ---- routed-row stores ---- */
