@@ -184,81 +184,100 @@ static smoe_node *new_node(builder *b, smoe_node_kind k, yaml_mark_t m)
     return n;
 }
 
+static smoe_status on_scalar(builder *b, yaml_event_t *ev, smoe_err *err)
+{
+    int anchor;
+    smoe_status s = count_nodes(b, 1, ev->start_mark, err);
+    if (s)
+        return s;
+    smoe_node *n = new_node(b, SMOE_NODE_SCALAR, ev->start_mark);
+    if (!n)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    n->str = smoe_arena_strndup(b->a, (const char *)ev->data.scalar.value, ev->data.scalar.length);
+    if (!n->str)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+    if ((s = remember(b, ev->data.scalar.anchor, n, &anchor, err)))
+        return s;
+    return attach(b, n, 1, 0, err);
+}
+
+/* A sequence or mapping opens: a new frame on the stack. */
+static smoe_status on_start(builder *b, yaml_event_t *ev, smoe_err *err)
+{
+    const int seq = ev->type == YAML_SEQUENCE_START_EVENT;
+    int anchor;
+    if (b->depth == MAX_DEPTH)
+        return smoe_err_at(err, SMOE_EINVAL, mark_loc(b, ev->start_mark),
+                           "nesting deeper than %d levels", MAX_DEPTH);
+    smoe_status s = count_nodes(b, 1, ev->start_mark, err);
+    if (s)
+        return s;
+    smoe_node *n = new_node(b, seq ? SMOE_NODE_SEQ : SMOE_NODE_MAP, ev->start_mark);
+    if (!n)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    if ((s = remember(b, seq ? ev->data.sequence_start.anchor : ev->data.mapping_start.anchor, n,
+                      &anchor, err)))
+        return s;
+    memset(&b->st[b->depth], 0, sizeof b->st[0]);
+    b->st[b->depth].node = n;
+    b->st[b->depth].anchor = anchor;
+    b->st[b->depth++].size = 1;
+    return SMOE_OK;
+}
+
+/* A sequence or mapping closes: its frame becomes the node's items. */
+static smoe_status on_end(builder *b, smoe_err *err)
+{
+    struct frame *f = &b->st[--b->depth];
+    f->node->n = f->n;
+    f->node->items = f->items;
+    f->node->keys = f->node->kind == SMOE_NODE_MAP ? f->keys : NULL;
+    f->node->key_locs = f->node->kind == SMOE_NODE_MAP ? f->key_locs : NULL;
+    if (f->anchor >= 0) {
+        b->anchors[f->anchor].size = f->size;
+        b->anchors[f->anchor].height = f->height;
+    }
+    return attach(b, f->node, f->size, f->height, err);
+}
+
+/* An alias: the latest anchor of its name, closed, counted as the nodes
+ * it stands for. */
+static smoe_status on_alias(builder *b, yaml_event_t *ev, smoe_err *err)
+{
+    for (int i = b->n_anchors - 1; i >= 0; i--) {
+        if (strcmp(b->anchors[i].name, (const char *)ev->data.alias.anchor) != 0)
+            continue;
+        if (b->anchors[i].size == 0) /* still open: it contains the alias */
+            return smoe_err_at(err, SMOE_EINVAL, mark_loc(b, ev->start_mark),
+                               "alias '*%s' refers to a node that contains it",
+                               ev->data.alias.anchor);
+        if (b->depth + b->anchors[i].height > MAX_DEPTH)
+            return smoe_err_at(err, SMOE_EINVAL, mark_loc(b, ev->start_mark),
+                               "nesting deeper than %d levels (aliases expanded)", MAX_DEPTH);
+        /* the alias's own event was not counted: count what it stands for */
+        smoe_status s = count_nodes(b, b->anchors[i].size, ev->start_mark, err);
+        if (s)
+            return s;
+        return attach(b, b->anchors[i].node, b->anchors[i].size, b->anchors[i].height, err);
+    }
+    return smoe_err_at(err, SMOE_EINVAL, mark_loc(b, ev->start_mark), "unknown alias '*%s'",
+                       ev->data.alias.anchor);
+}
+
 static smoe_status on_event(builder *b, yaml_event_t *ev, smoe_err *err)
 {
-    smoe_node *n;
-    smoe_status s;
-    int anchor;
     switch (ev->type) {
     case YAML_SCALAR_EVENT:
-        if ((s = count_nodes(b, 1, ev->start_mark, err)))
-            return s;
-        n = new_node(b, SMOE_NODE_SCALAR, ev->start_mark);
-        if (!n)
-            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-        n->str = smoe_arena_strndup(b->a, (const char *)ev->data.scalar.value,
-                                    ev->data.scalar.length);
-        if (!n->str)
-            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-        n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-        if ((s = remember(b, ev->data.scalar.anchor, n, &anchor, err)))
-            return s;
-        return attach(b, n, 1, 0, err);
+        return on_scalar(b, ev, err);
     case YAML_SEQUENCE_START_EVENT:
     case YAML_MAPPING_START_EVENT:
-        if (b->depth == MAX_DEPTH)
-            return smoe_err_at(err, SMOE_EINVAL, mark_loc(b, ev->start_mark),
-                               "nesting deeper than %d levels", MAX_DEPTH);
-        if ((s = count_nodes(b, 1, ev->start_mark, err)))
-            return s;
-        n = new_node(b, ev->type == YAML_SEQUENCE_START_EVENT ? SMOE_NODE_SEQ
-                                                              : SMOE_NODE_MAP,
-                     ev->start_mark);
-        if (!n)
-            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-        if ((s = remember(b, ev->type == YAML_SEQUENCE_START_EVENT
-                                 ? ev->data.sequence_start.anchor
-                                 : ev->data.mapping_start.anchor,
-                          n, &anchor, err)))
-            return s;
-        memset(&b->st[b->depth], 0, sizeof b->st[0]);
-        b->st[b->depth].node = n;
-        b->st[b->depth].anchor = anchor;
-        b->st[b->depth++].size = 1;
-        return SMOE_OK;
+        return on_start(b, ev, err);
     case YAML_SEQUENCE_END_EVENT:
-    case YAML_MAPPING_END_EVENT: {
-        struct frame *f = &b->st[--b->depth];
-        f->node->n = f->n;
-        f->node->items = f->items;
-        f->node->keys = f->node->kind == SMOE_NODE_MAP ? f->keys : NULL;
-        f->node->key_locs = f->node->kind == SMOE_NODE_MAP ? f->key_locs : NULL;
-        if (f->anchor >= 0) {
-            b->anchors[f->anchor].size = f->size;
-            b->anchors[f->anchor].height = f->height;
-        }
-        return attach(b, f->node, f->size, f->height, err);
-    }
+    case YAML_MAPPING_END_EVENT:
+        return on_end(b, err);
     case YAML_ALIAS_EVENT:
-        for (int i = b->n_anchors - 1; i >= 0; i--) {
-            if (strcmp(b->anchors[i].name, (const char *)ev->data.alias.anchor) != 0)
-                continue;
-            if (b->anchors[i].size == 0) /* still open: it contains the alias */
-                return smoe_err_at(err, SMOE_EINVAL, mark_loc(b, ev->start_mark),
-                                   "alias '*%s' refers to a node that contains it",
-                                   ev->data.alias.anchor);
-            if (b->depth + b->anchors[i].height > MAX_DEPTH)
-                return smoe_err_at(err, SMOE_EINVAL, mark_loc(b, ev->start_mark),
-                                   "nesting deeper than %d levels (aliases expanded)",
-                                   MAX_DEPTH);
-            /* the alias's own event was not counted: count what it stands for */
-            if ((s = count_nodes(b, b->anchors[i].size, ev->start_mark, err)))
-                return s;
-            return attach(b, b->anchors[i].node, b->anchors[i].size,
-                          b->anchors[i].height, err);
-        }
-        return smoe_err_at(err, SMOE_EINVAL, mark_loc(b, ev->start_mark),
-                           "unknown alias '*%s'", ev->data.alias.anchor);
+        return on_alias(b, ev, err);
     default:
         return SMOE_OK;
     }
