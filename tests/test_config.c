@@ -226,6 +226,15 @@ static void test_files(void)
     smoe_config_free(c);
     CHECK(load("base.yml", NULL, "nope", NULL, 0, 0, &c, &e) == SMOE_ENOTFOUND);
     CHECK_STR(e.where, "argument '--rules nope'");
+    /* a key MaxText would not apply from the file is refused at its place;
+     * context_sharding (MaxText's shard-exp-on-fsdp.yml has it) is not */
+    const char *typo[] = { "custom_mesh_and_rule=typo" };
+    CHECK(load("base.yml", NULL, NULL, typo, 1, 0, &c, &e) == SMOE_EINVAL);
+    CHECK(strstr(e.where, "typo.yml:2:1") != NULL);
+    CHECK(strstr(e.msg, "'logical_axis_rule' in a custom_mesh_and_rule file") != NULL);
+    const char *cs_ok[] = { "custom_mesh_and_rule=with_cs" };
+    CHECK(load("base.yml", NULL, NULL, cs_ok, 1, 0, &c, &e) == SMOE_OK);
+    smoe_config_free(c);
     /* malformed YAML names file:line:col */
     CHECK(load("broken.yml", NULL, NULL, NULL, 0, 0, &c, &e) == SMOE_EINVAL);
     CHECK(strstr(e.where, "broken.yml:3:") != NULL);
@@ -440,6 +449,11 @@ int main(int argc, char **argv)
     put("models/m_rules.yml",
         "override_logical_axis_rules: true\nlogical_axis_rules: [['embed', 'expert']]\n");
     put("models/m_merge.yml", "logical_axis_rules: [['mlp', 'expert']]\n");
+    put("custom_mesh_and_rule/typo.yml",
+        "mesh_axes: ['fsdp', 'expert']\nlogical_axis_rule: [['embed', 'fsdp']]\n");
+    put("custom_mesh_and_rule/with_cs.yml",
+        "mesh_axes: ['fsdp', 'expert']\ncontext_sharding: expert\n"
+        "logical_axis_rules: [['embed', 'fsdp']]\n");
     put("custom_mesh_and_rule/mine.yml",
         "mesh_axes: ['fsdp', 'expert']\n"
         "logical_axis_rules: [['embed', ['fsdp', 'expert']], ['activation_length', 'expert']]\n");

@@ -642,8 +642,22 @@ static smoe_status apply_custom(loader *L, const smoe_config_opts *o,
     if (root->kind != SMOE_NODE_MAP)
         return smoe_err_at(err, SMOE_EINVAL, root->loc,
                            "a custom_mesh_and_rule file must be a mapping");
+    /* MaxText applies these three from the file (types.py
+     * set_derived_and_validate_values) and ignores the rest; a key it would
+     * ignore is refused rather than dropped unsaid, but context_sharding,
+     * which its own shard-exp-on-fsdp.yml carries, is inferred from the
+     * rules (below) as MaxText infers it */
     static const char *const replaced[] = { "mesh_axes", "logical_axis_rules",
                                             "data_sharding" };
+    for (int i = 0; i < root->n; i++) {
+        const char *k = root->keys[i];
+        if (strcmp(k, replaced[0]) && strcmp(k, replaced[1]) && strcmp(k, replaced[2]) &&
+            strcmp(k, "context_sharding"))
+            return smoe_err_at(err, SMOE_EINVAL, root->key_locs[i],
+                               "'%s' in a custom_mesh_and_rule file: MaxText applies only "
+                               "mesh_axes, logical_axis_rules and data_sharding from it (set "
+                               "other keys in the config)", k);
+    }
     for (int i = 0; i < 3; i++) {
         const smoe_node *v = smoe_node_get(root, replaced[i]);
         if (!v)
