@@ -594,72 +594,103 @@ static smoe_status merge(loader *L, smoe_err *err)
     return SMOE_OK;
 }
 
-static smoe_status apply_custom(loader *L, const smoe_config_opts *o,
-                                smoe_err *err)
+/* The rules file to apply: --rules FILE (a name sets
+ * custom_mesh_and_rule), else the config's custom_mesh_and_rule name in
+ * the config directory; *path NULL when there is none. */
+static smoe_status rules_path(loader *L, const smoe_config_opts *o, const char **path,
+                              smoe_err *err)
 {
     smoe_config *c = L->c;
-    const char *path = NULL, *where = NULL;
-    smoe_status s;
+    const char *where = NULL;
+    *path = NULL;
     if (o->rules) {
         where = smoe_arena_printf(L->a, "argument '--rules %s'", o->rules);
         if (looks_like_file(o->rules)) {
-            path = o->rules;
-            if (!file_exists(path))
-                return smoe_err_in(err, SMOE_ENOTFOUND, where,
-                                   "rule file '%s' not found", path);
-        } else {
-            smoe_loc l = { where, 0, 0 };
-            smoe_node *v = cfg_scalar(L->a, o->rules, l);
-            if (!v || cfg_map_set(L->a, &c->values, "custom_mesh_and_rule", v))
-                return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+            *path = o->rules;
+            return file_exists(o->rules) ? SMOE_OK
+                                         : smoe_err_in(err, SMOE_ENOTFOUND, where,
+                                                       "rule file '%s' not found", o->rules);
         }
+        smoe_loc l = { where, 0, 0 };
+        smoe_node *v = cfg_scalar(L->a, o->rules, l);
+        if (!v || cfg_map_set(L->a, &c->values, "custom_mesh_and_rule", v))
+            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     }
-    if (!path) {
-        const smoe_node *n = cfg_map_get(&c->values, "custom_mesh_and_rule");
-        if (!n || smoe_node_type(n) == SMOE_T_NULL)
-            return SMOE_OK;
-        if (n->kind != SMOE_NODE_SCALAR)
-            return smoe_err_at(err, SMOE_EINVAL, n->loc,
-                               "custom_mesh_and_rule must be a name");
-        if (!n->str[0])
-            return SMOE_OK;
-        const override *ov = find_override(L, "custom_mesh_and_rule");
-        char buf[320];
-        if (!where)
-            where = ov ? ov->where
-                       : smoe_arena_strdup(L->a, smoe_loc_format(n->loc, buf, sizeof buf));
-        path = smoe_arena_printf(L->a, "%s/custom_mesh_and_rule/%s.yml", c->dir, n->str);
-        if (strchr(n->str, '/') || !file_exists(path))
-            return smoe_err_in(err, SMOE_ENOTFOUND, where,
-                               "unknown rule set '%s': no custom_mesh_and_rule/%s.yml in %s",
-                               n->str, n->str, c->dir);
-    }
-    smoe_node *root;
-    if ((s = smoe_yaml_load_file(L->a, path, &root, err)))
-        return s;
-    if ((s = add_source(L, path, err)))
-        return s;
-    if (root->kind != SMOE_NODE_MAP)
-        return smoe_err_at(err, SMOE_EINVAL, root->loc,
-                           "a custom_mesh_and_rule file must be a mapping");
-    /* MaxText applies these three from the file (types.py
-     * set_derived_and_validate_values) and ignores the rest; a key it would
-     * ignore is refused rather than dropped unsaid, but context_sharding,
-     * which its own shard-exp-on-fsdp.yml carries, is inferred from the
-     * rules (below) as MaxText infers it */
-    static const char *const replaced[] = { "mesh_axes", "logical_axis_rules",
-                                            "data_sharding" };
+    const smoe_node *n = cfg_map_get(&c->values, "custom_mesh_and_rule");
+    if (!n || smoe_node_type(n) == SMOE_T_NULL)
+        return SMOE_OK;
+    if (n->kind != SMOE_NODE_SCALAR)
+        return smoe_err_at(err, SMOE_EINVAL, n->loc, "custom_mesh_and_rule must be a name");
+    if (!n->str[0])
+        return SMOE_OK;
+    const override *ov = find_override(L, "custom_mesh_and_rule");
+    char buf[320];
+    if (!where)
+        where = ov ? ov->where : smoe_arena_strdup(L->a, smoe_loc_format(n->loc, buf, sizeof buf));
+    const char *p = smoe_arena_printf(L->a, "%s/custom_mesh_and_rule/%s.yml", c->dir, n->str);
+    if (strchr(n->str, '/') || !file_exists(p))
+        return smoe_err_in(err, SMOE_ENOTFOUND, where,
+                           "unknown rule set '%s': no custom_mesh_and_rule/%s.yml in %s", n->str,
+                           n->str, c->dir);
+    *path = p;
+    return SMOE_OK;
+}
+
+/* MaxText applies these three from a rules file (types.py
+ * set_derived_and_validate_values) and ignores the rest; a key it would
+ * ignore is refused rather than dropped unsaid, but context_sharding,
+ * which its own shard-exp-on-fsdp.yml carries, is inferred from the rules
+ * (apply_custom) as MaxText infers it. */
+static const char *const k_replaced[] = { "mesh_axes", "logical_axis_rules", "data_sharding" };
+
+static smoe_status check_rules_keys(const smoe_node *root, smoe_err *err)
+{
     for (int i = 0; i < root->n; i++) {
         const char *k = root->keys[i];
-        if (strcmp(k, replaced[0]) && strcmp(k, replaced[1]) && strcmp(k, replaced[2]) &&
+        if (strcmp(k, k_replaced[0]) && strcmp(k, k_replaced[1]) && strcmp(k, k_replaced[2]) &&
             strcmp(k, "context_sharding"))
             return smoe_err_at(err, SMOE_EINVAL, root->key_locs[i],
                                "'%s' in a custom_mesh_and_rule file: MaxText applies only "
                                "mesh_axes, logical_axis_rules and data_sharding from it (set "
                                "other keys in the config)", k);
     }
+    return SMOE_OK;
+}
+
+/* context_sharding follows the first axis of the activation_length rule. */
+static smoe_status infer_context_sharding(loader *L, smoe_err *err)
+{
+    smoe_config *c = L->c;
+    for (int i = 0; i < c->rules.n; i++) {
+        if (strcmp(c->rules.r[i].name, "activation_length") != 0)
+            continue;
+        if (c->rules.r[i].value.n > 0) {
+            smoe_node *v = cfg_scalar(L->a, c->rules.r[i].value.ax[0], c->rules.r[i].loc);
+            if (!v || cfg_map_set(L->a, &c->values, "context_sharding", v))
+                return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+        }
+        break;
+    }
+    return SMOE_OK;
+}
+
+static smoe_status apply_custom(loader *L, const smoe_config_opts *o, smoe_err *err)
+{
+    smoe_config *c = L->c;
+    const char *path;
+    smoe_node *root;
+    smoe_status s;
+    if ((s = rules_path(L, o, &path, err)) || !path)
+        return s;
+    if ((s = smoe_yaml_load_file(L->a, path, &root, err)) || (s = add_source(L, path, err)))
+        return s;
+    if (root->kind != SMOE_NODE_MAP)
+        return smoe_err_at(err, SMOE_EINVAL, root->loc,
+                           "a custom_mesh_and_rule file must be a mapping");
+    if ((s = check_rules_keys(root, err)))
+        return s;
     for (int i = 0; i < 3; i++) {
-        const smoe_node *v = smoe_node_get(root, replaced[i]);
+        const smoe_node *v = smoe_node_get(root, k_replaced[i]);
         if (!v)
             continue;
         if (i == 1) {
@@ -668,24 +699,12 @@ static smoe_status apply_custom(loader *L, const smoe_config_opts *o,
                 return s;
             c->rules = r;
         } else if (v->kind != SMOE_NODE_SEQ) {
-            return smoe_err_at(err, SMOE_EINVAL, v->loc, "%s must be a list",
-                               replaced[i]);
+            return smoe_err_at(err, SMOE_EINVAL, v->loc, "%s must be a list", k_replaced[i]);
         }
-        if (cfg_map_set(L->a, &c->values, replaced[i], v))
+        if (cfg_map_set(L->a, &c->values, k_replaced[i], v))
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     }
-    /* context_sharding follows the first axis of the activation_length rule */
-    for (int i = 0; i < c->rules.n; i++)
-        if (strcmp(c->rules.r[i].name, "activation_length") == 0) {
-            if (c->rules.r[i].value.n > 0) {
-                smoe_node *v = cfg_scalar(L->a, c->rules.r[i].value.ax[0],
-                                          c->rules.r[i].loc);
-                if (!v || cfg_map_set(L->a, &c->values, "context_sharding", v))
-                    return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-            }
-            break;
-        }
-    return SMOE_OK;
+    return infer_context_sharding(L, err);
 }
 
 smoe_status smoe_config_load(const smoe_config_opts *opts, smoe_config **out,
