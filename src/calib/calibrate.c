@@ -554,6 +554,97 @@ static smoe_status write_profile(FILE *f, const measured *M, smoe_err *err)
     return smoe_hw_write(f, &M->hw, notes, tail, err);
 }
 
+/* The probes' operands: a and c (cap floats: the elementwise probe's
+ * arrays, the matmuls' operands and the optimizer's gradient), b (big x
+ * big), filled with small repeating values. */
+static smoe_status operands_new(int64_t cap, int64_t big, mm_args *m, smoe_err *err)
+{
+    m->a = smoe_malloc(sizeof(float) * (size_t)cap);
+    m->b = smoe_malloc(sizeof(float) * (size_t)(big * big));
+    m->c = smoe_malloc(sizeof(float) * (size_t)cap);
+    if (!m->a || !m->b || !m->c)
+        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
+    for (int64_t i = 0; i < cap; i++)
+        m->a[i] = m->c[i] = (float)(i % 7) * 0.25f;
+    for (int64_t i = 0; i < big * big; i++)
+        m->b[i] = (float)(i % 5) * 0.5f;
+    m->n = big;
+    return SMOE_OK;
+}
+
+/* What a cpu-mpi profile states without measuring it: a device is a rank,
+ * collectives are the cores' work, RAM is shared by the ranks. */
+static void fixed_terms(smoe_hw *hw, int per_node, int size)
+{
+    snprintf(hw->name, sizeof hw->name, "cpu-mpi");
+    hw->kind = SMOE_HW_CPU;
+    hw->devices_per_chip = 1;
+    hw->ici_links = 1;
+    hw->devices_per_node = per_node;
+    hw->collective_engines = 2;
+    hw->cpu.collectives_use_compute = 1;
+    hw->cpu.compute_bytes = 4;
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
+    hw->hbm_bytes = (double)pages * (double)psz / size;
+}
+
+/* The gathers within a host and across hosts (the one-weight sweep, then a
+ * layer's gathers and reductions as training issues them, each after
+ * `work`); a profile of one host or one rank a host copies the figures it
+ * has into the ones it cannot measure. */
+static smoe_status measure_links(smoe_rt *rt, const smoe_plan *plan, const smoe_mesh *mesh,
+                                 mm_args *work, double share, measured *M, smoe_err *err)
+{
+    smoe_hw *hw = &M->hw;
+    const int nodes = M->nodes, per_node = M->per_node;
+    smoe_status s;
+    if (per_node > 1 && (s = calib_gather(rt, mesh, "expert", 1, &hw->ici_latency,
+                                          &hw->ici_bandwidth, M->fig[0], err)))
+        return s;
+    if (nodes > 1 && (s = calib_gather(rt, mesh, "fsdp", 0, &hw->dcn_latency,
+                                       &hw->dcn_bandwidth, M->fig[3], err)))
+        return s;
+    if ((s = calib_layer_figures(rt, plan, nodes, per_node, run_layer_work, work, share, hw,
+                                 &M->sets, err)))
+        return s;
+    M->layer_ici = M->sets.used && nodes == 1;
+    M->layer_dcn = M->sets.used && nodes > 1;
+    if (per_node == 1) { /* no fast interconnect: the network's figures */
+        hw->ici_bandwidth = 2 * hw->dcn_bandwidth;
+        hw->ici_latency = hw->dcn_latency;
+    }
+    if (nodes == 1) {
+        hw->dcn_bandwidth = hw->ici_bandwidth;
+        hw->dcn_latency = hw->ici_latency;
+    }
+    return SMOE_OK;
+}
+
+/* The expert exchange, the ranks' arrival spread, the model's kernels
+ * against the roofline, and the conditions the rates hold under. */
+static smoe_status measure_rest(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
+                                const smoe_mesh *mesh, mm_args *work, double share, measured *M,
+                                smoe_err *err)
+{
+    smoe_hw *hw = &M->hw;
+    smoe_status s;
+    if ((M->per_node > 1 &&
+         (s = calib_a2a(rt, &hw->cpu.a2a_latency, &hw->cpu.a2a_bandwidth, M->fig[1], err))) ||
+        (s = calib_skew(rt, mesh, work, &hw->cpu.sync_skew, &hw->cpu.reduce_lag_bandwidth, err)) ||
+        (s = calib_compute(rt, cfg, plan, hw, share, &hw->cpu.compute_scale, M->fig[2], err)))
+        return s;
+    hw->cpu.core_share = fmin(1, share); /* the rates' condition (sched/cores.c) */
+    /* the mode resolved (the default follows the hosts), not the one asked */
+    snprintf(hw->cpu.progress, sizeof hw->cpu.progress, "%s",
+             smoe_rt_get_opts(rt).progress_thread ? "thread" : "calls");
+    const int figk[3] = { SP_ICI, SP_A2A, SP_SCALE };
+    for (int i = 0; i < 3; i++) {
+        M->sp.v[figk[i]] = M->fig[i][0];
+        M->sp.share[figk[i]] = M->fig[i][1];
+    }
+    return SMOE_OK;
+}
+
 /* The measurement, rank 0 writing the profile to f. */
 static smoe_status measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
                            int progress_thread, FILE *f, smoe_err *err)
@@ -575,75 +666,20 @@ static smoe_status measure(smoe_rt *rt, const smoe_config *cfg, const smoe_plan 
     smoe_blas_init(1, &info);
     M.corename = info.corename;
     const int64_t big = 512, small = 64, ew_n = calib_act_elems(cfg, plan);
-    mm_args m, work;
-    /* a and c: the elementwise probe's arrays, the matmuls' operands
-     * (big x big) and the optimizer's gradient (2^18) */
-    const int64_t cap = ew_n > big * big ? ew_n : big * big;
-    m.a = smoe_malloc(sizeof(float) * (size_t)cap);
-    m.b = smoe_malloc(sizeof(float) * (size_t)(big * big));
-    m.c = smoe_malloc(sizeof(float) * (size_t)cap);
-    if (!m.a || !m.b || !m.c)
-        return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    for (int64_t i = 0; i < cap; i++)
-        m.a[i] = m.c[i] = (float)(i % 7) * 0.25f;
-    for (int64_t i = 0; i < big * big; i++)
-        m.b[i] = (float)(i % 5) * 0.5f;
+    mm_args m = { 0 }, work;
+    double share = 1;
+    s = operands_new(ew_n > big * big ? ew_n : big * big, big, &m, err);
     work = m;
     work.n = 256;
-    m.n = big;
-    double share = 1;
-    if ((s = measure_rates(rt, &m, small, ew_n, &M, &share, err)))
-        return s;
-    smoe_hw *hw = &M.hw;
-    snprintf(hw->name, sizeof hw->name, "cpu-mpi");
-    hw->kind = SMOE_HW_CPU;
-    hw->devices_per_chip = 1;
-    hw->ici_links = 1;
-    hw->devices_per_node = per_node;
-    hw->collective_engines = 2;
-    hw->cpu.collectives_use_compute = 1;
-    hw->cpu.compute_bytes = 4;
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
-    hw->hbm_bytes = (double)pages * (double)psz / size;
-    if (per_node > 1 && (s = calib_gather(rt, &mesh, "expert", 1, &hw->ici_latency,
-                                          &hw->ici_bandwidth, M.fig[0], err)))
-        return s;
-    if (nodes > 1 && (s = calib_gather(rt, &mesh, "fsdp", 0, &hw->dcn_latency,
-                                       &hw->dcn_bandwidth, M.fig[3], err)))
-        return s;
-    /* a layer's gathers and reductions as training issues them */
-    if ((s = calib_layer_figures(rt, plan, nodes, per_node, run_layer_work, &work, share, hw,
-                                 &M.sets, err)))
-        return s;
-    M.layer_ici = M.sets.used && nodes == 1;
-    M.layer_dcn = M.sets.used && nodes > 1;
-    if (per_node == 1) { /* no fast interconnect: the network's figures */
-        hw->ici_bandwidth = 2 * hw->dcn_bandwidth;
-        hw->ici_latency = hw->dcn_latency;
-    }
-    if (nodes == 1) {
-        hw->dcn_bandwidth = hw->ici_bandwidth;
-        hw->dcn_latency = hw->ici_latency;
-    }
-    if ((per_node > 1 &&
-         (s = calib_a2a(rt, &hw->cpu.a2a_latency, &hw->cpu.a2a_bandwidth, M.fig[1], err))) ||
-        (s = calib_skew(rt, &mesh, &work, &hw->cpu.sync_skew, &hw->cpu.reduce_lag_bandwidth,
-                        err)))
-        return s;
-    if ((s = calib_compute(rt, cfg, plan, hw, share, &hw->cpu.compute_scale, M.fig[2], err)))
-        return s;
-    hw->cpu.core_share = fmin(1, share); /* the rates' condition (sched/cores.c) */
-    /* the mode resolved (the default follows the hosts), not the one asked */
-    snprintf(hw->cpu.progress, sizeof hw->cpu.progress, "%s",
-             smoe_rt_get_opts(rt).progress_thread ? "thread" : "calls");
+    fixed_terms(&M.hw, per_node, size);
+    if (!s && !(s = measure_rates(rt, &m, small, ew_n, &M, &share, err)) &&
+        !(s = measure_links(rt, plan, &mesh, &work, share, &M, err)))
+        s = measure_rest(rt, cfg, plan, &mesh, &work, share, &M, err);
     smoe_free(m.a);
     smoe_free(m.b);
     smoe_free(m.c);
-    const int figk[3] = { SP_ICI, SP_A2A, SP_SCALE };
-    for (int i = 0; i < 3; i++) {
-        M.sp.v[figk[i]] = M.fig[i][0];
-        M.sp.share[figk[i]] = M.fig[i][1];
-    }
+    if (s)
+        return s;
     return smoe_rt_rank(rt) == 0 ? write_profile(f, &M, err) : SMOE_OK;
 }
 
