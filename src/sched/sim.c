@@ -625,6 +625,91 @@ static void sim_memory(sim *x)
     x->r.peak_hbm_bytes = m->mem_params + m->mem_grads + m->mem_optimizer + peak + act + act_peak;
 }
 
+/* The step's start: the top-level weights, then the units whose prefetch
+ * window starts at 0; smoe's executor (train's loop.c, step_begin)
+ * gathers the embedding, then the schedule's first entries, then the
+ * head's weights, which are used last (waited for at the head); with
+ * prefetch it issues them inside the last step's optimizer, at *t0
+ * (pool.c). Returns when the compute may start; *head_end: when the
+ * head's weights have arrived. */
+static double step_start(sim *x, const smoe_schedule *sc, double *t0, double *head_end)
+{
+    const smoe_sim_model *m = x->m;
+    const int nu = 2 * m->L;
+    double head_s = x->pool ? m->top_gather_s - m->top_embed_s : 0;
+    *t0 = x->pool ? -sim_pool_lead(m, sc) * x->p.rate : 0;
+    x->geng = *t0;
+    double top = sim_engine(x, &x->geng, *t0, m->top_gather_s - head_s, LANE_GATHER,
+                            x->pool ? "embedding weights" : "top-level weights");
+    x->r.gather_busy_s += m->top_gather_s;
+    if (!x->pool && !x->mxm) /* (smoe's executor holds them all step: sim_memory) */
+        sim_mem(x, *t0, m->top_bytes);
+    for (int u = 0; x->mx && u < nu; u++)
+        if (mx_point(m, u) == MX_START)
+            issue_unit(x, u, 0);
+    if (x->pool)
+        sim_pool_issue(&x->P, *t0, pool_start, x);
+    else if (!x->mx)
+        issue_point(x, -1, 1, 3, 0);
+    *head_end = head_s > 0 ? sim_engine_u(x, &x->geng, *t0, head_s, LANE_GATHER, "head weights",
+                                          -1, 1 - m->top_head_net)
+                           : 0;
+    top = fmax(0, top);
+    if (top > 0) {
+        x->r.exposed_gather_s += top;
+        sim_span(x, LANE_WAIT, "wait top-level gathers", 0, top);
+    }
+    return top;
+}
+
+/* The forward from `top`: the embedding, the layers, the head. */
+static void step_forward(sim *x, double t0, double top, double head_end)
+{
+    const smoe_sim_model *m = x->m;
+    x->comp = top;
+    double emb = sim_compute(x, top, m->embed_fwd_s, "embed");
+    if (x->mxm)
+        sim_mx_embed(x, t0, emb);
+    for (int u = 0; u < m->L; u++)
+        run_unit(x, u);
+    x->comp = wait_gathers(x, x->comp, head_end, "wait head gathers");
+    double h0 = x->comp, h = sim_compute(x, x->comp, m->head_s, "head");
+    if (x->mxm)
+        sim_mx_head(x, h0, h);
+    else if (!x->pool)
+        sim_mem(x, h, -m->top_bytes); /* embedding and head weights done */
+}
+
+/* The backward, the wait for the reductions (and their root), AdamW; the
+ * step's end and its memory. */
+static void step_backward(sim *x)
+{
+    const smoe_sim_model *m = x->m;
+    for (int u = m->L; u < 2 * m->L; u++)
+        run_unit(x, u);
+    if (!x->pool && !x->mxm)
+        sim_mem(x, x->comp, m->top_bytes); /* the embedding's gradient */
+    double e0 = x->comp, e = sim_compute(x, x->comp, m->embed_bwd_s, "embed bwd");
+    double rs_top = sim_engine(x, x->reng, e, m->top_rs_s, LANE_COMM, "reduce-scatter top");
+    if (x->mxm)
+        sim_mx_top_grads(x, e0, rs_top);
+    double wait = fmax(0, fmax(*x->reng, *x->aeng) - x->comp) + x->lag; /* and the root */
+    x->r.reduce_wait_s = wait;
+    if (wait > 0)
+        sim_span(x, LANE_WAIT, "wait reductions", x->comp, x->comp + wait);
+    x->comp += wait;
+    sim_compute(x, x->comp, m->optimizer_s, "adamw");
+    x->r.step_s = x->comp;
+    if (!x->pool && !x->mxm)
+        sim_mem(x, x->comp, -m->top_bytes);
+    if (x->mxm)
+        sim_mx_peak(x, cmp_mev);
+    else
+        sim_memory(x);
+    for (int i = 0; i < x->nq; i++)
+        sim_span(x, x->ql[i], x->qn[i], x->qt[i], x->qe[i]);
+}
+
 smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const smoe_schedule *sc,
                          const sim_pass *p, smoe_sim_result *r, sim_pass_out *out,
                          smoe_trace *trace)
@@ -633,70 +718,9 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
     if (sim_init(&x, m, s, sc, trace))
         return SMOE_ENOMEM;
     x.p = *p;
-    int nu = 2 * m->L;
-    /* top-level weights, then the units whose prefetch window starts at 0;
-     * smoe's executor (train's loop.c, step_begin) gathers the embedding,
-     * then the schedule's first entries, then the head's weights, which
-     * are used last (waited for at the head); with prefetch it issues them
-     * inside the last step's optimizer, at t0 (pool.c) */
-    double head_s = x.pool ? m->top_gather_s - m->top_embed_s : 0;
-    double t0 = x.pool ? -sim_pool_lead(m, sc) * x.p.rate : 0;
-    x.geng = t0;
-    double top = sim_engine(&x, &x.geng, t0, m->top_gather_s - head_s, LANE_GATHER,
-                        x.pool ? "embedding weights" : "top-level weights");
-    x.r.gather_busy_s += m->top_gather_s;
-    if (!x.pool && !x.mxm) /* (smoe's executor holds them all step: sim_memory) */
-        sim_mem(&x, t0, m->top_bytes);
-    for (int u = 0; x.mx && u < nu; u++)
-        if (mx_point(m, u) == MX_START)
-            issue_unit(&x, u, 0);
-    if (x.pool)
-        sim_pool_issue(&x.P, t0, pool_start, &x);
-    else if (!x.mx)
-        issue_point(&x, -1, 1, 3, 0);
-    double head_end = head_s > 0 ? sim_engine_u(&x, &x.geng, t0, head_s, LANE_GATHER,
-                                                "head weights", -1, 1 - m->top_head_net)
-                                 : 0;
-    top = fmax(0, top);
-    if (top > 0) {
-        x.r.exposed_gather_s += top;
-        sim_span(&x, LANE_WAIT, "wait top-level gathers", 0, top);
-    }
-    x.comp = top;
-    double emb = sim_compute(&x, top, m->embed_fwd_s, "embed");
-    if (x.mxm)
-        sim_mx_embed(&x, t0, emb);
-    for (int u = 0; u < m->L; u++)
-        run_unit(&x, u);
-    x.comp = wait_gathers(&x, x.comp, head_end, "wait head gathers");
-    double h0 = x.comp, h = sim_compute(&x, x.comp, m->head_s, "head");
-    if (x.mxm)
-        sim_mx_head(&x, h0, h);
-    else if (!x.pool)
-        sim_mem(&x, h, -m->top_bytes); /* embedding and head weights done */
-    for (int u = m->L; u < nu; u++)
-        run_unit(&x, u);
-    if (!x.pool && !x.mxm)
-        sim_mem(&x, x.comp, m->top_bytes); /* the embedding's gradient */
-    double e0 = x.comp, e = sim_compute(&x, x.comp, m->embed_bwd_s, "embed bwd");
-    double rs_top = sim_engine(&x, x.reng, e, m->top_rs_s, LANE_COMM, "reduce-scatter top");
-    if (x.mxm)
-        sim_mx_top_grads(&x, e0, rs_top);
-    double wait = fmax(0, fmax(*x.reng, *x.aeng) - x.comp) + x.lag; /* and the root */
-    x.r.reduce_wait_s = wait;
-    if (wait > 0)
-        sim_span(&x, LANE_WAIT, "wait reductions", x.comp, x.comp + wait);
-    x.comp += wait;
-    sim_compute(&x, x.comp, m->optimizer_s, "adamw");
-    x.r.step_s = x.comp;
-    if (!x.pool && !x.mxm)
-        sim_mem(&x, x.comp, -m->top_bytes);
-    if (x.mxm)
-        sim_mx_peak(&x, cmp_mev);
-    else
-        sim_memory(&x);
-    for (int i = 0; i < x.nq; i++)
-        sim_span(&x, x.ql[i], x.qn[i], x.qt[i], x.qe[i]);
+    double t0, head_end, top = step_start(&x, sc, &t0, &head_end);
+    step_forward(&x, t0, top, head_end);
+    step_backward(&x);
     *r = x.r;
     out->work_s = x.work;
     out->nsync = x.nsync;
