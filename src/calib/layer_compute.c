@@ -92,44 +92,50 @@ smoe_status calib_check_memory(const smoe_config *cfg, const smoe_plan *plan, sm
                                 "every rank: calibrate with a smaller --model", err);
 }
 
-/* smoe's own layer kernels (one dense and one MoE layer, forward and
- * backward, experts all local) against the cost model's roofline; spr:
- * the spread, the share of a core, the measured seconds. The ratio moves
- * with the roofline's inputs (peak_flops, gemm_small_flops, hbm_bandwidth
- * of the same calibration); the layers' time it gives the simulator is the
- * measured one, spr[2]. */
-smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
-                                 const smoe_hw *hw, double share, double *scale, double spr[3],
-                                 smoe_err *err)
-{
-    smoe_model_cfg mc;
-    int has[2];
-    smoe_status s = timed_layers(cfg, plan, &mc, has, err);
-    if (s)
-        return s;
-    smoe_model *model;
-    if ((s = smoe_model_new(&mc, &model, err)))
-        return s;
-    int64_t T = mc.batch * mc.seq, total = 0;
+/* The timed layers' weights and gradients (one layer of each kind the
+ * model has), filled with small values (norm scales 1). */
+typedef struct layer_weights {
     float *w[2][SMOE_W_NSLOTS], *dw[2][SMOE_W_NSLOTS];
-    memset(w, 0, sizeof w);
-    memset(dw, 0, sizeof dw);
+} layer_weights;
+
+static void weights_free(layer_weights *L)
+{
     for (int k = 0; k < 2; k++)
         for (int sl = 0; sl < SMOE_W_NSLOTS; sl++) {
-            if (!has[k] || !smoe_wslot_used(&mc, (smoe_wslot)sl, k))
+            smoe_free(L->w[k][sl]);
+            smoe_free(L->dw[k][sl]);
+        }
+}
+
+static smoe_status weights_new(const smoe_model_cfg *mc, const int has[2], layer_weights *L,
+                               smoe_err *err)
+{
+    memset(L, 0, sizeof *L);
+    for (int k = 0; k < 2; k++)
+        for (int sl = 0; sl < SMOE_W_NSLOTS; sl++) {
+            if (!has[k] || !smoe_wslot_used(mc, (smoe_wslot)sl, k))
                 continue;
-            int64_t n = smoe_wslot_numel(&mc, (smoe_wslot)sl);
-            w[k][sl] = smoe_malloc(sizeof(float) * (size_t)n);
-            dw[k][sl] = smoe_calloc((size_t)n, sizeof(float));
-            if (!w[k][sl] || !dw[k][sl])
+            int64_t n = smoe_wslot_numel(mc, (smoe_wslot)sl);
+            float *w = L->w[k][sl] = smoe_malloc(sizeof(float) * (size_t)n);
+            L->dw[k][sl] = smoe_calloc((size_t)n, sizeof(float));
+            if (!w || !L->dw[k][sl])
                 return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
             int norm = sl == SMOE_W_PRE_NORM || sl == SMOE_W_POST_NORM || sl == SMOE_W_Q_NORM ||
                        sl == SMOE_W_KV_NORM;
             for (int64_t i = 0; i < n; i++)
-                w[k][sl][i] = norm ? 1.0f : 0.05f * (float)((double)(i * 2654435761u % 2001) / 1000.0 - 1);
-            total += n;
+                w[i] = norm ? 1.0f : 0.05f * (float)((double)(i * 2654435761u % 2001) / 1000.0 - 1);
         }
-    const int64_t nx = T * mc.emb;
+    return SMOE_OK;
+}
+
+/* Each kind's layer forward and backward on every rank at once, the kinds
+ * taking turns (probe.c): *measured, their medians at the rates' share;
+ * spr as calib_compute's. */
+static smoe_status time_layers(smoe_rt *rt, smoe_model *model, const smoe_model_cfg *mc,
+                               const int has[2], layer_weights *L, double share,
+                               double *measured, double spr[3], smoe_err *err)
+{
+    const int64_t nx = mc->batch * mc->seq * mc->emb;
     float *x = smoe_malloc(sizeof(float) * (size_t)(4 * nx)), *dx = x + nx;
     if (!x)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
@@ -142,57 +148,89 @@ smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *
     layer_args la[2];
     calib_probe p[2];
     int np = 0;
-    for (int k = 0; k < 2; k++) { /* the two kinds taking turns (probe.c) */
+    for (int k = 0; k < 2; k++) {
         if (!has[k])
             continue;
-        la[np] = (layer_args){ model, k == 0 ? 0 : (int)mc.n_dense, (const float *const *)w[k],
-                               dw[k], x, dx, x0, dx0, nx, &self, SMOE_OK, err };
+        la[np] = (layer_args){ model, k == 0 ? 0 : (int)mc->n_dense, (const float *const *)L->w[k],
+                               L->dw[k], x, dx, x0, dx0, nx, &self, SMOE_OK, err };
         p[np] = (calib_probe){ .fn = run_layer, .ud = &la[np] };
         np++;
     }
     calib_probe_run(rt, p, np, CALIB_ROUNDS, 2 * CALIB_TARGET_S);
-    double measured = 0, per[CALIB_MAX_ROUNDS] = { 0 }, kshare[2];
+    smoe_free(x);
+    double per[CALIB_MAX_ROUNDS] = { 0 }, kshare[2];
+    *measured = 0;
     for (int i = 0; i < np; i++) {
-        if ((s = la[i].s))
-            return s;
-        measured += p[i].med * calib_at_share(p[i].share, share);
+        if (la[i].s)
+            return la[i].s;
+        *measured += p[i].med * calib_at_share(p[i].share, share);
         kshare[i] = p[i].share;
         for (int r = 0; r < p[i].rounds; r++)
             per[r] += p[i].t[r];
+        if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
+            fprintf(stderr, "layer %d measured fwd+bwd %.2f ms\n", la[i].l, p[i].med * 1e3);
     }
     spr[0] = calib_spread(per, p[0].rounds);
     spr[1] = calib_median(kshare, np);
-    spr[2] = measured;
-    for (int k = 0; k < 2; k++)
-        for (int sl = 0; sl < SMOE_W_NSLOTS; sl++) {
-            smoe_free(w[k][sl]);
-            smoe_free(dw[k][sl]);
-        }
-    smoe_free(x);
-    smoe_model_free(model);
-    /* the cost model at the same shape, without any scale */
+    spr[2] = *measured;
+    return SMOE_OK;
+}
+
+/* The cost model's time for the same layers at the same shape, without
+ * any scale. */
+static smoe_status modelled_layers(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
+                                   const smoe_hw *hw, const smoe_model_cfg *mc, const int has[2],
+                                   double *modelled, smoe_err *err)
+{
     smoe_hw h = *hw;
     h.cpu.compute_scale = 0;
-    smoe_sim_shape sh = { .batch = mc.batch, .seq = mc.seq, .remat = SMOE_REMAT_NONE, .dtype_bytes = 4 };
+    smoe_sim_shape sh = { .batch = mc->batch, .seq = mc->seq, .remat = SMOE_REMAT_NONE,
+                          .dtype_bytes = 4 };
     smoe_sim_model *sm;
-    if ((s = smoe_sim_model_build(cfg, plan, &h, &sh, &sm, err)))
+    smoe_status s = smoe_sim_model_build(cfg, plan, &h, &sh, &sm, err);
+    if (s)
         return s;
-    double modelled = 0;
+    *modelled = 0;
     for (int k = 0; k < 2; k++) {
         double f, b;
         if (!has[k])
             continue;
         smoe_sim_model_compute(sm, k, &f, &b);
-        modelled += f + b;
+        *modelled += f + b;
         if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
             fprintf(stderr, "layer kind %d: modelled fwd %.2f bwd %.2f ms\n", k, f * 1e3, b * 1e3);
     }
-    if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
-        for (int i = 0; i < np; i++)
-            fprintf(stderr, "layer %d measured fwd+bwd %.2f ms\n", la[i].l, p[i].med * 1e3);
     smoe_sim_model_free(sm);
+    return SMOE_OK;
+}
+
+/* smoe's own layer kernels (one dense and one MoE layer, forward and
+ * backward, experts all local) against the cost model's roofline; spr:
+ * the spread, the share of a core, the measured seconds. The ratio moves
+ * with the roofline's inputs (peak_flops, gemm_small_flops, hbm_bandwidth
+ * of the same calibration); the layers' time it gives the simulator is the
+ * measured one, spr[2]. */
+smoe_status calib_compute(smoe_rt *rt, const smoe_config *cfg, const smoe_plan *plan,
+                          const smoe_hw *hw, double share, double *scale, double spr[3],
+                          smoe_err *err)
+{
+    smoe_model_cfg mc;
+    int has[2];
+    smoe_status s = timed_layers(cfg, plan, &mc, has, err);
+    if (s)
+        return s;
+    smoe_model *model;
+    if ((s = smoe_model_new(&mc, &model, err)))
+        return s;
+    layer_weights L;
+    double measured = 0, modelled = 0;
+    if (!(s = weights_new(&mc, has, &L, err)))
+        s = time_layers(rt, model, &mc, has, &L, share, &measured, spr, err);
+    weights_free(&L);
+    smoe_model_free(model);
+    if (s || (s = modelled_layers(rt, cfg, plan, hw, &mc, has, &modelled, err)))
+        return s;
     *scale = modelled > 0 ? measured / modelled : 1;
-    (void)total;
     return SMOE_OK;
 }
 
