@@ -39,14 +39,77 @@ static void add_point(smoe_sim_point *curve, int max, int *n, const smoe_sim_res
     (*n)++;
 }
 
+/* The next greedy step from cur (at `now`): the weight whose prefetch a
+ * quantum deeper saves the most exposed wait per extra byte and still fits
+ * the budget; *bk < 0 when none does. */
+static smoe_status best_step(const smoe_sim_model *m, smoe_sim_executor exec, int shared,
+                             double budget, int quantum, levels cur, const smoe_sim_result *now,
+                             int *bk, int *bw, smoe_sim_result *best_r)
+{
+    levels trial;
+    smoe_sim_result r;
+    double best_score = 0;
+    *bk = *bw = -1;
+    memset(best_r, 0, sizeof *best_r);
+    for (int k = 0; k < m->nkinds; k++)
+        for (int w = 0; w < m->k[k].nw; w++) {
+            if (cur[k][w] + quantum > MAX_LEVEL || m->k[k].w[w].pre_s <= 0)
+                continue;
+            memcpy(trial, cur, sizeof trial);
+            trial[k][w] = (unsigned char)(trial[k][w] + quantum);
+            smoe_status s = eval(m, exec, shared, trial, &r);
+            if (s)
+                return s;
+            double saved = now->exposed_gather_s - r.exposed_gather_s;
+            double extra = fmax(r.peak_hbm_bytes - now->peak_hbm_bytes, 1.0);
+            if (r.peak_hbm_bytes > budget || saved <= 1e-12)
+                continue;
+            double score = saved / extra;
+            if (score > best_score) {
+                best_score = score;
+                *bk = k;
+                *bw = w;
+                *best_r = r;
+            }
+        }
+    return SMOE_OK;
+}
+
+/* Uniform depths 1 to 4 as a check on the greedy result: one that fits
+ * and hides more replaces it (cur, *now, the curve). */
+static smoe_status uniform_check(const smoe_sim_model *m, smoe_sim_executor exec, int shared,
+                                 double budget, levels cur, smoe_sim_result *now,
+                                 smoe_sim_point *curve, int max_points, int *np)
+{
+    for (int d = 1; d <= 4; d++) {
+        smoe_sim_sched sd;
+        smoe_sim_result r;
+        memset(&sd, 0, sizeof sd);
+        sd.executor = exec;
+        sd.prefetch_depth = d;
+        sd.shared_engine = shared;
+        smoe_status s = smoe_sim_run(m, &sd, &r, NULL);
+        if (s)
+            return s;
+        if (r.peak_hbm_bytes <= budget && r.exposed_gather_s < now->exposed_gather_s - 1e-12) {
+            *now = r;
+            for (int k = 0; k < 2; k++)
+                for (int w = 0; w < SMOE_SIM_MAX_WEIGHTS; w++)
+                    cur[k][w] = (unsigned char)((d - 1) * 4 + 4 > 255 ? 255 : (d - 1) * 4 + 4);
+            add_point(curve, max_points, np, now);
+        }
+    }
+    return SMOE_OK;
+}
+
 static smoe_status plan(const smoe_sim_model *m, smoe_sim_executor exec, int shared,
                         double budget, int quantum,
                         unsigned char distance[][SMOE_SIM_MAX_WEIGHTS], smoe_sim_result *best,
                         int *feasible, smoe_sim_point *curve, int max_points, int *n_points)
 {
-    levels cur, trial;
+    levels cur;
     memset(cur, 0, sizeof cur);
-    smoe_sim_result base, r;
+    smoe_sim_result base;
     smoe_status s;
     if (n_points)
         *n_points = 0;
@@ -60,53 +123,18 @@ static smoe_status plan(const smoe_sim_model *m, smoe_sim_executor exec, int sha
     smoe_sim_result now = base;
     /* greedy: the best saving per byte that still fits */
     while (*feasible) {
-        int bk = -1, bw = -1;
-        double best_score = 0;
+        int bk, bw;
         smoe_sim_result best_r;
-        memset(&best_r, 0, sizeof best_r);
-        for (int k = 0; k < m->nkinds; k++)
-            for (int w = 0; w < m->k[k].nw; w++) {
-                if (cur[k][w] + quantum > MAX_LEVEL || m->k[k].w[w].pre_s <= 0)
-                    continue;
-                memcpy(trial, cur, sizeof trial);
-                trial[k][w] = (unsigned char)(trial[k][w] + quantum);
-                if ((s = eval(m, exec, shared, trial, &r)))
-                    return s;
-                double saved = now.exposed_gather_s - r.exposed_gather_s;
-                double extra = fmax(r.peak_hbm_bytes - now.peak_hbm_bytes, 1.0);
-                if (r.peak_hbm_bytes > budget || saved <= 1e-12)
-                    continue;
-                double score = saved / extra;
-                if (score > best_score) {
-                    best_score = score;
-                    bk = k;
-                    bw = w;
-                    best_r = r;
-                }
-            }
+        if ((s = best_step(m, exec, shared, budget, quantum, cur, &now, &bk, &bw, &best_r)))
+            return s;
         if (bk < 0)
             break;
         cur[bk][bw] = (unsigned char)(cur[bk][bw] + quantum);
         now = best_r;
         add_point(curve, max_points, &np, &now);
     }
-    /* uniform depths as a check on the greedy result */
-    for (int d = 1; d <= 4 && *feasible; d++) {
-        smoe_sim_sched sd;
-        memset(&sd, 0, sizeof sd);
-        sd.executor = exec;
-        sd.prefetch_depth = d;
-        sd.shared_engine = shared;
-        if ((s = smoe_sim_run(m, &sd, &r, NULL)))
-            return s;
-        if (r.peak_hbm_bytes <= budget && r.exposed_gather_s < now.exposed_gather_s - 1e-12) {
-            now = r;
-            for (int k = 0; k < 2; k++)
-                for (int w = 0; w < SMOE_SIM_MAX_WEIGHTS; w++)
-                    cur[k][w] = (unsigned char)((d - 1) * 4 + 4 > 255 ? 255 : (d - 1) * 4 + 4);
-            add_point(curve, max_points, &np, &now);
-        }
-    }
+    if (*feasible && (s = uniform_check(m, exec, shared, budget, cur, &now, curve, max_points, &np)))
+        return s;
     if (!*feasible)
         now = base;
     if (distance)
