@@ -58,17 +58,10 @@ cJSON *sim_readings_json(const smoe_scenario *sc, const sim_readings *rd)
     return o;
 }
 
-void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const smoe_sim_shape *sh,
-                    const char *tuned, const char *const *names, const char *const *executors,
-                    const smoe_sim_result *res, int n, const smoe_scenario *sc,
-                    const sim_readings *rd, const smoe_sim_point *curve, int ncurve)
+/* The shape as simulated. */
+static void add_shape(cJSON *root, const smoe_sim_shape *sh)
 {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddItemToObject(root, "hardware", cli_json_string(hw->name));
-    cJSON_AddItemToObject(root, "mesh", cli_json_mesh(&p->mesh));
-    /* kernel-tuning keys away from MaxText's default: not modelled */
-    cJSON_AddItemToObject(root, "kernel_tuning_not_modelled", cli_json_string(tuned));
-    cJSON *shape = cJSON_AddObjectToObject(root, "shape"); /* as simulated */
+    cJSON *shape = cJSON_AddObjectToObject(root, "shape");
     cJSON_AddNumberToObject(shape, "batch", (double)sh->batch);
     cJSON_AddNumberToObject(shape, "seq", (double)sh->seq);
     cJSON_AddNumberToObject(shape, "context", (double)(sh->context > 1 ? sh->context : 1));
@@ -81,28 +74,35 @@ void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const smoe_s
         cJSON_AddNumberToObject(shape, "wire_bytes", sh->wire_bytes);
     else
         cJSON_AddNullToObject(shape, "wire_bytes");
-    cJSON *sched = cJSON_AddObjectToObject(root, "schedules");
-    for (int i = 0; i < n; i++) {
-        const smoe_sim_result *r = &res[i];
-        cJSON *o = cJSON_AddObjectToObject(sched, names[i]);
-        cJSON_AddNumberToObject(o, "step_ms", r->step_s * 1e3);
-        cJSON_AddNumberToObject(o, "compute_ms", r->compute_s * 1e3);
-        cJSON_AddNumberToObject(o, "exposed_gather_ms", r->exposed_gather_s * 1e3);
-        cJSON_AddNumberToObject(o, "residual_gather_ms", r->residual_s * 1e3);
-        cJSON_AddNumberToObject(o, "a2a_ms", r->a2a_s * 1e3);
-        cJSON_AddNumberToObject(o, "gather_busy_ms", r->gather_busy_s * 1e3);
-        cJSON_AddNumberToObject(o, "reduce_wait_ms", r->reduce_wait_s * 1e3);
-        cJSON_AddNumberToObject(o, "peak_hbm_bytes", r->peak_hbm_bytes);
-        cJSON *mem = cJSON_AddObjectToObject(o, "memory");
-        cJSON_AddNumberToObject(mem, "params", r->mem_params);
-        cJSON_AddNumberToObject(mem, "grads", r->mem_grads);
-        cJSON_AddNumberToObject(mem, "optimizer", r->mem_optimizer);
-        cJSON_AddNumberToObject(mem, "gathered", r->mem_gathered);
-        cJSON_AddNumberToObject(mem, "activations", r->mem_activations);
-        if (r->mem_top > 0) /* smoe's runtime executor */
-            cJSON_AddNumberToObject(mem, "top_level", r->mem_top);
-        cJSON_AddItemToObject(o, "executor", cli_json_string(executors[i]));
-    }
+}
+
+/* One schedule's figures, its memory by class and its executor. */
+static void add_result(cJSON *sched, const char *name, const smoe_sim_result *r,
+                       const char *executor)
+{
+    cJSON *o = cJSON_AddObjectToObject(sched, name);
+    cJSON_AddNumberToObject(o, "step_ms", r->step_s * 1e3);
+    cJSON_AddNumberToObject(o, "compute_ms", r->compute_s * 1e3);
+    cJSON_AddNumberToObject(o, "exposed_gather_ms", r->exposed_gather_s * 1e3);
+    cJSON_AddNumberToObject(o, "residual_gather_ms", r->residual_s * 1e3);
+    cJSON_AddNumberToObject(o, "a2a_ms", r->a2a_s * 1e3);
+    cJSON_AddNumberToObject(o, "gather_busy_ms", r->gather_busy_s * 1e3);
+    cJSON_AddNumberToObject(o, "reduce_wait_ms", r->reduce_wait_s * 1e3);
+    cJSON_AddNumberToObject(o, "peak_hbm_bytes", r->peak_hbm_bytes);
+    cJSON *mem = cJSON_AddObjectToObject(o, "memory");
+    cJSON_AddNumberToObject(mem, "params", r->mem_params);
+    cJSON_AddNumberToObject(mem, "grads", r->mem_grads);
+    cJSON_AddNumberToObject(mem, "optimizer", r->mem_optimizer);
+    cJSON_AddNumberToObject(mem, "gathered", r->mem_gathered);
+    cJSON_AddNumberToObject(mem, "activations", r->mem_activations);
+    if (r->mem_top > 0) /* smoe's runtime executor */
+        cJSON_AddNumberToObject(mem, "top_level", r->mem_top);
+    cJSON_AddItemToObject(o, "executor", cli_json_string(executor));
+}
+
+/* The scenario's reported figures and the sources of its facts. */
+static void add_reported(cJSON *root, const smoe_scenario *sc)
+{
     cJSON *rep = cJSON_AddObjectToObject(root, "reported");
     for (int i = 0; sc && i < sc->n_reported; i++) {
         cJSON *o = cJSON_AddObjectToObject(rep, sc->reported_name[i]);
@@ -119,6 +119,23 @@ void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const smoe_s
         for (int i = 0; i < sc->n_sources; i++)
             cli_json_add(src, sc->source_key[i], cli_json_string(sc->source_text[i]));
     }
+}
+
+void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const smoe_sim_shape *sh,
+                    const char *tuned, const char *const *names, const char *const *executors,
+                    const smoe_sim_result *res, int n, const smoe_scenario *sc,
+                    const sim_readings *rd, const smoe_sim_point *curve, int ncurve)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddItemToObject(root, "hardware", cli_json_string(hw->name));
+    cJSON_AddItemToObject(root, "mesh", cli_json_mesh(&p->mesh));
+    /* kernel-tuning keys away from MaxText's default: not modelled */
+    cJSON_AddItemToObject(root, "kernel_tuning_not_modelled", cli_json_string(tuned));
+    add_shape(root, sh);
+    cJSON *sched = cJSON_AddObjectToObject(root, "schedules");
+    for (int i = 0; i < n; i++)
+        add_result(sched, names[i], &res[i], executors[i]);
+    add_reported(root, sc);
     cJSON *rj = sc ? sim_readings_json(sc, rd) : NULL;
     if (rj)
         cJSON_AddItemToObject(root, "readings", rj);
