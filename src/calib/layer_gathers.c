@@ -176,34 +176,39 @@ static void fit_sets(const double *xs, double *ys, int n, double *lat, double *b
     *lat = a;
 }
 
-smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
-                                void (*idle)(void *), void *ud, calib_sets *out, smoe_err *err)
+/* The sets timed: one layer of each kind at 1, 2 and 4 times its bytes,
+ * each with steps on the terms measured (near: within the host); *nset. */
+static smoe_status build_sets(smoe_rt *rt, const smoe_plan *plan, int per_node, int near,
+                              layer_set set[6], int *nset, smoe_err *err)
 {
-    out->used = 0;
-    const int near = nodes == 1; /* one host: the within-node terms, on any mesh */
-    if (out->bw <= 0 || (near ? per_node < 2 : !same_mesh(&plan->mesh, nodes, per_node)))
-        return SMOE_OK;
     static const int64_t scale[3] = { 1, 2, 4 };
-    layer_set set[6];
-    int nset = 0;
     smoe_status s = SMOE_OK;
+    *nset = 0;
     for (int kind = 0; kind < 2 && !s; kind++)
         for (int k = 0; k < 3 && !s; k++) {
-            s = build_set(rt, plan, kind, per_node, scale[k], &set[nset], err);
-            if (s || (near ? set[nset].near_steps : set[nset].far_steps) <= 0)
-                free_set(&set[nset]);
+            layer_set *L = &set[*nset];
+            s = build_set(rt, plan, kind, per_node, scale[k], L, err);
+            if (s || (near ? L->near_steps : L->far_steps) <= 0)
+                free_set(L);
             else
-                nset++;
+                (*nset)++;
         }
-    /* the sets take turns rep by rep, each's gathers then its reductions
-     * (one unmeasured round first), so a change of the shared machine's
-     * load falls on all of them; the slowest rank's mean. The mean, not the
-     * median: on a shared machine one set in a few takes several times the
-     * others (a rank descheduled), and a step's wait, whose median training
-     * reports, is the sum of a dozen such sets, near the sum of their
-     * means. */
-    double mean[12] = { 0 }; /* [j] the gathers, [6 + j] the reductions */
+    return s;
+}
+
+/* The sets take turns rep by rep, each's gathers then its reductions
+ * (one unmeasured round first), so a change of the shared machine's load
+ * falls on all of them; the slowest rank's mean. The mean, not the
+ * median: on a shared machine one set in a few takes several times the
+ * others (a rank descheduled), and a step's wait, whose median training
+ * reports, is the sum of a dozen such sets, near the sum of their means.
+ * mean[j]: set j's gathers, mean[6 + j] its reductions; *cpu_share: the
+ * ranks' CPU time in them over their wall time. */
+static smoe_status time_sets(smoe_rt *rt, layer_set set[6], int nset, void (*idle)(void *),
+                             void *ud, double mean[12], double *cpu_share, smoe_err *err)
+{
     double busy[2] = { 0, 0 }; /* this rank's CPU and wall seconds in them */
+    smoe_status s = SMOE_OK;
     for (int r = -1; r < REPS && !s; r++)
         for (int j = 0; j < nset && !s; j++) {
             double cpu = 0, t = run_set(rt, &set[j], idle, ud, &cpu);
@@ -219,41 +224,62 @@ smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, i
         smoe_rt_allreduce_max_f64(rt, mean, 12);
         smoe_rt_allreduce_sum_f64(rt, busy, 2);
     }
-    out->cpu_share = busy[1] > 0 ? busy[0] / busy[1] : 0;
+    *cpu_share = busy[1] > 0 ? busy[0] / busy[1] : 0;
     if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
-        fprintf(stderr, "layer sets: the ranks' CPU time over their wall time %.3f\n",
-                out->cpu_share);
+        fprintf(stderr, "layer sets: the ranks' CPU time over their wall time %.3f\n", *cpu_share);
+    return s;
+}
+
+/* Lines through the sets' (bytes, seconds) per step for the gathers and
+ * the reductions into out; out->used when at least two sets were timed. */
+static void fit_all(smoe_rt *rt, const layer_set set[6], int nset, int near,
+                    const double mean[12], calib_sets *out)
+{
     double xs[6], ys[6], yr[6], one = 0; /* one: a step of the model's own layers */
     int n = 0, n1 = 0;
     for (int j = 0; j < nset; j++) {
-        if (!s) {
-            double bytes = near ? set[j].near_bytes : set[j].far_bytes;
-            double steps = near ? set[j].near_steps : set[j].far_steps;
-            xs[n] = bytes / steps;
-            if (set[j].scale == 1) {
-                one += xs[n];
-                n1++;
-            }
-            ys[n] = mean[j] / steps;
-            yr[n++] = mean[6 + j] / steps;
-            if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
-                fprintf(stderr, "layer gathers %s: %d gathers, %.0f bytes %s, %.0f steps: %.1f us, "
-                        "their reductions %.1f us\n", set[j].what, set[j].n, bytes,
-                        near ? "within the host" : "from other hosts", steps, mean[j] * 1e6,
-                        mean[6 + j] * 1e6);
+        double bytes = near ? set[j].near_bytes : set[j].far_bytes;
+        double steps = near ? set[j].near_steps : set[j].far_steps;
+        xs[n] = bytes / steps;
+        if (set[j].scale == 1) {
+            one += xs[n];
+            n1++;
         }
-        free_set(&set[j]);
+        ys[n] = mean[j] / steps;
+        yr[n++] = mean[6 + j] / steps;
+        if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
+            fprintf(stderr, "layer gathers %s: %d gathers, %.0f bytes %s, %.0f steps: %.1f us, "
+                    "their reductions %.1f us\n", set[j].what, set[j].n, bytes,
+                    near ? "within the host" : "from other hosts", steps, mean[j] * 1e6,
+                    mean[6 + j] * 1e6);
     }
-    if (s)
-        return s;
     if (n < 2)
-        return SMOE_OK;
+        return;
     out->step_bytes = n1 ? one / n1 : 0;
     fit_sets(xs, ys, n, &out->lat, &out->bw);
     out->reduce_bw = out->bw; /* kept where the reductions' fit finds no slope */
     fit_sets(xs, yr, n, &out->reduce_lat, &out->reduce_bw);
     out->used = 1;
-    return SMOE_OK;
+}
+
+smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
+                                void (*idle)(void *), void *ud, calib_sets *out, smoe_err *err)
+{
+    out->used = 0;
+    const int near = nodes == 1; /* one host: the within-node terms, on any mesh */
+    if (out->bw <= 0 || (near ? per_node < 2 : !same_mesh(&plan->mesh, nodes, per_node)))
+        return SMOE_OK;
+    layer_set set[6];
+    int nset;
+    double mean[12] = { 0 };
+    smoe_status s = build_sets(rt, plan, per_node, near, set, &nset, err);
+    if (!s)
+        s = time_sets(rt, set, nset, idle, ud, mean, &out->cpu_share, err);
+    if (!s)
+        fit_all(rt, set, nset, near, mean, out);
+    for (int j = 0; j < nset; j++)
+        free_set(&set[j]);
+    return s;
 }
 
 smoe_status calib_layer_figures(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
