@@ -35,7 +35,7 @@ typedef struct loader {
     const cfg_fields *fields; /* MaxText's MaxTextConfig fields */
 } loader;
 
-static int file_exists(const char *p) { return access(p, R_OK) == 0; }
+int cfg_file_exists(const char *p) { return access(p, R_OK) == 0; }
 
 static const char *dir_of(smoe_arena *a, const char *path)
 {
@@ -47,17 +47,15 @@ static const char *dir_of(smoe_arena *a, const char *path)
     return smoe_arena_strndup(a, path, (size_t)(slash - path));
 }
 
-/* Record a file the config was read from (the list smoe_config_sources
- * returns): never dropped silently. */
-static smoe_status add_source(loader *L, const char *path, smoe_err *err)
+smoe_status cfg_add_source(smoe_config *c, smoe_arena *a, const char *path, smoe_err *err)
 {
-    const char *file = smoe_arena_strdup(L->a, path);
+    const char *file = smoe_arena_strdup(a, path);
     if (!file)
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    if (L->c->n_files == (int)(sizeof L->c->files / sizeof L->c->files[0]))
+    if (c->n_files == (int)(sizeof c->files / sizeof c->files[0]))
         return smoe_err_in(err, SMOE_EINVAL, path, "more than %d config files in one config",
-                           (int)(sizeof L->c->files / sizeof L->c->files[0]));
-    L->c->files[L->c->n_files++] = file;
+                           (int)(sizeof c->files / sizeof c->files[0]));
+    c->files[c->n_files++] = file;
     return SMOE_OK;
 }
 
@@ -72,7 +70,7 @@ static smoe_status load_chain(loader *L, const char *path, int depth,
         return smoe_err_at(err, SMOE_EINVAL, from,
                            "base_config chain deeper than %d (a cycle?)",
                            MAX_INHERIT);
-    if (!file_exists(path)) {
+    if (!cfg_file_exists(path)) {
         if (from.file)
             return smoe_err_at(err, SMOE_ENOTFOUND, from,
                                "base_config file '%s' not found", path);
@@ -93,14 +91,14 @@ static smoe_status load_chain(loader *L, const char *path, int depth,
         const char *p = parent->str;
         if (p[0] != '/') {
             const char *cand = smoe_arena_printf(L->a, "%s/%s", dir_of(L->a, path), p);
-            if (!file_exists(cand) && L->c->dir)
+            if (!cfg_file_exists(cand) && L->c->dir)
                 cand = smoe_arena_printf(L->a, "%s/%s", L->c->dir, p);
             p = cand;
         }
         if ((s = load_chain(L, p, depth + 1, out, parent->loc, err)))
             return s;
     }
-    if ((s = add_source(L, path, err)))
+    if ((s = cfg_add_source(L->c, L->a, path, err)))
         return s;
     for (int i = 0; i < root->n; i++)
         if (strcmp(root->keys[i], "base_config") != 0 &&
@@ -363,7 +361,7 @@ static const smoe_node *early_value(const loader *L, const char *key,
     return cfg_map_get(&L->base, key);
 }
 
-static int looks_like_file(const char *s)
+int cfg_looks_like_file(const char *s)
 {
     size_t n = strlen(s);
     return strchr(s, '/') || (n > 4 && strcmp(s + n - 4, ".yml") == 0) ||
@@ -376,9 +374,9 @@ static smoe_status load_model(loader *L, const smoe_config_opts *o,
     const char *path = NULL, *where = NULL;
     if (o->model) {
         where = smoe_arena_printf(L->a, "argument '--model %s'", o->model);
-        if (looks_like_file(o->model)) {
+        if (cfg_looks_like_file(o->model)) {
             path = o->model;
-            if (!file_exists(path))
+            if (!cfg_file_exists(path))
                 return smoe_err_in(err, SMOE_ENOTFOUND, where,
                                    "model file '%s' not found", path);
         } else {
@@ -410,7 +408,7 @@ static smoe_status load_model(loader *L, const smoe_config_opts *o,
             where = smoe_arena_strdup(L->a, smoe_loc_format(mn->loc, buf, sizeof buf));
         }
         path = smoe_arena_printf(L->a, "%s/models/%s.yml", L->c->dir, name);
-        if (strchr(name, '/') || !file_exists(path))
+        if (strchr(name, '/') || !cfg_file_exists(path))
             return smoe_err_in(err, SMOE_ENOTFOUND, where,
                                "unknown model '%s': no models/%s.yml in %s",
                                name, name, L->c->dir);
@@ -419,7 +417,7 @@ static smoe_status load_model(loader *L, const smoe_config_opts *o,
     smoe_status s = smoe_yaml_load_file(L->a, path, &root, err);
     if (s)
         return s;
-    if ((s = add_source(L, path, err)))
+    if ((s = cfg_add_source(L->c, L->a, path, err)))
         return s;
     L->model_file = path;
     L->model_where = where;
@@ -594,119 +592,6 @@ static smoe_status merge(loader *L, smoe_err *err)
     return SMOE_OK;
 }
 
-/* The rules file to apply: --rules FILE (a name sets
- * custom_mesh_and_rule), else the config's custom_mesh_and_rule name in
- * the config directory; *path NULL when there is none. */
-static smoe_status rules_path(loader *L, const smoe_config_opts *o, const char **path,
-                              smoe_err *err)
-{
-    smoe_config *c = L->c;
-    const char *where = NULL;
-    *path = NULL;
-    if (o->rules) {
-        where = smoe_arena_printf(L->a, "argument '--rules %s'", o->rules);
-        if (looks_like_file(o->rules)) {
-            *path = o->rules;
-            return file_exists(o->rules) ? SMOE_OK
-                                         : smoe_err_in(err, SMOE_ENOTFOUND, where,
-                                                       "rule file '%s' not found", o->rules);
-        }
-        smoe_loc l = { where, 0, 0 };
-        smoe_node *v = cfg_scalar(L->a, o->rules, l);
-        if (!v || cfg_map_set(L->a, &c->values, "custom_mesh_and_rule", v))
-            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    }
-    const smoe_node *n = cfg_map_get(&c->values, "custom_mesh_and_rule");
-    if (!n || smoe_node_type(n) == SMOE_T_NULL)
-        return SMOE_OK;
-    if (n->kind != SMOE_NODE_SCALAR)
-        return smoe_err_at(err, SMOE_EINVAL, n->loc, "custom_mesh_and_rule must be a name");
-    if (!n->str[0])
-        return SMOE_OK;
-    const override *ov = find_override(L, "custom_mesh_and_rule");
-    char buf[320];
-    if (!where)
-        where = ov ? ov->where : smoe_arena_strdup(L->a, smoe_loc_format(n->loc, buf, sizeof buf));
-    const char *p = smoe_arena_printf(L->a, "%s/custom_mesh_and_rule/%s.yml", c->dir, n->str);
-    if (strchr(n->str, '/') || !file_exists(p))
-        return smoe_err_in(err, SMOE_ENOTFOUND, where,
-                           "unknown rule set '%s': no custom_mesh_and_rule/%s.yml in %s", n->str,
-                           n->str, c->dir);
-    *path = p;
-    return SMOE_OK;
-}
-
-/* MaxText applies these three from a rules file (types.py
- * set_derived_and_validate_values) and ignores the rest; a key it would
- * ignore is refused rather than dropped unsaid, but context_sharding,
- * which its own shard-exp-on-fsdp.yml carries, is inferred from the rules
- * (apply_custom) as MaxText infers it. */
-static const char *const k_replaced[] = { "mesh_axes", "logical_axis_rules", "data_sharding" };
-
-static smoe_status check_rules_keys(const smoe_node *root, smoe_err *err)
-{
-    for (int i = 0; i < root->n; i++) {
-        const char *k = root->keys[i];
-        if (strcmp(k, k_replaced[0]) && strcmp(k, k_replaced[1]) && strcmp(k, k_replaced[2]) &&
-            strcmp(k, "context_sharding"))
-            return smoe_err_at(err, SMOE_EINVAL, root->key_locs[i],
-                               "'%s' in a custom_mesh_and_rule file: MaxText applies only "
-                               "mesh_axes, logical_axis_rules and data_sharding from it (set "
-                               "other keys in the config)", k);
-    }
-    return SMOE_OK;
-}
-
-/* context_sharding follows the first axis of the activation_length rule. */
-static smoe_status infer_context_sharding(loader *L, smoe_err *err)
-{
-    smoe_config *c = L->c;
-    for (int i = 0; i < c->rules.n; i++) {
-        if (strcmp(c->rules.r[i].name, "activation_length") != 0)
-            continue;
-        if (c->rules.r[i].value.n > 0) {
-            smoe_node *v = cfg_scalar(L->a, c->rules.r[i].value.ax[0], c->rules.r[i].loc);
-            if (!v || cfg_map_set(L->a, &c->values, "context_sharding", v))
-                return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-        }
-        break;
-    }
-    return SMOE_OK;
-}
-
-static smoe_status apply_custom(loader *L, const smoe_config_opts *o, smoe_err *err)
-{
-    smoe_config *c = L->c;
-    const char *path;
-    smoe_node *root;
-    smoe_status s;
-    if ((s = rules_path(L, o, &path, err)) || !path)
-        return s;
-    if ((s = smoe_yaml_load_file(L->a, path, &root, err)) || (s = add_source(L, path, err)))
-        return s;
-    if (root->kind != SMOE_NODE_MAP)
-        return smoe_err_at(err, SMOE_EINVAL, root->loc,
-                           "a custom_mesh_and_rule file must be a mapping");
-    if ((s = check_rules_keys(root, err)))
-        return s;
-    for (int i = 0; i < 3; i++) {
-        const smoe_node *v = smoe_node_get(root, k_replaced[i]);
-        if (!v)
-            continue;
-        if (i == 1) {
-            smoe_rules r;
-            if ((s = cfg_rules_from_node(L->a, v, &r, err)))
-                return s;
-            c->rules = r;
-        } else if (v->kind != SMOE_NODE_SEQ) {
-            return smoe_err_at(err, SMOE_EINVAL, v->loc, "%s must be a list", k_replaced[i]);
-        }
-        if (cfg_map_set(L->a, &c->values, k_replaced[i], v))
-            return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
-    }
-    return infer_context_sharding(L, err);
-}
-
 smoe_status smoe_config_load(const smoe_config_opts *opts, smoe_config **out,
                              smoe_err *err)
 {
@@ -748,7 +633,8 @@ smoe_status smoe_config_load(const smoe_config_opts *opts, smoe_config **out,
         goto fail;
     if ((s = merge(&L, err)))
         goto fail;
-    if ((s = apply_custom(&L, opts, err)))
+    const override *rov = find_override(&L, "custom_mesh_and_rule");
+    if ((s = cfg_apply_rules_file(c, a, opts->rules, rov ? rov->where : NULL, err)))
         goto fail;
     if ((s = cfg_pipeline_fixups(L.c, L.a, err)))
         goto fail;
@@ -794,7 +680,7 @@ const char *smoe_config_default_dir(void)
     for (int i = 0; i < 3; i++) {
         char cand[4096 + 64];
         snprintf(cand, sizeof cand, "%s/%s/base.yml", exe, rel[i]);
-        if (file_exists(cand)) {
+        if (cfg_file_exists(cand)) {
             size_t len = strlen(cand) - strlen("/base.yml");
             if (len >= sizeof found)
                 return NULL;

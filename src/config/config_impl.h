@@ -45,6 +45,21 @@ smoe_status cfg_rules_from_node(smoe_arena *a, const smoe_node *n,
 /* A node that is a plain scalar with the given text (arena). */
 smoe_node *cfg_scalar(smoe_arena *a, const char *text, smoe_loc loc);
 
+/* ---- config assembly's shared steps (config.c) ---- */
+int cfg_file_exists(const char *path);
+/* Is a --model / --rules argument a file (a '/' or a .yml/.yaml name)? */
+int cfg_looks_like_file(const char *s);
+/* Record a file the config was read from (the list smoe_config_sources
+ * returns): never dropped silently. */
+SMOE_MUST_CHECK
+smoe_status cfg_add_source(smoe_config *c, smoe_arena *a, const char *path, smoe_err *err);
+/* Apply the custom_mesh_and_rule file (rules_file.c): `rules` is --rules
+ * (a file or a rule-set name; NULL: the config's custom_mesh_and_rule),
+ * ov_where where an override set custom_mesh_and_rule (NULL: none). */
+SMOE_MUST_CHECK
+smoe_status cfg_apply_rules_file(smoe_config *c, smoe_arena *a, const char *rules,
+                                 const char *ov_where, smoe_err *err);
+
 /* ---- MaxText's config fields (fields.c; table in data/maxtext/) ---- */
 typedef struct cfg_field {
     const char *name;        /* "rope_factor"; nested: "lora.lora_rank" */
