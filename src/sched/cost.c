@@ -324,10 +324,9 @@ static smoe_status check_shape(const smoe_config *cfg, const smoe_plan *plan, co
      * hosts whatever the profile's host size (placement.c), and something
      * crosses them in every step (gathers over a dcn fsdp axis, the
      * gradients' all-reduce over a dcn data axis). */
-    if (hw->kind == SMOE_HW_CPU && strcmp(hw->cpu.progress, "calls") == 0 &&
-        smoe_mesh_slices(&plan->mesh) > 1)
-        return calls_across_hosts(plan, hw, err);
-    if (hw->kind == SMOE_HW_CPU && strcmp(hw->cpu.progress, "calls") == 0)
+    if (hw->kind == SMOE_HW_CPU && strcmp(hw->cpu.progress, "calls") == 0) {
+        if (smoe_mesh_slices(&plan->mesh) > 1)
+            return calls_across_hosts(plan, hw, err);
         for (int i = 0; i < plan->n; i++) {
             double fb, fs;
             if (plan->w[i].kind != SMOE_ENTRY_PARAM)
@@ -336,6 +335,7 @@ static smoe_status check_shape(const smoe_config *cfg, const smoe_plan *plan, co
             if (fs > 0)
                 return calls_across_hosts(plan, hw, err);
         }
+    }
     if (d->experts > 0 && d->topk > d->experts) /* as smoe train refuses it */
         return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "num_experts_per_tok"),
                            "num_experts_per_tok = %lld exceeds num_experts = %lld",
