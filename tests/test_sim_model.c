@@ -14,30 +14,43 @@
 
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-9)
 
+typedef smoe_status (*shape_reader)(const smoe_config *, const smoe_hw *, smoe_sim_shape *,
+                                    smoe_err *);
+
+/* cfg's plan and step model on tpu7x (16 devices) at the shape sh, its
+ * keys read into sh by `read` (smoe_sim_dtypes or smoe_sim_keys); NULL
+ * when refused (its message in msg). Frees cfg. */
+static smoe_sim_model *build_on_tpu7x(const char *cfgdir, smoe_config *cfg, shape_reader read,
+                                      smoe_sim_shape sh, char *msg, size_t cap)
+{
+    smoe_err err;
+    smoe_sim_model *m = NULL;
+    char hwf[1024];
+    snprintf(hwf, sizeof hwf, "%s/hardware/tpu7x.yml", cfgdir);
+    smoe_hw hw;
+    smoe_plan *p = NULL;
+    msg[0] = '\0';
+    if (cfg && smoe_hw_load(hwf, &hw, &err) == SMOE_OK && read(cfg, &hw, &sh, &err) == SMOE_OK) {
+        smoe_plan_opts po = { 16, 1, NULL, sh.dtype_bytes };
+        if (smoe_plan_build(cfg, &po, &p, &err) == SMOE_OK &&
+            smoe_sim_model_build(cfg, p, &hw, &sh, &m, &err) != SMOE_OK)
+            snprintf(msg, cap, "%s", err.msg);
+    } else if (cfg) {
+        snprintf(msg, cap, "%s", err.msg);
+    }
+    smoe_plan_free(p);
+    smoe_config_free(cfg);
+    return m;
+}
+
 /* One build of deepseek2-16b on tpu7x (1 x 2048 tokens per device) with
  * the override ov; NULL when refused (its message in msg). */
 static smoe_sim_model *build_with(const char *cfgdir, const char *ov, char *msg, size_t cap)
 {
     const char *o[2] = { "ici_expert_parallelism=2", ov };
-    smoe_config *cfg = load_deepseek(cfgdir, o, ov ? 2 : 1);
-    smoe_err err;
-    smoe_sim_model *m = NULL;
-    msg[0] = '\0';
-    char hwf[1024];
-    snprintf(hwf, sizeof hwf, "%s/hardware/tpu7x.yml", cfgdir);
-    smoe_hw hw;
-    smoe_plan *p = NULL;
     smoe_sim_shape sh = { .batch = 1, .seq = 2048, .remat = SMOE_REMAT_FULL };
-    if (cfg && smoe_hw_load(hwf, &hw, &err) == SMOE_OK &&
-        smoe_sim_dtypes(cfg, &hw, &sh, &err) == SMOE_OK) {
-        smoe_plan_opts po = { 16, 1, NULL, sh.dtype_bytes };
-        if (smoe_plan_build(cfg, &po, &p, &err) == SMOE_OK &&
-            smoe_sim_model_build(cfg, p, &hw, &sh, &m, &err) != SMOE_OK)
-            snprintf(msg, cap, "%s", err.msg);
-    }
-    smoe_plan_free(p);
-    smoe_config_free(cfg);
-    return m;
+    return build_on_tpu7x(cfgdir, load_deepseek(cfgdir, o, ov ? 2 : 1), smoe_sim_dtypes, sh, msg,
+                          cap);
 }
 
 /* num_vocab_tiling (MaxText vocab_tiling_linen_loss): one tile's logits
@@ -85,26 +98,8 @@ static smoe_sim_model *build_shape(const char *cfgdir, const char *model, const 
     const char *o[8] = { "ici_expert_parallelism=2" };
     for (int i = 0; i < n && i < 7; i++)
         o[i + 1] = ov[i];
-    smoe_config *cfg = load_model(cfgdir, model, o, n + 1);
-    smoe_err err;
-    smoe_sim_model *m = NULL;
-    char hwf[1024];
-    snprintf(hwf, sizeof hwf, "%s/hardware/tpu7x.yml", cfgdir);
-    smoe_hw hw;
-    smoe_plan *p = NULL;
-    msg[0] = '\0';
-    if (cfg && smoe_hw_load(hwf, &hw, &err) == SMOE_OK &&
-        smoe_sim_keys(cfg, &hw, &sh, &err) == SMOE_OK) {
-        smoe_plan_opts po = { 16, 1, NULL, sh.dtype_bytes };
-        if (smoe_plan_build(cfg, &po, &p, &err) == SMOE_OK &&
-            smoe_sim_model_build(cfg, p, &hw, &sh, &m, &err) != SMOE_OK)
-            snprintf(msg, cap, "%s", err.msg);
-    } else if (cfg) {
-        snprintf(msg, cap, "%s", err.msg);
-    }
-    smoe_plan_free(p);
-    smoe_config_free(cfg);
-    return m;
+    return build_on_tpu7x(cfgdir, load_model(cfgdir, model, o, n + 1), smoe_sim_keys, sh, msg,
+                          cap);
 }
 
 static smoe_sim_model *build_keys(const char *cfgdir, const char *const *ov, int n, char *msg,
