@@ -350,16 +350,24 @@ static void run_base(const sim_args *a, sim_rows *R, const smoe_hw *hw, const sm
     }
 }
 
-/* The scenario's variants: MaxText's path on their own plans. */
+/* The scenario's variants: MaxText's path on their own plans. Each starts
+ * from the shape as given (`in`: what the command line and the scenario
+ * fixed), so a variant's keys resolve what the rest leaves open (the
+ * dtypes, remat_policy, per_device_batch_size) as they would on the command
+ * line; the context axis must stay the run's. */
 static void run_variants(const sim_args *a, sim_rows *R, const smoe_hw *hw,
-                         const smoe_sim_shape *sh)
+                         const smoe_sim_shape *in, int64_t base_context)
 {
     const smoe_scenario *sc = &a->sc;
     for (int v = 0; v < sc->n_variants && R->n < MAX_RUNS - 1; v++) {
         smoe_plan *vp;
-        smoe_sim_shape vsh = *sh;
+        smoe_sim_shape vsh = *in;
         smoe_sim_model *vm = sim_build(&a->c, sc->variants[v].rules, sc->variants[v].overrides,
                                        sc->variants[v].n_overrides, hw, &vsh, &vp, NULL);
+        if (vsh.context != base_context)
+            cli_usage_error(NULL, "variant '%s' changes the context axis (%lld ways, the run's "
+                            "%lld)", sc->variants[v].name, (long long)vsh.context,
+                            (long long)base_context);
         smoe_sim_sched sd;
         memset(&sd, 0, sizeof sd);
         sd.executor = R->mx;
@@ -372,12 +380,13 @@ static void run_variants(const sim_args *a, sim_rows *R, const smoe_hw *hw,
     }
 }
 
-/* Combination ci's shape: each fact's value where the command line set
- * none (the value index per fact into out->idx). */
-static smoe_sim_shape reading_shape(const sim_args *a, const smoe_sim_shape *sh, int ci,
+/* Combination ci's shape: the shape as given (`in`, unresolved) with each
+ * fact's value where the command line set none (the value index per fact
+ * into out->idx). */
+static smoe_sim_shape reading_shape(const sim_args *a, const smoe_sim_shape *in, int ci,
                                     sim_reading_rows *out)
 {
-    smoe_sim_shape x = *sh;
+    smoe_sim_shape x = *in;
     for (int f = 0; f < a->sc.n_facts; f++) {
         const smoe_scn_fact *ft = &a->sc.facts[f];
         int j = ci % ft->n;
@@ -388,7 +397,7 @@ static smoe_sim_shape reading_shape(const sim_args *a, const smoe_sim_shape *sh,
         int64_t v = (int64_t)ft->value[j];
         switch (ft->key) {
         case SMOE_FACT_SEQ: x.seq = v; break;
-        case SMOE_FACT_BATCH: x.batch = v * (x.context > 1 ? x.context : 1); break;
+        case SMOE_FACT_BATCH: x.batch = v; break;
         case SMOE_FACT_DTYPE_BYTES: x.dtype_bytes = (int)v; break;
         case SMOE_FACT_MX_GATHER: x.mx_gather_bytes = (int)v; break;
         }
@@ -397,9 +406,11 @@ static smoe_sim_shape reading_shape(const sim_args *a, const smoe_sim_shape *sh,
 }
 
 /* The scenario's rows (base and variants) under every combination of its
- * readings, untraced. A fact the command line set keeps its value. */
+ * readings, untraced. A fact the command line set keeps its value; the rest
+ * of the shape resolves from the configuration under each combination (a
+ * stored dtype's gradients and moments follow it, as smoe_sim_dtypes). */
 static void run_readings(const sim_args *a, sim_rows *R, const smoe_hw *hw,
-                         const smoe_sim_shape *sh)
+                         const smoe_sim_shape *in)
 {
     static sim_rows X;
     sim_args b = *a;
@@ -409,14 +420,14 @@ static void run_readings(const sim_args *a, sim_rows *R, const smoe_hw *hw,
         combos *= a->fixed[a->sc.facts[f].key] ? 1 : a->sc.facts[f].n;
     for (int ci = 0; a->sc.n_facts && ci < combos; ci++) {
         sim_reading_rows *out = &R->rd.r[R->rd.n++];
-        smoe_sim_shape xs = reading_shape(a, sh, ci, out);
+        smoe_sim_shape xin = reading_shape(a, in, ci, out), xs = xin;
         smoe_plan *p;
         memset(&X, 0, sizeof X);
         smoe_sim_model *m = sim_build(&b.c, NULL, NULL, 0, hw, &xs, &p, NULL);
         if (a->profile)
             apply_profile(m, R->prof, R->prof_n);
         run_base(&b, &X, hw, m);
-        run_variants(&b, &X, hw, &xs);
+        run_variants(&b, &X, hw, &xin, xs.context);
         out->n = X.n;
         for (int i = 0; i < X.n; i++) {
             snprintf(out->name[i], sizeof out->name[i], "%s", X.runs[i].name);
@@ -616,13 +627,14 @@ int cmd_sim(int argc, char **argv)
     const char *hwf;
     load_hw(&a, &hw, path, sizeof path, &hwf, &sh);
     smoe_plan *plan;
+    const smoe_sim_shape in = sh; /* as given; sim_build resolves sh */
     smoe_sim_model *m = sim_build(&a.c, NULL, NULL, 0, &hw, &sh, &plan, &R.facts);
     if (a.profile)
         load_profile(&a, m, R.prof, R.prof_n);
     run_base(&a, &R, &hw, m);
-    run_variants(&a, &R, &hw, &sh);
+    run_variants(&a, &R, &hw, &in, sh.context);
     run_budget(&a, &R, m);
-    run_readings(&a, &R, &hw, &sh);
+    run_readings(&a, &R, &hw, &in);
     if (a.c.json)
         print_json(&a, &R, &hw, plan, &sh);
     else

@@ -36,12 +36,6 @@ static void context_shape(const smoe_config *cfg, const smoe_plan *p, double pdb
 {
     smoe_err err;
     int64_t cp = smoe_mesh_axis_size(&p->mesh, "context");
-    if (sh->context > 0) {
-        if (cp != sh->context)
-            cli_usage_error(NULL, "a variant changes the context axis (%lld ways, the run's %lld)",
-                            (long long)cp, (long long)sh->context);
-        return;
-    }
     double b = pdbs > 0 ? pdbs * (double)cp : (double)sh->batch * (double)cp;
     if (!(b >= 1 && b <= (double)SMOE_SIM_MAX_BATCH && b == (double)(int64_t)b)) {
         smoe_err_at(&err, SMOE_EINVAL, smoe_config_loc(cfg, "per_device_batch_size"),

@@ -46,8 +46,47 @@ grep -q ': 2 combinations$' "$dir/seq.txt" &&
 tr -d ' \n\t' <"$dir/seed.json" | grep -q '"readings":{"facts":{"seq_len":\[{"value":"8192","source":' &&
   tr -d ' \n\t' <"$dir/seed.json" | grep -q '"envelope":{"baseline":{"step_ms":\[' &&
   ok "JSON: facts, combinations, envelope" || bad "the JSON has no readings"
-# refusals: one line at the scenario's file:line:col, exit 2
 base="$SMOE_CONFIG_DIR/scenarios/seed.yml"
+# SED: the seed with its readings and variants replaced by FILE's block
+with_block() { # BLOCKFILE OUT
+  awk -v f="$1" '/^readings:/ { while ((getline l < f) > 0) print l; skip = 1; next }
+       skip && /^# as reported/ { skip = 0 } !skip' "$base" >"$2"
+}
+# FIELD of ROW in the Nth "schedules" object of a JSON FILE (1: the main
+# table's; 2, 3...: the readings' combinations in order)
+field() { # FILE N ROW FIELD
+  tr -d ' \n\t' <"$1" | sed 's/"schedules":/\n/g' | sed -n "$(($2 + 1))p" |
+    grep -o "\"$3\":{[^}]*" | head -1 | grep -o "\"$4\":[^,}]*" | cut -d: -f2
+}
+# A stored-dtype reading resolves the gradients and moments from it, as the
+# same dtype on the command line does (oracle: --dtype-bytes 2's table)
+printf 'readings:\n  dtype_bytes:\n    - {value: 4, source: a}\n    - {value: 2, source: b}\n' \
+  >"$dir/dt.block"
+with_block "$dir/dt.block" "$dir/dt.yml"
+"$smoe" sim --scenario "$dir/dt.yml" --json >"$dir/dt.json" || bad "dtype_bytes readings"
+"$smoe" sim --scenario "$dir/dt.yml" --dtype-bytes 2 --json >"$dir/dt2.json" || bad "--dtype-bytes 2"
+for r in baseline prefetch uniform_depth_1; do
+  got="$(field "$dir/dt.json" 3 $r step_ms) $(field "$dir/dt.json" 3 $r exposed_gather_ms)"
+  got="$got $(field "$dir/dt.json" 3 $r peak_hbm_gib | awk '{ printf "%.6f", $1 }')"
+  want="$(field "$dir/dt2.json" 1 $r step_ms) $(field "$dir/dt2.json" 1 $r exposed_gather_ms)"
+  want="$want $(field "$dir/dt2.json" 1 $r peak_hbm_bytes | awk '{ printf "%.6f", $1 / 2^30 }')"
+  [ "$got" = "$want" ] && [ "$got" != "$(field "$dir/dt.json" 2 $r step_ms)" ] &&
+    ok "dtype_bytes=2 reading: $r as --dtype-bytes 2" ||
+    bad "dtype_bytes=2 reading, $r: '$got', --dtype-bytes 2: '$want'"
+done
+# A variant's keys resolve what the scenario leaves open, as on the command
+# line (oracle: the prefetch row with the same key given there)
+printf 'variants:\n  wbf16:\n    overrides: [weight_dtype=bfloat16]\n' >"$dir/v.block"
+with_block "$dir/v.block" "$dir/v.yml"
+"$smoe" sim --scenario "$dir/v.yml" --json >"$dir/v.json" || bad "a weight_dtype variant"
+"$smoe" sim --scenario "$dir/v.yml" weight_dtype=bfloat16 --json >"$dir/v2.json" ||
+  bad "weight_dtype=bfloat16"
+for f in step_ms exposed_gather_ms peak_hbm_bytes; do
+  got=$(field "$dir/v.json" 1 wbf16 $f) want=$(field "$dir/v2.json" 1 prefetch $f)
+  [ -n "$want" ] && [ "$got" = "$want" ] && [ "$got" != "$(field "$dir/v.json" 1 prefetch $f)" ] &&
+    ok "a variant's weight_dtype is applied: $f" || bad "variant weight_dtype, $f: '$got', want '$want'"
+done
+# refusals: one line at the scenario's file:line:col, exit 2
 refused() { # NAME SED PATTERN
   sed "$2" "$base" >"$dir/$1.yml"
   "$smoe" sim --scenario "$dir/$1.yml" >/dev/null 2>"$dir/err"
