@@ -82,12 +82,20 @@ for f in "$@"; do
   fi
   # a refusal is one line; the build directory's paths are shown relative
   why=$(sed -e 's/^smoe: //' -e "s|$build/||g" -e 's/|/\\|/g' "$tmp/err")
+  # an error in the file is the file's fault, except one named at a
+  # KEY=VALUE entry of its overrides: a MaxText key smoe sim refuses
+  at=$(printf '%s\n' "$why" | sed -n "s|^$f:\([0-9]*\):\([0-9]*\): .*|\1 \2|p")
+  entry=
+  [ -n "$at" ] && entry=$(sed -n "${at% *}p" "$f" | cut -c"${at#* }"- |
+    grep '^[A-Za-z_][A-Za-z0-9_]*=' || true)
   case $why in
-    "$f":* | *"unknown model"* | *"no hardware profile"*)
-      echo "$f: malformed run file: $why" >&2
-      bad=1
-      continue ;;
+    *"unknown model"* | *"no hardware profile"*) at=malformed ;;
   esac
+  if [ -n "$at" ] && [ -z "$entry" ]; then
+    echo "$f: malformed run file: $why" >&2
+    bad=1
+    continue
+  fi
   if [ "$rc" -gt 2 ] || [ "$(wc -l <"$tmp/err")" -ne 1 ]; then
     echo "$f: smoe sim failed (exit $rc): $(head -c 400 "$tmp/err")" >&2
     bad=1

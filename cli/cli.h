@@ -28,6 +28,8 @@ typedef struct cli_common {
     int json;
     int n_kv;
     const char **kv; /* KEY=VALUE overrides */
+    const char **kv_where; /* NULL, or [n_kv]: where each came from (NULL:
+                              the command line; smoe_config_opts) */
     const char *devices_where; /* where --devices came from when not the
                                   command line (a scenario's file:line:col) */
 } cli_common;
@@ -121,6 +123,8 @@ const char *cli_named_file(const char *arg, const char *sub, char *buf, size_t n
 SMOE_MUST_CHECK
 smoe_status cli_hardware_check(const char *arg, const char *path, const char *where,
                                smoe_err *err);
+/* Whether one of the n KEY=VALUE strings sets key. */
+int cli_kv_sets(const char *const *kv, int n, const char *key);
 /* The config loader's options from common options (base, model, rules,
  * KEY=VALUE overrides, the environment's). */
 smoe_config_opts cli_config_opts(const cli_common *c);
@@ -293,13 +297,14 @@ typedef struct sim_run_facts {
     int unscanned;
 } sim_run_facts;
 /* The plan and step model of c's configuration with a variant's `rules`
- * (may be NULL) and `extra` keys (sim_build.c). The shape's unset parts (0)
+ * (may be NULL) and `extra` keys (where each is written: `extra_where`, may
+ * be NULL) (sim_build.c). The shape's unset parts (0)
  * come from the config: per_device_batch_size, max_target_length and the
  * keys the step model reads (smoe_sim_keys: the dtypes, remat_policy unless
  * --remat or the scenario chose); the plan is sized in the stored dtype.
  * `facts` (may be NULL) receives the configuration's. Dies on a refusal. */
 smoe_sim_model *sim_build(const cli_common *c, const char *rules, const char *const *extra,
-                          int n_extra, const smoe_hw *hw, smoe_sim_shape *shp,
+                          const char *const *extra_where, int n_extra, const smoe_hw *hw, smoe_sim_shape *shp,
                           smoe_plan **plan_out, sim_run_facts *facts);
 /* --calibrate (sim_calibrate.c): under mpirun, this machine measured as a
  * cpu-mpi profile written to `out` (NULL: stdout), the progress thread as

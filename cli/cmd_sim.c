@@ -136,6 +136,7 @@ typedef struct sim_args {
     smoe_scenario sc;
     smoe_arena *arena;
     const char **scn_over; /* the scenario's overrides, then the command line's */
+    const char **scn_where; /* [each] its FILE:LINE:COL, NULL: the command line */
     char dev_where[400];
 } sim_args;
 
@@ -238,9 +239,13 @@ static void apply_scenario(sim_args *a)
     cli_common *c = &a->c;
     if (smoe_scenario_load(a->arena, f, sc, &err))
         cli_die(&err);
-    a->fixed[SMOE_FACT_SEQ] = a->seq != 0;
-    a->fixed[SMOE_FACT_BATCH] = a->batch != 0;
-    a->fixed[SMOE_FACT_DTYPE_BYTES] = c->dtype_bytes != 0;
+    /* a fact the command line gives, by option or by its MaxText key, is not
+     * varied (the key must then agree with the scenario's value: sim_build) */
+    a->fixed[SMOE_FACT_SEQ] = a->seq != 0 || cli_kv_sets(c->kv, c->n_kv, "max_target_length");
+    a->fixed[SMOE_FACT_BATCH] =
+        a->batch != 0 || cli_kv_sets(c->kv, c->n_kv, "per_device_batch_size");
+    a->fixed[SMOE_FACT_DTYPE_BYTES] =
+        c->dtype_bytes != 0 || cli_kv_sets(c->kv, c->n_kv, "weight_dtype");
     a->fixed[SMOE_FACT_MX_GATHER] = a->mx_gather_bytes != 0;
     if (!c->model)
         c->model = sc->model;
@@ -262,12 +267,19 @@ static void apply_scenario(sim_args *a)
     if (a->depth < 0)
         a->depth = sc->prefetch_depth;
     int n = 0;
-    a->scn_over = cli_alloc((size_t)(sc->n_overrides + c->n_kv + 1) * sizeof *a->scn_over);
-    for (int i = 0; i < sc->n_overrides; i++)
+    size_t cap = (size_t)(sc->n_overrides + c->n_kv + 1);
+    a->scn_over = cli_alloc(cap * sizeof *a->scn_over);
+    a->scn_where = cli_alloc(cap * sizeof *a->scn_where);
+    for (int i = 0; i < sc->n_overrides; i++) {
+        a->scn_where[n] = sc->override_where[i];
         a->scn_over[n++] = sc->overrides[i];
-    for (int i = 0; i < c->n_kv; i++)
+    }
+    for (int i = 0; i < c->n_kv; i++) {
+        a->scn_where[n] = NULL;
         a->scn_over[n++] = c->kv[i];
+    }
     c->kv = a->scn_over;
+    c->kv_where = a->scn_where;
     c->n_kv = n;
 }
 
@@ -363,6 +375,7 @@ static void run_variants(const sim_args *a, sim_rows *R, const smoe_hw *hw,
         smoe_plan *vp;
         smoe_sim_shape vsh = *in;
         smoe_sim_model *vm = sim_build(&a->c, sc->variants[v].rules, sc->variants[v].overrides,
+                                       sc->variants[v].override_where,
                                        sc->variants[v].n_overrides, hw, &vsh, &vp, NULL);
         if (vsh.context != base_context)
             cli_usage_error(NULL, "variant '%s' changes the context axis (%lld ways, the run's "
@@ -423,7 +436,7 @@ static void run_readings(const sim_args *a, sim_rows *R, const smoe_hw *hw,
         smoe_sim_shape xin = reading_shape(a, in, ci, out), xs = xin;
         smoe_plan *p;
         memset(&X, 0, sizeof X);
-        smoe_sim_model *m = sim_build(&b.c, NULL, NULL, 0, hw, &xs, &p, NULL);
+        smoe_sim_model *m = sim_build(&b.c, NULL, NULL, NULL, 0, hw, &xs, &p, NULL);
         if (a->profile)
             apply_profile(m, R->prof, R->prof_n);
         run_base(&b, &X, hw, m);
@@ -628,7 +641,7 @@ int cmd_sim(int argc, char **argv)
     load_hw(&a, &hw, path, sizeof path, &hwf, &sh);
     smoe_plan *plan;
     const smoe_sim_shape in = sh; /* as given; sim_build resolves sh */
-    smoe_sim_model *m = sim_build(&a.c, NULL, NULL, 0, &hw, &sh, &plan, &R.facts);
+    smoe_sim_model *m = sim_build(&a.c, NULL, NULL, NULL, 0, &hw, &sh, &plan, &R.facts);
     if (a.profile)
         load_profile(&a, m, R.prof, R.prof_n);
     run_base(&a, &R, &hw, m);
@@ -649,5 +662,6 @@ int cmd_sim(int argc, char **argv)
     smoe_plan_free(plan);
     smoe_arena_free(a.arena);
     free(a.scn_over);
+    free(a.scn_where);
     return SMOE_EXIT_OK;
 }

@@ -200,6 +200,15 @@ smoe_status cli_hardware_check(const char *arg, const char *path, const char *wh
                        "--hardware FILE", path, path);
 }
 
+int cli_kv_sets(const char *const *kv, int n, const char *key)
+{
+    size_t k = strlen(key);
+    for (int i = 0; i < n; i++)
+        if (strncmp(kv[i], key, k) == 0 && kv[i][k] == '=')
+            return 1;
+    return 0;
+}
+
 smoe_config_opts cli_config_opts(const cli_common *c)
 {
     smoe_config_opts o;
@@ -209,6 +218,7 @@ smoe_config_opts cli_config_opts(const cli_common *c)
     o.rules = c->rules;
     o.n_overrides = c->n_kv;
     o.overrides = c->kv;
+    o.override_where = c->kv_where;
     o.use_env = 1;
     return o;
 }

@@ -7,6 +7,7 @@
 #include "smoe/train.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* A positive integer config key (the shape's defaults: per_device_batch_size,
  * max_target_length), or die naming it. */
@@ -113,19 +114,79 @@ static int64_t train_act_bytes(const smoe_config *cfg, const smoe_plan *p, const
     return smoe_train_act_bytes(&mc, &act, &err) ? 0 : act;
 }
 
+/* The shape facts a KEY=VALUE may restate, with the option that fixes each
+ * (the scenario's key beside it). */
+static const struct {
+    const char *key, *opt, *scn;
+} k_fixed[] = {
+    { "max_target_length", "--seq", "seq_len" },
+    { "per_device_batch_size", "--batch", "per_device_batch" },
+    { "weight_dtype", "--dtype-bytes", "dtype_bytes" },
+    { "remat_policy", "--remat", "remat" },
+};
+
+/* Whether cfg's value of k_fixed[i] agrees with the shape as given (1 where
+ * the shape leaves it open); dies on a value it cannot read. */
+static int agrees(const smoe_config *cfg, size_t i, const smoe_sim_shape *in, char *fixed,
+                  size_t cap)
+{
+    smoe_err err;
+    double v = 0;
+    const char *s = "";
+    int64_t want[] = { in->seq, in->batch, in->dtype_bytes, in->remat_set };
+    if (!want[i])
+        return 1;
+    if ((i < 2 && smoe_config_float(cfg, k_fixed[i].key, &v, &err)) ||
+        (i >= 2 && smoe_config_str(cfg, k_fixed[i].key, &s, &err)))
+        cli_die(&err);
+    if (i == 3)
+        snprintf(fixed, cap, "%s", smoe_sim_remat_name(in->remat));
+    else
+        snprintf(fixed, cap, "%lld", (long long)want[i]);
+    if (i == 2)
+        v = strcmp(s, "float32") == 0 ? 4 : 2;
+    if (i == 3)
+        return in->remat == SMOE_REMAT_FULL && strcmp(s, "full") == 0;
+    return v == (double)want[i];
+}
+
+/* Die where a KEY=VALUE contradicts what the shape as given fixes (the
+ * command line's option, the scenario's key or a reading of it): the key
+ * would otherwise be dropped without a word. */
+static void check_fixed(const smoe_config *cfg, const char *const *kv, int n,
+                        const smoe_sim_shape *in)
+{
+    for (size_t i = 0; i < sizeof k_fixed / sizeof k_fixed[0]; i++) {
+        char fixed[32];
+        if (!cli_kv_sets(kv, n, k_fixed[i].key) || agrees(cfg, i, in, fixed, sizeof fixed))
+            continue;
+        smoe_err err;
+        smoe_err_at(&err, SMOE_EINVAL, smoe_config_loc(cfg, k_fixed[i].key),
+                    "%s contradicts %s %s (or the scenario's %s): give it one way",
+                    k_fixed[i].key, k_fixed[i].opt, fixed, k_fixed[i].scn);
+        cli_die(&err);
+    }
+}
+
 smoe_sim_model *sim_build(const cli_common *c, const char *rules, const char *const *extra,
-                          int n_extra, const smoe_hw *hw, smoe_sim_shape *shp,
+                          const char *const *extra_where, int n_extra, const smoe_hw *hw, smoe_sim_shape *shp,
                           smoe_plan **plan_out, sim_run_facts *facts)
 {
     smoe_sim_shape sh = *shp;
     const char **kv = cli_alloc((size_t)(c->n_kv + n_extra + 1) * sizeof *kv);
+    const char **at = cli_alloc((size_t)(c->n_kv + n_extra + 1) * sizeof *at);
     int n = 0;
-    for (int i = 0; i < c->n_kv; i++)
+    for (int i = 0; i < c->n_kv; i++) {
+        at[n] = c->kv_where ? c->kv_where[i] : NULL;
         kv[n++] = c->kv[i];
-    for (int i = 0; i < n_extra; i++)
+    }
+    for (int i = 0; i < n_extra; i++) {
+        at[n] = extra_where ? extra_where[i] : NULL;
         kv[n++] = extra[i];
+    }
     cli_common cc = *c;
     cc.kv = kv;
+    cc.kv_where = at;
     cc.n_kv = n;
     /* the model's plan stays in the stored dtype (the step model sizes
      * everything from it); a compressed wire is a second plan's ratio */
@@ -136,6 +197,7 @@ smoe_sim_model *sim_build(const cli_common *c, const char *rules, const char *co
         cc.rules = rules;
     smoe_config *cfg = cli_load_config(&cc);
     smoe_err err;
+    check_fixed(cfg, kv, n, shp);
     double pdbs = sh.batch ? 0 : config_pos(cfg, "per_device_batch_size");
     if (!sh.batch)
         sh.batch = 1; /* context_shape sets it below, with the mesh */
@@ -149,6 +211,7 @@ smoe_sim_model *sim_build(const cli_common *c, const char *rules, const char *co
     if (c->gather_dtype != SMOE_DT_FP32 || c->int8_block || c->int8_fallback != SMOE_DT_INT8)
         sh.wire_bytes = wire_bytes(c, &cc, cfg, p);
     free(kv);
+    free(at);
     sh.act_bytes = train_act_bytes(cfg, p, hw, &sh);
     smoe_sim_model *m;
     if (smoe_sim_model_build(cfg, p, hw, &sh, &m, &err))

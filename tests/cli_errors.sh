@@ -132,6 +132,12 @@ expect "scn.yml:[0-9]+:10 \\(devices: 130\\): cannot fill ici_fsdp_parallelism" 
 expect "'slices' = 1e300 must be in" sim --scenario "$simtmp/scn.yml"
 expect "argument 'num_experts_per_tok=300': num_experts_per_tok = 300 exceeds num_experts = 256" sim --scenario seed num_experts_per_tok=300
 expect "argument '--prefetch-depth 65': must be between 0 and 64" sim --scenario seed --prefetch-depth 65
+# a key that restates a fact the scenario or an option fixes must agree with it
+expect "argument 'max_target_length=4096': max_target_length contradicts --seq 8192 \\(or the scenario's seq_len\\): give it one way" sim --scenario seed max_target_length=4096
+expect "argument 'per_device_batch_size=2': per_device_batch_size contradicts --batch 1" sim --scenario seed per_device_batch_size=2
+expect "argument 'remat_policy=minimal': remat_policy contradicts --remat full" sim --scenario seed remat_policy=minimal
+expect "argument 'weight_dtype=float32': weight_dtype contradicts --dtype-bytes 2" sim --scenario seed --dtype-bytes 2 weight_dtype=float32
+expect "argument 'max_target_length=-5': max_target_length contradicts --seq 4096" sim --model deepseek2-16b --hardware tpu7x --devices 8 --seq 4096 max_target_length=-5
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -68,7 +68,7 @@ want=$(awk -v p="$pred" -v m="$meas" 'BEGIN {
 echo "$want" | while IFS= read -r line; do grep -qxF "$line" "$dir/two" || echo "$line"; done >"$dir/miss"
 [ -s "$dir/miss" ] && bad "expected: $(cat "$dir/miss"); got: $(cat "$dir/two")" ||
   ok "the predicted row and the summary, recomputed ($pred ms against $meas ms)"
-grep -q "^| dev | refused | tpu7x | refused: argument 'quantization=int8': .* | $meas.0 | miss |$" \
+grep -q "^| dev | refused | tpu7x | refused: [^ ]*/refused.yml:[0-9]*:[0-9]*: quantization: .* | $meas.0 | miss |$" \
   "$dir/two" && ok "the refusal is one line, a miss" || bad "refused row: $(grep refused "$dir/two")"
 grep -q "^check set: 0 runs, " "$dir/two" && ok "a set by its folder" || bad "sets: $(cat "$dir/two")"
 

@@ -42,6 +42,9 @@ awk '/^(step ms|exposed AG ms|peak HBM GiB) / { s = 1; next } s && /^schedule/ {
 grep -q ': 2 combinations$' "$dir/seq.txt" &&
   grep -q '^  R1  maxtext_gather_dtype=fp32$' "$dir/seq.txt" &&
   ok "a fact on the command line is not varied" || bad "--seq 4096 still varies seq_len"
+"$smoe" sim --scenario seed max_target_length=8192 >"$dir/mtl.txt" || bad "max_target_length=8192"
+grep -q ': 2 combinations$' "$dir/mtl.txt" &&
+  ok "a fact's MaxText key on the command line is not varied" || bad "max_target_length still varies"
 "$smoe" sim --scenario seed --json >"$dir/seed.json" || bad "--json"
 tr -d ' \n\t' <"$dir/seed.json" | grep -q '"readings":{"facts":{"seq_len":\[{"value":"8192","source":' &&
   tr -d ' \n\t' <"$dir/seed.json" | grep -q '"envelope":{"baseline":{"step_ms":\[' &&
@@ -100,5 +103,8 @@ refused unknown 's/^  seq_len:$/  seqlen:/' "readings: unknown fact 'seqlen'"
 refused badval 's/{value: 4096,/{value: 4096.5,/' "readings: seq_len: expected an integer"
 refused dup 's/{value: 2048,/{value: 8192,/' "readings: seq_len: '8192' is given twice"
 refused dtype 's/{value: bf16,/{value: int8,/' "readings: maxtext_gather_dtype: expected fp32 or bf16"
+# a scenario's overrides and a variant's are named at their file:line:col
+refused override 's/ici_expert_parallelism=4/ici_expert_parallelism=four/' "'ici_expert_parallelism' must be an integer"
+refused variant 's/^    rules: ep-as-dp$/&\n    overrides: [max_target_length=4096]/' "max_target_length contradicts --seq 8192"
 refused nosrc 's/, source: "tpu-recipes[^"]*"//' "readings: seq_len: each reading is"
 summary

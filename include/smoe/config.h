@@ -89,6 +89,9 @@ typedef struct smoe_config_opts {
     const char *rules;       /* --rules NAME|FILE, or NULL */
     int n_overrides;
     const char *const *overrides; /* "key=value" strings */
+    /* [n_overrides] where each came from ("FILE:LINE:COL" of a scenario's
+     * list), or NULL (all, or an entry): "argument 'key=value'" */
+    const char *const *override_where;
     int use_env;             /* apply MAXTEXT_<KEY> environment variables */
 } smoe_config_opts;
 
@@ -406,6 +409,7 @@ typedef struct smoe_scn_variant {
     const char *rules;           /* custom rule set, or NULL */
     int n_overrides;
     const char *overrides[SMOE_SCN_MAX_OVERRIDES];
+    const char *override_where[SMOE_SCN_MAX_OVERRIDES]; /* each one's FILE:LINE:COL */
 } smoe_scn_variant;
 
 /* A declared reading (readings: in a scenario): a fact the scenario's
@@ -438,6 +442,7 @@ typedef struct smoe_scenario {
     smoe_loc devices_loc, slices_loc; /* where they are written (line 0: absent) */
     int n_overrides;
     const char *overrides[SMOE_SCN_MAX_OVERRIDES];
+    const char *override_where[SMOE_SCN_MAX_OVERRIDES]; /* each one's FILE:LINE:COL */
     int64_t batch, seq;
     const char *remat;           /* full | none | save-dot-products */
     int dtype_bytes;             /* 0: from the config's weight_dtype */

@@ -336,7 +336,9 @@ static smoe_status parse_overrides(loader *L, const smoe_config_opts *o,
     for (int i = 0; i < o->n_overrides; i++) {
         const char *arg = o->overrides[i];
         const char *eq = strchr(arg, '=');
-        const char *where = smoe_arena_printf(L->a, "argument '%s'", arg);
+        const char *where = o->override_where && o->override_where[i]
+                              ? o->override_where[i]
+                              : smoe_arena_printf(L->a, "argument '%s'", arg);
         if (!eq || eq == arg)
             return smoe_err_in(err, SMOE_EINVAL, where,
                                "expected KEY=VALUE (a MaxText config key)");

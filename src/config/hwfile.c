@@ -274,8 +274,8 @@ smoe_status smoe_hw_load(const char *path, smoe_hw *hw, smoe_err *err)
     return s;
 }
 
-static smoe_status str_list(smoe_arena *a, const smoe_node *n, const char **out, int cap,
-                            int *count, smoe_err *err)
+static smoe_status str_list(smoe_arena *a, const smoe_node *n, const char **out,
+                            const char **where, int cap, int *count, smoe_err *err)
 {
     *count = 0;
     if (!n)
@@ -287,6 +287,9 @@ static smoe_status str_list(smoe_arena *a, const smoe_node *n, const char **out,
     for (int i = 0; i < n->n; i++) {
         if (n->items[i]->kind != SMOE_NODE_SCALAR)
             return smoe_err_at(err, SMOE_EINVAL, n->items[i]->loc, "expected a string");
+        char at[320];
+        smoe_loc_format(n->items[i]->loc, at, sizeof at);
+        where[*count] = smoe_arena_strdup(a, at);
         out[(*count)++] = smoe_arena_strdup(a, n->items[i]->str);
     }
     return SMOE_OK;
@@ -389,7 +392,7 @@ static smoe_status scn_variants(smoe_arena *a, const smoe_node *vars, smoe_scena
         if ((s = known_keys(vn, vkeys, err)))
             return s;
         x->rules = opt_str(a, vn, "rules");
-        if ((s = str_list(a, smoe_node_get(vn, "overrides"), x->overrides,
+        if ((s = str_list(a, smoe_node_get(vn, "overrides"), x->overrides, x->override_where,
                           SMOE_SCN_MAX_OVERRIDES, &x->n_overrides, err)))
             return s;
     }
@@ -440,7 +443,7 @@ smoe_status smoe_scenario_load_text(smoe_arena *a, const char *text, const char 
     const smoe_node *vars = smoe_node_get(root, "variants"), *rep = smoe_node_get(root, "reported");
     const smoe_node *src = smoe_node_get(root, "sources"), *rd = smoe_node_get(root, "readings");
     if ((s = scn_numbers(root, sc, err)) ||
-        (s = str_list(a, smoe_node_get(root, "overrides"), sc->overrides,
+        (s = str_list(a, smoe_node_get(root, "overrides"), sc->overrides, sc->override_where,
                       SMOE_SCN_MAX_OVERRIDES, &sc->n_overrides, err)) ||
         (vars && (s = scn_variants(a, vars, sc, err))) ||
         (rep && (s = scn_reported(a, rep, sc, err))) || (src && (s = sources(a, src, sc, err))))
