@@ -33,7 +33,7 @@ static void usage(FILE *f)
             "                [--plot FILE.svg] [--profile TRACE.json] [--json]\n"
             "                [--schedule-out FILE] [--whole-weights]\n"
             "                [--gather-dtype fp32|bf16|int8 [--int8-block N]\n"
-            "                [--int8-fallback fp32|bf16]] [--maxtext-gather-dtype fp32|bf16]\n"
+            "                [--int8-fallback fp32|bf16]] [--maxtext-gather-dtype stored|fp32|bf16]\n"
             "       mpirun -np N smoe sim --calibrate [--out FILE] [--[no-]progress-thread]\n"
             "\n"
             "  --scenario NAME|FILE  bundled scenario (configs/scenarios/NAME.yml), e.g. seed:\n"
@@ -58,8 +58,8 @@ static void usage(FILE *f)
             "                        XLA's baseline, legacy and MaxText's path do not\n"
             "  --int8-block N, --int8-fallback T   as in smoe plan\n"
             "  --maxtext-gather-dtype T  a reading for MaxText's prefetch path: its gathers\n"
-            "                        and their reduce-scatters move T (fp32, bf16); default:\n"
-            "                        as stored (weight_dtype), what its code does\n"
+            "                        and their reduce-scatters move T (fp32, bf16); default\n"
+            "                        stored: as weight_dtype, what its code does\n"
             "  --calibrate           measure this machine's cpu-mpi profile (under mpirun)\n"
             "  --out FILE            where --calibrate writes (default: stdout)\n"
             "  --progress-thread, --no-progress-thread\n"
@@ -71,14 +71,14 @@ static void usage(FILE *f)
 
 
 
-/* --maxtext-gather-dtype: bytes per element, 4 or 2. */
+/* --maxtext-gather-dtype: bytes per element, 4 or 2; -1 for stored (given,
+ * as the parameters are stored). */
 static int parse_mx_gather(const char *s, const char *where)
 {
-    if (strcmp(s, "fp32") == 0)
-        return 4;
-    if (strcmp(s, "bf16") == 0)
-        return 2;
-    cli_usage_error(where, "expected fp32 or bf16");
+    int b = smoe_mx_gather_bytes(s);
+    if (b < 0)
+        cli_usage_error(where, "expected " SMOE_MX_GATHER_NAMES);
+    return b ? b : -1;
 }
 
 static smoe_remat parse_remat(const char *s, const char *where)
@@ -130,7 +130,8 @@ typedef struct sim_args {
     cli_common c;
     const char *scenario, *hardware, *remat, *trace_path, *out, *plot_path, *profile, *sched_out;
     int whole, depth, sweep, calib, pthread;
-    int mx_gather_bytes; /* --maxtext-gather-dtype (or the scenario's); 0: as stored */
+    int mx_gather_bytes; /* --maxtext-gather-dtype (or the scenario's); 0: not given,
+                            -1: stored */
     int fixed[SMOE_FACT_KINDS]; /* the readings' facts the command line set */
     int64_t batch, seq, budget;
     smoe_scenario sc;
@@ -613,7 +614,7 @@ static void load_hw(sim_args *a, smoe_hw *hw, char *hwf_buf, size_t cap, const c
     sh->seq = a->seq;
     sh->remat = a->remat ? parse_remat(a->remat, "argument '--remat'") : SMOE_REMAT_FULL;
     sh->remat_set = a->remat != NULL; /* else the config's remat_policy */
-    sh->mx_gather_bytes = a->mx_gather_bytes;
+    sh->mx_gather_bytes = a->mx_gather_bytes > 0 ? a->mx_gather_bytes : 0;
     sh->dtype_bytes = a->c.dtype_bytes; /* 0: weight_dtype */
     if (a->mx_gather_bytes && hw->kind == SMOE_HW_CPU)
         cli_usage_error("argument '--maxtext-gather-dtype'", "MaxText's prefetch path is "

@@ -56,6 +56,10 @@ main_rows "$dir/seed.txt" >"$dir/seed-main.txt"
   main_rows "$dir/fp32-all.txt" | grep -v '^reading: ' >"$dir/fp32.txt" &&
   cmp -s "$dir/fp32.txt" "$dir/seed-main.txt"
 check $? "--maxtext-gather-dtype fp32 is not the default"
+"$smoe" sim --scenario seed --maxtext-gather-dtype stored >"$dir/stored-all.txt" &&
+  main_rows "$dir/stored-all.txt" | cmp -s - "$dir/seed-main.txt" &&
+  grep -q ': 6 combinations$' "$dir/stored-all.txt"
+check $? "--maxtext-gather-dtype stored: the default's rows, the reading not varied"
 "$smoe" sim --scenario seed --maxtext-gather-dtype bf16 >"$dir/bf16.txt"
 check $? "--maxtext-gather-dtype bf16"
 main_rows "$dir/bf16.txt" >"$dir/bf16-main.txt"
@@ -73,10 +77,10 @@ refused() { # PATTERN ARGS...: exit 2 and one line
 refused "argument '--maxtext-gather-dtype': MaxText's prefetch path is simulated on tpu and gpu" \
   --base "$SMOE_CONFIG_DIR/train.yml" --model tiny --devices 4 \
   --hardware "$data/hardware/cpu-mpi.yml" --maxtext-gather-dtype bf16
-refused "argument '--maxtext-gather-dtype int8': expected fp32 or bf16" --scenario seed \
+refused "argument '--maxtext-gather-dtype int8': expected stored, fp32 or bf16" --scenario seed \
   --maxtext-gather-dtype int8
 sed 's/^prefetch_depth: 1$/prefetch_depth: 1\nmaxtext_gather_dtype: fp8/' \
   "$SMOE_CONFIG_DIR/scenarios/seed.yml" >"$dir/scn.yml"
-refused "scn.yml:[0-9]*:[0-9]*: maxtext_gather_dtype: expected fp32 or bf16" --scenario "$dir/scn.yml"
+refused "scn.yml:[0-9]*:[0-9]*: maxtext_gather_dtype: expected stored, fp32 or bf16" --scenario "$dir/scn.yml"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -4,17 +4,27 @@
 # scenario's own shape gives the main table's rows; the envelope is each
 # row's smallest and largest figure over the combinations (recomputed here
 # from the columns); a reported figure is "inside" exactly when it lies in
-# it; a fact given on the command line is not varied; a bad readings block
-# is refused in one line at its file:line:col.
+# it; bf16 weights gathered "as stored" equal the bf16 gather reading; a
+# stored-dtype reading and a variant's keys resolve as the same on the
+# command line; a fact given on the command line (by option or by its
+# MaxText key) is not varied; a bad readings block is refused in one line
+# at its file:line:col.
 # usage: sim_readings.sh SMOE
 smoe=$1
 . "$(dirname "$0")/check_lib.sh"
 "$smoe" sim --scenario seed >"$dir/seed.txt" || bad "smoe sim --scenario seed"
-grep -q '^predicted under every reading .*: 6 combinations$' "$dir/seed.txt" &&
-  grep -q '^  R1  seq_len=8192 maxtext_gather_dtype=fp32$' "$dir/seed.txt" &&
-  grep -q '^  R6  seq_len=2048 maxtext_gather_dtype=bf16$' "$dir/seed.txt" &&
-  ok "6 combinations, each named" || bad "the combinations"
-# R1 (8192, as stored) is the scenario's own shape: the main table's steps
+grep -q '^predicted under every reading .*: 12 combinations$' "$dir/seed.txt" &&
+  grep -q '^  R1  seq_len=8192 dtype_bytes=4 maxtext_gather_dtype=stored$' "$dir/seed.txt" &&
+  grep -q '^  R12 seq_len=2048 dtype_bytes=2 maxtext_gather_dtype=bf16$' "$dir/seed.txt" &&
+  ok "12 combinations, each named" || bad "the combinations"
+# bf16 weights gathered as stored are gathered in bf16: R4-R6 (stored) equal
+# R10-R12 (bf16) in every table
+awk '/^(step ms|exposed AG ms|peak HBM GiB) / { s = 1; next } s && /^schedule/ { next }
+     s && NF == 0 { s = 0 }
+     s { n++; for (i = 5; i <= 7; i++) if ($i != $(i + 6)) { print $1 ": " $i " vs " $(i + 6); bad = 1 } }
+     END { exit (bad || n != 21) }' "$dir/seed.txt" >"$dir/same" &&
+  ok "bf16 stored: the stored and bf16 gather readings agree" || bad "R4-6 vs R10-12: $(cat "$dir/same")"
+# R1 (8192, fp32 stored, gathered as stored) is the scenario's own shape: the main table's steps
 awk '/^schedule  .*executor$/ { t = 1; next } t && NF == 0 { t = 0 }
      t { main[$1] = sprintf("%.0f", $2) }
      /^step ms / { s = 1; next } s && /^schedule/ { next } s && NF == 0 { s = 0 }
@@ -25,25 +35,25 @@ awk '/^schedule  .*executor$/ { t = 1; next } t && NF == 0 { t = 0 }
 awk '/^(step ms|exposed AG ms|peak HBM GiB) / { s = 1; next } s && /^schedule/ { next }
      s && NF == 0 { s = 0 } s {
        lo = 1e300; hi = -1e300
-       for (i = 2; i <= 7; i++) { if ($i + 0 < lo) lo = $i + 0; if ($i + 0 > hi) hi = $i + 0 }
-       split($8, e, "-"); rows++
-       if (e[1] + 0 != lo || e[2] + 0 != hi) { print $1 ": " $8 " vs " lo "-" hi; bad = 1 }
-       if (NF == 10) {
-         tol = (hi - lo) * 0 + 0.05 # the columns and the envelope are rounded alike
-         inside = $9 + 0 >= lo - tol && $9 + 0 <= hi + tol
-         if ((inside && $10 != "inside") || (!inside && $10 != "outside")) {
-           print $1 ": " $9 " " $10 " of " lo "-" hi; bad = 1 }
+       for (i = 2; i <= 13; i++) { if ($i + 0 < lo) lo = $i + 0; if ($i + 0 > hi) hi = $i + 0 }
+       split($14, e, "-"); rows++
+       if (e[1] + 0 != lo || e[2] + 0 != hi) { print $1 ": " $14 " vs " lo "-" hi; bad = 1 }
+       if (NF == 16) {
+         tol = 0.05 # the columns and the envelope are rounded alike
+         inside = $15 + 0 >= lo - tol && $15 + 0 <= hi + tol
+         if ((inside && $16 != "inside") || (!inside && $16 != "outside")) {
+           print $1 ": " $15 " " $16 " of " lo "-" hi; bad = 1 }
          verdicts++
        }
      }
      END { exit (bad || rows != 21 || verdicts < 10) }' "$dir/seed.txt" >"$dir/env" &&
   ok "envelopes and verdicts" || bad "envelope: $(cat "$dir/env")"
 "$smoe" sim --scenario seed --seq 4096 >"$dir/seq.txt" || bad "--seq 4096"
-grep -q ': 2 combinations$' "$dir/seq.txt" &&
-  grep -q '^  R1  maxtext_gather_dtype=fp32$' "$dir/seq.txt" &&
+grep -q ': 4 combinations$' "$dir/seq.txt" &&
+  grep -q '^  R1  dtype_bytes=4 maxtext_gather_dtype=stored$' "$dir/seq.txt" &&
   ok "a fact on the command line is not varied" || bad "--seq 4096 still varies seq_len"
 "$smoe" sim --scenario seed max_target_length=8192 >"$dir/mtl.txt" || bad "max_target_length=8192"
-grep -q ': 2 combinations$' "$dir/mtl.txt" &&
+grep -q ': 4 combinations$' "$dir/mtl.txt" &&
   ok "a fact's MaxText key on the command line is not varied" || bad "max_target_length still varies"
 "$smoe" sim --scenario seed --json >"$dir/seed.json" || bad "--json"
 tr -d ' \n\t' <"$dir/seed.json" | grep -q '"readings":{"facts":{"seq_len":\[{"value":"8192","source":' &&
@@ -102,7 +112,7 @@ refused() { # NAME SED PATTERN
 refused unknown 's/^  seq_len:$/  seqlen:/' "readings: unknown fact 'seqlen'"
 refused badval 's/{value: 4096,/{value: 4096.5,/' "readings: seq_len: expected an integer"
 refused dup 's/{value: 2048,/{value: 8192,/' "readings: seq_len: '8192' is given twice"
-refused dtype 's/{value: bf16,/{value: int8,/' "readings: maxtext_gather_dtype: expected fp32 or bf16"
+refused dtype 's/{value: bf16,/{value: int8,/' "readings: maxtext_gather_dtype: expected stored, fp32 or bf16"
 # a scenario's overrides and a variant's are named at their file:line:col
 refused override 's/ici_expert_parallelism=4/ici_expert_parallelism=four/' "'ici_expert_parallelism' must be an integer"
 refused variant 's/^    rules: ep-as-dp$/&\n    overrides: [max_target_length=4096]/' "max_target_length contradicts --seq 8192"

@@ -421,7 +421,7 @@ typedef enum smoe_scn_fact_key {
     SMOE_FACT_SEQ,          /* seq_len */
     SMOE_FACT_BATCH,        /* per_device_batch */
     SMOE_FACT_DTYPE_BYTES,  /* dtype_bytes: the stored weights' bytes */
-    SMOE_FACT_MX_GATHER     /* maxtext_gather_dtype: bytes (4 fp32, 2 bf16) */
+    SMOE_FACT_MX_GATHER     /* maxtext_gather_dtype: bytes (4 fp32, 2 bf16, 0 stored) */
 } smoe_scn_fact_key;
 #define SMOE_FACT_KINDS 4
 typedef struct smoe_scn_fact {
@@ -433,6 +433,11 @@ typedef struct smoe_scn_fact {
 } smoe_scn_fact;
 /* The scenario-file name of a fact ("seq_len", ...). */
 const char *smoe_scn_fact_name(smoe_scn_fact_key k);
+/* A maxtext_gather_dtype value (scenario key, reading, --maxtext-gather-dtype):
+ * "stored" (what fsdp_prefetch.py gathers: the parameters as stored) 0,
+ * "fp32" 4, "bf16" 2 bytes per element; -1 for anything else. */
+#define SMOE_MX_GATHER_NAMES "stored, fp32 or bf16"
+int smoe_mx_gather_bytes(const char *name);
 
 typedef struct smoe_scenario {
     const char *file;
@@ -447,7 +452,7 @@ typedef struct smoe_scenario {
     const char *remat;           /* full | none | save-dot-products */
     int dtype_bytes;             /* 0: from the config's weight_dtype */
     int prefetch_depth;
-    int mx_gather_bytes;         /* maxtext_gather_dtype: 4 (fp32), 2 (bf16), 0 absent */
+    int mx_gather_bytes;         /* maxtext_gather_dtype: 4 (fp32), 2 (bf16), 0 stored or absent */
     int64_t dtype_bytes64, prefetch_depth64;
     int n_sources;               /* sources: {KEY: where its value comes from} */
     const char *source_key[SMOE_SCN_MAX_SOURCES], *source_text[SMOE_SCN_MAX_SOURCES];

@@ -366,11 +366,11 @@ static smoe_status scn_numbers(const smoe_node *root, smoe_scenario *sc, smoe_er
     if (!mg)
         return SMOE_OK;
     /* as smoe sim --maxtext-gather-dtype */
-    int fp32 = mg->kind == SMOE_NODE_SCALAR && strcmp(mg->str, "fp32") == 0;
-    if (!fp32 && !(mg->kind == SMOE_NODE_SCALAR && strcmp(mg->str, "bf16") == 0))
+    int b = mg->kind == SMOE_NODE_SCALAR ? smoe_mx_gather_bytes(mg->str) : -1;
+    if (b < 0)
         return smoe_err_at(err, SMOE_EINVAL, mg->loc,
-                           "maxtext_gather_dtype: expected fp32 or bf16");
-    sc->mx_gather_bytes = fp32 ? 4 : 2;
+                           "maxtext_gather_dtype: expected " SMOE_MX_GATHER_NAMES);
+    sc->mx_gather_bytes = b;
     return SMOE_OK;
 }
 

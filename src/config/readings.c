@@ -17,7 +17,7 @@
 typedef struct fact_rule {
     smoe_scn_fact_key key;
     const char *name;
-    double lo, hi; /* integers in [lo, hi]; hi 0: fp32 | bf16 */
+    double lo, hi; /* integers in [lo, hi]; hi 0: a gather dtype (smoe_mx_gather_bytes) */
 } fact_rule;
 
 static const fact_rule k_facts[] = {
@@ -26,6 +26,14 @@ static const fact_rule k_facts[] = {
     { SMOE_FACT_DTYPE_BYTES, "dtype_bytes", 1, 16 },
     { SMOE_FACT_MX_GATHER, "maxtext_gather_dtype", 0, 0 },
 };
+
+int smoe_mx_gather_bytes(const char *name)
+{
+    return strcmp(name, "stored") == 0 ? 0
+         : strcmp(name, "fp32") == 0   ? 4
+         : strcmp(name, "bf16") == 0   ? 2
+                                       : -1;
+}
 
 const char *smoe_scn_fact_name(smoe_scn_fact_key k)
 {
@@ -47,10 +55,10 @@ static smoe_status one_value(smoe_arena *a, const fact_rule *r, const smoe_node 
                            "readings: %s: each reading is {value: V, source: TEXT}", r->name);
     double x = 0;
     if (r->hi == 0) {
-        if (strcmp(v->str, "fp32") && strcmp(v->str, "bf16"))
-            return smoe_err_at(err, SMOE_EINVAL, v->loc, "readings: %s: expected fp32 or bf16",
-                               r->name);
-        x = strcmp(v->str, "fp32") == 0 ? 4 : 2;
+        x = smoe_mx_gather_bytes(v->str);
+        if (x < 0)
+            return smoe_err_at(err, SMOE_EINVAL, v->loc,
+                               "readings: %s: expected " SMOE_MX_GATHER_NAMES, r->name);
     } else if (smoe_node_type(v) != SMOE_T_INT || smoe_parse_f64(v->str, &x) || x < r->lo ||
                x > r->hi) {
         return smoe_err_at(err, SMOE_EINVAL, v->loc,
