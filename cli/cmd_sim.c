@@ -17,7 +17,7 @@
 enum {
     OPT_SCENARIO = OPT_COMMON_END, OPT_HARDWARE, OPT_BATCH, OPT_SEQ, OPT_REMAT, OPT_DEPTH,
     OPT_BUDGET, OPT_SWEEP, OPT_TRACE, OPT_CALIBRATE, OPT_OUT, OPT_HELP, OPT_PLOT, OPT_PROFILE,
-    OPT_SCHED_OUT, OPT_WHOLE, OPT_PTHREAD, OPT_NO_PTHREAD, OPT_MX_GATHER
+    OPT_SCHED_OUT, OPT_WHOLE, OPT_PTHREAD, OPT_NO_PTHREAD, OPT_MX_GATHER, OPT_REDUCE_ENGINE
 };
 
 #define MAX_RUNS SIM_MAX_ROWS
@@ -34,6 +34,7 @@ static void usage(FILE *f)
             "                [--schedule-out FILE] [--whole-weights]\n"
             "                [--gather-dtype fp32|bf16|int8 [--int8-block N]\n"
             "                [--int8-fallback fp32|bf16]] [--maxtext-gather-dtype stored|fp32|bf16]\n"
+            "                [--reduce-engine shared|own]\n"
             "       mpirun -np N smoe sim --calibrate [--out FILE] [--[no-]progress-thread]\n"
             "\n"
             "  --scenario NAME|FILE  bundled scenario (configs/scenarios/NAME.yml), e.g. seed:\n"
@@ -60,6 +61,9 @@ static void usage(FILE *f)
             "  --maxtext-gather-dtype T  a reading for MaxText's prefetch path: its gathers\n"
             "                        and their reduce-scatters move T (fp32, bf16); default\n"
             "                        stored: as weight_dtype, what its code does\n"
+            "  --reduce-engine E     a reading for an accelerator: the gradient reductions on\n"
+            "                        the exchanges' engine (shared) or one of their own (own);\n"
+            "                        default: the profile's rule (own from 3 engines a device)\n"
             "  --calibrate           measure this machine's cpu-mpi profile (under mpirun)\n"
             "  --out FILE            where --calibrate writes (default: stdout)\n"
             "  --progress-thread, --no-progress-thread\n"
@@ -121,6 +125,7 @@ static const struct option k_longopts[] = {
     { "schedule-out", required_argument, 0, OPT_SCHED_OUT },
     { "whole-weights", no_argument, 0, OPT_WHOLE },
     { "maxtext-gather-dtype", required_argument, 0, OPT_MX_GATHER },
+    { "reduce-engine", required_argument, 0, OPT_REDUCE_ENGINE },
     { "help", no_argument, 0, OPT_HELP },
     { 0, 0, 0, 0 },
 };
@@ -132,6 +137,7 @@ typedef struct sim_args {
     int whole, depth, sweep, calib, pthread;
     int mx_gather_bytes; /* --maxtext-gather-dtype (or the scenario's); 0: not given,
                             -1: stored */
+    int reduce_engine;   /* --reduce-engine (or the scenario's): SMOE_REDUCE_* */
     int fixed[SMOE_FACT_KINDS]; /* the readings' facts the command line set */
     int64_t batch, seq, budget;
     smoe_scenario sc;
@@ -167,6 +173,10 @@ static int parse_opt(sim_args *a, int opt, const char *arg, const char *where)
     case OPT_SCHED_OUT: a->sched_out = arg; break;
     case OPT_WHOLE: a->whole = 1; break;
     case OPT_MX_GATHER: a->mx_gather_bytes = parse_mx_gather(arg, where); break;
+    case OPT_REDUCE_ENGINE:
+        if ((a->reduce_engine = smoe_reduce_engine_of(arg)) < 0)
+            cli_usage_error(where, "expected " SMOE_REDUCE_ENGINE_NAMES);
+        break;
     case 'h':
     case OPT_HELP: usage(stdout); return 1;
     default:
@@ -248,6 +258,7 @@ static void apply_scenario(sim_args *a)
     a->fixed[SMOE_FACT_DTYPE_BYTES] =
         c->dtype_bytes != 0 || cli_kv_sets(c->kv, c->n_kv, "weight_dtype");
     a->fixed[SMOE_FACT_MX_GATHER] = a->mx_gather_bytes != 0;
+    a->fixed[SMOE_FACT_REDUCE_ENGINE] = a->reduce_engine != 0;
     if (!c->model)
         c->model = sc->model;
     if (!c->rules)
@@ -265,6 +276,8 @@ static void apply_scenario(sim_args *a)
         c->dtype_bytes = sc->dtype_bytes;
     if (!a->mx_gather_bytes)
         a->mx_gather_bytes = sc->mx_gather_bytes;
+    if (!a->reduce_engine)
+        a->reduce_engine = sc->reduce_engine;
     if (a->depth < 0)
         a->depth = sc->prefetch_depth;
     int n = 0;
@@ -414,6 +427,7 @@ static smoe_sim_shape reading_shape(const sim_args *a, const smoe_sim_shape *in,
         case SMOE_FACT_BATCH: x.batch = v; break;
         case SMOE_FACT_DTYPE_BYTES: x.dtype_bytes = (int)v; break;
         case SMOE_FACT_MX_GATHER: x.mx_gather_bytes = (int)v; break;
+        case SMOE_FACT_REDUCE_ENGINE: x.reduce_engine = (int)v; break;
         }
     }
     return x;
@@ -518,6 +532,12 @@ static void print_head(const sim_args *a, const sim_rows *R, const smoe_hw *hw, 
         printf("reading: MaxText's prefetch path gathers %s (--maxtext-gather-dtype; its code "
                "gathers as stored, %d bytes)\n", sh->mx_gather_bytes == 4 ? "fp32" : "bf16",
                sh->dtype_bytes);
+    if (sh->reduce_engine) /* accelerator profiles only (load_hw) */
+        printf("reading: the gradient reductions run on %s (--reduce-engine; the profile's "
+               "rule: %s)\n", sh->reduce_engine == SMOE_REDUCE_OWN ? "an engine of their own"
+                                                                 : "the exchanges' engine",
+               hw->collective_engines / fmax(1, hw->devices_per_chip) >= 3
+                   ? "their own engine" : "the exchanges' engine");
     printf("mesh:");
     for (int i = 0; i < plan->mesh.n; i++)
         if (plan->mesh.size[i] > 1)
@@ -615,10 +635,15 @@ static void load_hw(sim_args *a, smoe_hw *hw, char *hwf_buf, size_t cap, const c
     sh->remat = a->remat ? parse_remat(a->remat, "argument '--remat'") : SMOE_REMAT_FULL;
     sh->remat_set = a->remat != NULL; /* else the config's remat_policy */
     sh->mx_gather_bytes = a->mx_gather_bytes > 0 ? a->mx_gather_bytes : 0;
+    sh->reduce_engine = a->reduce_engine;
     sh->dtype_bytes = a->c.dtype_bytes; /* 0: weight_dtype */
     if (a->mx_gather_bytes && hw->kind == SMOE_HW_CPU)
         cli_usage_error("argument '--maxtext-gather-dtype'", "MaxText's prefetch path is "
                         "simulated on tpu and gpu profiles only (%s is a cpu profile)", hw->name);
+    if (a->reduce_engine && hw->kind == SMOE_HW_CPU)
+        cli_usage_error("argument '--reduce-engine'", "collective engines are an accelerator's "
+                        "(%s is a cpu profile: its reductions run as smoe train issues them)",
+                        hw->name);
 }
 
 int cmd_sim(int argc, char **argv)

@@ -52,15 +52,21 @@ static void print_combos(FILE *f, const smoe_scenario *sc, const sim_readings *r
     }
 }
 
-static void print_figure(FILE *f, const smoe_scenario *sc, const sim_readings *rd, int which)
+/* Combinations c0 .. c1-1 of one figure, a column each; the last block
+ * ends with the envelope and the reported figure. */
+static void print_block(FILE *f, const smoe_scenario *sc, const sim_readings *rd, int which,
+                        int c0, int c1)
 {
     const char *fmt = which == SIM_FIG_PEAK ? " %7.1f" : " %7.0f";
-    fprintf(f, "\n%-26s", k_fig_title[which]);
-    for (int c = 0; c < rd->n; c++)
-        fprintf(f, " %7s", "");
-    fprintf(f, "  %-17s reported\n", "envelope");
-    fprintf(f, "%-26s", "schedule");
-    for (int c = 0; c < rd->n; c++) {
+    int last = c1 == rd->n;
+    fprintf(f, last ? "\n%-26s" : "\n%s", k_fig_title[which]);
+    if (last) {
+        for (int c = c0; c < c1; c++)
+            fprintf(f, " %7s", "");
+        fprintf(f, "  %-17s reported", "envelope");
+    }
+    fprintf(f, "\n%-26s", "schedule");
+    for (int c = c0; c < c1; c++) {
         char h[8];
         snprintf(h, sizeof h, "R%d", c + 1);
         fprintf(f, " %7s", h);
@@ -69,8 +75,12 @@ static void print_figure(FILE *f, const smoe_scenario *sc, const sim_readings *r
     for (int i = 0; i < rd->r[0].n; i++) {
         double lo, hi, rep = reported_fig(sc, rd->r[0].name[i], which);
         fprintf(f, "%-26s", rd->r[0].name[i]);
-        for (int c = 0; c < rd->n; c++)
+        for (int c = c0; c < c1; c++)
             fprintf(f, fmt, sim_reading_fig(&rd->r[c], i, which));
+        if (!last) {
+            fprintf(f, "\n");
+            continue;
+        }
         sim_reading_envelope(rd, i, which, &lo, &hi);
         char env[40];
         snprintf(env, sizeof env, which == SIM_FIG_PEAK ? "%.1f-%.1f" : "%.0f-%.0f", lo, hi);
@@ -79,6 +89,16 @@ static void print_figure(FILE *f, const smoe_scenario *sc, const sim_readings *r
         else
             fprintf(f, "  %s\n", env);
     }
+}
+
+/* At most SIM_READING_COLS combinations side by side: more run on in
+ * further blocks of the same figure. */
+#define SIM_READING_COLS 12
+static void print_figure(FILE *f, const smoe_scenario *sc, const sim_readings *rd, int which)
+{
+    for (int c0 = 0; c0 < rd->n; c0 += SIM_READING_COLS)
+        print_block(f, sc, rd, which, c0,
+                    rd->n - c0 > SIM_READING_COLS ? c0 + SIM_READING_COLS : rd->n);
 }
 
 void sim_print_readings(FILE *f, const smoe_scenario *sc, const sim_readings *rd)

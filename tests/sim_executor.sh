@@ -58,7 +58,7 @@ main_rows "$dir/seed.txt" >"$dir/seed-main.txt"
 check $? "--maxtext-gather-dtype fp32 is not the default"
 "$smoe" sim --scenario seed --maxtext-gather-dtype stored >"$dir/stored-all.txt" &&
   main_rows "$dir/stored-all.txt" | cmp -s - "$dir/seed-main.txt" &&
-  grep -q ': 6 combinations$' "$dir/stored-all.txt"
+  grep -q ': 12 combinations$' "$dir/stored-all.txt"
 check $? "--maxtext-gather-dtype stored: the default's rows, the reading not varied"
 "$smoe" sim --scenario seed --maxtext-gather-dtype bf16 >"$dir/bf16.txt"
 check $? "--maxtext-gather-dtype bf16"
@@ -82,5 +82,13 @@ refused "argument '--maxtext-gather-dtype int8': expected stored, fp32 or bf16" 
 sed 's/^prefetch_depth: 1$/prefetch_depth: 1\nmaxtext_gather_dtype: fp8/' \
   "$SMOE_CONFIG_DIR/scenarios/seed.yml" >"$dir/scn.yml"
 refused "scn.yml:[0-9]*:[0-9]*: maxtext_gather_dtype: expected stored, fp32 or bf16" --scenario "$dir/scn.yml"
+refused "argument '--reduce-engine tensorcore': expected shared or own" --scenario seed \
+  --reduce-engine tensorcore
+refused "argument '--reduce-engine': collective engines are an accelerator's" \
+  --base "$SMOE_CONFIG_DIR/train.yml" --model tiny --devices 4 \
+  --hardware "$data/hardware/cpu-mpi.yml" --reduce-engine own
+sed 's/^prefetch_depth: 1$/prefetch_depth: 1\nreduce_engine: sparsecore/' \
+  "$SMOE_CONFIG_DIR/scenarios/seed.yml" >"$dir/scn.yml"
+refused "scn.yml:[0-9]*:[0-9]*: reduce_engine: expected shared or own" --scenario "$dir/scn.yml"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

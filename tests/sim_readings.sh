@@ -13,47 +13,68 @@
 smoe=$1
 . "$(dirname "$0")/check_lib.sh"
 "$smoe" sim --scenario seed >"$dir/seed.txt" || bad "smoe sim --scenario seed"
-grep -q '^predicted under every reading .*: 12 combinations$' "$dir/seed.txt" &&
-  grep -q '^  R1  seq_len=8192 dtype_bytes=4 maxtext_gather_dtype=stored$' "$dir/seed.txt" &&
-  grep -q '^  R12 seq_len=2048 dtype_bytes=2 maxtext_gather_dtype=bf16$' "$dir/seed.txt" &&
-  ok "12 combinations, each named" || bad "the combinations"
+grep -q '^predicted under every reading .*: 24 combinations$' "$dir/seed.txt" &&
+  grep -q '^  R1  seq_len=8192 dtype_bytes=4 maxtext_gather_dtype=stored reduce_engine=shared$' "$dir/seed.txt" &&
+  grep -q '^  R24 seq_len=2048 dtype_bytes=2 maxtext_gather_dtype=bf16 reduce_engine=own$' "$dir/seed.txt" &&
+  ok "24 combinations, each named" || bad "the combinations"
+# the readings' tables as "FIGURE ROW R VALUE" lines, in blocks of at most
+# 12 columns (the header names each column's R), and "FIGURE ROW env LO HI
+# [REPORTED VERDICT]" from the last block
+cells() {
+  awk '/^(step ms|exposed AG ms|peak HBM GiB)/ { fig = $1 $2; s = 1; next }
+       s && /^schedule/ { n = NF - 1; for (i = 2; i <= NF; i++) r[i] = $i; next }
+       s && NF == 0 { s = 0 }
+       s { for (i = 2; i <= n + 1; i++) print fig, $1, r[i], $i
+           if (NF > n + 1) { split($(n + 2), e, "-"); print fig, $1, "env", e[1], e[2], $(n + 3), $(n + 4) } }' "$1"
+}
+cells "$dir/seed.txt" >"$dir/cells"
 # bf16 weights gathered as stored are gathered in bf16: R4-R6 (stored) equal
-# R10-R12 (bf16) in every table
-awk '/^(step ms|exposed AG ms|peak HBM GiB) / { s = 1; next } s && /^schedule/ { next }
-     s && NF == 0 { s = 0 }
-     s { n++; for (i = 5; i <= 7; i++) if ($i != $(i + 6)) { print $1 ": " $i " vs " $(i + 6); bad = 1 } }
-     END { exit (bad || n != 21) }' "$dir/seed.txt" >"$dir/same" &&
+# R10-R12 (bf16), and R16-R18 equal R22-R24, in every table
+awk '$3 ~ /^R/ { v[$1 " " $2 " " substr($3, 2)] = $4; rows[$1 " " $2] = 1 }
+     END { for (k in rows) for (i = 4; i <= 18; i += (i == 6 ? 10 : 1)) {
+             n++; if (v[k " " i] != v[k " " (i + 6)]) { print k " R" i ": " v[k " " i] " vs " v[k " " (i + 6)]; bad = 1 } }
+           exit (bad || n != 21 * 6) }' "$dir/cells" >"$dir/same" &&
   ok "bf16 stored: the stored and bf16 gather readings agree" || bad "R4-6 vs R10-12: $(cat "$dir/same")"
-# R1 (8192, fp32 stored, gathered as stored) is the scenario's own shape: the main table's steps
-awk '/^schedule  .*executor$/ { t = 1; next } t && NF == 0 { t = 0 }
-     t { main[$1] = sprintf("%.0f", $2) }
-     /^step ms / { s = 1; next } s && /^schedule/ { next } s && NF == 0 { s = 0 }
-     s { n++; if (main[$1] != $2) { print "row " $1 ": " $2 " vs " main[$1]; bad = 1 } }
-     END { exit (bad || n < 7) }' "$dir/seed.txt" >"$dir/r1" &&
+# R1 (8192, fp32 stored, gathered as stored, shared) is the scenario's own
+# shape: the main table's steps
+awk 'NR == FNR { if (/^schedule  .*executor$/) t = 1; else if (t && NF == 0) t = 0
+                 else if (t) main[$1] = sprintf("%.0f", $2); next }
+     $1 == "stepms" && $3 == "R1" { n++; if (main[$2] != $4) { print "row " $2 ": " $4 " vs " main[$2]; bad = 1 } }
+     END { exit (bad || n < 7) }' "$dir/seed.txt" "$dir/cells" >"$dir/r1" &&
   ok "R1 equals the main table" || bad "R1 is not the main table: $(cat "$dir/r1")"
 # the envelope and the inside/outside verdicts, from the columns
-awk '/^(step ms|exposed AG ms|peak HBM GiB) / { s = 1; next } s && /^schedule/ { next }
-     s && NF == 0 { s = 0 } s {
-       lo = 1e300; hi = -1e300
-       for (i = 2; i <= 13; i++) { if ($i + 0 < lo) lo = $i + 0; if ($i + 0 > hi) hi = $i + 0 }
-       split($14, e, "-"); rows++
-       if (e[1] + 0 != lo || e[2] + 0 != hi) { print $1 ": " $14 " vs " lo "-" hi; bad = 1 }
-       if (NF == 16) {
+awk '$3 ~ /^R/ { k = $1 " " $2; if (!(k in lo) || $4 + 0 < lo[k]) lo[k] = $4 + 0
+                 if (!(k in hi) || $4 + 0 > hi[k]) hi[k] = $4 + 0; cols[k]++; next }
+     $3 == "env" { k = $1 " " $2; rows++
+       if (cols[k] != 24 || $4 + 0 != lo[k] || $5 + 0 != hi[k]) { print k ": " $4 "-" $5 " vs " lo[k] "-" hi[k] " over " cols[k]; bad = 1 }
+       if ($6 != "") {
          tol = 0.05 # the columns and the envelope are rounded alike
-         inside = $15 + 0 >= lo - tol && $15 + 0 <= hi + tol
-         if ((inside && $16 != "inside") || (!inside && $16 != "outside")) {
-           print $1 ": " $15 " " $16 " of " lo "-" hi; bad = 1 }
+         inside = $6 + 0 >= lo[k] - tol && $6 + 0 <= hi[k] + tol
+         if ((inside && $7 != "inside") || (!inside && $7 != "outside")) { print k ": " $6 " " $7; bad = 1 }
          verdicts++
-       }
-     }
-     END { exit (bad || rows != 21 || verdicts < 10) }' "$dir/seed.txt" >"$dir/env" &&
+       } }
+     END { exit (bad || rows != 21 || verdicts < 10) }' "$dir/cells" >"$dir/env" &&
   ok "envelopes and verdicts" || bad "envelope: $(cat "$dir/env")"
+# reduce_engine own is the rule of a profile with three engines a device
+# (oracle: tpu7x with collective_engines 6); shared is this profile's rule
+sed 's/^collective_engines: 4 /collective_engines: 6 /' "$SMOE_CONFIG_DIR/hardware/tpu7x.yml" >"$dir/six.yml"
+main() { sed -n '/^schedule  .*executor$/,/^$/p' "$1"; }
+"$smoe" sim --scenario seed --reduce-engine own >"$dir/own.txt" &&
+  "$smoe" sim --scenario seed --hardware "$dir/six.yml" >"$dir/six.txt" &&
+  [ "$(main "$dir/own.txt")" = "$(main "$dir/six.txt")" ] &&
+  [ "$(main "$dir/own.txt")" != "$(main "$dir/seed.txt")" ] &&
+  grep -q '^reading: the gradient reductions run on an engine of their own' "$dir/own.txt" &&
+  ok "reduce_engine own: a three-engine profile's rows" || bad "reduce_engine own"
+"$smoe" sim --scenario seed --reduce-engine shared >"$dir/shared.txt" &&
+  [ "$(main "$dir/shared.txt")" = "$(main "$dir/seed.txt")" ] &&
+  grep -q ': 12 combinations$' "$dir/shared.txt" &&
+  ok "reduce_engine shared: the default rows, the reading not varied" || bad "reduce_engine shared"
 "$smoe" sim --scenario seed --seq 4096 >"$dir/seq.txt" || bad "--seq 4096"
-grep -q ': 4 combinations$' "$dir/seq.txt" &&
-  grep -q '^  R1  dtype_bytes=4 maxtext_gather_dtype=stored$' "$dir/seq.txt" &&
+grep -q ': 8 combinations$' "$dir/seq.txt" &&
+  grep -q '^  R1  dtype_bytes=4 maxtext_gather_dtype=stored reduce_engine=shared$' "$dir/seq.txt" &&
   ok "a fact on the command line is not varied" || bad "--seq 4096 still varies seq_len"
 "$smoe" sim --scenario seed max_target_length=8192 >"$dir/mtl.txt" || bad "max_target_length=8192"
-grep -q ': 4 combinations$' "$dir/mtl.txt" &&
+grep -q ': 8 combinations$' "$dir/mtl.txt" &&
   ok "a fact's MaxText key on the command line is not varied" || bad "max_target_length still varies"
 "$smoe" sim --scenario seed --json >"$dir/seed.json" || bad "--json"
 tr -d ' \n\t' <"$dir/seed.json" | grep -q '"readings":{"facts":{"seq_len":\[{"value":"8192","source":' &&

@@ -414,16 +414,17 @@ typedef struct smoe_scn_variant {
 
 /* A declared reading (readings: in a scenario): a fact the scenario's
  * source does not state, with every value its public sources allow. */
-#define SMOE_SCN_MAX_FACTS 4
+#define SMOE_SCN_MAX_FACTS 5
 #define SMOE_SCN_MAX_READINGS 4  /* values per fact */
-#define SMOE_SCN_MAX_COMBOS 16   /* combinations of all facts' values */
+#define SMOE_SCN_MAX_COMBOS 32   /* combinations of all facts' values */
 typedef enum smoe_scn_fact_key {
     SMOE_FACT_SEQ,          /* seq_len */
     SMOE_FACT_BATCH,        /* per_device_batch */
     SMOE_FACT_DTYPE_BYTES,  /* dtype_bytes: the stored weights' bytes */
-    SMOE_FACT_MX_GATHER     /* maxtext_gather_dtype: bytes (4 fp32, 2 bf16, 0 stored) */
+    SMOE_FACT_MX_GATHER,    /* maxtext_gather_dtype: bytes (4 fp32, 2 bf16, 0 stored) */
+    SMOE_FACT_REDUCE_ENGINE /* reduce_engine: SMOE_REDUCE_SHARED or _OWN */
 } smoe_scn_fact_key;
-#define SMOE_FACT_KINDS 4
+#define SMOE_FACT_KINDS 5
 typedef struct smoe_scn_fact {
     smoe_scn_fact_key key;
     int n;
@@ -438,6 +439,14 @@ const char *smoe_scn_fact_name(smoe_scn_fact_key k);
  * "fp32" 4, "bf16" 2 bytes per element; -1 for anything else. */
 #define SMOE_MX_GATHER_NAMES "stored, fp32 or bf16"
 int smoe_mx_gather_bytes(const char *name);
+/* Where the simulator puts the gradient reductions (sched.h:
+ * smoe_sim_shape.reduce_engine): the profile's rule, the exchanges' engine,
+ * or an engine of their own. */
+enum { SMOE_REDUCE_PROFILE = 0, SMOE_REDUCE_SHARED = 1, SMOE_REDUCE_OWN = 2 };
+/* A reduce_engine value (scenario key, reading, --reduce-engine): "shared"
+ * or "own" (SMOE_REDUCE_*); -1 for anything else. */
+#define SMOE_REDUCE_ENGINE_NAMES "shared or own"
+int smoe_reduce_engine_of(const char *name);
 
 typedef struct smoe_scenario {
     const char *file;
@@ -453,6 +462,7 @@ typedef struct smoe_scenario {
     int dtype_bytes;             /* 0: from the config's weight_dtype */
     int prefetch_depth;
     int mx_gather_bytes;         /* maxtext_gather_dtype: 4 (fp32), 2 (bf16), 0 stored or absent */
+    int reduce_engine;           /* reduce_engine: 1 shared, 2 own, 0 absent (the profile's) */
     int64_t dtype_bytes64, prefetch_depth64;
     int n_sources;               /* sources: {KEY: where its value comes from} */
     const char *source_key[SMOE_SCN_MAX_SOURCES], *source_text[SMOE_SCN_MAX_SOURCES];

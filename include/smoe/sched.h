@@ -150,6 +150,13 @@ typedef struct smoe_sim_shape {
      * weight_dtype, which is what fsdp_prefetch.py does (it gathers the
      * nnx.Param leaves; the layers cast after the gather) */
     int mx_gather_bytes;
+    /* Where the gradient reductions run on an accelerator with a few
+     * collective engines per device (a declared reading, smoe sim
+     * --reduce-engine): the profile's rule (SMOE_REDUCE_PROFILE: with two
+     * engines a device's reductions share the exchanges'), or forced onto
+     * the exchanges' engine (SHARED) or an engine of their own (OWN: they
+     * contend with neither the exchanges nor the gathers); config.h. */
+    int reduce_engine;
     /* smoe's runtime (executor RUNTIME): the activation bytes smoe train
      * tracks per rank (train.h: smoe_train_act_bytes; its model's count,
      * not the simulator's estimate below), or 0: the estimate */

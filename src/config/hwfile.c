@@ -336,8 +336,23 @@ static smoe_status sources(smoe_arena *a, const smoe_node *n, smoe_scenario *sc,
     return SMOE_OK;
 }
 
+/* An optional key whose value is one of a few names (as its smoe sim
+ * option): *out = named(value), left alone when the key is absent. */
+static smoe_status scn_named(const smoe_node *root, const char *key, int (*named)(const char *),
+                             const char *names, int *out, smoe_err *err)
+{
+    const smoe_node *n = smoe_node_get(root, key);
+    if (!n)
+        return SMOE_OK;
+    int v = n->kind == SMOE_NODE_SCALAR ? named(n->str) : -1;
+    if (v < 0)
+        return smoe_err_at(err, SMOE_EINVAL, n->loc, "%s: expected %s", key, names);
+    *out = v;
+    return SMOE_OK;
+}
+
 /* A scenario's numbers, each in the bounds of the matching smoe sim
- * option, and maxtext_gather_dtype. */
+ * option, and the named readings maxtext_gather_dtype and reduce_engine. */
 static smoe_status scn_numbers(const smoe_node *root, smoe_scenario *sc, smoe_err *err)
 {
     struct { const char *k; int64_t *dst; int64_t def; range r; } ints[] = {
@@ -362,16 +377,11 @@ static smoe_status scn_numbers(const smoe_node *root, smoe_scenario *sc, smoe_er
         sc->devices_loc = dn->loc;
     if (sn)
         sc->slices_loc = sn->loc;
-    const smoe_node *mg = smoe_node_get(root, "maxtext_gather_dtype");
-    if (!mg)
-        return SMOE_OK;
-    /* as smoe sim --maxtext-gather-dtype */
-    int b = mg->kind == SMOE_NODE_SCALAR ? smoe_mx_gather_bytes(mg->str) : -1;
-    if (b < 0)
-        return smoe_err_at(err, SMOE_EINVAL, mg->loc,
-                           "maxtext_gather_dtype: expected " SMOE_MX_GATHER_NAMES);
-    sc->mx_gather_bytes = b;
-    return SMOE_OK;
+    if ((s = scn_named(root, "maxtext_gather_dtype", smoe_mx_gather_bytes, SMOE_MX_GATHER_NAMES,
+                       &sc->mx_gather_bytes, err)))
+        return s;
+    return scn_named(root, "reduce_engine", smoe_reduce_engine_of, SMOE_REDUCE_ENGINE_NAMES,
+                     &sc->reduce_engine, err);
 }
 
 /* variants: NAME: {rules, overrides}, at most SMOE_SCN_MAX_VARIANTS. */
@@ -422,7 +432,7 @@ smoe_status smoe_scenario_load_text(smoe_arena *a, const char *text, const char 
                                         "slices", "overrides", "per_device_batch", "seq_len",
                                         "remat", "dtype_bytes", "prefetch_depth", "variants",
                                         "reported", "sources", "maxtext_gather_dtype",
-                                        "readings", NULL };
+                                        "reduce_engine", "readings", NULL };
     smoe_node *root;
     memset(sc, 0, sizeof *sc);
     sc->file = smoe_arena_strdup(a, name);

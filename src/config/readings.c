@@ -17,15 +17,27 @@
 typedef struct fact_rule {
     smoe_scn_fact_key key;
     const char *name;
-    double lo, hi; /* integers in [lo, hi]; hi 0: a gather dtype (smoe_mx_gather_bytes) */
+    double lo, hi;              /* integers in [lo, hi], unless named: */
+    int (*named)(const char *); /* a value by name (-1: none), or NULL */
+    const char *names;          /* the names, for the refusal */
 } fact_rule;
 
 static const fact_rule k_facts[] = {
-    { SMOE_FACT_SEQ, "seq_len", 1, (double)SMOE_SIM_MAX_SEQ },
-    { SMOE_FACT_BATCH, "per_device_batch", 1, (double)SMOE_SIM_MAX_BATCH },
-    { SMOE_FACT_DTYPE_BYTES, "dtype_bytes", 1, 16 },
-    { SMOE_FACT_MX_GATHER, "maxtext_gather_dtype", 0, 0 },
+    { SMOE_FACT_SEQ, "seq_len", 1, (double)SMOE_SIM_MAX_SEQ, NULL, NULL },
+    { SMOE_FACT_BATCH, "per_device_batch", 1, (double)SMOE_SIM_MAX_BATCH, NULL, NULL },
+    { SMOE_FACT_DTYPE_BYTES, "dtype_bytes", 1, 16, NULL, NULL },
+    { SMOE_FACT_MX_GATHER, "maxtext_gather_dtype", 0, 0, smoe_mx_gather_bytes,
+      SMOE_MX_GATHER_NAMES },
+    { SMOE_FACT_REDUCE_ENGINE, "reduce_engine", 0, 0, smoe_reduce_engine_of,
+      SMOE_REDUCE_ENGINE_NAMES },
 };
+
+int smoe_reduce_engine_of(const char *name)
+{
+    return strcmp(name, "shared") == 0 ? SMOE_REDUCE_SHARED
+         : strcmp(name, "own") == 0    ? SMOE_REDUCE_OWN
+                                       : -1;
+}
 
 int smoe_mx_gather_bytes(const char *name)
 {
@@ -54,11 +66,11 @@ static smoe_status one_value(smoe_arena *a, const fact_rule *r, const smoe_node 
         return smoe_err_at(err, SMOE_EINVAL, it->loc,
                            "readings: %s: each reading is {value: V, source: TEXT}", r->name);
     double x = 0;
-    if (r->hi == 0) {
-        x = smoe_mx_gather_bytes(v->str);
+    if (r->named) {
+        x = r->named(v->str);
         if (x < 0)
-            return smoe_err_at(err, SMOE_EINVAL, v->loc,
-                               "readings: %s: expected " SMOE_MX_GATHER_NAMES, r->name);
+            return smoe_err_at(err, SMOE_EINVAL, v->loc, "readings: %s: expected %s", r->name,
+                               r->names);
     } else if (smoe_node_type(v) != SMOE_T_INT || smoe_parse_f64(v->str, &x) || x < r->lo ||
                x > r->hi) {
         return smoe_err_at(err, SMOE_EINVAL, v->loc,
@@ -93,7 +105,7 @@ smoe_status cfg_scn_readings(smoe_arena *a, const smoe_node *n, smoe_scenario *s
         if (!r)
             return smoe_err_at(err, SMOE_EINVAL, n->key_locs[i],
                                "readings: unknown fact '%s' (seq_len, per_device_batch, "
-                               "dtype_bytes, maxtext_gather_dtype)", n->keys[i]);
+                               "dtype_bytes, maxtext_gather_dtype, reduce_engine)", n->keys[i]);
         const smoe_node *l = n->items[i];
         if (l->kind != SMOE_NODE_SEQ || l->n < 1 || l->n > SMOE_SCN_MAX_READINGS)
             return smoe_err_at(err, SMOE_EINVAL, l->loc, "readings: %s: a list of 1 to %d readings",

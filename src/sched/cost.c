@@ -379,6 +379,7 @@ static void set_rates(build_ctx *b, smoe_sim_model *m, const smoe_plan *plan, co
     m->weight_bytes = b->wbytes;
     m->wire_bytes = sh->wire_bytes > 0 ? sh->wire_bytes : 0;
     m->mx_gather_bytes = sh->mx_gather_bytes > 0 ? sh->mx_gather_bytes : 0;
+    m->reduce_engine = sh->reduce_engine;
     m->act_runtime = sh->act_bytes > 0 ? (double)sh->act_bytes : 0;
     /* the gradient reductions: their own figures where the profile
      * measured them (cpu: the MPI library's reduce-scatter is not the

@@ -97,6 +97,7 @@ struct smoe_sim_model {
     double weight_bytes;  /* stored weight element size (weight_dtype) */
     double wire_bytes;    /* smoe_sim_shape.wire_bytes (0: the compute dtype) */
     double mx_gather_bytes; /* smoe_sim_shape.mx_gather_bytes (0: as stored) */
+    int reduce_engine;      /* smoe_sim_shape.reduce_engine (SMOE_REDUCE_*) */
     double act_runtime;   /* smoe_sim_shape.act_bytes (0: the estimate) */
     double top_embed_bytes; /* of top_bytes: the embedding's gathered table */
     double logits_bytes;    /* the logits of one step, per device (mxmem.c) */

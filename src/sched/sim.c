@@ -536,7 +536,9 @@ static void executor_rules(sim *x, const smoe_sim_sched *s)
  * everything queues on it; with two, exchanges share one with the
  * reductions; with three or more each kind has its own. A shared schedule
  * puts the gathers on the exchanges' engine (no dedicated gather engine).
- * A profile gives the engines per chip; a device has its share. */
+ * A profile gives the engines per chip; a device has its share. With two
+ * or more, the model's reduce_engine reading may move the reductions onto
+ * the exchanges' engine or one of their own. */
 static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sched *s,
                             const smoe_schedule *sc, smoe_trace *trace)
 {
@@ -551,6 +553,8 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
     } else {
         x->aeng = &x->aeng_own;
         x->reng = engines >= 3 ? &x->reng_own : &x->aeng_own;
+        if (m->reduce_engine != SMOE_REDUCE_PROFILE)
+            x->reng = m->reduce_engine == SMOE_REDUCE_OWN ? &x->reng_own : &x->aeng_own;
         if (s->shared_engine) {
             if (x->reng == x->aeng)
                 x->reng = &x->geng;
