@@ -433,6 +433,32 @@ static smoe_sim_shape reading_shape(const sim_args *a, const smoe_sim_shape *in,
     return x;
 }
 
+/* Combination ci must suit the command line: smoe's compressed gathers
+ * (--gather-dtype) convert fp32 master weights. */
+static void check_combo(const sim_args *a, const smoe_sim_shape *x, int ci)
+{
+    if (a->c.gather_dtype == SMOE_DT_FP32 || !x->dtype_bytes || x->dtype_bytes == 4)
+        return;
+    char where[64];
+    snprintf(where, sizeof where, "argument '--gather-dtype %s'",
+             smoe_dtype_name(a->c.gather_dtype));
+    cli_usage_error(where, "reading R%d stores %d-byte weights (dtype_bytes), and smoe's "
+                    "compressed gathers convert fp32 master weights: fix the reading with "
+                    "--dtype-bytes 4", ci + 1, x->dtype_bytes);
+}
+
+/* A combination's figures from its rows X. */
+static void keep_rows(sim_reading_rows *out, const sim_rows *X)
+{
+    out->n = X->n;
+    for (int i = 0; i < X->n; i++) {
+        snprintf(out->name[i], sizeof out->name[i], "%s", X->runs[i].name);
+        out->step_ms[i] = X->runs[i].r.step_s * 1e3;
+        out->exposed_ms[i] = X->runs[i].r.exposed_gather_s * 1e3;
+        out->peak_gib[i] = X->runs[i].r.peak_hbm_bytes / (1024.0 * 1024 * 1024);
+    }
+}
+
 /* The scenario's rows (base and variants) under every combination of its
  * readings, untraced. A fact the command line set keeps its value; the rest
  * of the shape resolves from the configuration under each combination (a
@@ -449,6 +475,7 @@ static void run_readings(const sim_args *a, sim_rows *R, const smoe_hw *hw,
     for (int ci = 0; a->sc.n_facts && ci < combos; ci++) {
         sim_reading_rows *out = &R->rd.r[R->rd.n++];
         smoe_sim_shape xin = reading_shape(a, in, ci, out), xs = xin;
+        check_combo(a, &xin, ci);
         smoe_plan *p;
         memset(&X, 0, sizeof X);
         smoe_sim_model *m = sim_build(&b.c, NULL, NULL, NULL, 0, hw, &xs, &p, NULL);
@@ -456,13 +483,7 @@ static void run_readings(const sim_args *a, sim_rows *R, const smoe_hw *hw,
             apply_profile(m, R->prof, R->prof_n);
         run_base(&b, &X, hw, m);
         run_variants(&b, &X, hw, &xin, xs.context);
-        out->n = X.n;
-        for (int i = 0; i < X.n; i++) {
-            snprintf(out->name[i], sizeof out->name[i], "%s", X.runs[i].name);
-            out->step_ms[i] = X.runs[i].r.step_s * 1e3;
-            out->exposed_ms[i] = X.runs[i].r.exposed_gather_s * 1e3;
-            out->peak_gib[i] = X.runs[i].r.peak_hbm_bytes / (1024.0 * 1024 * 1024);
-        }
+        keep_rows(out, &X);
         smoe_sim_model_free(m);
         smoe_plan_free(p);
     }

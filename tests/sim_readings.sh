@@ -76,6 +76,9 @@ grep -q ': 8 combinations$' "$dir/seq.txt" &&
 "$smoe" sim --scenario seed max_target_length=8192 >"$dir/mtl.txt" || bad "max_target_length=8192"
 grep -q ': 8 combinations$' "$dir/mtl.txt" &&
   ok "a fact's MaxText key on the command line is not varied" || bad "max_target_length still varies"
+"$smoe" sim --scenario seed --gather-dtype bf16 --dtype-bytes 4 >"$dir/gb.txt" &&
+  grep -q ': 12 combinations$' "$dir/gb.txt" &&
+  ok "compressed gathers with the stored dtype fixed at fp32" || bad "--gather-dtype bf16 --dtype-bytes 4"
 "$smoe" sim --scenario seed --json >"$dir/seed.json" || bad "--json"
 tr -d ' \n\t' <"$dir/seed.json" | grep -q '"readings":{"facts":{"seq_len":\[{"value":"8192","source":' &&
   tr -d ' \n\t' <"$dir/seed.json" | grep -q '"envelope":{"baseline":{"step_ms":\[' &&
