@@ -289,6 +289,29 @@ typedef struct sim_row {
     smoe_sim_result r;
     int have;
 } sim_row;
+/* The command line, parsed, and the scenario's defaults under it. */
+typedef struct sim_args {
+    cli_common c;
+    const char *scenario, *hardware, *remat, *trace_path, *out, *plot_path, *profile, *sched_out;
+    int whole, depth, sweep, calib, pthread;
+    int mx_gather_bytes; /* --maxtext-gather-dtype (or the scenario's); 0: not given,
+                            -1: stored */
+    int reduce_engine;   /* --reduce-engine (or the scenario's): SMOE_REDUCE_* */
+    int fixed[SMOE_FACT_KINDS]; /* the readings' facts the command line set */
+    int64_t batch, seq, budget;
+    smoe_scenario sc;
+    smoe_arena *arena;
+    const char **scn_over; /* the scenario's overrides, then the command line's */
+    const char **scn_where; /* [each] its FILE:LINE:COL, NULL: the command line */
+    char dev_where[400];
+} sim_args;
+/* sim_args.c: the command line into a (1: it asked for the help, printed);
+ * the scenario's defaults where the command line set none; the profile
+ * --hardware names and the training shape as given (sh, unresolved). */
+int sim_parse_args(sim_args *a, int argc, char **argv);
+void sim_apply_scenario(sim_args *a);
+void sim_load_hw(sim_args *a, smoe_hw *hw, char *hwf_buf, size_t cap, const char **hwf,
+                 smoe_sim_shape *sh);
 /* What the output says of the run's own configuration (sim_build fills
  * it): its kernel-tuning keys away from MaxText's default
  * (smoe_sim_tuned_keys) and whether it has scan_layers=false. */
