@@ -114,11 +114,29 @@ int smoe_fuzz_scenario(const uint8_t *data, size_t size)
                       sc.n_sources <= SMOE_SCN_MAX_SOURCES,
                   "list lengths in range");
             for (int i = 0; i < sc.n_overrides; i++)
-                check(sc.overrides[i] != NULL, "an override has text");
+                check(sc.overrides[i] != NULL && sc.override_where[i] != NULL,
+                      "an override has text and a place");
             for (int i = 0; i < sc.n_variants; i++) {
                 check(sc.variants[i].name != NULL, "a variant has a name");
                 check(sc.variants[i].n_overrides <= SMOE_SCN_MAX_OVERRIDES, "variant overrides");
+                for (int j = 0; j < sc.variants[i].n_overrides; j++)
+                    check(sc.variants[i].override_where[j] != NULL, "a variant override's place");
             }
+            check(sc.mx_gather_bytes == 0 || sc.mx_gather_bytes == 2 || sc.mx_gather_bytes == 4,
+                  "maxtext_gather_dtype in range");
+            check(sc.reduce_engine >= SMOE_REDUCE_PROFILE && sc.reduce_engine <= SMOE_REDUCE_OWN,
+                  "reduce_engine in range");
+            int combos = 1;
+            check(sc.n_facts <= SMOE_SCN_MAX_FACTS, "facts in range");
+            for (int i = 0; i < sc.n_facts; i++) {
+                check(sc.facts[i].n >= 1 && sc.facts[i].n <= SMOE_SCN_MAX_READINGS,
+                      "readings per fact in range");
+                combos *= sc.facts[i].n;
+                for (int j = 0; j < sc.facts[i].n; j++)
+                    check(sc.facts[i].text[j] && sc.facts[i].source[j] && sc.facts[i].source[j][0],
+                          "a reading has its text and source");
+            }
+            check(combos <= SMOE_SCN_MAX_COMBOS, "combinations in range");
             for (int i = 0; i < sc.n_reported; i++) {
                 const smoe_scn_numbers *x = &sc.reported[i];
                 check(sc.reported_name[i] != NULL, "a reported row has a name");
