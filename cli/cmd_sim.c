@@ -308,6 +308,11 @@ static void print_text(const sim_args *a, const sim_rows *R, const smoe_hw *hw, 
            cli_fmt_bytes(pf->mem_optimizer, b3, sizeof b3),
            cli_fmt_bytes(pf->mem_gathered, b4, sizeof b4),
            cli_fmt_bytes(pf->mem_activations, b5, sizeof b5));
+    const smoe_sim_result *bl = &R->runs[0].r;
+    printf("exposed gather wait, decoder layers + embedding and head: baseline %.1f + %.1f ms, "
+           "prefetch %.1f + %.1f ms\n", (bl->exposed_gather_s - bl->exposed_top_s) * 1e3,
+           bl->exposed_top_s * 1e3, (pf->exposed_gather_s - pf->exposed_top_s) * 1e3,
+           pf->exposed_top_s * 1e3);
     if (a->budget >= 0 && !R->feasible)
         printf("budget %s is below the no-prefetch peak: no prefetch\n",
                cli_fmt_bytes((double)a->budget, b1, sizeof b1));

@@ -84,6 +84,7 @@ static void add_result(cJSON *sched, const char *name, const smoe_sim_result *r,
     cJSON_AddNumberToObject(o, "step_ms", r->step_s * 1e3);
     cJSON_AddNumberToObject(o, "compute_ms", r->compute_s * 1e3);
     cJSON_AddNumberToObject(o, "exposed_gather_ms", r->exposed_gather_s * 1e3);
+    cJSON_AddNumberToObject(o, "exposed_top_level_ms", r->exposed_top_s * 1e3);
     cJSON_AddNumberToObject(o, "residual_gather_ms", r->residual_s * 1e3);
     cJSON_AddNumberToObject(o, "a2a_ms", r->a2a_s * 1e3);
     cJSON_AddNumberToObject(o, "gather_busy_ms", r->gather_busy_s * 1e3);

@@ -325,11 +325,13 @@ static void test_top_level(void)
      * [4, 5], compute [5, 8]; the backward as above from 8: units 2, 3
      * [8, 14] [14, 20], reduction [20, 21], the optimizer [21, 25]: 25 s,
      * 2 s exposed (not 27 s, 4 s). Without prefetch the first gathers stay
-     * at the step's start: 30 + 4 s, 11 s exposed. */
+     * at the step's start: 30 + 4 s, 11 s exposed. Of the exposed time the
+ * top-level weights' part is the embedding's [0, 1] (1 s; the head's are
+ * there before the head), none where it went before the step's start. */
     static const struct {
         int depth;
-        double optimizer, step, exposed;
-    } cases[] = { { 1, 0, 23, 4 }, { 0, 0, 30, 11 }, { 0, 4, 34, 11 }, { 1, 4, 25, 2 } };
+        double optimizer, step, exposed, top;
+    } cases[] = { { 1, 0, 23, 4, 1 }, { 0, 0, 30, 11, 1 }, { 0, 4, 34, 11, 1 }, { 1, 4, 25, 2, 0 } };
     smoe_sim_sched s;
     smoe_sim_result r;
     memset(&s, 0, sizeof s);
@@ -343,6 +345,9 @@ static void test_top_level(void)
         CHECKF(NEAR(r.exposed_gather_s, cases[i].exposed),
                "top-level depth %d, optimizer %g s: exposed %g, expected %g", cases[i].depth,
                cases[i].optimizer, r.exposed_gather_s, cases[i].exposed);
+        CHECKF(NEAR(r.exposed_top_s, cases[i].top),
+               "top-level depth %d, optimizer %g s: top-level exposed %g, expected %g",
+               cases[i].depth, cases[i].optimizer, r.exposed_top_s, cases[i].top);
     }
 }
 

@@ -160,6 +160,12 @@ static void test_lifetimes(void)
     run(&m, SMOE_SIM_EXEC_XLA_SCAN, &r);
     CHECKF(NEAR(r.step_s, 18), "step %g, expected 18", r.step_s);
     expect_peak("xla", &r, 190, 120, 20, 50);
+    /* the step waits [0,2] for the top-level weights (nothing runs before
+     * the embedding), then 1 s for each of w's gathers, [3,4] and [9,10]:
+     * 4 s exposed, of it 2 s for the top-level weights */
+    CHECKF(NEAR(r.exposed_top_s, 2) && NEAR(r.exposed_gather_s, 4),
+           "xla: exposed %g, of it top-level %g, expected 4 and 2", r.exposed_gather_s,
+           r.exposed_top_s);
     /* logits of 100: [7,9] holds the head's 20, the input 4 and 200, no
      * gradients yet (they exist from the backward's start) */
     m.logits_bytes = 100;

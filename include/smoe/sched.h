@@ -312,6 +312,9 @@ typedef struct smoe_sim_sched {
 
 typedef struct smoe_sim_result {
     double step_s, compute_s, exposed_gather_s, residual_s, a2a_s, gather_busy_s;
+    double exposed_top_s; /* of exposed_gather_s: the waits for the top-level
+                             (embedding and head) weights; the rest is the
+                             decoder layers' */
     double reduce_wait_s;
     double issued_bytes;  /* gathered bytes issued by the schedule (layers) */
     double peak_hbm_bytes;

@@ -661,6 +661,7 @@ static double step_start(sim *x, const smoe_schedule *sc, double *t0, double *he
     top = fmax(0, top);
     if (top > 0) {
         x->r.exposed_gather_s += top;
+        x->r.exposed_top_s += top;
         sim_span(x, LANE_WAIT, "wait top-level gathers", 0, top);
     }
     return top;
@@ -676,7 +677,9 @@ static void step_forward(sim *x, double t0, double top, double head_end)
         sim_mx_embed(x, t0, emb);
     for (int u = 0; u < m->L; u++)
         run_unit(x, u);
+    double before = x->r.exposed_gather_s;
     x->comp = wait_gathers(x, x->comp, head_end, "wait head gathers");
+    x->r.exposed_top_s += x->r.exposed_gather_s - before;
     double h0 = x->comp, h = sim_compute(x, x->comp, m->head_s, "head");
     if (x->mxm)
         sim_mx_head(x, h0, h);
