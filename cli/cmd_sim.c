@@ -159,6 +159,23 @@ static smoe_sim_shape reading_shape(const sim_args *a, const smoe_sim_shape *in,
     return x;
 }
 
+/* A --profile's layer times are one shape's: readings may not vary the
+ * shape's tokens under it. */
+static void check_profile_readings(const sim_args *a)
+{
+    for (int f = 0; a->profile && f < a->sc.n_facts; f++) {
+        const smoe_scn_fact *ft = &a->sc.facts[f];
+        if ((ft->key != SMOE_FACT_SEQ && ft->key != SMOE_FACT_BATCH) || a->fixed[ft->key] ||
+            ft->n < 2)
+            continue;
+        char where[300];
+        snprintf(where, sizeof where, "argument '--profile %s'", a->profile);
+        cli_usage_error(where, "its layer times are one shape's, and the scenario's readings "
+                        "vary %s: fix it with %s", smoe_scn_fact_name(ft->key),
+                        ft->key == SMOE_FACT_SEQ ? "--seq" : "--batch");
+    }
+}
+
 /* Combination ci must suit the command line: smoe's compressed gathers
  * (--gather-dtype) convert fp32 master weights. */
 static void check_combo(const sim_args *a, const smoe_sim_shape *x, int ci)
@@ -198,6 +215,7 @@ static void run_readings(const sim_args *a, sim_rows *R, const smoe_hw *hw,
     int combos = 1;
     for (int f = 0; f < a->sc.n_facts; f++)
         combos *= a->fixed[a->sc.facts[f].key] ? 1 : a->sc.facts[f].n;
+    check_profile_readings(a);
     for (int ci = 0; a->sc.n_facts && ci < combos; ci++) {
         sim_reading_rows *out = &R->rd.r[R->rd.n++];
         smoe_sim_shape xin = reading_shape(a, in, ci, out), xs = xin;

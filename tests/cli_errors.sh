@@ -139,6 +139,8 @@ expect "argument 'remat_policy=minimal': remat_policy contradicts --remat full" 
 expect "argument 'weight_dtype=float32': weight_dtype contradicts --dtype-bytes 2" sim --scenario seed --dtype-bytes 2 weight_dtype=float32
 expect "argument 'max_target_length=-5': max_target_length contradicts --seq 4096" sim --model deepseek2-16b --hardware tpu7x --devices 8 --seq 4096 max_target_length=-5
 # smoe's compressed gathers take fp32 weights: a reading of bf16 ones is named
+# a trace's layer times are one shape's: readings may not vary the tokens
+expect "argument '--profile [^']*profile.json': its layer times are one shape's, and the scenario's readings vary seq_len: fix it with --seq" sim --scenario seed --profile "$data/sim/profile.json"
 expect "argument '--gather-dtype bf16': reading R4 stores 2-byte weights \\(dtype_bytes\\).*--dtype-bytes 4" sim --scenario seed --gather-dtype bf16
 
 echo "$pass passed, $fail failed"
