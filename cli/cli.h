@@ -123,7 +123,8 @@ const char *cli_named_file(const char *arg, const char *sub, char *buf, size_t n
 SMOE_MUST_CHECK
 smoe_status cli_hardware_check(const char *arg, const char *path, const char *where,
                                smoe_err *err);
-/* Whether one of the n KEY=VALUE strings sets key. */
+/* Whether one of the n KEY=VALUE strings sets key, or its MAXTEXT_<KEY>
+ * environment variable does (the config loader applies both). */
 int cli_kv_sets(const char *const *kv, int n, const char *key);
 /* The config loader's options from common options (base, model, rules,
  * KEY=VALUE overrides, the environment's). */

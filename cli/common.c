@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "smoe/runtime.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -206,7 +207,12 @@ int cli_kv_sets(const char *const *kv, int n, const char *key)
     for (int i = 0; i < n; i++)
         if (strncmp(kv[i], key, k) == 0 && kv[i][k] == '=')
             return 1;
-    return 0;
+    char env[128];
+    size_t j = (size_t)snprintf(env, sizeof env, "MAXTEXT_");
+    for (; *key && j + 1 < sizeof env; key++)
+        env[j++] = (char)toupper((unsigned char)*key);
+    env[j] = 0;
+    return getenv(env) != NULL;
 }
 
 smoe_config_opts cli_config_opts(const cli_common *c)

@@ -138,6 +138,9 @@ expect "argument 'per_device_batch_size=2': per_device_batch_size contradicts --
 expect "argument 'remat_policy=minimal': remat_policy contradicts --remat full" sim --scenario seed remat_policy=minimal
 expect "argument 'weight_dtype=float32': weight_dtype contradicts --dtype-bytes 2" sim --scenario seed --dtype-bytes 2 weight_dtype=float32
 expect "argument 'max_target_length=-5': max_target_length contradicts --seq 4096" sim --model deepseek2-16b --hardware tpu7x --devices 8 --seq 4096 max_target_length=-5
+export MAXTEXT_MAX_TARGET_LENGTH=4096 # the environment restates it as well
+expect "^smoe: environment variable MAXTEXT_MAX_TARGET_LENGTH: max_target_length contradicts --seq 8192" sim --scenario seed
+unset MAXTEXT_MAX_TARGET_LENGTH
 # smoe's compressed gathers take fp32 weights: a reading of bf16 ones is named
 # a trace's layer times are one shape's: readings may not vary the tokens
 expect "argument '--profile [^']*profile.json': its layer times are one shape's, and the scenario's readings vary seq_len: fix it with --seq" sim --scenario seed --profile "$data/sim/profile.json"
