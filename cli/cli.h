@@ -328,8 +328,8 @@ typedef struct sim_run_facts {
  * --remat or the scenario chose); the plan is sized in the stored dtype.
  * `facts` (may be NULL) receives the configuration's. Dies on a refusal. */
 smoe_sim_model *sim_build(const cli_common *c, const char *rules, const char *const *extra,
-                          const char *const *extra_where, int n_extra, const smoe_hw *hw, smoe_sim_shape *shp,
-                          smoe_plan **plan_out, sim_run_facts *facts);
+                          const char *const *extra_where, int n_extra, const smoe_hw *hw,
+                          smoe_sim_shape *shp, smoe_plan **plan_out, sim_run_facts *facts);
 /* --calibrate (sim_calibrate.c): under mpirun, this machine measured as a
  * cpu-mpi profile written to `out` (NULL: stdout), the progress thread as
  * `pthread` asks (smoe_calib_measure); the model (default: smoe train's

@@ -169,8 +169,8 @@ static void check_fixed(const smoe_config *cfg, const char *const *kv, int n,
 }
 
 smoe_sim_model *sim_build(const cli_common *c, const char *rules, const char *const *extra,
-                          const char *const *extra_where, int n_extra, const smoe_hw *hw, smoe_sim_shape *shp,
-                          smoe_plan **plan_out, sim_run_facts *facts)
+                          const char *const *extra_where, int n_extra, const smoe_hw *hw,
+                          smoe_sim_shape *shp, smoe_plan **plan_out, sim_run_facts *facts)
 {
     smoe_sim_shape sh = *shp;
     const char **kv = cli_alloc((size_t)(c->n_kv + n_extra + 1) * sizeof *kv);
