@@ -87,6 +87,10 @@ refused "argument '--reduce-engine tensorcore': expected shared or own" --scenar
 refused "argument '--reduce-engine': collective engines are an accelerator's" \
   --base "$SMOE_CONFIG_DIR/train.yml" --model tiny --devices 4 \
   --hardware "$data/hardware/cpu-mpi.yml" --reduce-engine own
+sed 's/^collective_engines: 4 /collective_engines: 2 /' "$SMOE_CONFIG_DIR/hardware/tpu7x.yml" \
+  >"$dir/one.yml"
+refused "argument '--reduce-engine': profile tpu7x has one collective engine a device" \
+  --scenario seed --hardware "$dir/one.yml" --reduce-engine own
 sed 's/^prefetch_depth: 1$/prefetch_depth: 1\nreduce_engine: sparsecore/' \
   "$SMOE_CONFIG_DIR/scenarios/seed.yml" >"$dir/scn.yml"
 refused "scn.yml:[0-9]*:[0-9]*: reduce_engine: expected shared or own" --scenario "$dir/scn.yml"
