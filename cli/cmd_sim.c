@@ -301,8 +301,7 @@ static void print_head(const sim_args *a, const sim_rows *R, const smoe_hw *hw, 
         printf("reading: the gradient reductions run on %s (--reduce-engine; the profile's "
                "rule: %s)\n", sh->reduce_engine == SMOE_REDUCE_OWN ? "an engine of their own"
                                                                  : "the exchanges' engine",
-               hw->collective_engines / fmax(1, hw->devices_per_chip) >= 3
-                   ? "their own engine" : "the exchanges' engine");
+               smoe_sim_device_engines(hw) >= 3 ? "their own engine" : "the exchanges' engine");
     printf("mesh:");
     for (int i = 0; i < plan->mesh.n; i++)
         if (plan->mesh.size[i] > 1)
@@ -357,8 +356,8 @@ static void print_json(const sim_args *a, const sim_rows *R, const smoe_hw *hw,
         execs[i] = smoe_sim_executor_name(R->runs[i].exec);
         res[i] = R->runs[i].r;
     }
-    sim_print_json(stdout, plan, hw, sh, R->facts.tuned, names, execs, res, R->n, &a->sc, &R->rd, R->curve,
-                   a->sweep ? R->ncurve : 0);
+    sim_print_json(stdout, plan, hw, sh, R->facts.tuned, names, execs, res, R->n, &a->sc, &R->rd,
+                   R->curve, a->sweep ? R->ncurve : 0);
 }
 
 /* --trace: every traced row's timeline in one file; the traces freed. */

@@ -3,7 +3,6 @@
 #include "cli.h"
 #include "smoe/runtime.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -207,12 +206,8 @@ int cli_kv_sets(const char *const *kv, int n, const char *key)
     for (int i = 0; i < n; i++)
         if (strncmp(kv[i], key, k) == 0 && kv[i][k] == '=')
             return 1;
-    char env[128];
-    size_t j = (size_t)snprintf(env, sizeof env, "MAXTEXT_");
-    for (; *key && j + 1 < sizeof env; key++)
-        env[j++] = (char)toupper((unsigned char)*key);
-    env[j] = 0;
-    return getenv(env) != NULL;
+    char env[256];
+    return getenv(smoe_config_env_name(key, env, sizeof env)) != NULL;
 }
 
 smoe_config_opts cli_config_opts(const cli_common *c)

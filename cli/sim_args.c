@@ -4,7 +4,6 @@
 #include "cli.h"
 #include "smoe/sched.h"
 
-#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -292,7 +291,7 @@ void sim_load_hw(sim_args *a, smoe_hw *hw, char *hwf_buf, size_t cap, const char
         cli_usage_error("argument '--reduce-engine'", "collective engines are an accelerator's "
                         "(%s is a cpu profile: its reductions run as smoe train issues them)",
                         hw->name);
-    if (a->reduce_engine && hw->collective_engines / fmax(1, hw->devices_per_chip) < 2)
+    if (a->reduce_engine && smoe_sim_device_engines(hw) < 2)
         cli_usage_error("argument '--reduce-engine'", "profile %s has one collective engine a "
                         "device (collective_engines %g, devices_per_chip %g): everything queues "
                         "on it", hw->name, hw->collective_engines, hw->devices_per_chip);

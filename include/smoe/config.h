@@ -137,6 +137,9 @@ smoe_status smoe_config_str_or(const smoe_config *c, const char *key, const char
 const char *smoe_config_key_at(const smoe_config *c, int i, const smoe_node **value);
 /* Where a key's value came from, "file:line:col" or "argument '...'". */
 smoe_loc smoe_config_loc(const smoe_config *c, const char *key);
+/* The environment variable that sets key when opts.use_env is on:
+ * MAXTEXT_ and the key in capitals, into buf (n bytes); returns buf. */
+const char *smoe_config_env_name(const char *key, char *buf, size_t n);
 
 /* ---- key policies ----
  * A MaxText key a tool reads but implements only at some values. Each tool

@@ -195,6 +195,11 @@ smoe_status smoe_sim_keys(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_sh
                           smoe_err *err);
 /* "full", "none" or "save-dot-products". */
 const char *smoe_sim_remat_name(smoe_remat r);
+/* The collective engines of one device (collective_engines over
+ * devices_per_chip, whole): with 1 everything queues on it, with 2 the
+ * exchanges share one with the reductions, from 3 each kind has its own
+ * (smoe_sim_shape.reduce_engine may move the reductions from 2). */
+int smoe_sim_device_engines(const smoe_hw *hw);
 
 typedef struct smoe_sim_model smoe_sim_model;
 

@@ -301,6 +301,15 @@ static smoe_status add_override(loader *L, const char *name, const char *text,
     return SMOE_OK;
 }
 
+const char *smoe_config_env_name(const char *key, char *buf, size_t n)
+{
+    size_t j = (size_t)snprintf(buf, n, "MAXTEXT_");
+    for (; *key && j + 1 < n; key++)
+        buf[j++] = (char)toupper((unsigned char)*key);
+    buf[j < n ? j : n - 1] = 0;
+    return buf;
+}
+
 static const override *find_override(const loader *L, const char *key)
 {
     for (int i = 0; i < L->n_ov; i++)
@@ -319,12 +328,7 @@ static smoe_status parse_overrides(loader *L, const smoe_config_opts *o,
     if (o->use_env) {
         for (int i = 0; i < L->base.n; i++) {
             char name[256];
-            const char *k = L->base.e[i].key;
-            size_t j = (size_t)snprintf(name, sizeof name, "MAXTEXT_");
-            for (; *k && j + 1 < sizeof name; k++)
-                name[j++] = (char)toupper((unsigned char)*k);
-            name[j] = 0;
-            const char *v = getenv(name);
+            const char *v = getenv(smoe_config_env_name(L->base.e[i].key, name, sizeof name));
             if (!v)
                 continue;
             const char *where = smoe_arena_printf(L->a, "environment variable %s", name);

@@ -532,6 +532,11 @@ static void executor_rules(sim *x, const smoe_sim_sched *s)
     }
 }
 
+int smoe_sim_device_engines(const smoe_hw *hw)
+{
+    return (int)(hw->collective_engines / fmax(1, hw->devices_per_chip));
+}
+
 /* The engines and buffers of one run. Engines: with one collective engine
  * everything queues on it; with two, exchanges share one with the
  * reductions; with three or more each kind has its own. A shared schedule
@@ -547,7 +552,7 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
     x->s = s;
     x->sc = sc;
     x->trace = trace;
-    int engines = (int)(m->hw.collective_engines / fmax(1, m->hw.devices_per_chip));
+    int engines = smoe_sim_device_engines(&m->hw);
     if (engines <= 1) {
         x->aeng = x->reng = &x->geng;
     } else {
