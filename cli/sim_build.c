@@ -114,40 +114,68 @@ static int64_t train_act_bytes(const smoe_config *cfg, const smoe_plan *p, const
     return smoe_train_act_bytes(&mc, &act, &err) ? 0 : act;
 }
 
+/* A number or a string of cfg's key, or die naming it. */
+static double key_num(const smoe_config *cfg, const char *key)
+{
+    double v;
+    smoe_err err;
+    if (smoe_config_float(cfg, key, &v, &err))
+        cli_die(&err);
+    return v;
+}
+
+static const char *key_str(const smoe_config *cfg, const char *key)
+{
+    const char *v;
+    smoe_err err;
+    if (smoe_config_str(cfg, key, &v, &err))
+        cli_die(&err);
+    return v;
+}
+
+/* Each fact's agreement with cfg's value of its key; `fixed` receives the
+ * shape's value as the option takes it. */
+static int seq_agrees(const smoe_config *cfg, const smoe_sim_shape *in, char *fixed, size_t cap)
+{
+    snprintf(fixed, cap, "%lld", (long long)in->seq);
+    return key_num(cfg, "max_target_length") == (double)in->seq;
+}
+
+static int batch_agrees(const smoe_config *cfg, const smoe_sim_shape *in, char *fixed, size_t cap)
+{
+    snprintf(fixed, cap, "%lld", (long long)in->batch);
+    return key_num(cfg, "per_device_batch_size") == (double)in->batch;
+}
+
+static int dtype_agrees(const smoe_config *cfg, const smoe_sim_shape *in, char *fixed, size_t cap)
+{
+    snprintf(fixed, cap, "%d", in->dtype_bytes);
+    return (strcmp(key_str(cfg, "weight_dtype"), "float32") == 0 ? 4 : 2) == in->dtype_bytes;
+}
+
+static int remat_agrees(const smoe_config *cfg, const smoe_sim_shape *in, char *fixed, size_t cap)
+{
+    snprintf(fixed, cap, "%s", smoe_sim_remat_name(in->remat));
+    return in->remat == SMOE_REMAT_FULL && strcmp(key_str(cfg, "remat_policy"), "full") == 0;
+}
+
 /* The shape facts a KEY=VALUE may restate, with the option that fixes each
- * (the scenario's key beside it). */
+ * (the scenario's key beside it), whether the shape as given fixes it, and
+ * whether cfg's value agrees. */
 static const struct {
     const char *key, *opt, *scn;
+    int (*agrees)(const smoe_config *, const smoe_sim_shape *, char *, size_t);
 } k_fixed[] = {
-    { "max_target_length", "--seq", "seq_len" },
-    { "per_device_batch_size", "--batch", "per_device_batch" },
-    { "weight_dtype", "--dtype-bytes", "dtype_bytes" },
-    { "remat_policy", "--remat", "remat" },
+    { "max_target_length", "--seq", "seq_len", seq_agrees },
+    { "per_device_batch_size", "--batch", "per_device_batch", batch_agrees },
+    { "weight_dtype", "--dtype-bytes", "dtype_bytes", dtype_agrees },
+    { "remat_policy", "--remat", "remat", remat_agrees },
 };
 
-/* Whether cfg's value of k_fixed[i] agrees with the shape as given (1 where
- * the shape leaves it open); dies on a value it cannot read. */
-static int agrees(const smoe_config *cfg, size_t i, const smoe_sim_shape *in, char *fixed,
-                  size_t cap)
+static int is_fixed(const smoe_sim_shape *in, size_t i)
 {
-    smoe_err err;
-    double v = 0;
-    const char *s = "";
-    int64_t want[] = { in->seq, in->batch, in->dtype_bytes, in->remat_set };
-    if (!want[i])
-        return 1;
-    if ((i < 2 && smoe_config_float(cfg, k_fixed[i].key, &v, &err)) ||
-        (i >= 2 && smoe_config_str(cfg, k_fixed[i].key, &s, &err)))
-        cli_die(&err);
-    if (i == 3)
-        snprintf(fixed, cap, "%s", smoe_sim_remat_name(in->remat));
-    else
-        snprintf(fixed, cap, "%lld", (long long)want[i]);
-    if (i == 2)
-        v = strcmp(s, "float32") == 0 ? 4 : 2;
-    if (i == 3)
-        return in->remat == SMOE_REMAT_FULL && strcmp(s, "full") == 0;
-    return v == (double)want[i];
+    const int64_t set[] = { in->seq, in->batch, in->dtype_bytes, in->remat_set };
+    return set[i] != 0;
 }
 
 /* Die where a KEY=VALUE contradicts what the shape as given fixes (the
@@ -158,7 +186,8 @@ static void check_fixed(const smoe_config *cfg, const char *const *kv, int n,
 {
     for (size_t i = 0; i < sizeof k_fixed / sizeof k_fixed[0]; i++) {
         char fixed[32];
-        if (!cli_kv_sets(kv, n, k_fixed[i].key) || agrees(cfg, i, in, fixed, sizeof fixed))
+        if (!is_fixed(in, i) || !cli_kv_sets(kv, n, k_fixed[i].key) ||
+            k_fixed[i].agrees(cfg, in, fixed, sizeof fixed))
             continue;
         smoe_err err;
         smoe_err_at(&err, SMOE_EINVAL, smoe_config_loc(cfg, k_fixed[i].key),
