@@ -210,10 +210,12 @@ static int64_t run_case(const smoe_mesh *m, const wcase *wc, int legacy, smoe_dt
     float *gs = malloc(sizeof *gs * (size_t)info.shard_numel);
     for (int64_t i = 0; i < info.gathered_numel; i++)
         full[i] = want[i] * (float)(me + 1);
-    _Atomic int done = 0;
-    smoe_comm_gather_reduce(cm, w, full, scratch, gs, &done, NULL);
+    /* the buffers sent free no later than the result is in */
+    _Atomic int done = 0, sent = -1;
+    smoe_comm_gather_reduce(cm, w, full, scratch, gs, &done, &sent);
     while (!done)
         smoe_comm_progress(cm);
+    CHECKF(sent == 1, "%s: rank %d: the result in before its buffer was sent", what, me);
     /* every rank with the same kept coordinates contributed */
     double factor = 0;
     int ea = smoe_mesh_find(m, "expert");

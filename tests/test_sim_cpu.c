@@ -96,6 +96,30 @@ static void test_grad_before_prefetch(void)
            r.mem_gathered);
 }
 
+/* A weight replicated across slices: its reduction is a reduce-scatter and
+ * then an all-reduce of the shard's gradient, and the weights' buffer frees
+ * when the reduce-scatter ends (train's prefetch.c), not the all-reduce.
+ * The three layers above, the 5 s reductions a 1 s reduce-scatter and a
+ * 4 s all-reduce, on one reduction engine: unit 3 computes [11, 17], its
+ * reduce-scatter [17, 18] frees b0, its all-reduce [18, 22]; unit 4
+ * computes [17, 23] (its gradients in b1), and unit 5's gather takes b0
+ * [18, 20]; unit 4's reductions [23, 24] [24, 28]; unit 5 computes
+ * [23, 29] without a wait, reduces [29, 30] [30, 34]: 34 s, 2 s exposed
+ * (unit 0's gather). Held to the all-reduce's end, b0 would free at 22 as
+ * in the test above: 35 s, 3 s. */
+static void test_slot_frees_after_reduce_scatter(void)
+{
+    smoe_sim_model m = cpu_two_layers();
+    m.L = 3;
+    m.k[0].w[0].rs_s = 5;
+    m.k[0].w[0].ar_s = 4;
+    smoe_sim_result r;
+    CHECK(run_depth(&m, SMOE_SIM_EXEC_RUNTIME, 1, &r) == SMOE_OK);
+    CHECKF(NEAR(r.step_s, 34), "slot at the reduce-scatter: step %g, expected 34", r.step_s);
+    CHECKF(NEAR(r.exposed_gather_s, 2), "slot at the reduce-scatter: exposed %g, expected 2",
+           r.exposed_gather_s);
+}
+
 /* On cpu profiles a collective stretches the compute it overlaps by the
  * overlap times the part of its time that is the cores' work (1 - the
  * network's part). The two layers above at depth 1 with
@@ -526,6 +550,7 @@ int main(int argc, char **argv)
 {
     test_cpu_executor();
     test_grad_before_prefetch();
+    test_slot_frees_after_reduce_scatter();
     test_network_stretch();
     test_top_level();
     test_core_share();

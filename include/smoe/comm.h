@@ -177,7 +177,7 @@ typedef struct smoe_comm_ops {
     void (*gather_wait)(void *ctx, smoe_comm_gather *g, float *buf, smoe_comm_ticket *t,
                         double *wait_s);
     void (*gather_reduce)(void *ctx, smoe_comm_gather *g, float *full, float *scratch,
-                          float *shard_grad, _Atomic int *done, int *used_scratch);
+                          float *shard_grad, _Atomic int *done, _Atomic int *sent);
     int (*gather_needs_pack)(const smoe_comm_gather *g);
     smoe_ep_comm (*ep)(void *ctx);             /* this rank's expert group */
     smoe_comm_stats *(*stats)(void *ctx);
@@ -245,7 +245,7 @@ void smoe_comm_gather_wait(const smoe_comm *c, smoe_comm_gather *g, float *buf,
                            smoe_comm_ticket *t, double *wait_s);
 void smoe_comm_gather_reduce(const smoe_comm *c, smoe_comm_gather *g, float *full,
                              float *scratch, float *shard_grad, _Atomic int *done,
-                             int *used_scratch);
+                             _Atomic int *sent);
 int smoe_comm_gather_needs_pack(const smoe_comm *c, const smoe_comm_gather *g);
 smoe_ep_comm smoe_comm_ep(const smoe_comm *c);
 smoe_comm_stats *smoe_comm_stats_get(const smoe_comm *c);

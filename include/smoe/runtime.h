@@ -215,17 +215,19 @@ void smoe_rt_wgather_wait(smoe_rt *rt, smoe_wgather *g, float *buf, smoe_rt_tick
  * replicated on. When the shard blocks are not contiguous in `full` they
  * are first packed into `scratch` (gathered_numel floats; may be the
  * weight's own gathered buffer once it is no longer needed); otherwise
- * `full` is sent as is. Enqueued on the reduction queue; `full` and
- * `scratch` must stay alive, and `*done` (may be NULL) is set to 1, when
- * shard_grad holds the result. Returns whether scratch was used in
- * *used_scratch (may be NULL). Cannot fail (as smoe_rt_wgather_start).
+ * `full` is sent as is. Enqueued on the reduction queue; `*done` (may be
+ * NULL) is set to 1 when shard_grad holds the result, and `*sent` (may be
+ * NULL) once `full` and `scratch` may be reused: when the reduce-scatter
+ * that reads them completes (at once when nothing reads them after the
+ * return), never after *done; they must stay alive until then. Cannot fail
+ * (as smoe_rt_wgather_start).
  * With smoe_gather_exec.reduce_wire bf16 the buffer sent (scratch when it
  * was used, else full) is converted to bf16 in place (its contents are
  * lost), the reductions sum bf16 with fp32 arithmetic, and the result is
  * expanded into shard_grad's floats before *done is set; a weight with no
  * reduction (one rank) is copied as fp32. */
 void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *scratch,
-                            float *shard_grad, _Atomic int *done, int *used_scratch);
+                            float *shard_grad, _Atomic int *done, _Atomic int *sent);
 /* Does the reduction of this weight need the scratch buffer? */
 int smoe_rt_wgather_needs_pack(const smoe_wgather *g);
 

@@ -111,9 +111,9 @@ void smoe_comm_gather_wait(const smoe_comm *c, smoe_comm_gather *g, float *buf,
 }
 void smoe_comm_gather_reduce(const smoe_comm *c, smoe_comm_gather *g, float *full,
                              float *scratch, float *shard_grad, _Atomic int *done,
-                             int *used_scratch)
+                             _Atomic int *sent)
 {
-    c->ops->gather_reduce(c->ctx, g, full, scratch, shard_grad, done, used_scratch);
+    c->ops->gather_reduce(c->ctx, g, full, scratch, shard_grad, done, sent);
 }
 int smoe_comm_gather_needs_pack(const smoe_comm *c, const smoe_comm_gather *g)
 {

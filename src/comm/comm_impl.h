@@ -72,6 +72,7 @@ struct vr_op {
     const char *name;
     int64_t bytes;
     _Atomic int *pending, *flag; /* completion: decremented, set to 1 */
+    _Atomic int *sent;           /* completion: set to 1 (a send buffer free) */
     double *busy_acc;            /* += the op's time from post to completion */
     float *expand;               /* at completion: bf16 tail of expand[0..expand_n) */
     int64_t expand_n;
@@ -208,7 +209,7 @@ void vr_gather_start(void *ctx, smoe_comm_gather *g, const float *shard, float *
 void vr_gather_wait(void *ctx, smoe_comm_gather *g, float *buf, smoe_comm_ticket *t,
                     double *wait_s);
 void vr_gather_reduce(void *ctx, smoe_comm_gather *g, float *full, float *scratch,
-                      float *shard_grad, _Atomic int *done, int *used_scratch);
+                      float *shard_grad, _Atomic int *done, _Atomic int *sent);
 int vr_gather_needs_pack(const smoe_comm_gather *g);
 smoe_ep_comm vr_ep_comm(void *ctx);
 

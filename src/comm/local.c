@@ -192,14 +192,14 @@ static void l_gather_wait(void *ctx, smoe_comm_gather *g, float *buf, smoe_comm_
         *wait_s = 0;
 }
 static void l_gather_reduce(void *ctx, smoe_comm_gather *g, float *full, float *scratch,
-                            float *shard_grad, _Atomic int *done, int *used_scratch)
+                            float *shard_grad, _Atomic int *done, _Atomic int *sent)
 {
     (void)scratch;
     local *c = L(ctx);
     if (shard_grad != full)
         c->copy(c->copy_ud, shard_grad, full, sizeof *full * (size_t)g->numel);
-    if (used_scratch)
-        *used_scratch = 0;
+    if (sent)
+        *sent = 1;
     if (done)
         *done = 1;
 }

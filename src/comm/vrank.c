@@ -353,6 +353,8 @@ static void finish(vr_rank *r, vr_op *op)
         (*op->pending)--;
     if (op->flag)
         *op->flag = 1;
+    if (op->sent)
+        *op->sent = 1;
 }
 
 static void complete(vr_rank *r, vr_op *op)

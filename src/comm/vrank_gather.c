@@ -268,7 +268,7 @@ void vr_gather_wait(void *ctx, smoe_comm_gather *g, float *buf, smoe_comm_ticket
 
 static void enqueue_reduction(vr_rank *r, vr_kind kind, vr_comm *c, const void *send,
                               void *recv, const smoe_comm_gather *g, _Atomic int *done,
-                              float *expand, int serial)
+                              _Atomic int *sent, float *expand, int serial)
 {
     vr_op *op = vr_op_new(r);
     op->kind = kind;
@@ -281,6 +281,7 @@ static void enqueue_reduction(vr_rank *r, vr_kind kind, vr_comm *c, const void *
                                          : (g->rbf16 ? "AR grad bf16" : "AR grad");
     op->serial = serial;
     op->flag = done;
+    op->sent = sent;
     op->dev = r->dv != NULL;
     op->expand = expand;
     op->expand_n = g->geo.shard_numel;
@@ -288,14 +289,14 @@ static void enqueue_reduction(vr_rank *r, vr_kind kind, vr_comm *c, const void *
 }
 
 void vr_gather_reduce(void *ctx, smoe_comm_gather *g, float *full, float *scratch,
-                      float *shard_grad, _Atomic int *done, int *used_scratch)
+                      float *shard_grad, _Atomic int *done, _Atomic int *sent)
 {
     vr_rank *r = R(ctx);
     int64_t n = g->geo.shard_numel;
     if (done)
         *done = 0;
-    if (used_scratch)
-        *used_scratch = 0;
+    if (sent) /* until the reduce-scatter reading them completes */
+        *sent = !g->rs_comm;
     float *send = full;
     if (g->rs_comm && g->geo.pack) {
         for (int64_t m = 0; m < g->rs_comm->size; m++) {
@@ -309,8 +310,6 @@ void vr_gather_reduce(void *ctx, smoe_comm_gather *g, float *full, float *scratc
                                  scratch + m * n, 0);
         }
         send = scratch;
-        if (used_scratch)
-            *used_scratch = 1;
     }
     int b = g->rbf16;
     void *rb = b ? smoe_dtype_tail(SMOE_DT_BF16, 0, shard_grad, n) : (void *)shard_grad;
@@ -318,7 +317,8 @@ void vr_gather_reduce(void *ctx, smoe_comm_gather *g, float *full, float *scratc
         if (b)
             smoe_dtype_pack_head(SMOE_DT_BF16, 0, send, g->rs_comm->size * n);
         enqueue_reduction(r, VR_REDUCE_SCATTER, g->rs_comm, send, rb, g,
-                          g->ar_comm ? NULL : done, b && !g->ar_comm ? shard_grad : NULL, 0);
+                          g->ar_comm ? NULL : done, sent, b && !g->ar_comm ? shard_grad : NULL,
+                          0);
     } else if (b) {
         smoe_dtype_pack(SMOE_DT_BF16, 0, rb, full, n);
     } else if (r->dv) {
@@ -327,8 +327,8 @@ void vr_gather_reduce(void *ctx, smoe_comm_gather *g, float *full, float *scratc
         memcpy(shard_grad, full, sizeof(float) * (size_t)n);
     }
     if (g->ar_comm) /* after this weight's reduce-scatter */
-        enqueue_reduction(r, VR_ALLREDUCE, g->ar_comm, NULL, rb, g, done, b ? shard_grad : NULL,
-                          g->rs_comm != NULL);
+        enqueue_reduction(r, VR_ALLREDUCE, g->ar_comm, NULL, rb, g, done, NULL,
+                          b ? shard_grad : NULL, g->rs_comm != NULL);
     else if (!g->rs_comm && done)
         *done = 1;
 }

@@ -92,7 +92,7 @@ static void *grow(nc_rank *r, void *p, int *cap, size_t elem)
     return q;
 }
 
-void nc_red_push(nc_rank *r, _Atomic int *done)
+void nc_red_push(nc_rank *r, _Atomic int *done, _Atomic int *sent)
 {
     smoe_err err;
     smoe_dev_event *e = NULL;
@@ -104,7 +104,7 @@ void nc_red_push(nc_rank *r, _Atomic int *done)
         nc_fail(r, "recording a reduction", &err);
     if (r->nreds == r->capreds)
         r->reds = grow(r, r->reds, &r->capreds, sizeof *r->reds);
-    r->reds[r->nreds++] = (nc_red){ e, done };
+    r->reds[r->nreds++] = (nc_red){ e, done, sent };
 }
 
 /* Set the flags of the reductions whose work has run (block: wait for
@@ -123,6 +123,8 @@ static int poll_reds(nc_rank *r, int block)
             break;
         if (r->reds[k].done)
             *r->reds[k].done = 1;
+        if (r->reds[k].sent)
+            *r->reds[k].sent = 1;
         if (r->nidle == r->capidle)
             r->idle_ev = grow(r, r->idle_ev, &r->capidle, sizeof *r->idle_ev);
         r->idle_ev[r->nidle++] = r->reds[k].ev;

@@ -33,10 +33,10 @@ struct nc_flight {
     nc_flight *next;
 };
 
-/* a reduction in flight: its event, the caller's flag */
+/* a reduction in flight: its event, the caller's flags (either may be NULL) */
 typedef struct nc_red {
     smoe_dev_event *ev;
-    _Atomic int *done;
+    _Atomic int *done, *sent;
 } nc_red;
 
 typedef struct nc_gather nc_gather;
@@ -75,7 +75,7 @@ smoe_status nc_group_get(nc_rank *r, int role, const smoe_axes *axes, nc_group *
 void nc_after_compute(nc_rank *r, int role);
 /* A reduction's flag, set when the reduce stream has run what is enqueued
  * on it so far. */
-void nc_red_push(nc_rank *r, _Atomic int *done);
+void nc_red_push(nc_rank *r, _Atomic int *done, _Atomic int *sent);
 /* The role's (gather, residual) scratch holds at least `bytes` (made
  * before any work, at gather_new). */
 SMOE_MUST_CHECK
@@ -90,7 +90,7 @@ void nc_gather_start(void *ctx, smoe_comm_gather *g, const float *shard, float *
 void nc_gather_wait(void *ctx, smoe_comm_gather *g, float *buf, smoe_comm_ticket *t,
                     double *wait_s);
 void nc_gather_reduce(void *ctx, smoe_comm_gather *g, float *full, float *scratch,
-                      float *shard_grad, _Atomic int *done, int *used_scratch);
+                      float *shard_grad, _Atomic int *done, _Atomic int *sent);
 int nc_gather_needs_pack(const smoe_comm_gather *g);
 void nc_gathers_free(nc_rank *r);
 

@@ -272,7 +272,7 @@ void nc_gather_wait(void *ctx, smoe_comm_gather *gg, float *buf, smoe_comm_ticke
 }
 
 void nc_gather_reduce(void *ctx, smoe_comm_gather *gg, float *full, float *scratch,
-                      float *shard_grad, _Atomic int *done, int *used_scratch)
+                      float *shard_grad, _Atomic int *done, _Atomic int *sent)
 {
     nc_rank *r = ctx;
     nc_gather *g = G(gg);
@@ -280,8 +280,8 @@ void nc_gather_reduce(void *ctx, smoe_comm_gather *gg, float *full, float *scrat
     smoe_err err;
     if (done)
         *done = 0;
-    if (used_scratch)
-        *used_scratch = 0;
+    if (sent) /* once the reduce stream has read the buffer sent */
+        *sent = 0;
     const float *send = full;
     if (g->rs && g->geo.pack) { /* on compute: the caller frees `full` at return */
         for (int64_t m = 0; m < g->rs->size; m++) {
@@ -292,8 +292,6 @@ void nc_gather_reduce(void *ctx, smoe_comm_gather *gg, float *full, float *scrat
                 nc_fail(r, "packing a gradient", &err);
         }
         send = scratch;
-        if (used_scratch)
-            *used_scratch = 1;
     }
     nc_after_compute(r, NC_REDUCE);
     smoe_dev_stream *rs = r->s[NC_REDUCE];
@@ -301,9 +299,12 @@ void nc_gather_reduce(void *ctx, smoe_comm_gather *gg, float *full, float *scrat
     smoe_status s = g->rs ? smoe_nccl_reduce_scatter(g->rs->c, send, shard_grad, n, ns, &err)
                           : smoe_dev_copy(r->d.dev, shard_grad, full, sizeof(float) * (size_t)n,
                                           rs, &err);
-    if (!s && g->ar)
+    if (!s && g->ar) {
+        nc_red_push(r, NULL, sent);
+        sent = NULL;
         s = smoe_nccl_all_reduce(g->ar->c, shard_grad, shard_grad, n, ns, &err);
+    }
     if (s)
         nc_fail(r, "a gradient's reduction", &err);
-    nc_red_push(r, done);
+    nc_red_push(r, done, sent);
 }

@@ -75,9 +75,9 @@ static void c_gather_wait(void *ctx, smoe_comm_gather *g, float *buf, smoe_comm_
     smoe_rt_wgather_wait(R(ctx), W(g), buf, t, wait_s, NULL);
 }
 static void c_gather_reduce(void *ctx, smoe_comm_gather *g, float *full, float *scratch,
-                            float *shard_grad, _Atomic int *done, int *used_scratch)
+                            float *shard_grad, _Atomic int *done, _Atomic int *sent)
 {
-    smoe_rt_wgather_reduce(R(ctx), W(g), full, scratch, shard_grad, done, used_scratch);
+    smoe_rt_wgather_reduce(R(ctx), W(g), full, scratch, shard_grad, done, sent);
 }
 static int c_needs_pack(const smoe_comm_gather *g) { return smoe_rt_wgather_needs_pack(CW(g)); }
 static smoe_ep_comm c_ep(void *ctx) { return smoe_rt_ep_comm(R(ctx)); }

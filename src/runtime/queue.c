@@ -96,6 +96,8 @@ static void finish(smoe_rt *rt, rt_op *op)
         (*op->pending)--;
     if (op->flag)
         *op->flag = 1;
+    if (op->sent)
+        *op->sent = 1;
 }
 
 /* Start order is FIFO on every queue (so every communicator sees its

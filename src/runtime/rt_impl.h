@@ -13,9 +13,10 @@
 #define RT_PROGRESS_NICE (-10)
 /* the gather queue, the all-to-all/reduction queue, the queue of the
  * un-prefetched residual gathers (issued at use and waited at once), and
- * those of the second levels of two-level gathers and reductions (each
- * gated on its first level, so that the first levels of other weights go
- * on meanwhile; a reduction's all-reduce follows on its second level's) */
+ * those of the second stages of gathers and reductions: a two-level
+ * gather's or reduce-scatter's second level, and the all-reduce after a
+ * reduce-scatter, each gated on its own weight's first stage, so that the
+ * first stages of other weights go on meanwhile */
 enum { RT_Q_GATHER = 0, RT_Q_COMM = 1, RT_Q_RESIDUAL = 2, RT_Q_LEVEL = 3, RT_Q_RLEVEL = 4 };
 
 /* A communicator over an ordered tuple of mesh axes: ranks are numbered by
@@ -70,6 +71,7 @@ struct rt_op {
      * atomic, since the progress thread may complete the op */
     _Atomic int *pending;
     _Atomic int *flag;
+    _Atomic int *sent; /* set too: a reduction's send buffer may be reused */
     double *busy_acc;  /* += duration on completion (if set) */
     int bf16;          /* reductions: count bf16 elements, summed by rt->bf16_sum */
     float *expand;     /* on completion: expand the bf16 tail of expand[0..expand_n) */

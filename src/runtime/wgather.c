@@ -39,7 +39,10 @@
  * The transpose is one reduce-scatter over every gather axis (dims in
  * order): shards are contiguous blocks of `full` when only dim 0 gathers;
  * otherwise they are packed member by member into a scratch buffer first.
- * Then an all-reduce over the mesh axes the weight is replicated on. With
+ * Then an all-reduce over the mesh axes the weight is replicated on,
+ * gated on this weight's reduce-scatter alone: the reduce-scatters of the
+ * next weights start meanwhile (had it waited for every earlier op, each
+ * weight's pair would wait a progress poll per op on every rank). With
  * a bf16 reduction (smoe_gather_exec.reduce_wire) the send buffer is packed
  * to bf16 in place, both reductions sum bf16 with fp32 arithmetic (the
  * user op rt->bf16_sum: each pairwise sum rounds to bf16), land in the
@@ -408,8 +411,9 @@ smoe_status smoe_rt_wgather_new(smoe_rt *rt, const smoe_gather_exec *p, const ch
         g->pack = 1; /* member blocks in the levels' order */
     }
     g->n_ar_axes = g->geo.rep.n;
-    /* the all-reduce follows the reduce-scatter on its queue */
-    if (g->geo.rep.n && (s = rt_comm_get(rt, &g->geo.rep, g->rs_within ? RT_Q_RLEVEL : RT_Q_COMM,
+    /* the all-reduce after a reduce-scatter goes on the second levels'
+     * queue, gated on that reduce-scatter alone (smoe_rt_wgather_reduce) */
+    if (g->geo.rep.n && (s = rt_comm_get(rt, &g->geo.rep, g->rs_comm ? RT_Q_RLEVEL : RT_Q_COMM,
                                          &g->ar_comm, err)))
         goto fail;
     g->rbf16 = p->reduce_wire == SMOE_DT_BF16 && (g->rs_comm || g->ar_comm);
@@ -569,25 +573,24 @@ static float *reduce_within(smoe_rt *rt, const smoe_wgather *g, float *send, rt_
 }
 
 void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *scratch,
-                            float *shard_grad, _Atomic int *done, int *used_scratch)
+                            float *shard_grad, _Atomic int *done, _Atomic int *sent)
 {
     if (done)
         *done = 0;
-    if (used_scratch)
-        *used_scratch = 0;
+    if (sent) /* until the reduce-scatter reading them completes */
+        *sent = !g->rs_comm;
     float *send = full;
     if (g->rs_comm && g->pack) {
         for (int64_t m = 0; m < g->rs_comm->size; m++)
             pack_member(rt, g, level_member(rt, g, m), full, scratch + m * g->geo.shard_numel);
         send = scratch;
-        if (used_scratch)
-            *used_scratch = 1;
     }
     /* bf16 (see the head comment): send packed in place, the results in
      * the tail of shard_grad, expanded when the last op completes */
     int b = g->rbf16;
     void *rb = b ? smoe_dtype_tail(SMOE_DT_BF16, 0, shard_grad, g->geo.shard_numel)
                  : (void *)shard_grad;
+    rt_op *ar = g->ar_comm ? rt_op_new(rt) : NULL;
     if (g->rs_comm) {
         if (b)
             smoe_dtype_pack_head(SMOE_DT_BF16, 0, send, g->rs_comm->size * g->geo.shard_numel);
@@ -604,17 +607,24 @@ void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *sc
         op->bf16 = b;
         op->name = b ? "RS grad bf16" : "RS grad";
         op->lane = SMOE_LANE_COMM;
-        op->flag = g->ar_comm ? NULL : done;
-        op->expand = b && !g->ar_comm ? shard_grad : NULL;
+        op->flag = ar ? NULL : done;
+        op->sent = sent;
+        op->expand = b && !ar ? shard_grad : NULL;
         op->expand_n = g->geo.shard_numel;
+        if (ar) { /* the all-reduce reads what this op writes */
+            ar->level_pending = 1;
+            ar->gate = &ar->level_pending;
+            ar->gate_max = 0;
+            op->pending = &ar->level_pending;
+        }
         rt_enqueue(rt, g->rs_within ? RT_Q_RLEVEL : RT_Q_COMM, op);
     } else if (b) {
         smoe_dtype_pack(SMOE_DT_BF16, 0, rb, full, g->geo.shard_numel);
     } else {
         memcpy(shard_grad, full, sizeof(float) * (size_t)g->geo.shard_numel);
     }
-    if (g->ar_comm) {
-        rt_op *op = rt_op_new(rt);
+    if (ar) {
+        rt_op *op = ar;
         op->kind = OP_ALLREDUCE;
         op->comm = g->ar_comm->comm;
         op->group = g->ar_comm;
@@ -622,13 +632,11 @@ void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *sc
         op->count = (int)g->geo.shard_numel;
         op->bf16 = b;
         op->name = b ? "AR grad bf16" : "AR grad";
-        op->serial = g->rs_comm != NULL; /* after this weight's reduce-scatter (the
-                                            level across, with two: on its queue) */
         op->lane = SMOE_LANE_COMM;
         op->flag = done;
         op->expand = b ? shard_grad : NULL;
         op->expand_n = g->geo.shard_numel;
-        rt_enqueue(rt, g->rs_within ? RT_Q_RLEVEL : RT_Q_COMM, op);
+        rt_enqueue(rt, g->rs_comm ? RT_Q_RLEVEL : RT_Q_COMM, op);
     } else if (!g->rs_comm && done) {
         *done = 1;
     }

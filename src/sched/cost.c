@@ -485,6 +485,7 @@ static void weight_terms(build_ctx *b, const smoe_plan *plan, const smoe_weight 
      * at 2 bytes per element less those at 1) let a run scale both to
      * the bytes its gathers move */
     x->rs_s = reduce_time(cr, &w->gather, 1);
+    x->ar_s = allreduce_time(cr, &w->gather, 1);
     x->rs_cast_s = reduce_time(cr, &w->gather, b->cast);
     net_parts(b, w, x);
     double g1 = gather_time(c, &w->gather, NULL, 0, 1 / b->wbytes);

@@ -13,6 +13,7 @@ typedef struct sim_w {
     double res_legacy_s; /* legacy: the residual co-axes, at use */
     double pre_stored_s; /* the same gather in the stored dtype */
     double rs_s;         /* gradient reduce-scatter + all-reduce (stored dtype) */
+    double ar_s;         /* the all-reduce's part of rs_s */
     double rs_cast_s;    /* the same in the compute dtype: the transpose of a
                             gather of the cast weight (XLA's scan) */
     double ag_lat_s, rs_lat_s; /* the latency parts of pre_stored_s and rs_s

@@ -260,9 +260,15 @@ static double reduce(sim *x, const sim_kind *k, double start, double end)
                 sim_mem(x, p, b);
                 sim_mem(x, e, -b);
             }
-    } else { /* smoe's schedules: the layer's gradients from its start */
+    } else { /* smoe's schedules: the layer's gradients from its start;
+              * the weights' buffer holds them until the reduce-scatters
+              * end, the all-reduces after them (train: gated on each, on a
+              * queue of their own) run on the shards' gradients */
         for (int w = 0; w < k->nw; w++)
-            rs_end = sim_reduction(x, &k->w[w], end, k->w[w].rs_s);
+            rs_end = sim_reduction(x, &k->w[w], end, k->w[w].rs_s - k->w[w].ar_s);
+        for (int w = 0; w < k->nw; w++)
+            if (k->w[w].ar_s > 0)
+                sim_reduction(x, &k->w[w], rs_end, k->w[w].ar_s);
         if (x->pool) { /* train's prefetch.c: the gradient buffer from when it
                         * is taken to the compute's end, then the gradients
                         * in the weights' buffer until their reductions end */

@@ -59,10 +59,10 @@ smoe_status sim_unrolled_add(sim_kind *k, const sim_w *x, double n, smoe_err *er
     y->pre_net = frac_mean(y->pre_net, y->pre_stored_s, x->pre_net, x->pre_stored_s / n);
     y->rs_net = frac_mean(y->rs_net, y->rs_s, x->rs_net, x->rs_s / n);
     double *dst[] = { &y->pre_s, &y->pre_legacy_s, &y->res_legacy_s, &y->pre_stored_s,
-                      &y->rs_s, &y->rs_cast_s, &y->ag_lat_s, &y->rs_lat_s,
+                      &y->rs_s, &y->ar_s, &y->rs_cast_s, &y->ag_lat_s, &y->rs_lat_s,
                       &y->bytes, &y->bytes_stored, &y->bytes_exec };
     const double src[] = { x->pre_s, x->pre_legacy_s, x->res_legacy_s, x->pre_stored_s,
-                           x->rs_s, x->rs_cast_s, x->ag_lat_s, x->rs_lat_s,
+                           x->rs_s, x->ar_s, x->rs_cast_s, x->ag_lat_s, x->rs_lat_s,
                            x->bytes, x->bytes_stored, x->bytes_exec };
     for (size_t i = 0; i < sizeof src / sizeof src[0]; i++)
         *dst[i] += src[i] / n;

@@ -20,7 +20,10 @@
  *   entry goes anyway, counted as an overrun (never seen in the tests).
  *   Backward: the layer's gradients get their own buffer (taken under the
  *   same budget), are copied or packed into the weight slot, and reduced
- *   from there; the slot frees when the reductions complete.
+ *   from there; the slot frees when the reduce-scatters that read it
+ *   complete (the all-reduce that follows one, across replicas, works on
+ *   the shard's gradient: holding the slot for it held the next prefetch
+ *   back to the unit's end, bench/results/2026-12-07-reduce-slot.md).
  *   A backward unit's gradient buffer goes before the prefetches of later
  *   units: when its point is reached, the unit's own entries start, then it
  *   takes a free slot for its gradients, and only then do later units'
@@ -47,7 +50,7 @@ typedef struct pf_slot {
     float *buf;                            /* (slot_floats) one unit's weights */
     int busy, unit;                        /* unit held, -1 for gradients */
     int64_t bytes;                         /* bytes issued into it */
-    int rs_pending;                        /* gradient reductions in flight */
+    int rs_pending;                        /* gradient reduce-scatters reading it */
     int pending;                           /* the unit's gathers not yet issued */
     smoe_comm_ticket tickets[TR_MAX_LAYER_WEIGHTS];
     _Atomic int flags[TR_MAX_LAYER_WEIGHTS];
@@ -135,7 +138,7 @@ static pf_slot *slot_take(tr_prefetch *P, int i, int unit)
     return s;
 }
 
-/* Free slots whose gradient reductions have all completed. */
+/* Free slots whose gradients the reduce-scatters have all read. */
 static void poll_slots(tr_prefetch *P)
 {
     for (int i = 0; i < P->nslots; i++) {
@@ -399,19 +402,21 @@ void tr_pf_reduce(tr_prefetch *P, int u, int gslot)
     int l = unit_layer(P, u), k = unit_kind(P, u);
     pf_slot *ws = &P->slots[P->unit_slot[u]], *gs = &P->slots[gslot];
     /* gradients into the weight slot (copied, or packed by the runtime),
-     * reduced from there; the gradient buffer frees now */
+     * reduced from there; the gradient buffer frees now, the weight slot
+     * once the reduce-scatters have read it (an all-reduce after one runs
+     * on the shard's gradient) */
     ws->nflags = P->nidx[k];
     for (int j = 0; j < P->nidx[k]; j++) {
         tr_weight *x = weight(P, k, j);
         float *g = gs->buf + x->unit_off, *wb = ws->buf + x->unit_off;
         ws->flags[j] = 0;
         if (smoe_comm_gather_needs_pack(P->cm, wg_of(P, x))) {
-            smoe_comm_gather_reduce(P->cm, wg_of(P, x), g, wb, tr_grad_of(P->st, x, l),
-                                    &ws->flags[j], NULL);
+            smoe_comm_gather_reduce(P->cm, wg_of(P, x), g, wb, tr_grad_of(P->st, x, l), NULL,
+                                    &ws->flags[j]);
         } else {
             P->st->ops->copy(P->st->stream, wb, g, sizeof(float) * (size_t)x->info.gathered_numel);
-            smoe_comm_gather_reduce(P->cm, wg_of(P, x), wb, NULL, tr_grad_of(P->st, x, l),
-                                    &ws->flags[j], NULL);
+            smoe_comm_gather_reduce(P->cm, wg_of(P, x), wb, NULL, tr_grad_of(P->st, x, l), NULL,
+                                    &ws->flags[j]);
         }
     }
     ws->rs_pending = 1;
