@@ -22,11 +22,14 @@
  *   smoe_plan_check_even) happen in train before the runtime sees a weight.
  *
  * DESIGN (queues and progress)
- *   Every collective is an op on a queue. A queue runs its ops one at a time
- *   in FIFO order (the next starts when the previous completes), like one
- *   collective engine. With dedicated queues (the default) FSDP gathers have
+ *   Every collective is an op on a queue. A queue starts its ops in FIFO
+ *   order, a few in flight at once (an all-to-all alone; queue.c has the
+ *   rules), like one collective engine. With dedicated queues (the default) FSDP gathers have
  *   their own queue and the expert all-to-all and gradient reductions share
- *   the other, so a prefetched gather never waits behind an all-to-all; with
+ *   the other, so a prefetched gather never waits behind an all-to-all
+ *   (a weight's second stage, the level across slices of a two-level
+ *   gather or reduce-scatter or the all-reduce after a reduce-scatter, goes
+ *   on a queue of its own, gated on that weight's first stage alone); with
  *   a shared queue (smoe_rt_opts.shared_queue) everything goes through one
  *   queue, reproducing "no dedicated core". Nonblocking MPI collectives
  *   only move when MPI is entered, so smoe_rt_progress() must be called
