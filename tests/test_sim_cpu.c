@@ -82,19 +82,23 @@ static void test_cpu_executor(void)
  * gather [23, 24], computes [24, 30], reduces [30, 35]: 35 s, 3 s exposed.
  * Had unit 5's gather taken b1 at 17, unit 4's gradients would have waited
  * for b0 [17, 22], and the step would end at 39 s. */
-static void test_grad_before_prefetch(void)
+/* The three layers, depth 1, 5 s reductions of which ar_s is the
+ * all-reduce's: the step, the exposed wait, and the pool's three layers. */
+static void three_layers(double ar_s, double step, double exposed, const char *what)
 {
     smoe_sim_model m = cpu_two_layers();
     m.L = 3;
     m.k[0].w[0].rs_s = 5;
+    m.k[0].w[0].ar_s = ar_s;
     smoe_sim_result r;
     CHECK(run_depth(&m, SMOE_SIM_EXEC_RUNTIME, 1, &r) == SMOE_OK);
-    CHECKF(NEAR(r.step_s, 35), "gradient buffer first: step %g, expected 35", r.step_s);
-    CHECKF(NEAR(r.exposed_gather_s, 3), "gradient buffer first: exposed %g, expected 3",
-           r.exposed_gather_s);
-    CHECKF(NEAR(r.mem_gathered, 300), "gradient buffer first: gathered %g, expected 300",
-           r.mem_gathered);
+    CHECKF(NEAR(r.step_s, step), "%s: step %g, expected %g", what, r.step_s, step);
+    CHECKF(NEAR(r.exposed_gather_s, exposed), "%s: exposed %g, expected %g", what,
+           r.exposed_gather_s, exposed);
+    CHECKF(NEAR(r.mem_gathered, 300), "%s: gathered %g, expected 300", what, r.mem_gathered);
 }
+
+static void test_grad_before_prefetch(void) { three_layers(0, 35, 3, "gradient buffer first"); }
 
 /* A weight replicated across slices: its reduction is a reduce-scatter and
  * then an all-reduce of the shard's gradient, and the weights' buffer frees
@@ -109,15 +113,7 @@ static void test_grad_before_prefetch(void)
  * in the test above: 35 s, 3 s. */
 static void test_slot_frees_after_reduce_scatter(void)
 {
-    smoe_sim_model m = cpu_two_layers();
-    m.L = 3;
-    m.k[0].w[0].rs_s = 5;
-    m.k[0].w[0].ar_s = 4;
-    smoe_sim_result r;
-    CHECK(run_depth(&m, SMOE_SIM_EXEC_RUNTIME, 1, &r) == SMOE_OK);
-    CHECKF(NEAR(r.step_s, 34), "slot at the reduce-scatter: step %g, expected 34", r.step_s);
-    CHECKF(NEAR(r.exposed_gather_s, 2), "slot at the reduce-scatter: exposed %g, expected 2",
-           r.exposed_gather_s);
+    three_layers(4, 34, 2, "slot at the reduce-scatter");
 }
 
 /* On cpu profiles a collective stretches the compute it overlaps by the

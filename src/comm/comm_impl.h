@@ -10,13 +10,14 @@
 #include "smoe/comm.h"
 #include "smoe/dev.h"
 
-#define VR_QUEUES 3
+#define VR_QUEUES 4
 #define VR_WINDOW 8 /* ops running at once on a queue (the MPI runtime's) */
 #define VR_MAX_COMMS 64 /* a rank's communicators (the MPI runtime's) */
-/* the gather queue, the all-to-all/reduction queue, and the residual
- * gathers' queue (issued at use and waited at once), as the MPI runtime's;
+/* the gather queue, the all-to-all/reduction queue, the residual gathers'
+ * queue (issued at use and waited at once) and that of the all-reduces
+ * after a reduce-scatter (each gated on its own), as the MPI runtime's;
  * VR_WORLD: the world's small blocking collectives, on no queue */
-enum { VR_Q_GATHER = 0, VR_Q_COMM = 1, VR_Q_RESIDUAL = 2, VR_WORLD = 3 };
+enum { VR_Q_GATHER = 0, VR_Q_COMM = 1, VR_Q_RESIDUAL = 2, VR_Q_STAGE2 = 3, VR_WORLD = 4 };
 
 typedef enum vr_kind {
     VR_ALLGATHER,      /* one stage of a weight's gather, in records */
@@ -68,6 +69,10 @@ struct vr_op {
     int reads_left;              /* peers still to read this op's buffers */
     void *tmp;                   /* an in-place reduction's result until complete */
     int exclusive, serial;       /* the MPI runtime's start rules (queue.c) */
+    _Atomic int *gate;           /* if set, starts only once *gate <= gate_max */
+    int gate_max;
+    _Atomic int level_pending;   /* a gate in the op itself (the reduce-scatter
+                                    before an all-reduce decrements it) */
     double t0;
     const char *name;
     int64_t bytes;

@@ -74,7 +74,7 @@ void vr_span(vr_rank *r, int lane, const char *name, double t0, double t1)
 
 int vr_queue_of(const vr_rank *r, int q)
 {
-    return r->w->shared_queue && q == VR_Q_GATHER ? VR_Q_COMM : q;
+    return r->w->shared_queue && (q == VR_Q_GATHER || q == VR_Q_STAGE2) ? VR_Q_COMM : q;
 }
 
 /* ---- groups ---- */
@@ -419,7 +419,8 @@ static int advance(vr_rank *r, vr_op *op)
 
 /* Start what the queues' rules allow (queue.c's: FIFO starts; an exclusive
  * or serial op after every earlier one has completed; others while no
- * exclusive op runs and fewer than VR_WINDOW do) and advance what runs.
+ * exclusive op runs and fewer than VR_WINDOW do; a gated one once its gate
+ * has dropped) and advance what runs.
  * Locked; returns whether anything moved. */
 int vr_progress_locked(vr_rank *r)
 {
@@ -433,6 +434,7 @@ int vr_progress_locked(vr_rank *r)
                 int earlier_busy = running > 0 || prev != NULL;
                 int ok = (op->exclusive || op->serial) ? !earlier_busy
                                                        : !excl_running && running < VR_WINDOW;
+                ok = ok && (!op->gate || *op->gate <= op->gate_max);
                 if (!ok)
                     break;
                 post(r, op);

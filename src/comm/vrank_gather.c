@@ -139,7 +139,8 @@ static smoe_status gather_build(smoe_comm_gather *g, const smoe_gather_exec *x, 
         return s;
     if (g->geo.rs.n && (s = vr_comm_get(r, &g->geo.rs, VR_Q_COMM, &g->rs_comm, err)))
         return s;
-    if (g->geo.rep.n && (s = vr_comm_get(r, &g->geo.rep, VR_Q_COMM, &g->ar_comm, err)))
+    if (g->geo.rep.n && (s = vr_comm_get(r, &g->geo.rep, g->rs_comm ? VR_Q_STAGE2 : VR_Q_COMM,
+                                         &g->ar_comm, err)))
         return s;
     g->rbf16 = x->reduce_wire == SMOE_DT_BF16 && (g->rs_comm || g->ar_comm);
     if (r->dv && (g->wire == SMOE_DT_INT8 || g->rbf16))
@@ -266,9 +267,10 @@ void vr_gather_wait(void *ctx, smoe_comm_gather *g, float *buf, smoe_comm_ticket
         *wait_s = smoe_now() - t0;
 }
 
-static void enqueue_reduction(vr_rank *r, vr_kind kind, vr_comm *c, const void *send,
-                              void *recv, const smoe_comm_gather *g, _Atomic int *done,
-                              _Atomic int *sent, float *expand, int serial)
+/* A gradient reduction's op, not yet enqueued. */
+static vr_op *reduction_op(vr_rank *r, vr_kind kind, vr_comm *c, const void *send, void *recv,
+                           const smoe_comm_gather *g, _Atomic int *done, _Atomic int *sent,
+                           float *expand)
 {
     vr_op *op = vr_op_new(r);
     op->kind = kind;
@@ -279,13 +281,12 @@ static void enqueue_reduction(vr_rank *r, vr_kind kind, vr_comm *c, const void *
     op->bf16 = g->rbf16;
     op->name = kind == VR_REDUCE_SCATTER ? (g->rbf16 ? "RS grad bf16" : "RS grad")
                                          : (g->rbf16 ? "AR grad bf16" : "AR grad");
-    op->serial = serial;
     op->flag = done;
     op->sent = sent;
     op->dev = r->dv != NULL;
     op->expand = expand;
     op->expand_n = g->geo.shard_numel;
-    vr_enqueue(r, VR_Q_COMM, op);
+    return op;
 }
 
 void vr_gather_reduce(void *ctx, smoe_comm_gather *g, float *full, float *scratch,
@@ -313,12 +314,21 @@ void vr_gather_reduce(void *ctx, smoe_comm_gather *g, float *full, float *scratc
     }
     int b = g->rbf16;
     void *rb = b ? smoe_dtype_tail(SMOE_DT_BF16, 0, shard_grad, n) : (void *)shard_grad;
+    vr_op *ar = g->ar_comm ? reduction_op(r, VR_ALLREDUCE, g->ar_comm, NULL, rb, g, done, NULL,
+                                          b ? shard_grad : NULL)
+                           : NULL;
     if (g->rs_comm) {
         if (b)
             smoe_dtype_pack_head(SMOE_DT_BF16, 0, send, g->rs_comm->size * n);
-        enqueue_reduction(r, VR_REDUCE_SCATTER, g->rs_comm, send, rb, g,
-                          g->ar_comm ? NULL : done, sent, b && !g->ar_comm ? shard_grad : NULL,
-                          0);
+        vr_op *rs = reduction_op(r, VR_REDUCE_SCATTER, g->rs_comm, send, rb, g, ar ? NULL : done,
+                                 sent, b && !ar ? shard_grad : NULL);
+        if (ar) { /* the all-reduce reads what the reduce-scatter writes */
+            ar->level_pending = 1;
+            ar->gate = &ar->level_pending;
+            ar->gate_max = 0;
+            rs->pending = &ar->level_pending;
+        }
+        vr_enqueue(r, VR_Q_COMM, rs);
     } else if (b) {
         smoe_dtype_pack(SMOE_DT_BF16, 0, rb, full, n);
     } else if (r->dv) {
@@ -326,9 +336,8 @@ void vr_gather_reduce(void *ctx, smoe_comm_gather *g, float *full, float *scratc
     } else {
         memcpy(shard_grad, full, sizeof(float) * (size_t)n);
     }
-    if (g->ar_comm) /* after this weight's reduce-scatter */
-        enqueue_reduction(r, VR_ALLREDUCE, g->ar_comm, NULL, rb, g, done, NULL,
-                          b ? shard_grad : NULL, g->rs_comm != NULL);
+    if (ar) /* after this weight's reduce-scatter, on a queue of its own */
+        vr_enqueue(r, g->rs_comm ? VR_Q_STAGE2 : VR_Q_COMM, ar);
     else if (!g->rs_comm && done)
         *done = 1;
 }

@@ -45,7 +45,9 @@ static smoe_status v_drain(void *ctx, smoe_err *err)
     for (;;) {
         pthread_mutex_lock(&r->w->lock);
         vr_progress_locked(r);
-        int busy = r->q[0].head || r->q[1].head || r->q[2].head;
+        int busy = 0;
+        for (int q = 0; q < VR_QUEUES; q++)
+            busy |= r->q[q].head != NULL;
         pthread_mutex_unlock(&r->w->lock);
         if (!busy)
             return SMOE_OK;
