@@ -38,8 +38,7 @@ static smoe_status keys(const char *ov, const smoe_hw *hw, smoe_sim_shape *sh, c
 static void test_refused(const smoe_hw *hw)
 {
     static const char *const bad[] = {
-        "quantization=int8", "sparse_matmul=false",
-        "capacity_factor=1.25", "gradient_accumulation_steps=2",
+        "quantization=int8", "gradient_accumulation_steps=2",
         "optimizer_memory_host_offload=true", "parameter_memory_host_offload=true",
         "remat_policy=minimal_with_quantization",
         "attention=dot_product", "attention=paged",
@@ -74,6 +73,47 @@ static void test_refused(const smoe_hw *hw)
     CHECKF(strstr(msg, "below 128 tokens") != NULL, "'%s'", msg);
     sh.seq = 128;
     CHECK(keys(NULL, hw, &sh, msg, sizeof msg) == SMOE_OK);
+}
+
+/* The routed experts' path (keys.c sim_moe_path): the dense path with a
+ * capacity is modelled (smoe_sim_shape.moe_capacity); the sparse path
+ * with a capacity, the dense one without, with ring of experts or with
+ * fp8 are refused at their key in one line. */
+static void test_moe_path(const smoe_hw *hw)
+{
+    static const struct {
+        const char *ov[3];
+        const char *want; /* NULL: modelled */
+    } c[] = {
+        { { "sparse_matmul=false", "capacity_factor=1.25" }, NULL },
+        { { "capacity_factor=1.25" }, "capacity_factor: 1.25: smoe sim models only the dropless" },
+        { { "sparse_matmul=false" }, "sparse_matmul: false: smoe sim models MaxText's dense "
+                                     "expert path only with capacity_factor > 0; not without" },
+        { { "sparse_matmul=false", "capacity_factor=2", "use_ring_of_experts=true" },
+          "not with use_ring_of_experts" },
+        { { "sparse_matmul=false", "capacity_factor=2", "quantization=fp8_full" },
+          "not with quantization" },
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        const char *o[4] = { "use_qwix_quantization=true" };
+        int n = 1;
+        while (n < 4 && c[i].ov[n - 1])
+            o[n] = c[i].ov[n - 1], n++;
+        smoe_config *cfg = load_deepseek(cfgdir, o, n);
+        smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
+        smoe_err err;
+        CHECK(cfg != NULL);
+        if (!cfg)
+            continue;
+        smoe_status s = smoe_sim_keys(cfg, hw, &sh, &err);
+        if (!c[i].want)
+            CHECKF(s == SMOE_OK && sh.moe_capacity == 1.25, "%s: %s", c[i].ov[0],
+                   s ? err.msg : "capacity not read");
+        else
+            CHECKF(s == SMOE_EINVAL && strstr(err.msg, c[i].want) && !strchr(err.msg, '\n'),
+                   "case %zu: '%s'", i, s ? err.msg : "accepted");
+        smoe_config_free(cfg);
+    }
 }
 
 static void test_modelled(const smoe_hw *hw)
@@ -349,6 +389,7 @@ int main(int argc, char **argv)
     cfgdir = argv[1];
     smoe_hw hw = tpu();
     test_refused(&hw);
+    test_moe_path(&hw);
     test_named_remat(&hw);
     test_modelled(&hw);
     test_engine();

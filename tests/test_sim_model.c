@@ -412,6 +412,40 @@ static void test_gemm_split(const char *cfgdir)
     smoe_sim_model_free(m);
 }
 
+/* MaxText's dense expert path by hand (moe.py dense_matmul, capacity
+ * branch; deepseek2-16b on tpu7x, EP 2, 1 x 2048 tokens a device, bf16):
+ * capacity_factor 1.25 gives int(ceil(2048 x 6 / 64) x 1.25) = 240 slots
+ * per expert, 240 x 64 = 15360 rows. At gemm_efficiency (dense dots, as
+ * in test_gemm_split): the experts' three einsums over the 15360 rows, the
+ * dispatch einsum (64 x 240 slots x 2048 tokens x 2048) before the
+ * exchange and the combine einsum (the same FLOPs) after it. Residuals: the
+ * routed buffers on 15360 rows where the sparse path's ragged buffer has
+ * 2048 x 6 x min(2, 64 / 6) = 24576, plus the masks (15360 x 2048, 2 + 1
+ * bytes). */
+static void test_dense_moe(const char *cfgdir)
+{
+    char msg[512];
+    const char *dense[2] = { "sparse_matmul=false", "capacity_factor=1.25" };
+    smoe_sim_model *s = build_keys(cfgdir, NULL, 0, msg, sizeof msg);
+    smoe_sim_model *d = build_keys(cfgdir, dense, 2, msg, sizeof msg);
+    CHECKF(s && d, "built: %s", msg);
+    if (s && d) {
+        const double peak = 2.307e15 / 2, g = peak * 0.85, rows = 15360;
+        double ex = 3 * 2 * rows * 2048 * 1408 / g, mix = 2 * rows * 2048 * 2048 / g;
+        CHECKF(fabs(d->k[1].fwd_exp - ex) < 1e-9 * ex, "experts %g s, expected %g",
+               d->k[1].fwd_exp, ex);
+        CHECKF(fabs(d->k[1].fwd_post - mix) < 1e-9 * mix, "combine %g s, expected %g",
+               d->k[1].fwd_post, mix);
+        double pre = d->k[1].fwd_pre - s->k[1].fwd_pre;
+        CHECKF(fabs(pre - mix) < 1e-9 * mix, "dispatch %g s, expected %g", pre, mix);
+        double res = (rows - 24576) * (2 * 2048 + 3 * 1408) * 2 + rows * 2048 * 3;
+        double got = d->k[1].act_mx_res - s->k[1].act_mx_res;
+        CHECKF(fabs(got - res) < 1e-6 * fabs(res), "residuals %+g bytes, expected %+g", got, res);
+    }
+    smoe_sim_model_free(s);
+    smoe_sim_model_free(d);
+}
+
 /* Context parallelism by hand (deepseek2-16b on tpu7x, EP 2, context 2 of
  * 16 devices): a device's 2048 tokens of a 4096-token sequence cost the
  * projections of 2048 tokens alone (the same as one 2048-token sequence)
@@ -464,6 +498,7 @@ int main(int argc, char **argv)
     test_mlp_activations(argv[1]);
     test_fp8_cost(argv[1]);
     test_gemm_split(argv[1]);
+    test_dense_moe(argv[1]);
     test_context(argv[1]);
     test_vocab_tiling(argv[1]);
     return check_report();

@@ -124,6 +124,10 @@ typedef struct smoe_sim_shape {
     unsigned remat_host;  /* ... and of each one offloaded to the host */
     int dtype_bytes;      /* stored weights (weight_dtype) */
     int ring_of_experts;  /* EP by all-gather + reduce-scatter of tokens */
+    double moe_capacity;  /* sparse_matmul=false (MaxText moe.py dense_matmul):
+                             capacity_factor > 0, the routed experts as dense
+                             einsums over each sequence's capacity slots;
+                             0: the sparse path (grouped matmuls) */
     int fp8;              /* quantization=fp8_full (Qwix): the decoder layers'
                              matmuls (projections, router, routed experts) at
                              the profile's fp8 rate, forward and backward; the

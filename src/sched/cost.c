@@ -579,8 +579,13 @@ static void moe_traffic(build_ctx *b, smoe_sim_model *m, const smoe_hw *hw,
     const double T = smoe_sim_tokens(sh), topk = (double)b->d.topk, in = (double)b->d.moe_in;
     int64_t g;
     local_members(&b->c, &expert_ax, &g);
+    /* the dense path exchanges every expert's slots ([E, B, C, M],
+     * layer_cost.c dense_moe_ops) */
+    double rows = sh->moe_capacity > 0
+                      ? T / (double)sh->seq * sim_moe_capacity(&b->d, sh) * (double)b->d.experts
+                      : T * topk;
     if (g > 1) {
-        double rows_bytes = T * topk * in * b->c.ab;
+        double rows_bytes = rows * in * b->c.ab;
         if (sh->ring_of_experts) /* all-gather tokens, reduce-scatter outputs */
             m->k[1].a2a_s = cost_coll(&b->c, &expert_ax, T * in * b->c.ab * (double)(g - 1),
                                       b->a2a_bw);
@@ -589,8 +594,9 @@ static void moe_traffic(build_ctx *b, smoe_sim_model *m, const smoe_hw *hw,
                                       b->a2a_bw);
     }
     /* dispatch and combine (sort, permute) of the routed rows on the
-     * collective engines: each moves T * topk rows once per pass */
-    if (hw->permute_bandwidth > 0 && b->d.experts > 0)
+     * collective engines: each moves T * topk rows once per pass (the
+     * sparse path's; the dense path's are einsums, in the compute) */
+    if (hw->permute_bandwidth > 0 && b->d.experts > 0 && !(sh->moe_capacity > 0))
         m->k[1].permute_s = 2 * T * topk * in * b->c.ab /
                             (hw->permute_bandwidth / hw->devices_per_chip);
 }

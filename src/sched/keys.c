@@ -12,8 +12,6 @@
 #define SIM_WOULD "MaxText would run with"
 
 static const smoe_key_rule k_sim_refused[] = {
-    { "sparse_matmul", SMOE_KEY_BOOL, "true", "dense matmuls over every expert" },
-    { "capacity_factor", SMOE_KEY_NONPOS, "", "the experts with token dropping at a capacity" },
     { "gradient_accumulation_steps", SMOE_KEY_INT, "1", "micro-batches per update" },
     { "optimizer_memory_host_offload", SMOE_KEY_BOOL, "false",
       "the optimizer state in host memory" },
@@ -288,6 +286,42 @@ static smoe_status sim_attention(const smoe_config *cfg, const smoe_hw *hw, int6
     return SMOE_OK;
 }
 
+/* The routed experts' path (MaxText moe.py RoutedMoE): sparse_matmul
+ * (default true) runs grouped matmuls over the routed rows, dropless
+ * (capacity_factor <= 0); sparse_matmul=false with capacity_factor > 0 runs
+ * dense_matmul's capacity branch: generate_masks' dispatch and combine
+ * masks over each sequence's capacity slots and four einsums. Refused: the
+ * sparse path with a capacity (its token dropping), the dense path without
+ * one (every expert for every token), and the dense path with ring of
+ * experts or fp8 (the sparse path's exchange; the masks' einsums under
+ * Qwix's rules). */
+static smoe_status sim_moe_path(const smoe_config *cfg, smoe_sim_shape *sh, smoe_err *err)
+{
+    int sparse;
+    double cf;
+    smoe_status s = smoe_config_bool_or(cfg, "sparse_matmul", 1, &sparse, err);
+    if (s || (s = smoe_config_float_or(cfg, "capacity_factor", -1, &cf, err)))
+        return s;
+    sh->moe_capacity = 0;
+    if (sparse && cf > 0)
+        return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "capacity_factor"),
+                           "capacity_factor: %g: %s only the dropless sparse path "
+                           "(capacity_factor <= 0); %s token dropping at a capacity",
+                           cf, SIM_ONLY, SIM_WOULD);
+    if (sparse)
+        return SMOE_OK;
+    const char *why = !(cf > 0) ? "without a capacity_factor > 0 (every expert for every token)"
+                      : sh->ring_of_experts ? "with use_ring_of_experts"
+                      : sh->fp8             ? "with quantization (the masks' einsums quantized)"
+                                            : NULL;
+    if (why)
+        return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "sparse_matmul"),
+                           "sparse_matmul: false: %s MaxText's dense expert path only with "
+                           "capacity_factor > 0; not %s", SIM_ONLY, why);
+    sh->moe_capacity = cf;
+    return SMOE_OK;
+}
+
 const char *smoe_sim_remat_name(smoe_remat r)
 {
     return r == SMOE_REMAT_NONE     ? "none"
@@ -315,5 +349,7 @@ smoe_status smoe_sim_keys(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_sh
     if ((s = smoe_config_bool_or(cfg, "use_ring_of_experts", 0, &ring, err)))
         return s;
     sh->ring_of_experts = ring;
+    if ((s = sim_moe_path(cfg, sh, err)))
+        return s;
     return smoe_sim_dtypes(cfg, hw, sh, err);
 }

@@ -125,6 +125,50 @@ static void mlp_ops(const cost *c, const cost *cq, double T, double in, double f
     op_add(p, cost_ew(c, T * f, 3), 0);
 }
 
+/* The local experts' up (wi_0, wi_1) and down (wo) projections, `rows`
+ * each, into ex, each kept per keep[] (a custom policy's saved names). */
+static void experts_ops(const cost *ce, double rows, double in, double f, double e_local,
+                        const unsigned keep[3], phase_t *ex)
+{
+    double up = 0, down = 0;
+    for (int i = 0; i < (int)e_local && i < 4096; i++) {
+        up += cost_mm(ce, rows, in, f, ce->ab);
+        down += cost_mm(ce, rows, f, in, ce->ab);
+    }
+    double scale = e_local > 4096 ? e_local / 4096 : 1;
+    op_add(ex, up * scale, keep[0] != 0);
+    op_add(ex, up * scale, keep[1] != 0);
+    op_add(ex, down * scale, keep[2] != 0);
+}
+
+/* moe.py dense_matmul's capacity branch, B sequences of S tokens on the
+ * device, C slots per expert and sequence (sim_moe_capacity), M = moe_in:
+ * the masks [B, S, E, C] (combine_mask in the compute dtype, dispatch_mask
+ * as booleans: each written once, the one-hot and the product fused into
+ * them), the dispatch einsum BSM,BSEC->EBCM before the exchange, the
+ * experts' einsums on their B x C x EP rows, the combine einsum
+ * EBCM,BSEC->BSM after it; dense dots at cq's rates. wi_0, wi_1 and wo
+ * carry both their names (mlpwi_0 and moe_mlpwi_0, ...). The backward
+ * counts two transposes per einsum, as for every op (cost_layer): the
+ * dispatch einsum has one (its boolean mask takes no gradient), so the
+ * backward holds one dispatch einsum too many. */
+static void dense_moe_ops(const cost *c, const cost *cq, const smoe_dims *d,
+                          const smoe_sim_shape *sh, double e_local, unsigned m, phase_t *pre,
+                          phase_t *ex, double *post)
+{
+    const double T = smoe_sim_tokens(sh), S = (double)sh->seq, B = T / S;
+    const double ne = (double)d->experts, in = (double)d->moe_in, f = (double)d->moe_mlp;
+    const double C = sim_moe_capacity(d, sh), slots = B * S * ne * C;
+    op_add(pre, cost_ew(c, slots, (c->ab + 1) / c->ab), 0); /* the masks */
+    op_add(pre, B * cost_mm(cq, ne * C, S, in, c->ab), 0);
+    double rows = B * C * ne / e_local;
+    const unsigned keep[3] = { m & (RT(MOE_WI0) | RT(MLPWI0)), m & (RT(MOE_WI1) | RT(MLPWI1)),
+                               m & (RT(MOE_WO) | RT(MLPWO)) };
+    experts_ops(cq, rows, in, f, e_local, keep, ex);
+    op_add(ex, cost_ew(c, rows * e_local * f, 3), 0); /* the activation */
+    *post = B * cost_mm(cq, S, ne * C, in, c->ab);
+}
+
 /* Compute of one layer kind: forward split around the expert exchange,
  * backward = 2x the forward matmuls + the recompute of the remat policy:
  * the whole forward (full), a share (save-dot-products), none, or, with
@@ -154,18 +198,14 @@ void cost_layer(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh,
             mlp_ops(c, cq, T, in, sh_w, E, d->n_activations, m, &pre);
             shared = pre.fwd - before;
         }
-        /* rows this device's experts process: T * topk on average */
-        double rows = T * tk / e_local, up = 0, down = 0;
-        for (int i = 0; i < (int)e_local && i < 4096; i++) {
-            up += cost_mm(&rq, rows, in, f, c->ab);
-            down += cost_mm(&rq, rows, f, in, c->ab);
+        if (sh->moe_capacity > 0) {
+            dense_moe_ops(c, cq, d, sh, e_local, m, &pre, &ex, &post);
+        } else { /* rows this device's experts process: T * topk on average */
+            const unsigned keep[3] = { m & RT(MOE_WI0), m & RT(MOE_WI1), m & RT(MOE_WO) };
+            experts_ops(&rq, T * tk / e_local, in, f, e_local, keep, &ex);
+            op_add(&ex, cost_ew(c, T * tk * f, 3) + cost_ew(c, T * tk * E, 4), 0); /* activation, dispatch */
+            post = cost_ew(c, T * tk * E, 2);
         }
-        double scale = e_local > 4096 ? e_local / 4096 : 1;
-        op_add(&ex, up * scale, m & RT(MOE_WI0));
-        op_add(&ex, up * scale, m & RT(MOE_WI1));
-        op_add(&ex, down * scale, m & RT(MOE_WO));
-        op_add(&ex, cost_ew(c, T * tk * f, 3) + cost_ew(c, T * tk * E, 4), 0); /* activation, dispatch */
-        post = cost_ew(c, T * tk * E, 2);
     }
     k->fwd_pre = pre.fwd;
     k->pre_shared = pre.fwd > 0 ? shared / pre.fwd : 0;

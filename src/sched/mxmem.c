@@ -11,13 +11,26 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* moe.py generate_masks: a sequence's slots per expert,
+ * int(max(ceil(seq * topk / experts) * capacity_factor, capacity_factor)). */
+double sim_moe_capacity(const smoe_dims *d, const smoe_sim_shape *sh)
+{
+    double per = ceil((double)sh->seq * (double)d->topk / (double)d->experts);
+    return floor(fmax(per * sh->moe_capacity, sh->moe_capacity));
+}
+
 /* moe.py sparse_matmul: the routed rows arrive in a buffer of
  * get_ragged_buffer_size rows (ragged_buffer_factor -1, base.yml: the
  * worst case, T * topk * min(EP, experts / topk)); with use_ring_of_experts
  * (roe_ag_and_route) every shard's tokens are all-gathered and permuted
- * whole, T * EP * topk rows. */
+ * whole, T * EP * topk rows. dense_matmul's capacity branch: every
+ * expert's slots of the device's sequences, [E, B, C] before the exchange
+ * and as many after it (its local experts' slots of the EP members'). */
 static double routed_rows(const smoe_dims *d, const smoe_sim_shape *sh, double ep)
 {
+    if (sh->moe_capacity > 0)
+        return smoe_sim_tokens(sh) / (double)sh->seq * sim_moe_capacity(d, sh) *
+               (double)d->experts;
     double rows = smoe_sim_tokens(sh) * (double)d->topk;
     if (sh->ring_of_experts)
         return rows * ep;
@@ -89,6 +102,9 @@ void sim_mx_sizes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, doubl
         double f = (double)d->moe_mlp, in = (double)d->moe_in;
         double sh_f = (double)(d->shared_experts * d->moe_mlp);
         mlp = rows * (2 * in + 3 * f) * ab + (sh_f > 0 ? T * (3 * sh_f + E) * ab : 0);
+        if (sh->moe_capacity > 0) /* the dense path's masks [B, S, E, C]: combine_mask in
+                                   * the compute dtype, dispatch_mask as booleans */
+            mlp += rows * (double)sh->seq * (ab + 1);
         /* "minimal" saves wi_0's and wo's outputs, not wi_1's: the sparse
          * path names it only "moe_mlpwi_1" */
         named += rows * (f + in) * ab + (sh_f > 0 ? T * (2 * sh_f + E) * ab : 0);

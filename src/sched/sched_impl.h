@@ -73,6 +73,9 @@ typedef struct sim_kind {
 unsigned sim_rt_canon(const smoe_dims *d, unsigned names);
 /* Bytes per device of the canonical tensor t of one layer kind (k->moe),
  * T tokens in ab-byte elements, ep expert-parallel ways. */
+/* MaxText's dense expert path (smoe_sim_shape.moe_capacity > 0): a
+ * sequence's slots per expert (mxmem.c). */
+double sim_moe_capacity(const smoe_dims *d, const smoe_sim_shape *sh);
 double sim_rt_bytes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, double ep, int moe,
                     int t);
 
