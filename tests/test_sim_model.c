@@ -444,6 +444,11 @@ static void test_dense_moe(const char *cfgdir)
     }
     smoe_sim_model_free(s);
     smoe_sim_model_free(d);
+    /* more slots than a one-hot's classes can number: refused, not inf */
+    const char *huge[2] = { "sparse_matmul=false", "capacity_factor=1e300" };
+    CHECK(build_keys(cfgdir, huge, 2, msg, sizeof msg) == NULL);
+    CHECKF(strstr(msg, "capacity_factor: 1e+300: ") && strstr(msg, "fewer than 2^31 - 1"), "'%s'",
+           msg);
 }
 
 /* Context parallelism by hand (deepseek2-16b on tpu7x, EP 2, context 2 of

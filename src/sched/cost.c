@@ -300,6 +300,23 @@ typedef struct build_ctx {
 } build_ctx;
 
 /* The shape against the plan and profile, before anything is built. */
+/* The dense expert path's slots (sim_moe_capacity): MaxText one-hot
+ * encodes a token's slot over capacity + 1 classes (moe.py
+ * generate_masks), an array dimension, which XLA keeps below 2^31. */
+static smoe_status check_capacity(const smoe_config *cfg, const smoe_sim_shape *sh,
+                                  const smoe_dims *d, smoe_err *err)
+{
+    if (!(sh->moe_capacity > 0) || d->experts < 1)
+        return SMOE_OK;
+    double c = sim_moe_capacity(d, sh);
+    if (c + 1 < 2147483647.0)
+        return SMOE_OK;
+    return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "capacity_factor"),
+                       "capacity_factor: %g: %.3g slots per expert and sequence; MaxText's "
+                       "one-hot over the slots (moe.py generate_masks) needs fewer than 2^31 - 1",
+                       sh->moe_capacity, c);
+}
+
 static smoe_status check_shape(const smoe_config *cfg, const smoe_plan *plan, const smoe_hw *hw,
                                const smoe_sim_shape *sh, const smoe_dims *d, smoe_err *err)
 {
@@ -642,7 +659,7 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     build_ctx b;
     memset(&b, 0, sizeof b);
     smoe_status s = smoe_plan_dims(cfg, &b.d, err);
-    if (s || (s = check_shape(cfg, plan, hw, sh, &b.d, err)))
+    if (s || (s = check_shape(cfg, plan, hw, sh, &b.d, err)) || (s = check_capacity(cfg, sh, &b.d, err)))
         return s;
     smoe_sim_model *m = smoe_calloc(1, sizeof *m);
     if (!m)
