@@ -352,6 +352,8 @@ void sim_write_schedule(const char *path, const smoe_sim_model *m, smoe_sim_exec
  * trace's medians (med[phase][kind] seconds over n samples); the budget
  * sweep along the planner's curve. */
 void sim_print_table(const sim_row *runs, int n);
+/* A line naming the rows whose peak exceeds a device's HBM (none: nothing). */
+void sim_print_fit(const sim_row *runs, int n, const smoe_hw *hw);
 void sim_print_reported(const smoe_scenario *sc, const sim_row *runs, int n);
 void sim_print_profile(const char *path, double med[2][2], int n[2][2]);
 void sim_print_sweep(const smoe_sim_point *curve, int ncurve);

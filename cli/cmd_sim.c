@@ -316,6 +316,7 @@ static void print_text(const sim_args *a, const sim_rows *R, const smoe_hw *hw, 
     const smoe_scenario *sc = &a->sc;
     print_head(a, R, hw, hwf, plan, sh);
     sim_print_table(R->runs, R->n);
+    sim_print_fit(R->runs, R->n, hw);
     const smoe_sim_result *pf = &R->runs[1].r;
     char b1[32], b2[32], b3[32], b4[32], b5[32];
     printf("\npeak HBM of 'prefetch': parameters %s, gradients %s, optimizer %s, gathered "

@@ -78,7 +78,7 @@ static void add_shape(cJSON *root, const smoe_sim_shape *sh)
 
 /* One schedule's figures, its memory by class and its executor. */
 static void add_result(cJSON *sched, const char *name, const smoe_sim_result *r,
-                       const char *executor)
+                       const char *executor, double cap)
 {
     cJSON *o = cJSON_AddObjectToObject(sched, name);
     cJSON_AddNumberToObject(o, "step_ms", r->step_s * 1e3);
@@ -90,6 +90,10 @@ static void add_result(cJSON *sched, const char *name, const smoe_sim_result *r,
     cJSON_AddNumberToObject(o, "gather_busy_ms", r->gather_busy_s * 1e3);
     cJSON_AddNumberToObject(o, "reduce_wait_ms", r->reduce_wait_s * 1e3);
     cJSON_AddNumberToObject(o, "peak_hbm_bytes", r->peak_hbm_bytes);
+    if (cap > 0)
+        cJSON_AddBoolToObject(o, "fits_hbm", r->peak_hbm_bytes <= cap);
+    else
+        cJSON_AddNullToObject(o, "fits_hbm");
     cJSON *mem = cJSON_AddObjectToObject(o, "memory");
     cJSON_AddNumberToObject(mem, "params", r->mem_params);
     cJSON_AddNumberToObject(mem, "grads", r->mem_grads);
@@ -133,9 +137,14 @@ void sim_print_json(FILE *f, const smoe_plan *p, const smoe_hw *hw, const smoe_s
     /* kernel-tuning keys away from MaxText's default: not modelled */
     cJSON_AddItemToObject(root, "kernel_tuning_not_modelled", cli_json_string(tuned));
     add_shape(root, sh);
+    double cap = smoe_sim_device_hbm(hw); /* 0: the profile gives none */
+    if (cap > 0)
+        cJSON_AddNumberToObject(root, "device_hbm_bytes", cap);
+    else
+        cJSON_AddNullToObject(root, "device_hbm_bytes");
     cJSON *sched = cJSON_AddObjectToObject(root, "schedules");
     for (int i = 0; i < n; i++)
-        add_result(sched, names[i], &res[i], executors[i]);
+        add_result(sched, names[i], &res[i], executors[i], cap);
     add_reported(root, sc);
     cJSON *rj = sc ? sim_readings_json(sc, rd) : NULL;
     if (rj)

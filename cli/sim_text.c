@@ -22,6 +22,23 @@ void sim_print_table(const sim_row *runs, int n)
     }
 }
 
+void sim_print_fit(const sim_row *runs, int n, const smoe_hw *hw)
+{
+    double cap = smoe_sim_device_hbm(hw);
+    char b[32];
+    int over = 0;
+    for (int i = 0; i < n && cap > 0; i++) {
+        if (!(runs[i].r.peak_hbm_bytes > cap))
+            continue;
+        if (!over++)
+            printf("over a device's HBM (%s of %s):", cli_fmt_bytes(cap, b, sizeof b), hw->name);
+        printf("%s %s %s", over > 1 ? "," : "", runs[i].name,
+               cli_fmt_bytes(runs[i].r.peak_hbm_bytes, b, sizeof b));
+    }
+    if (over)
+        printf("\n");
+}
+
 static const smoe_scn_numbers *reported(const smoe_scenario *sc, const char *name)
 {
     for (int i = 0; i < sc->n_reported; i++)

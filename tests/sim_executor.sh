@@ -94,5 +94,25 @@ refused "argument '--reduce-engine': profile tpu7x has one collective engine a d
 sed 's/^prefetch_depth: 1$/prefetch_depth: 1\nreduce_engine: sparsecore/' \
   "$SMOE_CONFIG_DIR/scenarios/seed.yml" >"$dir/scn.yml"
 refused "scn.yml:[0-9]*:[0-9]*: reduce_engine: expected shared or own" --scenario "$dir/scn.yml"
+# a row whose peak exceeds a device's HBM (tpu7x: 192 GiB a chip, 2
+# devices: 96 GiB = 103079215104 bytes) is named on a line after the table
+# and flagged in the JSON; the tiny model fits a cpu profile's 6.4e9 bytes
+run="$SMOE_CONFIG_DIR/public-runs/check/deepseek3-671b-bf16-tpu7x-4x4x8.yml"
+"$smoe" sim --scenario "$run" >"$dir/fit.txt" && "$smoe" sim --scenario "$run" --json >"$dir/fit.json"
+check $? "smoe sim --scenario deepseek3 without EP"
+over=$(grep "^over a device's HBM (96.0 GiB of tpu7x): " "$dir/fit.txt")
+case "$over" in *" prefetch "*GiB*) ! echo "$over" | grep -q baseline ;; *) false ;; esac
+check $? "the rows over HBM: '$over'"
+tr -d ' \n\t' <"$dir/fit.json" >"$dir/fit1.json"
+grep -q '"device_hbm_bytes":103079215104,' "$dir/fit1.json" &&
+  grep -q '"baseline":{[^}]*"fits_hbm":true' "$dir/fit1.json" &&
+  grep -q '"prefetch":{[^}]*"fits_hbm":false' "$dir/fit1.json"
+check $? "the JSON's device_hbm_bytes and fits_hbm"
+! grep -q "^over a device's HBM" "$dir/seed.txt"
+check $? "the seed's rows all fit"
+tr -d ' \n\t' <"$dir/cpu.json" >"$dir/cpu1.json"
+grep -q '"device_hbm_bytes":6400000000,' "$dir/cpu1.json" &&
+  ! grep -q '"fits_hbm":false' "$dir/cpu1.json" && grep -q '"fits_hbm":true' "$dir/cpu1.json"
+check $? "the tiny model fits the cpu profile"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

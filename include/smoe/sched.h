@@ -204,6 +204,9 @@ const char *smoe_sim_remat_name(smoe_remat r);
  * exchanges share one with the reductions, from 3 each kind has its own
  * (smoe_sim_shape.reduce_engine may move the reductions from 2). */
 int smoe_sim_device_engines(const smoe_hw *hw);
+/* A device's HBM bytes (hbm_bytes over devices_per_chip; a cpu profile's:
+ * a rank's memory); 0 where the profile gives none. */
+double smoe_sim_device_hbm(const smoe_hw *hw);
 
 typedef struct smoe_sim_model smoe_sim_model;
 

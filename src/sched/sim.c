@@ -543,6 +543,11 @@ int smoe_sim_device_engines(const smoe_hw *hw)
     return (int)(hw->collective_engines / fmax(1, hw->devices_per_chip));
 }
 
+double smoe_sim_device_hbm(const smoe_hw *hw)
+{
+    return hw->hbm_bytes > 0 ? hw->hbm_bytes / fmax(1, hw->devices_per_chip) : 0;
+}
+
 /* The engines and buffers of one run. Engines: with one collective engine
  * everything queues on it; with two, exchanges share one with the
  * reductions; with three or more each kind has its own. A shared schedule
