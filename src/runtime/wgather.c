@@ -549,16 +549,23 @@ static int64_t level_member(const smoe_rt *rt, const smoe_wgather *g, int64_t m)
                               m / g->rs_across->size);
 }
 
+/* `after` starts only once `before` has completed (a gate in the op
+ * itself: before's completion decrements it; queue.c's start rules). */
+static void gate_on(rt_op *after, rt_op *before)
+{
+    after->level_pending = 1;
+    after->gate = &after->level_pending;
+    after->gate_max = 0;
+    before->pending = &after->level_pending;
+}
+
 /* The level within the slice of a two-level reduce-scatter: in place in
  * send (fp32 or, packed at its head, bf16), leaving at its head the sums
  * the level across (`across`, gated on it) reduce-scatters. Returns send. */
 static float *reduce_within(smoe_rt *rt, const smoe_wgather *g, float *send, rt_op *across)
 {
-    across->level_pending = 1;
-    across->gate = &across->level_pending;
-    across->gate_max = 0;
     rt_op *op = rt_op_new(rt);
-    op->pending = &across->level_pending;
+    gate_on(across, op);
     op->kind = OP_REDUCE_SCATTER;
     op->comm = g->rs_within->comm;
     op->group = g->rs_within;
@@ -611,12 +618,8 @@ void smoe_rt_wgather_reduce(smoe_rt *rt, smoe_wgather *g, float *full, float *sc
         op->sent = sent;
         op->expand = b && !ar ? shard_grad : NULL;
         op->expand_n = g->geo.shard_numel;
-        if (ar) { /* the all-reduce reads what this op writes */
-            ar->level_pending = 1;
-            ar->gate = &ar->level_pending;
-            ar->gate_max = 0;
-            op->pending = &ar->level_pending;
-        }
+        if (ar) /* the all-reduce reads what this op writes */
+            gate_on(ar, op);
         rt_enqueue(rt, g->rs_within ? RT_Q_RLEVEL : RT_Q_COMM, op);
     } else if (b) {
         smoe_dtype_pack(SMOE_DT_BF16, 0, rb, full, g->geo.shard_numel);
