@@ -300,23 +300,6 @@ typedef struct build_ctx {
 } build_ctx;
 
 /* The shape against the plan and profile, before anything is built. */
-/* The dense expert path's slots (sim_moe_capacity): MaxText one-hot
- * encodes a token's slot over capacity + 1 classes (moe.py
- * generate_masks), an array dimension, which XLA keeps below 2^31. */
-static smoe_status check_capacity(const smoe_config *cfg, const smoe_sim_shape *sh,
-                                  const smoe_dims *d, smoe_err *err)
-{
-    if (!(sh->moe_capacity > 0) || d->experts < 1)
-        return SMOE_OK;
-    double c = sim_moe_capacity(d, sh);
-    if (c + 1 < 2147483647.0)
-        return SMOE_OK;
-    return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "capacity_factor"),
-                       "capacity_factor: %g: %.3g slots per expert and sequence; MaxText's "
-                       "one-hot over the slots (moe.py generate_masks) needs fewer than 2^31 - 1",
-                       sh->moe_capacity, c);
-}
-
 static smoe_status check_shape(const smoe_config *cfg, const smoe_plan *plan, const smoe_hw *hw,
                                const smoe_sim_shape *sh, const smoe_dims *d, smoe_err *err)
 {
@@ -358,6 +341,23 @@ static smoe_status check_shape(const smoe_config *cfg, const smoe_plan *plan, co
                            "num_experts_per_tok = %lld exceeds num_experts = %lld",
                            (long long)d->topk, (long long)d->experts);
     return SMOE_OK;
+}
+
+/* The dense expert path's slots (sim_moe_capacity): MaxText one-hot
+ * encodes a token's slot over capacity + 1 classes (moe.py
+ * generate_masks), an array dimension, which XLA keeps below 2^31. */
+static smoe_status check_capacity(const smoe_config *cfg, const smoe_sim_shape *sh,
+                                  const smoe_dims *d, smoe_err *err)
+{
+    if (!(sh->moe_capacity > 0) || d->experts < 1)
+        return SMOE_OK;
+    double c = sim_moe_capacity(d, sh);
+    if (c + 1 < 2147483647.0)
+        return SMOE_OK;
+    return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "capacity_factor"),
+                       "capacity_factor: %g: %.3g slots per expert and sequence; MaxText's "
+                       "one-hot over the slots (moe.py generate_masks) needs fewer than 2^31 - 1",
+                       sh->moe_capacity, c);
 }
 
 /* The profile's rates per device and the dtype sizes into b and m. */
@@ -596,11 +596,9 @@ static void moe_traffic(build_ctx *b, smoe_sim_model *m, const smoe_hw *hw,
     const double T = smoe_sim_tokens(sh), topk = (double)b->d.topk, in = (double)b->d.moe_in;
     int64_t g;
     local_members(&b->c, &expert_ax, &g);
-    /* the dense path exchanges every expert's slots ([E, B, C, M],
-     * layer_cost.c dense_moe_ops) */
-    double rows = sh->moe_capacity > 0
-                      ? T / (double)sh->seq * sim_moe_capacity(&b->d, sh) * (double)b->d.experts
-                      : T * topk;
+    /* the dense path exchanges every expert's slots (layer_cost.c
+     * dense_moe_ops) */
+    double rows = sh->moe_capacity > 0 ? sim_moe_slots(&b->d, sh) : T * topk;
     if (g > 1) {
         double rows_bytes = rows * in * b->c.ab;
         if (sh->ring_of_experts) /* all-gather tokens, reduce-scatter outputs */
@@ -659,7 +657,8 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     build_ctx b;
     memset(&b, 0, sizeof b);
     smoe_status s = smoe_plan_dims(cfg, &b.d, err);
-    if (s || (s = check_shape(cfg, plan, hw, sh, &b.d, err)) || (s = check_capacity(cfg, sh, &b.d, err)))
+    if (s || (s = check_shape(cfg, plan, hw, sh, &b.d, err)) ||
+        (s = check_capacity(cfg, sh, &b.d, err)))
         return s;
     smoe_sim_model *m = smoe_calloc(1, sizeof *m);
     if (!m)

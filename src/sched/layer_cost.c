@@ -158,10 +158,10 @@ static void dense_moe_ops(const cost *c, const cost *cq, const smoe_dims *d,
 {
     const double T = smoe_sim_tokens(sh), S = (double)sh->seq, B = T / S;
     const double ne = (double)d->experts, in = (double)d->moe_in, f = (double)d->moe_mlp;
-    const double C = sim_moe_capacity(d, sh), slots = B * S * ne * C;
-    op_add(pre, cost_ew(c, slots, (c->ab + 1) / c->ab), 0); /* the masks */
+    const double C = sim_moe_capacity(d, sh), slots = sim_moe_slots(d, sh);
+    op_add(pre, cost_ew(c, slots * S, (c->ab + 1) / c->ab), 0); /* the masks */
     op_add(pre, B * cost_mm(cq, ne * C, S, in, c->ab), 0);
-    double rows = B * C * ne / e_local;
+    double rows = slots / e_local;
     const unsigned keep[3] = { m & (RT(MOE_WI0) | RT(MLPWI0)), m & (RT(MOE_WI1) | RT(MLPWI1)),
                                m & (RT(MOE_WO) | RT(MLPWO)) };
     experts_ops(cq, rows, in, f, e_local, keep, ex);

@@ -19,18 +19,23 @@ double sim_moe_capacity(const smoe_dims *d, const smoe_sim_shape *sh)
     return floor(fmax(per * sh->moe_capacity, sh->moe_capacity));
 }
 
+/* The dense path's slots on a device: every expert's slots of its
+ * sequences ([E, B, C]), before the exchange and as many after it. */
+double sim_moe_slots(const smoe_dims *d, const smoe_sim_shape *sh)
+{
+    return smoe_sim_tokens(sh) / (double)sh->seq * sim_moe_capacity(d, sh) * (double)d->experts;
+}
+
 /* moe.py sparse_matmul: the routed rows arrive in a buffer of
  * get_ragged_buffer_size rows (ragged_buffer_factor -1, base.yml: the
  * worst case, T * topk * min(EP, experts / topk)); with use_ring_of_experts
  * (roe_ag_and_route) every shard's tokens are all-gathered and permuted
- * whole, T * EP * topk rows. dense_matmul's capacity branch: every
- * expert's slots of the device's sequences, [E, B, C] before the exchange
- * and as many after it (its local experts' slots of the EP members'). */
+ * whole, T * EP * topk rows. dense_matmul's capacity branch: its slots
+ * (sim_moe_slots). */
 static double routed_rows(const smoe_dims *d, const smoe_sim_shape *sh, double ep)
 {
     if (sh->moe_capacity > 0)
-        return smoe_sim_tokens(sh) / (double)sh->seq * sim_moe_capacity(d, sh) *
-               (double)d->experts;
+        return sim_moe_slots(d, sh);
     double rows = smoe_sim_tokens(sh) * (double)d->topk;
     if (sh->ring_of_experts)
         return rows * ep;

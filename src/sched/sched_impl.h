@@ -76,6 +76,8 @@ unsigned sim_rt_canon(const smoe_dims *d, unsigned names);
 /* MaxText's dense expert path (smoe_sim_shape.moe_capacity > 0): a
  * sequence's slots per expert (mxmem.c). */
 double sim_moe_capacity(const smoe_dims *d, const smoe_sim_shape *sh);
+/* ... and a device's slots, experts x its sequences x capacity. */
+double sim_moe_slots(const smoe_dims *d, const smoe_sim_shape *sh);
 double sim_rt_bytes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, double ep, int moe,
                     int t);
 

@@ -271,7 +271,8 @@ static double reduce(sim *x, const sim_kind *k, double start, double end)
                 sim_reduction(x, &k->w[w], rs_end, k->w[w].ar_s);
         if (x->pool) { /* train's prefetch.c: the gradient buffer from when it
                         * is taken to the compute's end, then the gradients
-                        * in the weights' buffer until their reductions end */
+                        * in the weights' buffer until their reduce-scatters
+                        * end */
             sim_mem(x, x->gb_t, k_mem(x, k));
             sim_mem(x, end, -k_mem(x, k));
             sim_mem(x, rs_end, -k_mem(x, k));
