@@ -42,8 +42,6 @@ double cost_mm(const cost *c, double m, double k, double n, double wb)
 
 double cost_ew(const cost *c, double elems, double passes)
 {
-    if (c->eff > 0) /* inside the measured efficiency */
-        return 0;
     return elems * c->ab * passes / c->ew + c->overhead;
 }
 

@@ -9,10 +9,10 @@ typedef struct cost {
     const smoe_hw *hw;
     const smoe_mesh *mesh;
     double flops, small_flops, hbm, ew, ab, overhead;
-    double eff; /* compute_efficiency: > 0 times every FLOP at peak x eff and
-                   folds memory-bound work into it (it was measured that way);
+    double eff; /* compute_efficiency: > 0 times every FLOP at peak x eff,
                    the dense matmuls at gemm_efficiency where the profile has
-                   it (dense_cost) */
+                   it (cost_dense); elementwise passes are bytes at `ew` on
+                   every profile (cost_ew) */
     double ici, dcn; /* one-direction bytes/s per device */
     double ici_lat;  /* s per within-node step */
     double dcn_lat;  /* s per cross-node step */

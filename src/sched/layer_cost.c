@@ -203,8 +203,13 @@ void cost_layer(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh,
         } else { /* rows this device's experts process: T * topk on average */
             const unsigned keep[3] = { m & RT(MOE_WI0), m & RT(MOE_WI1), m & RT(MOE_WO) };
             experts_ops(&rq, T * tk / e_local, in, f, e_local, keep, &ex);
-            op_add(&ex, cost_ew(c, T * tk * f, 3) + cost_ew(c, T * tk * E, 4), 0); /* activation, dispatch */
-            post = cost_ew(c, T * tk * E, 2);
+            op_add(&ex, cost_ew(c, T * tk * f, 3), 0); /* the activation */
+            /* dispatch and combine: elementwise passes, unless the profile
+             * times them on their own engine (permute_bandwidth, cost.c) */
+            if (!(c->hw->permute_bandwidth > 0)) {
+                op_add(&ex, cost_ew(c, T * tk * E, 4), 0);
+                post = cost_ew(c, T * tk * E, 2);
+            }
         }
     }
     k->fwd_pre = pre.fwd;
