@@ -651,7 +651,8 @@ static void test_hw_schema(const char *cfgdir)
 }
 
 /* The fused names become their parts where the model fuses, and name
- * nothing where it does not (sim_rt_canon). */
+ * nothing where it does not; "mlpwi_0" and "mlpwo" name the routed
+ * experts' wi_0 and wo outputs too, as moe.py names them (sim_rt_canon). */
 static void test_rt_canon(void)
 {
     smoe_dims d;
@@ -659,15 +660,20 @@ static void test_rt_canon(void)
     const unsigned Q = 1u << SMOE_RT_QUERY, K = 1u << SMOE_RT_KEY, V = 1u << SMOE_RT_VALUE;
     const unsigned QKV = 1u << SMOE_RT_QKV, W0 = 1u << SMOE_RT_MLPWI0, W1 = 1u << SMOE_RT_MLPWI1;
     const unsigned WI = 1u << SMOE_RT_MLPWI, C = 1u << SMOE_RT_CONTEXT;
+    const unsigned WO = 1u << SMOE_RT_MLPWO, E0 = 1u << SMOE_RT_MOE_WI0;
+    const unsigned E1 = 1u << SMOE_RT_MOE_WI1, EO = 1u << SMOE_RT_MOE_WO;
     CHECK_INT((int)sim_rt_canon(&d, QKV | Q), (int)Q);
     CHECK_INT((int)sim_rt_canon(&d, 1u << SMOE_RT_KV), (int)(K | V));
     CHECK_INT((int)sim_rt_canon(&d, 1u << SMOE_RT_ATTN_OUT), (int)C);
-    CHECK_INT((int)sim_rt_canon(&d, WI | W0), (int)W0);
+    CHECK_INT((int)sim_rt_canon(&d, WI | W0), (int)(W0 | E0));
+    CHECK_INT((int)sim_rt_canon(&d, WO), (int)(WO | EO));
+    CHECK_INT((int)sim_rt_canon(&d, W1), (int)W1);
+    CHECK_INT((int)sim_rt_canon(&d, E1 | EO), (int)(E1 | EO));
     d.fused_qkv = d.fused_mlp = 1;
     CHECK_INT((int)sim_rt_canon(&d, Q | QKV), (int)(Q | K | V));
     CHECK_INT((int)sim_rt_canon(&d, Q), 0);
     CHECK_INT((int)sim_rt_canon(&d, WI), (int)(W0 | W1));
-    CHECK_INT((int)sim_rt_canon(&d, W0), 0);
+    CHECK_INT((int)sim_rt_canon(&d, W0), (int)E0);
 }
 
 /* The host link runs beside the compute: transfers shorter than a unit's

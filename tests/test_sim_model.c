@@ -327,12 +327,14 @@ static void test_custom_remat(const char *cfgdir)
     const char *ex[] = { "remat_policy=custom", "moe_mlpwi_0=device", "moe_mlpwi_1=device",
                          "moe_mlpwo=device" };
     const char *off[] = { "remat_policy=custom", "decoder_layer_input=offload" };
+    const char *wo[] = { "remat_policy=custom", "mlpwo=offload" };
     smoe_sim_model *f = build_keys(cfgdir, full, 1, msg, sizeof msg);
     smoe_sim_model *c = build_keys(cfgdir, in, 1, msg, sizeof msg);
     smoe_sim_model *cq = build_keys(cfgdir, q, 2, msg, sizeof msg);
     smoe_sim_model *ce = build_keys(cfgdir, ex, 4, msg, sizeof msg);
     smoe_sim_model *co = build_keys(cfgdir, off, 2, msg, sizeof msg);
-    CHECKF(f && c && cq && ce && co, "built: %s", msg);
+    smoe_sim_model *cw = build_keys(cfgdir, wo, 2, msg, sizeof msg);
+    CHECKF(f && c && cq && ce && co && cw, "built: %s", msg);
     if (f && c && cq && ce && co) {
         const double T = 2048, ab = 2, rate = 2.307e15 / 2 * 0.85; /* gemm_efficiency */
         const double mm_q = 2 * T * 2048 * 16 * 192 / rate; /* wq: emb -> 16 x 192 */
@@ -366,7 +368,16 @@ static void test_custom_remat(const char *cfgdir)
         double rows = T * 6 * 2;
         CHECKF(NEAR(ce->k[1].act_mx_saved, T * 2048 * ab + rows * (2 * 1408 + 2048) * ab),
                "routed outputs %g bytes", ce->k[1].act_mx_saved);
+        /* "mlpwo" names the dense MLP's wo output and, in a MoE layer, the
+         * shared experts' and the routed experts' (moe.py: "mlpwo" and
+         * "moe_mlpwo"): all offloaded, the routed wo not recomputed */
+        CHECKF(NEAR(cw->k[0].act_host, T * 2048 * ab), "dense wo %g bytes", cw->k[0].act_host);
+        CHECKF(NEAR(cw->k[1].act_host, T * 2048 * ab + rows * 2048 * ab), "MoE wo %g bytes",
+               cw->k[1].act_host);
+        CHECKF(cw->k[1].bwd_exp < c->k[1].bwd_exp, "routed wo kept: backward %g of %g",
+               cw->k[1].bwd_exp, c->k[1].bwd_exp);
     }
+    smoe_sim_model_free(cw);
     smoe_sim_model_free(f);
     smoe_sim_model_free(c);
     smoe_sim_model_free(cq);

@@ -100,6 +100,11 @@ unsigned sim_rt_canon(const smoe_dims *d, unsigned names)
         r |= names & qkv;
     r |= names & RTB(KV) ? RTB(KEY) | RTB(VALUE) : 0;
     r |= names & RTB(ATTN_OUT) ? RTB(CONTEXT) : 0;
+    /* moe.py names the routed wi_0's output "mlpwi_0" and "moe_mlpwi_0",
+     * wo's "mlpwo" and "moe_mlpwo" (wi_1's only "moe_mlpwi_1" on the sparse
+     * path): the dense MLP's names select the routed tensors too */
+    r |= names & RTB(MLPWI0) ? RTB(MOE_WI0) : 0;
+    r |= names & RTB(MLPWO) ? RTB(MOE_WO) : 0;
     if (d->fused_mlp)
         r |= names & RTB(MLPWI) ? wi : 0;
     else if (d->n_activations == 1) /* one up projection, named mlpwi */
