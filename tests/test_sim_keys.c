@@ -116,6 +116,45 @@ static void test_moe_path(const smoe_hw *hw)
     }
 }
 
+/* The grouped matmuls' row tiles (sim_gmm_tiles): base.yml's 512 for each
+ * pass; a pass's key; an older release's tile_batch_seq where a pass's key
+ * is at its default; none off a TPU, on the dense path or without
+ * megablox and tokamax. */
+static void test_gmm_tiles(const smoe_hw *hw)
+{
+    static const struct {
+        const char *ov[2];
+        int64_t wi_fwd, wo_drhs; /* 0: not modelled */
+    } c[] = {
+        { { NULL }, 512, 512 },
+        { { "wi_tile_fwd_batch_seq=128" }, 128, 512 },
+        { { "tile_batch_seq=256" }, 256, 256 },
+        { { "tile_batch_seq=256", "wo_tile_drhs_batch_seq=1024" }, 256, 1024 },
+        { { "megablox=false" }, 0, 0 },
+        { { "megablox=false", "use_tokamax_gmm=true" }, 512, 512 },
+        { { "sparse_matmul=false", "capacity_factor=1" }, 0, 0 },
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        int n = c[i].ov[0] ? (c[i].ov[1] ? 2 : 1) : 0;
+        smoe_config *cfg = load_deepseek(cfgdir, c[i].ov, n);
+        smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
+        smoe_err err;
+        CHECK(cfg != NULL);
+        if (!cfg)
+            continue;
+        smoe_status s = smoe_sim_keys(cfg, hw, &sh, &err);
+        CHECKF(s == SMOE_OK && sh.gmm_tm[0][0] == c[i].wi_fwd && sh.gmm_tm[1][2] == c[i].wo_drhs,
+               "case %zu: %s wi fwd %lld, wo drhs %lld", i, s ? err.msg : "",
+               (long long)sh.gmm_tm[0][0], (long long)sh.gmm_tm[1][2]);
+        smoe_hw gpu = *hw;
+        gpu.kind = SMOE_HW_GPU;
+        sh = (smoe_sim_shape){ .batch = 1, .seq = 2048 };
+        CHECKF(smoe_sim_keys(cfg, &gpu, &sh, &err) == SMOE_OK && sh.gmm_tm[0][0] == 0,
+               "case %zu: a gpu profile tiles nothing", i);
+        smoe_config_free(cfg);
+    }
+}
+
 static void test_modelled(const smoe_hw *hw)
 {
     static const struct { const char *ov; smoe_remat remat; int ring; } ok[] = {
@@ -390,6 +429,7 @@ int main(int argc, char **argv)
     smoe_hw hw = tpu();
     test_refused(&hw);
     test_moe_path(&hw);
+    test_gmm_tiles(&hw);
     test_named_remat(&hw);
     test_modelled(&hw);
     test_engine();

@@ -18,7 +18,7 @@
  * devices a chip): the attention kernel and routed experts at
  * compute_efficiency, elementwise passes of bf16 elements at HBM's rate. */
 #define T7_PEAK (2.307e15 / 2)
-#define T7_EFF 0.290
+#define T7_EFF 0.332
 #define T7_EW(elems, passes) ((elems) * 2.0 * (passes) / (7.38e12 / 2))
 
 typedef smoe_status (*shape_reader)(const smoe_config *, const smoe_hw *, smoe_sim_shape *,
@@ -438,12 +438,39 @@ static void test_gemm_split(const char *cfgdir)
     if (!m)
         return;
     const double peak = 2.307e15 / 2, T = 2048;
+    /* megablox's row tiles (512, base.yml): 2048 x 6 rows over 32 local
+     * experts visit 12288 / 512 + 31 tiles, 1 + 31 x 512 / 12288 of the
+     * rows' work, in the forward and in each transpose */
+    const double tiles = 1 + 31 * 512.0 / 12288;
     double head = 3 * 2 * T * 2048 * 102400 / (peak * 0.85) + T7_EW(T * 102400, 4);
-    double ex = 3 * 2 * T * 6 * 2048 * 1408 / (peak * T7_EFF) + T7_EW(T * 6 * 1408, 3);
+    double mm = 3 * 2 * T * 6 * 2048 * 1408 / (peak * T7_EFF), act = T7_EW(T * 6 * 1408, 3);
+    double ex = mm * tiles + act;
     CHECKF(fabs(m->head_s - head) < 1e-9 * head, "head %g s, expected %g", m->head_s, head);
     CHECKF(fabs(m->k[1].fwd_exp - ex) < 1e-9 * ex, "experts %g s, expected %g", m->k[1].fwd_exp,
            ex);
     smoe_sim_model_free(m);
+    /* wi's forward tile at 128 rows: wi_0's and wi_1's forward at
+     * 1 + 31 x 128 / 12288, wo's and every transpose as before; wo's drhs
+     * at 2048: its share of the backward at 1 + 31 x 2048 / 12288 */
+    const char *ov[] = { "wi_tile_fwd_batch_seq=128", "wo_tile_drhs_batch_seq=2048" };
+    m = build_keys(cfgdir, ov, 2, msg, sizeof msg);
+    CHECKF(m != NULL, "built: %s", msg);
+    if (m) {
+        const double t128 = 1 + 31 * 128.0 / 12288, t2048 = 1 + 31 * 2048.0 / 12288;
+        double fwd = mm / 3 * (2 * t128 + tiles) + act;
+        double tr = mm / 3 * (2 * 2 * tiles + tiles + t2048) + 2 * act;
+        CHECKF(fabs(m->k[1].fwd_exp - fwd) < 1e-9 * fwd, "tiled forward %g s, expected %g",
+               m->k[1].fwd_exp, fwd);
+        /* full remat (the default policy): the backward is the transposes
+         * and the forward again */
+        CHECKF(fabs(m->k[1].bwd_exp - (tr + fwd)) < 1e-9 * tr, "tiled backward %g s, expected %g",
+               m->k[1].bwd_exp, tr + fwd);
+        smoe_sim_model_free(m);
+    }
+    const char *bad[] = { "wo_tile_dlhs_batch_seq=0" };
+    CHECK(build_keys(cfgdir, bad, 1, msg, sizeof msg) == NULL);
+    CHECKF(strstr(msg, "wo_tile_dlhs_batch_seq: 0: a grouped matmul's row tile must be 1 to 2^30 "
+                       "rows") != NULL, "'%s'", msg);
 }
 
 /* MaxText's dense expert path by hand (moe.py dense_matmul, capacity

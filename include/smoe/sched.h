@@ -128,6 +128,12 @@ typedef struct smoe_sim_shape {
                              capacity_factor > 0, the routed experts as dense
                              einsums over each sequence's capacity slots;
                              0: the sparse path (grouped matmuls) */
+    int64_t gmm_tm[2][3]; /* the grouped matmuls' row tiles (MaxText's
+                             wi_tile_* and wo_tile_* _batch_seq: forward, the
+                             backward's dlhs and drhs) on the sparse path on a
+                             TPU (megablox or tokamax): a tile that holds rows of
+                             k experts is computed k times; 0: not modelled
+                             (the dense path, ragged_dot, cpu and gpu) */
     int fp8;              /* quantization=fp8_full (Qwix): the decoder layers'
                              matmuls (projections, router, routed experts) at
                              the profile's fp8 rate, forward and backward; the

@@ -1,7 +1,8 @@
 /* The MaxText keys that tune a kernel (splash attention's blocks and
  * layouts, the grouped matmuls' tiles, the MoE permute's kernels): the step
- * model times each kernel by its FLOPs and bytes whatever its tuning, so a
- * value other than MaxText's default is not modelled; such keys are
+ * model times each kernel by its FLOPs and bytes whatever its tuning (but
+ * the grouped matmuls' row tiles: sim_gmm_tiles), so a value other than
+ * MaxText's default is not modelled; such keys are
  * named in the output (never silently ignored), as smoe train names the
  * keys it does not apply. A published sweep moves a DeepSeek-V3 step by up
  * to 15 % with splash blocks alone (maxtext cross-layer-prefetch
@@ -19,11 +20,11 @@
 #define SA_WHY "another splash attention tuning, timed differently"
 #define GMM_WHY "other grouped-matmul tiles, timed differently"
 #define PERM_WHY "other MoE permute kernels, timed differently"
+static const char k_old_tm[] = "tile_batch_seq";
 #define SA(k, want) { "sa_" k, SMOE_KEY_INT, want, SA_WHY }, { "local_sa_" k, SMOE_KEY_INT, want, SA_WHY }
 #define SAB(k, want) { "sa_" k, SMOE_KEY_BOOL, want, SA_WHY }, { "local_sa_" k, SMOE_KEY_BOOL, want, SA_WHY }
 #define SAS(k, want) { "sa_" k, SMOE_KEY_STR, want, SA_WHY }, { "local_sa_" k, SMOE_KEY_STR, want, SA_WHY }
-#define TILE(w, pass) { w "_tile_" pass "_batch_seq", SMOE_KEY_INT, "512", GMM_WHY }, \
-                      { w "_tile_" pass "_embed_dim", SMOE_KEY_INT, "1024", GMM_WHY }, \
+#define TILE(w, pass) { w "_tile_" pass "_embed_dim", SMOE_KEY_INT, "1024", GMM_WHY }, \
                       { w "_tile_" pass "_mlp_dim", SMOE_KEY_INT, "1024", GMM_WHY }
 
 static const smoe_key_rule k_kernel_keys[] = {
@@ -82,10 +83,52 @@ int smoe_sim_tuned_keys(const smoe_config *cfg, char *buf, size_t n)
             name_key(v, k_kernel_keys[i].key, ++count, buf, n, &used, &cut);
     }
     for (size_t i = 0; smoe_old_key_at(i, &ok); i++) {
+        if (strcmp(ok.key, k_old_tm) == 0) /* modelled: sim_gmm_tiles */
+            continue;
         smoe_key_rule r = { ok.key, SMOE_KEY_INT, ok.def, GMM_WHY };
         const smoe_node *v = ok.def ? smoe_config_get(cfg, ok.key) : NULL;
         if (!smoe_key_holds(v, &r))
             name_key(v, ok.key, ++count, buf, n, &used, &cut);
     }
     return count;
+}
+
+/* The grouped matmuls' row tiles, MaxText's names (moe.py get_wi_gmm_params
+ * and get_wo_gmm_params pass them to megablox's and tokamax's kernels;
+ * base.yml's default 512); before the wi_tile_* keys one key,
+ * tile_batch_seq, tiled every pass (key_history.tsv): it counts where a
+ * pass's key is at its default. */
+static const char *const k_tm_keys[2][3] = {
+    { "wi_tile_fwd_batch_seq", "wi_tile_dlhs_batch_seq", "wi_tile_drhs_batch_seq" },
+    { "wo_tile_fwd_batch_seq", "wo_tile_dlhs_batch_seq", "wo_tile_drhs_batch_seq" },
+};
+
+smoe_status sim_gmm_tiles(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_shape *sh,
+                          smoe_err *err)
+{
+    int megablox, tokamax;
+    int64_t old;
+    smoe_status s;
+    memset(sh->gmm_tm, 0, sizeof sh->gmm_tm);
+    if ((s = smoe_config_bool_or(cfg, "megablox", 1, &megablox, err)) ||
+        (s = smoe_config_bool_or(cfg, "use_tokamax_gmm", 0, &tokamax, err)) ||
+        (s = smoe_config_int_or(cfg, k_old_tm, 512, &old, err)))
+        return s;
+    if (hw->kind != SMOE_HW_TPU || sh->moe_capacity > 0 || !(megablox || tokamax))
+        return SMOE_OK;
+    for (int w = 0; w < 2; w++)
+        for (int p = 0; p < 3; p++) {
+            const char *key = k_tm_keys[w][p];
+            int64_t tm;
+            if ((s = smoe_config_int_or(cfg, key, 512, &tm, err)))
+                return s;
+            if (tm == 512 && old != 512) /* an older release's one key */
+                key = k_old_tm, tm = old;
+            if (tm < 1 || tm > (int64_t)1 << 30)
+                return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, key),
+                                   "%s: %lld: a grouped matmul's row tile must be 1 to 2^30 rows",
+                                   key, (long long)tm);
+            sh->gmm_tm[w][p] = tm;
+        }
+    return SMOE_OK;
 }

@@ -45,7 +45,9 @@ cost cost_dense(const cost *c, int fp8)
  * policy saves, which the backward does not recompute. */
 typedef struct phase_t {
     double fwd, kept;
-    double cp; /* of fwd: the context-parallel key/value exchange */
+    double cp;  /* of fwd: the context-parallel key/value exchange */
+    double tr;  /* the backward's transposes: 2 x fwd, but for the grouped
+                   matmuls' tiles (experts_ops) */
 } phase_t;
 
 static const smoe_axes k_ctx_axis = { 1, { "context" } };
@@ -53,6 +55,7 @@ static const smoe_axes k_ctx_axis = { 1, { "context" } };
 static void op_add(phase_t *p, double t, int saved)
 {
     p->fwd += t;
+    p->tr += 2 * t;
     if (saved)
         p->kept += t;
 }
@@ -125,20 +128,40 @@ static void mlp_ops(const cost *c, const cost *cq, double T, double in, double f
     op_add(p, cost_ew(c, T * f, 3), 0);
 }
 
+/* A grouped matmul's work over its ideal, row tiles of tm (0: untiled):
+ * megablox (and tokamax) visit an m tile once for every group with rows in
+ * it and compute it whole each time (megablox make_group_metadata:
+ * tiles_m <= visits <= tiles_m + groups - 1), so g groups over m rows cost
+ * m / tm + g - 1 tiles, the upper bound, where group boundaries fall
+ * inside tiles. */
+static double tile_work(double tm, double m, double g)
+{
+    return tm > 0 && m > 0 ? 1 + (g - 1) * tm / m : 1;
+}
+
 /* The local experts' up (wi_0, wi_1) and down (wo) projections, `rows`
- * each, into ex, each kept per keep[] (a custom policy's saved names). */
+ * each, into ex, each kept per keep[] (a custom policy's saved names);
+ * tm: wi's and wo's row tiles (forward, dlhs, drhs; NULL: untiled) over
+ * the group's rows (rows x e_local experts x `t` devices of a tensor
+ * group, whose tokens a device's grouped matmul holds). */
 static void experts_ops(const cost *ce, double rows, double in, double f, double e_local,
-                        const unsigned keep[3], phase_t *ex)
+                        const unsigned keep[3], const int64_t (*tm)[3], double t, phase_t *ex)
 {
     double up = 0, down = 0;
     for (int i = 0; i < (int)e_local && i < 4096; i++) {
         up += cost_mm(ce, rows, in, f, ce->ab);
         down += cost_mm(ce, rows, f, in, ce->ab);
     }
-    double scale = e_local > 4096 ? e_local / 4096 : 1;
-    op_add(ex, up * scale, keep[0] != 0);
-    op_add(ex, up * scale, keep[1] != 0);
-    op_add(ex, down * scale, keep[2] != 0);
+    double scale = e_local > 4096 ? e_local / 4096 : 1, m = rows * e_local * t;
+    for (int w = 0; w < 3; w++) {
+        const int64_t *p = tm ? tm[w == 2] : NULL;
+        double one = (w == 2 ? down : up) * scale;
+        double fwd = one * (p ? tile_work((double)p[0], m, e_local) : 1);
+        op_add(ex, fwd, keep[w] != 0);
+        if (p) /* the transposes: dlhs and drhs, each at its tile */
+            ex->tr += one * (tile_work((double)p[1], m, e_local) +
+                             tile_work((double)p[2], m, e_local)) - 2 * fwd;
+    }
 }
 
 /* moe.py dense_matmul's capacity branch, B sequences of S tokens on the
@@ -164,7 +187,7 @@ static void dense_moe_ops(const cost *c, const cost *cq, const smoe_dims *d,
     double rows = slots / e_local;
     const unsigned keep[3] = { m & (RT(MOE_WI0) | RT(MLPWI0)), m & (RT(MOE_WI1) | RT(MLPWI1)),
                                m & (RT(MOE_WO) | RT(MLPWO)) };
-    experts_ops(cq, rows, in, f, e_local, keep, ex);
+    experts_ops(cq, rows, in, f, e_local, keep, NULL, 1, ex);
     op_add(ex, cost_ew(c, rows * e_local * f, 3), 0); /* the activation */
     *post = B * cost_mm(cq, S, ne * C, in, c->ab);
 }
@@ -179,7 +202,7 @@ void cost_layer(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh,
     const double T = smoe_sim_tokens(sh), E = (double)d->emb;
     const unsigned m =
         sh->remat == SMOE_REMAT_CUSTOM ? sim_rt_canon(d, sh->remat_dev | sh->remat_host) : 0;
-    phase_t pre = { 0, 0, 0 }, ex = { 0, 0, 0 };
+    phase_t pre = { 0, 0, 0, 0 }, ex = { 0, 0, 0, 0 };
     double elem = 0, shared = 0, post = 0;
     cost dq = cost_dense(c, sh->fp8), rq = *c; /* dense; routed (both fp8: quantized) */
     if (sh->fp8)
@@ -202,7 +225,9 @@ void cost_layer(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh,
             dense_moe_ops(c, cq, d, sh, e_local, m, &pre, &ex, &post);
         } else { /* rows this device's experts process: T * topk on average */
             const unsigned keep[3] = { m & RT(MOE_WI0), m & RT(MOE_WI1), m & RT(MOE_WO) };
-            experts_ops(&rq, T * tk / e_local, in, f, e_local, keep, &ex);
+            const double tp = (double)smoe_mesh_axis_size(c->mesh, "tensor");
+            experts_ops(&rq, T * tk / e_local, in, f, e_local, keep, sh->gmm_tm, fmax(1, tp),
+                        &ex);
             op_add(&ex, cost_ew(c, T * tk * f, 3), 0); /* the activation */
             /* dispatch and combine: elementwise passes, unless the profile
              * times them on their own engine (permute_bandwidth, cost.c) */
@@ -222,13 +247,13 @@ void cost_layer(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh,
     k->rc[2] = rc;
     /* the transposes' one key/value reduce-scatter (context parallelism),
      * not two passes of the exchange */
-    k->bwd_pre = pre.fwd * (2 + k->rc[0]) - pre.cp;
+    k->bwd_pre = pre.tr + pre.fwd * k->rc[0] - pre.cp;
     if (pre.cp > 0)
         k->rc[0] = k->bwd_pre / pre.fwd - 2;
-    k->bwd_exp = ex.fwd * (2 + k->rc[1]);
+    k->bwd_exp = ex.tr + ex.fwd * k->rc[1];
     k->bwd_post = post * (2 + k->rc[2]);
-    k->bwd_full_pre = pre.fwd * 3 - pre.cp; /* MaxText's prefetch path always remats fully */
-    k->bwd_full_exp = ex.fwd * 3;
+    k->bwd_full_pre = pre.tr + pre.fwd - pre.cp; /* MaxText's prefetch path always remats fully */
+    k->bwd_full_exp = ex.tr + ex.fwd;
     k->bwd_full_post = post * 3;
     layer_acts(c, d, sh, k);
 }

@@ -76,6 +76,11 @@ unsigned sim_rt_canon(const smoe_dims *d, unsigned names);
 /* MaxText's dense expert path (smoe_sim_shape.moe_capacity > 0): a
  * sequence's slots per expert (mxmem.c). */
 double sim_moe_capacity(const smoe_dims *d, const smoe_sim_shape *sh);
+/* The grouped matmuls' row tiles into sh->gmm_tm (keys_kernels.c): on the
+ * sparse path on a TPU profile with megablox or tokamax's kernel; a tile
+ * under 1 is refused at its key. Call after the MoE path is read. */
+SMOE_MUST_CHECK smoe_status sim_gmm_tiles(const smoe_config *cfg, const smoe_hw *hw,
+                                          smoe_sim_shape *sh, smoe_err *err);
 /* ... and a device's slots, experts x its sequences x capacity. */
 double sim_moe_slots(const smoe_dims *d, const smoe_sim_shape *sh);
 double sim_rt_bytes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, double ep, int moe,

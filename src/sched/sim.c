@@ -368,10 +368,13 @@ static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const
     const char *nm[3] = { x->name, "experts", "combine" };
     /* the passes follow the forward's phases, scaled so that they sum to
      * the backward's total (1 unless a profile set it) */
-    double rc[3];
+    double rc[3], tr[3] = { 2, 2, 2 }; /* recompute and transposes, of the forward */
     for (int j = 0; j < 3; j++)
         rc[j] = x->mx ? 1 : k->rc[j];
-    double fsum = (rc[0] + 2) * k->fwd_pre + (rc[1] + 2) * k->fwd_exp + (rc[2] + 2) * k->fwd_post;
+    if (k->fwd_exp > 0) /* the grouped matmuls' tiles (layer_cost.c experts_ops) */
+        tr[1] = (x->mx ? k->bwd_full_exp : k->bwd_exp) / k->fwd_exp - rc[1];
+    double fsum = (rc[0] + tr[0]) * k->fwd_pre + (rc[1] + tr[1]) * k->fwd_exp +
+                  (rc[2] + tr[2]) * k->fwd_post;
     double bsum = c[0] + c[1] + c[2];
     double sc = fsum > 0 ? bsum / fsum : 1;
     double fw[3] = { k->fwd_pre * sc, k->fwd_exp * sc, k->fwd_post * sc };
@@ -383,7 +386,7 @@ static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const
             continue;
         for (int j = 0; j < 3; j++) {
             int ph = pass == 0 ? j : 2 - j; /* 0 pre, 1 experts, 2 combine */
-            double f = pass == 0 ? rc[ph] : 2; /* a phase kept whole is not recomputed */
+            double f = pass == 0 ? rc[ph] : tr[ph]; /* a phase kept whole is not recomputed */
             if (f <= 0)
                 continue;
             if (ph == 1 && !waited && x->xla && k->moe)
