@@ -18,20 +18,27 @@ static smoe_hw tpu(void)
     return hw;
 }
 
-/* smoe_sim_keys on deepseek2-16b with one override; the message in msg. */
+/* smoe_sim_keys on deepseek2-16b with the overrides ov[0..n) into sh. */
+static smoe_status keys_ov(const char *const *ov, int n, const smoe_hw *hw, smoe_sim_shape *sh,
+                           smoe_err *err)
+{
+    smoe_config *cfg = load_deepseek(cfgdir, ov, n);
+    snprintf(err->msg, sizeof err->msg, "the config did not load");
+    if (!cfg)
+        return SMOE_EINTERNAL;
+    smoe_status s = smoe_sim_keys(cfg, hw, sh, err);
+    smoe_config_free(cfg);
+    return s;
+}
+
+/* ... with one override; the message in msg. */
 static smoe_status keys(const char *ov, const smoe_hw *hw, smoe_sim_shape *sh, char *msg,
                         size_t cap)
 {
     const char *o[1] = { ov };
-    smoe_config *cfg = load_deepseek(cfgdir, o, ov ? 1 : 0);
     smoe_err err;
-    msg[0] = '\0';
-    if (!cfg)
-        return SMOE_EINTERNAL;
-    smoe_status s = smoe_sim_keys(cfg, hw, sh, &err);
-    if (s)
-        snprintf(msg, cap, "%s", err.msg);
-    smoe_config_free(cfg);
+    smoe_status s = keys_ov(o, ov ? 1 : 0, hw, sh, &err);
+    snprintf(msg, cap, "%s", s ? err.msg : "");
     return s;
 }
 
@@ -99,20 +106,15 @@ static void test_moe_path(const smoe_hw *hw)
         int n = 1;
         while (n < 4 && c[i].ov[n - 1])
             o[n] = c[i].ov[n - 1], n++;
-        smoe_config *cfg = load_deepseek(cfgdir, o, n);
         smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
         smoe_err err;
-        CHECK(cfg != NULL);
-        if (!cfg)
-            continue;
-        smoe_status s = smoe_sim_keys(cfg, hw, &sh, &err);
+        smoe_status s = keys_ov(o, n, hw, &sh, &err);
         if (!c[i].want)
             CHECKF(s == SMOE_OK && sh.moe_capacity == 1.25, "%s: %s", c[i].ov[0],
                    s ? err.msg : "capacity not read");
         else
             CHECKF(s == SMOE_EINVAL && strstr(err.msg, c[i].want) && !strchr(err.msg, '\n'),
                    "case %zu: '%s'", i, s ? err.msg : "accepted");
-        smoe_config_free(cfg);
     }
 }
 
@@ -136,22 +138,17 @@ static void test_gmm_tiles(const smoe_hw *hw)
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         int n = c[i].ov[0] ? (c[i].ov[1] ? 2 : 1) : 0;
-        smoe_config *cfg = load_deepseek(cfgdir, c[i].ov, n);
         smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
         smoe_err err;
-        CHECK(cfg != NULL);
-        if (!cfg)
-            continue;
-        smoe_status s = smoe_sim_keys(cfg, hw, &sh, &err);
+        smoe_status s = keys_ov(c[i].ov, n, hw, &sh, &err);
         CHECKF(s == SMOE_OK && sh.gmm_tm[0][0] == c[i].wi_fwd && sh.gmm_tm[1][2] == c[i].wo_drhs,
                "case %zu: %s wi fwd %lld, wo drhs %lld", i, s ? err.msg : "",
                (long long)sh.gmm_tm[0][0], (long long)sh.gmm_tm[1][2]);
         smoe_hw gpu = *hw;
         gpu.kind = SMOE_HW_GPU;
         sh = (smoe_sim_shape){ .batch = 1, .seq = 2048 };
-        CHECKF(smoe_sim_keys(cfg, &gpu, &sh, &err) == SMOE_OK && sh.gmm_tm[0][0] == 0,
+        CHECKF(keys_ov(c[i].ov, n, &gpu, &sh, &err) == SMOE_OK && sh.gmm_tm[0][0] == 0,
                "case %zu: a gpu profile tiles nothing", i);
-        smoe_config_free(cfg);
     }
 }
 
