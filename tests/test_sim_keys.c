@@ -152,6 +152,32 @@ static void test_gmm_tiles(const smoe_hw *hw)
     }
 }
 
+/* Splash attention's backward (sim_attn_bwd): split by default, fused with
+ * sa_use_fused_bwd_kernel or tokamax's splash; off a TPU, twice the
+ * forward (0). */
+static void test_attn_bwd(const smoe_hw *hw)
+{
+    static const struct {
+        const char *ov;
+        int want;
+    } c[] = {
+        { NULL, SMOE_ATTN_BWD_SPLIT },
+        { "sa_use_fused_bwd_kernel=true", SMOE_ATTN_BWD_FUSED },
+        { "use_tokamax_splash=true", SMOE_ATTN_BWD_FUSED },
+    };
+    smoe_hw gpu = *hw;
+    gpu.kind = SMOE_HW_GPU;
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        smoe_sim_shape sh = { .batch = 1, .seq = 2048 }, sg = sh;
+        smoe_err err;
+        smoe_status s = keys_ov(&c[i].ov, c[i].ov ? 1 : 0, hw, &sh, &err);
+        CHECKF(s == SMOE_OK && sh.attn_bwd == c[i].want, "case %zu: %s backward %d", i,
+               s ? err.msg : "", sh.attn_bwd);
+        CHECKF(keys_ov(&c[i].ov, c[i].ov ? 1 : 0, &gpu, &sg, &err) == SMOE_OK && sg.attn_bwd == 0,
+               "case %zu: a gpu profile keeps twice the forward", i);
+    }
+}
+
 static void test_modelled(const smoe_hw *hw)
 {
     static const struct { const char *ov; smoe_remat remat; int ring; } ok[] = {
@@ -427,6 +453,7 @@ int main(int argc, char **argv)
     test_refused(&hw);
     test_moe_path(&hw);
     test_gmm_tiles(&hw);
+    test_attn_bwd(&hw);
     test_named_remat(&hw);
     test_modelled(&hw);
     test_engine();

@@ -107,6 +107,8 @@ typedef enum smoe_rtensor {
 /* The MaxText key of tensor t. */
 const char *smoe_rtensor_key(smoe_rtensor t);
 
+enum { SMOE_ATTN_BWD_FUSED = 1, SMOE_ATTN_BWD_SPLIT = 2 };
+
 typedef struct smoe_sim_shape {
     int64_t batch;        /* sequences per device; with context > 1, per group
                              of `context` devices (per_device_batch_size x
@@ -134,6 +136,12 @@ typedef struct smoe_sim_shape {
                              TPU (megablox or tokamax): a tile that holds rows of
                              k experts is computed k times; 0: not modelled
                              (the dense path, ragged_dot, cpu and gpu) */
+    int attn_bwd;         /* the attention kernel's backward on a TPU (splash,
+                             MaxText attention_op.py): SMOE_ATTN_BWD_FUSED one
+                             kernel recomputing the scores once
+                             (sa_use_fused_bwd_kernel, tokamax's splash),
+                             SMOE_ATTN_BWD_SPLIT a dkv and a dq kernel, each
+                             recomputing them; 0: twice the forward (cpu, gpu) */
     int fp8;              /* quantization=fp8_full (Qwix): the decoder layers'
                              matmuls (projections, router, routed experts) at
                              the profile's fp8 rate, forward and backward; the

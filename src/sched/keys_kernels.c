@@ -1,7 +1,8 @@
 /* The MaxText keys that tune a kernel (splash attention's blocks and
  * layouts, the grouped matmuls' tiles, the MoE permute's kernels): the step
  * model times each kernel by its FLOPs and bytes whatever its tuning (but
- * the grouped matmuls' row tiles: sim_gmm_tiles), so a value other than
+ * the grouped matmuls' row tiles, sim_gmm_tiles, and splash attention's
+ * fused backward, sim_attn_bwd), so a value other than
  * MaxText's default is not modelled; such keys are
  * named in the output (never silently ignored), as smoe train names the
  * keys it does not apply. A published sweep moves a DeepSeek-V3 step by up
@@ -31,7 +32,8 @@ static const smoe_key_rule k_kernel_keys[] = {
     SA("block_q", "512"), SA("block_kv", "512"), SA("block_kv_compute", "512"),
     SA("block_q_dkv", "512"), SA("block_kv_dkv", "512"), SA("block_kv_dkv_compute", "512"),
     SA("block_q_dq", "512"), SA("block_kv_dq", "512"),
-    SAB("use_fused_bwd_kernel", "false"), SAB("fuse_reciprocal", "true"),
+    { "local_sa_use_fused_bwd_kernel", SMOE_KEY_BOOL, "false", SA_WHY },
+    SAB("fuse_reciprocal", "true"),
     SAB("use_base2_exp", "true"),
     SAS("q_layout", "HEAD_DIM_MINOR"), SAS("k_layout", "HEAD_DIM_MINOR"),
     SAS("v_layout", "HEAD_DIM_MINOR"),
@@ -130,5 +132,24 @@ smoe_status sim_gmm_tiles(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_sh
                                    key, (long long)tm);
             sh->gmm_tm[w][p] = tm;
         }
+    return SMOE_OK;
+}
+
+/* Splash attention's backward (MaxText attention_op.py: the global layers'
+ * sa_use_fused_bwd_kernel, base.yml false; tokamax's splash runs the fused
+ * one only): fused, one dkv kernel that also computes dq; else a dkv and a
+ * dq kernel, each recomputing the scores (jax splash_attention_kernel.py).
+ * A TPU's flash kernel; other profiles keep twice the forward. */
+smoe_status sim_attn_bwd(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_shape *sh,
+                         smoe_err *err)
+{
+    int fused, tokamax;
+    smoe_status s;
+    sh->attn_bwd = 0;
+    if ((s = smoe_config_bool_or(cfg, "sa_use_fused_bwd_kernel", 0, &fused, err)) ||
+        (s = smoe_config_bool_or(cfg, "use_tokamax_splash", 0, &tokamax, err)))
+        return s;
+    if (hw->kind == SMOE_HW_TPU)
+        sh->attn_bwd = fused || tokamax ? SMOE_ATTN_BWD_FUSED : SMOE_ATTN_BWD_SPLIT;
     return SMOE_OK;
 }

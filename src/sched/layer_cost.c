@@ -62,6 +62,21 @@ static void op_add(phase_t *p, double t, int saved)
 
 #define RT(t) (1u << SMOE_RT_##t)
 
+/* The attention kernel's backward over its forward, in matmuls over the
+ * score blocks (jax splash_attention_kernel.py): the forward is q.k^T
+ * (width dqk) and p.v (dv); the fused backward q.k^T again, dv = p^T.do,
+ * dp = do.v^T, dk = ds^T.q, dq = ds.k; the split one the same in its dkv
+ * kernel but dq, and q.k^T, dp and dq again in its dq kernel; otherwise
+ * twice the forward (scores kept). */
+static double attn_bwd_work(int kind, double dqk, double dv)
+{
+    if (kind == SMOE_ATTN_BWD_FUSED)
+        return (3 * dqk + 2 * dv) / (dqk + dv);
+    if (kind == SMOE_ATTN_BWD_SPLIT)
+        return (4 * dqk + 3 * dv) / (dqk + dv);
+    return 2;
+}
+
 /* The attention's ops (projections, the kernel, the out projection) into
  * p, each kept when its output is saved (m: sim_rt_canon's bits); the
  * projections at cq's rates (quantized), the kernel at c's. */
@@ -72,6 +87,7 @@ static void attention_ops(const cost *c, const cost *cq, const smoe_dims *d,
     const double B = T / S, E = (double)d->emb, H = (double)d->heads; /* B: sequences' worth */
     const double wb = c->ab; /* weights are cast to the compute type */
     double core, kvd; /* the kernel's FLOPs; key + value elements a token */
+    double dqk, dv;   /* a head's query-key and value widths */
     if (d->mla) { /* attention_mla.py: wq_a, wq_b (or wq), wkv_a, wkv_b, out */
         double qk = (double)(d->qk_nope + d->qk_rope), kvl = (double)d->kv_lora;
         if (d->q_lora) {
@@ -86,6 +102,7 @@ static void attention_ops(const cost *c, const cost *cq, const smoe_dims *d,
         op_add(p, cost_mm(cq, T, H * (double)d->v_head, E, wb), m & RT(OUT));
         core = 2 * B * H * S * S * (qk + (double)d->v_head) * 0.5;
         kvd = H * (qk + (double)d->v_head);
+        dqk = qk, dv = (double)d->v_head;
         *elem += T * (E * 4 + (double)d->q_lora * 2 + kvl * 2 + H * (qk + (double)d->v_head) * 4);
     } else {
         double hd = (double)d->head_dim, KV = (double)d->kv_heads;
@@ -95,6 +112,7 @@ static void attention_ops(const cost *c, const cost *cq, const smoe_dims *d,
         op_add(p, cost_mm(cq, T, H * hd, E, wb), m & RT(OUT));
         core = 2 * B * H * S * S * 2 * hd * 0.5;
         kvd = 2 * KV * hd;
+        dqk = dv = hd;
         *elem += T * (E * 4 + H * hd * 6);
     }
     /* the kernel: FLOPs at the matmul rate; scores are kept on chip
@@ -105,6 +123,7 @@ static void attention_ops(const cost *c, const cost *cq, const smoe_dims *d,
     double t = c->eff > 0 ? core / (cost_rate(c, S, S, 128) * c->eff) + c->overhead
                           : fmax(core / cost_rate(c, S, S, 128), scores * c->ab / c->ew) + c->overhead;
     op_add(p, t, m & RT(CONTEXT));
+    p->tr += t * (attn_bwd_work(sh->attn_bwd, dqk, dv) - 2);
     /* context parallelism (MaxText's all_gather strategy): the keys and
      * values all-gathered over the context axis before the kernel, with
      * the kernel in the recompute; the backward's reduce-scatter of their

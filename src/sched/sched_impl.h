@@ -81,6 +81,10 @@ double sim_moe_capacity(const smoe_dims *d, const smoe_sim_shape *sh);
  * under 1 is refused at its key. Call after the MoE path is read. */
 SMOE_MUST_CHECK smoe_status sim_gmm_tiles(const smoe_config *cfg, const smoe_hw *hw,
                                           smoe_sim_shape *sh, smoe_err *err);
+/* The attention kernel's backward into sh->attn_bwd (keys_kernels.c): on a
+ * TPU profile, splash's fused or split backward. */
+SMOE_MUST_CHECK smoe_status sim_attn_bwd(const smoe_config *cfg, const smoe_hw *hw,
+                                         smoe_sim_shape *sh, smoe_err *err);
 /* ... and a device's slots, experts x its sequences x capacity. */
 double sim_moe_slots(const smoe_dims *d, const smoe_sim_shape *sh);
 double sim_rt_bytes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, double ep, int moe,

@@ -369,10 +369,17 @@ static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const
     /* the passes follow the forward's phases, scaled so that they sum to
      * the backward's total (1 unless a profile set it) */
     double rc[3], tr[3] = { 2, 2, 2 }; /* recompute and transposes, of the forward */
-    for (int j = 0; j < 3; j++)
+    const double fwd[3] = { k->fwd_pre, k->fwd_exp, k->fwd_post };
+    const double bwd[3] = { x->mx ? k->bwd_full_pre : k->bwd_pre,
+                            x->mx ? k->bwd_full_exp : k->bwd_exp,
+                            x->mx ? k->bwd_full_post : k->bwd_post };
+    for (int j = 0; j < 3; j++) { /* the attention kernel's and the grouped
+                                   * matmuls' transposes are their own
+                                   * (layer_cost.c) */
         rc[j] = x->mx ? 1 : k->rc[j];
-    if (k->fwd_exp > 0) /* the grouped matmuls' tiles (layer_cost.c experts_ops) */
-        tr[1] = (x->mx ? k->bwd_full_exp : k->bwd_exp) / k->fwd_exp - rc[1];
+        if (fwd[j] > 0)
+            tr[j] = bwd[j] / fwd[j] - rc[j];
+    }
     double fsum = (rc[0] + tr[0]) * k->fwd_pre + (rc[1] + tr[1]) * k->fwd_exp +
                   (rc[2] + tr[2]) * k->fwd_post;
     double bsum = c[0] + c[1] + c[2];
