@@ -481,7 +481,8 @@ static void test_gemm_split(const char *cfgdir)
  * dispatch einsum (64 x 240 slots x 2048 tokens x 2048) before the
  * exchange and the combine einsum (the same FLOPs) after it; elementwise:
  * the masks written once (15360 x 2048 elements of 2 + 1 bytes) and the
- * experts' activation (15360 rows of 1408, three passes). Residuals: the
+ * experts' activation (15360 rows of 1408, three passes); the dispatch
+ * einsum's backward one transpose. Residuals: the
  * routed buffers on 15360 rows where the sparse path's ragged buffer has
  * 2048 x 6 x min(2, 64 / 6) = 24576, plus the masks (15360 x 2048, 2 + 1
  * bytes). */
@@ -503,6 +504,11 @@ static void test_dense_moe(const char *cfgdir)
         double pre = d->k[1].fwd_pre - s->k[1].fwd_pre;
         CHECKF(fabs(pre - mix - masks) < 1e-9 * mix, "dispatch %g s, expected %g + %g", pre, mix,
                masks);
+        /* full remat: the forward again, the masks' two transposes, the
+         * dispatch einsum's one (its boolean mask takes no gradient) */
+        double bwd = d->k[1].bwd_pre - s->k[1].bwd_pre;
+        CHECKF(fabs(bwd - (3 * masks + 2 * mix)) < 1e-9 * mix, "dispatch backward %g s, expected %g",
+               bwd, 3 * masks + 2 * mix);
         double res = (rows - 24576) * (2 * 2048 + 3 * 1408) * 2 + rows * 2048 * 3;
         double got = d->k[1].act_mx_res - s->k[1].act_mx_res;
         CHECKF(fabs(got - res) < 1e-6 * fabs(res), "residuals %+g bytes, expected %+g", got, res);

@@ -191,9 +191,8 @@ static void experts_ops(const cost *ce, double rows, double in, double f, double
  * experts' einsums on their B x C x EP rows, the combine einsum
  * EBCM,BSEC->BSM after it; dense dots at cq's rates. wi_0, wi_1 and wo
  * carry both their names (mlpwi_0 and moe_mlpwi_0, ...). The backward
- * counts two transposes per einsum, as for every op (cost_layer): the
- * dispatch einsum has one (its boolean mask takes no gradient), so the
- * backward holds one dispatch einsum too many. */
+ * holds two transposes of each einsum but the dispatch einsum's one (its
+ * boolean mask takes no gradient). */
 static void dense_moe_ops(const cost *c, const cost *cq, const smoe_dims *d,
                           const smoe_sim_shape *sh, double e_local, unsigned m, phase_t *pre,
                           phase_t *ex, double *post)
@@ -202,7 +201,9 @@ static void dense_moe_ops(const cost *c, const cost *cq, const smoe_dims *d,
     const double ne = (double)d->experts, in = (double)d->moe_in, f = (double)d->moe_mlp;
     const double C = sim_moe_capacity(d, sh), slots = sim_moe_slots(d, sh);
     op_add(pre, cost_ew(c, slots * S, (c->ab + 1) / c->ab), 0); /* the masks */
-    op_add(pre, B * cost_mm(cq, ne * C, S, in, c->ab), 0);
+    double dispatch = B * cost_mm(cq, ne * C, S, in, c->ab);
+    op_add(pre, dispatch, 0);
+    pre->tr -= dispatch; /* the tokens' gradient alone */
     double rows = slots / e_local;
     const unsigned keep[3] = { m & (RT(MOE_WI0) | RT(MLPWI0)), m & (RT(MOE_WI1) | RT(MLPWI1)),
                                m & (RT(MOE_WO) | RT(MLPWO)) };
