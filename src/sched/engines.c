@@ -8,6 +8,18 @@
 #include <math.h>
 #include <string.h>
 
+/* A device's share of its chip's collective engines and HBM (the profile
+ * gives them per chip). */
+int smoe_sim_device_engines(const smoe_hw *hw)
+{
+    return (int)(hw->collective_engines / fmax(1, hw->devices_per_chip));
+}
+
+double smoe_sim_device_hbm(const smoe_hw *hw)
+{
+    return hw->hbm_bytes > 0 ? hw->hbm_bytes / fmax(1, hw->devices_per_chip) : 0;
+}
+
 void sim_mem(sim *x, double t, double bytes)
 {
     if (x->nev < x->cap) {

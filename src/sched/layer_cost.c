@@ -46,8 +46,9 @@ cost cost_dense(const cost *c, int fp8)
 typedef struct phase_t {
     double fwd, kept;
     double cp;  /* of fwd: the context-parallel key/value exchange */
-    double tr;  /* the backward's transposes: 2 x fwd, but for the grouped
-                   matmuls' tiles (experts_ops) */
+    double tr;  /* the backward's transposes: 2 x fwd but the attention
+                   kernel's, the grouped matmuls' at their tiles and the
+                   dense path's dispatch einsum's */
 } phase_t;
 
 static const smoe_axes k_ctx_axis = { 1, { "context" } };

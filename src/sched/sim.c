@@ -366,22 +366,21 @@ static double experts_fwd(sim *x, int u, double t, double dur, const char *name)
 static double bwd_op_order(sim *x, int u, const sim_kind *k, double start, const double c[3])
 {
     const char *nm[3] = { x->name, "experts", "combine" };
-    /* the passes follow the forward's phases, scaled so that they sum to
-     * the backward's total (1 unless a profile set it) */
-    double rc[3], tr[3] = { 2, 2, 2 }; /* recompute and transposes, of the forward */
+    /* each phase's recompute (rc) and transposes (tr, its own: the
+     * attention kernel's and the grouped matmuls' are not 2x, layer_cost.c)
+     * over its forward, the passes scaled so that they sum to the
+     * backward's total (1 unless a profile set it) */
+    double rc[3], tr[3] = { 2, 2, 2 };
     const double fwd[3] = { k->fwd_pre, k->fwd_exp, k->fwd_post };
     const double bwd[3] = { x->mx ? k->bwd_full_pre : k->bwd_pre,
                             x->mx ? k->bwd_full_exp : k->bwd_exp,
                             x->mx ? k->bwd_full_post : k->bwd_post };
-    for (int j = 0; j < 3; j++) { /* the attention kernel's and the grouped
-                                   * matmuls' transposes are their own
-                                   * (layer_cost.c) */
+    for (int j = 0; j < 3; j++) {
         rc[j] = x->mx ? 1 : k->rc[j];
         if (fwd[j] > 0)
             tr[j] = bwd[j] / fwd[j] - rc[j];
     }
-    double fsum = (rc[0] + tr[0]) * k->fwd_pre + (rc[1] + tr[1]) * k->fwd_exp +
-                  (rc[2] + tr[2]) * k->fwd_post;
+    double fsum = bwd[0] + bwd[1] + bwd[2];
     double bsum = c[0] + c[1] + c[2];
     double sc = fsum > 0 ? bsum / fsum : 1;
     double fw[3] = { k->fwd_pre * sc, k->fwd_exp * sc, k->fwd_post * sc };
@@ -547,16 +546,6 @@ static void executor_rules(sim *x, const smoe_sim_sched *s)
         x->gmode = G_WIRE; /* smoe's schedules with compressed gathers */
         x->gratio = m->wire_bytes / m->compute_bytes;
     }
-}
-
-int smoe_sim_device_engines(const smoe_hw *hw)
-{
-    return (int)(hw->collective_engines / fmax(1, hw->devices_per_chip));
-}
-
-double smoe_sim_device_hbm(const smoe_hw *hw)
-{
-    return hw->hbm_bytes > 0 ? hw->hbm_bytes / fmax(1, hw->devices_per_chip) : 0;
 }
 
 /* The engines and buffers of one run. Engines: with one collective engine
