@@ -124,30 +124,49 @@ static void test_moe_path(const smoe_hw *hw)
  * megablox and tokamax. */
 static void test_gmm_tiles(const smoe_hw *hw)
 {
+    /* lut: tokamax's unquantized ragged_dot (moe.py gmm: use_tokamax_gmm,
+     * no quantization, no use_gmm_v2) takes no tiles and picks its own,
+     * 128 where its table lacks the shape; qag: fp8_full on tokamax's
+     * kernel with a fixed weight calibration gathers the routed weights
+     * quantized (megablox ops.py) */
     static const struct {
-        const char *ov[2];
+        const char *ov[4];
         int64_t wi_fwd, wo_drhs; /* 0: not modelled */
+        int lut, qag;
     } c[] = {
-        { { NULL }, 512, 512 },
-        { { "wi_tile_fwd_batch_seq=128" }, 128, 512 },
-        { { "tile_batch_seq=256" }, 256, 256 },
-        { { "tile_batch_seq=256", "wo_tile_drhs_batch_seq=1024" }, 256, 1024 },
-        { { "megablox=false" }, 0, 0 },
-        { { "megablox=false", "use_tokamax_gmm=true" }, 512, 512 },
-        { { "sparse_matmul=false", "capacity_factor=1" }, 0, 0 },
+        { { NULL }, 512, 512, 0, 0 },
+        { { "wi_tile_fwd_batch_seq=128" }, 128, 512, 0, 0 },
+        { { "tile_batch_seq=256" }, 256, 256, 0, 0 },
+        { { "tile_batch_seq=256", "wo_tile_drhs_batch_seq=1024" }, 256, 1024, 0, 0 },
+        { { "megablox=false" }, 0, 0, 0, 0 },
+        { { "megablox=false", "use_tokamax_gmm=true" }, 128, 128, 1, 0 },
+        { { "use_tokamax_gmm=true", "wi_tile_fwd_batch_seq=256" }, 128, 128, 1, 0 },
+        { { "use_tokamax_gmm=true", "use_gmm_v2=true", "wi_tile_fwd_batch_seq=256" }, 256, 512, 0,
+          0 },
+        { { "use_tokamax_gmm=true", "quantization=fp8_full", "use_qwix_quantization=true" }, 512,
+          512, 0, 0 },
+        { { "use_tokamax_gmm=true", "quantization=fp8_full", "use_qwix_quantization=true",
+            "weight_quantization_calibration_method=fixed,-224,224" }, 512, 512, 0, 1 },
+        { { "quantization=fp8_full", "use_qwix_quantization=true",
+            "weight_quantization_calibration_method=fixed,-224,224" }, 512, 512, 0, 0 },
+        { { "sparse_matmul=false", "capacity_factor=1" }, 0, 0, 0, 0 },
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        int n = c[i].ov[0] ? (c[i].ov[1] ? 2 : 1) : 0;
+        int n = 0;
+        while (n < 4 && c[i].ov[n])
+            n++;
         smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
         smoe_err err;
         smoe_status s = keys_ov(c[i].ov, n, hw, &sh, &err);
-        CHECKF(s == SMOE_OK && sh.gmm_tm[0][0] == c[i].wi_fwd && sh.gmm_tm[1][2] == c[i].wo_drhs,
-               "case %zu: %s wi fwd %lld, wo drhs %lld", i, s ? err.msg : "",
-               (long long)sh.gmm_tm[0][0], (long long)sh.gmm_tm[1][2]);
+        CHECKF(s == SMOE_OK && sh.gmm_tm[0][0] == c[i].wi_fwd && sh.gmm_tm[1][2] == c[i].wo_drhs &&
+                   sh.gmm_lut == c[i].lut && sh.gmm_qag == c[i].qag,
+               "case %zu: %s wi fwd %lld, wo drhs %lld, lut %d, qag %d", i, s ? err.msg : "",
+               (long long)sh.gmm_tm[0][0], (long long)sh.gmm_tm[1][2], sh.gmm_lut, sh.gmm_qag);
         smoe_hw gpu = *hw;
         gpu.kind = SMOE_HW_GPU;
         sh = (smoe_sim_shape){ .batch = 1, .seq = 2048 };
-        CHECKF(keys_ov(c[i].ov, n, &gpu, &sh, &err) == SMOE_OK && sh.gmm_tm[0][0] == 0,
+        CHECKF(keys_ov(c[i].ov, n, &gpu, &sh, &err) == SMOE_OK && sh.gmm_tm[0][0] == 0 &&
+                   !sh.gmm_lut,
                "case %zu: a gpu profile tiles nothing", i);
     }
 }

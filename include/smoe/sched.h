@@ -136,6 +136,15 @@ typedef struct smoe_sim_shape {
                              TPU (megablox or tokamax): a tile that holds rows of
                              k experts is computed k times; 0: not modelled
                              (the dense path, ragged_dot, cpu and gpu) */
+    int gmm_lut;          /* 1: tokamax's unquantized ragged_dot picks its own
+                             row tiles by shape (MaxText passes it no tiling):
+                             its lookup table, else 128 (sim_tokamax_tiles);
+                             gmm_tm then holds that default */
+    int gmm_qag;          /* 1: fp8_full on tokamax's kernel with a fixed
+                             weight calibration: with shard_exp_on_fsdp the
+                             routed weights are gathered quantized, 1 byte an
+                             element, inside the grouped matmul (megablox
+                             ops.py _fwd_gather_weight; sim_gmm_qag) */
     int attn_bwd;         /* the attention kernel's backward on a TPU (splash,
                              MaxText attention_op.py): SMOE_ATTN_BWD_FUSED one
                              kernel recomputing the scores once

@@ -293,6 +293,7 @@ typedef struct build_ctx {
     double a2a_bw;              /* the expert exchange's bytes/s (0: the links') */
     double wbytes, gbytes, mom; /* bytes per stored weight, gradient, moments */
     double cast;                /* gathered in the compute dtype / stored */
+    double qcast;               /* the routed weights' (sh->gmm_qag: 1 byte) */
     const char *stacks[2];      /* the plan's stack of each layer kind */
     int unrolled;               /* unscanned layers folded into kind 0 */
 } build_ctx;
@@ -382,6 +383,7 @@ static void set_rates(build_ctx *b, smoe_sim_model *m, const smoe_plan *plan, co
     b->mom = sh->no_moments ? 0
              : (sh->mu_bytes > 0 ? sh->mu_bytes : 4) + (sh->nu_bytes > 0 ? sh->nu_bytes : 4);
     b->cast = c->ab / b->wbytes;
+    b->qcast = sh->gmm_qag && b->d.shard_exp_on_fsdp ? 1 / b->wbytes : b->cast;
     c->eff = hw->compute_efficiency;
     c->overhead = cpu->op_overhead;
     c->ici = hw->ici_bandwidth / 2 / per;
@@ -411,6 +413,21 @@ static void set_rates(build_ctx *b, smoe_sim_model *m, const smoe_plan *plan, co
     b->a2a_bw = cpu->a2a_bandwidth > 0 ? cpu->a2a_bandwidth / per : 0;
 }
 
+/* A routed expert's weight, wherever it is sharded: moe.py RoutedMoE's
+ * wi_0, wi_1 and wo are the only kernels with the mlp_moe axis, and hold
+ * exp (or, batch-split, expert_only) unless shard_exp_on_fsdp or
+ * use_2d_fsdp_sharding lay them out without it; the grouped matmuls are
+ * their only use. */
+static int expert_weight(const smoe_weight *w)
+{
+    if (smoe_weight_routed(w))
+        return 1;
+    for (int d = 0; d < w->rank; d++)
+        if (w->logical[d] && strcmp(w->logical[d], "mlp_moe") == 0)
+            return 1;
+    return 0;
+}
+
 /* The layer kinds from the plan's stacks (kind 1: routed experts), the
  * layers in stack order, unscanned layers folded into kind 0. */
 static smoe_status set_layers(build_ctx *b, smoe_sim_model *m, const smoe_config *cfg,
@@ -422,7 +439,7 @@ static smoe_status set_layers(build_ctx *b, smoe_sim_model *m, const smoe_config
         if (!w->prefetch)
             continue;
         int k = strcmp(w->stack, "moe_layers") == 0 ? 1 : 0;
-        if (strcmp(w->stack, "layers") == 0 && smoe_weight_routed(w))
+        if (strcmp(w->stack, "layers") == 0 && expert_weight(w))
             k = 1;
         if (b->stacks[k] && strcmp(b->stacks[k], w->stack) != 0 && strcmp(w->stack, "layers") != 0)
             return smoe_err_set(err, SMOE_EINVAL, "more than one stack of kind %d", k);
@@ -481,9 +498,10 @@ static void weight_terms(build_ctx *b, const smoe_plan *plan, const smoe_weight 
     x->name = w->path;
     /* gathered cast to the compute dtype (XLA's scan, smoe's runtime),
      * or as stored (MaxText's prefetch path) */
-    x->pre_s = gather_time(c, &w->gather, NULL, 0, b->cast);
+    x->routed = expert_weight(w);
+    const double cast = x->routed ? b->qcast : b->cast; /* fp8 QAG: its gather's bytes */
+    x->pre_s = gather_time(c, &w->gather, NULL, 0, cast);
     x->pre_stored_s = gather_time(c, &w->gather, NULL, 0, 1);
-    x->routed = smoe_weight_routed(w);
     /* MaxText's MoeBlock names its down projection wo (moe.py) */
     size_t n = strlen(w->path);
     x->down = x->routed && n >= 3 && strcmp(w->path + n - 3, "/wo") == 0;
@@ -509,7 +527,7 @@ static void weight_terms(build_ctx *b, const smoe_plan *plan, const smoe_weight 
     double r2 = reduce_time(cr, &w->gather, 2 / b->wbytes);
     x->ag_lat_s = fmax(0, 2 * g1 - g2);
     x->rs_lat_s = fmax(0, 2 * r1 - r2);
-    x->bytes = (double)w->gather.bytes_out * b->cast;
+    x->bytes = (double)w->gather.bytes_out * cast;
     x->bytes_stored = (double)w->gather.bytes_out;
     x->bytes_exec = exec_elems(w, &plan->mesh, x->routed, b->wbytes) * c->ab;
 }

@@ -355,6 +355,7 @@ smoe_status smoe_sim_keys(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_sh
         return s;
     sh->ring_of_experts = ring;
     if ((s = sim_moe_path(cfg, sh, err)) || (s = sim_gmm_tiles(cfg, hw, sh, err)) ||
+        (s = sim_gmm_qag(cfg, sh, err)) ||
         (s = sim_attn_bwd(cfg, hw, sh, err)))
         return s;
     return smoe_sim_dtypes(cfg, hw, sh, err);

@@ -42,7 +42,6 @@ static const smoe_key_rule k_kernel_keys[] = {
     TILE("wi", "fwd"), TILE("wi", "dlhs"), TILE("wi", "drhs"),
     TILE("wo", "fwd"), TILE("wo", "dlhs"), TILE("wo", "drhs"),
     { "merge_gating_gmm", SMOE_KEY_BOOL, "false", GMM_WHY },
-    { "use_gmm_v2", SMOE_KEY_BOOL, "false", GMM_WHY },
     { "num_moe_emb_chunks", SMOE_KEY_INT, "0", "the token all-gather overlapped in chunks" },
     { "use_ragged_sort", SMOE_KEY_BOOL, "false", PERM_WHY },
     { "use_gather_mosaic_kernel", SMOE_KEY_BOOL, "false", PERM_WHY },
@@ -116,8 +115,19 @@ smoe_status sim_gmm_tiles(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_sh
         (s = smoe_config_bool_or(cfg, "use_tokamax_gmm", 0, &tokamax, err)) ||
         (s = smoe_config_int_or(cfg, k_old_tm, 512, &old, err)))
         return s;
+    sh->gmm_lut = 0;
     if (hw->kind != SMOE_HW_TPU || sh->moe_capacity > 0 || !(megablox || tokamax))
         return SMOE_OK;
+    int v2;
+    if ((s = smoe_config_bool_or(cfg, "use_gmm_v2", 0, &v2, err)))
+        return s;
+    if (tokamax && !sh->fp8 && !v2) { /* moe.py gmm: is_tokamax_v1_unquantized */
+        for (int w = 0; w < 2; w++)
+            for (int p = 0; p < 3; p++)
+                sh->gmm_tm[w][p] = 128;
+        sh->gmm_lut = 1;
+        return SMOE_OK;
+    }
     for (int w = 0; w < 2; w++)
         for (int p = 0; p < 3; p++) {
             const char *key = k_tm_keys[w][p];
@@ -133,6 +143,73 @@ smoe_status sim_gmm_tiles(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_sh
             sh->gmm_tm[w][p] = tm;
         }
     return SMOE_OK;
+}
+
+/* Quantization all-gather (MaxText kernels/megablox/ops.py, gmm's
+ * forward: use_tokamax_backend, a rule with bwd_qtype, which fp8_full's
+ * has, and a weight_calibration_method starting "fixed"; moe.py passes
+ * weight_gather_axes only then, and only with shard_exp_on_fsdp, which
+ * cost.c checks): the routed weights enter the layer sharded and are
+ * gathered as their fp8 values; their gradients are reduce-scattered
+ * from drhs in the compute dtype. */
+smoe_status sim_gmm_qag(const smoe_config *cfg, smoe_sim_shape *sh, smoe_err *err)
+{
+    int tokamax;
+    const char *cal;
+    smoe_status s;
+    sh->gmm_qag = 0;
+    if ((s = smoe_config_bool_or(cfg, "use_tokamax_gmm", 0, &tokamax, err)) ||
+        (s = smoe_config_str_or(cfg, "weight_quantization_calibration_method", "absmax", &cal,
+                                err)))
+        return s;
+    sh->gmm_qag = sh->fp8 && tokamax && sh->moe_capacity <= 0 && strncmp(cal, "fixed", 5) == 0;
+    return SMOE_OK;
+}
+
+/* tokamax's tuned row tiles (openxla/tokamax @ 099096d3,
+ * tokamax/_src/ops/ragged_dot/pallas_mosaic_tpu.py: GMM_TILING_TUNED_LUT,
+ * GMM_RHS_TRANSPOSE_TILING_TUNED_LUT and TGMM_TILING_TUNED_LUT, the
+ * unquantized entries; a key listed twice there takes its later value, as
+ * a Python dict does), by the lhs rows m, the contracted k, the output n
+ * and the groups g, each with the forward's, dlhs's and drhs's tile_m. A
+ * shape it lacks gets Config's default, 128. */
+typedef struct tokamax_tile {
+    int64_t m, k, n, g;
+    int64_t tm[3];
+} tokamax_tile;
+
+static const tokamax_tile k_tokamax_lut[] = {
+    { 262144, 7168, 2048, 256, { 256, 256, 512 } },
+    { 262144, 2048, 7168, 256, { 128, 256, 256 } },
+    { 327680, 2880, 2880, 128, { 512, 512, 512 } },
+    { 393216, 2048, 768, 128, { 512, 1024, 512 } },
+    { 393216, 768, 2048, 128, { 1024, 512, 512 } },
+    { 524288, 4096, 1536, 128, { 256, 1024, 512 } },
+    { 524288, 1536, 4096, 128, { 512, 1024, 512 } },
+    { 262144, 4096, 1536, 128, { 256, 512, 512 } },
+    { 262144, 1536, 4096, 128, { 256, 1024, 512 } },
+    { 131072, 7168, 2048, 256, { 512, 512, 256 } },
+    { 131072, 2048, 7168, 256, { 128, 512, 256 } },
+    { 131072, 4096, 1536, 128, { 256, 512, 512 } },
+    { 131072, 1536, 4096, 128, { 256, 512, 512 } },
+    { 65536, 7168, 2048, 256, { 256, 512, 256 } },
+    { 131072, 7168, 512, 256, { 128, 256, 256 } },
+    { 131072, 512, 7168, 256, { 256, 256, 256 } },
+    { 262144, 7168, 512, 256, { 512, 256, 256 } },
+    { 262144, 512, 7168, 256, { 256, 256, 512 } },
+};
+
+void sim_tokamax_tiles(double m, double k, double n, double g, int64_t out[3])
+{
+    for (int p = 0; p < 3; p++)
+        out[p] = 128;
+    for (size_t i = 0; i < sizeof k_tokamax_lut / sizeof k_tokamax_lut[0]; i++) {
+        const tokamax_tile *t = &k_tokamax_lut[i];
+        if ((double)t->m == m && (double)t->k == k && (double)t->n == n && (double)t->g == g) {
+            memcpy(out, t->tm, sizeof t->tm);
+            return;
+        }
+    }
 }
 
 /* Splash attention's backward (MaxText attention_op.py: the global layers'

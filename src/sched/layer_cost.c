@@ -246,9 +246,15 @@ void cost_layer(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh,
             dense_moe_ops(c, cq, d, sh, e_local, m, &pre, &ex, &post);
         } else { /* rows this device's experts process: T * topk on average */
             const unsigned keep[3] = { m & RT(MOE_WI0), m & RT(MOE_WI1), m & RT(MOE_WO) };
-            const double tp = (double)smoe_mesh_axis_size(c->mesh, "tensor");
-            experts_ops(&rq, T * tk / e_local, in, f, e_local, keep, sh->gmm_tm, fmax(1, tp),
-                        &ex);
+            const double tp = fmax(1, (double)smoe_mesh_axis_size(c->mesh, "tensor"));
+            int64_t tm[2][3];
+            memcpy(tm, sh->gmm_tm, sizeof tm);
+            if (sh->gmm_lut) { /* the buffer's rows, the local experts' shapes */
+                double rows = sim_routed_rows(d, sh, ne / e_local);
+                sim_tokamax_tiles(rows, in, f / tp, e_local, tm[0]);
+                sim_tokamax_tiles(rows, f / tp, in, e_local, tm[1]);
+            }
+            experts_ops(&rq, T * tk / e_local, in, f, e_local, keep, tm, tp, &ex);
             op_add(&ex, cost_ew(c, T * tk * f, 3), 0); /* the activation */
             /* dispatch and combine: elementwise passes, unless the profile
              * times them on their own engine (permute_bandwidth, cost.c) */

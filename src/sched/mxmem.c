@@ -32,7 +32,7 @@ double sim_moe_slots(const smoe_dims *d, const smoe_sim_shape *sh)
  * (roe_ag_and_route) every shard's tokens are all-gathered and permuted
  * whole, T * EP * topk rows. dense_matmul's capacity branch: its slots
  * (sim_moe_slots). */
-static double routed_rows(const smoe_dims *d, const smoe_sim_shape *sh, double ep)
+double sim_routed_rows(const smoe_dims *d, const smoe_sim_shape *sh, double ep)
 {
     if (sh->moe_capacity > 0)
         return sim_moe_slots(d, sh);
@@ -47,7 +47,7 @@ double sim_rt_bytes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, dou
 {
     const double T = smoe_sim_tokens(sh), E = (double)d->emb, H = (double)d->heads;
     const double mlp = moe ? (double)(d->shared_experts * d->moe_mlp) : (double)d->mlp;
-    const double rows = moe ? routed_rows(d, sh, ep) : 0;
+    const double rows = moe ? sim_routed_rows(d, sh, ep) : 0;
     double q = H * (double)d->head_dim, kd = (double)(d->kv_heads * d->head_dim), vd = kd, ctx = q;
     if (d->mla) {
         q = kd = H * (double)(d->qk_nope + d->qk_rope);
@@ -100,10 +100,10 @@ void sim_mx_sizes(const smoe_dims *d, const smoe_sim_shape *sh, double ab, doubl
         named += T * (2 * (double)d->mlp + E) * ab;
     } else {
         /* the grouped matmuls' operands and outputs on the routed rows
-         * (routed_rows): the rows (emb), wi_0's and wi_1's outputs
+         * (sim_routed_rows): the rows (emb), wi_0's and wi_1's outputs
          * ("mlpwi_0", "moe_mlpwi_1"), their product, wo's output ("mlpwo");
          * the shared experts as an mlp_block */
-        double rows = routed_rows(d, sh, ep);
+        double rows = sim_routed_rows(d, sh, ep);
         double f = (double)d->moe_mlp, in = (double)d->moe_in;
         double sh_f = (double)(d->shared_experts * d->moe_mlp);
         mlp = rows * (2 * in + 3 * f) * ab + (sh_f > 0 ? T * (3 * sh_f + E) * ab : 0);

@@ -81,6 +81,15 @@ double sim_moe_capacity(const smoe_dims *d, const smoe_sim_shape *sh);
  * under 1 is refused at its key. Call after the MoE path is read. */
 SMOE_MUST_CHECK smoe_status sim_gmm_tiles(const smoe_config *cfg, const smoe_hw *hw,
                                           smoe_sim_shape *sh, smoe_err *err);
+/* Whether the routed weights are gathered quantized (sh->gmm_qag,
+ * keys_kernels.c). Call after the quantization is read. */
+SMOE_MUST_CHECK smoe_status sim_gmm_qag(const smoe_config *cfg, smoe_sim_shape *sh,
+                                        smoe_err *err);
+/* tokamax's own row tiles (sh->gmm_lut) of a grouped matmul of m rows
+ * ([m, k] x g groups of [k, n]) into out: forward, dlhs, drhs. */
+void sim_tokamax_tiles(double m, double k, double n, double g, int64_t out[3]);
+/* The rows of a device's routed buffer (mxmem.c), ep expert-parallel ways. */
+double sim_routed_rows(const smoe_dims *d, const smoe_sim_shape *sh, double ep);
 /* The attention kernel's backward into sh->attn_bwd (keys_kernels.c): on a
  * TPU profile, splash's fused or split backward. */
 SMOE_MUST_CHECK smoe_status sim_attn_bwd(const smoe_config *cfg, const smoe_hw *hw,
