@@ -127,10 +127,10 @@ static void test_gmm_tiles(const smoe_hw *hw)
     /* lut: tokamax's unquantized ragged_dot (moe.py gmm: use_tokamax_gmm,
      * no quantization, no use_gmm_v2) takes no tiles and picks its own,
      * 128 where its table lacks the shape; qag: fp8_full on tokamax's
-     * kernel with a fixed weight calibration gathers the routed weights
-     * quantized (megablox ops.py) */
+     * kernel with a fixed weight calibration and shard_exp_on_fsdp gathers
+     * the routed weights quantized (megablox ops.py) */
     static const struct {
-        const char *ov[4];
+        const char *ov[5];
         int64_t wi_fwd, wo_drhs; /* 0: not modelled */
         int lut, qag;
     } c[] = {
@@ -146,14 +146,17 @@ static void test_gmm_tiles(const smoe_hw *hw)
         { { "use_tokamax_gmm=true", "quantization=fp8_full", "use_qwix_quantization=true" }, 512,
           512, 0, 0 },
         { { "use_tokamax_gmm=true", "quantization=fp8_full", "use_qwix_quantization=true",
-            "weight_quantization_calibration_method=fixed,-224,224" }, 512, 512, 0, 1 },
+            "weight_quantization_calibration_method=fixed,-224,224" }, 512, 512, 0, 0 },
+        { { "use_tokamax_gmm=true", "quantization=fp8_full", "use_qwix_quantization=true",
+            "weight_quantization_calibration_method=fixed,-224,224", "shard_exp_on_fsdp=true" },
+          512, 512, 0, 1 },
         { { "quantization=fp8_full", "use_qwix_quantization=true",
             "weight_quantization_calibration_method=fixed,-224,224" }, 512, 512, 0, 0 },
         { { "sparse_matmul=false", "capacity_factor=1" }, 0, 0, 0, 0 },
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         int n = 0;
-        while (n < 4 && c[i].ov[n])
+        while (n < 5 && c[i].ov[n])
             n++;
         smoe_sim_shape sh = { .batch = 1, .seq = 2048 };
         smoe_err err;

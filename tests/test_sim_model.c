@@ -206,6 +206,12 @@ static void test_unrolled(const char *cfgdir)
     CHECK(build_keys(cfgdir, off, 1, msg, sizeof msg) == NULL);
     CHECKF(strstr(msg, "scan_layers: smoe sim models unscanned layers without routed experts") != NULL,
            "'%s'", msg);
+    /* the routed experts laid out without the exp axis are still theirs */
+    const char *off_fsdp[] = { "scan_layers=false", "ici_expert_parallelism=1",
+                               "ici_fsdp_parallelism=-1", "shard_exp_on_fsdp=true" };
+    CHECK(build_keys(cfgdir, off_fsdp, 4, msg, sizeof msg) == NULL);
+    CHECKF(strstr(msg, "scan_layers: smoe sim models unscanned layers without routed experts") != NULL,
+           "'%s'", msg);
 
     const char *rest = NULL;
     CHECK(sim_unrolled_layer("decoder/layers_12/mlp/wo/kernel", &rest) == 12 &&

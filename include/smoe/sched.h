@@ -141,7 +141,7 @@ typedef struct smoe_sim_shape {
                              its lookup table, else 128 (sim_tokamax_tiles);
                              gmm_tm then holds that default */
     int gmm_qag;          /* 1: fp8_full on tokamax's kernel with a fixed
-                             weight calibration: with shard_exp_on_fsdp the
+                             weight calibration and shard_exp_on_fsdp: the
                              routed weights are gathered quantized, 1 byte an
                              element, inside the grouped matmul (megablox
                              ops.py _fwd_gather_weight; sim_gmm_qag) */

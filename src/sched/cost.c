@@ -383,7 +383,7 @@ static void set_rates(build_ctx *b, smoe_sim_model *m, const smoe_plan *plan, co
     b->mom = sh->no_moments ? 0
              : (sh->mu_bytes > 0 ? sh->mu_bytes : 4) + (sh->nu_bytes > 0 ? sh->nu_bytes : 4);
     b->cast = c->ab / b->wbytes;
-    b->qcast = sh->gmm_qag && b->d.shard_exp_on_fsdp ? 1 / b->wbytes : b->cast;
+    b->qcast = sh->gmm_qag ? 1 / b->wbytes : b->cast;
     c->eff = hw->compute_efficiency;
     c->overhead = cpu->op_overhead;
     c->ici = hw->ici_bandwidth / 2 / per;
@@ -413,21 +413,6 @@ static void set_rates(build_ctx *b, smoe_sim_model *m, const smoe_plan *plan, co
     b->a2a_bw = cpu->a2a_bandwidth > 0 ? cpu->a2a_bandwidth / per : 0;
 }
 
-/* A routed expert's weight, wherever it is sharded: moe.py RoutedMoE's
- * wi_0, wi_1 and wo are the only kernels with the mlp_moe axis, and hold
- * exp (or, batch-split, expert_only) unless shard_exp_on_fsdp or
- * use_2d_fsdp_sharding lay them out without it; the grouped matmuls are
- * their only use. */
-static int expert_weight(const smoe_weight *w)
-{
-    if (smoe_weight_routed(w))
-        return 1;
-    for (int d = 0; d < w->rank; d++)
-        if (w->logical[d] && strcmp(w->logical[d], "mlp_moe") == 0)
-            return 1;
-    return 0;
-}
-
 /* The layer kinds from the plan's stacks (kind 1: routed experts), the
  * layers in stack order, unscanned layers folded into kind 0. */
 static smoe_status set_layers(build_ctx *b, smoe_sim_model *m, const smoe_config *cfg,
@@ -439,7 +424,7 @@ static smoe_status set_layers(build_ctx *b, smoe_sim_model *m, const smoe_config
         if (!w->prefetch)
             continue;
         int k = strcmp(w->stack, "moe_layers") == 0 ? 1 : 0;
-        if (strcmp(w->stack, "layers") == 0 && expert_weight(w))
+        if (strcmp(w->stack, "layers") == 0 && sim_expert_weight(w))
             k = 1;
         if (b->stacks[k] && strcmp(b->stacks[k], w->stack) != 0 && strcmp(w->stack, "layers") != 0)
             return smoe_err_set(err, SMOE_EINVAL, "more than one stack of kind %d", k);
@@ -498,7 +483,7 @@ static void weight_terms(build_ctx *b, const smoe_plan *plan, const smoe_weight 
     x->name = w->path;
     /* gathered cast to the compute dtype (XLA's scan, smoe's runtime),
      * or as stored (MaxText's prefetch path) */
-    x->routed = expert_weight(w);
+    x->routed = sim_expert_weight(w);
     const double cast = x->routed ? b->qcast : b->cast; /* fp8 QAG: its gather's bytes */
     x->pre_s = gather_time(c, &w->gather, NULL, 0, cast);
     x->pre_stored_s = gather_time(c, &w->gather, NULL, 0, 1);

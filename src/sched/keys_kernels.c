@@ -148,21 +148,23 @@ smoe_status sim_gmm_tiles(const smoe_config *cfg, const smoe_hw *hw, smoe_sim_sh
 /* Quantization all-gather (MaxText kernels/megablox/ops.py, gmm's
  * forward: use_tokamax_backend, a rule with bwd_qtype, which fp8_full's
  * has, and a weight_calibration_method starting "fixed"; moe.py passes
- * weight_gather_axes only then, and only with shard_exp_on_fsdp, which
- * cost.c checks): the routed weights enter the layer sharded and are
- * gathered as their fp8 values; their gradients are reduce-scattered
- * from drhs in the compute dtype. */
+ * weight_gather_axes only then, and only with shard_exp_on_fsdp): the
+ * routed weights enter the layer sharded and are gathered as their fp8
+ * values; their gradients are reduce-scattered from drhs in the compute
+ * dtype. */
 smoe_status sim_gmm_qag(const smoe_config *cfg, smoe_sim_shape *sh, smoe_err *err)
 {
-    int tokamax;
+    int tokamax, on_fsdp;
     const char *cal;
     smoe_status s;
     sh->gmm_qag = 0;
     if ((s = smoe_config_bool_or(cfg, "use_tokamax_gmm", 0, &tokamax, err)) ||
+        (s = smoe_config_bool_or(cfg, "shard_exp_on_fsdp", 0, &on_fsdp, err)) ||
         (s = smoe_config_str_or(cfg, "weight_quantization_calibration_method", "absmax", &cal,
                                 err)))
         return s;
-    sh->gmm_qag = sh->fp8 && tokamax && sh->moe_capacity <= 0 && strncmp(cal, "fixed", 5) == 0;
+    sh->gmm_qag = sh->fp8 && tokamax && on_fsdp && sh->moe_capacity <= 0 &&
+                  strncmp(cal, "fixed", 5) == 0;
     return SMOE_OK;
 }
 

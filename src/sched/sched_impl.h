@@ -88,6 +88,13 @@ SMOE_MUST_CHECK smoe_status sim_gmm_qag(const smoe_config *cfg, smoe_sim_shape *
 /* tokamax's own row tiles (sh->gmm_lut) of a grouped matmul of m rows
  * ([m, k] x g groups of [k, n]) into out: forward, dlhs, drhs. */
 void sim_tokamax_tiles(double m, double k, double n, double g, int64_t out[3]);
+/* A routed expert's weight, wherever it is sharded (unrolled.c): moe.py
+ * RoutedMoE's wi_0, wi_1 and wo are the only kernels with the mlp_moe
+ * axis, and hold exp (or, batch-split, expert_only) unless
+ * shard_exp_on_fsdp or use_2d_fsdp_sharding lay them out without it; the
+ * grouped matmuls are their only use. smoe_weight_routed is the plan's
+ * test, the exp axis alone. */
+int sim_expert_weight(const smoe_weight *w);
 /* The rows of a device's routed buffer (mxmem.c), ep expert-parallel ways. */
 double sim_routed_rows(const smoe_dims *d, const smoe_sim_shape *sh, double ep);
 /* The attention kernel's backward into sh->attn_bwd (keys_kernels.c): on a

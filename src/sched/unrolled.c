@@ -12,6 +12,16 @@
 #include <ctype.h>
 #include <string.h>
 
+int sim_expert_weight(const smoe_weight *w)
+{
+    if (smoe_weight_routed(w))
+        return 1;
+    for (int d = 0; d < w->rank; d++)
+        if (w->logical[d] && strcmp(w->logical[d], "mlp_moe") == 0)
+            return 1;
+    return 0;
+}
+
 #define UNROLLED_PREFIX "decoder/layers_"
 
 int sim_unrolled_layer(const char *path, const char **rest)
@@ -80,7 +90,7 @@ smoe_status sim_unrolled_count(const smoe_config *cfg, const smoe_plan *plan, in
     const char *rest;
     for (int i = 0; i < plan->n; i++) {
         const smoe_weight *w = &plan->w[i];
-        if (w->kind == SMOE_ENTRY_PARAM && smoe_weight_routed(w))
+        if (w->kind == SMOE_ENTRY_PARAM && sim_expert_weight(w))
             return smoe_err_at(err, SMOE_EINVAL, smoe_config_loc(cfg, "scan_layers"),
                                "scan_layers: smoe sim models unscanned layers without routed "
                                "experts only (%s is a routed expert's)", w->path);
