@@ -15,10 +15,15 @@
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-9)
 
 /* tpu7x by hand, per device (configs/hardware/tpu7x.yml over its 2
- * devices a chip): the attention kernel and routed experts at
- * compute_efficiency, elementwise passes of bf16 elements at HBM's rate. */
+ * devices a chip): the routed experts at compute_efficiency, the
+ * attention kernel at attention_efficiency over splash's whole blocks
+ * (T7_SPLASH: base.yml's 512 x 512 blocks over 2048 tokens, 1 + 2 + 3 + 4
+ * of them under a causal mask, 10 x 512^2 / (2048^2 / 2) = 1.25 of its
+ * pairs), elementwise passes of bf16 elements at HBM's rate. */
 #define T7_PEAK (2.307e15 / 2)
-#define T7_EFF 0.341
+#define T7_EFF 0.438
+#define T7_ATT 0.401
+#define T7_SPLASH 1.25
 #define T7_EW(elems, passes) ((elems) * 2.0 * (passes) / (7.38e12 / 2))
 
 typedef smoe_status (*shape_reader)(const smoe_config *, const smoe_hw *, smoe_sim_shape *,
@@ -265,29 +270,48 @@ static void test_mlp_activations(const char *cfgdir)
  * (48 layers: 40 + 8), so (40 x 7 + 8 x 10) / (48 x 10); gpt-oss: 1 in 2.
  * llama4 (chunks of 8192, every 4th layer global) over 16384 tokens in
  * 2048-blocks: causal 1 + ... + 8 = 36, chunked 2 x (1 + 2 + 3 + 4) = 20;
- * over 8192 tokens one chunk is causal. A causal model is 1. */
+ * over 8192 tokens one chunk is causal. A causal model is 1.
+ * Splash's pairs (the second figure) over a causal mask's S^2 / 2: the
+ * blocks times their area, 10 x 1024^2 / (4096^2 / 2) = 1.25 for a causal
+ * layer, 7 / 8 for the windows; llama4 at 16384 tokens 36 x 2048^2 /
+ * (16384^2 / 2) = 1.125 causal, 20 / 32 chunked; at 8192, 1.25. gemma3's
+ * sliding layers in local_sa_block_q/kv of 512 (the global ones keep
+ * 1024): a window of 1024 keys leaves 1 + 2 + 3 x 6 = 21 blocks of 512^2,
+ * 21 / 32 of 4096^2 / 2. Blocks beyond the sequence shrink to it
+ * (attention_op.py min(block, seq)): 256 tokens in one 256^2 block, 2. */
 static void test_attention_span(const char *cfgdir)
 {
     static const struct {
-        const char *model, *ov[3];
-        double S, want;
+        const char *model, *ov[4];
+        double S, want, pairs;
     } t[] = {
-        { "gemma3-12b", { "sa_block_q=1024", "sa_block_kv=1024" }, 4096, (40.0 * 7 + 8 * 10) / 480 },
-        { "gpt-oss-120b", { "sa_block_q=1024", "sa_block_kv=1024" }, 4096, (7.0 + 10) / 20 },
+        { "gemma3-12b", { "sa_block_q=1024", "sa_block_kv=1024" }, 4096, (40.0 * 7 + 8 * 10) / 480,
+          (40 * 0.875 + 8 * 1.25) / 48 },
+        { "gemma3-12b",
+          { "sa_block_q=1024", "sa_block_kv=1024", "local_sa_block_q=512", "local_sa_block_kv=512" },
+          4096, (40.0 * 7 + 8 * 10) / 480, (40 * 21.0 / 32 + 8 * 1.25) / 48 },
+        { "gpt-oss-120b", { "sa_block_q=1024", "sa_block_kv=1024" }, 4096, (7.0 + 10) / 20,
+          (0.875 + 1.25) / 2 },
         { "llama4-17b-16e", { "sa_block_q=2048", "sa_block_kv=2048" }, 16384,
-          (36.0 * 20 + 12 * 36) / (48 * 36) },
-        { "llama4-17b-16e", { "sa_block_q=2048", "sa_block_kv=2048" }, 8192, 1 },
-        { "llama3.1-8b", { "sa_block_q=1024", "sa_block_kv=1024" }, 4096, 1 },
+          (36.0 * 20 + 12 * 36) / (48 * 36), (36 * 0.625 + 12 * 1.125) / 48 },
+        { "llama4-17b-16e", { "sa_block_q=2048", "sa_block_kv=2048" }, 8192, 1, 1.25 },
+        { "llama3.1-8b", { "sa_block_q=1024", "sa_block_kv=1024" }, 4096, 1, 1.25 },
+        { "llama3.1-8b", { "sa_block_q=1024", "sa_block_kv=1024" }, 256, 1, 2 },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        smoe_config *cfg = load_model(cfgdir, t[i].model, t[i].ov, 2);
+        int n = 0;
+        while (n < 4 && t[i].ov[n])
+            n++;
+        smoe_config *cfg = load_model(cfgdir, t[i].model, t[i].ov, n);
         smoe_dims d;
         smoe_err err;
-        double got = -1;
+        double got[2] = { -1, -1 };
         CHECK(cfg && smoe_plan_dims(cfg, &d, &err) == SMOE_OK &&
-              sim_attention_span(cfg, &d, t[i].S, &got, &err) == SMOE_OK);
-        CHECKF(fabs(got - t[i].want) < 1e-12, "%s at %g tokens: %g, expected %g", t[i].model,
-               t[i].S, got, t[i].want);
+              sim_attention_span(cfg, &d, t[i].S, got, &err) == SMOE_OK);
+        CHECKF(fabs(got[0] - t[i].want) < 1e-12, "%s at %g tokens: %g, expected %g", t[i].model,
+               t[i].S, got[0], t[i].want);
+        CHECKF(fabs(got[1] - t[i].pairs) < 1e-12, "%s at %g tokens: pairs %g, expected %g",
+               t[i].model, t[i].S, got[1], t[i].pairs);
         smoe_config_free(cfg);
     }
 }
@@ -324,7 +348,7 @@ static void test_tensor_parallel(const char *cfgdir)
  * 2.307e15 / 2 x gemm_efficiency 0.85). The layer input alone is full remat; a saved tensor drops its
  * op from the backward's recompute and keeps its bytes on the device
  * (bf16); an offloaded one lives on the host and crosses the host link,
- * 2.09e10 / 2 bytes/s a device, each way. */
+ * 2.03e10 / 2 bytes/s a device, each way. */
 static void test_custom_remat(const char *cfgdir)
 {
     char msg[512];
@@ -356,7 +380,7 @@ static void test_custom_remat(const char *cfgdir)
             CHECKF(NEAR(cq->k[k].act_mx_saved, T * (2048 + 16 * 192) * ab),
                    "kind %d: input and query %g bytes", k, cq->k[k].act_mx_saved);
             CHECKF(NEAR(co->k[k].act_mx_saved, 0) && NEAR(co->k[k].act_host, T * 2048 * ab) &&
-                       NEAR(co->k[k].offload_s, T * 2048 * ab / (2.09e10 / 2)),
+                       NEAR(co->k[k].offload_s, T * 2048 * ab / (2.03e10 / 2)),
                    "kind %d: offloaded input: device %g host %g, %g s", k, co->k[k].act_mx_saved,
                    co->k[k].act_host, co->k[k].offload_s);
         }
@@ -394,7 +418,7 @@ static void test_custom_remat(const char *cfgdir)
 /* quantization=fp8_full by hand (deepseek2-16b on tpu7x, whose fp8 rate is
  * twice its bf16 one): the routed experts' matmuls take half the time,
  * the attention kernel keeps its bf16 time (MLA: 2 x 16 heads x 2048^2 x
- * (192 + 128) x 0.5 FLOPs at compute_efficiency) while the projections
+ * (192 + 128) x 0.5 FLOPs over splash's blocks at attention_efficiency) while the projections
  * halve, the elementwise passes keep their time (the experts' activation:
  * 2048 x 6 rows of 1408, three passes; the attention block's: 2048 tokens x
  * (4 x 2048 + 2 x 512 + 4 x 16 x 320) elements, one pass), and the head and
@@ -407,7 +431,7 @@ static void test_fp8_cost(const char *cfgdir)
     smoe_sim_model *f = build_keys(cfgdir, q, 2, msg, sizeof msg);
     CHECKF(b && f, "built: %s", msg);
     if (b && f) {
-        const double core = 2.0 * 16 * 2048 * 2048 * 320 * 0.5 / (T7_PEAK * T7_EFF);
+        const double core = 2.0 * 16 * 2048 * 2048 * 320 * 0.5 * T7_SPLASH / (T7_PEAK * T7_ATT);
         const double act = T7_EW(2048.0 * 6 * 1408, 3);
         const double elem = T7_EW(2048.0 * (4 * 2048 + 2 * 512 + 4 * 16 * 320), 1);
         CHECKF(NEAR(f->k[1].fwd_exp, act + (b->k[1].fwd_exp - act) / 2), "experts %g, bf16 %g",
@@ -542,10 +566,39 @@ static void test_dense_moe(const char *cfgdir)
            msg);
 }
 
+/* Ring of experts by hand (deepseek2-16b on tpu7x, EP 2, 2048 tokens a
+ * device, 6 experts a token; moe.py roe_ag_and_route): a rank's buffer
+ * holds the pair's 2 x 2048 x 6 rows and its grouped matmuls compute its
+ * own experts' rows alone, the same work as the all-to-all's; the
+ * activation runs over the whole buffer (three passes of 1408 wide, twice
+ * the rows) and megablox zeroes wo's output outside the local groups (two
+ * passes of 2048 wide over the buffer). Nothing else of the layer moves. */
+static void test_ring_passes(const char *cfgdir)
+{
+    char msg[512];
+    const char *ring[] = { "use_ring_of_experts=true" };
+    smoe_sim_model *a = build_keys(cfgdir, NULL, 0, msg, sizeof msg);
+    smoe_sim_model *r = build_keys(cfgdir, ring, 1, msg, sizeof msg);
+    CHECKF(a && r, "built: %s", msg);
+    if (a && r) {
+        const double rows = 2 * 2048.0 * 6;
+        const double extra = T7_EW(rows / 2 * 1408, 3) + T7_EW(rows * 2048, 2);
+        double d = r->k[1].fwd_exp - a->k[1].fwd_exp;
+        CHECKF(fabs(d - extra) < 1e-9 * extra, "forward +%g s, expected %g", d, extra);
+        CHECKF(fabs(r->k[1].bwd_exp - a->k[1].bwd_exp - 3 * extra) < 1e-9 * extra,
+               "backward +%g s, expected %g (transposes and the recompute)",
+               r->k[1].bwd_exp - a->k[1].bwd_exp, 3 * extra);
+        CHECK(NEAR(r->k[1].fwd_pre, a->k[1].fwd_pre) && NEAR(r->k[0].fwd_pre, a->k[0].fwd_pre));
+    }
+    smoe_sim_model_free(a);
+    smoe_sim_model_free(r);
+}
+
 /* Context parallelism by hand (deepseek2-16b on tpu7x, EP 2, context 2 of
  * 16 devices): a device's 2048 tokens of a 4096-token sequence cost the
  * projections of 2048 tokens alone (the same as one 2048-token sequence)
- * and twice the attention kernel (its keys span the whole sequence), plus
+ * and twice the attention kernel (its keys span the whole sequence, in 36
+ * blocks of 512 x 512 against 10), plus
  * the keys' and values' all-gather over the pair: 2048 x 16 x (192 + 128)
  * bf16 elements from the other member, at 1.2e12 / 2 / 2 bytes/s a device
  * and 1 us a torus step (3 x (cbrt(2) - 1) steps for 2 members). The
@@ -563,7 +616,10 @@ static void test_context(const char *cfgdir)
     smoe_sim_model *mb = build_shape(cfgdir, "deepseek2-16b", NULL, 0, b, msg, sizeof msg);
     CHECKF(ma && mb, "built: %s", msg);
     if (ma && mb) {
-        const double kernel = 2.0 * 16 * 2048 * 2048 * 320 * 0.5 / (T7_PEAK * T7_EFF);
+        /* 4096 tokens in 512-blocks: 36 blocks of 64 (1.125 of the
+         * pairs), half a sequence's queries a device */
+        const double one = 2.0 * 16 * 2048 * 2048 * 320 * 0.5 / (T7_PEAK * T7_ATT);
+        const double kernel = one * (2 * 1.125 - T7_SPLASH);
         const double cp = 2048.0 * 16 * 320 * 2 / (1.2e12 / 4) + 3 * (cbrt(2.0) - 1) * 1e-6;
         for (int k = 0; k < 2; k++) {
             double df = ma->k[k].fwd_pre - mb->k[k].fwd_pre;
@@ -584,7 +640,7 @@ static void test_context(const char *cfgdir)
 
 /* Splash attention's backward by hand (deepseek2-16b on tpu7x: MLA, 16
  * heads, query-key width 192, value 128, 2048 tokens, the kernel at
- * compute_efficiency; jax splash_attention_kernel.py): the forward's two
+ * attention_efficiency over splash's blocks; jax splash_attention_kernel.py): the forward's two
  * matmuls over the score blocks weigh 192 + 128; the split backward
  * (base.yml sa_use_fused_bwd_kernel false) 4 x 192 + 3 x 128, 3.6 x the
  * forward; the fused one, and tokamax's splash, 3 x 192 + 2 x 128, 2.6 x;
@@ -598,7 +654,7 @@ static void test_attn_bwd(const char *cfgdir)
     smoe_sim_model *tk = build_keys(cfgdir, tok, 1, msg, sizeof msg);
     CHECKF(sp && fu && tk, "built: %s", msg);
     if (sp && fu && tk) {
-        const double kernel = 2.0 * 16 * 2048 * 2048 * 320 * 0.5 / (T7_PEAK * T7_EFF);
+        const double kernel = 2.0 * 16 * 2048 * 2048 * 320 * 0.5 * T7_SPLASH / (T7_PEAK * T7_ATT);
         for (int k = 0; k < 2; k++) {
             double d = sp->k[k].bwd_pre - fu->k[k].bwd_pre;
             CHECKF(fabs(d - kernel) < 1e-12, "kind %d: split - fused %g, expected %g", k, d,
@@ -699,6 +755,7 @@ int main(int argc, char **argv)
     test_dense_moe(argv[1]);
     test_context(argv[1]);
     test_attn_bwd(argv[1]);
+    test_ring_passes(argv[1]);
     test_vocab_tiling(argv[1]);
     test_tokamax_tiles();
     test_expert_layout(argv[1]);

@@ -354,6 +354,9 @@ typedef struct smoe_hw {
                                   projections, MLPs, router and head; the
                                   attention kernel and routed experts keep
                                   compute_efficiency); 0 = compute_efficiency */
+    double attention_efficiency; /* achieved / peak FLOP/s of the attention
+                                  kernel over the blocks it computes (with
+                                  compute_efficiency); 0 = compute_efficiency */
     double host_bandwidth;     /* bytes/s per chip between the chip and its
                                   host, one direction (activations offloaded
                                   by a remat policy); 0 = not known */

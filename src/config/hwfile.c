@@ -105,6 +105,7 @@ static const struct hw_key {
     { "sync_skew", HW(cpu.sync_skew), 0, 0, SECS },
     { "compute_efficiency", HW(compute_efficiency), 0, 0, { 1e-3, 1, 0, 1 } },
     { "gemm_efficiency", HW(gemm_efficiency), 0, 0, { 1e-3, 1, 0, 1 } },
+    { "attention_efficiency", HW(attention_efficiency), 0, 0, { 1e-3, 1, 0, 1 } },
     { "permute_bandwidth", HW(permute_bandwidth), 0, 0, BW0 },
     { "host_bandwidth", HW(host_bandwidth), 0, 0, BW0 },
     { "fp8_peak_flops", HW(fp8_peak_flops), 0, 0, { 1e6, 1e19, 0, 1 } },

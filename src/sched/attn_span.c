@@ -20,6 +20,7 @@
 #include "sched_impl.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Blocks of bq queries x bk keys the kernel computes over S tokens: every
@@ -40,13 +41,32 @@ static double mask_blocks(double S, double bq, double bk, double w, double c)
     return n;
 }
 
-smoe_status sim_attention_span(const smoe_config *cfg, const smoe_dims *d, double S, double *out,
+/* A layer's blocks: its query and key block sizes (key: "sa" or
+ * "local_sa"; MaxText's local layers take local_sa_block_*, None: the
+ * global ones'), each at most S (attention_op.py: min(block, seq)). */
+static smoe_status layer_blocks(const smoe_config *cfg, const char *key, double S, double g[2],
+                                double b[2], smoe_err *err)
+{
+    static const char *const dim[2] = { "block_q", "block_kv" };
+    for (int i = 0; i < 2; i++) {
+        char name[32];
+        int64_t v;
+        snprintf(name, sizeof name, "%s_%s", key, dim[i]);
+        smoe_status s = smoe_config_int_or(cfg, name, 0, &v, err);
+        if (s)
+            return s;
+        b[i] = fmin(S, v > 0 ? (double)v : g ? g[i] : 512); /* base.yml's */
+    }
+    return SMOE_OK;
+}
+
+smoe_status sim_attention_span(const smoe_config *cfg, const smoe_dims *d, double S, double out[2],
                                smoe_err *err)
 {
     const char *b = d->decoder_block, *name = NULL;
     int64_t w, c, nope, period = 0, local = 0, chunked = 0;
     smoe_status s;
-    *out = 1;
+    out[0] = out[1] = 1;
     if ((s = smoe_config_int_or(cfg, "sliding_window_size", 0, &w, err)) ||
         (s = smoe_config_int_or(cfg, "chunk_attn_window_size", 0, &c, err)) ||
         (s = smoe_config_int_or(cfg, "nope_layer_interval", 0, &nope, err)))
@@ -62,18 +82,23 @@ smoe_status sim_attention_span(const smoe_config *cfg, const smoe_dims *d, doubl
         period = 2, local = 1;
     else if (strcmp(b, "llama4") == 0 && c > 0)
         chunked = 1;
-    int64_t bq, bk;
-    if ((s = smoe_config_int_or(cfg, "sa_block_q", 0, &bq, err)) || (s = smoe_config_int_or(cfg, "sa_block_kv", 0, &bk, err)))
+    double gb[2], lb[2]; /* global and local layers' blocks */
+    if ((s = layer_blocks(cfg, "sa", S, NULL, gb, err)) ||
+        (s = layer_blocks(cfg, "local_sa", S, gb, lb, err)))
         return s;
-    bq = bq > 0 ? bq : 512, bk = bk > 0 ? bk : 512; /* base.yml's */
-    double full = mask_blocks(S, (double)bq, (double)bk, 0, 0), sum = 0;
-    double slid = w > 0 ? mask_blocks(S, (double)bq, (double)bk, (double)w, 0) : full;
-    double chunk = c > 0 ? mask_blocks(S, (double)bq, (double)bk, 0, (double)c) : full;
-    for (int64_t l = 0; l < d->layers; l++)
-        sum += period && l % period < local      ? slid
-               : chunked && !(nope > 0 && (l + 1) % nope == 0) ? chunk
-                                                 : full;
-    if (d->layers > 0 && full > 0)
-        *out = sum / ((double)d->layers * full);
+    double full = mask_blocks(S, gb[0], gb[1], 0, 0), sum = 0, work = 0;
+    double slid = w > 0 ? mask_blocks(S, lb[0], lb[1], (double)w, 0) : full;
+    double chunk = c > 0 ? mask_blocks(S, gb[0], gb[1], 0, (double)c) : full;
+    double slid_gb = w > 0 ? mask_blocks(S, gb[0], gb[1], (double)w, 0) : full;
+    for (int64_t l = 0; l < d->layers; l++) {
+        int is_local = period && l % period < local;
+        int is_chunk = !is_local && chunked && !(nope > 0 && (l + 1) % nope == 0);
+        sum += is_local ? slid_gb : is_chunk ? chunk : full;
+        work += (is_local ? slid * lb[0] * lb[1] : (is_chunk ? chunk : full) * gb[0] * gb[1]);
+    }
+    if (d->layers > 0 && full > 0) {
+        out[0] = sum / ((double)d->layers * full);
+        out[1] = work / ((double)d->layers * S * S / 2);
+    }
     return SMOE_OK;
 }

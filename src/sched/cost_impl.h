@@ -20,6 +20,8 @@ typedef struct cost {
                         not work of the cores but the network's (cpu profiles) */
     double span;     /* the attention kernel's blocks over a causal mask's
                         (sim_attention_span; 0: 1) */
+    double splash;   /* splash attention's pairs over a causal mask's S^2 / 2
+                        (sim_attention_span: whole blocks; 0: span) */
 } cost;
 
 /* FLOP rate of a matmul: the peak, or on cpu profiles interpolated on the

@@ -116,13 +116,18 @@ static void attention_ops(const cost *c, const cost *cq, const smoe_dims *d,
         dqk = dv = hd;
         *elem += T * (E * 4 + H * hd * 6);
     }
-    /* the kernel: FLOPs at the matmul rate; scores are kept on chip
-     * (flash) on accelerators, materialised on cpu */
+    /* the kernel: FLOPs at the matmul rate (the profile's
+     * attention_efficiency where it has one); scores are kept on chip
+     * (flash) on accelerators, materialised on cpu. Splash attention (a
+     * TPU's, sh->attn_bwd) computes whole blocks: its pairs (c->splash);
+     * other kernels the mask's (c->span). */
     double scores = c->hw->kind == SMOE_HW_CPU ? B * H * S * S * 3 : 0;
-    if (c->span > 0)
-        core *= c->span;
-    double t = c->eff > 0 ? core / (cost_rate(c, S, S, 128) * c->eff) + c->overhead
-                          : fmax(core / cost_rate(c, S, S, 128), scores * c->ab / c->ew) + c->overhead;
+    double pairs = sh->attn_bwd && c->splash > 0 ? c->splash : c->span;
+    if (pairs > 0)
+        core *= pairs;
+    double eff = c->hw->attention_efficiency > 0 && c->eff > 0 ? c->hw->attention_efficiency : c->eff;
+    double t = eff > 0 ? core / (cost_rate(c, S, S, 128) * eff) + c->overhead
+                       : fmax(core / cost_rate(c, S, S, 128), scores * c->ab / c->ew) + c->overhead;
     op_add(p, t, m & RT(CONTEXT));
     p->tr += t * (attn_bwd_work(sh->attn_bwd, dqk, dv) - 2);
     /* context parallelism (MaxText's all_gather strategy): the keys and
@@ -182,6 +187,26 @@ static void experts_ops(const cost *ce, double rows, double in, double f, double
             ex->tr += one * (tile_work((double)p[1], m, e_local) +
                              tile_work((double)p[2], m, e_local)) - 2 * fwd;
     }
+}
+
+/* The routed rows' elementwise passes (moe.py sparse_matmul): the
+ * activation over the up projections' outputs (read both, write one).
+ * With ring of experts every rank's buffer holds the expert group's
+ * gathered rows (sim_routed_rows: ep x T x topk), of which its grouped
+ * matmuls compute the local experts' alone (megablox make_group_metadata:
+ * the grid covers the active groups' tiles), and megablox's gmm zeroes
+ * the rest of its output (backend.py _zero_uninitialized_memory, a
+ * jnp.where over the whole output): the activation runs over the whole
+ * buffer (wi_0's and wi_1's zeroing fused into it) and wo's output is
+ * zeroed in a pass of its own (read and write), its consumer the unsort. */
+static void ring_passes(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh, double ep,
+                        phase_t *ex)
+{
+    double rows = sh->ring_of_experts ? sim_routed_rows(d, sh, ep)
+                                      : smoe_sim_tokens(sh) * (double)d->topk;
+    op_add(ex, cost_ew(c, rows * (double)d->moe_mlp, 3), 0);
+    if (sh->ring_of_experts && ep > 1)
+        op_add(ex, cost_ew(c, rows * (double)d->moe_in, 2), 0);
 }
 
 /* moe.py dense_matmul's capacity branch, B sequences of S tokens on the
@@ -255,7 +280,7 @@ void cost_layer(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh,
                 sim_tokamax_tiles(rows, f / tp, in, e_local, tm[1]);
             }
             experts_ops(&rq, T * tk / e_local, in, f, e_local, keep, tm, tp, &ex);
-            op_add(&ex, cost_ew(c, T * tk * f, 3), 0); /* the activation */
+            ring_passes(c, d, sh, ne / e_local, &ex);
             /* dispatch and combine: elementwise passes, unless the profile
              * times them on their own engine (permute_bandwidth, cost.c) */
             if (!(c->hw->permute_bandwidth > 0)) {

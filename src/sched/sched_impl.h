@@ -166,11 +166,13 @@ int sim_cores_shared(const smoe_sim_model *m);
 smoe_status sim_cores_step(const smoe_sim_model *m, const smoe_sim_sched *s,
                            const smoe_schedule *sc, smoe_sim_result *r, smoe_trace *trace);
 
-/* The attention kernel's (query, key) pairs over a causal mask's, mean over
- * the decoder layers of d at S tokens a sequence (attn_span.c: MaxText's
- * sliding-window and chunked layers); 1 for causal layers only. */
+/* The attention kernel's work, mean over the decoder layers of d at S
+ * tokens a sequence (attn_span.c: MaxText's sliding-window and chunked
+ * layers): out[0] its blocks over a causal mask's (1 for causal layers
+ * only); out[1] the (query, key) pairs of the whole blocks splash
+ * attention computes over a causal mask's S^2 / 2. */
 SMOE_MUST_CHECK
-smoe_status sim_attention_span(const smoe_config *cfg, const smoe_dims *d, double S, double *out,
+smoe_status sim_attention_span(const smoe_config *cfg, const smoe_dims *d, double S, double out[2],
                                smoe_err *err);
 
 /* MaxText's unscanned decoder layers as one layer kind (unrolled.c):
