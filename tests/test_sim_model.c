@@ -123,15 +123,18 @@ static smoe_sim_model *build_keys(const char *cfgdir, const char *const *ov, int
 /* A scannable block (gemma4-31b: 10 stacked blocks of 6 decoder layers,
  * a global one and 5 local ones) times 6 layers' compute a unit, beside
  * the same dimensions as 60 plain layers (decoder_block llama2); the
- * gathers stay the block's. */
+ * gathers stay the block's. The global layer's own widths are the
+ * compute's only difference (test_global_heads): set to the others'. */
 static void test_scannable_block(const char *cfgdir)
 {
     char msg[512];
     /* no sliding window: every layer's attention causal (test_attention_span) */
-    const char *block[] = { "override_model_config=true", "sliding_window_size=0" };
+    const char *block[] = { "override_model_config=true", "sliding_window_size=0",
+                            "global_head_dim=0", "global_num_kv_heads=0",
+                            "share_kv_projections=false" };
     const char *plain[] = { "override_model_config=true", "sliding_window_size=0",
                             "decoder_block=llama2" };
-    smoe_sim_model *b = build_model(cfgdir, "gemma4-31b", block, 2, msg, sizeof msg);
+    smoe_sim_model *b = build_model(cfgdir, "gemma4-31b", block, 5, msg, sizeof msg);
     smoe_sim_model *p = build_model(cfgdir, "gemma4-31b", plain, 3, msg, sizeof msg);
     CHECKF(b && p, "built: %s", msg);
     if (b && p) {
@@ -142,13 +145,56 @@ static void test_scannable_block(const char *cfgdir)
                "block forward %g backward %g, layer %g %g", b->k[0].fwd_pre, b->k[0].bwd_pre,
                p->k[0].fwd_pre, p->k[0].bwd_pre);
         CHECKF(NEAR(b->k[0].act_input, p->k[0].act_input), "the block input once");
-        /* 6 layers' weights, the global layer's heads 512 wide (256 in
-         * the plain layers) */
-        CHECKF(b->k[0].bytes > 6 * p->k[0].bytes && b->k[0].bytes < 6.5 * p->k[0].bytes,
+        /* 6 layers' weights (gemma4's norms and scalars aside: within
+         * 0.1 %) */
+        CHECKF(fabs(b->k[0].bytes - 6 * p->k[0].bytes) < 1e-3 * b->k[0].bytes,
                "block gathers %g bytes, layer %g", b->k[0].bytes, p->k[0].bytes);
     }
     smoe_sim_model_free(b);
     smoe_sim_model_free(p);
+}
+
+/* gemma4's global layers by hand (gemma4-31b on tpu7x, 2048 tokens a
+ * device; gemma4.py: a GLOBAL layer takes global_head_dim 512 and
+ * global_num_kv_heads 4, and with share_kv_projections no value
+ * projection; the 5 local layers of a block keep 256 and 16). A block's
+ * forward against the same block with the global widths set to the
+ * others' differs by its one global layer's: the query projection
+ * 5376 -> 32 x 512 (from 32 x 256), the key's 4 x 512 (from 16 x 256),
+ * no value projection (16 x 256), the output 32 x 512 -> 5376, at
+ * gemm_efficiency; the kernel's 2 x 32 heads x 2048^2 x (2 x 512) x 0.5
+ * FLOPs (from 2 x 256) over splash's blocks (T7_SPLASH) at
+ * attention_efficiency; the elementwise pass over 32 x 512 x 6 (from
+ * x 256) elements a token. The kind's share: 10 of 60 layers. */
+static void test_global_heads(const char *cfgdir)
+{
+    char msg[512];
+    const char *same[] = { "override_model_config=true", "global_head_dim=0",
+                           "global_num_kv_heads=0", "share_kv_projections=false" };
+    smoe_sim_model *g = build_model(cfgdir, "gemma4-31b", NULL, 0, msg, sizeof msg);
+    smoe_sim_model *o = build_model(cfgdir, "gemma4-31b", same, 4, msg, sizeof msg);
+    CHECKF(g && o, "built: %s", msg);
+    if (g && o) {
+        const double T = 2048, E = 5376, mm = 2 * T * E / (T7_PEAK * 0.85);
+        const double proj = mm * (32.0 * 256 + (4 * 512 - 16 * 256) - 16 * 256 + 32 * 256);
+        const double kern = 2.0 * 32 * T * T * (1024 - 512) * 0.5 * T7_SPLASH / (T7_PEAK * T7_ATT);
+        const double elem = T7_EW(T * 32 * 256 * 6, 1);
+        double d = g->k[0].fwd_pre - o->k[0].fwd_pre, want = proj + kern + elem;
+        CHECKF(fabs(d - want) < 1e-9 * want, "block forward +%g s, expected %g", d, want);
+    }
+    smoe_sim_model_free(g);
+    smoe_sim_model_free(o);
+    smoe_config *cfg = load_model(cfgdir, "gemma4-31b", NULL, 0);
+    smoe_dims dm;
+    smoe_err err;
+    sim_attn_mix a;
+    CHECK(cfg && smoe_plan_dims(cfg, &dm, &err) == SMOE_OK &&
+          sim_attention_span(cfg, &dm, 2048, &a, &err) == SMOE_OK);
+    CHECKF(fabs(a.share - 10.0 / 60) < 1e-12 && a.head_dim[1] == 512 && a.kv_heads[1] == 4 &&
+               a.no_value[1] && a.head_dim[0] == 256 && a.kv_heads[0] == 16 && !a.no_value[0],
+           "share %g, global %lld x %lld", a.share, (long long)a.head_dim[1],
+           (long long)a.kv_heads[1]);
+    smoe_config_free(cfg);
 }
 
 /* model (build_model) as it is (*a) and with the overrides ov[0..n) (*b);
@@ -305,9 +351,14 @@ static void test_attention_span(const char *cfgdir)
         smoe_config *cfg = load_model(cfgdir, t[i].model, t[i].ov, n);
         smoe_dims d;
         smoe_err err;
+        sim_attn_mix a;
         double got[2] = { -1, -1 };
         CHECK(cfg && smoe_plan_dims(cfg, &d, &err) == SMOE_OK &&
-              sim_attention_span(cfg, &d, t[i].S, got, &err) == SMOE_OK);
+              sim_attention_span(cfg, &d, t[i].S, &a, &err) == SMOE_OK);
+        /* the means over every layer (no gemma4 here: one kind) */
+        got[0] = (1 - a.share) * a.span[0] + a.share * a.span[1];
+        got[1] = (1 - a.share) * a.pairs[0] + a.share * a.pairs[1];
+        CHECKF(a.share == 0, "%s: %g of the layers a kind of their own", t[i].model, a.share);
         CHECKF(fabs(got[0] - t[i].want) < 1e-12, "%s at %g tokens: %g, expected %g", t[i].model,
                t[i].S, got[0], t[i].want);
         CHECKF(fabs(got[1] - t[i].pairs) < 1e-12, "%s at %g tokens: pairs %g, expected %g",
@@ -756,6 +807,7 @@ int main(int argc, char **argv)
     test_context(argv[1]);
     test_attn_bwd(argv[1]);
     test_ring_passes(argv[1]);
+    test_global_heads(argv[1]);
     test_vocab_tiling(argv[1]);
     test_tokamax_tiles();
     test_expert_layout(argv[1]);

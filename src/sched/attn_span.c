@@ -16,7 +16,9 @@
  *   llama4 (llama4.py determine_is_nope_layer): CHUNK, but GLOBAL where
  *   (layer + 1) % nope_layer_interval == 0.
  * Any other decoder block, or a window of 0: causal (1). The backward
- * kernels' own blocks (sa_block_*_dkv, *_dq) are taken as the forward's. */
+ * kernels' own blocks (sa_block_*_dkv, *_dq) are taken as the forward's.
+ * gemma4's global layers are a kind of their own: their heads' widths
+ * differ (global_dims). */
 #include "sched_impl.h"
 
 #include <math.h>
@@ -60,17 +62,43 @@ static smoe_status layer_blocks(const smoe_config *cfg, const char *key, double 
     return SMOE_OK;
 }
 
-smoe_status sim_attention_span(const smoe_config *cfg, const smoe_dims *d, double S, double out[2],
-                               smoe_err *err)
+/* gemma4's global layers' own widths (gemma4.py / gemma4_small.py: a
+ * GLOBAL layer takes global_head_dim and global_num_kv_heads when set and,
+ * in gemma4 with share_kv_projections, no value projection); kind 0 the
+ * model's. */
+static smoe_status global_dims(const smoe_config *cfg, const smoe_dims *d, int gemma4,
+                               sim_attn_mix *a, smoe_err *err)
+{
+    int64_t hd = 0, kv = 0;
+    int share = 0;
+    smoe_status s;
+    a->head_dim[0] = a->head_dim[1] = d->head_dim;
+    a->kv_heads[0] = a->kv_heads[1] = d->kv_heads;
+    if (!gemma4)
+        return SMOE_OK;
+    if ((s = smoe_config_int_or(cfg, "global_head_dim", 0, &hd, err)) ||
+        (s = smoe_config_int_or(cfg, "global_num_kv_heads", 0, &kv, err)) ||
+        (s = smoe_config_bool_or(cfg, "share_kv_projections", 0, &share, err)))
+        return s;
+    a->head_dim[1] = hd > 0 ? hd : d->head_dim;
+    a->kv_heads[1] = kv > 0 ? kv : d->kv_heads;
+    a->no_value[1] = share && strcmp(d->decoder_block, "gemma4") == 0;
+    return SMOE_OK;
+}
+
+smoe_status sim_attention_span(const smoe_config *cfg, const smoe_dims *d, double S,
+                               sim_attn_mix *out, smoe_err *err)
 {
     const char *b = d->decoder_block, *name = NULL;
     int64_t w, c, nope, period = 0, local = 0, chunked = 0;
     smoe_status s;
-    out[0] = out[1] = 1;
+    memset(out, 0, sizeof *out);
+    out->span[0] = out->span[1] = out->pairs[0] = out->pairs[1] = 1;
     if ((s = smoe_config_int_or(cfg, "sliding_window_size", 0, &w, err)) ||
         (s = smoe_config_int_or(cfg, "chunk_attn_window_size", 0, &c, err)) ||
         (s = smoe_config_int_or(cfg, "nope_layer_interval", 0, &nope, err)))
         return s;
+    int gemma4 = strcmp(b, "gemma4") == 0 || strcmp(b, "gemma4_small") == 0;
     if (strcmp(b, "gemma3") == 0 || strcmp(b, "gemma4") == 0)
         period = 6, local = 5;
     else if (strcmp(b, "gemma4_small") == 0) {
@@ -82,23 +110,31 @@ smoe_status sim_attention_span(const smoe_config *cfg, const smoe_dims *d, doubl
         period = 2, local = 1;
     else if (strcmp(b, "llama4") == 0 && c > 0)
         chunked = 1;
+    if ((s = global_dims(cfg, d, gemma4, out, err)))
+        return s;
     double gb[2], lb[2]; /* global and local layers' blocks */
     if ((s = layer_blocks(cfg, "sa", S, NULL, gb, err)) ||
         (s = layer_blocks(cfg, "local_sa", S, gb, lb, err)))
         return s;
-    double full = mask_blocks(S, gb[0], gb[1], 0, 0), sum = 0, work = 0;
+    double full = mask_blocks(S, gb[0], gb[1], 0, 0), ga = gb[0] * gb[1];
     double slid = w > 0 ? mask_blocks(S, lb[0], lb[1], (double)w, 0) : full;
     double chunk = c > 0 ? mask_blocks(S, gb[0], gb[1], 0, (double)c) : full;
     double slid_gb = w > 0 ? mask_blocks(S, gb[0], gb[1], (double)w, 0) : full;
+    double n[2] = { 0, 0 }, span[2] = { 0, 0 }, pairs[2] = { 0, 0 };
     for (int64_t l = 0; l < d->layers; l++) {
         int is_local = period && l % period < local;
         int is_chunk = !is_local && chunked && !(nope > 0 && (l + 1) % nope == 0);
-        sum += is_local ? slid_gb : is_chunk ? chunk : full;
-        work += (is_local ? slid * lb[0] * lb[1] : (is_chunk ? chunk : full) * gb[0] * gb[1]);
+        int k = gemma4 && !is_local; /* gemma4's global layers: kind 1 */
+        n[k]++;
+        span[k] += is_local ? slid_gb : is_chunk ? chunk : full;
+        pairs[k] += is_local ? slid * lb[0] * lb[1] : (is_chunk ? chunk : full) * ga;
     }
-    if (d->layers > 0 && full > 0) {
-        out[0] = sum / ((double)d->layers * full);
-        out[1] = work / ((double)d->layers * S * S / 2);
-    }
+    for (int k = 0; k < 2 && full > 0; k++)
+        if (n[k] > 0) {
+            out->span[k] = span[k] / (n[k] * full);
+            out->pairs[k] = pairs[k] / (n[k] * S * S / 2);
+        }
+    if (d->layers > 0)
+        out->share = n[1] / (double)d->layers;
     return SMOE_OK;
 }

@@ -666,11 +666,9 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
         return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
     m->hw = *hw;
     set_rates(&b, m, plan, hw, sh);
-    double span[2];
-    if ((s = sim_attention_span(cfg, &b.d, (double)sh->seq, span, err)))
+    if ((s = sim_attention_span(cfg, &b.d, (double)sh->seq, &b.c.attn, err)))
         goto fail;
-    b.cr.span = b.c.span = span[0];
-    b.cr.splash = b.c.splash = span[1];
+    b.cr.attn = b.c.attn;
     if ((s = set_layers(&b, m, cfg, plan, err)) || (s = add_weights(&b, m, plan, err)))
         goto fail;
     layer_compute(&b, m, plan, hw, sh);

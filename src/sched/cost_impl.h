@@ -18,10 +18,8 @@ typedef struct cost {
     double dcn_lat;  /* s per cross-node step */
     double *net;     /* when set, coll() adds the part of its time that is
                         not work of the cores but the network's (cpu profiles) */
-    double span;     /* the attention kernel's blocks over a causal mask's
-                        (sim_attention_span; 0: 1) */
-    double splash;   /* splash attention's pairs over a causal mask's S^2 / 2
-                        (sim_attention_span: whole blocks; 0: span) */
+    sim_attn_mix attn; /* the layers' attention kinds (sim_attention_span;
+                          all 0: one kind, the causal mask's pairs) */
 } cost;
 
 /* FLOP rate of a matmul: the peak, or on cpu profiles interpolated on the

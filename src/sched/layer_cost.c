@@ -78,65 +78,103 @@ static double attn_bwd_work(int kind, double dqk, double dv)
     return 2;
 }
 
-/* The attention's ops (projections, the kernel, the out projection) into
- * p, each kept when its output is saved (m: sim_rt_canon's bits); the
- * projections at cq's rates (quantized), the kernel at c's. */
-static void attention_ops(const cost *c, const cost *cq, const smoe_dims *d,
-                          const smoe_sim_shape *sh, unsigned m, phase_t *p, double *elem)
+/* One attention kind's widths: the kernel's FLOPs over a causal mask's
+ * pairs, key + value elements a token, a head's query-key and value
+ * widths, the query heads. */
+typedef struct attn_geom {
+    double core, kvd, dqk, dv, heads;
+} attn_geom;
+
+/* The kernel of kind k and the context exchange into p: FLOPs at the
+ * matmul rate (the profile's attention_efficiency where it has one);
+ * scores are kept on chip (flash) on accelerators, materialised on cpu.
+ * Splash attention (a TPU's, sh->attn_bwd) computes whole blocks: its
+ * pairs; other kernels the mask's blocks (span). */
+static void attn_kernel(const cost *c, const smoe_sim_shape *sh, unsigned m, attn_geom g, int k,
+                        phase_t *p)
 {
-    const double T = smoe_sim_tokens(sh), S = (double)sh->seq;
-    const double B = T / S, E = (double)d->emb, H = (double)d->heads; /* B: sequences' worth */
-    const double wb = c->ab; /* weights are cast to the compute type */
-    double core, kvd; /* the kernel's FLOPs; key + value elements a token */
-    double dqk, dv;   /* a head's query-key and value widths */
-    if (d->mla) { /* attention_mla.py: wq_a, wq_b (or wq), wkv_a, wkv_b, out */
-        double qk = (double)(d->qk_nope + d->qk_rope), kvl = (double)d->kv_lora;
-        if (d->q_lora) {
-            op_add(p, cost_mm(cq, T, E, (double)d->q_lora, wb), m & (RT(Q_WA) | RT(MLA_Q)));
-            op_add(p, cost_mm(cq, T, (double)d->q_lora, H * qk, wb), m & RT(QUERY));
-        } else {
-            op_add(p, cost_mm(cq, T, E, H * qk, wb), m & RT(QUERY));
-        }
-        op_add(p, cost_mm(cq, T, E, kvl + (double)d->qk_rope, wb), m & (RT(KV_WA) | RT(MLA_KV)));
-        op_add(p, cost_mm(cq, T, kvl, H * (double)(d->qk_nope + d->v_head), wb),
-               (m & RT(KEY)) && (m & RT(VALUE)));
-        op_add(p, cost_mm(cq, T, H * (double)d->v_head, E, wb), m & RT(OUT));
-        core = 2 * B * H * S * S * (qk + (double)d->v_head) * 0.5;
-        kvd = H * (qk + (double)d->v_head);
-        dqk = qk, dv = (double)d->v_head;
-        *elem += T * (E * 4 + (double)d->q_lora * 2 + kvl * 2 + H * (qk + (double)d->v_head) * 4);
-    } else {
-        double hd = (double)d->head_dim, KV = (double)d->kv_heads;
-        op_add(p, cost_mm(cq, T, E, H * hd, wb), m & RT(QUERY));
-        op_add(p, cost_mm(cq, T, E, KV * hd, wb), m & RT(KEY));
-        op_add(p, cost_mm(cq, T, E, KV * hd, wb), m & RT(VALUE));
-        op_add(p, cost_mm(cq, T, H * hd, E, wb), m & RT(OUT));
-        core = 2 * B * H * S * S * 2 * hd * 0.5;
-        kvd = 2 * KV * hd;
-        dqk = dv = hd;
-        *elem += T * (E * 4 + H * hd * 6);
-    }
-    /* the kernel: FLOPs at the matmul rate (the profile's
-     * attention_efficiency where it has one); scores are kept on chip
-     * (flash) on accelerators, materialised on cpu. Splash attention (a
-     * TPU's, sh->attn_bwd) computes whole blocks: its pairs (c->splash);
-     * other kernels the mask's (c->span). */
-    double scores = c->hw->kind == SMOE_HW_CPU ? B * H * S * S * 3 : 0;
-    double pairs = sh->attn_bwd && c->splash > 0 ? c->splash : c->span;
-    if (pairs > 0)
-        core *= pairs;
+    const double T = smoe_sim_tokens(sh), S = (double)sh->seq, B = T / S;
+    double scores = c->hw->kind == SMOE_HW_CPU ? B * g.heads * S * S * 3 : 0;
+    double pairs = sh->attn_bwd ? c->attn.pairs[k] : c->attn.span[k];
+    double core = g.core * (pairs > 0 ? pairs : 1);
     double eff = c->hw->attention_efficiency > 0 && c->eff > 0 ? c->hw->attention_efficiency : c->eff;
     double t = eff > 0 ? core / (cost_rate(c, S, S, 128) * eff) + c->overhead
                        : fmax(core / cost_rate(c, S, S, 128), scores * c->ab / c->ew) + c->overhead;
     op_add(p, t, m & RT(CONTEXT));
-    p->tr += t * (attn_bwd_work(sh->attn_bwd, dqk, dv) - 2);
+    p->tr += t * (attn_bwd_work(sh->attn_bwd, g.dqk, g.dv) - 2);
     /* context parallelism (MaxText's all_gather strategy): the keys and
      * values all-gathered over the context axis before the kernel, with
      * the kernel in the recompute; the backward's reduce-scatter of their
      * gradients is the same bytes (layer_compute keeps it to one pass) */
-    p->cp = sh->context > 1 ? cost_coll(c, &k_ctx_axis, T * kvd * c->ab * (double)(sh->context - 1), 0)
+    p->cp = sh->context > 1 ? cost_coll(c, &k_ctx_axis, T * g.kvd * c->ab * (double)(sh->context - 1), 0)
                             : 0;
     op_add(p, p->cp, m & RT(CONTEXT));
+}
+
+/* MLA's projections (attention_mla.py: wq_a, wq_b (or wq), wkv_a, wkv_b,
+ * out) into p, at cq's rates, and its widths. */
+static attn_geom mla_ops(const cost *cq, const smoe_dims *d, double T, double B, double S,
+                         unsigned m, phase_t *p, double *elem)
+{
+    const double E = (double)d->emb, H = (double)d->heads, wb = cq->ab;
+    double qk = (double)(d->qk_nope + d->qk_rope), kvl = (double)d->kv_lora;
+    if (d->q_lora) {
+        op_add(p, cost_mm(cq, T, E, (double)d->q_lora, wb), m & (RT(Q_WA) | RT(MLA_Q)));
+        op_add(p, cost_mm(cq, T, (double)d->q_lora, H * qk, wb), m & RT(QUERY));
+    } else {
+        op_add(p, cost_mm(cq, T, E, H * qk, wb), m & RT(QUERY));
+    }
+    op_add(p, cost_mm(cq, T, E, kvl + (double)d->qk_rope, wb), m & (RT(KV_WA) | RT(MLA_KV)));
+    op_add(p, cost_mm(cq, T, kvl, H * (double)(d->qk_nope + d->v_head), wb),
+           (m & RT(KEY)) && (m & RT(VALUE)));
+    op_add(p, cost_mm(cq, T, H * (double)d->v_head, E, wb), m & RT(OUT));
+    *elem += T * (E * 4 + (double)d->q_lora * 2 + kvl * 2 + H * (qk + (double)d->v_head) * 4);
+    attn_geom g = { 2 * B * H * S * S * (qk + (double)d->v_head) * 0.5, H * (qk + (double)d->v_head),
+                    qk, (double)d->v_head, H };
+    return g;
+}
+
+/* Multi-head attention's projections (attentions.py: query, key, value
+ * unless the keys serve as values, out) of kind k (sim_attn_mix) into p,
+ * at cq's rates, and its widths. */
+static attn_geom mha_ops(const cost *cq, const smoe_dims *d, int k, double T, double B, double S,
+                         unsigned m, phase_t *p, double *elem)
+{
+    const sim_attn_mix *a = &cq->attn;
+    const double E = (double)d->emb, H = (double)d->heads, wb = cq->ab;
+    double hd = a->head_dim[k] > 0 ? (double)a->head_dim[k] : (double)d->head_dim;
+    double KV = a->kv_heads[k] > 0 ? (double)a->kv_heads[k] : (double)d->kv_heads;
+    op_add(p, cost_mm(cq, T, E, H * hd, wb), m & RT(QUERY));
+    op_add(p, cost_mm(cq, T, E, KV * hd, wb), m & RT(KEY));
+    if (!a->no_value[k])
+        op_add(p, cost_mm(cq, T, E, KV * hd, wb), m & RT(VALUE));
+    op_add(p, cost_mm(cq, T, H * hd, E, wb), m & RT(OUT));
+    *elem += T * (E * 4 + H * hd * 6);
+    attn_geom g = { 2 * B * H * S * S * 2 * hd * 0.5, 2 * KV * hd, hd, hd, H };
+    return g;
+}
+
+/* The attention's ops (projections, the kernel, the out projection) into
+ * p, each kept when its output is saved (m: sim_rt_canon's bits), per
+ * layer kind (c->attn: gemma4's global layers, their share of the
+ * layers); the projections at cq's rates (quantized), the kernel at c's. */
+static void attention_ops(const cost *c, const cost *cq, const smoe_dims *d,
+                          const smoe_sim_shape *sh, unsigned m, phase_t *p, double *elem)
+{
+    const double T = smoe_sim_tokens(sh), S = (double)sh->seq, B = T / S; /* B: sequences' worth */
+    const sim_attn_mix *a = &c->attn;
+    p->cp = 0;
+    for (int k = 0; k < 2; k++) {
+        double w = k ? a->share : 1 - a->share; /* the kind's share of the layers */
+        if (!(w > 0))
+            continue;
+        phase_t q = { 0, 0, 0, 0 };
+        double el = 0;
+        attn_geom g = d->mla ? mla_ops(cq, d, T, B, S, m, &q, &el) : mha_ops(cq, d, k, T, B, S, m, &q, &el);
+        attn_kernel(c, sh, m, g, k, &q);
+        p->fwd += w * q.fwd, p->kept += w * q.kept, p->tr += w * q.tr, p->cp += w * q.cp;
+        *elem += w * el;
+    }
 }
 
 /* An MLP block of width f over T tokens (linears.py MlpBlock: one up

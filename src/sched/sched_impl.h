@@ -166,14 +166,21 @@ int sim_cores_shared(const smoe_sim_model *m);
 smoe_status sim_cores_step(const smoe_sim_model *m, const smoe_sim_sched *s,
                            const smoe_schedule *sc, smoe_sim_result *r, smoe_trace *trace);
 
-/* The attention kernel's work, mean over the decoder layers of d at S
- * tokens a sequence (attn_span.c: MaxText's sliding-window and chunked
- * layers): out[0] its blocks over a causal mask's (1 for causal layers
- * only); out[1] the (query, key) pairs of the whole blocks splash
- * attention computes over a causal mask's S^2 / 2. */
+/* The attention of a model's decoder layers in two kinds (attn_span.c):
+ * [1] gemma4's global layers, with their own head widths, [0] the rest;
+ * per kind the mean over its layers at S tokens a sequence of the
+ * kernel's blocks over a causal mask's (span: 1 for causal layers only)
+ * and of the (query, key) pairs of the whole blocks splash attention
+ * computes over a causal mask's S^2 / 2 (pairs). */
+typedef struct sim_attn_mix {
+    double share;          /* of the decoder layers, kind 1's */
+    double span[2], pairs[2];
+    int64_t head_dim[2], kv_heads[2];
+    int no_value[2];       /* share_kv_projections: the keys serve as values */
+} sim_attn_mix;
 SMOE_MUST_CHECK
-smoe_status sim_attention_span(const smoe_config *cfg, const smoe_dims *d, double S, double out[2],
-                               smoe_err *err);
+smoe_status sim_attention_span(const smoe_config *cfg, const smoe_dims *d, double S,
+                               sim_attn_mix *out, smoe_err *err);
 
 /* MaxText's unscanned decoder layers as one layer kind (unrolled.c):
  * the layer index of a weight path "decoder/layers_<i>/REST" (*rest =
