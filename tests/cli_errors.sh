@@ -120,6 +120,8 @@ hw_edit collective_engines 1e19
 expect "'collective_engines' = 1e19 must be in" sim --scenario seed --hardware "$simtmp/hw.yml"
 hw_edit compute_efficiency 7
 expect "'compute_efficiency' = 7 must be 0 or in" sim --scenario seed --hardware "$simtmp/hw.yml"
+hw_edit compute_efficiency 0
+expect "hw.yml:[0-9]+:[0-9]+: 'gemm_efficiency' needs a compute_efficiency" sim --scenario seed --hardware "$simtmp/hw.yml"
 hw_edit dcn_latency -1
 expect "'dcn_latency' = -1 must be in" sim --scenario seed --hardware "$simtmp/hw.yml"
 scn_edit prefetch_depth 1e12

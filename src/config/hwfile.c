@@ -255,6 +255,14 @@ smoe_status smoe_hw_load_text(const char *text, const char *name, smoe_hw *hw, s
             s = smoe_err_at(err, SMOE_EINVAL, smoe_node_get(root, k_hw[i].k)->loc,
                             "'%s' is a cpu profile's key (smoe sim --calibrate)", k_hw[i].k);
     }
+    /* the split efficiencies are parts of compute_efficiency: without it
+     * every FLOP is at peak and they would be ignored */
+    static const char *const split[] = { "gemm_efficiency", "attention_efficiency" };
+    for (int i = 0; !s && i < 2; i++)
+        if (!(hw->compute_efficiency > 0) && smoe_node_get(root, split[i]))
+            s = smoe_err_at(err, SMOE_EINVAL, smoe_node_get(root, split[i])->loc,
+                            "'%s' needs a compute_efficiency (0 or absent: every FLOP at peak)",
+                            split[i]);
     if (!s && !hw->cpu.progress[0] && hw->kind == SMOE_HW_CPU) /* measured before the key */
         snprintf(hw->cpu.progress, sizeof hw->cpu.progress, "calls");
     if (!s && hw->cpu.compute_bytes == 0 && hw->kind == SMOE_HW_CPU)
