@@ -228,20 +228,21 @@ static void experts_ops(const cost *ce, double rows, double in, double f, double
 }
 
 /* The routed rows' elementwise passes (moe.py sparse_matmul): the
- * activation over the up projections' outputs (read both, write one).
- * With ring of experts every rank's buffer holds the expert group's
- * gathered rows (sim_routed_rows: ep x T x topk), of which its grouped
- * matmuls compute the local experts' alone (megablox make_group_metadata:
- * the grid covers the active groups' tiles), and megablox's gmm zeroes
- * the rest of its output (backend.py _zero_uninitialized_memory, a
- * jnp.where over the whole output): the activation runs over the whole
- * buffer (wi_0's and wi_1's zeroing fused into it) and wo's output is
- * zeroed in a pass of its own (read and write), its consumer the unsort. */
-static void ring_passes(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh, double ep,
-                        phase_t *ex)
+ * activation over the up projections' outputs (read both, write one),
+ * whose rows are the buffer's (sim_routed_rows, the memory model's): the
+ * grouped matmuls compute the local experts' rows alone (megablox
+ * make_group_metadata: the grid covers the active groups' tiles), the
+ * activation runs over the whole buffer. Expert parallelism by
+ * all-to-all: the received rows' worst case (get_ragged_buffer_size);
+ * ring of experts: the group's gathered rows (ep x T x topk), and
+ * megablox's gmm zeroes the rest of its output (backend.py
+ * _zero_uninitialized_memory, a jnp.where over the whole output): wi_0's
+ * and wi_1's zeroing fused into the activation, wo's a pass of its own
+ * (read and write), its consumer the unsort. */
+static void buffer_passes(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh, double ep,
+                          phase_t *ex)
 {
-    double rows = sh->ring_of_experts ? sim_routed_rows(d, sh, ep)
-                                      : smoe_sim_tokens(sh) * (double)d->topk;
+    double rows = sim_routed_rows(d, sh, ep);
     op_add(ex, cost_ew(c, rows * (double)d->moe_mlp, 3), 0);
     if (sh->ring_of_experts && ep > 1)
         op_add(ex, cost_ew(c, rows * (double)d->moe_in, 2), 0);
@@ -318,7 +319,7 @@ void cost_layer(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh,
                 sim_tokamax_tiles(rows, f / tp, in, e_local, tm[1]);
             }
             experts_ops(&rq, T * tk / e_local, in, f, e_local, keep, tm, tp, &ex);
-            ring_passes(c, d, sh, ne / e_local, &ex);
+            buffer_passes(c, d, sh, ne / e_local, &ex);
             /* dispatch and combine: elementwise passes, unless the profile
              * times them on their own engine (permute_bandwidth, cost.c) */
             if (!(c->hw->permute_bandwidth > 0)) {
