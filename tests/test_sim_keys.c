@@ -421,7 +421,7 @@ static void test_named_remat(const smoe_hw *hw)
 
 /* The kernel-tuning keys: named when away from MaxText's default (a
  * local_sa_* key at null or at its sa_* twin's default is not; splash's
- * forward blocks are modelled, so never named), never
+ * kernels' blocks are modelled, so never named), never
  * refused, an older release's tuning keys (smoe_old_key) with them; the
  * list is cut with "..." where the buffer ends. */
 static void test_tuned(void)
@@ -431,12 +431,13 @@ static void test_tuned(void)
         int n;
     } t[] = {
         { NULL, "", 0 },
-        { "sa_block_q_dkv=512", "", 0 },
-        { "sa_block_q_dkv=1024", "sa_block_q_dkv=1024", 1 },
-        { "sa_block_q=1024", "", 0 }, /* the forward's blocks: modelled */
-        { "local_sa_block_kv=256", "", 0 },
-        { "local_sa_block_q_dq=512", "", 0 },
-        { "local_sa_block_kv_dkv=256", "local_sa_block_kv_dkv=256", 1 },
+        { "sa_block_kv_compute=512", "", 0 },
+        { "sa_block_kv_compute=1024", "sa_block_kv_compute=1024", 1 },
+        { "sa_block_q=1024", "", 0 }, /* the kernels' blocks: modelled */
+        { "sa_block_q_dkv=1024", "", 0 },
+        { "local_sa_block_kv_dq=256", "", 0 },
+        { "local_sa_block_kv_dkv_compute=512", "", 0 },
+        { "local_sa_block_kv_dkv_compute=256", "local_sa_block_kv_dkv_compute=256", 1 },
         { "sa_q_layout=SEQ_MINOR", "sa_q_layout=SEQ_MINOR", 1 },
         { "use_ragged_sort=true", "use_ragged_sort=true", 1 },
         { "wo_tile_drhs_mlp_dim=2048", "wo_tile_drhs_mlp_dim=2048", 1 },
@@ -459,11 +460,11 @@ static void test_tuned(void)
                t[i].ov ? t[i].ov : "(defaults)", n, buf);
         smoe_config_free(cfg);
     }
-    const char *two[2] = { "sa_block_q_dq=1024", "sa_block_kv_dq=2048" };
+    const char *two[2] = { "sa_block_kv_compute=1024", "sa_block_kv_dkv_compute=2048" };
     smoe_config *cfg = load_deepseek(cfgdir, two, 2);
-    char small[24];
+    char small[30];
     CHECK(cfg && smoe_sim_tuned_keys(cfg, small, sizeof small) == 2);
-    CHECKF(strcmp(small, "sa_block_q_dq=1024...") == 0, "cut: '%s'", small);
+    CHECKF(strcmp(small, "sa_block_kv_compute=1024...") == 0, "cut: '%s'", small);
     smoe_config_free(cfg);
 }
 

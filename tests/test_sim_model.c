@@ -357,7 +357,7 @@ static void test_attention_span(const char *cfgdir)
               sim_attention_span(cfg, &d, t[i].S, &a, &err) == SMOE_OK);
         /* the means over every layer (no gemma4 here: one kind) */
         got[0] = (1 - a.share) * a.span[0] + a.share * a.span[1];
-        got[1] = (1 - a.share) * a.pairs[0] + a.share * a.pairs[1];
+        got[1] = (1 - a.share) * a.pairs[0][0] + a.share * a.pairs[1][0];
         CHECKF(a.share == 0, "%s: %g of the layers a kind of their own", t[i].model, a.share);
         CHECKF(fabs(got[0] - t[i].want) < 1e-12, "%s at %g tokens: %g, expected %g", t[i].model,
                t[i].S, got[0], t[i].want);
@@ -724,6 +724,41 @@ static void test_attn_bwd(const char *cfgdir)
     smoe_sim_model_free(tk);
 }
 
+/* Splash's backward kernels at their own blocks by hand (deepseek2-16b on
+ * tpu7x, 2048 tokens, T7_SPLASH's 512-blocks elsewhere): 1024 x 1024
+ * blocks leave 1 + 2 = 3 of 4 under a causal mask, 3 x 1024^2 / (2048^2 /
+ * 2) = 1.5 of the pairs. The fused backward's dkv kernel, 2.6 forward
+ * matmuls (test_attn_bwd), at 1.5 for 1.25; the split backward's dq
+ * kernel, (2 x 192 + 128) / 320 = 1.6 of them, likewise; the forward
+ * unchanged. */
+static void test_bwd_blocks(const char *cfgdir)
+{
+    char msg[512];
+    const char *fu[] = { "sa_use_fused_bwd_kernel=true" };
+    const char *fb[] = { "sa_use_fused_bwd_kernel=true", "sa_block_q_dkv=1024",
+                         "sa_block_kv_dkv=1024" };
+    const char *sb[] = { "sa_block_q_dq=1024", "sa_block_kv_dq=1024" };
+    smoe_sim_model *f0 = build_keys(cfgdir, fu, 1, msg, sizeof msg);
+    smoe_sim_model *f1 = build_keys(cfgdir, fb, 3, msg, sizeof msg);
+    smoe_sim_model *s0 = build_keys(cfgdir, NULL, 0, msg, sizeof msg);
+    smoe_sim_model *s1 = build_keys(cfgdir, sb, 2, msg, sizeof msg);
+    CHECKF(f0 && f1 && s0 && s1, "built: %s", msg);
+    if (f0 && f1 && s0 && s1) {
+        const double one = 2.0 * 16 * 2048 * 2048 * 320 * 0.5 / (T7_PEAK * T7_ATT);
+        for (int k = 0; k < 2; k++) {
+            double df = f1->k[k].bwd_pre - f0->k[k].bwd_pre, wf = one * 2.6 * (1.5 - T7_SPLASH);
+            double ds = s1->k[k].bwd_pre - s0->k[k].bwd_pre, ws = one * 1.6 * (1.5 - T7_SPLASH);
+            CHECKF(fabs(df - wf) < 1e-9 * wf && fabs(ds - ws) < 1e-9 * ws,
+                   "kind %d: dkv +%g (expected %g), dq +%g (expected %g)", k, df, wf, ds, ws);
+            CHECK(NEAR(f1->k[k].fwd_pre, f0->k[k].fwd_pre) && NEAR(s1->k[k].fwd_pre, s0->k[k].fwd_pre));
+        }
+    }
+    smoe_sim_model_free(f0);
+    smoe_sim_model_free(f1);
+    smoe_sim_model_free(s0);
+    smoe_sim_model_free(s1);
+}
+
 /* tokamax's table (pallas_mosaic_tpu.py, unquantized): DeepSeek-V3's
  * 262144 routed rows over 256 experts, wi (7168 x 2048) and wo
  * (2048 x 7168), each pass's tile_m; a key the table lists twice takes
@@ -811,6 +846,7 @@ int main(int argc, char **argv)
     test_context(argv[1]);
     test_attn_bwd(argv[1]);
     test_ring_passes(argv[1]);
+    test_bwd_blocks(argv[1]);
     test_global_heads(argv[1]);
     test_vocab_tiling(argv[1]);
     test_tokamax_tiles();

@@ -15,8 +15,9 @@
  *   gpt_oss (gpt_oss.py GPT_OSS_ATTENTION_PATTERN): 1 sliding + 1 global;
  *   llama4 (llama4.py determine_is_nope_layer): CHUNK, but GLOBAL where
  *   (layer + 1) % nope_layer_interval == 0.
- * Any other decoder block, or a window of 0: causal (1). The backward
- * kernels' own blocks (sa_block_*_dkv, *_dq) are taken as the forward's.
+ * Any other decoder block, or a window of 0: causal (1). Splash's
+ * backward kernels have blocks of their own (sa_block_*_dkv, *_dq): their
+ * pairs are counted over theirs.
  * gemma4's global layers are a kind of their own: their heads' widths
  * differ (global_dims). */
 #include "sched_impl.h"
@@ -43,17 +44,21 @@ static double mask_blocks(double S, double bq, double bk, double w, double c)
     return n;
 }
 
-/* A layer's blocks: its query and key block sizes (key: "sa" or
- * "local_sa"; MaxText's local layers take local_sa_block_*, None: the
- * global ones'), each at most S (attention_op.py: min(block, seq)). */
-static smoe_status layer_blocks(const smoe_config *cfg, const char *key, double S, double g[2],
-                                double b[2], smoe_err *err)
+/* Splash attention's three kernels: the forward, the backward's dkv
+ * kernel (the fused backward's one) and its dq kernel. */
+static const char *const k_kernel[SIM_ATTN_KERNELS] = { "", "_dkv", "_dq" };
+
+/* A kernel's blocks in a layer: its query and key block sizes (prefix "sa"
+ * or "local_sa": MaxText's local layers take local_sa_block_*, None: the
+ * global ones', g), each at most S (attention_op.py: min(block, seq)). */
+static smoe_status layer_blocks(const smoe_config *cfg, const char *prefix, int kern, double S,
+                                const double *g, double b[2], smoe_err *err)
 {
     static const char *const dim[2] = { "block_q", "block_kv" };
     for (int i = 0; i < 2; i++) {
-        char name[32];
+        char name[40];
         int64_t v;
-        snprintf(name, sizeof name, "%s_%s", key, dim[i]);
+        snprintf(name, sizeof name, "%s_%s%s", prefix, dim[i], k_kernel[kern]);
         smoe_status s = smoe_config_int_or(cfg, name, 0, &v, err);
         if (s)
             return s;
@@ -86,55 +91,85 @@ static smoe_status global_dims(const smoe_config *cfg, const smoe_dims *d, int g
     return SMOE_OK;
 }
 
-smoe_status sim_attention_span(const smoe_config *cfg, const smoe_dims *d, double S,
-                               sim_attn_mix *out, smoe_err *err)
+/* Which layers are which (the file's head). */
+typedef struct masks {
+    int64_t w, c, nope;           /* window, chunk, nope interval */
+    int period, local, chunked, gemma4;
+} masks;
+
+static smoe_status read_masks(const smoe_config *cfg, const smoe_dims *d, masks *m, smoe_err *err)
 {
-    const char *b = d->decoder_block, *name = NULL;
-    int64_t w, c, nope, period = 0, local = 0, chunked = 0;
+    const char *b = d->decoder_block;
     smoe_status s;
-    memset(out, 0, sizeof *out);
-    out->span[0] = out->span[1] = out->pairs[0] = out->pairs[1] = 1;
-    if ((s = smoe_config_int_or(cfg, "sliding_window_size", 0, &w, err)) ||
-        (s = smoe_config_int_or(cfg, "chunk_attn_window_size", 0, &c, err)) ||
-        (s = smoe_config_int_or(cfg, "nope_layer_interval", 0, &nope, err)))
+    memset(m, 0, sizeof *m);
+    if ((s = smoe_config_int_or(cfg, "sliding_window_size", 0, &m->w, err)) ||
+        (s = smoe_config_int_or(cfg, "chunk_attn_window_size", 0, &m->c, err)) ||
+        (s = smoe_config_int_or(cfg, "nope_layer_interval", 0, &m->nope, err)))
         return s;
-    int gemma4 = strcmp(b, "gemma4") == 0 || strcmp(b, "gemma4_small") == 0;
+    m->gemma4 = strcmp(b, "gemma4") == 0 || strcmp(b, "gemma4_small") == 0;
     if (strcmp(b, "gemma3") == 0 || strcmp(b, "gemma4") == 0)
-        period = 6, local = 5;
+        m->period = 6, m->local = 5;
     else if (strcmp(b, "gemma4_small") == 0) {
         const smoe_node *n = smoe_config_get(cfg, "model_name");
-        name = n && n->kind == SMOE_NODE_SCALAR ? n->str : "";
-        period = strcmp(name, "gemma4-e2b") == 0 ? 5 : 6;
-        local = period - 1;
+        const char *name = n && n->kind == SMOE_NODE_SCALAR ? n->str : "";
+        m->period = strcmp(name, "gemma4-e2b") == 0 ? 5 : 6;
+        m->local = m->period - 1;
     } else if (strcmp(b, "gpt_oss") == 0)
-        period = 2, local = 1;
-    else if (strcmp(b, "llama4") == 0 && c > 0)
-        chunked = 1;
-    if ((s = global_dims(cfg, d, gemma4, out, err)))
-        return s;
+        m->period = 2, m->local = 1;
+    else if (strcmp(b, "llama4") == 0 && m->c > 0)
+        m->chunked = 1;
+    return SMOE_OK;
+}
+
+/* Kernel kern's pairs, mean over each kind's layers, into out->pairs; and
+ * the forward's blocks over a causal mask's into out->span. */
+static smoe_status kernel_pairs(const smoe_config *cfg, const smoe_dims *d, const masks *m,
+                                double S, int kern, sim_attn_mix *out, smoe_err *err)
+{
     double gb[2], lb[2]; /* global and local layers' blocks */
-    if ((s = layer_blocks(cfg, "sa", S, NULL, gb, err)) ||
-        (s = layer_blocks(cfg, "local_sa", S, gb, lb, err)))
+    smoe_status s;
+    if ((s = layer_blocks(cfg, "sa", kern, S, NULL, gb, err)) ||
+        (s = layer_blocks(cfg, "local_sa", kern, S, gb, lb, err)))
         return s;
+    const double w = (double)m->w, c = (double)m->c;
     double full = mask_blocks(S, gb[0], gb[1], 0, 0), ga = gb[0] * gb[1];
-    double slid = w > 0 ? mask_blocks(S, lb[0], lb[1], (double)w, 0) : full;
-    double chunk = c > 0 ? mask_blocks(S, gb[0], gb[1], 0, (double)c) : full;
-    double slid_gb = w > 0 ? mask_blocks(S, gb[0], gb[1], (double)w, 0) : full;
+    double slid = w > 0 ? mask_blocks(S, lb[0], lb[1], w, 0) : full;
+    double chunk = c > 0 ? mask_blocks(S, gb[0], gb[1], 0, c) : full;
+    double slid_gb = w > 0 ? mask_blocks(S, gb[0], gb[1], w, 0) : full;
     double n[2] = { 0, 0 }, span[2] = { 0, 0 }, pairs[2] = { 0, 0 };
     for (int64_t l = 0; l < d->layers; l++) {
-        int is_local = period && l % period < local;
-        int is_chunk = !is_local && chunked && !(nope > 0 && (l + 1) % nope == 0);
-        int k = gemma4 && !is_local; /* gemma4's global layers: kind 1 */
+        int is_local = m->period && l % m->period < m->local;
+        int is_chunk = !is_local && m->chunked && !(m->nope > 0 && (l + 1) % m->nope == 0);
+        int k = m->gemma4 && !is_local; /* gemma4's global layers: kind 1 */
         n[k]++;
         span[k] += is_local ? slid_gb : is_chunk ? chunk : full;
         pairs[k] += is_local ? slid * lb[0] * lb[1] : (is_chunk ? chunk : full) * ga;
     }
     for (int k = 0; k < 2 && full > 0; k++)
         if (n[k] > 0) {
-            out->span[k] = span[k] / (n[k] * full);
-            out->pairs[k] = pairs[k] / (n[k] * S * S / 2);
+            if (kern == 0)
+                out->span[k] = span[k] / (n[k] * full);
+            out->pairs[k][kern] = pairs[k] / (n[k] * S * S / 2);
         }
     if (d->layers > 0)
         out->share = n[1] / (double)d->layers;
     return SMOE_OK;
+}
+
+smoe_status sim_attention_span(const smoe_config *cfg, const smoe_dims *d, double S,
+                               sim_attn_mix *out, smoe_err *err)
+{
+    masks m;
+    smoe_status s;
+    memset(out, 0, sizeof *out);
+    for (int k = 0; k < 2; k++) {
+        out->span[k] = 1;
+        for (int j = 0; j < SIM_ATTN_KERNELS; j++)
+            out->pairs[k][j] = 1;
+    }
+    if ((s = read_masks(cfg, d, &m, err)) || (s = global_dims(cfg, d, m.gemma4, out, err)))
+        return s;
+    for (int j = 0; j < SIM_ATTN_KERNELS && !s; j++)
+        s = kernel_pairs(cfg, d, &m, S, j, out, err);
+    return s;
 }

@@ -2,7 +2,7 @@
  * layouts, the grouped matmuls' tiles, the MoE permute's kernels): the step
  * model times each kernel by its FLOPs and bytes whatever its tuning (but
  * the grouped matmuls' row tiles, sim_gmm_tiles, splash attention's
- * fused backward, sim_attn_bwd, and its forward blocks, attn_span.c), so a
+ * fused backward, sim_attn_bwd, and its kernels' blocks, attn_span.c), so a
  * value other than
  * MaxText's default is not modelled; such keys are
  * named in the output (never silently ignored), as smoe train names the
@@ -29,12 +29,11 @@ static const char k_old_tm[] = "tile_batch_seq";
 #define TILE(w, pass) { w "_tile_" pass "_embed_dim", SMOE_KEY_INT, "1024", GMM_WHY }, \
                       { w "_tile_" pass "_mlp_dim", SMOE_KEY_INT, "1024", GMM_WHY }
 
-/* sa_block_q and sa_block_kv (local_sa_* too) are modelled: the blocks
- * splash computes (attn_span.c) */
+/* The kernels' blocks (sa_block_q, sa_block_kv and their _dkv and _dq
+ * twins, local_sa_* too) are modelled: the blocks splash computes
+ * (attn_span.c); their compute sub-blocks are not. */
 static const smoe_key_rule k_kernel_keys[] = {
-    SA("block_kv_compute", "512"),
-    SA("block_q_dkv", "512"), SA("block_kv_dkv", "512"), SA("block_kv_dkv_compute", "512"),
-    SA("block_q_dq", "512"), SA("block_kv_dq", "512"),
+    SA("block_kv_compute", "512"), SA("block_kv_dkv_compute", "512"),
     { "local_sa_use_fused_bwd_kernel", SMOE_KEY_BOOL, "false", SA_WHY },
     SAB("fuse_reciprocal", "true"),
     SAB("use_base2_exp", "true"),

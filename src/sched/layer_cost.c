@@ -63,19 +63,20 @@ static void op_add(phase_t *p, double t, int saved)
 
 #define RT(t) (1u << SMOE_RT_##t)
 
-/* The attention kernel's backward over its forward, in matmuls over the
+/* The attention kernel's backward in forward-equivalents at each
+ * kernel's pairs (pf, pdkv, pdq: sim_attn_mix.pairs), in matmuls over the
  * score blocks (jax splash_attention_kernel.py): the forward is q.k^T
  * (width dqk) and p.v (dv); the fused backward q.k^T again, dv = p^T.do,
- * dp = do.v^T, dk = ds^T.q, dq = ds.k; the split one the same in its dkv
- * kernel but dq, and q.k^T, dp and dq again in its dq kernel; otherwise
- * twice the forward (scores kept). */
-static double attn_bwd_work(int kind, double dqk, double dv)
+ * dp = do.v^T, dk = ds^T.q, dq = ds.k, all in its dkv kernel; the split
+ * one the same in its dkv kernel but dq, and q.k^T, dp and dq again in
+ * its dq kernel; otherwise twice the forward (scores kept). */
+static double attn_bwd_work(int kind, double dqk, double dv, double pf, double pdkv, double pdq)
 {
     if (kind == SMOE_ATTN_BWD_FUSED)
-        return (3 * dqk + 2 * dv) / (dqk + dv);
+        return pdkv * (3 * dqk + 2 * dv) / (dqk + dv);
     if (kind == SMOE_ATTN_BWD_SPLIT)
-        return (4 * dqk + 3 * dv) / (dqk + dv);
-    return 2;
+        return (pdkv * (2 * dqk + 2 * dv) + pdq * (2 * dqk + dv)) / (dqk + dv);
+    return 2 * pf;
 }
 
 /* One attention kind's widths: the kernel's FLOPs over a causal mask's
@@ -95,13 +96,16 @@ static void attn_kernel(const cost *c, const smoe_sim_shape *sh, unsigned m, att
 {
     const double T = smoe_sim_tokens(sh), S = (double)sh->seq, B = T / S;
     double scores = c->hw->kind == SMOE_HW_CPU ? B * g.heads * S * S * 3 : 0;
-    double pairs = sh->attn_bwd ? c->attn.pairs[k] : c->attn.span[k];
-    double core = g.core * (pairs > 0 ? pairs : 1);
+    const double *pr = c->attn.pairs[k];
+    double pf = sh->attn_bwd ? pr[0] : c->attn.span[k];
+    pf = pf > 0 ? pf : 1;
     double eff = c->hw->attention_efficiency > 0 && c->eff > 0 ? c->hw->attention_efficiency : c->eff;
-    double t = eff > 0 ? core / (cost_rate(c, S, S, 128) * eff) + c->overhead
-                       : fmax(core / cost_rate(c, S, S, 128), scores * c->ab / c->ew) + c->overhead;
+    double t = eff > 0 ? g.core * pf / (cost_rate(c, S, S, 128) * eff) + c->overhead
+                       : fmax(g.core * pf / cost_rate(c, S, S, 128), scores * c->ab / c->ew) + c->overhead;
     op_add(p, t, m & RT(CONTEXT));
-    p->tr += t * (attn_bwd_work(sh->attn_bwd, g.dqk, g.dv) - 2);
+    /* the backward: t per forward-equivalent at the forward's pairs */
+    p->tr += (t - c->overhead) / pf * attn_bwd_work(sh->attn_bwd, g.dqk, g.dv, pf, pr[1], pr[2]) -
+             2 * (t - c->overhead);
     /* context parallelism (MaxText's all_gather strategy): the keys and
      * values all-gathered over the context axis before the kernel, with
      * the kernel in the recompute; the backward's reduce-scatter of their

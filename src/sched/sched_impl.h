@@ -170,11 +170,13 @@ smoe_status sim_cores_step(const smoe_sim_model *m, const smoe_sim_sched *s,
  * [1] gemma4's global layers, with their own head widths, [0] the rest;
  * per kind the mean over its layers at S tokens a sequence of the
  * kernel's blocks over a causal mask's (span: 1 for causal layers only)
- * and of the (query, key) pairs of the whole blocks splash attention
- * computes over a causal mask's S^2 / 2 (pairs). */
+ * and of the (query, key) pairs of the whole blocks each splash attention
+ * kernel computes over a causal mask's S^2 / 2 (pairs). */
+#define SIM_ATTN_KERNELS 3 /* splash's forward, dkv and dq kernels */
 typedef struct sim_attn_mix {
     double share;          /* of the decoder layers, kind 1's */
-    double span[2], pairs[2];
+    double span[2];        /* per kind: the forward's blocks */
+    double pairs[2][SIM_ATTN_KERNELS]; /* per kind and splash kernel */
     int64_t head_dim[2], kv_heads[2];
     int no_value[2];       /* share_kv_projections: the keys serve as values */
 } sim_attn_mix;
