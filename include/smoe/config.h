@@ -352,8 +352,10 @@ typedef struct smoe_hw {
     double gemm_efficiency;    /* achieved / peak FLOP/s of a large dense matmul
                                   (with compute_efficiency: the dense
                                   projections, MLPs, router and head; the
-                                  attention kernel and routed experts keep
-                                  compute_efficiency); 0 = compute_efficiency */
+                                  attention kernel (but with
+                                  attention_efficiency) and routed experts
+                                  keep compute_efficiency); 0 =
+                                  compute_efficiency */
     double attention_efficiency; /* achieved / peak FLOP/s of the attention
                                   kernel over the blocks it computes (with
                                   compute_efficiency); 0 = compute_efficiency */
