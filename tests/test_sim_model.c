@@ -21,7 +21,7 @@
  * of them under a causal mask, 10 x 512^2 / (2048^2 / 2) = 1.25 of its
  * pairs), elementwise passes of bf16 elements at HBM's rate. */
 #define T7_PEAK (2.307e15 / 2)
-#define T7_EFF 0.438
+#define T7_EFF 0.630
 #define T7_ATT 0.401
 #define T7_SPLASH 1.25
 #define T7_EW(elems, passes) ((elems) * 2.0 * (passes) / (7.38e12 / 2))
