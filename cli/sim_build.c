@@ -247,7 +247,7 @@ smoe_sim_model *sim_build(const cli_common *c, const char *rules, const char *co
         cli_die(&err);
     if (facts) {
         smoe_dims d; /* read by the model build just above */
-        (void)smoe_sim_tuned_keys(cfg, facts->tuned, sizeof facts->tuned);
+        (void)smoe_sim_tuned_keys(cfg, hw, facts->tuned, sizeof facts->tuned);
         if (smoe_plan_dims(cfg, &d, &err))
             cli_die(&err);
         facts->unscanned = !d.scan_layers;

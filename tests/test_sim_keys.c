@@ -439,7 +439,6 @@ static void test_tuned(void)
         { "local_sa_block_kv_dkv_compute=512", "", 0 },
         { "local_sa_block_kv_dkv_compute=256", "local_sa_block_kv_dkv_compute=256", 1 },
         { "sa_q_layout=SEQ_MINOR", "sa_q_layout=SEQ_MINOR", 1 },
-        { "use_ragged_sort=true", "use_ragged_sort=true", 1 },
         { "wo_tile_drhs_mlp_dim=2048", "wo_tile_drhs_mlp_dim=2048", 1 },
         { "megablox=false", "", 0 }, /* which kernel runs: not tuning */
         /* an older release's tuning keys, at and away from their default then */
@@ -455,7 +454,7 @@ static void test_tuned(void)
         CHECK(cfg != NULL);
         if (!cfg)
             continue;
-        int n = smoe_sim_tuned_keys(cfg, buf, sizeof buf);
+        int n = smoe_sim_tuned_keys(cfg, NULL, buf, sizeof buf);
         CHECKF(n == t[i].n && strcmp(buf, t[i].text) == 0, "%s: %d '%s'",
                t[i].ov ? t[i].ov : "(defaults)", n, buf);
         smoe_config_free(cfg);
@@ -463,9 +462,49 @@ static void test_tuned(void)
     const char *two[2] = { "sa_block_kv_compute=1024", "sa_block_kv_dkv_compute=2048" };
     smoe_config *cfg = load_deepseek(cfgdir, two, 2);
     char small[30];
-    CHECK(cfg && smoe_sim_tuned_keys(cfg, small, sizeof small) == 2);
+    CHECK(cfg && smoe_sim_tuned_keys(cfg, NULL, small, sizeof small) == 2);
     CHECKF(strcmp(small, "sa_block_kv_compute=1024...") == 0, "cut: '%s'", small);
     smoe_config_free(cfg);
+}
+
+/* use_ragged_sort, named where it is not the sort the profile times: a
+ * profile with permute_bandwidth (tpu7x) times the ragged-sort kernels,
+ * so a MoE model's default false is named there and true is not; one
+ * without (permute_bandwidth 0, or none) the reverse; a dense model never. */
+static void test_ragged_sort(const smoe_hw *tpu7x)
+{
+    smoe_hw plain = *tpu7x;
+    plain.permute_bandwidth = 0;
+    static const struct {
+        const char *model, *ov;
+        int kernels; /* the profile has permute_bandwidth */
+        const char *text;
+    } t[] = {
+        { "deepseek2-16b", NULL, 1, "use_ragged_sort=false" },
+        { "deepseek2-16b", "use_ragged_sort=false", 1, "use_ragged_sort=false" },
+        { "deepseek2-16b", "use_ragged_sort=true", 1, "" },
+        { "deepseek2-16b", NULL, 0, "" },
+        { "deepseek2-16b", "use_ragged_sort=true", 0, "use_ragged_sort=true" },
+        { "llama3.1-8b", NULL, 1, "" },
+        { "llama3.1-8b", "use_ragged_sort=true", 0, "" },
+    };
+    CHECK(tpu7x->permute_bandwidth > 0);
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        const char *o[1] = { t[i].ov };
+        smoe_config *cfg = load_model(cfgdir, t[i].model, o, t[i].ov ? 1 : 0);
+        char buf[128];
+        if (!cfg)
+            continue;
+        int n = smoe_sim_tuned_keys(cfg, t[i].kernels ? tpu7x : &plain, buf, sizeof buf);
+        CHECKF(n == (t[i].text[0] != '\0') && strcmp(buf, t[i].text) == 0, "%s %s on %s: %d '%s'",
+               t[i].model, t[i].ov ? t[i].ov : "(default)", t[i].kernels ? "tpu7x" : "no permute",
+               n, buf);
+        if (i == 3) { /* no profile at all: as one without permute_bandwidth */
+            n = smoe_sim_tuned_keys(cfg, NULL, buf, sizeof buf);
+            CHECKF(n == 0, "NULL profile: %d '%s'", n, buf);
+        }
+        smoe_config_free(cfg);
+    }
 }
 
 int main(int argc, char **argv)
@@ -484,6 +523,7 @@ int main(int argc, char **argv)
     test_modelled(&hw);
     test_engine();
     test_tuned();
+    test_ragged_sort(&hw);
     test_custom_remat(&hw);
     test_fp8(&hw);
     return check_report();

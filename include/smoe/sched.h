@@ -195,9 +195,11 @@ double smoe_sim_tokens(const smoe_sim_shape *sh);
 
 /* The kernel-tuning keys of cfg (splash attention's blocks and layouts,
  * the grouped matmuls' tiles, the MoE permute's kernels) set away from
- * MaxText's default, which the step model does not time differently:
+ * MaxText's default, which the step model does not time differently, and
+ * a MoE model's use_ragged_sort where it is not the sort hw times (its
+ * permute_bandwidth: the ragged-sort kernels; hw NULL: none):
  * "key=value, ..." into buf (n bytes, cut with "..."); returns how many. */
-int smoe_sim_tuned_keys(const smoe_config *cfg, char *buf, size_t n);
+int smoe_sim_tuned_keys(const smoe_config *cfg, const smoe_hw *hw, char *buf, size_t n);
 /* Fill the dtype sizes of *sh from MaxText's keys: weight_dtype (default
  * float32), dtype (bfloat16), grad_dtype (float32), mu_dtype ("" = weight_
  * dtype) and opt_type (adamw, adam_pax: two moments; sgd: none; others are

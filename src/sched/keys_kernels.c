@@ -12,7 +12,8 @@
  * base.yml's at e591f30; a local_sa_* key is at its default when null (it
  * inherits its sa_* twin) or at that twin's default. Which kernel runs
  * (megablox, use_tokamax_gmm, use_tokamax_splash) is timed by the same
- * FLOPs and bytes (docs/sim.md). */
+ * FLOPs and bytes (docs/sim.md). The MoE permute's sort is the exception:
+ * which one the step model times follows the profile (ragged_sort_named). */
 #include "sched_impl.h"
 
 #include <stdio.h>
@@ -45,23 +46,19 @@ static const smoe_key_rule k_kernel_keys[] = {
     TILE("wo", "fwd"), TILE("wo", "dlhs"), TILE("wo", "drhs"),
     { "merge_gating_gmm", SMOE_KEY_BOOL, "false", GMM_WHY },
     { "num_moe_emb_chunks", SMOE_KEY_INT, "0", "the token all-gather overlapped in chunks" },
-    { "use_ragged_sort", SMOE_KEY_BOOL, "false", PERM_WHY },
     { "use_gather_mosaic_kernel", SMOE_KEY_BOOL, "false", PERM_WHY },
     { "ragged_gather_fallback", SMOE_KEY_BOOL, "false", PERM_WHY },
     { "ragged_gather_reduce_fallback", SMOE_KEY_BOOL, "false", PERM_WHY },
     { "use_ragged_attention", SMOE_KEY_BOOL, "false", "ragged attention, timed differently" },
 };
 
-/* Append "KEY=VALUE" to buf (", "-separated; "..." ends a list cut short). */
-static void name_key(const smoe_node *v, const char *key, int count, char *buf, size_t n,
-                     size_t *used, int *cut)
+/* Append "KEY=TEXT" to buf (", "-separated; "..." ends a list cut short). */
+static void name_text(const char *key, const char *text, int count, char *buf, size_t n,
+                      size_t *used, int *cut)
 {
     if (*cut || n < 4)
         return;
-    char *text = smoe_node_text(v);
-    int w = snprintf(buf + *used, n - *used, "%s%s=%s", count > 1 ? ", " : "", key,
-                     text ? text : "?");
-    free(text);
+    int w = snprintf(buf + *used, n - *used, "%s%s=%s", count > 1 ? ", " : "", key, text);
     if (w > 0 && *used + (size_t)w < n) {
         *used += (size_t)w;
     } else { /* the rest does not fit: end with "..." */
@@ -70,10 +67,38 @@ static void name_key(const smoe_node *v, const char *key, int count, char *buf, 
     }
 }
 
+/* Append "KEY=VALUE" with v's text. */
+static void name_key(const smoe_node *v, const char *key, int count, char *buf, size_t n,
+                     size_t *used, int *cut)
+{
+    char *text = smoe_node_text(v);
+    name_text(key, text ? text : "?", count, buf, n, used, cut);
+    free(text);
+}
+
+/* use_ragged_sort (base.yml default false) picks the MoE permute's sort:
+ * MaxText's ragged-sort kernels on the SparseCores (true) or
+ * _sort_activations' gathers (false, moe.py permute/unpermute). A profile
+ * with permute_bandwidth times the dispatch and combine at that rate,
+ * which is the kernels' (configs/hardware/tpu7x.yml), so there false is
+ * not modelled; one without times them as passes by their bytes, so true
+ * is not. Named for a model with routed experts only; a value that is no
+ * boolean is the keys' check's to refuse. */
+static int ragged_sort_named(const smoe_config *cfg, const smoe_hw *hw)
+{
+    smoe_err err;
+    int64_t experts;
+    int on = 0;
+    if (smoe_config_int_or(cfg, "num_experts", 1, &experts, &err) || experts <= 1 ||
+        smoe_config_bool_or(cfg, "use_ragged_sort", 0, &on, &err))
+        return -1;
+    return on == (hw && hw->permute_bandwidth > 0) ? -1 : on;
+}
+
 /* Today's kernel keys (k_kernel_keys), then an older release's tuning keys
  * (smoe_old_key: the grouped matmuls' tiles and buffers of before) at a
  * value other than their default then. */
-int smoe_sim_tuned_keys(const smoe_config *cfg, char *buf, size_t n)
+int smoe_sim_tuned_keys(const smoe_config *cfg, const smoe_hw *hw, char *buf, size_t n)
 {
     int count = 0, cut = 0;
     size_t used = 0;
@@ -85,6 +110,9 @@ int smoe_sim_tuned_keys(const smoe_config *cfg, char *buf, size_t n)
         if (!smoe_key_holds(v, &k_kernel_keys[i]))
             name_key(v, k_kernel_keys[i].key, ++count, buf, n, &used, &cut);
     }
+    int rs = ragged_sort_named(cfg, hw);
+    if (rs >= 0)
+        name_text("use_ragged_sort", rs ? "true" : "false", ++count, buf, n, &used, &cut);
     for (size_t i = 0; smoe_old_key_at(i, &ok); i++) {
         if (strcmp(ok.key, k_old_tm) == 0) /* modelled: sim_gmm_tiles */
             continue;
