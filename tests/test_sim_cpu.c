@@ -82,13 +82,14 @@ static void test_cpu_executor(void)
  * gather [23, 24], computes [24, 30], reduces [30, 35]: 35 s, 3 s exposed.
  * Had unit 5's gather taken b1 at 17, unit 4's gradients would have waited
  * for b0 [17, 22], and the step would end at 39 s. */
-/* The three layers, depth 1, 5 s reductions of which ar_s is the
+/* The three layers, depth 1, rs_s reductions of which ar_s is the
  * all-reduce's: the step, the exposed wait, and the pool's three layers. */
-static void three_layers(double ar_s, double step, double exposed, const char *what)
+static void three_layers(double rs_s, double ar_s, double step, double exposed,
+                         const char *what)
 {
     smoe_sim_model m = cpu_two_layers();
     m.L = 3;
-    m.k[0].w[0].rs_s = 5;
+    m.k[0].w[0].rs_s = rs_s;
     m.k[0].w[0].ar_s = ar_s;
     smoe_sim_result r;
     CHECK(run_depth(&m, SMOE_SIM_EXEC_RUNTIME, 1, &r) == SMOE_OK);
@@ -98,22 +99,30 @@ static void three_layers(double ar_s, double step, double exposed, const char *w
     CHECKF(NEAR(r.mem_gathered, 300), "%s: gathered %g, expected 300", what, r.mem_gathered);
 }
 
-static void test_grad_before_prefetch(void) { three_layers(0, 35, 3, "gradient buffer first"); }
+static void test_grad_before_prefetch(void) { three_layers(5, 0, 35, 3, "gradient buffer first"); }
 
 /* A weight replicated across slices: its reduction is a reduce-scatter and
  * then an all-reduce of the shard's gradient, and the weights' buffer frees
  * when the reduce-scatter ends (train's prefetch.c), not the all-reduce.
  * The three layers above, the 5 s reductions a 1 s reduce-scatter and a
- * 4 s all-reduce, on one reduction engine: unit 3 computes [11, 17], its
- * reduce-scatter [17, 18] frees b0, its all-reduce [18, 22]; unit 4
- * computes [17, 23] (its gradients in b1), and unit 5's gather takes b0
- * [18, 20]; unit 4's reductions [23, 24] [24, 28]; unit 5 computes
- * [23, 29] without a wait, reduces [29, 30] [30, 34]: 34 s, 2 s exposed
- * (unit 0's gather). Held to the all-reduce's end, b0 would free at 22 as
- * in the test above: 35 s, 3 s. */
+ * 4 s all-reduce: unit 3 computes [11, 17], its reduce-scatter [17, 18]
+ * frees b0, its all-reduce [18, 22]; unit 4 computes [17, 23] (its
+ * gradients in b1), and unit 5's gather takes b0 [18, 20]; unit 4's
+ * reductions [23, 24] [24, 28]; unit 5 computes [23, 29] without a wait,
+ * reduces [29, 30] [30, 34]: 34 s, 2 s exposed (unit 0's gather). Held to
+ * the all-reduce's end, b0 would free at 22 as in the test above: 35 s,
+ * 3 s.
+ * The all-reduces run on a queue of their own, each gated on its own
+ * reduce-scatter (the runtime's second-stage queue), so a long all-reduce
+ * does not hold the next layer's reduce-scatter. With a 1 s reduce-scatter
+ * and an 8 s all-reduce: unit 3's [17, 18] [18, 26]; unit 4's
+ * reduce-scatter [23, 24], its all-reduce after unit 3's [26, 34]; unit
+ * 5's [29, 30] [34, 42]: 42 s. Behind the all-reduces on one queue, unit
+ * 4's reduce-scatter would wait to 26 and the step end at 44 s. */
 static void test_slot_frees_after_reduce_scatter(void)
 {
-    three_layers(4, 34, 2, "slot at the reduce-scatter");
+    three_layers(5, 4, 34, 2, "slot at the reduce-scatter");
+    three_layers(9, 8, 42, 2, "all-reduces on their own queue");
 }
 
 /* On cpu profiles a collective stretches the compute it overlaps by the

@@ -108,6 +108,14 @@ double sim_reduction(sim *x, const sim_w *w, double t, double dur)
                         sim_core_part(x, w->rs_net));
 }
 
+/* The all-reduce after weight w's reduce-scatter (HSDP), ready at t: on
+ * its own queue (x->areng), as smoe's runtime runs it. */
+double sim_allreduce(sim *x, const sim_w *w, double t, double dur)
+{
+    return sim_engine_u(x, x->areng, t, dur, LANE_COMM, "all-reduce", -1,
+                        sim_core_part(x, w->rs_net));
+}
+
 /* An op the compute waits for, issued at t on the gather engine: it waits
  * for the op running at t, then runs; the ops queued after it move back. */
 double sim_urgent(sim *x, double t, double dur, int lane, const char *name)

@@ -262,13 +262,18 @@ static double reduce(sim *x, const sim_kind *k, double start, double end)
             }
     } else { /* smoe's schedules: the layer's gradients from its start;
               * the weights' buffer holds them until the reduce-scatters
-              * end, the all-reduces after them (train: gated on each, on a
-              * queue of their own) run on the shards' gradients */
-        for (int w = 0; w < k->nw; w++)
-            rs_end = sim_reduction(x, &k->w[w], end, k->w[w].rs_s - k->w[w].ar_s);
-        for (int w = 0; w < k->nw; w++)
+              * end, the all-reduces after them run on the shards'
+              * gradients: smoe's runtime (pool) gates each on its own
+              * weight's reduce-scatter, XLA issues them after the layer's */
+        for (int w = 0; w < k->nw; w++) {
+            double rs = sim_reduction(x, &k->w[w], end, k->w[w].rs_s - k->w[w].ar_s);
+            rs_end = fmax(rs_end, rs);
+            if (x->pool && k->w[w].ar_s > 0)
+                sim_allreduce(x, &k->w[w], rs, k->w[w].ar_s);
+        }
+        for (int w = 0; !x->pool && w < k->nw; w++)
             if (k->w[w].ar_s > 0)
-                sim_reduction(x, &k->w[w], rs_end, k->w[w].ar_s);
+                sim_allreduce(x, &k->w[w], rs_end, k->w[w].ar_s);
         if (x->pool) { /* train's prefetch.c: the gradient buffer from when it
                         * is taken to the compute's end, then the gradients
                         * in the weights' buffer until their reduce-scatters
@@ -577,6 +582,12 @@ static smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sche
             x->aeng = &x->geng;
         }
     }
+    /* smoe's runtime: a queue of their own, but on one engine or one
+     * shared queue (the runtime's shared mode merges the second stages
+     * into it); XLA's: the reductions' engine */
+    x->areng = s->executor == SMOE_SIM_EXEC_RUNTIME && engines > 1 && !s->shared_engine
+                   ? &x->areng_own
+                   : x->reng;
     executor_rules(x, s);
     int nu = 2 * m->L;
     /* per unit: its weights' issues and gradients (4 each at most), its
@@ -716,7 +727,8 @@ static void step_backward(sim *x)
     double rs_top = sim_engine(x, x->reng, e, m->top_rs_s, LANE_COMM, "reduce-scatter top");
     if (x->mxm)
         sim_mx_top_grads(x, e0, rs_top);
-    double wait = fmax(0, fmax(*x->reng, *x->aeng) - x->comp) + x->lag; /* and the root */
+    double done = fmax(fmax(*x->reng, *x->aeng), *x->areng);
+    double wait = fmax(0, done - x->comp) + x->lag; /* and the root */
     x->r.reduce_wait_s = wait;
     if (wait > 0)
         sim_span(x, LANE_WAIT, "wait reductions", x->comp, x->comp + wait);

@@ -22,9 +22,11 @@ typedef struct sim {
     const smoe_sim_model *m;
     const smoe_sim_sched *s;
     smoe_trace *trace;
-    double comp, geng, aeng_own, reng_own;
+    double comp, geng, aeng_own, reng_own, areng_own;
     double host; /* the host link's clock: custom remat's offloaded tensors */
     double *aeng, *reng; /* expert exchanges, reductions */
+    double *areng; /* smoe's schedules: the all-reduces after reduce-scatters
+                      (the runtime's second-stage queue, RT_Q_RLEVEL) */
     double *gend;  /* (2L) prefetched gathers of a unit done */
     double *gend_exp; /* (2L) the same for its routed experts' weights (split) */
     double *gend_down; /* (2L) the same for the routed down projection (split) */
@@ -79,6 +81,7 @@ double sim_engine_u(sim *x, double *freep, double t, double dur, int lane, const
                     int unit, double cpu);
 double sim_engine(sim *x, double *freep, double t, double dur, int lane, const char *name);
 double sim_reduction(sim *x, const sim_w *w, double t, double dur);
+double sim_allreduce(sim *x, const sim_w *w, double t, double dur);
 double sim_urgent(sim *x, double t, double dur, int lane, const char *name);
 double sim_exchange(sim *x, double t, double dur);
 
