@@ -71,6 +71,20 @@ typedef struct sim {
     int nsync;               /* sync points met */
 } sim;
 
+/* What the gathers move (sim.gmode): the weights cast to the compute dtype
+ * (XLA's scan, smoe's runtime), as stored (MaxText's path, and the legacy
+ * plan, which is that path before the fix), or a schedule's gather_bytes
+ * per element (the bandwidth part scaled from the stored dtype's), or
+ * smoe's compressed records (smoe_sim_shape.wire_bytes: the bandwidth part
+ * scaled from the compute dtype's, the buffers in the compute dtype). */
+enum { G_CAST, G_STORED, G_BYTES, G_WIRE };
+
+/* sim_setup.c: one run's state (0, or SMOE_ENOMEM with nothing held),
+ * and its release */
+smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sched *s,
+                     const smoe_schedule *sc, smoe_trace *trace);
+void sim_free(sim *x);
+
 /* engines.c */
 void sim_mem(sim *x, double t, double bytes);
 void sim_span(sim *x, int lane, const char *name, double t0, double t1);
