@@ -1,5 +1,6 @@
 #!/bin/sh
 # The benchmarks' tables on hand-made input, without running a benchmark:
+# bench/trace_steps.py prints a trace's step as batches and gaps;
 # bench/overlap_table.py keeps each schedule's steps after the run's
 # warm-up round (one step of each schedule, not warmup_steps_skipped of
 # each) and fails with one line where a schedule has none left; a table
@@ -86,6 +87,40 @@ if [ "$rc" -eq 1 ]; then
   ok "overlap_table.py's failure ends the benchmark: exit 1"
 else
   bad "overlap_table.py's failure: exit $rc"
+fi
+# bench/trace_steps.py on a hand-made trace of two steps (10 and 1.5 ms):
+# the gap before a compute span, gathers issued within 2 ms of each other
+# in one batch, the default step the median after the first
+cat >"$dir/trace.json" <<'JSON'
+{"traceEvents": [
+ {"ph": "X", "pid": 0, "tid": 0, "name": "embed", "ts": 0, "dur": 1000},
+ {"ph": "X", "pid": 0, "tid": 1, "name": "AG a", "ts": 100, "dur": 1000},
+ {"ph": "X", "pid": 0, "tid": 1, "name": "AG b", "ts": 1500, "dur": 3000},
+ {"ph": "X", "pid": 0, "tid": 0, "name": "fwd L0", "ts": 5000, "dur": 2000},
+ {"ph": "X", "pid": 0, "tid": 1, "name": "AG c", "ts": 6000, "dur": 100},
+ {"ph": "X", "pid": 0, "tid": 0, "name": "embed", "ts": 10000, "dur": 500},
+ {"ph": "X", "pid": 0, "tid": 0, "name": "fwd L0", "ts": 10500, "dur": 1000}]}
+JSON
+steps() { python3 "$top/bench/trace_steps.py" "$dir/trace.json" "$@" >"$dir/out" 2>"$dir/err"; }
+if steps --step 0 && grep -q "step 0 of 2: 10.0 ms" "$dir/out" &&
+   grep -Eq "^  compute +5\.0 +2\.0 +after a gap of +4\.0  fwd L0$" "$dir/out" &&
+   grep -Eq "^  gathers +0\.1 to +4\.5 +2 ops, first AG a$" "$dir/out" &&
+   grep -Eq "^  gathers +6\.0 to +6\.1 +1 ops, first AG c$" "$dir/out"; then
+  ok "trace_steps.py: gaps and batches of a step"
+else
+  bad "trace_steps.py --step 0: $(cat "$dir/out" "$dir/err")"
+fi
+if steps && grep -q "step 1 of 2: 1.5 ms" "$dir/out"; then
+  ok "trace_steps.py: the median step after the first by default"
+else
+  bad "trace_steps.py's default step: $(cat "$dir/out" "$dir/err")"
+fi
+steps --pid 3
+rc=$?
+if [ "$rc" -eq 1 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] && grep -q "no spans for pid 3" "$dir/err"; then
+  ok "trace_steps.py: a row without spans, one line, exit 1"
+else
+  bad "trace_steps.py --pid 3: exit $rc, $(cat "$dir/err")"
 fi
 # no benchmark pipes a table into sed (the pipe's status would be sed's)
 if grep -n "| *sed 's/^/   /'" "$top"/bench/*.sh >"$dir/pipes"; then
