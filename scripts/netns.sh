@@ -6,7 +6,13 @@
 # concurrent test runs cannot collide. Needs root and iproute2.
 #
 #   scripts/netns.sh up N [RATE]   make hosts P-h1..N; RATE (e.g. 2gbit)
-#                                  shapes every host's link with tbf
+#                                  shapes every host's link with tbf, its
+#                                  bucket $SMOE_NETNS_BURST (default 64kb:
+#                                  one GSO packet; a larger bucket sends a
+#                                  layer's gathers after an idle spell at
+#                                  line rate, so the link is no longer a
+#                                  link of RATE, bench/results/
+#                                  2026-12-07-link-shared-burst.md)
 #   scripts/netns.sh down          remove them
 #   scripts/netns.sh mpirun ARGS   run Open MPI's mpirun inside P-h1 with
 #                                  the namespace launch agent; pass e.g.
@@ -42,7 +48,7 @@ up)
     ip -n "$P-sw" link set "$P-h$k-p" master br0
     ip -n "$P-sw" link set "$P-h$k-p" up
     if [ -n "$rate" ]; then
-      ip netns exec "$P-h$k" tc qdisc add dev eth0 root tbf rate "$rate" burst 256kb latency 10ms
+      ip netns exec "$P-h$k" tc qdisc add dev eth0 root tbf rate "$rate" burst "${SMOE_NETNS_BURST:-64kb}" latency 10ms
     fi
   done
   ;;
