@@ -33,19 +33,10 @@ rates=${*:-2gbit 250mbit}
 . "$top/scripts/mpi-env.sh"
 . "$top/bench/table_lib.sh"
 export SMOE_CONFIG_DIR="$build/configs"
-# the bundled model with 8 sequences of 128 bytes per rank (as bench/overlap.sh)
-batch="per_device_batch_size=8"
-shape="$batch ici_expert_parallelism=1"
-flat="ici_fsdp_parallelism=4"
-hsdp="--slices 2 dcn_data_parallelism=2"
-two="--slices 2 dcn_fsdp_parallelism=2"
 dir=$(mktemp -d)
 cleanup() { "$top/scripts/netns.sh" down 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
-net() { # smoe ARGS... across the two hosts
-  "$top/scripts/netns.sh" mpirun --bind-to none --host 10.99.0.1:2,10.99.0.2:2 -np 4 \
-    -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$build/smoe" "$@"
-}
+. "$top/bench/hsdp_lib.sh"
 # the median over prefetch's steps after the first round of a per-step key
 bytes() { # FILE KEY
   python3 - "$1" "$2" <<'PY'
@@ -58,16 +49,6 @@ PY
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== commit $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown), $steps steps a run"
 outside=0 void=0
-# the profile across the two hosts, on the calibration's mesh (hosts x
-# ranks of a host: fsdp=2 x expert=2), where it times a layer's gathers and
-# reductions across the link as smoe train issues them (dcn_* and
-# gather_core_fraction; src/calib/layer_gathers.c) and profile_drift.sh
-# compares the time of a cross-host step; on another mesh it keeps the
-# one-weight sweep's figures; the layers timed at the runs' batch
-calibrate() { # FILE
-  net sim --calibrate --out "$1" ici_fsdp_parallelism=2 ici_expert_parallelism=2 $batch \
-    >"$dir/cal.out" 2>&1 || { tail -5 "$dir/cal.out"; exit 1; }
-}
 for rate in $rates; do
   "$top/scripts/netns.sh" down 2>/dev/null || true
   "$top/scripts/netns.sh" up 2 "$rate"
@@ -77,10 +58,7 @@ for rate in $rates; do
   indented grep -E '^(dcn_|ici_bandwidth|peak_flops|progress|gather_core)' "$dir/hw.yml"
   for layout in flat hsdp two; do
     eval "mesh=\$$layout"
-    # shellcheck disable=SC2086
-    "$build/smoe" sim --base "$build/configs/train.yml" --model tiny --devices 4 $mesh $shape \
-      --hardware "$dir/hw.yml" --batch 8 --seq 128 --remat none --dtype-bytes 4 \
-      --prefetch-depth 1 --json >"$dir/$layout-sim.json"
+    predict "$mesh" "$dir/hw.yml" --json >"$dir/$layout-sim.json"
     # shellcheck disable=SC2086
     net train --steps "$steps" --compare --quiet --json $mesh $shape >"$dir/$layout.json"
     echo "-- $layout ($mesh): $(sed -n 's/.*"slices":[[:space:]]*"\([^"]*\)".*/\1/p' "$dir/$layout.json")"

@@ -19,31 +19,20 @@ steps=${4:-12}
 . "$top/scripts/mpi-env.sh"
 . "$top/bench/table_lib.sh"
 export SMOE_CONFIG_DIR="$build/configs"
-batch="per_device_batch_size=8"
-shape="$batch ici_expert_parallelism=1"
-case "$layout" in
-  flat) mesh="ici_fsdp_parallelism=4" ;;
-  hsdp) mesh="--slices 2 dcn_data_parallelism=2" ;;
-  two) mesh="--slices 2 dcn_fsdp_parallelism=2" ;;
-  *) echo "hsdp_trace.sh: layout '$layout': flat, hsdp or two" >&2; exit 2 ;;
-esac
 dir=$(mktemp -d)
 cleanup() { "$top/scripts/netns.sh" down 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
-net() {
-  "$top/scripts/netns.sh" mpirun --bind-to none --host 10.99.0.1:2,10.99.0.2:2 -np 4 \
-    -x OPENBLAS_NUM_THREADS -x SMOE_CONFIG_DIR "$build/smoe" "$@"
-}
+. "$top/bench/hsdp_lib.sh"
+case "$layout" in
+  flat | hsdp | two) eval "mesh=\$$layout" ;;
+  *) echo "hsdp_trace.sh: layout '$layout': flat, hsdp or two" >&2; exit 2 ;;
+esac
 "$top/scripts/netns.sh" down 2>/dev/null || true
 "$top/scripts/netns.sh" up 2 "$rate"
 echo "== commit $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown); layout $layout ($mesh), link $rate, $steps steps"
-net sim --calibrate --out "$dir/hw.yml" ici_fsdp_parallelism=2 ici_expert_parallelism=2 $batch \
-  >"$dir/cal.out" 2>&1 || { tail -5 "$dir/cal.out"; exit 1; }
+calibrate "$dir/hw.yml"
 indented grep -E '^(dcn_|ici_bandwidth|peak_flops)' "$dir/hw.yml"
-# shellcheck disable=SC2086
-"$build/smoe" sim --base "$build/configs/train.yml" --model tiny --devices 4 $mesh $shape \
-  --hardware "$dir/hw.yml" --batch 8 --seq 128 --remat none --dtype-bytes 4 \
-  --prefetch-depth 1 --trace "$dir/sim.json" >"$dir/sim.txt"
+predict "$mesh" "$dir/hw.yml" --trace "$dir/sim.json" >"$dir/sim.txt"
 # shellcheck disable=SC2086
 net train --steps "$steps" --quiet $mesh $shape --trace "$dir/train.json" >"$dir/train.txt"
 echo
