@@ -1,5 +1,5 @@
 /* The step model's terms built from MaxText configurations, by hand:
- * vocabulary tiling, scannable blocks, unscanned layers, tensor
+ * vocabulary tiling, scannable and interleaved blocks, unscanned layers, tensor
  * parallelism, MLP activations, custom remat, fp8, the dense/attention
  * efficiency split, the dense expert path, ring of experts, tokamax's
  * tiles and the experts' layout (test_sim_attn.c: the attention's terms;
@@ -64,6 +64,54 @@ static void test_scannable_block(const char *cfgdir)
     }
     smoe_sim_model_free(b);
     smoe_sim_model_free(p);
+}
+
+#define REL(a, b) (fabs((a) - (b)) <= 1e-9 * fabs(b))
+
+/* A block that interleaves dense and MoE layers (llama4-17b-128e: 12
+ * blocks of 4 layers, interleave_moe_layer_step 2, so layers_1 and
+ * layers_3 are MoE, layers_0 and layers_2 dense MLPs of base_mlp_dim;
+ * llama4.py determine_is_moe_layer). Its unit is 2 MoE layers (a quarter
+ * of the all-MoE block's, interleave_moe_layer_step 1) and 2 dense layers
+ * (a quarter of kind 0's 4), never 4 MoE layers: the experts' phase, the
+ * exchanges and the dispatch are half the all-MoE block's; the phase
+ * before them, its backward and the saved activations add up by layer. */
+static void test_interleaved_block(const char *cfgdir)
+{
+    char msg[512];
+    const char *all[] = { "override_model_config=true", "interleave_moe_layer_step=1" };
+    smoe_sim_model *a = build_model(cfgdir, "llama4-17b-128e", NULL, 0, msg, sizeof msg);
+    smoe_sim_model *m = build_model(cfgdir, "llama4-17b-128e", all, 2, msg, sizeof msg);
+    CHECKF(a && m, "built: %s", msg);
+    if (a && m) {
+        const sim_kind *x = &a->k[1], *moe = &m->k[1], *dense = &a->k[0];
+        CHECK_INT(a->L, 12);
+        CHECK(a->kind_of[0] == 1 && a->kind_of[11] == 1);
+        CHECKF(REL(x->fwd_exp, moe->fwd_exp / 2) && REL(x->bwd_exp, moe->bwd_exp / 2),
+               "experts %g %g, all-MoE block %g %g", x->fwd_exp, x->bwd_exp, moe->fwd_exp,
+               moe->bwd_exp);
+        CHECKF(x->a2a_s > 0 && REL(x->a2a_s, moe->a2a_s / 2), "exchange %g, all-MoE %g",
+               x->a2a_s, moe->a2a_s);
+        CHECKF(REL(x->fwd_pre, moe->fwd_pre / 2 + dense->fwd_pre / 2) &&
+                   REL(x->bwd_pre, moe->bwd_pre / 2 + dense->bwd_pre / 2) &&
+                   REL(x->bwd_full_pre, moe->bwd_full_pre / 2 + dense->bwd_full_pre / 2),
+               "pre %g (bwd %g), MoE layer %g, dense layer %g", x->fwd_pre, x->bwd_pre,
+               moe->fwd_pre / 4, dense->fwd_pre / 4);
+        /* the dense layers are the wider MLPs, not the MoE layer's router,
+         * shared expert and half-width routed rows */
+        CHECKF(dense->fwd_pre > moe->fwd_pre, "dense layers %g, MoE layers' pre %g",
+               dense->fwd_pre, moe->fwd_pre);
+        /* the recompute: the same seconds, by layer */
+        CHECKF(REL(x->fwd_pre * x->rc[0],
+                   moe->fwd_pre * moe->rc[0] / 2 + dense->fwd_pre * dense->rc[0] / 2),
+               "recomputed %g", x->fwd_pre * x->rc[0]);
+        CHECKF(REL(x->act_saved - x->act_input,
+                   (moe->act_saved - moe->act_input) / 2 + (dense->act_saved - dense->act_input) / 2),
+               "saved %g", x->act_saved);
+        CHECKF(REL(x->act_input, moe->act_input), "the block input once");
+    }
+    smoe_sim_model_free(a);
+    smoe_sim_model_free(m);
 }
 
 /* model (build_model) as it is (*a) and with the overrides ov[0..n) (*b);
@@ -537,6 +585,7 @@ int main(int argc, char **argv)
     }
     test_custom_remat(argv[1]);
     test_scannable_block(argv[1]);
+    test_interleaved_block(argv[1]);
     test_unrolled(argv[1]);
     test_tensor_parallel(argv[1]);
     test_mlp_activations(argv[1]);

@@ -192,24 +192,6 @@ static smoe_status vocab_tiles(const smoe_config *cfg, const smoe_sim_shape *sh,
 }
 
 
-/* A scannable block (MaxText's gemma4, gpt-oss, llama4, qwen3-next and
- * olmo3 decoders scan a block of several decoder layers: decoders.py
- * get_decoder_layers, the *ScannableBlock classes, rematerialised as one):
- * each stacked layer of the plan is `sub` decoder layers. A unit's compute,
- * expert exchanges and kept activations are sub layers' (the block input
- * once); its gathers are already the block's weights. */
-static void block_scale(sim_kind *k, double sub)
-{
-    double *t[] = { &k->fwd_pre, &k->fwd_exp, &k->fwd_post, &k->bwd_pre, &k->bwd_exp,
-                    &k->bwd_post, &k->bwd_full_pre, &k->bwd_full_exp, &k->bwd_full_post,
-                    &k->a2a_s, &k->permute_s, &k->act_mx_res, &k->act_peak, &k->act_host,
-                    &k->offload_s };
-    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-        *t[i] *= sub;
-    k->act_mx_saved = k->act_input + (k->act_mx_saved - k->act_input) * sub;
-    k->act_saved = k->act_input + (k->act_saved - k->act_input) * sub;
-}
-
 /* Elements of smoe's runtime's gathered buffer of w (smoe train's): its
  * executable form (smoe_gather_exec_of) gathers every live axis, ahead or
  * at use, but keeps a routed weight's expert axis; the plan's bytes_out
@@ -651,6 +633,22 @@ static smoe_status top_compute(build_ctx *b, smoe_sim_model *m, const smoe_confi
     return SMOE_OK;
 }
 
+/* Each stacked layer's unit is `sub` decoder layers; in an all-MoE stack
+ * that interleaves dense layers, those are kind 0's (block.c). */
+static void block_units(const build_ctx *b, smoe_sim_model *m, const smoe_plan *plan, double sub)
+{
+    int n_sub = 0, n_moe = 0;
+    if (!b->stacks[0] && b->stacks[1])
+        sim_block_moe_layers(plan, b->stacks[1], &n_sub, &n_moe);
+    if (n_sub == (int)sub && n_moe > 0 && n_moe < n_sub) {
+        sim_block_mix(&m->k[1], &m->k[0], (double)n_moe, sub - n_moe);
+        sim_block_scale(&m->k[0], sub);
+        return;
+    }
+    for (int k = 0; k < 2; k++)
+        sim_block_scale(&m->k[k], sub);
+}
+
 smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
                                  const smoe_hw *hw, const smoe_sim_shape *sh,
                                  smoe_sim_model **out, smoe_err *err)
@@ -675,10 +673,9 @@ smoe_status smoe_sim_model_build(const smoe_config *cfg, const smoe_plan *plan,
     moe_traffic(&b, m, hw, sh);
     double tp_one;
     tensor_parallel(&b.c, smoe_sim_tokens(sh), (double)b.d.emb, m, &tp_one);
-    /* decoder layers a stacked layer holds (scannable blocks: block_scale) */
+    /* decoder layers a stacked layer holds (scannable blocks, block.c) */
     if (b.d.layers > m->L && b.d.layers % m->L == 0)
-        for (int k = 0; k < 2; k++)
-            block_scale(&m->k[k], (double)(b.d.layers / m->L));
+        block_units(&b, m, plan, (double)(b.d.layers / m->L));
     if ((s = top_compute(&b, m, cfg, hw, sh, tp_one, err)))
         goto fail;
     *out = m;

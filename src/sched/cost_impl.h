@@ -41,4 +41,12 @@ void cost_layer(const cost *c, const smoe_dims *d, const smoe_sim_shape *sh, dou
 cost cost_dense(const cost *c, int fp8);
 double cost_head(const cost *c, double T, double E, double V, double tiles);
 
+/* Scannable blocks (block.c): the sub layers of a stacked layer of
+ * `stack` in the plan (decoder/<stack>/layers_<k>/...) and those with
+ * routed experts; a kind's costs times sub decoder layers; an MoE kind's
+ * as n_moe MoE layers and n_dense layers of kind `dense`. */
+void sim_block_moe_layers(const smoe_plan *plan, const char *stack, int *sub, int *moe);
+void sim_block_scale(sim_kind *k, double sub);
+void sim_block_mix(sim_kind *moe, const sim_kind *dense, double n_moe, double n_dense);
+
 #endif
