@@ -91,7 +91,9 @@ double calib_spread(const double *v, int n);
  * within it) the same sets give the within-host figures on the cost
  * model's terms instead (smoe_sim_gather_near): lat per within-host step
  * (ici_latency), bw the near bytes per second (ici_bandwidth / 2, coll_at's
- * rate). Collective. */
+ * rate); so do they across hosts with near_only, each weight's cross-host
+ * axis dropped from its sharding (gathered within each host, replicated
+ * across), the gathers alone (reduce_* not set). Collective. */
 typedef struct calib_sets {
     double lat, bw;               /* in: the sweep's; out: the gathers' */
     double reduce_lat, reduce_bw; /* out: the reductions' (when used) */
@@ -102,17 +104,20 @@ typedef struct calib_sets {
 } calib_sets;
 SMOE_MUST_CHECK
 smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
-                                void (*idle)(void *), void *ud, calib_sets *out, smoe_err *err);
+                                int near_only, void (*idle)(void *), void *ud, calib_sets *out,
+                                smoe_err *err);
 /* The profile's figures from those sets, into hw (which holds the sweep's
  * on entry): on one host ici_latency, ici_bandwidth and ici_reduce_*,
- * across hosts dcn_latency, dcn_bandwidth and dcn_reduce_*, and both ways
- * gather_core_fraction (the sets' CPU share over `share`, the rates'
- * share of a core); *out the sets' fit (used = 0: hw unchanged).
+ * across hosts dcn_latency, dcn_bandwidth and dcn_reduce_* and, from the
+ * sets within each host (near_only), the ici_* ones; both ways
+ * gather_core_fraction (the first sets' CPU share over `share`, the
+ * rates' share of a core); *out the first sets' fit, *within the
+ * within-host sets' across hosts (used = 0: those figures unchanged).
  * Collective. */
 SMOE_MUST_CHECK
 smoe_status calib_layer_figures(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
                                 void (*idle)(void *), void *ud, double share, smoe_hw *hw,
-                                calib_sets *out, smoe_err *err);
+                                calib_sets *out, calib_sets *within, smoe_err *err);
 
 /* The profile's file (profile_file.c): rank 0's f, smoe_out's temporary
  * beside path (stdout when path is NULL), NULL on the other ranks. */

@@ -432,7 +432,7 @@ typedef struct measured {
     smoe_hw hw;
     spread sp;
     double fig[4][3]; /* ici, a2a, compute_scale, dcn: spread, share (, s) */
-    calib_sets sets;
+    calib_sets sets, within; /* the layer sets; across hosts, within each host */
     int size, nodes, per_node, layer_ici, layer_dcn;
     const char *corename;
 } measured;
@@ -543,7 +543,8 @@ static smoe_status write_profile(FILE *f, const measured *M, smoe_err *err)
                             "(compute_scale x\n# the roofline)\n", M->fig[2][2]);
     if (layer_ici) /* what bench/profile_drift.sh times a within-host step at */
         addf(tail, sizeof tail, "# ici_step_bytes %.0f: bytes within the host per step of the "
-                                "model's\n# layers, at ici_bandwidth / 2\n", M->sets.step_bytes);
+                                "model's\n# layers, at ici_bandwidth / 2\n",
+             M->within.used ? M->within.step_bytes : M->sets.step_bytes);
     if (layer_dcn) /* what bench/profile_drift.sh times a cross-host step at */
         addf(tail, sizeof tail, "# dcn_step_bytes %.0f: bytes from other hosts per cross-host "
                                 "step of the\n# model's layers\n", M->sets.step_bytes);
@@ -605,9 +606,9 @@ static smoe_status measure_links(smoe_rt *rt, const smoe_plan *plan, const smoe_
                                        &hw->dcn_bandwidth, M->fig[3], err)))
         return s;
     if ((s = calib_layer_figures(rt, plan, nodes, per_node, run_layer_work, work, share, hw,
-                                 &M->sets, err)))
+                                 &M->sets, &M->within, err)))
         return s;
-    M->layer_ici = M->sets.used && nodes == 1;
+    M->layer_ici = (M->sets.used && nodes == 1) || M->within.used;
     M->layer_dcn = M->sets.used && nodes > 1;
     if (per_node == 1) { /* no fast interconnect: the network's figures */
         hw->ici_bandwidth = 2 * hw->dcn_bandwidth;

@@ -1,6 +1,8 @@
 /* A layer's weight gathers, measured as smoe train issues them
- * (calib_impl.h): across hosts the link's terms, on one host the shared
- * memory's. A one-weight sweep (calibrate.c) times one gather at a time,
+ * (calib_impl.h): across hosts the link's terms and, with the same
+ * weights gathered within each host only (as HSDP's gathers and a
+ * two-level gather's second level run), the shared memory's; on one host
+ * the shared memory's. A one-weight sweep (calibrate.c) times one gather at a time,
  * back to back; training starts a layer's dozen gathers at once, up to the
  * runtime's window of them in flight, on communicators of 2 and 4 ranks,
  * and waits for each in turn: what each costs there is what the simulator
@@ -60,8 +62,47 @@ typedef struct layer_set {
     char what[64];
 } layer_set;
 
+/* Every name `from` among g's axes made `to`. */
+static void rename_axes(smoe_gather *g, const char *from, const char *to)
+{
+    smoe_axes *sets[4] = { g->live, g->axes, g->out, g->residual };
+    for (int k = 0; k < 4; k++)
+        for (int d = 0; d < g->rank; d++)
+            for (int a = 0; a < sets[k][d].n; a++)
+                if (strcmp(sets[k][d].ax[a], from) == 0)
+                    sets[k][d].ax[a] = to;
+}
+
+/* g sharded and gathered within each host only, replicated across hosts
+ * (as HSDP's gathers): its source spec without the cross-host axis (fsdp
+ * on the calibration's mesh: same_mesh), the within-host one (expert)
+ * gathered as an FSDP axis. The plan's rule gathers `expert` only after
+ * an FSDP axis, so the gather is computed on the mesh with the two
+ * renamed (expert as fsdp, fsdp as data), then named back. */
+static void within_host(const smoe_gather *g, const smoe_plan *plan, smoe_gather *out)
+{
+    smoe_mesh m = plan->mesh;
+    for (int a = 0; a < m.n; a++)
+        m.name[a] = strcmp(m.name[a], "fsdp") == 0     ? "data"
+                  : strcmp(m.name[a], "expert") == 0 ? "fsdp"
+                                                     : m.name[a];
+    smoe_pspec sp;
+    memset(&sp, 0, sizeof sp);
+    sp.rank = g->rank;
+    for (int d = 0; d < g->rank; d++)
+        for (int a = 0; a < g->live[d].n; a++)
+            if (strcmp(g->live[d].ax[a], "expert") == 0)
+                sp.dim[d].ax[sp.dim[d].n++] = "fsdp";
+    smoe_gather_compute(&sp, g->shape, &m, SMOE_MODE_COAXIS, plan->dtype_bytes, out);
+    rename_axes(out, "fsdp", "expert");
+    out->wire = g->wire;
+}
+
+/* Layer kind `kind`'s gathers at s times their bytes into L; with
+ * near_only, each gathered within the host only (within_host), routed
+ * experts too (their expert axis is the host's). */
 static smoe_status build_set(smoe_rt *rt, const smoe_plan *plan, int kind, int per_node,
-                             int64_t s, layer_set *L, smoe_err *err)
+                             int near_only, int64_t s, layer_set *L, smoe_err *err)
 {
     memset(L, 0, sizeof *L);
     L->scale = s;
@@ -72,10 +113,16 @@ static smoe_status build_set(smoe_rt *rt, const smoe_plan *plan, int kind, int p
         if (pw->kind != SMOE_ENTRY_PARAM || !pw->path || strncmp(pw->path, k_stacks[kind], pl) ||
             pw->gather.status == SMOE_GATHER_NOOP)
             continue;
-        const smoe_gather *g = &pw->gather;
+        smoe_gather gn;
+        if (near_only)
+            within_host(&pw->gather, plan, &gn);
+        const smoe_gather *g = near_only ? &gn : &pw->gather;
+        if (g->status == SMOE_GATHER_NOOP)
+            continue;
         smoe_gather_exec x;
         smoe_status st;
-        if ((st = smoe_gather_exec_of(g, is_routed(pw->path + pl), pw->path, &x, err)) ||
+        int routed = !near_only && is_routed(pw->path + pl);
+        if ((st = smoe_gather_exec_of(g, routed, pw->path, &x, err)) ||
             (st = smoe_gather_exec_set_wire(&x, g, &plan->mesh, g->wire, plan->int8_block,
                                             pw->path, err)))
             return st;
@@ -179,7 +226,7 @@ static void fit_sets(const double *xs, double *ys, int n, double *lat, double *b
 /* The sets timed: one layer of each kind at 1, 2 and 4 times its bytes,
  * each with steps on the terms measured (near: within the host); *nset. */
 static smoe_status build_sets(smoe_rt *rt, const smoe_plan *plan, int per_node, int near,
-                              layer_set set[6], int *nset, smoe_err *err)
+                              int near_only, layer_set set[6], int *nset, smoe_err *err)
 {
     static const int64_t scale[3] = { 1, 2, 4 };
     smoe_status s = SMOE_OK;
@@ -187,7 +234,7 @@ static smoe_status build_sets(smoe_rt *rt, const smoe_plan *plan, int per_node, 
     for (int kind = 0; kind < 2 && !s; kind++)
         for (int k = 0; k < 3 && !s; k++) {
             layer_set *L = &set[*nset];
-            s = build_set(rt, plan, kind, per_node, scale[k], L, err);
+            s = build_set(rt, plan, kind, per_node, near_only, scale[k], L, err);
             if (s || (near ? L->near_steps : L->far_steps) <= 0)
                 free_set(L);
             else
@@ -202,17 +249,19 @@ static smoe_status build_sets(smoe_rt *rt, const smoe_plan *plan, int per_node, 
  * median: on a shared machine one set in a few takes several times the
  * others (a rank descheduled), and a step's wait, whose median training
  * reports, is the sum of a dozen such sets, near the sum of their means.
- * mean[j]: set j's gathers, mean[6 + j] its reductions; *cpu_share: the
- * ranks' CPU time in them over their wall time. */
-static smoe_status time_sets(smoe_rt *rt, layer_set set[6], int nset, void (*idle)(void *),
-                             void *ud, double mean[12], double *cpu_share, smoe_err *err)
+ * mean[j]: set j's gathers, mean[6 + j] its reductions (without
+ * `reduce`: none timed, 0); *cpu_share: the ranks' CPU time in them over
+ * their wall time. */
+static smoe_status time_sets(smoe_rt *rt, layer_set set[6], int nset, int reduce,
+                             void (*idle)(void *), void *ud, double mean[12], double *cpu_share,
+                             smoe_err *err)
 {
     double busy[2] = { 0, 0 }; /* this rank's CPU and wall seconds in them */
     smoe_status s = SMOE_OK;
     for (int r = -1; r < REPS && !s; r++)
         for (int j = 0; j < nset && !s; j++) {
             double cpu = 0, t = run_set(rt, &set[j], idle, ud, &cpu);
-            double tr = run_reduce(rt, &set[j], idle, ud, &cpu, &s, err);
+            double tr = reduce ? run_reduce(rt, &set[j], idle, ud, &cpu, &s, err) : 0;
             if (r >= 0) {
                 mean[j] += t / REPS;
                 mean[6 + j] += tr / REPS;
@@ -263,18 +312,19 @@ static void fit_all(smoe_rt *rt, const layer_set set[6], int nset, int near,
 }
 
 smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
-                                void (*idle)(void *), void *ud, calib_sets *out, smoe_err *err)
+                                int near_only, void (*idle)(void *), void *ud, calib_sets *out,
+                                smoe_err *err)
 {
     out->used = 0;
-    const int near = nodes == 1; /* one host: the within-node terms, on any mesh */
-    if (out->bw <= 0 || (near ? per_node < 2 : !same_mesh(&plan->mesh, nodes, per_node)))
+    const int near = nodes == 1 || near_only; /* the within-node terms, on any mesh */
+    if (out->bw <= 0 || (nodes == 1 ? per_node < 2 : !same_mesh(&plan->mesh, nodes, per_node)))
         return SMOE_OK;
     layer_set set[6];
     int nset;
     double mean[12] = { 0 };
-    smoe_status s = build_sets(rt, plan, per_node, near, set, &nset, err);
+    smoe_status s = build_sets(rt, plan, per_node, near, near_only, set, &nset, err);
     if (!s)
-        s = time_sets(rt, set, nset, idle, ud, mean, &out->cpu_share, err);
+        s = time_sets(rt, set, nset, !near_only, idle, ud, mean, &out->cpu_share, err);
     if (!s)
         fit_all(rt, set, nset, near, mean, out);
     for (int j = 0; j < nset; j++)
@@ -282,28 +332,48 @@ smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, i
     return s;
 }
 
-smoe_status calib_layer_figures(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
-                                void (*idle)(void *), void *ud, double share, smoe_hw *hw,
-                                calib_sets *out, smoe_err *err)
+/* The sets' fit into hw's within-node (near) or cross-host figures; the
+ * reductions' where they were timed (`reduce`). */
+static void set_figures(smoe_hw *hw, int near, int reduce, const calib_sets *out)
 {
-    const int near = nodes == 1;
-    *out = (calib_sets){ .lat = near ? hw->ici_latency : hw->dcn_latency,
-                        .bw = near ? hw->ici_bandwidth / 2 : hw->dcn_bandwidth };
-    smoe_status s = calib_layer_gathers(rt, plan, nodes, per_node, idle, ud, out, err);
-    if (s || !out->used)
-        return s;
     if (near) { /* ici_bandwidth is 2x the cost model's within-node rate */
         hw->ici_latency = out->lat;
         hw->ici_bandwidth = 2 * out->bw;
-        hw->cpu.ici_reduce_latency = out->reduce_lat;
-        hw->cpu.ici_reduce_bandwidth = 2 * out->reduce_bw;
+        if (reduce) {
+            hw->cpu.ici_reduce_latency = out->reduce_lat;
+            hw->cpu.ici_reduce_bandwidth = 2 * out->reduce_bw;
+        }
     } else {
         hw->dcn_latency = out->lat;
         hw->dcn_bandwidth = out->bw;
         hw->cpu.dcn_reduce_latency = out->reduce_lat;
         hw->cpu.dcn_reduce_bandwidth = out->reduce_bw;
     }
+}
+
+smoe_status calib_layer_figures(smoe_rt *rt, const smoe_plan *plan, int nodes, int per_node,
+                                void (*idle)(void *), void *ud, double share, smoe_hw *hw,
+                                calib_sets *out, calib_sets *within, smoe_err *err)
+{
+    const int near = nodes == 1;
+    *out = (calib_sets){ .lat = near ? hw->ici_latency : hw->dcn_latency,
+                        .bw = near ? hw->ici_bandwidth / 2 : hw->dcn_bandwidth };
+    *within = (calib_sets){ .lat = hw->ici_latency, .bw = hw->ici_bandwidth / 2 };
+    smoe_status s = calib_layer_gathers(rt, plan, nodes, per_node, 0, idle, ud, out, err);
+    if (s || !out->used)
+        return s;
+    set_figures(hw, near, 1, out);
     if (out->cpu_share > 0) /* the sets' CPU time at the rates' share of a core */
         hw->cpu.gather_core_fraction = fmin(1, fmax(1e-3, out->cpu_share / fmax(share, 1e-3)));
+    /* across hosts, the same layers' gathers within each host (HSDP's, a
+     * two-level gather's second level): the sweep's within-host figures
+     * are a single gather's, several times cheaper than a layer's. Their
+     * reductions are not timed: a weight replicated across hosts adds an
+     * all-reduce over the link to its reduce-scatter, which the dcn
+     * figures time. */
+    if (!near && (s = calib_layer_gathers(rt, plan, nodes, per_node, 1, idle, ud, within, err)))
+        return s;
+    if (within->used)
+        set_figures(hw, 1, 0, within);
     return SMOE_OK;
 }
