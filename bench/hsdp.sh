@@ -30,12 +30,7 @@ build=$(cd "${1:-$top/build}" && pwd)
 steps=${2:-12}
 shift $(($# < 2 ? $# : 2))
 rates=${*:-2gbit 250mbit}
-. "$top/scripts/mpi-env.sh"
 . "$top/bench/table_lib.sh"
-export SMOE_CONFIG_DIR="$build/configs"
-dir=$(mktemp -d)
-cleanup() { "$top/scripts/netns.sh" down 2>/dev/null; rm -rf "$dir"; }
-trap cleanup EXIT
 . "$top/bench/hsdp_lib.sh"
 # the median over prefetch's steps after the first round of a per-step key
 bytes() { # FILE KEY

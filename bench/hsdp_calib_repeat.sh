@@ -14,11 +14,6 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$top/build}" && pwd)
 rate=${2:-2gbit}
 n=${3:-5}
-. "$top/scripts/mpi-env.sh"
-export SMOE_CONFIG_DIR="$build/configs"
-dir=$(mktemp -d)
-cleanup() { "$top/scripts/netns.sh" down 2>/dev/null; rm -rf "$dir"; }
-trap cleanup EXIT
 . "$top/bench/hsdp_lib.sh"
 "$top/scripts/netns.sh" down 2>/dev/null || true
 "$top/scripts/netns.sh" up 2 "$rate"

@@ -1,8 +1,14 @@
 # shellcheck shell=sh disable=SC2034,SC2154 # set here for, and from, the scripts that source it
-# What bench/hsdp.sh and bench/hsdp_trace.sh share (sourced; needs $top,
-# $build and $dir): the model's shape, the three layouts, smoe across the
-# two network-namespace hosts, the calibration across them and the
-# simulator's prediction of a layout.
+# What bench/hsdp.sh, bench/hsdp_trace.sh and bench/hsdp_calib_repeat.sh
+# share (sourced; needs $top and $build): MPI's environment, the configs,
+# a scratch $dir removed with the hosts at exit, the model's shape, the
+# three layouts, smoe across the two network-namespace hosts, the
+# calibration across them and the simulator's prediction of a layout.
+. "$top/scripts/mpi-env.sh"
+export SMOE_CONFIG_DIR="$build/configs"
+dir=$(mktemp -d)
+cleanup() { "$top/scripts/netns.sh" down 2>/dev/null; rm -rf "$dir"; }
+trap cleanup EXIT
 # the bundled model with 8 sequences of 128 bytes per rank (as bench/overlap.sh)
 batch="per_device_batch_size=8"
 shape="$batch ici_expert_parallelism=1"

@@ -24,12 +24,7 @@ case "$depth" in
   1) row=1 what="prefetch" ;;
   *) echo "hsdp_trace.sh: depth '$depth': 0 or 1" >&2; exit 2 ;;
 esac
-. "$top/scripts/mpi-env.sh"
 . "$top/bench/table_lib.sh"
-export SMOE_CONFIG_DIR="$build/configs"
-dir=$(mktemp -d)
-cleanup() { "$top/scripts/netns.sh" down 2>/dev/null; rm -rf "$dir"; }
-trap cleanup EXIT
 . "$top/bench/hsdp_lib.sh"
 case "$layout" in
   flat | hsdp | two) eval "mesh=\$$layout" ;;
