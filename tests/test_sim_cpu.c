@@ -101,6 +101,21 @@ static void three_layers(double rs_s, double ar_s, double step, double exposed,
 
 static void test_grad_before_prefetch(void) { three_layers(5, 0, 35, 3, "gradient buffer first"); }
 
+/* A prefetch takes the buffer that frees first, as train's executor does,
+ * not the first whose release is known when its point is reached. The
+ * three layers above with 10 s reductions: unit 3 as above (compute
+ * [11, 17], gradients in b1, reduction [17, 27], b2 held to 27); unit 4
+ * takes b1 for its gradients at 17, computes [17, 23] and frees it at 23,
+ * its reduction [27, 37]. Unit 5's gather (point 4, at 17) waits for a
+ * buffer: b1 at 23, before b2 at 27: [23, 25]. Unit 5 waits for it
+ * [23, 25] and for a gradient buffer (b2) [25, 27], computes [27, 33],
+ * reduces [37, 47]: 47 s, 4 s exposed. Committed at 17 to b2 (the one
+ * release known then), its gather would run [27, 29]: 8 s exposed. */
+static void test_first_free_buffer(void)
+{
+    three_layers(10, 0, 47, 4, "the buffer that frees first");
+}
+
 /* A weight replicated across slices: its reduction is a reduce-scatter and
  * then an all-reduce of the shard's gradient, and the weights' buffer frees
  * when the reduce-scatter ends (train's prefetch.c), not the all-reduce.
@@ -594,6 +609,7 @@ int main(int argc, char **argv)
     test_cpu_executor();
     test_grad_before_prefetch();
     test_slot_frees_after_reduce_scatter();
+    test_first_free_buffer();
     test_network_stretch();
     test_top_level();
     test_core_share();

@@ -22,6 +22,8 @@ smoe_status sim_pool_init(sim_pool *p, const smoe_schedule *sc, int nunits)
     p->reached = -1;
     p->hold = -1;
     p->last = -INFINITY; /* the step's first entries may go before its start */
+    p->held_pt = -2;
+    p->held_t = -INFINITY;
     p->sfree = smoe_malloc(sizeof *p->sfree * (size_t)p->n);
     p->uslot = smoe_malloc(sizeof *p->uslot * (size_t)nunits);
     if (!p->sfree || !p->uslot) {
@@ -91,6 +93,15 @@ static int unit_pending(const sim_pool *p, int i, int u)
     return 0;
 }
 
+/* Is a buffer held whose release is not known yet? */
+static int unknown_release(const sim_pool *p)
+{
+    for (int b = 0; b < p->n; b++)
+        if (p->sfree[b] == INFINITY)
+            return 1;
+    return 0;
+}
+
 void sim_pool_issue(sim_pool *p, double t, sim_pool_start start, void *ud)
 {
     const smoe_sched_gather *g = p->sc->g;
@@ -98,12 +109,23 @@ void sim_pool_issue(sim_pool *p, double t, sim_pool_start start, void *ud)
         const smoe_sched_gather *e = &g[p->next];
         if (p->hold >= 0 && e->unit > p->hold && !unit_pending(p, p->next, p->hold))
             return; /* a later unit's prefetch: after the held unit's start */
-        double at = fmax(t, p->last);
+        double at = fmax(e->issue <= p->held_pt ? p->held_t : t, p->last);
         if (p->uslot[e->unit] < 0) {
             double when;
             int b = first(p, &when);
             if (when == INFINITY)
                 return;
+            /* a buffer that frees later, while one whose release is not
+             * known yet may free first (the unit computing now, a gradient
+             * buffer): held back until that one's release is known (train's
+             * executor takes whichever frees first) */
+            if (when > t && unknown_release(p)) {
+                if (p->held_pt < e->issue) {
+                    p->held_pt = e->issue;
+                    p->held_t = at;
+                }
+                return;
+            }
             at = fmax(at, when);
             p->sfree[b] = INFINITY;
             p->uslot[e->unit] = b;

@@ -232,6 +232,10 @@ typedef struct sim_pool {
     int hold;        /* a backward unit without its gradient buffer yet: later
                       * units' entries wait (-1: none; train's prefetch.c) */
     double last;     /* the last entry's start */
+    double held_t;   /* the entries up to point held_pt were held back at held_t
+                      * for a buffer that frees later while another's release
+                      * is not known yet (held_pt -2: none) */
+    int held_pt;
     double *sfree;   /* (n) when a buffer frees; INFINITY: held */
     int *uslot;      /* (units) a unit's buffer, or -1 */
 } sim_pool;
