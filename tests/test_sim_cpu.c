@@ -116,6 +116,48 @@ static void test_first_free_buffer(void)
     three_layers(10, 0, 47, 4, "the buffer that frees first");
 }
 
+/* Across hosts the gathers and the reductions share one link
+ * (dcn_link_bandwidth; src/sched/link.c). The two layers above at depth 0
+ * (pool 2), everything on the network (no stretch of the compute),
+ * dcn_bandwidth = dcn_reduce_bandwidth = 1e8: forward gathers [0, 2]
+ * [5, 7], computes [2, 5] [7, 10]; unit 2 gathers [10, 12], computes
+ * [12, 18]; its 1 s reduction and unit 3's 2 s gather both start at 18.
+ * Without the key each has the link: gather [18, 20], compute [20, 26],
+ * reduction [26, 27]: 27 s, 8 s exposed.
+ * A link of 1e8 (each asks all of it). Pass 1: the gather, issued after
+ * the reduction, loses its 1 s: [18, 21]. Pass 2, against pass 1: the
+ * reduction loses half of what both ask beyond the link while the gather
+ * runs, three rounds of 1 s x 1/2, 1.5 x 1/2, 1.75 x 1/2: [18, 19.875];
+ * the gather half of its 1 s overlap: [18, 20.5]. Pass 3, against pass 2:
+ * the reduction [18, 19.875] again; the gather loses 1.875 x 1/2:
+ * [18, 20.9375], compute [20.9375, 26.9375], reduction to 27.9375 s,
+ * 8.9375 s exposed (fair shares: 28 s, 9 s).
+ * A link of 4/3 x 1e8 (each asks 3/4 of it: 1/2 beyond it, each's part
+ * 1/4 a second). Pass 1: the gather [18, 20.5]. Pass 2: the reduction
+ * loses 1/4 of 1, 1.25, 1.3125 s: [18, 19.328125]; the gather 1/4 of
+ * 1 s: [18, 20.25]. Pass 3: the reduction as in pass 2, the gather
+ * 1/4 x 1.328125 s: [18, 20.33203125], the step 27.33203125 s (fair
+ * shares: the gather at 20.5). A link of 2e8: both fit, 27 s. */
+static void test_shared_link(void)
+{
+    smoe_sim_model m = cpu_two_layers();
+    m.use_compute = 1;
+    m.k[0].w[0].pre_net = 1;
+    m.k[0].w[0].rs_net = 1;
+    m.hw.dcn_bandwidth = 1e8;
+    m.hw.cpu.dcn_reduce_bandwidth = 1e8;
+    const double link[4] = { 0, 1e8, 4e8 / 3, 2e8 }, step[4] = { 27, 27.9375, 27.33203125, 27 };
+    for (int i = 0; i < 4; i++) {
+        smoe_sim_result r;
+        m.hw.cpu.dcn_link_bandwidth = link[i];
+        CHECK(run_depth(&m, SMOE_SIM_EXEC_RUNTIME, 0, &r) == SMOE_OK);
+        CHECKF(NEAR(r.step_s, step[i]), "link %g: step %g, expected %g", link[i], r.step_s,
+               step[i]);
+        CHECKF(NEAR(r.exposed_gather_s, step[i] - 19), "link %g: exposed %g, expected %g",
+               link[i], r.exposed_gather_s, step[i] - 19);
+    }
+}
+
 /* A weight replicated across slices: its reduction is a reduce-scatter and
  * then an all-reduce of the shard's gradient, and the weights' buffer frees
  * when the reduce-scatter ends (train's prefetch.c), not the all-reduce.
@@ -611,6 +653,7 @@ int main(int argc, char **argv)
     test_slot_frees_after_reduce_scatter();
     test_first_free_buffer();
     test_network_stretch();
+    test_shared_link();
     test_top_level();
     test_core_share();
     test_moe_backward_order();

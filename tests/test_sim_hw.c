@@ -38,6 +38,7 @@ static const struct {
     { "core_share", "0.5", CPU(core_share), 0.5 },
     { "dcn_reduce_bandwidth", "7e8", CPU(dcn_reduce_bandwidth), 7e8 },
     { "dcn_reduce_latency", "1e-4", CPU(dcn_reduce_latency), 1e-4 },
+    { "dcn_link_bandwidth", "6e8", CPU(dcn_link_bandwidth), 6e8 },
     { "ici_reduce_bandwidth", "8e9", CPU(ici_reduce_bandwidth), 8e9 },
     { "ici_reduce_latency", "2e-5", CPU(ici_reduce_latency), 2e-5 },
     { "gather_core_fraction", "0.25", CPU(gather_core_fraction), 0.25 },

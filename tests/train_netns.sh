@@ -138,10 +138,12 @@ unset SMOE_TEST_MPI_THREAD
 # the calibration across the hosts: on the training's mesh (fsdp = hosts,
 # expert = ranks per host) the dcn figures come from a layer's gathers, the
 # reductions' own (dcn_reduce_*) from its reductions, and the cores' part of
-# their time (gather_core_fraction, in (0, 1]) from the ranks' CPU time; the
-# ici figures from the same layer's gathers within each host (no
-# ici_reduce_*: those reductions would cross the link); on fsdp=4 (not the
-# calibration's hosts x ranks) all from the one-weight sweep.
+# their time (gather_core_fraction, in (0, 1]) from the ranks' CPU time, and
+# where the two together took longer, the link they share
+# (dcn_link_bandwidth, with its note); the ici figures from the same
+# layer's gathers within each host (no ici_reduce_*: those reductions would
+# cross the link); on fsdp=4 (not the calibration's hosts x ranks) all from
+# the one-weight sweep.
 # The first calibrates by default, which across hosts is with the progress
 # thread, as smoe train's default (progress: thread, which the simulator
 # predicts); the second with --no-progress-thread (progress: calls), which
@@ -167,10 +169,13 @@ for mesh in ici_expert_parallelism=2 ici_fsdp_parallelism=4; do
       grep -q "^ici_bandwidth:.*a layer's gathers started together" "$dir/hw.yml" &&
       grep -q "^# ici_step_bytes [1-9][0-9]*:" "$dir/hw.yml" &&
       ! grep -q "^ici_reduce_bandwidth:" "$dir/hw.yml" &&
+      { ! grep -q "^dcn_link_bandwidth:" "$dir/hw.yml" ||
+        grep -q "^dcn_link_bandwidth:.*the same gathers and reductions at once" "$dir/hw.yml"; } &&
       awk -v b="$rbw" -v c="$cf" 'BEGIN { exit !(b + 0 > 0 && b + 0 < 1e300 && c + 0 > 0 &&
                                                c + 0 <= 1) }' && redok=1
   else
     [ -z "$rbw" ] && ! grep -q "^gather_core_fraction:" "$dir/hw.yml" &&
+      ! grep -q "^dcn_link_bandwidth:" "$dir/hw.yml" &&
       ! grep -q "^# ici_step_bytes" "$dir/hw.yml" && redok=1
   fi
   "$smoe" sim --base "$SMOE_CONFIG_DIR/train.yml" --model tiny --devices 4 "$mesh" \

@@ -314,6 +314,11 @@ typedef struct smoe_hw_cpu {
                                     algorithm); 0 = dcn_bandwidth */
     double dcn_reduce_latency; /* the same per cross-host step, s (with
                                   dcn_reduce_bandwidth) */
+    double dcn_link_bandwidth; /* the link the gathers and the reductions
+                                  across hosts share: the bytes from other
+                                  hosts it carries per second for both at
+                                  once, on dcn_bandwidth's terms; 0 = each
+                                  has the link to itself */
     double ici_reduce_bandwidth; /* a gradient reduction within a host, on
                                     ici_bandwidth's terms (2 x the bytes its
                                     weight's gather moves there per second);

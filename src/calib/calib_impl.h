@@ -97,6 +97,8 @@ double calib_spread(const double *v, int n);
 typedef struct calib_sets {
     double lat, bw;               /* in: the sweep's; out: the gathers' */
     double reduce_lat, reduce_bw; /* out: the reductions' (when used) */
+    double link_bw;               /* out: across hosts, the link's rate for both at once
+                                     (0: each has it to itself) */
     double step_bytes;            /* out: bytes per step of the model's layers */
     double cpu_share;             /* out: the ranks' CPU time in the sets over their wall
                                      time (a rank computing alone on its core: 1) */

@@ -507,6 +507,8 @@ static smoe_status write_profile(FILE *f, const measured *M, smoe_err *err)
         { "dcn_reduce_bandwidth", "a layer's gradient reductions enqueued together as smoe train "
                                   "does: the gathers' bytes from other hosts per second" },
         { "dcn_reduce_latency", "the same reductions: fixed cost per cross-host step, s" },
+        { "dcn_link_bandwidth", "the same gathers and reductions at once: the link's bytes from "
+                                "other hosts per second for both" },
         { "ici_reduce_bandwidth", "a layer's gradient reductions enqueued together as smoe train "
                                   "does: 2 x the gathers' bytes within the host per second" },
         { "ici_reduce_latency", "the same reductions: fixed cost per within-host step, s" },

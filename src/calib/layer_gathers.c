@@ -56,6 +56,8 @@ typedef struct layer_set {
     smoe_wgather *g[MAX_SET];
     float *shard[MAX_SET], *buf[MAX_SET];
     float *grad[MAX_SET], *scratch[MAX_SET]; /* the reductions' (scratch: when they pack) */
+    float *full[MAX_SET]; /* across hosts: the reductions' source while the gathers
+                             fill buf (run_both) */
     double far_bytes, far_steps; /* the cost model's terms (cost.c coll_at) */
     double near_bytes, near_steps; /* the same within the node */
     int64_t scale;               /* the model's bytes times this */
@@ -139,8 +141,10 @@ static smoe_status build_set(smoe_rt *rt, const smoe_plan *plan, int kind, int p
         L->grad[k] = smoe_calloc((size_t)info.shard_numel, sizeof(float));
         if (smoe_rt_wgather_needs_pack(L->g[k]))
             L->scratch[k] = smoe_calloc((size_t)info.gathered_numel, sizeof(float));
+        if (!near_only)
+            L->full[k] = smoe_calloc((size_t)info.gathered_numel, sizeof(float));
         L->n++; /* counted before the check, so free_set frees what was allocated */
-        if (!L->shard[k] || !L->buf[k] || !L->grad[k] ||
+        if (!L->shard[k] || !L->buf[k] || !L->grad[k] || (!near_only && !L->full[k]) ||
             (smoe_rt_wgather_needs_pack(L->g[k]) && !L->scratch[k]))
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
         double fb, fs, nb, ns; /* the cost model's terms (sched: the one-round gather) */
@@ -170,6 +174,7 @@ static void free_set(layer_set *L)
         smoe_free(L->buf[i]);
         smoe_free(L->grad[i]);
         smoe_free(L->scratch[i]);
+        smoe_free(L->full[i]);
     }
 }
 
@@ -203,6 +208,26 @@ static double run_reduce(smoe_rt *rt, layer_set *L, void (*idle)(void *), void *
         smoe_rt_wgather_reduce(rt, L->g[i], L->buf[i], L->scratch[i], L->grad[i], NULL, NULL);
     *st = smoe_rt_drain(rt, err);
     *cpu += process_cpu() - c0;
+    return smoe_now() - t0;
+}
+
+/* The set's gathers started and its reductions enqueued together (a
+ * backward layer's prefetch beside the previous layer's reductions), all
+ * drained; this rank's seconds. */
+static double run_both(smoe_rt *rt, layer_set *L, void (*idle)(void *), void *ud,
+                       smoe_status *st, smoe_err *err)
+{
+    smoe_rt_ticket t[MAX_SET];
+    idle(ud);
+    smoe_rt_barrier(rt);
+    double t0 = smoe_now();
+    for (int i = 0; i < L->n; i++)
+        smoe_rt_wgather_start(rt, L->g[i], L->shard[i], L->buf[i], &t[i]);
+    for (int i = 0; i < L->n; i++)
+        smoe_rt_wgather_reduce(rt, L->g[i], L->full[i], L->scratch[i], L->grad[i], NULL, NULL);
+    for (int i = 0; i < L->n; i++)
+        smoe_rt_wgather_wait(rt, L->g[i], L->buf[i], &t[i], NULL, NULL);
+    *st = smoe_rt_drain(rt, err);
     return smoe_now() - t0;
 }
 
@@ -249,11 +274,11 @@ static smoe_status build_sets(smoe_rt *rt, const smoe_plan *plan, int per_node, 
  * median: on a shared machine one set in a few takes several times the
  * others (a rank descheduled), and a step's wait, whose median training
  * reports, is the sum of a dozen such sets, near the sum of their means.
- * mean[j]: set j's gathers, mean[6 + j] its reductions (without
- * `reduce`: none timed, 0); *cpu_share: the ranks' CPU time in them over
- * their wall time. */
+ * mean[j]: set j's gathers, mean[6 + j] its reductions, mean[12 + j]
+ * both at once (without `reduce`: neither timed, 0); *cpu_share: the
+ * ranks' CPU time in the first two over their wall time. */
 static smoe_status time_sets(smoe_rt *rt, layer_set set[6], int nset, int reduce,
-                             void (*idle)(void *), void *ud, double mean[12], double *cpu_share,
+                             void (*idle)(void *), void *ud, double mean[18], double *cpu_share,
                              smoe_err *err)
 {
     double busy[2] = { 0, 0 }; /* this rank's CPU and wall seconds in them */
@@ -262,15 +287,17 @@ static smoe_status time_sets(smoe_rt *rt, layer_set set[6], int nset, int reduce
         for (int j = 0; j < nset && !s; j++) {
             double cpu = 0, t = run_set(rt, &set[j], idle, ud, &cpu);
             double tr = reduce ? run_reduce(rt, &set[j], idle, ud, &cpu, &s, err) : 0;
+            double tb = reduce && !s ? run_both(rt, &set[j], idle, ud, &s, err) : 0;
             if (r >= 0) {
                 mean[j] += t / REPS;
                 mean[6 + j] += tr / REPS;
+                mean[12 + j] += tb / REPS;
                 busy[0] += cpu;
                 busy[1] += t + tr;
             }
         }
     if (!s && nset > 0) {
-        smoe_rt_allreduce_max_f64(rt, mean, 12);
+        smoe_rt_allreduce_max_f64(rt, mean, 18);
         smoe_rt_allreduce_sum_f64(rt, busy, 2);
     }
     *cpu_share = busy[1] > 0 ? busy[0] / busy[1] : 0;
@@ -279,10 +306,30 @@ static smoe_status time_sets(smoe_rt *rt, layer_set set[6], int nset, int reduce
     return s;
 }
 
+/* The link's rate for a layer's gathers and reductions at once: per set,
+ * where both took longer together than the slower alone (by e), the rate
+ * C at which the simulator's shared link (sched/engines.c link_excess: the
+ * later transfer loses what the two ask beyond the link) gives that time,
+ * e = min(tg, tr) (b / (C tg) + b / (C tr) - 1), b the set's bytes from
+ * other hosts; the median over the sets, 0 where half or more took no
+ * longer together (the link carries both). */
+static double link_rate(const layer_set set[6], int nset, const double mean[18])
+{
+    double c[6];
+    for (int j = 0; j < nset; j++) {
+        double tg = mean[j], tr = mean[6 + j], b = set[j].far_bytes;
+        double lo = fmin(tg, tr), e = mean[12 + j] - fmax(tg, tr);
+        c[j] = lo > 0 && e > 0 && b > 0 ? b * (1 / tg + 1 / tr) / (1 + e / lo) : INFINITY;
+    }
+    double m = nset > 0 ? calib_median(c, nset) : INFINITY;
+    return !isfinite(m) || m > 1e17 ? 0 : fmax(m, 1e6); /* the key's range */
+}
+
 /* Lines through the sets' (bytes, seconds) per step for the gathers and
- * the reductions into out; out->used when at least two sets were timed. */
+ * the reductions into out, and the link's rate for both; out->used when
+ * at least two sets were timed. */
 static void fit_all(smoe_rt *rt, const layer_set set[6], int nset, int near,
-                    const double mean[12], calib_sets *out)
+                    const double mean[18], calib_sets *out)
 {
     double xs[6], ys[6], yr[6], one = 0; /* one: a step of the model's own layers */
     int n = 0, n1 = 0;
@@ -298,9 +345,9 @@ static void fit_all(smoe_rt *rt, const layer_set set[6], int nset, int near,
         yr[n++] = mean[6 + j] / steps;
         if (getenv("SMOE_CALIB_DEBUG") && smoe_rt_rank(rt) == 0)
             fprintf(stderr, "layer gathers %s: %d gathers, %.0f bytes %s, %.0f steps: %.1f us, "
-                    "their reductions %.1f us\n", set[j].what, set[j].n, bytes,
+                    "their reductions %.1f us, both %.1f us\n", set[j].what, set[j].n, bytes,
                     near ? "within the host" : "from other hosts", steps, mean[j] * 1e6,
-                    mean[6 + j] * 1e6);
+                    mean[6 + j] * 1e6, mean[12 + j] * 1e6);
     }
     if (n < 2)
         return;
@@ -308,6 +355,7 @@ static void fit_all(smoe_rt *rt, const layer_set set[6], int nset, int near,
     fit_sets(xs, ys, n, &out->lat, &out->bw);
     out->reduce_bw = out->bw; /* kept where the reductions' fit finds no slope */
     fit_sets(xs, yr, n, &out->reduce_lat, &out->reduce_bw);
+    out->link_bw = near ? 0 : link_rate(set, nset, mean);
     out->used = 1;
 }
 
@@ -321,7 +369,7 @@ smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, i
         return SMOE_OK;
     layer_set set[6];
     int nset;
-    double mean[12] = { 0 };
+    double mean[18] = { 0 };
     smoe_status s = build_sets(rt, plan, per_node, near, near_only, set, &nset, err);
     if (!s)
         s = time_sets(rt, set, nset, !near_only, idle, ud, mean, &out->cpu_share, err);
@@ -347,6 +395,7 @@ static void set_figures(smoe_hw *hw, int near, int reduce, const calib_sets *out
         hw->dcn_latency = out->lat;
         hw->dcn_bandwidth = out->bw;
         hw->cpu.dcn_reduce_latency = out->reduce_lat;
+        hw->cpu.dcn_link_bandwidth = out->link_bw;
         hw->cpu.dcn_reduce_bandwidth = out->reduce_bw;
     }
 }

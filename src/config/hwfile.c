@@ -114,6 +114,7 @@ static const struct hw_key {
     { "core_share", HW(cpu.core_share), 0, 0, { 1e-3, 1, 0, 1 } },
     { "dcn_reduce_bandwidth", HW(cpu.dcn_reduce_bandwidth), 0, 0, BW0 },
     { "dcn_reduce_latency", HW(cpu.dcn_reduce_latency), 0, 0, SECS },
+    { "dcn_link_bandwidth", HW(cpu.dcn_link_bandwidth), 0, 0, BW0 },
     { "ici_reduce_bandwidth", HW(cpu.ici_reduce_bandwidth), 0, 0, BW0 },
     { "ici_reduce_latency", HW(cpu.ici_reduce_latency), 0, 0, SECS },
     { "gather_core_fraction", HW(cpu.gather_core_fraction), 0, 0, { 1e-3, 1, 0, 1 } },

@@ -68,7 +68,7 @@ smoe_status sim_cores_step(const smoe_sim_model *m, const smoe_sim_sched *s,
                            const smoe_schedule *sc, smoe_sim_result *r, smoe_trace *trace)
 {
     double share = m->hw.cpu.core_share, cores = share * m->hw.devices_per_node;
-    sim_pass p = { share / fmin(1, cores), 0, 0 }; /* a rank alone on its core */
+    sim_pass p = { .rate = share / fmin(1, cores) }; /* a rank alone on its core */
     sim_pass_out o;
     smoe_status st = sim_run_pass(m, s, sc, &p, r, &o, NULL);
     if (st)

@@ -36,15 +36,17 @@ void sim_span(sim *x, int lane, const char *name, double t0, double t1)
         smoe_trace_span(x->trace, lane, name, t0, t1);
 }
 
-void sim_busy(sim *x, double t0, double t1, double cpu)
+void sim_busy(sim *x, double t0, double t1, double cpu, double use, int eng)
 {
-    if (!x->m->use_compute || t1 <= t0 || cpu <= 0)
+    if (!x->m->use_compute || t1 <= t0 || (cpu <= 0 && use <= 0))
         return;
     x->work += cpu * (t1 - t0);
     if (x->nbusy == x->capbusy)
         return;
     x->busy0[x->nbusy] = t0;
     x->busyw[x->nbusy] = cpu;
+    x->busyl[x->nbusy] = use;
+    x->busye[x->nbusy] = eng;
     x->busy1[x->nbusy++] = t1;
 }
 
@@ -83,12 +85,30 @@ void sim_record(sim *x, double t, double start, double end, int unit, int lane,
     x->qn[x->nq++] = name;
 }
 
-double sim_engine_u(sim *x, double *freep, double t, double dur, int lane, const char *name,
-                       int unit, double cpu)
+/* The engine whose clock is freep, as the link's spans name it. */
+static int engine_id(const sim *x, const double *freep)
 {
+    return freep == &x->geng ? 0 : freep == x->reng ? 1 : freep == x->areng ? 2
+                                                     : freep == x->aeng ? 3 : 4;
+}
+
+/* An op of `dur` seconds alone, ready at t on the engine whose clock is
+ * *freep, `cpu` of it the cores' work and `link` seconds of it the link's
+ * (cpu profiles across hosts): beside other engines' transfers on the
+ * link it takes longer by what it loses to them (link.c; three passes,
+ * as sim_compute's, while the longer span meets more of them); its
+ * cores' work stays the same. */
+double sim_engine_u(sim *x, double *freep, double t, double dur, int lane, const char *name,
+                       int unit, double cpu, double link)
+{
+    const int eng = engine_id(x, freep);
+    const double use = dur > 0 ? fmin(1, link / dur) : 0; /* of the link, alone */
     double start = fmax(*freep, t), end = start + dur;
+    if (use > 0 && x->m->use_compute)
+        for (int it = 0; it < 3; it++)
+            end = start + dur + sim_link_lost(x, eng, start, end, use);
     *freep = end;
-    sim_busy(x, start, end, cpu);
+    sim_busy(x, start, end, end > start ? cpu * dur / (end - start) : cpu, use, eng);
     if (freep == &x->geng)
         sim_record(x, t, start, end, unit, lane, name); /* spans at the end */
     else
@@ -98,14 +118,34 @@ double sim_engine_u(sim *x, double *freep, double t, double dur, int lane, const
 
 double sim_engine(sim *x, double *freep, double t, double dur, int lane, const char *name)
 {
-    return sim_engine_u(x, freep, t, dur, lane, name, -1, 1);
+    return sim_engine_u(x, freep, t, dur, lane, name, -1, 1, 0);
+}
+
+/* The link's seconds of a transfer whose network part took `net` seconds
+ * at `rate` (the profile's figure it was timed by): its bytes at the
+ * shared link's rate; 0 where the profile has none (each engine has the
+ * link to itself). */
+double sim_link_secs(const sim *x, double net, double rate)
+{
+    const double link = x->m->hw.cpu.dcn_link_bandwidth;
+    return link > 0 && rate > 0 ? net * rate / link : 0;
+}
+
+/* The same for a reduction of `dur` whose network part is `net`, timed at
+ * the reductions' rate across hosts where the profile has one. */
+static double reduce_link(const sim *x, double dur, double net)
+{
+    const smoe_hw *hw = &x->m->hw;
+    return sim_link_secs(x, dur * net, hw->cpu.dcn_reduce_bandwidth > 0
+                                           ? hw->cpu.dcn_reduce_bandwidth
+                                           : hw->dcn_bandwidth);
 }
 
 /* A gradient reduction of weight w on the reduction engine. */
 double sim_reduction(sim *x, const sim_w *w, double t, double dur)
 {
     return sim_engine_u(x, x->reng, t, dur, LANE_COMM, "reduce-scatter", -1,
-                        sim_core_part(x, w->rs_net));
+                        sim_core_part(x, w->rs_net), reduce_link(x, dur, w->rs_net));
 }
 
 /* The all-reduce after weight w's reduce-scatter (HSDP), ready at t: on
@@ -113,7 +153,7 @@ double sim_reduction(sim *x, const sim_w *w, double t, double dur)
 double sim_allreduce(sim *x, const sim_w *w, double t, double dur)
 {
     return sim_engine_u(x, x->areng, t, dur, LANE_COMM, "all-reduce", -1,
-                        sim_core_part(x, w->rs_net));
+                        sim_core_part(x, w->rs_net), reduce_link(x, dur, w->rs_net));
 }
 
 /* An op the compute waits for, issued at t on the gather engine: it waits
@@ -155,7 +195,7 @@ double sim_urgent(sim *x, double t, double dur, int lane, const char *name)
         x->nq++;
     }
     x->geng = fmax(x->geng, cur);
-    sim_busy(x, start, end, 1);
+    sim_busy(x, start, end, 1, 0, engine_id(x, &x->geng));
     return end;
 }
 

@@ -140,6 +140,14 @@ struct smoe_sim_model {
  * schedule's units, sched.h). */
 static inline int sim_unit_layer(int L, int u) { return u < L ? u : 2 * L - 1 - u; }
 
+/* The transfers on the link between hosts in one pass (link.c): each
+ * span, the part of the link it asks (1 fills it) and its engine. */
+typedef struct sim_link {
+    double *t0, *t1, *use;
+    int *eng;
+    int n;
+} sim_link;
+void sim_link_free(sim_link *l);
 /* One pass of the event simulation (sim.c): compute segments take `rate`
  * times the model's (every-rank-busy) time, and every sync point waits
  * `skew` s for the last rank; with `overlap`, the part of the unit's
@@ -148,6 +156,9 @@ static inline int sim_unit_layer(int L, int u) { return u < L ? u : 2 * L - 1 - 
 typedef struct sim_pass {
     double rate, skew;
     int overlap;
+    const sim_link *link; /* the pass before's transfers, shared at once (NULL:
+                             each loses to those issued before it) */
+    sim_link *keep;       /* this pass's transfers, kept for the next (NULL: not) */
 } sim_pass;
 typedef struct sim_pass_out {
     double work_s; /* the rank's CPU work at the every-rank-busy rate: the
@@ -165,6 +176,12 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
 int sim_cores_shared(const smoe_sim_model *m);
 smoe_status sim_cores_step(const smoe_sim_model *m, const smoe_sim_sched *s,
                            const smoe_schedule *sc, smoe_sim_result *r, smoe_trace *trace);
+/* The link between hosts (link.c): do m's transfers share it (a cpu
+ * profile with dcn_link_bandwidth)? Then sim_link_step runs the event
+ * loop's passes that share it. */
+int sim_link_shared(const smoe_sim_model *m);
+smoe_status sim_link_step(const smoe_sim_model *m, const smoe_sim_sched *s,
+                          const smoe_schedule *sc, smoe_sim_result *r, smoe_trace *trace);
 
 /* The attention of a model's decoder layers in two kinds (attn_span.c):
  * [1] gemma4's global layers, with their own head widths, [0] the rest;

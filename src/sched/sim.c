@@ -129,6 +129,7 @@ static void issue(sim *x, int u, int w, double frac, double t)
 {
     const sim_kind *k = &x->m->k[x->m->kind_of[unit_layer(x->m, u)]];
     double dur = pre_time(x, &k->w[w]) * frac;
+    const double link = sim_link_secs(x, dur * k->w[w].pre_net, x->m->hw.dcn_bandwidth);
     if (x->gend[u] == 0 && dur > 0 && t > 0) {
         /* a sync point: also waits for a reductions' root (not at the step's
          * start, which follows the last step's blocking all-reduces) */
@@ -152,7 +153,7 @@ static void issue(sim *x, int u, int w, double frac, double t)
      * projections), or the routed down projection (split) */
     int grp = !x->split || !k->w[w].routed ? 0 : k->w[w].down ? 2 : 1;
     double end = sim_engine_u(x, &x->geng, t, dur, LANE_GATHER, k->w[w].name, 3 * u + grp,
-                          sim_core_part(x, k->w[w].pre_net));
+                          sim_core_part(x, k->w[w].pre_net), link);
     double *ge = grp == 2 ? &x->gend_down[u] : grp ? &x->gend_exp[u] : &x->gend[u];
     if (end > *ge)
         *ge = end;
@@ -548,7 +549,9 @@ static double step_start(sim *x, const smoe_schedule *sc, double *t0, double *he
     else if (!x->mx)
         issue_point(x, -1, 1, 3, 0);
     *head_end = head_s > 0 ? sim_engine_u(x, &x->geng, *t0, head_s, LANE_GATHER, "head weights",
-                                          -1, 1 - m->top_head_net)
+                                          -1, 1 - m->top_head_net,
+                                          sim_link_secs(x, head_s * m->top_head_net,
+                                                        m->hw.dcn_bandwidth))
                            : 0;
     top = fmax(0, top);
     if (top > 0) {
@@ -624,8 +627,9 @@ smoe_status sim_run_pass(const smoe_sim_model *m, const smoe_sim_sched *s, const
     *r = x.r;
     out->work_s = x.work;
     out->nsync = x.nsync;
+    smoe_status st = p->keep ? sim_link_keep(&x, p->keep) : SMOE_OK;
     sim_free(&x);
-    return SMOE_OK;
+    return st;
 }
 
 /* Does schedule sc fit model m: its layers, every entry's unit, weight and
@@ -665,8 +669,10 @@ smoe_status smoe_sim_run(const smoe_sim_model *m, const smoe_sim_sched *s, smoe_
         st = SMOE_EINVAL;
     } else if (sim_cores_shared(m)) {
         st = sim_cores_step(m, s, sc, r, trace);
+    } else if (sim_link_shared(m)) {
+        st = sim_link_step(m, s, sc, r, trace);
     } else {
-        sim_pass p = { 1, m->skew, 0 };
+        sim_pass p = { .rate = 1, .skew = m->skew };
         sim_pass_out o;
         st = sim_run_pass(m, s, sc, &p, r, &o, trace);
     }

@@ -47,6 +47,8 @@ typedef struct sim {
     int nev, cap;
     double *busy0, *busy1, *busyw; /* comm intervals (cpu profiles) and the
                                       fraction of each that is the cores' work */
+    double *busyl;                 /* and of each the link's part it asks (link.c) */
+    int *busye;                    /* and its engine (sim_engine_id) */
     int nbusy, capbusy;
     smoe_sim_result r;
     char name[96];
@@ -88,12 +90,18 @@ void sim_free(sim *x);
 /* engines.c */
 void sim_mem(sim *x, double t, double bytes);
 void sim_span(sim *x, int lane, const char *name, double t0, double t1);
-void sim_busy(sim *x, double t0, double t1, double cpu);
+void sim_busy(sim *x, double t0, double t1, double cpu, double use, int eng);
 double sim_compute(sim *x, double t, double dur, const char *name);
 void sim_record(sim *x, double t, double start, double end, int unit, int lane, const char *name);
 double sim_engine_u(sim *x, double *freep, double t, double dur, int lane, const char *name,
-                    int unit, double cpu);
+                    int unit, double cpu, double link);
 double sim_engine(sim *x, double *freep, double t, double dur, int lane, const char *name);
+double sim_link_secs(const sim *x, double net, double rate);
+/* link.c: what a transfer on engine eng using u of the link over
+ * [start, end) loses to the others on it; x's transfers kept for the next
+ * pass (SMOE_ENOMEM) */
+double sim_link_lost(const sim *x, int eng, double start, double end, double u);
+smoe_status sim_link_keep(const sim *x, sim_link *out);
 double sim_reduction(sim *x, const sim_w *w, double t, double dur);
 double sim_allreduce(sim *x, const sim_w *w, double t, double dur);
 double sim_urgent(sim *x, double t, double dur, int lane, const char *name);

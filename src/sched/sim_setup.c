@@ -27,6 +27,7 @@ void sim_free(sim *x)
     smoe_free(x->ev);
     smoe_free(x->gend);
     smoe_free(x->busy0);
+    smoe_free(x->busye);
     smoe_free(x->qs);
     smoe_free(x->qu);
     smoe_free(x->qn);
@@ -117,9 +118,11 @@ smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sched *s,
     x->gend = smoe_calloc(3 * (size_t)nu, sizeof *x->gend);
     x->gend_exp = x->gend ? x->gend + nu : NULL;
     x->gend_down = x->gend ? x->gend + 2 * nu : NULL;
-    x->busy0 = x->capbusy ? smoe_malloc(sizeof(double) * 3 * (size_t)x->capbusy) : NULL;
+    x->busy0 = x->capbusy ? smoe_malloc(sizeof(double) * 4 * (size_t)x->capbusy) : NULL;
     x->busy1 = x->busy0 ? x->busy0 + x->capbusy : NULL;
     x->busyw = x->busy0 ? x->busy0 + 2 * x->capbusy : NULL;
+    x->busyl = x->busy0 ? x->busy0 + 3 * x->capbusy : NULL;
+    x->busye = x->capbusy ? smoe_malloc(sizeof(int) * (size_t)x->capbusy) : NULL;
     x->capq = nu * (2 * mw + 8) + 16;
     x->qs = smoe_malloc(sizeof(double) * 3 * (size_t)x->capq);
     x->qu = smoe_malloc(sizeof(int) * 2 * (size_t)x->capq);
@@ -133,7 +136,7 @@ smoe_status sim_init(sim *x, const smoe_sim_model *m, const smoe_sim_sched *s,
     x->at = index_points(sc, nu);
     if (s->executor == SMOE_SIM_EXEC_RUNTIME) /* smoe's own executor */
         x->pool = sim_pool_init(&x->P, sc, nu) == SMOE_OK ? 1 : -1;
-    if (!x->ev || !x->gend || (x->capbusy && !x->busy0) || !x->qs || !x->qu || !x->qn || !x->at ||
+    if (!x->ev || !x->gend || (x->capbusy && (!x->busy0 || !x->busye)) || !x->qs || !x->qu || !x->qn || !x->at ||
         x->pool < 0) {
         sim_free(x);
         return SMOE_ENOMEM;
