@@ -1,7 +1,8 @@
 /* The calibration's statistics (src/calib) against hand-computed values:
  * the median, the spread (interquartile range over the median) and the
  * Theil-Sen line, which one noisy size must not bend (least squares on
- * the case below gives a slope of 14.4 for the true 3). White-box.
+ * the case below gives a slope of 14.4 for the true 3), and the shared
+ * link's rate from a layer's transfers alone and together. White-box.
  * usage: test_calib_stats */
 #include "../src/calib/calib_impl.h"
 #include "check.h"
@@ -52,10 +53,25 @@ static void test_fit(void)
     CHECKF(b > 0 && b <= 1e-12, "b %g", b);
 }
 
+/* The shared link's rate by hand: gathers and reductions of 1 s each
+ * alone, 2 s together: each asks all of a link of b / 1 s; reductions of
+ * 2 s (half the link) beside 1 s gathers, 2.5 s together: the 0.5 s
+ * the two ask beyond a link of b a second; together no longer than the
+ * slower alone: no shared link (INFINITY). */
+static void test_link_rate(void)
+{
+    CHECKF(NEAR(calib_link_rate(1, 1, 2, 1e8), 1e8), "%g", calib_link_rate(1, 1, 2, 1e8));
+    CHECKF(NEAR(calib_link_rate(1, 2, 2.5, 1e8), 1e8), "%g", calib_link_rate(1, 2, 2.5, 1e8));
+    CHECKF(NEAR(calib_link_rate(2, 1, 2.5, 1e8), 1e8), "%g", calib_link_rate(2, 1, 2.5, 1e8));
+    CHECK(isinf(calib_link_rate(1, 2, 2, 1e8)));
+    CHECK(isinf(calib_link_rate(0, 2, 3, 1e8)));
+}
+
 int main(void)
 {
     test_median();
     test_spread();
     test_fit();
+    test_link_rate();
     return check_report();
 }

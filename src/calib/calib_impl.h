@@ -41,6 +41,13 @@ SMOE_MUST_CHECK
 smoe_status calib_check_memory(const smoe_config *cfg, const smoe_plan *plan, smoe_err *err);
 int64_t calib_act_elems(const smoe_config *cfg, const smoe_plan *plan);
 
+/* The rate C of the simulator's shared link (sched/link.c: the later of
+ * two transfers loses what they ask beyond it) at which gathers of tg s
+ * and reductions of tr s alone, each moving b bytes from other hosts,
+ * take tb s together: tb - max(tg, tr) = min(tg, tr) (b / (C tg) +
+ * b / (C tr) - 1); INFINITY where they took no longer together than the
+ * slower alone. */
+double calib_link_rate(double tg, double tr, double tb, double b);
 /* The median of n values (n <= 32; reordered). */
 double calib_median(double *v, int n);
 /* t = a + b x over n <= 6 points, robustly (Theil-Sen); a >= 0, b > 0. */

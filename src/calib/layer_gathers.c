@@ -306,21 +306,20 @@ static smoe_status time_sets(smoe_rt *rt, layer_set set[6], int nset, int reduce
     return s;
 }
 
-/* The link's rate for a layer's gathers and reductions at once: per set,
- * where both took longer together than the slower alone (by e), the rate
- * C at which the simulator's shared link (sched/engines.c link_excess: the
- * later transfer loses what the two ask beyond the link) gives that time,
- * e = min(tg, tr) (b / (C tg) + b / (C tr) - 1), b the set's bytes from
- * other hosts; the median over the sets, 0 where half or more took no
+double calib_link_rate(double tg, double tr, double tb, double b)
+{
+    double lo = fmin(tg, tr), e = tb - fmax(tg, tr);
+    return lo > 0 && e > 0 && b > 0 ? b * (1 / tg + 1 / tr) / (1 + e / lo) : INFINITY;
+}
+
+/* The link's rate for a layer's gathers and reductions at once: the
+ * median over the sets of calib_link_rate, 0 where half or more took no
  * longer together (the link carries both). */
 static double link_rate(const layer_set set[6], int nset, const double mean[18])
 {
     double c[6];
-    for (int j = 0; j < nset; j++) {
-        double tg = mean[j], tr = mean[6 + j], b = set[j].far_bytes;
-        double lo = fmin(tg, tr), e = mean[12 + j] - fmax(tg, tr);
-        c[j] = lo > 0 && e > 0 && b > 0 ? b * (1 / tg + 1 / tr) / (1 + e / lo) : INFINITY;
-    }
+    for (int j = 0; j < nset; j++)
+        c[j] = calib_link_rate(mean[j], mean[6 + j], mean[12 + j], set[j].far_bytes);
     double m = nset > 0 ? calib_median(c, nset) : INFINITY;
     return !isfinite(m) || m > 1e17 ? 0 : fmax(m, 1e6); /* the key's range */
 }
