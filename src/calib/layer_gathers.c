@@ -102,9 +102,10 @@ static void within_host(const smoe_gather *g, const smoe_plan *plan, smoe_gather
 
 /* Layer kind `kind`'s gathers at s times their bytes into L; with
  * near_only, each gathered within the host only (within_host), routed
- * experts too (their expert axis is the host's). */
+ * experts too (their expert axis is the host's); with `both`, the
+ * reductions' own source for run_both. */
 static smoe_status build_set(smoe_rt *rt, const smoe_plan *plan, int kind, int per_node,
-                             int near_only, int64_t s, layer_set *L, smoe_err *err)
+                             int near_only, int both, int64_t s, layer_set *L, smoe_err *err)
 {
     memset(L, 0, sizeof *L);
     L->scale = s;
@@ -141,10 +142,10 @@ static smoe_status build_set(smoe_rt *rt, const smoe_plan *plan, int kind, int p
         L->grad[k] = smoe_calloc((size_t)info.shard_numel, sizeof(float));
         if (smoe_rt_wgather_needs_pack(L->g[k]))
             L->scratch[k] = smoe_calloc((size_t)info.gathered_numel, sizeof(float));
-        if (!near_only)
+        if (both)
             L->full[k] = smoe_calloc((size_t)info.gathered_numel, sizeof(float));
         L->n++; /* counted before the check, so free_set frees what was allocated */
-        if (!L->shard[k] || !L->buf[k] || !L->grad[k] || (!near_only && !L->full[k]) ||
+        if (!L->shard[k] || !L->buf[k] || !L->grad[k] || (both && !L->full[k]) ||
             (smoe_rt_wgather_needs_pack(L->g[k]) && !L->scratch[k]))
             return smoe_err_set(err, SMOE_ENOMEM, "out of memory");
         double fb, fs, nb, ns; /* the cost model's terms (sched: the one-round gather) */
@@ -251,7 +252,8 @@ static void fit_sets(const double *xs, double *ys, int n, double *lat, double *b
 /* The sets timed: one layer of each kind at 1, 2 and 4 times its bytes,
  * each with steps on the terms measured (near: within the host); *nset. */
 static smoe_status build_sets(smoe_rt *rt, const smoe_plan *plan, int per_node, int near,
-                              int near_only, layer_set set[6], int *nset, smoe_err *err)
+                              int near_only, int both, layer_set set[6], int *nset,
+                              smoe_err *err)
 {
     static const int64_t scale[3] = { 1, 2, 4 };
     smoe_status s = SMOE_OK;
@@ -259,7 +261,7 @@ static smoe_status build_sets(smoe_rt *rt, const smoe_plan *plan, int per_node, 
     for (int kind = 0; kind < 2 && !s; kind++)
         for (int k = 0; k < 3 && !s; k++) {
             layer_set *L = &set[*nset];
-            s = build_set(rt, plan, kind, per_node, near_only, scale[k], L, err);
+            s = build_set(rt, plan, kind, per_node, near_only, both, scale[k], L, err);
             if (s || (near ? L->near_steps : L->far_steps) <= 0)
                 free_set(L);
             else
@@ -274,10 +276,11 @@ static smoe_status build_sets(smoe_rt *rt, const smoe_plan *plan, int per_node, 
  * median: on a shared machine one set in a few takes several times the
  * others (a rank descheduled), and a step's wait, whose median training
  * reports, is the sum of a dozen such sets, near the sum of their means.
- * mean[j]: set j's gathers, mean[6 + j] its reductions, mean[12 + j]
- * both at once (without `reduce`: neither timed, 0); *cpu_share: the
- * ranks' CPU time in the first two over their wall time. */
-static smoe_status time_sets(smoe_rt *rt, layer_set set[6], int nset, int reduce,
+ * mean[j]: set j's gathers, mean[6 + j] its reductions (without
+ * `reduce`: not timed, 0), mean[12 + j] both at once (with `both`, else
+ * 0); *cpu_share: the ranks' CPU time in the first two over their wall
+ * time. */
+static smoe_status time_sets(smoe_rt *rt, layer_set set[6], int nset, int reduce, int both,
                              void (*idle)(void *), void *ud, double mean[18], double *cpu_share,
                              smoe_err *err)
 {
@@ -287,7 +290,7 @@ static smoe_status time_sets(smoe_rt *rt, layer_set set[6], int nset, int reduce
         for (int j = 0; j < nset && !s; j++) {
             double cpu = 0, t = run_set(rt, &set[j], idle, ud, &cpu);
             double tr = reduce ? run_reduce(rt, &set[j], idle, ud, &cpu, &s, err) : 0;
-            double tb = reduce && !s ? run_both(rt, &set[j], idle, ud, &s, err) : 0;
+            double tb = both && !s ? run_both(rt, &set[j], idle, ud, &s, err) : 0;
             if (r >= 0) {
                 mean[j] += t / REPS;
                 mean[6 + j] += tr / REPS;
@@ -354,7 +357,7 @@ static void fit_all(smoe_rt *rt, const layer_set set[6], int nset, int near,
     fit_sets(xs, ys, n, &out->lat, &out->bw);
     out->reduce_bw = out->bw; /* kept where the reductions' fit finds no slope */
     fit_sets(xs, yr, n, &out->reduce_lat, &out->reduce_bw);
-    out->link_bw = near ? 0 : link_rate(set, nset, mean);
+    out->link_bw = near ? 0 : link_rate(set, nset, mean); /* timed only across hosts */
     out->used = 1;
 }
 
@@ -364,14 +367,15 @@ smoe_status calib_layer_gathers(smoe_rt *rt, const smoe_plan *plan, int nodes, i
 {
     out->used = 0;
     const int near = nodes == 1 || near_only; /* the within-node terms, on any mesh */
+    const int both = !near; /* the link's share: across hosts, the layer's own gathers */
     if (out->bw <= 0 || (nodes == 1 ? per_node < 2 : !same_mesh(&plan->mesh, nodes, per_node)))
         return SMOE_OK;
     layer_set set[6];
     int nset;
     double mean[18] = { 0 };
-    smoe_status s = build_sets(rt, plan, per_node, near, near_only, set, &nset, err);
+    smoe_status s = build_sets(rt, plan, per_node, near, near_only, both, set, &nset, err);
     if (!s)
-        s = time_sets(rt, set, nset, !near_only, idle, ud, mean, &out->cpu_share, err);
+        s = time_sets(rt, set, nset, !near_only, both, idle, ud, mean, &out->cpu_share, err);
     if (!s)
         fit_all(rt, set, nset, near, mean, out);
     for (int j = 0; j < nset; j++)
@@ -394,8 +398,8 @@ static void set_figures(smoe_hw *hw, int near, int reduce, const calib_sets *out
         hw->dcn_latency = out->lat;
         hw->dcn_bandwidth = out->bw;
         hw->cpu.dcn_reduce_latency = out->reduce_lat;
-        hw->cpu.dcn_link_bandwidth = out->link_bw;
         hw->cpu.dcn_reduce_bandwidth = out->reduce_bw;
+        hw->cpu.dcn_link_bandwidth = out->link_bw;
     }
 }
 

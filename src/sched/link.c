@@ -26,8 +26,8 @@ enum { LINK_MAX = 96, LINK_PASSES = 3 };
 /* The time a transfer on engine `eng` asking u of the link over
  * [start, end) loses to the spans (t0, t1, use: the part each asks, their
  * engines) of other engines: the integral of max(0, u + W(t) - 1), W the
- * others' parts at t, or with `share` its part u / (u + W) of that. At most LINK_MAX spans,
- * the first that overlap. */
+ * others' parts at t, or with `share` its part u / (u + W) of that. At
+ * most LINK_MAX spans, the first that overlap. */
 static double lost_to(const sim_link *l, int eng, double start, double end, double u, int share)
 {
     double pt[2 * LINK_MAX + 2];
